@@ -1,0 +1,89 @@
+/**
+ * The contract's error rows (platform-api.md 7.1 and 7.2) in one table. Address-API rows are keyed
+ * by their problem type fragment (`{docs_url}/location/problems#<fragment>`, fragments from
+ * NOTES.md); company-envelope rows (2.4) by a `company-*` code of our own.
+ *
+ * `scope` says how far a failure reaches:
+ * - `record`: only the input that caused it (the engine marks the record `invalid-input`);
+ * - `request`: this call failed, the run goes on (retried if `retriable`, else `unavailable`);
+ * - `run`: credentials, account, plan or quota — every further call fails the same way, so the
+ *   engine stops the whole run (exit code 3).
+ */
+export const PROBLEMS = {
+  'field-error': { status: 400, title: 'Field Validation Error', scope: 'record', retriable: false },
+  'no-auth-data': { status: 401, title: 'No authorization header present', scope: 'run', retriable: false },
+  'api-key-invalid': { status: 401, title: 'API Key Invalid', scope: 'run', retriable: false },
+  'origin-invalid': { status: 401, title: 'Origin Invalid', scope: 'run', retriable: false },
+  'missing-session-token': { status: 401, title: 'Missing Session Token', scope: 'request', retriable: false },
+  'invalid-session-token': { status: 401, title: 'Invalid Session Token', scope: 'request', retriable: false },
+  'account-disabled': { status: 403, title: 'Account Disabled', scope: 'run', retriable: false },
+  'service-disabled': { status: 403, title: 'Service Disabled', scope: 'run', retriable: false },
+  'feature-disabled': { status: 403, title: 'Feature Disabled', scope: 'run', retriable: false },
+  'quota-expired': { status: 403, title: 'Quota Expired', scope: 'run', retriable: false },
+  'quota-exhausted': { status: 403, title: 'Quota Exhausted', scope: 'run', retriable: false },
+  // Retriable only through a new session (the retrier renews once); never repeated as is.
+  'expired-session-token': { status: 403, title: 'Expired Session Token', scope: 'request', retriable: false },
+  'not-found': { status: 404, title: 'Not Found', scope: 'request', retriable: false },
+  'method-not-allowed': { status: 405, title: 'Method Not Allowed', scope: 'request', retriable: false },
+  'unsupported-media-type': { status: 415, title: 'Unsupported Media Type', scope: 'request', retriable: false },
+  'too-many-requests': { status: 429, title: 'Too Many Requests', scope: 'request', retriable: true },
+  'internal-error': { status: 500, title: 'Internal Error', scope: 'request', retriable: true },
+  'country-not-available': { status: 500, title: 'Country not available', scope: 'request', retriable: true },
+
+  'company-bad-request': { status: 400, title: 'Invalid parameters or body', scope: 'record', retriable: false },
+  'company-unauthorized': { status: 401, title: 'Authorization missing or invalid', scope: 'run', retriable: false },
+  'company-forbidden': {
+    status: 403,
+    title: 'Service not enabled or maximum number of requests reached',
+    scope: 'run',
+    retriable: false,
+  },
+  'company-server-error': { status: 500, title: 'Unknown server error', scope: 'request', retriable: true },
+} as const satisfies Record<string, ProblemRow>;
+
+/** How far a failure reaches: one record, one request, or the whole run. */
+export type ErrorScope = 'record' | 'request' | 'run';
+
+/** One row of {@link PROBLEMS}. */
+export interface ProblemRow {
+  readonly status: number;
+  readonly title: string;
+  readonly scope: ErrorScope;
+  readonly retriable: boolean;
+}
+
+/** Codes of the contract's error rows. */
+export type ProblemCode = keyof typeof PROBLEMS;
+
+/** Address-API problem type fragments (7.1); the company rows are not problem types. */
+export type ProblemFragment = Exclude<ProblemCode, `company-${string}`>;
+
+/** Whether `fragment` is one of the contract's known problem types. */
+export function isKnownProblem(fragment: string): fragment is ProblemFragment {
+  return Object.hasOwn(PROBLEMS, fragment) && !fragment.startsWith('company-');
+}
+
+/** Codes for failures that are not rows of the contract (HTTP answers outside it, local failures). */
+export const LOCAL_CODES = {
+  /** problem+json with a type fragment the contract does not list */
+  unknownProblem: 'unknown-problem',
+  /** HTTP error answer without a recognisable body (e.g. a proxy's 502 page) */
+  httpError: 'http-error',
+  /** a 2xx answer whose body breaks the schema */
+  contractViolation: 'contract-violation',
+  /** input refused locally before anything was sent */
+  localValidation: 'local-validation',
+  /** no response within the per-request timeout */
+  timeout: 'timeout',
+  /** socket reset, refused or closed before a full response */
+  connection: 'connection-error',
+  /** host name could not be resolved */
+  dns: 'dns-error',
+  /** the caller's AbortSignal fired */
+  aborted: 'aborted',
+  /** the retrier gave up; `cause` holds the last failure */
+  retriesExhausted: 'retries-exhausted',
+} as const;
+
+/** Every code a {@link DqError} raised by core can carry. */
+export type DqErrorCode = ProblemCode | (typeof LOCAL_CODES)[keyof typeof LOCAL_CODES];

@@ -1,0 +1,102 @@
+import { DqError, RetriesExhaustedError, TransportError } from '../../errors/dq-error.js';
+import { decideRetry, resolveRetryOptions, retryDelay } from './policy.js';
+import type { RetryDecision, RetryOptions } from './policy.js';
+
+/** What one attempt is told about its place in the sequence. */
+export interface AttemptInfo {
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** Ms left of the total budget; an attempt should not run longer. */
+  remainingMs: number;
+}
+
+/** Reported before each wait. */
+export interface RetryEvent {
+  /** The attempt that just failed (1-based). */
+  attempt: number;
+  error: unknown;
+  decision: RetryDecision;
+  delayMs: number;
+}
+
+/** Options of one {@link retry} run. */
+export interface RetryRunOptions extends Partial<RetryOptions> {
+  /** Aborts the run, a pending wait included. */
+  signal?: AbortSignal;
+  /** Called before each wait (logging, throttle backoff). */
+  onRetry?: (event: RetryEvent) => void;
+  /** Clock in ms (default `Date.now`). */
+  now?: () => number;
+}
+
+/**
+ * The one retrier of the repo. Runs `attempt` until it succeeds, fails with a non-retriable error
+ * (rethrown as is), or attempts or total time run out — then throws a non-retriable
+ * {@link RetriesExhaustedError} keeping the last failure as `cause`. Waits are abortable. With
+ * `maxAttempts: 1` every failure is rethrown as is.
+ */
+export async function retry<T>(attempt: (info: AttemptInfo) => Promise<T>, options: RetryRunOptions = {}): Promise<T> {
+  const { signal, onRetry, now = Date.now, ...rest } = options;
+  const policy = resolveRetryOptions(rest);
+  const started = now();
+  for (let n = 1; ; n++) {
+    throwIfAborted(signal);
+    try {
+      return await attempt({ attempt: n, remainingMs: Math.max(0, policy.maxTotalMs - (now() - started)) });
+    } catch (error) {
+      if (signal?.aborted) throw abortedError(signal, error);
+      const decision = decideRetry(error);
+      // With retries switched off (maxAttempts 1) the caller gets the failure itself.
+      if (decision.kind === 'never' || policy.maxAttempts === 1) throw error;
+      const delayMs = retryDelay(decision, n, policy);
+      const elapsed = now() - started;
+      if (n >= policy.maxAttempts || elapsed + delayMs >= policy.maxTotalMs) {
+        throw exhausted(error, n, elapsed, n >= policy.maxAttempts ? 'attempts' : 'time');
+      }
+      onRetry?.({ attempt: n, error, decision, delayMs });
+      await sleep(delayMs, signal);
+    }
+  }
+}
+
+function exhausted(error: unknown, attempts: number, elapsedMs: number, limit: 'attempts' | 'time'): RetriesExhaustedError {
+  const last = error instanceof DqError ? error : undefined;
+  const why = limit === 'attempts' ? `after ${attempts} attempts` : `after ${attempts} attempts, ${elapsedMs} ms: the retry time budget is used up`;
+  const what = error instanceof Error ? error.message : String(error);
+  return new RetriesExhaustedError(`Gave up ${why}; try again later. Last failure: ${what}`, {
+    attempts,
+    cause: error,
+    status: last?.status,
+    requestId: last?.requestId,
+  });
+}
+
+/** Resolves after `ms`; rejects with an `aborted` {@link TransportError} as soon as `signal` fires. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortedError(signal));
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortedError(signal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortedError(signal);
+}
+
+/** The error for a caller's abort; keeps what was in flight as `cause`. */
+export function abortedError(signal: AbortSignal | undefined, inFlight?: unknown): TransportError {
+  if (inFlight instanceof TransportError && inFlight.code === 'aborted') return inFlight;
+  return new TransportError('Request aborted by the caller', {
+    code: 'aborted',
+    retriable: false,
+    cause: inFlight ?? signal?.reason,
+  });
+}

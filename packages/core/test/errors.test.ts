@@ -1,0 +1,189 @@
+import { MessageChannel } from 'node:worker_threads';
+import { afterEach, describe, expect, test } from 'vitest';
+import { CompanyClient } from '../src/clients/index.js';
+import {
+  ContractError,
+  DqError,
+  LocalValidationError,
+  PROBLEMS,
+  PlatformError,
+  RetriesExhaustedError,
+  TransportError,
+  errorFromData,
+  errorToData,
+  isRunStop,
+} from '../src/errors/index.js';
+import type { ErrorData, ProblemFragment } from '../src/errors/index.js';
+import { createTransport } from '../src/transport/index.js';
+import type { Transport } from '../src/transport/index.js';
+import { companyError, problem, sequence, startServer } from './transport-test-server.js';
+import type { Reply, TestServer } from './transport-test-server.js';
+
+let server: TestServer | undefined;
+let transport: Transport | undefined;
+afterEach(async () => {
+  await transport?.close();
+  await server?.close();
+  transport = server = undefined;
+});
+
+async function answerOnce(reply: Reply): Promise<unknown> {
+  server = await startServer(sequence(reply));
+  transport = createTransport({ baseUrl: server.url, apiKey: 'key-errors-test' });
+  return transport
+    .request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {}, retry: false })
+    .then(() => undefined, (e: unknown) => e);
+}
+
+const addressRows = Object.entries(PROBLEMS).filter(([code]) => !code.startsWith('company-')) as Array<
+  [ProblemFragment, (typeof PROBLEMS)[ProblemFragment]]
+>;
+
+describe('address API problems (contract 7.1)', () => {
+  test.each(addressRows)('a %s answer becomes a PlatformError with that code and the request id', async (fragment, row) => {
+    const violations = fragment === 'field-error' ? [{ fieldName: 'country', message: 'invalid country code' }] : undefined;
+    const e = await answerOnce(problem(row.status, fragment, violations ? { violations } : {}));
+    expect(e).toBeInstanceOf(PlatformError);
+    const err = e as PlatformError;
+    expect(err.code).toBe(fragment);
+    expect(err.status).toBe(row.status);
+    expect(err.requestId).toBe('req-1');
+    expect(err.retriable).toBe(row.retriable);
+    expect(err.scope).toBe(row.scope);
+    expect(err.message).toContain('req-1');
+    if (violations) expect(err.violations).toEqual(violations);
+    expect(server?.requests).toHaveLength(1);
+  });
+
+  test('the run stops on key, account, service, feature and quota problems but not on record or request problems', () => {
+    const stopping = addressRows.filter(([, row]) => row.scope === 'run').map(([code]) => code).sort();
+    expect(stopping).toEqual(
+      ['account-disabled', 'api-key-invalid', 'feature-disabled', 'no-auth-data', 'origin-invalid', 'quota-exhausted', 'quota-expired', 'service-disabled'].sort(),
+    );
+  });
+
+  test('an unknown problem type on a 4xx is not retriable and keeps its type and request id', async () => {
+    const e = (await answerOnce(problem(409, 'brand-new-problem'))) as PlatformError;
+    expect(e.code).toBe('unknown-problem');
+    expect(e.retriable).toBe(false);
+    expect(e.problemType).toBe('https://docs.example.com/location/problems#brand-new-problem');
+    expect(e.requestId).toBe('req-1');
+  });
+
+  test('an unknown problem type on a 5xx is not retried either: it is sent exactly once', async () => {
+    server = await startServer(sequence(problem(503, 'brand-new-outage'), { body: { resultClass: 'A', results: [] } }));
+    transport = createTransport({ baseUrl: server.url, apiKey: 'key-errors-test', retry: { baseDelayMs: 1, maxAttempts: 4 } });
+    const e = (await transport
+      .request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {} })
+      .then(() => undefined, (x: unknown) => x)) as PlatformError;
+    expect(e.code).toBe('unknown-problem');
+    expect(e.retriable).toBe(false);
+    expect(server?.requests).toHaveLength(1);
+  });
+
+  test('a 502 with an HTML body from a proxy is a retriable http-error', async () => {
+    const e = (await answerOnce({ status: 502, headers: { 'content-type': 'text/html' }, body: '<h1>Bad gateway</h1>' })) as PlatformError;
+    expect(e.code).toBe('http-error');
+    expect(e.retriable).toBe(true);
+    expect(e.status).toBe(502);
+  });
+
+  test('isRunStop is true for a quota-exhausted answer and false for a field error', async () => {
+    expect(isRunStop(await answerOnce(problem(403, 'quota-exhausted')))).toBe(true);
+    await transport?.close();
+    await server?.close();
+    expect(isRunStop(await answerOnce(problem(400, 'field-error')))).toBe(false);
+  });
+
+  test('a 200 whose body breaks the schema is a contract error naming the field and the request id', async () => {
+    server = await startServer(sequence({ body: { resultClass: 'Z', results: [] } }));
+    transport = createTransport({ baseUrl: server.url });
+    const { AddressResultSchema } = await import('../src/schemas/index.js');
+    const e = await transport
+      .request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {}, schema: AddressResultSchema })
+      .catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(ContractError);
+    expect((e as ContractError).code).toBe('contract-violation');
+    expect((e as ContractError).requestId).toBe('req-1');
+    expect((e as ContractError).message).toContain('resultClass');
+  });
+});
+
+describe('company error envelopes (contract 7.2)', () => {
+  const rows: Array<[number, string, string, boolean, string]> = [
+    [400, 'Bad Request', 'company-bad-request', false, 'record'],
+    [401, 'Unauthorized', 'company-unauthorized', false, 'run'],
+    [403, 'Forbidden', 'company-forbidden', false, 'run'],
+    [500, 'Internal Server Error', 'company-server-error', true, 'request'],
+  ];
+  test.each(rows)('a %i envelope (%s) becomes code %s', async (status, error, code, retriable, scope) => {
+    server = await startServer(sequence(companyError(status, error, 'the message of the service')));
+    transport = createTransport({ baseUrl: server.url, apiKey: 'key-company', retry: { maxAttempts: 1 } });
+    const e = await new CompanyClient(transport).company({ company: 'ACME GmbH' }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(PlatformError);
+    const err = e as PlatformError;
+    expect([err.code, err.status, err.retriable, err.scope, err.requestId]).toEqual([code, status, retriable, scope, 'req-1']);
+    expect(err.title).toBe('the message of the service');
+  });
+});
+
+describe('errors as data across threads', () => {
+  function throughPort(data: ErrorData): Promise<ErrorData> {
+    const { port1, port2 } = new MessageChannel();
+    return new Promise((resolve) => {
+      port2.once('message', (m: ErrorData) => {
+        port1.close();
+        port2.close();
+        resolve(m);
+      });
+      port1.postMessage(data);
+    });
+  }
+
+  test('every error class survives postMessage with class, code, retriable, scope, status and request id', async () => {
+    const platform = new PlatformError('Quota Exhausted [quota-exhausted]', {
+      code: 'quota-exhausted',
+      retriable: false,
+      scope: 'run',
+      status: 403,
+      requestId: 'r-9',
+      problemType: 'https://docs.example.com/location/problems#quota-exhausted',
+      retryAfterMs: 1000,
+    });
+    const cases: Error[] = [
+      platform,
+      new LocalValidationError('refused', [{ fieldName: 'country', message: 'must be upper-case' }]),
+      new ContractError('bad body', { status: 200, requestId: 'r-2' }),
+      new TransportError('timed out', { code: 'timeout', retriable: true }),
+      new RetriesExhaustedError('gave up', { attempts: 6, cause: platform, status: 403, requestId: 'r-9' }),
+      new DqError('custom', { code: 'engine-thing', retriable: true, scope: 'record' }),
+    ];
+    for (const original of cases) {
+      const rebuilt = errorFromData(await throughPort(errorToData(original)));
+      expect(rebuilt.constructor).toBe(original.constructor);
+      expect(rebuilt.message).toBe(original.message);
+      if (original instanceof DqError) {
+        const r = rebuilt as DqError;
+        expect([r.code, r.retriable, r.scope, r.status, r.requestId]).toEqual([
+          original.code,
+          original.retriable,
+          original.scope,
+          original.status,
+          original.requestId,
+        ]);
+        expect(r.violations).toEqual(original.violations);
+      }
+    }
+    const exhausted = errorFromData(await throughPort(errorToData(cases[4]))) as RetriesExhaustedError;
+    expect(exhausted.attempts).toBe(6);
+    expect(exhausted.cause).toBeInstanceOf(PlatformError);
+    expect((exhausted.cause as PlatformError).retryAfterMs).toBe(1000);
+    expect(isRunStop(errorFromData(errorToData(platform)))).toBe(true);
+  });
+
+  test('a foreign error becomes code unexpected and is rebuilt as a plain Error', () => {
+    const data = errorToData(new TypeError('x is not a function'));
+    expect(data).toMatchObject({ kind: 'Error', code: 'unexpected', retriable: false });
+    expect(errorFromData(data)).toBeInstanceOf(Error);
+  });
+});
