@@ -1,0 +1,41 @@
+/** Street names common in German towns; each town draws its streets from this pool. */
+export const GERMAN_STREET_NAMES: readonly string[] = [
+  'Hauptstraße', 'Bahnhofstraße', 'Schillerstraße', 'Goethestraße', 'Gartenstraße', 'Schulstraße',
+  'Dorfstraße', 'Kirchstraße', 'Lindenstraße', 'Bergstraße', 'Waldstraße', 'Ringstraße', 'Mühlenweg',
+  'Am Markt', 'Marktplatz', 'Lindenweg', 'Birkenweg', 'Ahornweg', 'Eichenweg', 'Rosenstraße',
+  'Wiesenweg', 'Feldstraße', 'Poststraße', 'Wilhelmstraße', 'Luisenstraße', 'Mozartstraße',
+  'Beethovenstraße', 'Heinrich-Heine-Straße', 'Kantstraße', 'Lessingstraße', 'Uhlandstraße',
+  'Körnerstraße', 'Bismarckstraße', 'Moltkestraße', 'Blumenstraße', 'Sonnenstraße', 'Talstraße',
+  'Brunnenstraße', 'Mühlstraße', 'Parkstraße', 'Schloßstraße', 'Burgstraße', 'Am Bahnhof', 'Grüner Weg',
+  'Neue Straße', 'Alte Landstraße', 'Kastanienallee', 'Friedhofstraße', 'Industriestraße', 'Hafenstraße',
+  'Tulpenweg', 'Nelkenweg', 'Fliederweg', 'Am Sportplatz', 'Jahnstraße', 'Lange Straße', 'Mittelstraße',
+  'Uferstraße', 'Weststraße', 'Oststraße', 'Südstraße', 'Nordstraße', 'Kurze Straße', 'Weiherstraße',
+  'Fröbelstraße', 'Humboldtstraße', 'Albert-Schweitzer-Straße', 'Konrad-Adenauer-Straße',
+  'Friedrich-Ebert-Straße', 'Robert-Koch-Straße', 'Gutenbergstraße', 'Röntgenstraße', 'Brückenstraße',
+  'Königsberger Straße', 'Danziger Straße', 'Münchener Straße', 'Berliner Straße', 'Hamburger Straße',
+  'Kölner Straße', 'Bremer Straße', 'Am Mühlbach', 'Buchenweg', 'Kiefernweg', 'Tannenweg', 'Erlenweg',
+  'Weidenweg', 'Finkenweg', 'Amselweg', 'Drosselweg', 'Lerchenweg', 'Meisenweg', 'Schwalbenweg',
+  'Zeppelinstraße', 'Daimlerstraße', 'Raiffeisenstraße', 'Steinstraße', 'Wallstraße', 'Gerberstraße',
+  'Färberstraße', 'Böhmerwaldstraße', 'Schützenstraße', 'Sedanstraße', 'Eichendorffstraße',
+  'Hölderlinstraße', 'Rückertstraße', 'Scheffelstraße', 'Ludwigstraße', 'Karlstraße', 'Marienstraße',
+  'Sophienstraße', 'Elisabethstraße', 'Annastraße', 'Kreuzstraße', 'Rathausstraße', 'Am Anger',
+  'Am Schloßpark', 'An der Kirche', 'Hinter der Mauer', 'Im Winkel', 'Zum Sportplatz', 'Auf dem Berg',
+  'Wörthstraße', 'Düppelstraße', 'Yorckstraße', 'Gneisenaustraße', 'Blücherstraße', 'Scharnhorststraße',
+  'Herderstraße', 'Fichtestraße', 'Hegelstraße', 'Leibnizstraße', 'Keplerstraße', 'Kopernikusstraße',
+  'Nußbaumweg', 'Holunderweg', 'Haselnußweg', 'Apfelgarten', 'Obere Hauptstraße', 'Untere Mühlstraße',
+];
+
+/** Street names common in Austrian towns. */
+export const AUSTRIAN_STREET_NAMES: readonly string[] = [
+  'Hauptstraße', 'Bahnhofstraße', 'Schulgasse', 'Kirchengasse', 'Schillerstraße', 'Mozartgasse',
+  'Lindengasse', 'Wiener Straße', 'Grazer Straße', 'Linzer Straße', 'Salzburger Straße', 'Herrengasse',
+  'Kaiserstraße', 'Brunnengasse', 'Feldgasse', 'Gartengasse', 'Mühlgasse', 'Rathausplatz', 'Am Anger',
+  'Florianigasse', 'Triester Straße', 'Prager Straße', 'Schönbrunner Straße', 'Laxenburger Straße',
+  'Simmeringer Hauptstraße', 'Erdbergstraße', 'Rennweg', 'Siebensterngasse', 'Burggasse', 'Lerchenfelder Straße',
+  'Hernalser Hauptstraße', 'Döblinger Hauptstraße', 'Reinprechtsdorfer Straße', 'Quellenstraße',
+  'Heiligenstädter Straße', 'Leopoldsgasse', 'Goethegasse', 'Stiftgasse', 'Zieglergasse', 'Kaiser-Josef-Straße',
+  'Franz-Josef-Straße', 'Erzherzog-Johann-Straße', 'Dr.-Karl-Renner-Straße', 'Bürgerstraße', 'Ringstraße',
+  'Sonnenweg', 'Waldweg', 'Wiesengasse', 'Bergstraße', 'Kapellenweg', 'Mariengasse', 'Josefigasse',
+  'Südtiroler Platz', 'Rosegger Straße', 'Körnerstraße', 'Raiffeisenstraße', 'Industriestraße',
+  'Dorfstraße', 'Schloßberg', 'Grabenweg', 'Fischergasse', 'Färbergasse', 'Weißgerbergasse',
+];
