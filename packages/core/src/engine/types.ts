@@ -1,3 +1,5 @@
+import type { AddressCandidate, CompanyRecord } from '../schemas/index.js';
+
 /**
  * The engine's public contract. Every connector (CSV, Postgres, Kafka) is a source and a sink around
  * these types; nothing connector-specific belongs here.
@@ -27,3 +29,115 @@ export const ExitCode = {
   TEMPFAIL: 75,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** Which address endpoint the engine calls; bulk work uses batch/sync (NOTES.md). */
+export type AddressEndpoint = 'batch' | 'validate';
+
+/** Company search options sent as query parameters (contract 4.7); checked when the engine is created. */
+export interface CompanySearchOptions {
+  /** Score threshold 1–100; platform default 85. */
+  minScore?: number;
+  /** Maximum hits 1–50; platform default 50. */
+  limit?: number;
+  /** Language of messages: de | en | fr; platform default en. */
+  lang?: string;
+  /** Also return liquidated companies; platform default false. */
+  includeDeleted?: boolean;
+}
+
+/** The error part of a record result: plain data, safe to log (never holds credentials). */
+export interface RecordError {
+  code: string;
+  message: string;
+  violations?: { fieldName: string; message: string }[];
+  requestId?: string;
+}
+
+/** The outcome of one input record. */
+export interface RecordResult {
+  status: RecordStatus;
+  resultClass?: ResultClass;
+  /** Best (first) candidate, address mode. */
+  address?: AddressCandidate;
+  /** All candidates (class E: for review, `houseNumberChoice` kept), address mode. */
+  candidates?: AddressCandidate[];
+  /** Best hit, company and tr modes. */
+  company?: CompanyRecord;
+  /** Number of hits, company and tr modes. */
+  hits?: number;
+  /** VAT check result, vat mode. */
+  vatCode?: 'VALID_VAT_ID' | 'INVALID_VAT_ID';
+  /** `X-Service-Request-Id` of the call that produced this result. */
+  requestId?: string;
+  error?: RecordError;
+  /** Where the result came from: a call of its own, a call shared with an identical input, the cache, or local validation. */
+  source: 'api' | 'dedup' | 'cache' | 'local';
+}
+
+/** What a cache holds for one normalised input: a definitive result without its source. */
+export type CachedResult = Omit<RecordResult, 'source'>;
+
+/**
+ * A store of definitive results by normalised input key. `get` and `set` may be sync or async.
+ * The engine only stores definitive results (never `unavailable`).
+ */
+export interface ResultCache {
+  get(key: string): CachedResult | undefined | Promise<CachedResult | undefined>;
+  set(key: string, value: CachedResult): void | Promise<void>;
+  /** Flush and release resources; called by `Engine.close()`. */
+  close?(): Promise<void>;
+}
+
+/** Counts and failures of everything an engine has processed so far. */
+export interface RunReport {
+  records: number;
+  byStatus: Record<RecordStatus, number>;
+  byClass: Record<ResultClass, number>;
+  /** Distinct requests sent to the platform (each may have been retried). */
+  apiCalls: number;
+  /** Records answered by sharing another record's call (within or across batches). */
+  callsSavedByDedup: number;
+  /** Records answered from the result cache. */
+  callsSavedByCache: number;
+  /** Repeated attempts made by the transport (429, 5xx, timeouts, renewed sessions). */
+  retries: number;
+  /** Failed calls (unavailable) with their request ids; capped at `maxFailures` entries, oldest kept. */
+  failures: { requestId?: string; code: string; message: string }[];
+  /** Failures beyond the cap, counted but not listed. */
+  failuresOmitted: number;
+  /** Wall time during which at least one `process` call was running, in milliseconds. */
+  durationMs: number;
+}
+
+/** Estimate of a batch without calling anything. */
+export interface RunPlan {
+  records: number;
+  /** Distinct normalised inputs among the valid records. */
+  distinct: number;
+  /** Calls still needed: distinct inputs neither cached (synchronously known) nor in flight. */
+  calls: number;
+  /** Records refused by local validation. */
+  invalidInput: number;
+}
+
+/** Options of one `process` call. */
+export interface ProcessOptions {
+  /** Aborts the batch: queued calls are not started, `process` rejects with the abort reason. */
+  signal?: AbortSignal;
+}
+
+/** The validation engine every connector adapts a source and a sink to. */
+export interface Engine {
+  /**
+   * Results in input order. Rejects with a run-stop `DqError` (`isRunStop`) on 401/403 account, key,
+   * service, feature or quota: no further calls are started; calls already in flight finish, and
+   * their results are dropped. Later `process` calls reject with the same error.
+   */
+  process(records: readonly EngineRecord[], opts?: ProcessOptions): Promise<RecordResult[]>;
+  /** Estimate without calling: distinct inputs, API calls needed, invalid-input count. */
+  plan(records: readonly EngineRecord[]): RunPlan;
+  /** Counts so far. */
+  report(): RunReport;
+  /** Stops the worker pool and closes the cache. Idempotent. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,153 @@
+import { z } from 'zod';
+import { DqError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { ADDRESS_INCLUDE_VALUES, CountryCodeSchema, validateCompanyQuery } from '../schemas/index.js';
+import type { EndpointId } from '../throttle/index.js';
+import type { RetryOptions } from '../transport/index.js';
+import { resolvePolicy } from './policy.js';
+import type {
+  AddressEndpoint,
+  CompanySearchOptions,
+  Mode,
+  PolicyStatus,
+  ResultCache,
+  ResultClass,
+} from './types.js';
+
+/** Retry bounds handed to each worker's transport: numbers only, since they cross the thread boundary. */
+export type EngineRetryOptions = Partial<Omit<RetryOptions, 'random'>>;
+
+/** Configuration of {@link createEngine}; checked when the engine is created. */
+export interface EngineConfig {
+  /** What each record is checked against: address validation, company search, register search, VAT check. */
+  mode: Mode;
+  /** Address API host, e.g. `https://api.example.com` (paths `/location/v1/...` are appended). */
+  baseUrl: string;
+  /** Real-time services host for company, tr and vat modes (`/companies/v2`); default `baseUrl`. */
+  realtimeUrl?: string;
+  /** Sent as `Authorization: Bearer`; never logged or put in an error message. */
+  apiKey: string;
+  /** Country for address records without one (two upper-case letters). */
+  defaultCountry?: string;
+  /** Address `_options.include` values (contract 2.1, NOTES.md). */
+  include?: string[];
+  /** Address endpoint; default `batch` (batch/sync is the bulk endpoint, NOTES.md). */
+  addressEndpoint?: AddressEndpoint;
+  /** Status per result class; default A, B, C accepted; D, E review; F invalid. */
+  policy?: Partial<Record<ResultClass, PolicyStatus>>;
+  /** Worker threads of the pool; default 2. */
+  threads?: number;
+  /** HTTP calls in flight across the pool; default 32. */
+  concurrency?: number;
+  /** Requests per second per endpoint, shared by all workers; 0 = unlimited; default the contract's limits. */
+  rateLimits?: Partial<Record<EndpointId, number>>;
+  /** Result cache; default an in-memory LRU of 100 000 entries ({@link createMemoryCache}). */
+  cache?: ResultCache;
+  /** Company search options (company and tr modes). */
+  company?: CompanySearchOptions;
+  /** Per-request timeout in milliseconds; default 30 000. */
+  timeoutMs?: number;
+  /** Retry bounds of the transport; default the transport's. */
+  retry?: EngineRetryOptions;
+  /** Where the engine logs; default a JSON-lines logger on stderr at level `info`. */
+  logger?: Logger;
+  /** Failures listed in the run report; default 100. */
+  maxReportedFailures?: number;
+}
+
+/** {@link EngineConfig} with defaults filled in. */
+export interface ResolvedEngineConfig {
+  mode: Mode;
+  baseUrl: string;
+  realtimeUrl: string;
+  apiKey: string;
+  defaultCountry: string | undefined;
+  include: string[] | undefined;
+  addressEndpoint: AddressEndpoint;
+  policy: Record<ResultClass, PolicyStatus>;
+  threads: number;
+  concurrency: number;
+  rateLimits: Partial<Record<EndpointId, number>>;
+  company: CompanySearchOptions;
+  timeoutMs: number;
+  retry: EngineRetryOptions | undefined;
+  maxReportedFailures: number;
+}
+
+const status = z.enum(['accepted', 'review', 'invalid']);
+const positiveInt = (max: number) => z.number().int().min(1).max(max);
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+const ConfigSchema = z.object({
+  mode: z.enum(['address', 'company', 'tr', 'vat']),
+  baseUrl: httpUrl,
+  realtimeUrl: httpUrl.optional(),
+  apiKey: z.string({ error: 'must be a non-empty string' }).min(1, { error: 'must be a non-empty string' }),
+  defaultCountry: CountryCodeSchema.optional(),
+  include: z.array(z.enum(ADDRESS_INCLUDE_VALUES)).optional(),
+  addressEndpoint: z.enum(['batch', 'validate']).default('batch'),
+  policy: z.partialRecord(z.enum(['A', 'B', 'C', 'D', 'E', 'F']), status).optional(),
+  threads: positiveInt(64).default(2),
+  concurrency: positiveInt(4096).default(32),
+  rateLimits: z
+    .partialRecord(
+      z.enum(['validate', 'batch', 'start-session', 'autocomplete', 'company', 'phone', 'download']),
+      z.number().min(0),
+    )
+    .default({}),
+  company: z
+    .object({
+      minScore: z.number().optional(),
+      limit: z.number().optional(),
+      lang: z.string().optional(),
+      includeDeleted: z.boolean().optional(),
+    })
+    .default({}),
+  timeoutMs: positiveInt(600_000).default(30_000),
+  maxReportedFailures: z.number().int().min(0).default(100),
+  retry: z
+    .object({
+      maxAttempts: positiveInt(100).optional(),
+      maxTotalMs: z.number().min(0).optional(),
+      baseDelayMs: z.number().min(0).optional(),
+      maxDelayMs: z.number().min(0).optional(),
+      maxRetryAfterMs: z.number().min(0).optional(),
+    })
+    .optional(),
+});
+
+/**
+ * Checks `config` and fills defaults. Throws a `DqError` with code `config-invalid` (exit code 2)
+ * naming every offending option; the API key is never echoed.
+ */
+export function resolveEngineConfig(config: EngineConfig): ResolvedEngineConfig {
+  const parsed = ConfigSchema.safeParse(config);
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`);
+  for (const v of validateCompanyQuery(config.company ?? {})) problems.push(`company.${v.fieldName}: ${v.message}`);
+  if (!parsed.success || problems.length > 0) {
+    throw new DqError(`invalid engine configuration: ${problems.join('; ')}`, {
+      code: 'config-invalid',
+      retriable: false,
+    });
+  }
+  const c = parsed.data;
+  return {
+    mode: c.mode,
+    baseUrl: c.baseUrl.replace(/\/+$/, ''),
+    realtimeUrl: (c.realtimeUrl ?? c.baseUrl).replace(/\/+$/, ''),
+    apiKey: c.apiKey,
+    defaultCountry: c.defaultCountry,
+    include: c.include,
+    addressEndpoint: c.addressEndpoint,
+    policy: { ...resolvePolicy(c.policy) },
+    threads: c.threads,
+    concurrency: Math.max(c.concurrency, c.threads),
+    rateLimits: c.rateLimits,
+    company: c.company,
+    timeoutMs: c.timeoutMs,
+    retry: c.retry,
+    maxReportedFailures: c.maxReportedFailures,
+  };
+}

@@ -1,0 +1,260 @@
+import { DqError, errorFromData } from '../errors/index.js';
+import { createLogger } from '../log/index.js';
+import type { Logger } from '../log/index.js';
+import { createSharedThrottle } from '../throttle/index.js';
+import { resolveEngineConfig } from './config.js';
+import type { EngineConfig, ResolvedEngineConfig } from './config.js';
+import { localRefusal, localViolations } from './local-checks.js';
+import { openLogRelay } from './log-relay.js';
+import type { LogRelay } from './log-relay.js';
+import { createMemoryCache } from './memory-cache.js';
+import { Control } from './messages.js';
+import type { CallOutcome, WorkerInit } from './messages.js';
+import { mapRecord, requestKey } from './record-mapping.js';
+import type { RequestFields } from './record-mapping.js';
+import { RunReportBuilder } from './run-report.js';
+import { WorkerPool } from './worker-pool.js';
+import type { Engine, EngineRecord, ProcessOptions, RecordResult, ResultCache, RunPlan, RunReport } from './types.js';
+
+type Source = RecordResult['source'];
+/** Distinct inputs of one batch: request fields and the positions of the records sharing them. */
+type Group = { key: string; fields: RequestFields; indices: number[] };
+type Settled = { group: Group; source: Source; outcome: CallOutcome };
+type Call = { key: string; fields: RequestFields; settle: (o: CallOutcome) => void };
+
+/**
+ * Creates the validation engine (ARCHITECTURE.md "One engine, three adapters"): records are mapped
+ * to requests, refused locally when they break the contract's rules, deduplicated by normalised
+ * input (within and across batches, and through the cache), called in a piscina pool whose workers
+ * share one throttle, and answered in input order with the result policy applied.
+ *
+ * @throws DqError `config-invalid` naming every bad option.
+ */
+export function createEngine(config: EngineConfig): Engine {
+  const resolved = resolveEngineConfig(config);
+  const logger = config.logger ?? createLogger({ level: 'info' });
+  logger.redactor.add(resolved.apiKey);
+  return new ValidationEngine(resolved, config.cache ?? createMemoryCache(), logger);
+}
+
+class ValidationEngine implements Engine {
+  readonly #cfg: ResolvedEngineConfig;
+  readonly #cache: ResultCache;
+  readonly #logger: Logger;
+  readonly #pool: WorkerPool;
+  readonly #report: RunReportBuilder;
+  readonly #logRelay: LogRelay;
+  /** Scope part of every key: settings that change the platform's answer for the same fields. */
+  readonly #scope: string;
+  /** Calls in flight by key, so a later batch joins a call instead of repeating it. */
+  readonly #inflight = new Map<string, Promise<CallOutcome>>();
+  /** Control words of the batches running now; a run stop sets them all. */
+  readonly #running = new Set<Int32Array>();
+  #stopped: Error | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(cfg: ResolvedEngineConfig, cache: ResultCache, logger: Logger) {
+    this.#cfg = cfg;
+    this.#cache = cache;
+    this.#logger = logger;
+    this.#report = new RunReportBuilder(cfg.maxReportedFailures);
+    this.#scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company]);
+    const throttle = createSharedThrottle({ limits: cfg.rateLimits });
+    this.#logRelay = openLogRelay(logger);
+    const init: WorkerInit = {
+      mode: cfg.mode,
+      addressEndpoint: cfg.addressEndpoint,
+      baseUrl: cfg.baseUrl,
+      realtimeUrl: cfg.realtimeUrl,
+      apiKey: cfg.apiKey,
+      include: cfg.include,
+      company: cfg.company,
+      timeoutMs: cfg.timeoutMs,
+      retry: cfg.retry,
+      policy: cfg.policy,
+      concurrency: Math.ceil(cfg.concurrency / cfg.threads),
+      throttle: throttle.buffer,
+      logLevel: logger.level,
+      logChannel: this.#logRelay.name,
+    };
+    this.#pool = new WorkerPool(init, cfg.threads);
+  }
+
+  async process(records: readonly EngineRecord[], opts: ProcessOptions = {}): Promise<RecordResult[]> {
+    if (this.#closing) throw new DqError('the engine is closed; create a new one', { code: 'engine-closed', retriable: false });
+    if (this.#stopped) throw this.#stopped;
+    opts.signal?.throwIfAborted();
+    this.#report.begin();
+    const control = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+    const onAbort = (): void => {
+      Atomics.compareExchange(control, 0, Control.RUN, Control.ABORT);
+      Atomics.notify(control, 0);
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    this.#running.add(control);
+    try {
+      const results = await this.#run(records, control, opts.signal);
+      for (const r of results) this.#report.addResult(r);
+      return results;
+    } finally {
+      this.#running.delete(control);
+      // Releases the workers' waits on this word (see worker.ts controlSignal).
+      Atomics.notify(control, 0);
+      opts.signal?.removeEventListener('abort', onAbort);
+      this.#report.end();
+    }
+  }
+
+  async #run(records: readonly EngineRecord[], control: Int32Array, signal?: AbortSignal): Promise<RecordResult[]> {
+    const results = new Array<RecordResult | undefined>(records.length);
+    const groups = new Map<string, Group>();
+    records.forEach((record, i) => {
+      const fields = mapRecord(this.#cfg.mode, record, this.#cfg.defaultCountry);
+      const violations = localViolations(this.#cfg.mode, fields);
+      if (violations.length > 0) {
+        results[i] = localRefusal(violations);
+        return;
+      }
+      const key = requestKey(this.#scope, fields);
+      const group = groups.get(key);
+      if (group) group.indices.push(i);
+      else groups.set(key, { key, fields, indices: [i] });
+    });
+
+    let pending = [...groups.values()];
+    while (pending.length > 0) {
+      const settled = await this.#resolve(pending, control);
+      pending = [];
+      for (const { group, source, outcome } of settled) {
+        if (outcome.kind === 'result') {
+          group.indices.forEach((index, n) => {
+            const shared: Source = source === 'cache' ? 'cache' : n === 0 ? source : 'dedup';
+            results[index] = { ...outcome.result, source: shared };
+          });
+        } else if (outcome.kind === 'skipped' && !this.#stopped && Atomics.load(control, 0) === Control.RUN) {
+          // Another batch owned this call and was aborted: this batch still wants the answer.
+          pending.push(group);
+        }
+      }
+      if (this.#stopped) throw this.#stopped;
+      if (Atomics.load(control, 0) === Control.ABORT) throw signal?.reason ?? new DqError('aborted', { code: 'aborted', retriable: false });
+    }
+    return results as RecordResult[];
+  }
+
+  /** Answers each group from a call in flight, the cache, or a new call; resolves when all have settled. */
+  async #resolve(groups: readonly Group[], control: Int32Array): Promise<Settled[]> {
+    const calls: Call[] = [];
+    const waits = await Promise.all(
+      groups.map(async (group): Promise<{ group: Group; source: Source; outcome: Promise<CallOutcome> }> => {
+        const joined = this.#inflight.get(group.key);
+        if (joined) return { group, source: 'dedup', outcome: joined };
+        const cached = await this.#cache.get(group.key);
+        if (cached) return { group, source: 'cache', outcome: Promise.resolve({ kind: 'result', result: cached }) };
+        const raced = this.#inflight.get(group.key);
+        if (raced) return { group, source: 'dedup', outcome: raced };
+        let settle!: (o: CallOutcome) => void;
+        const outcome = new Promise<CallOutcome>((resolve) => (settle = resolve));
+        this.#inflight.set(group.key, outcome);
+        calls.push({ key: group.key, fields: group.fields, settle });
+        return { group, source: 'api', outcome };
+      }),
+    );
+    const failures: unknown[] = [];
+    const size = this.#pool.chunkSize(calls.length);
+    const tasks: Promise<void>[] = [];
+    for (let start = 0; start < calls.length; start += size) {
+      tasks.push(this.#dispatch(calls.slice(start, start + size), control).catch((e: unknown) => void failures.push(e)));
+    }
+    await Promise.all(tasks);
+    const settled = await Promise.all(waits.map(async (w) => ({ group: w.group, source: w.source, outcome: await w.outcome })));
+    if (failures.length > 0) throw failures[0];
+    return settled;
+  }
+
+  /** Sends one chunk to a worker and settles its calls; cache writes are awaited before returning. */
+  async #dispatch(chunk: Call[], control: Int32Array): Promise<void> {
+    let outcomes: CallOutcome[];
+    try {
+      const answer = await this.#pool.run({ control, requests: chunk.map((c) => c.fields) });
+      this.#report.addCalls(answer.calls, answer.retries);
+      outcomes = answer.outcomes;
+    } catch (e) {
+      for (const call of chunk) this.#settle(call, { kind: 'skipped' });
+      throw e;
+    }
+    const writes: Promise<void>[] = [];
+    chunk.forEach((call, i) => {
+      const outcome: CallOutcome = outcomes[i] ?? { kind: 'skipped' };
+      if (outcome.kind === 'result') {
+        const { result } = outcome;
+        if (result.status === 'unavailable') {
+          const failure = { code: result.error?.code ?? 'unavailable', message: result.error?.message ?? 'unavailable' };
+          this.#report.addFailure(result.requestId === undefined ? failure : { ...failure, requestId: result.requestId });
+          this.#logger.warn('record unavailable', { ...failure, requestId: result.requestId });
+        } else {
+          writes.push(Promise.resolve(this.#cache.set(call.key, result)));
+        }
+      } else if (outcome.kind === 'stop') {
+        this.#halt(errorFromData(outcome.error));
+      }
+      this.#settle(call, outcome);
+    });
+    await Promise.all(writes);
+  }
+
+  #settle(call: Call, outcome: CallOutcome): void {
+    this.#inflight.delete(call.key);
+    call.settle(outcome);
+  }
+
+  /** A run-scope error came back: no batch starts another call, and later batches are refused. */
+  #halt(error: Error): void {
+    if (this.#stopped) return;
+    this.#stopped = error;
+    for (const control of this.#running) {
+      Atomics.compareExchange(control, 0, Control.RUN, Control.STOP);
+      Atomics.notify(control, 0);
+    }
+    this.#logger.error('run stopped', { error });
+  }
+
+  plan(records: readonly EngineRecord[]): RunPlan {
+    const keys = new Set<string>();
+    let invalidInput = 0;
+    for (const record of records) {
+      const fields = mapRecord(this.#cfg.mode, record, this.#cfg.defaultCountry);
+      if (localViolations(this.#cfg.mode, fields).length > 0) invalidInput += 1;
+      else keys.add(requestKey(this.#scope, fields));
+    }
+    let calls = 0;
+    for (const key of keys) {
+      if (this.#inflight.has(key)) continue;
+      const cached = this.#cache.get(key);
+      if (cached instanceof Promise) {
+        // An async cache cannot be asked synchronously: count the call as needed.
+        cached.catch(() => undefined);
+        calls += 1;
+      } else if (cached === undefined) {
+        calls += 1;
+      }
+    }
+    return { records: records.length, distinct: keys.size, calls, invalidInput };
+  }
+
+  report(): RunReport {
+    return this.#report.snapshot();
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      try {
+        await this.#pool.close();
+      } finally {
+        this.#logRelay.close();
+        await this.#cache.close?.();
+      }
+    })();
+    return this.#closing;
+  }
+}

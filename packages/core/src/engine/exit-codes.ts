@@ -1,0 +1,36 @@
+import { DqError, isRunStop } from '../errors/index.js';
+import { ExitCode } from './types.js';
+import type { RunReport } from './types.js';
+
+/**
+ * The exit code for an error that ended a run (ARCHITECTURE.md "Exit codes"): 3 when credentials,
+ * account or quota stopped it, 2 for bad configuration, 75 when the platform could not be reached
+ * at all, 1 for anything else.
+ */
+export function exitCodeForError(e: unknown): ExitCode {
+  if (isRunStop(e)) return ExitCode.STOP;
+  if (e instanceof DqError) {
+    if (e.code === 'config-invalid') return ExitCode.USAGE;
+    if (e.code === 'connection-error' || e.code === 'timeout' || e.code === 'dns-error') return ExitCode.TEMPFAIL;
+  }
+  return ExitCode.UNEXPECTED;
+}
+
+/** Options of {@link exitCodeForReport}. */
+export interface ExitPolicy {
+  /** Largest acceptable share (0–1) of `unavailable` records; default 0 (any failure counts). */
+  maxFailed?: number;
+}
+
+/**
+ * The exit code of a run that completed: 75 when every record that needed the platform came back
+ * `unavailable` (the platform was down: worth a retry by the scheduler), 4 when the share of
+ * `unavailable` records passed `maxFailed`, else 0. Invalid input is a data finding, not a failure.
+ */
+export function exitCodeForReport(report: RunReport, { maxFailed = 0 }: ExitPolicy = {}): ExitCode {
+  const failed = report.byStatus.unavailable;
+  if (failed === 0) return ExitCode.OK;
+  const answerable = report.records - report.byStatus['invalid-input'];
+  if (failed >= answerable) return ExitCode.TEMPFAIL;
+  return failed / report.records > maxFailed ? ExitCode.MAX_FAILED : ExitCode.OK;
+}

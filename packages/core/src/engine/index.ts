@@ -1,0 +1,29 @@
+export type {
+  Mode,
+  ResultClass,
+  RecordStatus,
+  PolicyStatus,
+  EngineRecord,
+  AddressEndpoint,
+  CompanySearchOptions,
+  RecordError,
+  RecordResult,
+  CachedResult,
+  ResultCache,
+  RunReport,
+  RunPlan,
+  ProcessOptions,
+  Engine,
+} from './types.js';
+export { ExitCode } from './types.js';
+export { createEngine } from './engine.js';
+export type { EngineConfig, EngineRetryOptions } from './config.js';
+export { DEFAULT_POLICY, resolvePolicy } from './policy.js';
+export { MODE_FIELDS, mapRecord } from './record-mapping.js';
+export type { RequestFields } from './record-mapping.js';
+export { createMemoryCache } from './memory-cache.js';
+export type { MemoryCacheOptions } from './memory-cache.js';
+export { openFileCache } from './file-cache.js';
+export type { FileCache } from './file-cache.js';
+export { exitCodeForError, exitCodeForReport } from './exit-codes.js';
+export type { ExitPolicy } from './exit-codes.js';

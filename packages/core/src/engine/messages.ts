@@ -1,0 +1,63 @@
+/**
+ * Plain-data messages between the engine and its worker threads. Class instances lose their class
+ * across `postMessage`, so errors travel as `ErrorData` and are rebuilt with `errorFromData`.
+ */
+import type { ErrorData } from '../errors/index.js';
+import type { RequestFields } from './record-mapping.js';
+import type { AddressEndpoint, CachedResult, CompanySearchOptions, Mode, PolicyStatus, ResultClass } from './types.js';
+import type { EngineRetryOptions } from './config.js';
+
+/** What every worker of one engine is started with (piscina `workerData`). */
+export interface WorkerInit {
+  mode: Mode;
+  addressEndpoint: AddressEndpoint;
+  baseUrl: string;
+  realtimeUrl: string | undefined;
+  /** Sent as `Authorization: Bearer`; never logged. */
+  apiKey: string;
+  include: string[] | undefined;
+  company: CompanySearchOptions;
+  timeoutMs: number;
+  retry: EngineRetryOptions | undefined;
+  policy: Record<ResultClass, PolicyStatus>;
+  /** HTTP calls one worker keeps in flight (its share of the engine's `concurrency`). */
+  concurrency: number;
+  /** The engine's shared throttle state (`createSharedThrottle().buffer`). */
+  throttle: SharedArrayBuffer;
+  /** Minimum level of the worker's log lines (redacted, relayed to the engine's logger). */
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** BroadcastChannel the worker's log lines go to (see log-relay.ts). */
+  logChannel: string;
+}
+
+/** Values of `CallTask.control[0]`. */
+export const Control = { RUN: 0, STOP: 1, ABORT: 2 } as const;
+
+/** One chunk of distinct requests for a worker to call concurrently. */
+export interface CallTask {
+  /**
+   * Shared with the engine (backed by a SharedArrayBuffer): the engine sets `[0]` to STOP or ABORT
+   * and the worker starts no further call of this batch; a worker that meets a run-stop error sets
+   * STOP itself so its siblings stop at once.
+   */
+  control: Int32Array;
+  requests: RequestFields[];
+}
+
+/** What became of one request of a task. */
+export type CallOutcome =
+  /** A definitive or `unavailable` result of a request that was sent. */
+  | { kind: 'result'; result: CachedResult }
+  /** A run-scope error: the whole run must stop. */
+  | { kind: 'stop'; error: ErrorData }
+  /** Not started because the batch was stopped or aborted. */
+  | { kind: 'skipped' };
+
+/** A worker's answer to a {@link CallTask}, outcomes in request order. */
+export interface TaskResult {
+  outcomes: CallOutcome[];
+  /** Requests actually sent (first attempts). */
+  calls: number;
+  /** Extra attempts made by the worker's transport since its previous answer. */
+  retries: number;
+}

@@ -1,0 +1,47 @@
+import type { EngineRecord, Mode } from './types.js';
+
+/** The request fields each mode reads from a record (contract 2.1 and 4.7). */
+export const MODE_FIELDS = {
+  address: ['street', 'houseNumber', 'addressLine', 'postalCode', 'locality', 'localityLine', 'country'],
+  company: ['company', 'zip', 'city', 'street'],
+  tr: ['trCourt', 'trType', 'trNo'],
+  vat: ['vatId'],
+} as const satisfies Record<Mode, readonly string[]>;
+
+/** Request fields of one record after trimming; absent fields are left out. */
+export type RequestFields = Record<string, string>;
+
+/**
+ * Maps a record to the request fields of `mode`: values are stringified and trimmed, empty ones are
+ * left out (the platform treats "" and absent differently; a blank cell means "no value"), and an
+ * address without a country gets `defaultCountry`. Fields a mode does not know are ignored.
+ */
+export function mapRecord(mode: Mode, record: EngineRecord, defaultCountry?: string): RequestFields {
+  const fields: RequestFields = {};
+  for (const name of MODE_FIELDS[mode]) {
+    const raw = record[name];
+    if (raw === null || raw === undefined) continue;
+    const value = String(raw).trim();
+    if (value !== '') fields[name] = value;
+  }
+  if (mode === 'address' && fields['country'] === undefined && defaultCountry) {
+    fields['country'] = defaultCountry.trim();
+  }
+  return fields;
+}
+
+/**
+ * The dedup and cache key of a request: `scope` (mode and every setting that changes the answer)
+ * plus the fields in a fixed order, with whitespace runs collapsed and case folded, so "Hauptstr.  1"
+ * and "hauptstr. 1" share one call. Case folding means such duplicates share the first one's answer,
+ * including its result class.
+ */
+export function requestKey(scope: string, fields: RequestFields): string {
+  const parts: string[] = [scope];
+  for (const name of Object.keys(fields).sort()) {
+    const value = fields[name] ?? '';
+    parts.push(`${name}=${value.normalize('NFC').replace(/\s+/g, ' ').toLowerCase()}`);
+  }
+  // JSON keeps separators inside values from colliding with the ones between fields.
+  return JSON.stringify(parts);
+}

@@ -1,0 +1,111 @@
+import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEngine, createMemoryCache, createSilentLogger, openFileCache } from '@dq/core';
+import type { CachedResult, Engine, ResultCache } from '@dq/core';
+import { addresses, batchAnswer, startScriptedPlatform } from './engine-support.js';
+import type { ScriptedPlatform } from './engine-support.js';
+
+let platform: ScriptedPlatform | undefined;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  await platform?.close();
+  platform = undefined;
+});
+
+function start(url: string, cache: ResultCache): Engine {
+  const engine = createEngine({
+    mode: 'address',
+    baseUrl: url,
+    apiKey: 'k',
+    rateLimits: { batch: 0 },
+    retry: { maxAttempts: 2, baseDelayMs: 1 },
+    logger: createSilentLogger(),
+    cache,
+  });
+  cleanups.push(() => engine.close());
+  return engine;
+}
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'dq-engine-cache-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const accepted: CachedResult = { status: 'accepted', resultClass: 'A' };
+
+describe('result caches', () => {
+  it('evicts the least recently used entry of the memory cache beyond its bound', () => {
+    const cache = createMemoryCache({ maxEntries: 2 });
+    void cache.set('a', accepted);
+    void cache.set('b', accepted);
+    expect(cache.get('a')).toEqual(accepted); // a is now the most recent
+    void cache.set('c', accepted);
+    expect(cache.get('b')).toBeUndefined();
+    expect(cache.get('a')).toEqual(accepted);
+    expect(cache.get('c')).toEqual(accepted);
+  });
+
+  it('lets a resumed run skip the calls a previous run made, through the file cache', async () => {
+    platform = await startScriptedPlatform((req) =>
+      req.body['street'] === 'Street 3' ? { status: 503, body: '' } : batchAnswer(req, 'C'),
+    );
+    const path = join(await tempDir(), 'nested', 'cache.ndjson');
+
+    const first = start(platform.url, await openFileCache(path));
+    const before = await first.process(addresses(10));
+    expect(before[3]?.status).toBe('unavailable');
+    await first.close();
+    expect(platform.seen).toHaveLength(11); // 9 answered, Street 3 tried twice
+
+    const reopened = await openFileCache(path);
+    expect(reopened.size).toBe(9); // the unavailable result was not stored
+    const second = start(platform.url, reopened);
+    const after = await second.process(addresses(10));
+    expect(after.filter((r) => r.source === 'cache')).toHaveLength(9);
+    expect(after[3]).toMatchObject({ source: 'api', status: 'unavailable' });
+    expect(after[0]).toMatchObject({ status: 'accepted', resultClass: 'C', address: { street: 'Street 0' } });
+    expect(platform.seen).toHaveLength(13);
+  });
+
+  it('skips a torn last line of the file cache and keeps the rest', async () => {
+    const path = join(await tempDir(), 'cache.ndjson');
+    const cache = await openFileCache(path);
+    await cache.set('k1', accepted);
+    await cache.set('k2', { status: 'invalid', resultClass: 'F' });
+    await cache.close();
+    await appendFile(path, '{"k":"k3","v":{"status":"acc');
+    const reopened = await openFileCache(path);
+    cleanups.push(() => reopened.close());
+    expect(reopened.size).toBe(2);
+    expect(reopened.skippedLines).toBe(1);
+    expect(reopened.get('k2')).toEqual({ status: 'invalid', resultClass: 'F' });
+    expect((await readFile(path, 'utf8')).split('\n').filter(Boolean)).toHaveLength(3);
+  });
+
+  it('works with an asynchronous cache', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const store = new Map<string, CachedResult>();
+    const slow: ResultCache = {
+      get: async (key) => {
+        await new Promise((r) => setTimeout(r, 1));
+        return store.get(key);
+      },
+      set: async (key, value) => {
+        await new Promise((r) => setTimeout(r, 1));
+        store.set(key, value);
+      },
+    };
+    const engine = start(platform.url, slow);
+    await engine.process(addresses(5));
+    expect(store.size).toBe(5);
+    const again = await engine.process(addresses(5));
+    expect(again.every((r) => r.source === 'cache')).toBe(true);
+    expect(engine.plan(addresses(5)).calls).toBe(5); // an async cache cannot be asked while planning
+    expect(platform.seen).toHaveLength(5);
+  });
+});

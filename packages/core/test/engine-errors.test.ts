@@ -1,0 +1,168 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { DqError, PlatformError, createEngine, createLogger, exitCodeForError, isRunStop } from '@dq/core';
+import type { Engine, EngineConfig } from '@dq/core';
+import { addresses, batchAnswer, problem, startScriptedPlatform } from './engine-support.js';
+import type { ScriptedPlatform } from './engine-support.js';
+
+const API_KEY = 'secret-key-7a2e90';
+let platform: ScriptedPlatform | undefined;
+let engine: Engine | undefined;
+let logLines: string[] = [];
+
+afterEach(async () => {
+  await engine?.close();
+  await platform?.close();
+  engine = undefined;
+  platform = undefined;
+  logLines = [];
+});
+
+function start(url: string, extra: Partial<EngineConfig> = {}): Engine {
+  engine = createEngine({
+    mode: 'address',
+    baseUrl: url,
+    apiKey: API_KEY,
+    rateLimits: { batch: 0 },
+    retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
+    logger: createLogger({ level: 'debug', write: (line) => void logLines.push(line) }),
+    ...extra,
+  });
+  return engine;
+}
+
+describe('engine: failures per record', () => {
+  it('marks a record unavailable after repeated 503s, naming the last request id, and does not cache it', async () => {
+    platform = await startScriptedPlatform((req) =>
+      String(req.body['street']) === 'Street 1' ? { status: 503, body: 'upstream down' } : batchAnswer(req, 'A'),
+    );
+    const e = start(platform.url);
+    const results = await e.process(addresses(3));
+    expect(results.map((r) => r.status)).toEqual(['accepted', 'unavailable', 'accepted']);
+    const failedIds = platform.seen.filter((s) => s.body['street'] === 'Street 1').map((s) => s.requestId);
+    expect(failedIds).toHaveLength(3);
+    expect(results[1]?.error?.requestId).toBe(failedIds[2]);
+    expect(results[1]?.requestId).toBe(failedIds[2]);
+    const report = e.report();
+    expect(report.retries).toBe(2);
+    expect(report.failures).toEqual([expect.objectContaining({ requestId: failedIds[2] })]);
+    expect(report.byStatus.unavailable).toBe(1);
+
+    await e.process(addresses(3));
+    expect(platform.seen.filter((s) => s.body['street'] === 'Street 1')).toHaveLength(6);
+    // Worker threads log through the engine's logger: their retry lines arrive here, key-free.
+    expect(logLines.some((l) => l.includes('retrying') && l.includes(`"requestId":"${failedIds[0]}"`))).toBe(true);
+    expect(logLines.some((l) => l.includes('record unavailable') && l.includes(`"requestId":"${failedIds[2]}"`))).toBe(true);
+    expect(logLines.join('')).not.toContain(API_KEY);
+  });
+
+  it('marks records unavailable when their country is not available, with that code', async () => {
+    platform = await startScriptedPlatform((req) =>
+      req.body['country'] === 'LI' ? problem(500, 'country-not-available') : batchAnswer(req, 'A'),
+    );
+    const results = await start(platform.url).process([...addresses(1), { ...addresses(1, 5)[0], country: 'LI' }]);
+    expect(results[0]?.status).toBe('accepted');
+    expect(results[1]).toMatchObject({ status: 'unavailable', error: { code: 'country-not-available' } });
+  });
+
+  it('makes a record invalid-input with the platform violations on a 400 field error, without retrying', async () => {
+    platform = await startScriptedPlatform((req) =>
+      req.body['street'] === 'Street 0'
+        ? problem(400, 'field-error', { violations: [{ fieldName: 'houseNumber', message: 'not a house number' }] })
+        : batchAnswer(req, 'A'),
+    );
+    const e = start(platform.url);
+    const results = await e.process(addresses(2));
+    expect(results[0]).toMatchObject({
+      status: 'invalid-input',
+      source: 'api',
+      error: { code: 'field-error', violations: [{ fieldName: 'houseNumber', message: 'not a house number' }] },
+    });
+    expect(results[0]?.error?.requestId).toBe('req-1');
+    expect(platform.seen.filter((s) => s.body['street'] === 'Street 0')).toHaveLength(1);
+    // A field error is definitive: the same input is answered from the cache next time.
+    expect((await e.process(addresses(1)))[0]).toMatchObject({ status: 'invalid-input', source: 'cache' });
+  });
+
+  it('marks a record unavailable when the answer breaks the schema', async () => {
+    platform = await startScriptedPlatform((req) => ({
+      body: { customerAddressId: req.body['customerAddressId'], resultClass: 'Z', results: [] },
+    }));
+    const [result] = await start(platform.url).process(addresses(1));
+    expect(result).toMatchObject({ status: 'unavailable', error: { code: 'contract-violation', requestId: 'req-1' } });
+  });
+
+  it('marks a record unavailable when batch/sync echoes another customerAddressId', async () => {
+    platform = await startScriptedPlatform((req) => ({ body: { ...(batchAnswer(req, 'A').body as object), customerAddressId: 'x' } }));
+    const [result] = await start(platform.url).process(addresses(1));
+    expect(result).toMatchObject({ status: 'unavailable', error: { code: 'contract-violation' } });
+  });
+});
+
+describe('engine: run stop', () => {
+  it('rejects with the rebuilt quota error on 403 and starts no further calls', async () => {
+    platform = await startScriptedPlatform((req, nth) => ({
+      ...(nth >= 5 ? problem(403, 'quota-exhausted') : batchAnswer(req, 'A')),
+      delayMs: 10,
+    }));
+    const e = start(platform.url, { threads: 2, concurrency: 4 });
+    const error = await e.process(addresses(400)).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(PlatformError);
+    expect(error).toBeInstanceOf(DqError);
+    expect(isRunStop(error)).toBe(true);
+    expect((error as PlatformError).code).toBe('quota-exhausted');
+    expect((error as PlatformError).status).toBe(403);
+    expect((error as PlatformError).requestId).toMatch(/^req-\d+$/);
+    expect(exitCodeForError(error)).toBe(3);
+    // At most the calls already in flight (4) plus those whose throttle slot was taken got through.
+    const sent = platform.seen.length;
+    expect(sent).toBeLessThan(5 + 8);
+
+    const again = await e.process(addresses(3, 1000)).catch((err: unknown) => err);
+    expect(again).toBe(error);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(platform.seen.length).toBe(sent);
+    expect(logLines.join('')).not.toContain(API_KEY);
+  });
+
+  it('stops the run on 401 api-key-invalid from the first call', async () => {
+    platform = await startScriptedPlatform(() => problem(401, 'api-key-invalid'));
+    const error = await start(platform.url).process(addresses(50)).catch((err: unknown) => err);
+    expect(isRunStop(error)).toBe(true);
+    expect((error as DqError).code).toBe('api-key-invalid');
+    expect(String((error as Error).message)).not.toContain(API_KEY);
+  });
+
+  it('rejects with the abort reason and starts no further calls once the signal fires', async () => {
+    platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: 30 }));
+    const controller = new AbortController();
+    const e = start(platform.url, { threads: 1, concurrency: 2 });
+    setTimeout(() => controller.abort(new Error('stop now')), 100);
+    const error = await e.process(addresses(200), { signal: controller.signal }).catch((err: unknown) => err);
+    expect((error as Error).message).toBe('stop now');
+    const sent = platform.seen.length;
+    expect(sent).toBeLessThan(40);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(platform.seen.length).toBe(sent);
+    // The engine is still usable: only that batch was aborted.
+    const results = await e.process(addresses(2, 500));
+    expect(results.map((r) => r.status)).toEqual(['accepted', 'accepted']);
+  });
+});
+
+describe('engine: configuration', () => {
+  it('refuses a bad configuration naming each option, without echoing the API key', () => {
+    const attempt = (): Engine =>
+      createEngine({ mode: 'address', baseUrl: 'ftp://x', apiKey: API_KEY, threads: 0, company: { limit: 51 } });
+    expect(attempt).toThrow(DqError);
+    try {
+      attempt();
+    } catch (e) {
+      expect((e as DqError).code).toBe('config-invalid');
+      expect(exitCodeForError(e)).toBe(2);
+      expect((e as Error).message).toMatch(/baseUrl/);
+      expect((e as Error).message).toMatch(/threads/);
+      expect((e as Error).message).toMatch(/company\.limit/);
+      expect((e as Error).message).not.toContain(API_KEY);
+    }
+  });
+});

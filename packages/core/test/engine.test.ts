@@ -1,0 +1,147 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEngine, createSilentLogger } from '@dq/core';
+import type { Engine, EngineConfig } from '@dq/core';
+import { addresses, batchAnswer, startScriptedPlatform } from './engine-support.js';
+import type { ScriptedPlatform } from './engine-support.js';
+
+const API_KEY = 'test-key-4f1d9c';
+let platform: ScriptedPlatform | undefined;
+let engine: Engine | undefined;
+
+afterEach(async () => {
+  await engine?.close();
+  await platform?.close();
+  engine = undefined;
+  platform = undefined;
+});
+
+function start(url: string, extra: Partial<EngineConfig> = {}): Engine {
+  engine = createEngine({
+    mode: 'address',
+    baseUrl: url,
+    apiKey: API_KEY,
+    rateLimits: { batch: 0 },
+    retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
+    logger: createSilentLogger(),
+    ...extra,
+  });
+  return engine;
+}
+
+describe('engine: order, dedup and policy', () => {
+  it('returns results in input order when the platform answers out of order', async () => {
+    const classes = ['A', 'B', 'C', 'D', 'E', 'F'];
+    platform = await startScriptedPlatform((req) => {
+      const i = Number(String(req.body['street']).split(' ')[1]);
+      return { ...batchAnswer(req, classes[i % 6] ?? 'A'), delayMs: (i * 7919) % 40 };
+    });
+    const results = await start(platform.url).process(addresses(120));
+    expect(results).toHaveLength(120);
+    results.forEach((r, i) => {
+      expect(r.resultClass).toBe(classes[i % 6]);
+      expect(r.address?.street).toBe(`Street ${i}`);
+    });
+    expect(platform.seen).toHaveLength(120);
+    expect(platform.seen.every((s) => s.path === '/location/v1/validate/batch/sync')).toBe(true);
+    expect(platform.seen[0]?.authorization).toBe(`Bearer ${API_KEY}`);
+  });
+
+  it('sends each distinct input once: 30 % duplicates cost 70 % of the calls', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const distinct = addresses(70);
+    // Duplicates differ only in case and spacing, and are spread through the batch.
+    const dupes = distinct.slice(0, 30).map((r) => ({ ...r, street: `  ${r.street.toUpperCase()} `, locality: 'BERLIN' }));
+    const records = [...distinct, ...dupes].sort((a, b) => a.street.localeCompare(b.street));
+    const e = start(platform.url);
+    const results = await e.process(records);
+    expect(platform.seen).toHaveLength(70);
+    expect(results.filter((r) => r.source === 'api')).toHaveLength(70);
+    expect(results.filter((r) => r.source === 'dedup')).toHaveLength(30);
+    const report = e.report();
+    expect(report.apiCalls).toBe(70);
+    expect(report.callsSavedByDedup).toBe(30);
+    expect(report.records).toBe(100);
+    expect(report.byStatus.accepted).toBe(100);
+  });
+
+  it('shares one call between batches running at the same time and answers repeats from the cache', async () => {
+    platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'B'), delayMs: 50 }));
+    const e = start(platform.url);
+    const [first, second] = await Promise.all([e.process(addresses(20)), e.process(addresses(20))]);
+    expect(platform.seen).toHaveLength(20);
+    expect(first.filter((r) => r.source === 'api').length + second.filter((r) => r.source === 'api').length).toBe(20);
+    const third = await e.process(addresses(20));
+    expect(platform.seen).toHaveLength(20);
+    expect(third.every((r) => r.source === 'cache' && r.resultClass === 'B')).toBe(true);
+    expect(e.report().callsSavedByCache).toBe(20);
+    expect(e.report().callsSavedByDedup).toBe(20);
+  });
+
+  it('maps result classes through the default policy and a configured one', async () => {
+    const classes = ['A', 'B', 'C', 'D', 'E', 'F'];
+    platform = await startScriptedPlatform((req) => {
+      const i = Number(String(req.body['street']).split(' ')[1]);
+      return batchAnswer(req, classes[i] ?? 'A', classes[i] === 'E' ? 3 : 1);
+    });
+    const byDefault = await start(platform.url).process(addresses(6));
+    expect(byDefault.map((r) => r.status)).toEqual(['accepted', 'accepted', 'accepted', 'review', 'review', 'invalid']);
+    expect(byDefault[4]?.candidates).toHaveLength(3);
+    expect(byDefault.every((r) => r.requestId?.startsWith('req-'))).toBe(true);
+    await engine?.close();
+
+    const strict = await start(platform.url, { policy: { C: 'review', D: 'invalid' } }).process(addresses(6));
+    expect(strict.map((r) => r.status)).toEqual(['accepted', 'accepted', 'review', 'invalid', 'review', 'invalid']);
+    expect(engine?.report().byClass).toEqual({ A: 1, B: 1, C: 1, D: 1, E: 1, F: 1 });
+  });
+
+  it('refuses records that break the contract locally, naming the field, without calling', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const e = start(platform.url, { defaultCountry: 'DE' });
+    const results = await e.process([
+      { street: 'Hauptstr.', houseNumber: '1', postalCode: '10117' }, // no locality, no localityLine
+      { street: 'Hauptstr.', houseNumber: '1', localityLine: '10117 Berlin', country: 'de' },
+      { street: 'Hauptstr.', houseNumber: '1', localityLine: '  10117 Berlin ', country: '' }, // default country
+    ]);
+    expect(results[0]).toMatchObject({ status: 'invalid-input', source: 'local', error: { code: 'local-validation' } });
+    expect(results[0]?.error?.violations?.map((v) => v.fieldName)).toContain('localityIdentificationSet');
+    expect(results[1]?.error?.violations?.map((v) => v.fieldName)).toEqual(['country']);
+    expect(results[2]).toMatchObject({ status: 'accepted', source: 'api' });
+    expect(platform.seen).toHaveLength(1);
+    expect(platform.seen[0]?.body).toMatchObject({ localityLine: '10117 Berlin', country: 'DE' });
+    expect(e.plan([{ street: 'x' }, ...addresses(3), ...addresses(2)])).toEqual({
+      records: 6,
+      distinct: 3,
+      calls: 3,
+      invalidInput: 1,
+    });
+  });
+
+  it('plans without calling: inputs already answered need no call', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const e = start(platform.url);
+    await e.process(addresses(10));
+    expect(e.plan([...addresses(15), ...addresses(5)])).toEqual({ records: 20, distinct: 15, calls: 5, invalidInput: 0 });
+    expect(platform.seen).toHaveLength(10);
+  });
+
+  it('uses /validate with include options when configured', async () => {
+    platform = await startScriptedPlatform((req) => ({
+      body: { resultClass: 'A', results: [{ street: String(req.body['street']) }] },
+    }));
+    const results = await start(platform.url, { addressEndpoint: 'validate', include: ['coordinates-wgs84'] }).process(
+      addresses(2),
+    );
+    expect(results.map((r) => r.status)).toEqual(['accepted', 'accepted']);
+    expect(platform.seen.map((s) => s.path)).toEqual(['/location/v1/validate', '/location/v1/validate']);
+    expect(platform.seen[0]?.body['_options']).toEqual({ include: ['coordinates-wgs84'] });
+    expect(platform.seen[0]?.body['customerAddressId']).toBeUndefined();
+  });
+
+  it('keeps the concurrency bound across all worker threads', async () => {
+    platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: 20 }));
+    await start(platform.url, { threads: 2, concurrency: 6 }).process(addresses(60));
+    expect(platform.seen).toHaveLength(60);
+    expect(platform.maxInFlight).toBeLessThanOrEqual(6);
+    expect(platform.maxInFlight).toBeGreaterThanOrEqual(4);
+  });
+});
