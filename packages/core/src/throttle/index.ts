@@ -1,0 +1,5 @@
+export type { EndpointId, Throttle } from './types.js';
+export { ENDPOINT_IDS, DEFAULT_RATE_LIMITS, resolveThrottleOptions } from './limits.js';
+export type { ThrottleOptions, ResolvedThrottleOptions } from './limits.js';
+export { createSharedThrottle, attachSharedThrottle } from './shared.js';
+export type { SharedThrottle } from './shared.js';

@@ -1,0 +1,96 @@
+import type { EndpointId } from './types.js';
+
+/** Every endpoint with a budget of its own, in the order of their slots in shared memory. */
+export const ENDPOINT_IDS: readonly EndpointId[] = [
+  'validate',
+  'batch',
+  'start-session',
+  'autocomplete',
+  'company',
+  'phone',
+  'download',
+];
+
+/**
+ * Requests per second per endpoint. validate, batch, start-session and autocomplete are the
+ * contract's per-customer limits (part 8). The contract sets none for company, phone and download;
+ * ours are conservative guesses — company 10/s (each call is a paid search), phone 10/s (the
+ * describe request is metadata), download 2/s (each request is a large file).
+ */
+export const DEFAULT_RATE_LIMITS: Readonly<Record<EndpointId, number>> = {
+  validate: 30,
+  batch: 100,
+  'start-session': 30,
+  autocomplete: 60,
+  company: 10,
+  phone: 10,
+  download: 2,
+};
+
+/** Options shared by the in-process and the Postgres-backed throttle. */
+export interface ThrottleOptions {
+  /** Requests per second per endpoint; 0 means unlimited. Default {@link DEFAULT_RATE_LIMITS}. */
+  limits?: Partial<Record<EndpointId, number>>;
+  /**
+   * Requests that may go out back to back after an idle spell (GCRA burst tolerance). Default 1:
+   * strictly paced, because a platform counting "N per second" over any one-second window answers
+   * a burst on top of the full rate with 429.
+   */
+  burst?: number;
+  /**
+   * Fraction of each limit kept unused so network jitter cannot land N + 1 requests inside one
+   * second at the platform. Default 0.01 (pace at 99 % of the limit).
+   */
+  margin?: number;
+  /** After a 429 the endpoint's rate is multiplied by this. Default 0.5. */
+  decrease?: number;
+  /** Lowest fraction of the limit a run of 429s can push the rate to. Default 0.1. */
+  floor?: number;
+  /** Fraction of the limit regained per second after a decrease (additive increase). Default 0.05. */
+  recoveryPerSecond?: number;
+  /** 429s within this many ms of a decrease do not decrease again (one overshoot, many answers). Default 1000. */
+  decreaseCooldownMs?: number;
+}
+
+/** {@link ThrottleOptions} with every default filled in and checked. */
+export interface ResolvedThrottleOptions {
+  limits: Record<EndpointId, number>;
+  burst: number;
+  margin: number;
+  decrease: number;
+  floor: number;
+  recoveryPerSecond: number;
+  decreaseCooldownMs: number;
+}
+
+function fraction(name: string, value: number, min: number, max: number): number {
+  if (!Number.isFinite(value) || value < min || value > max) {
+    throw new RangeError(`throttle option ${name} must be a number from ${min} to ${max}; got ${value}`);
+  }
+  return value;
+}
+
+/** Fills defaults and refuses bad values, naming the option. */
+export function resolveThrottleOptions(opts: ThrottleOptions = {}): ResolvedThrottleOptions {
+  const limits = { ...DEFAULT_RATE_LIMITS };
+  for (const [endpoint, rate] of Object.entries(opts.limits ?? {})) {
+    if (!ENDPOINT_IDS.includes(endpoint as EndpointId)) {
+      throw new RangeError(`throttle limits: unknown endpoint ${JSON.stringify(endpoint)}; one of ${ENDPOINT_IDS.join(', ')}`);
+    }
+    if (rate === undefined) continue;
+    limits[endpoint as EndpointId] = fraction(`limits.${endpoint}`, rate, 0, 1_000_000);
+  }
+  const burst = opts.burst ?? 1;
+  if (!Number.isInteger(burst) || burst < 1) {
+    throw new RangeError(`throttle option burst must be an integer ≥ 1; got ${burst}`);
+  }
+  return {
+    limits,
+    burst,
+    margin: fraction('margin', opts.margin ?? 0.01, 0, 0.5),
+    decrease: fraction('decrease', opts.decrease ?? 0.5, 0.01, 1),
+    floor: fraction('floor', opts.floor ?? 0.1, 0.001, 1),
+    recoveryPerSecond: fraction('recoveryPerSecond', opts.recoveryPerSecond ?? 0.05, 0, 1000),
+    decreaseCooldownMs: fraction('decreaseCooldownMs', opts.decreaseCooldownMs ?? 1000, 0, 3_600_000),
+  };
+}

@@ -1,0 +1,200 @@
+import pg from 'pg';
+import { DqError } from '../errors/index.js';
+import { ENDPOINT_IDS, resolveThrottleOptions } from './limits.js';
+import type { ThrottleOptions } from './limits.js';
+import { sleep } from './sleep.js';
+import type { EndpointId, Throttle } from './types.js';
+
+/** Options of {@link createPgThrottle}: where the shared state lives, and the usual throttle options. */
+export interface PgThrottleOptions extends ThrottleOptions {
+  /** A pool to use (not closed by `close()`); or give `connectionString`. */
+  pool?: pg.Pool;
+  /** Used when no `pool` is given; the throttle then owns (and closes) a pool of 2 connections. */
+  connectionString?: string;
+  /** The platform account whose limits are shared; every process of that account passes the same value. */
+  account: string;
+  /** Table holding one row per (account, endpoint); created if missing. Default `dq_throttle`. */
+  table?: string;
+  /** Most slots reserved in one round trip, for callers already waiting. Default 64. */
+  maxBatch?: number;
+}
+
+/** A {@link Throttle} whose budget is shared by every process using the same table and account. */
+export interface PgThrottle extends Throttle {
+  /** Waits for pending backoff writes and closes the pool if the throttle created it. */
+  close(): Promise<void>;
+}
+
+interface Waiter {
+  resolve(): void;
+  reject(err: unknown): void;
+  signal: AbortSignal | undefined;
+  /** How often this waiter woke too late and queued again. */
+  stale: number;
+}
+
+/** A waiter woken late takes a fresh slot at most this many times, so a busy process is not starved. */
+const MAX_STALE_RETRIES = 3;
+/** How often the database clock offset is measured again, in ms. */
+const CLOCK_SYNC_MS = 60_000;
+const NOW_US = '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
+
+/**
+ * A GCRA limiter whose theoretical arrival time lives in Postgres, so several processes of one
+ * account share the contract's per-account limits. Each round trip is one atomic upsert that
+ * reserves a slot for every caller waiting in this process (up to `maxBatch`); the database clock
+ * is the common time base, and each caller then sleeps locally until its slot. All processes must
+ * use the same limits. Same defaults as `createSharedThrottle`.
+ */
+export async function createPgThrottle(options: PgThrottleOptions): Promise<PgThrottle> {
+  const o = resolveThrottleOptions(options);
+  const table = options.table ?? 'dq_throttle';
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) {
+    throw new RangeError(`createPgThrottle: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
+  }
+  if (!options.account) throw new RangeError('createPgThrottle: account is required');
+  const maxBatch = options.maxBatch ?? 64;
+  if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new RangeError(`createPgThrottle: maxBatch must be an integer ≥ 1; got ${maxBatch}`);
+  const owned = options.pool === undefined;
+  const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 2 });
+  await ensureTable(pool, table);
+
+  const recoveryPerUs = o.recoveryPerSecond / 1e6;
+  const reserveSql = `
+    WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us)
+    INSERT INTO ${table} AS t (account, endpoint, tat_us, factor, factor_at_us)
+    SELECT $1, $2, c.now_us + round($3::int * $4::float8)::bigint, 1, 0 FROM c
+    ON CONFLICT (account, endpoint) DO UPDATE SET tat_us =
+      greatest(t.tat_us, (SELECT now_us FROM c))
+      + round($3::int * $4::float8 / least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us)))::bigint
+    RETURNING t.tat_us::text AS tat_us, (SELECT now_us FROM c)::text AS now_us,
+      least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us))::float8 AS factor`;
+  const backoffSql = `
+    WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us)
+    INSERT INTO ${table} AS t (account, endpoint, tat_us, factor, factor_at_us)
+    SELECT $1, $2, c.now_us + $7::bigint, greatest($4::float8, $3::float8), c.now_us FROM c
+    ON CONFLICT (account, endpoint) DO UPDATE SET
+      factor = CASE WHEN (SELECT now_us FROM c) - t.factor_at_us < $6::bigint THEN t.factor
+        ELSE greatest($4::float8, $3::float8 * least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us))) END,
+      factor_at_us = CASE WHEN (SELECT now_us FROM c) - t.factor_at_us < $6::bigint THEN t.factor_at_us
+        ELSE (SELECT now_us FROM c) END,
+      tat_us = greatest(t.tat_us, (SELECT now_us FROM c) + $7::bigint)`;
+
+  // Offset between the database clock and performance.now(), from the quickest of a few pings, so a
+  // slot's local time does not depend on how late this process got round to reading the answer.
+  let offsetMs = 0;
+  let syncedAt = -Infinity;
+  async function syncClock(): Promise<void> {
+    let best = Infinity;
+    for (let i = 0; i < 5; i++) {
+      const sent = performance.now();
+      const res = await pool.query<{ now_us: string }>(`SELECT ${NOW_US}::text AS now_us`);
+      const received = performance.now();
+      if (received - sent < best && res.rows[0]) {
+        best = received - sent;
+        offsetMs = Number(res.rows[0].now_us) / 1000 - (sent + received) / 2;
+      }
+    }
+    syncedAt = performance.now();
+  }
+  await syncClock();
+
+  const queues = new Map<EndpointId, { waiters: Waiter[]; busy: boolean }>();
+  const pending = new Set<Promise<unknown>>();
+
+  const queue = (endpoint: EndpointId): { waiters: Waiter[]; busy: boolean } => {
+    let q = queues.get(endpoint);
+    if (!q) queues.set(endpoint, (q = { waiters: [], busy: false }));
+    return q;
+  };
+  const intervalUs = (endpoint: EndpointId): number => 1e6 / (o.limits[endpoint] * (1 - o.margin));
+
+  async function pump(endpoint: EndpointId): Promise<void> {
+    const q = queues.get(endpoint);
+    if (!q || q.busy) return;
+    const batch = q.waiters.splice(0, maxBatch).filter((w) => {
+      if (!w.signal?.aborted) return true;
+      w.reject(w.signal.reason);
+      return false;
+    });
+    if (batch.length === 0) return;
+    q.busy = true;
+    try {
+      if (performance.now() - syncedAt > CLOCK_SYNC_MS) await syncClock();
+      const base = intervalUs(endpoint);
+      const res = await pool.query<{ tat_us: string; now_us: string; factor: number }>(reserveSql, [
+        options.account, endpoint, batch.length, base, recoveryPerUs,
+      ]);
+      const row = res.rows[0];
+      if (!row) throw new Error('reservation returned no row');
+      const interval = base / row.factor;
+      const firstUs = Number(BigInt(row.tat_us)) - Math.round(batch.length * interval);
+      const toleranceUs = (o.burst - 1) * interval;
+      const now = performance.now();
+      batch.forEach((w, k) => {
+        const slotLocalMs = (firstUs + k * interval - toleranceUs) / 1000 - offsetMs;
+        sleep(Math.max(0, Math.ceil(slotLocalMs - now)), w.signal).then(() => {
+          // Woken more than one interval late: take a fresh slot rather than burst onto the next one.
+          if (performance.now() - slotLocalMs > interval / 1000 && w.stale < MAX_STALE_RETRIES) {
+            w.stale++;
+            queue(endpoint).waiters.unshift(w);
+            void pump(endpoint);
+          } else w.resolve();
+        }, w.reject);
+      });
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      const failure = new DqError(
+        `throttle: the Postgres rate store failed${typeof code === 'string' ? ` (${code})` : ''}; check that the database is reachable`,
+        { code: 'throttle-store-failed', retriable: true, cause: err },
+      );
+      for (const w of batch) w.reject(failure);
+    } finally {
+      q.busy = false;
+    }
+    void pump(endpoint);
+  }
+
+  return {
+    acquire(endpoint, signal) {
+      if (!ENDPOINT_IDS.includes(endpoint)) return Promise.reject(new RangeError(`throttle: unknown endpoint ${JSON.stringify(endpoint)}`));
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      if (o.limits[endpoint] <= 0) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        queue(endpoint).waiters.push({ resolve, reject, signal, stale: 0 });
+        void pump(endpoint);
+      });
+    },
+    backoff(endpoint, retryAfterMs) {
+      const p = pool
+        .query(backoffSql, [
+          options.account, endpoint, o.decrease, o.floor, recoveryPerUs,
+          Math.round(o.decreaseCooldownMs * 1000), Math.round(Math.max(0, retryAfterMs ?? 0) * 1000),
+        ])
+        // A lost backoff write only means the shared rate stays higher; the caller's retry still waits.
+        .catch(() => undefined);
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    },
+    async close() {
+      await Promise.all(pending);
+      if (owned) await pool.end();
+    },
+  };
+}
+
+async function ensureTable(pool: pg.Pool, table: string): Promise<void> {
+  try {
+    await pool.query(`CREATE TABLE IF NOT EXISTS ${table} (
+      account text NOT NULL,
+      endpoint text NOT NULL,
+      tat_us bigint NOT NULL,
+      factor double precision NOT NULL DEFAULT 1,
+      factor_at_us bigint NOT NULL DEFAULT 0,
+      PRIMARY KEY (account, endpoint))`);
+  } catch (err) {
+    // Two processes creating the table at once: the loser sees a duplicate; the table exists either way.
+    const code = (err as { code?: unknown }).code;
+    if (code !== '23505' && code !== '42P07') throw err;
+  }
+}

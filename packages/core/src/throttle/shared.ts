@@ -1,0 +1,142 @@
+import { ENDPOINT_IDS, resolveThrottleOptions } from './limits.js';
+import type { ThrottleOptions } from './limits.js';
+import { monotonicMicros, sleep } from './sleep.js';
+import type { EndpointId, Throttle } from './types.js';
+
+/**
+ * Layout of the shared memory (BigInt64Array slots).
+ * Header: magic, layout version, burst, margin, decrease, floor, recovery per second (the last four
+ * in parts per million), decrease cooldown (ms).
+ * Per endpoint, four slots: theoretical arrival time (TAT, µs on the monotonic clock), limit (milli
+ * requests per second, 0 = unlimited), rate state (factor in ppm << 43 | time of the last decrease
+ * in ms), spare.
+ */
+const MAGIC = 0x4451_5448n; // "DQTH"
+const LAYOUT_VERSION = 1n;
+const HEADER = 8;
+const PER_ENDPOINT = 4;
+const PPM = 1_000_000;
+const TIME_BITS = 43n;
+const TIME_MASK = (1n << TIME_BITS) - 1n;
+/** A waiter woken late takes a fresh slot at most this many times, so a busy thread is not starved. */
+const MAX_STALE_RETRIES = 3;
+
+/** A {@link Throttle} whose budget lives in shared memory, shared by every thread holding `buffer`. */
+export interface SharedThrottle extends Throttle {
+  /** Pass this in `workerData`; {@link attachSharedThrottle} in the worker joins the same budget. */
+  readonly buffer: SharedArrayBuffer;
+  /** The endpoint's current rate in requests per second after backoff (0 = unlimited). */
+  currentRate(endpoint: EndpointId): number;
+}
+
+const pack = (factorPpm: bigint, atMs: bigint): bigint => (factorPpm << TIME_BITS) | (atMs & TIME_MASK);
+
+/**
+ * Creates a GCRA rate limiter in a SharedArrayBuffer: one budget per endpoint for all threads of
+ * this process. Defaults: the contract's limits (see `DEFAULT_RATE_LIMITS`), burst 1, margin 1 %.
+ */
+export function createSharedThrottle(options: ThrottleOptions = {}): SharedThrottle {
+  const o = resolveThrottleOptions(options);
+  const slots = new BigInt64Array(new SharedArrayBuffer((HEADER + PER_ENDPOINT * ENDPOINT_IDS.length) * 8));
+  const header = [MAGIC, LAYOUT_VERSION, BigInt(o.burst), ppm(o.margin), ppm(o.decrease), ppm(o.floor), ppm(o.recoveryPerSecond), BigInt(Math.round(o.decreaseCooldownMs))];
+  header.forEach((v, i) => (slots[i] = v));
+  ENDPOINT_IDS.forEach((endpoint, e) => {
+    const base = HEADER + e * PER_ENDPOINT;
+    slots[base + 1] = BigInt(Math.round(o.limits[endpoint] * 1000));
+    slots[base + 2] = pack(BigInt(PPM), 0n);
+  });
+  return attachSharedThrottle(slots.buffer as SharedArrayBuffer);
+}
+
+function ppm(fraction: number): bigint {
+  return BigInt(Math.round(fraction * PPM));
+}
+
+/** Joins the budget of a throttle created (in any thread) by {@link createSharedThrottle}. */
+export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle {
+  if (!(buffer instanceof SharedArrayBuffer) || buffer.byteLength < HEADER * 8) {
+    throw new TypeError('attachSharedThrottle needs the `buffer` of a throttle made by createSharedThrottle');
+  }
+  const a = new BigInt64Array(buffer);
+  if (a[0] !== MAGIC || a[1] !== LAYOUT_VERSION || a.length !== HEADER + PER_ENDPOINT * ENDPOINT_IDS.length) {
+    throw new TypeError('attachSharedThrottle: buffer is not a throttle of this version of @dq/core');
+  }
+  const burst = a[2] ?? 1n;
+  const margin = Number(a[3]) / PPM;
+  const decrease = Number(a[4]);
+  const floor = Number(a[5]);
+  const recovery = Number(a[6]);
+  const cooldownMs = a[7] ?? 0n;
+
+  const baseOf = (endpoint: EndpointId): number => {
+    const e = ENDPOINT_IDS.indexOf(endpoint);
+    if (e < 0) throw new RangeError(`throttle: unknown endpoint ${JSON.stringify(endpoint)}`);
+    return HEADER + e * PER_ENDPOINT;
+  };
+  /** Rate factor (ppm) at `nowMs`: the last decrease plus the linear recovery since, capped at 1. */
+  const factorAt = (state: bigint, nowMs: bigint): number => {
+    const f = Number(state >> TIME_BITS);
+    if (f >= PPM) return PPM;
+    const elapsedMs = Number(nowMs - (state & TIME_MASK));
+    return Math.min(PPM, f + (recovery * Math.max(0, elapsedMs)) / 1000);
+  };
+  const limitOf = (base: number): number => Number(Atomics.load(a, base + 1)) / 1000;
+
+  return {
+    buffer,
+    currentRate(endpoint) {
+      const base = baseOf(endpoint);
+      const nowMs = monotonicMicros() / 1000n;
+      return (limitOf(base) * factorAt(Atomics.load(a, base + 2), nowMs)) / PPM;
+    },
+    async acquire(endpoint, signal) {
+      signal?.throwIfAborted();
+      const base = baseOf(endpoint);
+      const limit = limitOf(base);
+      if (limit <= 0) return;
+      for (let attempt = 1; ; attempt++) {
+        const now = monotonicMicros();
+        const factor = factorAt(Atomics.load(a, base + 2), now / 1000n) / PPM;
+        const interval = BigInt(Math.max(1, Math.round(1e6 / (limit * (1 - margin) * factor))));
+        const tolerance = (burst - 1n) * interval;
+        const tat = Atomics.load(a, base);
+        const start = tat > now ? tat : now;
+        const next = start + interval;
+        if (Atomics.compareExchange(a, base, tat, next) !== tat) continue;
+        const waitUs = start - tolerance - now;
+        if (waitUs <= 0n) return;
+        try {
+          await sleep(Math.ceil(Number(waitUs) / 1000), signal);
+        } catch (err) {
+          // Hand the slot back if nobody reserved after it; otherwise it stays spent (budget lost, never exceeded).
+          Atomics.compareExchange(a, base, next, start);
+          throw err;
+        }
+        // Woken more than one interval late (a stalled event loop): sending now would land on top of
+        // the next slot's request, a burst the platform may answer with 429. Take a fresh slot instead.
+        if (monotonicMicros() - (start - tolerance) > interval && attempt < MAX_STALE_RETRIES) continue;
+        return;
+      }
+    },
+    backoff(endpoint, retryAfterMs) {
+      const base = baseOf(endpoint);
+      const nowUs = monotonicMicros();
+      const nowMs = nowUs / 1000n;
+      for (;;) {
+        const state = Atomics.load(a, base + 2);
+        const lastMs = state & TIME_MASK;
+        if (lastMs !== 0n && nowMs - lastMs < cooldownMs) break;
+        const next = Math.max(floor, Math.floor((factorAt(state, nowMs) * decrease) / PPM));
+        if (Atomics.compareExchange(a, base + 2, state, pack(BigInt(next), nowMs)) === state) break;
+      }
+      if (retryAfterMs !== undefined && retryAfterMs > 0) {
+        // Nobody in this process sends to the endpoint before Retry-After has passed.
+        const until = nowUs + BigInt(Math.round(retryAfterMs * 1000));
+        for (;;) {
+          const tat = Atomics.load(a, base);
+          if (tat >= until || Atomics.compareExchange(a, base, tat, until) === tat) break;
+        }
+      }
+    },
+  };
+}

