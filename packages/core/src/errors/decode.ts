@@ -36,8 +36,8 @@ export interface ErrorAnswer {
 /**
  * Turns an HTTP error answer into a {@link PlatformError}: a problem+json body (7.1) by its type
  * fragment, a company envelope (2.4) by its status, anything else by status alone. A problem type
- * we do not know is never retried, whatever its status: we cannot tell whether repeating helps. A
- * 5xx without a problem body (a proxy or gateway answering) is retried.
+ * we do not know is not retriable on a 4xx (it would repeat identically); on a 5xx the contract's
+ * retry rule (7.1: 5xx may be retried after some time) and the 5xx backoff rule apply.
  */
 export function decodeErrorAnswer(answer: ErrorAnswer): PlatformError {
   const redact = answer.redact ?? ((text: string) => text);
@@ -67,7 +67,7 @@ export function decodeErrorAnswer(answer: ErrorAnswer): PlatformError {
     return new PlatformError(message(title ?? 'Unknown problem', fragment, status, requestId, violations), {
       ...base,
       code: 'unknown-problem',
-      retriable: false,
+      retriable: status >= 500,
       scope: fallbackScope(status),
       problemType: problem.data.type,
       title,
