@@ -1,0 +1,155 @@
+import { parseArgs } from 'node:util';
+import { ADDRESS_INCLUDE_VALUES, isCountryCode, type Mode } from '@dq/core';
+import { usageError } from './errors.js';
+import { parseFieldMap } from './mapping.js';
+import type { ProcessFileOptions } from './options.js';
+import type { InputEncoding, InputFormat } from './source/types.js';
+
+/** The `--help` text. */
+export const USAGE = `Usage: dq-csv validate --input <file> --output <file> [options]
+
+Cleans a CSV, JSON or NDJSON file with the data-quality platform. Every input row is written to
+the output, in order, with dq_* result columns appended; rows that cannot be parsed go to the
+rejects file with their line number and the reason.
+
+Options:
+  --input <file>            file to clean (required)
+  --output <file>           cleaned file, same format as the input (required)
+  --rejects <file>          unparseable rows (CSV: line,code,reason,raw); default <output>.rejects.csv
+  --map <field>=<col>,...   request fields from columns; default: columns named like the fields
+                            address: street, houseNumber, addressLine, postalCode, locality,
+                                     localityLine, country
+                            company: company, zip, city, street   tr: trCourt, trType, trNo
+                            vat: vatId
+  --mode <mode>             address (default) | company | tr | vat
+  --country <CC>            country for rows without one, e.g. DE
+  --include <list>          ${ADDRESS_INCLUDE_VALUES.join(', ')}
+  --delimiter <char>        CSV delimiter, default ','; '\\t' for tab
+  --encoding <enc>          utf8 (default) | latin1 | windows-1252; the output is always UTF-8
+  --format <fmt>            csv | json | ndjson; default from the input's extension
+  --resume                  continue an interrupted run from its checkpoint (fresh if none)
+  --dry-run                 read and check the whole file; print rows, rejects, distinct inputs,
+                            API calls and the time at the rate limit; call nothing
+  --max-failed <share>      exit 4 when rejected + unavailable rows exceed this share, default 0
+  --batch-size <rows>       rows per durable batch and checkpoint, default 500
+  --concurrency <n>         HTTP calls in flight, default 32
+  --rate-limit <n>          requests per second to the endpoint, default the contract's
+                            (batch/sync 100, validate 30); 0 = no client-side limit
+  --base-url <url>          address API host (env DQ_BASE_URL)
+  --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
+  --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
+  --help                    this text
+
+Exit codes: 0 done, 1 unexpected error, 2 bad usage, 3 key/account/quota stopped the run
+(fix, then --resume), 4 done but --max-failed passed, 75 platform unavailable (retry --resume).
+
+Example:
+  DQ_BASE_URL=https://api.example.com DQ_API_KEY=... dq-csv validate \\
+    --input customers.csv --output customers.clean.csv --delimiter ';' --country DE \\
+    --map street=Strasse,houseNumber=Hausnummer,postalCode=PLZ,locality=Ort --resume
+`;
+
+/** The parsed command line: either help, or the options of a run. */
+export type CliCommand = { help: true } | { help: false; options: ProcessFileOptions };
+
+const MODES: readonly Mode[] = ['address', 'company', 'tr', 'vat'];
+const FORMATS: readonly InputFormat[] = ['csv', 'json', 'ndjson'];
+const ENCODINGS: readonly InputEncoding[] = ['utf8', 'latin1', 'windows-1252'];
+
+/**
+ * Parses `argv` (without node and script) and the DQ_* variables of `env`. Throws a CsvError with
+ * code `usage` naming the flag at fault.
+ */
+export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        input: { type: 'string' }, output: { type: 'string' }, rejects: { type: 'string' },
+        map: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' },
+        include: { type: 'string' }, delimiter: { type: 'string' }, encoding: { type: 'string' },
+        format: { type: 'string' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
+        'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, concurrency: { type: 'string' }, 'rate-limit': { type: 'string' },
+        'base-url': { type: 'string' }, 'realtime-url': { type: 'string' }, 'api-key': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    // parseArgs names the flag in its message; it has no finer code than ERR_PARSE_ARGS_*.
+    throw usageError('arguments', (err as Error).message);
+  }
+  const { values: v, positionals } = parsed;
+  if (v.help || positionals[0] === 'help') return { help: true };
+  if (positionals[0] !== 'validate' || positionals.length > 1) {
+    throw usageError('command', `expected "validate", got ${positionals.length === 0 ? 'nothing' : `"${positionals.join(' ')}"`}`);
+  }
+  if (!v.input) throw usageError('--input', 'required: the file to clean');
+  if (!v.output && !v['dry-run']) throw usageError('--output', 'required: where to write the cleaned file');
+
+  const mode = oneOf('--mode', v.mode ?? 'address', MODES);
+  const country = v.country?.trim().toUpperCase();
+  if (country !== undefined && !isCountryCode(country)) throw usageError('--country', `"${v.country}" is not a two-letter country code`);
+  const include = v.include?.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const value of include ?? []) oneOf('--include', value, ADDRESS_INCLUDE_VALUES);
+  const delimiter = v.delimiter === '\\t' ? '\t' : v.delimiter;
+  if (delimiter !== undefined && (delimiter.length !== 1 || delimiter.charCodeAt(0) > 0x7f || /["\r\n]/.test(delimiter))) {
+    throw usageError('--delimiter', `"${v.delimiter}" must be one ASCII character other than a quote or line break`);
+  }
+  const env_ = (name: string) => (env[name] === '' ? undefined : env[name]);
+  const options: ProcessFileOptions = {
+    input: v.input,
+    output: v.output ?? `${v.input}.dry-run`,
+    rejects: v.rejects,
+    mode,
+    map: v.map === undefined ? undefined : parseFieldMap(v.map, mode),
+    country,
+    include,
+    delimiter,
+    encoding: v.encoding === undefined ? undefined : oneOf('--encoding', v.encoding, ENCODINGS),
+    format: v.format === undefined ? undefined : oneOf('--format', v.format, FORMATS),
+    resume: v.resume ?? false,
+    dryRun: v['dry-run'] ?? false,
+    maxFailed: v['max-failed'] === undefined ? 0 : number('--max-failed', v['max-failed'], 0, 1, false),
+    batchSize: v['batch-size'] === undefined ? undefined : number('--batch-size', v['batch-size'], 1, 100_000, true),
+    baseUrl: url('--base-url', v['base-url'] ?? env_('DQ_BASE_URL')),
+    realtimeUrl: url('--realtime-url', v['realtime-url'] ?? env_('DQ_REALTIME_URL')),
+    apiKey: v['api-key'] ?? env_('DQ_API_KEY'),
+    engine: {
+      ...(v.concurrency === undefined ? {} : { concurrency: number('--concurrency', v.concurrency, 1, 4096, true) }),
+      ...(v['rate-limit'] === undefined ? {} : { rateLimits: rateLimits(number('--rate-limit', v['rate-limit'], 0, 100_000, false)) }),
+    },
+  };
+  return { help: false, options };
+}
+
+/** One limit for whichever endpoint the mode uses. */
+function rateLimits(perSecond: number) {
+  return { batch: perSecond, validate: perSecond, company: perSecond };
+}
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) throw usageError(flag, `"${value}" is not one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+function number(flag: string, text: string, min: number, max: number, integer: boolean): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+    throw usageError(flag, `"${text}" must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function url(flag: string, text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const u = new URL(text);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http');
+  } catch {
+    throw usageError(flag, `"${text}" is not an http(s) URL`);
+  }
+  return text;
+}

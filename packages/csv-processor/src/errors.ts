@@ -1,0 +1,49 @@
+import { ExitCode } from '@dq/core';
+
+/**
+ * Stable codes of errors raised by dq-csv itself, with the exit code each leads to (platform
+ * errors keep @dq/core's codes). Branch on `code`, never on the message.
+ */
+export const csvErrorExitCodes = {
+  /** a flag is missing, unknown or has a bad value */
+  usage: ExitCode.USAGE,
+  /** the input file cannot be opened or read */
+  'input-unreadable': ExitCode.USAGE,
+  /** the output, rejects or checkpoint file cannot be written */
+  'output-unwritable': ExitCode.USAGE,
+  /** the input has no header row (CSV) */
+  'input-empty': ExitCode.USAGE,
+  /** a mapped column is missing from the input, or an input column collides with a dq_ column */
+  'bad-mapping': ExitCode.USAGE,
+  /** a line longer than the record limit with no line break: probably not CSV/NDJSON */
+  'record-too-large': ExitCode.USAGE,
+  /** a JSON array input is not valid JSON (an array cannot be resynchronised after an error) */
+  'invalid-json': ExitCode.USAGE,
+  /** --resume without a checkpoint, or with options/input different from the checkpointed run */
+  'resume-mismatch': ExitCode.USAGE,
+  /** a checkpoint exists but --resume was not given: refuse to throw away paid-for work */
+  'checkpoint-exists': ExitCode.USAGE,
+  /** every record of a batch came back unavailable: the service is down, worth a later retry */
+  'service-unavailable': ExitCode.TEMPFAIL,
+} as const satisfies Record<string, ExitCode>;
+
+/** Code of a {@link CsvError}. */
+export type CsvErrorCodeName = keyof typeof csvErrorExitCodes;
+
+/** An error of the file processor. `exitCode` is what the CLI exits with. */
+export class CsvError extends Error {
+  override readonly name = 'CsvError';
+  readonly code: CsvErrorCodeName;
+  readonly exitCode: ExitCode;
+
+  constructor(code: CsvErrorCodeName, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.exitCode = csvErrorExitCodes[code];
+  }
+}
+
+/** A usage error naming the flag at fault (exit code 2). */
+export function usageError(flag: string, problem: string): CsvError {
+  return new CsvError('usage', `${flag}: ${problem} (see dq-csv --help)`);
+}

@@ -1,0 +1,83 @@
+import { MODE_FIELDS, type EngineRecord, type Mode } from '@dq/core';
+import { CsvError, usageError } from './errors.js';
+import type { SourceRow } from './source/types.js';
+
+/** Request field → input column (CSV header name or JSON key). */
+export type FieldMap = Readonly<Record<string, string>>;
+
+/**
+ * Parses `--map street=Strasse,houseNumber=Nr,...`. Fields must belong to `mode` (contract 2.1,
+ * 4.7); a column name may contain `=` only after the first one.
+ */
+export function parseFieldMap(text: string, mode: Mode): FieldMap {
+  const allowed: readonly string[] = MODE_FIELDS[mode];
+  const map: Record<string, string> = {};
+  for (const part of text.split(',')) {
+    if (part.trim() === '') continue;
+    const eq = part.indexOf('=');
+    const field = (eq === -1 ? part : part.slice(0, eq)).trim();
+    const column = eq === -1 ? '' : part.slice(eq + 1).trim();
+    if (eq === -1 || field === '' || column === '') {
+      throw usageError('--map', `"${part.trim()}" is not <field>=<column>`);
+    }
+    if (!allowed.includes(field)) {
+      throw usageError('--map', `"${field}" is not a ${mode} field; use ${allowed.join(', ')}`);
+    }
+    if (map[field] !== undefined) throw usageError('--map', `field "${field}" is mapped twice`);
+    map[field] = column;
+  }
+  if (Object.keys(map).length === 0) throw usageError('--map', 'no field is mapped');
+  return map;
+}
+
+/**
+ * Without `--map`: for CSV each field of `mode` whose name equals a header column
+ * (case-insensitive); for JSON (no header) each field from the key of the same name.
+ */
+export function inferFieldMap(mode: Mode, columns: readonly string[] | undefined): FieldMap {
+  if (columns === undefined) return Object.fromEntries(MODE_FIELDS[mode].map((f) => [f, f]));
+  const map: Record<string, string> = {};
+  for (const field of MODE_FIELDS[mode]) {
+    const column = columns.find((c) => c.trim().toLowerCase() === field.toLowerCase());
+    if (column !== undefined) map[field] = column;
+  }
+  if (Object.keys(map).length === 0) {
+    throw usageError('--map', `no column is named like a field of ${mode} mode (${MODE_FIELDS[mode].join(', ')}); say which column holds what, e.g. --map street=Strasse,postalCode=PLZ`);
+  }
+  return map;
+}
+
+/**
+ * A function turning a row into the engine's record. For CSV every mapped column must be in the
+ * header exactly once; JSON rows are read by key (a missing key is an empty value).
+ */
+export function recordMapper(map: FieldMap, header: readonly string[] | undefined): (row: SourceRow) => EngineRecord {
+  const entries = Object.entries(map);
+  if (header) {
+    const indexed = entries.map(([field, column]) => {
+      const matches = header.flatMap((name, i) => (name === column ? [i] : []));
+      if (matches.length !== 1) {
+        const problem = matches.length === 0 ? `is not in the header (${header.join(', ')})` : 'appears more than once in the header';
+        throw new CsvError('bad-mapping', `--map ${field}=${column}: column "${column}" ${problem}`);
+      }
+      return [field, matches[0] as number] as const;
+    });
+    return (row) => {
+      const record: Record<string, string | undefined> = {};
+      for (const [field, index] of indexed) record[field] = row.cells?.[index];
+      return record;
+    };
+  }
+  return (row) => {
+    const record: Record<string, string | number | null | undefined> = {};
+    for (const [field, key] of entries) record[field] = jsonScalar(row.object?.[key]);
+    return record;
+  };
+}
+
+function jsonScalar(value: unknown): string | number | null | undefined {
+  if (value === null || value === undefined) return value;
+  if (typeof value === 'string' || typeof value === 'number') return value;
+  if (typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}

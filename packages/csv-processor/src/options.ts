@@ -1,0 +1,80 @@
+import { resolve } from 'node:path';
+import type { EngineConfig, Logger, Mode } from '@dq/core';
+import type { FieldMap } from './mapping.js';
+import type { ProgressReporter } from './progress.js';
+import type { InputEncoding, InputFormat } from './source/types.js';
+
+/** Options of {@link processFile}: the CLI's flags, as a library call. */
+export interface ProcessFileOptions {
+  /** Input file. */
+  input: string;
+  /** Output file (same format as the input). */
+  output: string;
+  /** Rejects file (CSV); default `<output without extension>.rejects.csv`. */
+  rejects?: string;
+  /** Input format; default from the extension (`.json`, `.ndjson`/`.jsonl`, else csv). */
+  format?: InputFormat;
+  /** Input encoding; default utf8. Output is always UTF-8. */
+  encoding?: InputEncoding;
+  /** CSV delimiter, one ASCII character; default `,`. */
+  delimiter?: string;
+  /** What to check; default address. */
+  mode?: Mode;
+  /** Request field → column; default: columns named like the fields. */
+  map?: FieldMap;
+  /** Country for records without one (address mode). */
+  country?: string;
+  /** Address include options (`coordinates-wgs84`, `metadata`, ...). */
+  include?: string[];
+  /** Continue an interrupted run from its checkpoint (starts fresh if there is none). */
+  resume?: boolean;
+  /** Read and check the whole file and estimate the cost; no call, no output. */
+  dryRun?: boolean;
+  /** Largest acceptable share (0–1) of rejected plus unavailable records; default 0. */
+  maxFailed?: number;
+  /** Address API host. */
+  baseUrl?: string;
+  /** Real-time services host (company modes); default baseUrl. */
+  realtimeUrl?: string;
+  /** API key; never logged. */
+  apiKey?: string;
+  /** Rows per batch: the unit of output writes and checkpoints; default 500. */
+  batchSize?: number;
+  /** Engine settings passed through (threads, concurrency, rate limits, retry, timeout). */
+  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company'>>;
+  /** Progress reporter; default none. */
+  progress?: ProgressReporter;
+  /** Logger handed to the engine. */
+  logger?: Logger;
+  /** Aborts the run; the checkpoint stays valid for --resume. */
+  signal?: AbortSignal;
+}
+
+/** Paths derived from the output path. */
+export interface RunPaths {
+  readonly input: string;
+  readonly output: string;
+  readonly rejects: string;
+  readonly checkpoint: string;
+  readonly cache: string;
+}
+
+/** Absolute paths of every file a run touches. */
+export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 'rejects'>): RunPaths {
+  const output = resolve(options.output);
+  const stem = output.replace(/\.(csv|json|ndjson|jsonl|txt)$/i, '');
+  return {
+    input: resolve(options.input),
+    output,
+    rejects: resolve(options.rejects ?? `${stem}.rejects.csv`),
+    checkpoint: `${output}.checkpoint.json`,
+    cache: `${output}.cache.ndjson`,
+  };
+}
+
+/** The format implied by a file name. */
+export function formatFromPath(path: string): InputFormat {
+  if (/\.json$/i.test(path)) return 'json';
+  if (/\.(ndjson|jsonl)$/i.test(path)) return 'ndjson';
+  return 'csv';
+}

@@ -1,0 +1,207 @@
+import { stat } from 'node:fs/promises';
+import { createEngine, DqError, exitCodeForError, ExitCode, isRunStop, type Engine, type RecordResult } from '@dq/core';
+import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
+import { planFile, type DryRunPlan } from './dry-run.js';
+import { CsvError } from './errors.js';
+import { inferFieldMap, recordMapper } from './mapping.js';
+import { formatFromPath, runPaths, type ProcessFileOptions, type RunPaths } from './options.js';
+import { openResumeCache } from './resume-cache.js';
+import { resultColumns } from './sink/result-columns.js';
+import { Sink } from './sink/sink.js';
+import { openSource } from './source/index.js';
+import type { Source, SourceItem, SourceRow } from './source/types.js';
+import { countResult, emptyTotals, failedShare, withEngineReport, type RunTotals } from './totals.js';
+
+/** What a run did; the CLI prints it as a table and one JSON line. */
+export interface RunSummary {
+  /** done: the whole file is written; stopped: the checkpoint holds the progress for --resume. */
+  readonly outcome: 'done' | 'stopped' | 'dry-run';
+  readonly exitCode: ExitCode;
+  readonly paths: RunPaths;
+  readonly totals: RunTotals;
+  /** Rejected plus unavailable over all input records. */
+  readonly failedShare: number;
+  /** True when this run continued from a checkpoint. */
+  readonly resumed: boolean;
+  /** Why the run stopped early (code, message, request id). */
+  readonly error?: { readonly code: string; readonly message: string; readonly requestId?: string };
+  /** Dry run only: what a run would cost. */
+  readonly plan?: DryRunPlan;
+}
+
+const UNAVAILABLE_BATCH_MIN = 20; // records: a batch this large all unavailable means the service is down
+
+/**
+ * Cleans one file: streams it, sends mapped records through the @dq/core engine in batches,
+ * writes every row with result columns appended (rejects aside), and checkpoints after each
+ * durable batch so a killed run continues with `resume`. Never throws for platform errors: they
+ * end up in the summary's `error` and `exitCode`; usage problems throw a {@link CsvError}.
+ */
+export async function processFile(options: ProcessFileOptions): Promise<RunSummary> {
+  const started = Date.now();
+  const paths = runPaths(options);
+  const format = options.format ?? formatFromPath(paths.input);
+  const mode = options.mode ?? 'address';
+  const delimiter = options.delimiter ?? ',';
+  const batchSize = options.batchSize ?? 500;
+  const inputStat = await stat(paths.input).catch((err: unknown) => {
+    throw new CsvError('input-unreadable', `cannot read the input ${paths.input}: ${(err as NodeJS.ErrnoException).code}`, { cause: err });
+  });
+  if (options.dryRun) {
+    const plan = await planFile({ ...options, format, mode, delimiter }, paths);
+    return { outcome: 'dry-run', exitCode: ExitCode.OK, paths, totals: plan.totals, failedShare: failedShare(plan.totals), resumed: false, plan };
+  }
+
+  // Options that shape the output: a resume must use the same ones.
+  const identity = {
+    input: paths.input, inputSize: inputStat.size, inputMtimeMs: inputStat.mtimeMs, output: paths.output,
+    rejects: paths.rejects, format, encoding: options.encoding ?? 'utf8', delimiter, mode,
+    map: options.map ?? null, country: options.country ?? null, include: options.include ?? [],
+  };
+  const optionsHash = hashOptions(identity);
+  const checkpoint = await readCheckpoint(paths.checkpoint);
+  if (checkpoint && !options.resume) {
+    throw new CsvError('checkpoint-exists', `an interrupted run left ${paths.checkpoint}: rerun with --resume to continue it, or delete that file to start over`);
+  }
+  if (checkpoint && checkpoint.optionsHash !== optionsHash) {
+    const differ = differingOptions(checkpoint.options, identity).join(', ');
+    throw new CsvError('resume-mismatch', `cannot resume: ${differ} differ from the interrupted run's; rerun with the same options, or delete ${paths.checkpoint} to start over`);
+  }
+
+  const source = await openSource({ path: paths.input, format, encoding: options.encoding, delimiter, start: checkpoint?.position });
+  let sink: Sink | undefined;
+  let engine: Engine | undefined;
+  const base = checkpoint?.totals ?? emptyTotals();
+  const counted: RunTotals = structuredClone(base);
+  const totalsNow = () => withEngineReport(base, counted, engine?.report(), Date.now() - started);
+  let position = checkpoint?.position ?? { records: 0, offset: 0, line: 1 };
+  try {
+    const map = options.map ?? inferFieldMap(mode, source.header);
+    const toRecord = recordMapper(map, source.header);
+    const columns = resultColumns(mode, options.include);
+    const clash = columns.names.find((name) => source.header?.includes(name));
+    if (clash) throw new CsvError('bad-mapping', `the input already has a column ${clash} (is it an output of dq-csv?); rename it or clean the original file`);
+    if (!options.baseUrl) throw new CsvError('usage', 'a platform URL is needed: pass --base-url or set DQ_BASE_URL (npm run demo starts a local sandbox by itself)');
+    if (!options.apiKey) throw new CsvError('usage', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
+
+    const cache = await openResumeCache(paths.cache, checkpoint === undefined);
+    engine = createEngine({
+      mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
+      defaultCountry: options.country, include: options.include, cache, logger: options.logger, ...options.engine,
+    });
+    sink = await Sink.open({ outputPath: paths.output, rejectsPath: paths.rejects, format, delimiter, header: source.header, columns, resume: checkpoint?.sink });
+
+    // Two batches in flight: the engine starts the next batch's calls while the current one's
+    // last answers arrive and it is written, so the rate limit is used without gaps. Calls paid
+    // for by either batch are in the resume cache, so a kill costs no second payment for them.
+    const batches = readBatches(source, batchSize);
+    const start = (items: SourceItem[]): InFlight => {
+      const rows = items.filter((i): i is SourceRow => i.kind === 'row');
+      const results = rows.length > 0 ? engine!.process(rows.map(toRecord), { signal: options.signal }) : Promise.resolve([]);
+      results.catch(() => undefined); // awaited in order below; not an unhandled rejection meanwhile
+      return { items, results };
+    };
+    const first = await batches.next();
+    let current = first.done ? undefined : start(first.value);
+    while (current) {
+      const upcoming = await batches.next();
+      const next = upcoming.done ? undefined : start(upcoming.value);
+      const { items } = current;
+      const results = await current.results;
+      const answered = results.filter((r) => r.status !== 'invalid-input');
+      if (answered.length >= UNAVAILABLE_BATCH_MIN && answered.every((r) => r.status === 'unavailable')) {
+        const firstError = answered[0]?.error;
+        throw new CsvError('service-unavailable', `the platform answered none of ${answered.length} records (${firstError?.code ?? 'unavailable'}: ${firstError?.message ?? ''}${firstError?.requestId ? `, request id ${firstError.requestId}` : ''}); try again later with --resume`);
+      }
+      let r = 0;
+      for (const item of items) {
+        if (item.kind === 'row') {
+          const result = results[r++]!;
+          sink.row(item, result);
+          countResult(counted, result);
+        } else {
+          sink.reject(item);
+          counted.rejects += 1;
+        }
+      }
+      const sinkState = await sink.commit();
+      position = items[items.length - 1]!.position;
+      await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, sinkState, totalsNow()));
+      options.progress?.update(totalsNow(), position.offset, source.totalBytes);
+      current = next;
+    }
+    await sink.finish();
+    const totals = totalsNow();
+    await engine.close();
+    await cache.remove();
+    await removeCheckpoint(paths.checkpoint);
+    return { outcome: 'done', exitCode: exitCodeOf(totals, options.maxFailed ?? 0), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined };
+  } catch (err) {
+    if (err instanceof CsvError && err.code !== 'service-unavailable') throw err;
+    const totals = totalsNow();
+    return {
+      outcome: 'stopped', exitCode: err instanceof CsvError ? err.exitCode : stopExitCode(err, options.signal), paths, totals,
+      failedShare: failedShare(totals), resumed: checkpoint !== undefined, error: describeStop(err, position.records),
+    };
+  } finally {
+    await sink?.close();
+    await engine?.close().catch(() => undefined);
+    await source.close();
+  }
+}
+
+/** A batch whose records are with the engine. */
+interface InFlight {
+  readonly items: SourceItem[];
+  readonly results: Promise<RecordResult[]>;
+}
+
+function checkpointOf(optionsHash: string, options: Record<string, unknown>, position: Checkpoint['position'], sink: Checkpoint['sink'], totals: RunTotals): Checkpoint {
+  return { version: 1, optionsHash, options, position, sink, totals, writtenAt: new Date().toISOString() };
+}
+
+/** Groups items into batches of `size` rows (rejects ride along without counting). */
+async function* readBatches(source: Source, size: number): AsyncGenerator<SourceItem[]> {
+  let batch: SourceItem[] = [];
+  let rows = 0;
+  for await (const item of source.items) {
+    batch.push(item);
+    if (item.kind === 'row' && ++rows >= size) {
+      yield batch;
+      batch = [];
+      rows = 0;
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+/** 75 when every record that needed the platform stayed unavailable; 4 past maxFailed; else 0. */
+function exitCodeOf(totals: RunTotals, maxFailed: number): ExitCode {
+  const unavailable = totals.byStatus.unavailable;
+  const answerable = totals.rows - totals.byStatus['invalid-input'];
+  if (unavailable > 0 && unavailable >= answerable) return ExitCode.TEMPFAIL;
+  return failedShare(totals) > maxFailed ? ExitCode.MAX_FAILED : ExitCode.OK;
+}
+
+function stopExitCode(err: unknown, signal: AbortSignal | undefined): ExitCode {
+  if (signal?.aborted) return ExitCode.TEMPFAIL;
+  return exitCodeForError(err);
+}
+
+function describeStop(err: unknown, records: number): RunSummary['error'] {
+  const where = `input records 1-${records} are written and checkpointed`;
+  if (err instanceof CsvError) return { code: err.code, message: `${err.message}; ${where}` };
+  if (err instanceof DqError) {
+    const action = isRunStop(err)
+      ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
+      : 'rerun with --resume';
+    return {
+      code: err.code,
+      message: `${err.message}${err.requestId ? ` (request id ${err.requestId})` : ''}; ${where}; ${action}`,
+      ...(err.requestId ? { requestId: err.requestId } : {}),
+    };
+  }
+  const e = err as Error;
+  return { code: (e as { code?: string }).code ?? 'unexpected', message: `${e?.message ?? String(err)}; ${where}; rerun with --resume` };
+}
+

@@ -1,0 +1,70 @@
+import { open, type FileHandle } from 'node:fs/promises';
+import { CsvError } from '../errors.js';
+
+/**
+ * An output file written in batches: `append` buffers text, `commit` writes it and fsyncs, so that
+ * a length recorded in a checkpoint after `commit` is on disk.
+ */
+export class DurableFile {
+  readonly path: string;
+  #handle: FileHandle;
+  #bytes: number;
+  #pending: string[] = [];
+
+  private constructor(path: string, handle: FileHandle, bytes: number) {
+    this.path = path;
+    this.#handle = handle;
+    this.#bytes = bytes;
+  }
+
+  /**
+   * Opens `path`. Fresh: created or truncated to empty. Resume (`keepBytes` given): truncated to
+   * the checkpointed length, dropping whatever a killed run wrote after its last checkpoint.
+   */
+  static async open(path: string, keepBytes?: number): Promise<DurableFile> {
+    try {
+      if (keepBytes === undefined) return new DurableFile(path, await open(path, 'w'), 0);
+      const handle = await open(path, 'r+');
+      const { size } = await handle.stat();
+      if (size < keepBytes) {
+        await handle.close();
+        throw new CsvError('resume-mismatch', `${path} is shorter (${size} bytes) than the checkpoint says (${keepBytes}): it was changed since the run stopped; start over without --resume after deleting the checkpoint`);
+      }
+      await handle.truncate(keepBytes);
+      return new DurableFile(path, handle, keepBytes);
+    } catch (err) {
+      if (err instanceof CsvError) throw err;
+      throw new CsvError('output-unwritable', `cannot open ${path} for writing: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    }
+  }
+
+  /** Bytes on disk after the last commit. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Buffers `text` for the next commit. */
+  append(text: string): void {
+    this.#pending.push(text);
+  }
+
+  /** Writes the buffered text at the end of the file and fsyncs it. */
+  async commit(): Promise<void> {
+    if (this.#pending.length > 0) {
+      const data = Buffer.from(this.#pending.join(''), 'utf8');
+      this.#pending = [];
+      let written = 0;
+      while (written < data.length) {
+        const { bytesWritten } = await this.#handle.write(data, written, data.length - written, this.#bytes + written);
+        written += bytesWritten;
+      }
+      this.#bytes += data.length;
+    }
+    await this.#handle.sync();
+  }
+
+  /** Closes the file; buffered text that was not committed is dropped. */
+  async close(): Promise<void> {
+    await this.#handle.close();
+  }
+}

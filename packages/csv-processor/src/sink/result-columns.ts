@@ -1,0 +1,100 @@
+import type { Mode, RecordResult } from '@dq/core';
+import type { CellValue } from './csv-format.js';
+
+/** The result columns appended to every output row, per mode and include options. */
+export interface ResultColumns {
+  /** Column names, in output order; all start with `dq_`. */
+  readonly names: readonly string[];
+  /** The values of one record's result, aligned with `names`. */
+  values(result: RecordResult): CellValue[];
+}
+
+/**
+ * Result columns for `mode`:
+ * - address: status, class, the best candidate's fields, coordinates (with `coordinates-wgs84`),
+ *   `_meta` as JSON (with `metadata`), candidate count and house-number ranges (class E);
+ * - company / tr: status, the best hit (id, name, address, register court/type/number, status,
+ *   score) and the hit count;
+ * - vat: status and the check code.
+ * Every mode ends with `dq_request_id` and `dq_error` (`code: message`, violations appended).
+ */
+export function resultColumns(mode: Mode, include: readonly string[] = []): ResultColumns {
+  const columns: [string, (r: RecordResult) => CellValue][] = [['dq_status', (r) => r.status]];
+  if (mode === 'address') {
+    columns.push(
+      ['dq_result_class', (r) => r.resultClass],
+      ['dq_street', (r) => r.address?.street],
+      ['dq_house_number', (r) => r.address?.houseNumber],
+      ['dq_postal_code', (r) => r.address?.postalCode],
+      ['dq_locality', (r) => r.address?.locality],
+      ['dq_sub_locality', (r) => r.address?.subLocality],
+      ['dq_country', (r) => r.address?.country],
+      ['dq_address_type', (r) => r.address?.addressType],
+    );
+    if (include.includes('coordinates-wgs84')) {
+      columns.push(
+        ['dq_latitude', (r) => r.address?.coordinates?.wgs84?.lat],
+        ['dq_longitude', (r) => r.address?.coordinates?.wgs84?.lon],
+        ['dq_coordinate_precision', (r) => r.address?.coordinates?.wgs84?.precision],
+      );
+    }
+    if (include.includes('metadata')) {
+      columns.push(['dq_meta', (r) => (r.address?._meta === undefined ? undefined : JSON.stringify(r.address._meta))]);
+    }
+    columns.push(
+      ['dq_candidates', (r) => (r.candidates ? r.candidates.length : r.address ? 1 : 0)],
+      ['dq_house_number_choice', (r) => houseNumberChoice(r)],
+    );
+  } else if (mode === 'company' || mode === 'tr') {
+    columns.push(
+      ['dq_company_id', (r) => r.company?.id],
+      ['dq_company_name', (r) => r.company?.company],
+      ['dq_company_zip', (r) => r.company?.zip],
+      ['dq_company_city', (r) => r.company?.city],
+      ['dq_company_street', (r) => r.company?.street],
+      ['dq_tr_court', (r) => r.company?.trCourt],
+      ['dq_tr_type', (r) => r.company?.trType],
+      ['dq_tr_no', (r) => r.company?.trNo],
+      ['dq_tr_status', (r) => r.company?.trStatus],
+      ['dq_score', (r) => r.company?.searchScore],
+      ['dq_hits', (r) => r.hits ?? 0],
+    );
+  } else {
+    columns.push(['dq_vat_code', (r) => r.vatCode]);
+  }
+  columns.push(
+    ['dq_request_id', (r) => r.requestId ?? r.error?.requestId],
+    ['dq_error', (r) => errorText(r)],
+  );
+  const getters = columns.map(([, get]) => get);
+  return {
+    names: columns.map(([name]) => name),
+    values: (result) => getters.map((get) => scalar(get(result))),
+  };
+}
+
+/** `code: message`, then each violation as `field: message`, separated by `; `. */
+function errorText(result: RecordResult): string | undefined {
+  const error = result.error;
+  if (!error) return undefined;
+  const parts = [`${error.code}: ${error.message}`];
+  for (const v of error.violations ?? []) parts.push(`${v.fieldName}: ${v.message}`);
+  return parts.join('; ');
+}
+
+/** House-number ranges of class E candidates, e.g. `10115 1-49 odd | 10117 50-120 even`. */
+function houseNumberChoice(result: RecordResult): string | undefined {
+  const parts: string[] = [];
+  for (const candidate of result.candidates ?? []) {
+    for (const range of candidate.houseNumberChoice ?? []) {
+      parts.push(`${candidate.postalCode ?? ''} ${range.from}-${range.to} ${range.step}`.trim());
+    }
+  }
+  return parts.length > 0 ? parts.join(' | ') : undefined;
+}
+
+function scalar(value: unknown): CellValue {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string' || typeof value === 'number') return value;
+  return String(value);
+}

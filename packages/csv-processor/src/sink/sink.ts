@@ -1,0 +1,114 @@
+import type { RecordResult } from '@dq/core';
+import type { InputFormat, SourceReject, SourceRow } from '../source/types.js';
+import { formatCsvLine, type CellValue } from './csv-format.js';
+import { DurableFile } from './durable-file.js';
+import type { ResultColumns } from './result-columns.js';
+
+/** Header of the rejects file. */
+export const REJECT_COLUMNS = ['line', 'code', 'reason', 'raw'] as const;
+
+/** Byte lengths and counts that a checkpoint records after a commit. */
+export interface SinkState {
+  readonly outputBytes: number;
+  readonly rejectsBytes: number;
+  /** Rows written to the output so far (a JSON array needs it to place its commas). */
+  readonly rows: number;
+}
+
+/** Options of {@link openSink}. */
+export interface SinkOptions {
+  readonly outputPath: string;
+  readonly rejectsPath: string;
+  /** Output format; the same as the input's. */
+  readonly format: InputFormat;
+  /** CSV delimiter of the output (the input's). */
+  readonly delimiter: string;
+  /** CSV input header; the output header is this plus the result columns. */
+  readonly header?: readonly string[];
+  readonly columns: ResultColumns;
+  /** Resume: truncate both files to these lengths and go on from there. */
+  readonly resume?: SinkState;
+}
+
+/**
+ * Writes the output (every input row in order, result columns appended) and the rejects file
+ * (CSV: line, code, reason, raw). `commit` makes both durable before a checkpoint may name them.
+ */
+export class Sink {
+  readonly #output: DurableFile;
+  readonly #rejects: DurableFile;
+  readonly #options: SinkOptions;
+  #rows: number;
+
+  private constructor(options: SinkOptions, output: DurableFile, rejects: DurableFile) {
+    this.#options = options;
+    this.#output = output;
+    this.#rejects = rejects;
+    this.#rows = options.resume?.rows ?? 0;
+  }
+
+  /** Opens (fresh: creates and writes headers; resume: truncates to the checkpoint) both files. */
+  static async open(options: SinkOptions): Promise<Sink> {
+    const output = await DurableFile.open(options.outputPath, options.resume?.outputBytes);
+    const rejects = await DurableFile.open(options.rejectsPath, options.resume?.rejectsBytes);
+    const sink = new Sink(options, output, rejects);
+    if (!options.resume) {
+      if (options.format === 'csv') {
+        output.append(formatCsvLine([...(options.header ?? []), ...options.columns.names], options.delimiter));
+      } else if (options.format === 'json') {
+        output.append('[');
+      }
+      rejects.append(formatCsvLine(REJECT_COLUMNS, ','));
+      await sink.commit();
+    }
+    return sink;
+  }
+
+  /** Buffers one output row. */
+  row(row: SourceRow, result: RecordResult): void {
+    const values = this.#options.columns.values(result);
+    if (this.#options.format === 'csv') {
+      this.#output.append(formatCsvLine([...(row.cells ?? []), ...values], this.#options.delimiter));
+    } else {
+      const object: Record<string, unknown> = { ...row.object };
+      this.#options.columns.names.forEach((name, i) => {
+        object[name] = values[i] ?? null;
+      });
+      const json = JSON.stringify(object);
+      if (this.#options.format === 'ndjson') this.#output.append(json + '\n');
+      else this.#output.append((this.#rows === 0 ? '\n' : ',\n') + json);
+    }
+    this.#rows += 1;
+  }
+
+  /** Buffers one reject. */
+  reject(reject: SourceReject): void {
+    const cells: CellValue[] = [reject.line, reject.code, reject.reason, reject.raw];
+    this.#rejects.append(formatCsvLine(cells, ','));
+  }
+
+  /** Writes and fsyncs both files (rejects first, then output). */
+  async commit(): Promise<SinkState> {
+    await this.#rejects.commit();
+    await this.#output.commit();
+    return this.state;
+  }
+
+  /** Lengths and counts as of the last commit. */
+  get state(): SinkState {
+    return { outputBytes: this.#output.bytes, rejectsBytes: this.#rejects.bytes, rows: this.#rows };
+  }
+
+  /** Ends the output (a JSON array gets its closing bracket), commits and closes both files. */
+  async finish(): Promise<SinkState> {
+    if (this.#options.format === 'json') this.#output.append(this.#rows === 0 ? ']\n' : '\n]\n');
+    const state = await this.commit();
+    await this.close();
+    return state;
+  }
+
+  /** Closes both files without finishing (after an error: the checkpoint stays valid). */
+  async close(): Promise<void> {
+    await Promise.allSettled([this.#output.close(), this.#rejects.close()]);
+  }
+}

@@ -1,0 +1,123 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { CsvError } from '../errors.js';
+import { fieldSplitter } from './csv-fields.js';
+import { bomLength, lossyDecode, recordDecoder } from './decode.js';
+import { frameRecords, type RawRecord } from './framer.js';
+import type { Source, SourceItem, SourceOptions, SourcePosition } from './types.js';
+
+const READ_CHUNK = 256 * 1024; // bytes
+
+/**
+ * Opens a CSV file: reads the header row, then (from `options.start` when resuming) yields each
+ * record as a row or, when it cannot be parsed, a reject naming its line and the reason.
+ */
+export async function openCsvSource(options: SourceOptions): Promise<Source> {
+  const encoding = options.encoding ?? 'utf8';
+  const delimiter = options.delimiter ?? ',';
+  const decode = recordDecoder(encoding);
+  const split = fieldSplitter(delimiter);
+  const totalBytes = await fileSize(options.path);
+
+  const headerStream = createReadStream(options.path, { highWaterMark: READ_CHUNK });
+  const headerFrames = frameRecords(headerStream, { quotes: true, maxRecordBytes: options.maxRecordBytes });
+  const first = await headerFrames.next().catch((err: unknown) => {
+    throw new CsvError('input-unreadable', `cannot read ${options.path}: ${(err as Error).message}`, { cause: err });
+  });
+  if (first.done) {
+    headerStream.destroy();
+    throw new CsvError('input-empty', `${options.path} is empty: a header row naming the columns is needed`);
+  }
+  const headerRecord = first.value;
+  const headerText = decode(headerRecord.bytes.subarray(bomLength(headerRecord.bytes)));
+  if (headerText === undefined) {
+    headerStream.destroy();
+    throw new CsvError('input-unreadable', `the header row of ${options.path} is not valid UTF-8: try --encoding latin1 or windows-1252`);
+  }
+  let header: string[];
+  try {
+    header = split(headerText);
+  } catch (err) {
+    headerStream.destroy();
+    throw new CsvError('input-empty', `the header row of ${options.path} cannot be parsed: ${(err as Error).message}`, { cause: err });
+  }
+
+  let frames: AsyncGenerator<RawRecord> = headerFrames;
+  let stream = headerStream;
+  let records = 0; // data records handed out; the header is not one
+  if (options.start && options.start.records > 0) {
+    headerStream.destroy();
+    await headerFrames.return(undefined);
+    stream = createReadStream(options.path, { start: options.start.offset, highWaterMark: READ_CHUNK });
+    frames = frameRecords(stream, {
+      quotes: true,
+      startOffset: options.start.offset,
+      startLine: options.start.line,
+      maxRecordBytes: options.maxRecordBytes,
+    });
+    records = options.start.records;
+  }
+
+  async function* items(): AsyncGenerator<SourceItem> {
+    try {
+      for await (const record of frames) {
+        records += 1;
+        const position: SourcePosition = { records, offset: record.nextOffset, line: record.endLine + 1 };
+        const text = decode(record.bytes);
+        if (text === undefined) {
+          yield reject(record, position, 'undecodable-bytes', `bytes that are not valid UTF-8; if the file is Latin-1 or Windows-1252, pass --encoding latin1 or --encoding windows-1252`);
+          continue;
+        }
+        let cells: string[];
+        try {
+          cells = split(text);
+        } catch (err) {
+          const detail = record.unclosedQuote ? 'a quote opened on this line is never closed' : (err as Error).message;
+          yield reject(record, position, 'broken-quoting', `broken quoting: ${detail}`);
+          continue;
+        }
+        if (cells.length !== header.length) {
+          yield reject(record, position, 'column-count', `expected ${header.length} fields as in the header, found ${cells.length}`);
+          continue;
+        }
+        yield { kind: 'row', line: record.line, cells, position };
+      }
+    } finally {
+      stream.destroy();
+    }
+  }
+
+  function reject(record: RawRecord, position: SourcePosition, code: Parameters<typeof rejectOf>[0], reason: string): SourceItem {
+    return rejectOf(code, reason, record, position, lossyDecode(record.bytes, encoding));
+  }
+
+  return {
+    format: 'csv',
+    header,
+    totalBytes,
+    items: items(),
+    close: async () => {
+      stream.destroy();
+    },
+  };
+}
+
+function rejectOf(
+  code: 'column-count' | 'broken-quoting' | 'undecodable-bytes',
+  reason: string,
+  record: RawRecord,
+  position: SourcePosition,
+  raw: string,
+): SourceItem {
+  const lines = record.endLine > record.line ? ` (lines ${record.line}-${record.endLine})` : '';
+  return { kind: 'reject', line: record.line, code, reason: reason + lines, raw, position };
+}
+
+/** Size of the file at `path` in bytes; a CsvError naming the path when it cannot be read. */
+export async function fileSize(path: string): Promise<number> {
+  try {
+    return (await stat(path)).size;
+  } catch (err) {
+    throw new CsvError('input-unreadable', `cannot read the input ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+  }
+}

@@ -1,0 +1,55 @@
+import type { RunSummary } from './run.js';
+
+/** The one-line JSON summary printed at the end of every run (stdout). */
+export function summaryJson(summary: RunSummary): string {
+  const { totals, paths } = summary;
+  return JSON.stringify({
+    event: 'summary',
+    outcome: summary.outcome,
+    exitCode: summary.exitCode,
+    rows: totals.rows,
+    rejects: totals.rejects,
+    byStatus: totals.byStatus,
+    byClass: totals.byClass,
+    apiCalls: totals.apiCalls,
+    callsSavedByDedup: totals.callsSavedByDedup,
+    callsSavedByCache: totals.callsSavedByCache,
+    retries: totals.retries,
+    failedShare: Number(summary.failedShare.toFixed(4)),
+    durationMs: totals.durationMs,
+    runs: totals.runs,
+    resumed: summary.resumed,
+    ...(summary.outcome === 'dry-run' ? { plan: { ...summary.plan, totals: undefined } } : { output: paths.output, rejectsFile: paths.rejects }),
+    ...(summary.outcome === 'stopped' ? { checkpoint: paths.checkpoint } : {}),
+    ...(summary.error ? { error: summary.error } : {}),
+  });
+}
+
+/** A table for people (printed on a TTY). */
+export function summaryTable(summary: RunSummary): string {
+  const { totals } = summary;
+  const n = (x: number) => x.toLocaleString('en');
+  const lines: [string, string][] = [
+    ['rows', n(totals.rows)],
+    ['rejected rows', n(totals.rejects)],
+  ];
+  if (summary.plan) {
+    const p = summary.plan;
+    lines.push(['invalid input (no call)', n(p.invalidInput)], ['distinct inputs', n(p.distinct)], ['API calls needed', n(p.calls)]);
+    lines.push(['time at rate limit', p.secondsAtRateLimit === undefined ? 'unknown (no published limit)' : `${n(p.secondsAtRateLimit)} s at ${p.rateLimitPerSecond}/s`]);
+  } else {
+    for (const [status, count] of Object.entries(totals.byStatus)) lines.push([`  ${status}`, n(count)]);
+    const classes = Object.entries(totals.byClass).filter(([, c]) => c > 0).map(([k, c]) => `${k} ${n(c)}`).join('  ');
+    if (classes) lines.push(['result classes', classes]);
+    lines.push(
+      ['API calls', n(totals.apiCalls)],
+      ['calls saved', `${n(totals.callsSavedByDedup)} by dedup, ${n(totals.callsSavedByCache)} by cache`],
+      ['retries', n(totals.retries)],
+      ['duration', `${(totals.durationMs / 1000).toFixed(1)} s${totals.runs > 1 ? ` over ${totals.runs} runs` : ''}`],
+      ['output', summary.paths.output],
+      ['rejects', summary.paths.rejects],
+    );
+  }
+  const width = Math.max(...lines.map(([k]) => k.length));
+  return lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n';
+}

@@ -1,0 +1,63 @@
+import type { RecordResult, RecordStatus, ResultClass, RunReport } from '@dq/core';
+
+/** Counts of a whole file, added up over the runs that a resume joins together. */
+export interface RunTotals {
+  /** Output rows (= input rows that could be parsed). */
+  rows: number;
+  /** Input records sent to the rejects file. */
+  rejects: number;
+  byStatus: Record<RecordStatus, number>;
+  byClass: Record<ResultClass, number>;
+  /** Requests sent to the platform. */
+  apiCalls: number;
+  callsSavedByDedup: number;
+  callsSavedByCache: number;
+  /** Repeated attempts (429, 5xx, timeouts, resets). */
+  retries: number;
+  /** Wall time of all runs, in milliseconds. */
+  durationMs: number;
+  /** Number of runs (1 + resumes). */
+  runs: number;
+}
+
+/** Totals with every count at zero. */
+export function emptyTotals(): RunTotals {
+  return {
+    rows: 0,
+    rejects: 0,
+    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, unavailable: 0 },
+    byClass: { A: 0, B: 0, C: 0, D: 0, E: 0, F: 0 },
+    apiCalls: 0,
+    callsSavedByDedup: 0,
+    callsSavedByCache: 0,
+    retries: 0,
+    durationMs: 0,
+    runs: 0,
+  };
+}
+
+/** Adds one written result to `totals` (in place). */
+export function countResult(totals: RunTotals, result: RecordResult): void {
+  totals.rows += 1;
+  totals.byStatus[result.status] += 1;
+  if (result.resultClass) totals.byClass[result.resultClass] += 1;
+}
+
+/** `base` (earlier runs) plus this run's engine counters and duration. */
+export function withEngineReport(base: RunTotals, counted: RunTotals, report: RunReport | undefined, durationMs: number): RunTotals {
+  return {
+    ...counted,
+    apiCalls: base.apiCalls + (report?.apiCalls ?? 0),
+    callsSavedByDedup: base.callsSavedByDedup + (report?.callsSavedByDedup ?? 0),
+    callsSavedByCache: base.callsSavedByCache + (report?.callsSavedByCache ?? 0),
+    retries: base.retries + (report?.retries ?? 0),
+    durationMs: base.durationMs + durationMs,
+    runs: base.runs + 1,
+  };
+}
+
+/** Share of failed input: rejects plus records that stayed `unavailable`, over all input records. */
+export function failedShare(totals: RunTotals): number {
+  const input = totals.rows + totals.rejects;
+  return input === 0 ? 0 : (totals.rejects + totals.byStatus.unavailable) / input;
+}

@@ -1,0 +1,64 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, summaryOf, tempDir } from './helpers.js';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let input: string;
+
+beforeAll(async () => {
+  ({ dir, cleanup } = await tempDir());
+  input = join(dir, 'in.csv');
+  await writeFile(input, 'id;strasse;plz;ort\n1;Hauptstraße 5;10115;Berlin\n2;Hauptstraße 5;10115;Berlin\n3;Lindenweg 2;;\n4;broken\n');
+});
+afterAll(async () => cleanup());
+
+describe('the dq-csv command line', () => {
+  it('prints usage with an example on --help', async () => {
+    const run = await runCli(['--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Usage: dq-csv validate');
+    expect(run.stdout).toContain('Example:');
+  });
+
+  it.each([
+    [['validate', '--output', 'x.csv'], '--input'],
+    [['validate', '--input', 'a.csv', '--output', 'x.csv', '--mode', 'phone'], '--mode'],
+    [['validate', '--input', 'a.csv', '--output', 'x.csv', '--map', 'street'], '--map'],
+    [['validate', '--input', 'a.csv', '--output', 'x.csv', '--map', 'plz=PLZ'], '--map'],
+    [['validate', '--input', 'a.csv', '--output', 'x.csv', '--delimiter', ';;'], '--delimiter'],
+    [['validate', '--input', 'a.csv', '--output', 'x.csv', '--max-failed', 'lots'], '--max-failed'],
+    [['validate', '--input', 'a.csv', '--output', 'x.csv', '--include', 'weather'], '--include'],
+    [['validate', '--input', 'a.csv', '--output', 'x.csv', '--country', 'Germany'], '--country'],
+    [['validate', '--input', 'a.csv', '--output', 'x.csv', '--colour'], 'colour'],
+    [['clean', '--input', 'a.csv'], 'validate'],
+  ])('exits 2 naming the flag for %j', async (args, flag) => {
+    const run = await runCli(args);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(flag);
+  });
+
+  it('says that a platform URL is needed when none is given', async () => {
+    const run = await runCli(['validate', '--input', input, '--output', join(dir, 'o.csv'), '--delimiter', ';', '--map', 'addressLine=strasse,postalCode=plz,locality=ort']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--base-url');
+    expect(run.stderr).toContain('DQ_BASE_URL');
+  });
+
+  it('names a mapped column that is not in the header', async () => {
+    const run = await runCli(['validate', '--input', input, '--output', join(dir, 'o.csv'), '--delimiter', ';', '--map', 'street=Strasse'], { DQ_BASE_URL: 'http://127.0.0.1:9', DQ_API_KEY: 'k' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('"Strasse" is not in the header');
+  });
+
+  it('estimates a run with --dry-run without calling anything', async () => {
+    const run = await runCli(['validate', '--input', input, '--dry-run', '--delimiter', ';', '--country', 'DE', '--map', 'addressLine=strasse,postalCode=plz,locality=ort']);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run);
+    expect(summary.outcome).toBe('dry-run');
+    expect(summary.rows).toBe(3);
+    expect(summary.rejects).toBe(1);
+    expect(summary.plan).toMatchObject({ invalidInput: 1, distinct: 1, calls: 1, endpoint: 'batch', rateLimitPerSecond: 100, secondsAtRateLimit: 1 });
+  });
+});

@@ -1,0 +1,119 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
+import { processFile } from '@dq/csv-processor';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCsv, tempDir } from './helpers.js';
+
+let sandbox: Sandbox;
+let dir: string;
+let cleanup: () => Promise<void>;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+  ({ dir, cleanup } = await tempDir());
+});
+afterAll(async () => {
+  await sandbox.close();
+  await cleanup();
+});
+
+async function clean(name: string, content: Buffer | string, extra: Partial<Parameters<typeof processFile>[0]> = {}) {
+  const input = join(dir, `${name}.csv`);
+  await writeFile(input, content);
+  const summary = await processFile({
+    input, output: join(dir, `${name}.out.csv`), delimiter: ';', country: 'DE',
+    map: { street: 'strasse', houseNumber: 'nr', postalCode: 'plz', locality: 'ort' },
+    baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, ...extra,
+  });
+  const output = await readCsv(summary.paths.output, { delimiter: extra.delimiter ?? ';' });
+  const rejects = await readCsv(summary.paths.rejects);
+  return { summary, output, rejects };
+}
+
+const HEADER = 'id;strasse;nr;plz;ort\r\n';
+
+describe('the edge-case corpus', () => {
+  it('keeps every row in order through quoted newlines, embedded quotes, BOM, CRLF and empty lines', async () => {
+    const text =
+      '\uFEFF' + HEADER +
+      '1;Hauptstraße;5;10115;Berlin\r\n' +
+      '\r\n' +
+      '2;"Unter den\nLinden";77;10117;Berlin\r\n' +
+      '3;"Königsallee ""Kö""";1;40212;Düsseldorf\r\n' +
+      '4;"Am Markt; Nord";2;04109;Leipzig\r\n' +
+      '\r\n\r\n' +
+      '5;Goethestraße;12;60313;Frankfurt am Main';
+    const { summary, output, rejects } = await clean('quoting', text);
+    expect(output.header.slice(0, 5)).toEqual(['id', 'strasse', 'nr', 'plz', 'ort']);
+    expect(output.rows.map((r) => r[0])).toEqual(['1', '2', '3', '4', '5']);
+    expect(output.rows[1]?.[1]).toBe('Unter den\nLinden');
+    expect(output.rows[2]?.[1]).toBe('Königsallee "Kö"');
+    expect(output.rows[3]?.[1]).toBe('Am Markt; Nord');
+    expect(rejects.rows).toEqual([]);
+    expect(summary.totals.rows).toBe(5);
+    expect(summary.exitCode).toBe(0);
+    const statuses = output.rows.map((r) => r[output.header.indexOf('dq_status')]);
+    for (const status of statuses) expect(['accepted', 'review', 'invalid', 'invalid-input']).toContain(status);
+  });
+
+  it('sends short, long and broken rows to the rejects file with their line and reason', async () => {
+    const text =
+      HEADER +
+      '1;Hauptstraße;5;10115;Berlin\n' +
+      '2;Hauptstraße;5\n' +
+      '3;Hauptstraße;5;10115;Berlin;extra\n' +
+      '4;"Haupt"straße;5;10115;Berlin\n' +
+      '5;Schillerstraße;3;80336;München\n';
+    const { summary, output, rejects } = await clean('broken', text, { maxFailed: 1 });
+    expect(output.rows.map((r) => r[0])).toEqual(['1', '5']);
+    expect(rejects.header).toEqual(['line', 'code', 'reason', 'raw']);
+    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([
+      ['3', 'column-count'],
+      ['4', 'column-count'],
+      ['5', 'broken-quoting'],
+    ]);
+    expect(rejects.rows[0]?.[2]).toContain('expected 5 fields');
+    expect(rejects.rows[0]?.[3]).toBe('2;Hauptstraße;5');
+    // input rows = output rows + rejected rows
+    expect(summary.totals.rows + summary.totals.rejects).toBe(5);
+    expect(summary.totals.rejects).toBe(3);
+  });
+
+  it('reads a Latin-1 file when told, and rejects its umlauts as undecodable when not', async () => {
+    const latin1 = Buffer.from(HEADER + '1;Schloßstraße;2;70176;Stuttgart\n2;Königstraße;1;70173;Stuttgart\n', 'latin1');
+    const asLatin1 = await clean('latin1', latin1, { encoding: 'latin1' });
+    expect(asLatin1.output.rows.map((r) => r[1])).toEqual(['Schloßstraße', 'Königstraße']);
+    expect(asLatin1.rejects.rows).toEqual([]);
+
+    const asUtf8 = await clean('latin1-as-utf8', latin1, { maxFailed: 1 });
+    expect(asUtf8.output.rows).toEqual([]);
+    expect(asUtf8.rejects.rows.map((r) => [r[0], r[1]])).toEqual([
+      ['2', 'undecodable-bytes'],
+      ['3', 'undecodable-bytes'],
+    ]);
+    expect(asUtf8.rejects.rows[0]?.[2]).toContain('--encoding latin1');
+    expect(asUtf8.summary.exitCode).toBe(0);
+  });
+
+  it('gives up on a never-closed quote one line at a time, keeping the rows after it', async () => {
+    const text = HEADER + '1;"Hauptstraße;5;10115;Berlin\n2;Schillerstraße;3;80336;München\n3;Lindenweg;4;01067;Dresden\n';
+    const { output, rejects } = await clean('unclosed', text, { maxFailed: 1 });
+    expect(output.rows.map((r) => r[0])).toEqual(['2', '3']);
+    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'broken-quoting']]);
+  });
+
+  it('neutralises cells a spreadsheet would run as formulas', async () => {
+    const text = HEADER + '=1+2;Hauptstraße;5;10115;Berlin\n';
+    const { summary } = await clean('formula', text);
+    const raw = await readFile(summary.paths.output, 'utf8');
+    expect(raw.split('\n')[1]?.startsWith("'=1+2;")).toBe(true);
+  });
+
+  it('exits 4 when rejected rows pass --max-failed', async () => {
+    const text = HEADER + '1;Hauptstraße;5;10115;Berlin\n2;x\n';
+    const { summary } = await clean('max-failed', text, { maxFailed: 0.2 });
+    expect(summary.failedShare).toBe(0.5);
+    expect(summary.exitCode).toBe(4);
+  });
+});

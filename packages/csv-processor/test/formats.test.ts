@@ -1,0 +1,72 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
+import { processFile } from '@dq/csv-processor';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeSampleCsv } from '../dist/demo/sample.js';
+import { batchCalls, readCsv, tempDir } from './helpers.js';
+
+let sandbox: Sandbox;
+let dir: string;
+let cleanup: () => Promise<void>;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } });
+  ({ dir, cleanup } = await tempDir());
+});
+afterAll(async () => {
+  await sandbox.close();
+  await cleanup();
+});
+
+const records = [
+  { id: 1, street: 'Hauptstraße', houseNumber: '5', postalCode: '10115', locality: 'Berlin' },
+  { id: 2, street: 'Schillerstraße', houseNumber: '3', postalCode: '80336', locality: 'München', note: { vip: true } },
+];
+
+describe('JSON inputs', () => {
+  it('cleans a JSON array into a JSON array with dq_ fields, rejecting elements that are not objects', async () => {
+    const input = join(dir, 'in.json');
+    await writeFile(input, JSON.stringify([records[0], 42, records[1]], null, 2));
+    const summary = await processFile({ input, output: join(dir, 'out.json'), country: 'DE', baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, maxFailed: 1, engine: { rateLimits: { batch: 0 } } });
+    const out = JSON.parse(await readFile(summary.paths.output, 'utf8')) as Record<string, unknown>[];
+    expect(out.map((o) => o['id'])).toEqual([1, 2]);
+    expect(out[1]?.['note']).toEqual({ vip: true });
+    expect(typeof out[0]?.['dq_status']).toBe('string');
+    expect(out[0]).toHaveProperty('dq_request_id');
+    const rejects = await readCsv(summary.paths.rejects);
+    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'not-an-object']]);
+  });
+
+  it('cleans NDJSON line by line, rejecting lines that are not JSON objects', async () => {
+    const input = join(dir, 'in.ndjson');
+    await writeFile(input, `${JSON.stringify(records[0])}\n{broken\n\n${JSON.stringify(records[1])}\n`);
+    const summary = await processFile({ input, output: join(dir, 'out.ndjson'), country: 'DE', baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, maxFailed: 1, engine: { rateLimits: { batch: 0 } } });
+    const lines = (await readFile(summary.paths.output, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((o) => o['id'])).toEqual([1, 2]);
+    const rejects = await readCsv(summary.paths.rejects);
+    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'invalid-json']]);
+  });
+});
+
+describe('dedup', () => {
+  it('makes 70 % of the calls for a file with 30 % repeated addresses', async () => {
+    const sample = makeSampleCsv(700, 21).trim().split('\n');
+    const [header, ...rows] = sample;
+    // 700 rows as generated (the generator itself repeats ~10 %), then 300 copies of earlier rows.
+    const copies = Array.from({ length: 300 }, (_, i) => rows[(i * 7) % rows.length]!);
+    const input = join(dir, 'dedup.csv');
+    await writeFile(input, [header, ...rows, ...copies].join('\n') + '\n');
+    const distinct = new Set(rows.map((r) => r.split(';').slice(2, 6).join(';').toLowerCase())).size;
+    sandbox.resetStats();
+    const summary = await processFile({
+      input, output: join(dir, 'dedup.out.csv'), delimiter: ';', country: 'DE',
+      map: { addressLine: 'strasse', postalCode: 'plz', locality: 'ort', country: 'land' }, baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, maxFailed: 1, engine: { rateLimits: { batch: 0 } },
+    });
+    expect(summary.totals.rows).toBe(1000);
+    const calls = batchCalls(sandbox.stats());
+    expect(calls).toBeLessThanOrEqual(distinct);
+    expect(calls).toBeLessThanOrEqual(700);
+    expect(summary.totals.apiCalls).toBe(calls);
+  });
+});
