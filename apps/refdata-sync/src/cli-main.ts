@@ -1,0 +1,151 @@
+/**
+ * The `dq-refdata` command line: parses flags, runs a command, prints one JSON summary line on
+ * stdout (messages and warnings go to stderr) and returns the exit code.
+ */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ExitCode, createLogger, type Logger } from '@dq/core';
+import { readConfigFile, resolveSyncConfig } from './config.js';
+import { exitCodeFor, UsageError } from './errors.js';
+import { describePhone, parseDuration } from './phone-describe.js';
+import { runSync } from './sync.js';
+import { targetStatus, verifyTarget } from './verify.js';
+
+export const USAGE = `Usage:
+  dq-refdata sync --config refdata.json
+  dq-refdata sync --download-url URL --api-key KEY --target DIR --products post,autocompletion,phone
+                  --countries DE,AT,INT_EUROPE --release release-v3 --platform linux_x64
+                  [--levels 001,002] [--software software-bundle:linux,uws:linux] [--keep 2]
+                  [--lock-wait SECONDS] [--timeout-ms MS]
+  dq-refdata verify --target DIR
+  dq-refdata status --target DIR
+  dq-refdata phone-describe [--max-age 1d] [--realtime-url URL] [--api-key KEY] [--cache FILE | --target DIR]
+
+Environment: DQ_API_KEY, DQ_DOWNLOAD_URL, DQ_REALTIME_URL stand in for the flags.
+Exit codes: 0 up to date or updated; 1 checksum mismatch, artifact not found or unexpected error;
+2 bad usage or configuration; 3 credentials or account refused; 75 service unavailable or target
+locked by another sync (retry later).`;
+
+const OPTIONS = {
+  config: { type: 'string' },
+  'download-url': { type: 'string' },
+  'api-key': { type: 'string' },
+  target: { type: 'string' },
+  products: { type: 'string' },
+  countries: { type: 'string' },
+  release: { type: 'string' },
+  platform: { type: 'string' },
+  levels: { type: 'string' },
+  software: { type: 'string' },
+  keep: { type: 'string' },
+  'lock-wait': { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  'max-age': { type: 'string' },
+  'realtime-url': { type: 'string' },
+  cache: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Where output goes (tests capture it). */
+export interface CliIo {
+  stdout: (line: string) => void;
+  stderr: (line: string) => void;
+  env: Readonly<Record<string, string | undefined>>;
+  signal?: AbortSignal;
+}
+
+const camel = (k: string) => k.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** Runs `dq-refdata` with `argv` (without node and script) and returns the exit code. */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  const logger = createLogger({ level: 'warn', write: (l) => io.stderr(l.trimEnd()) });
+  let command = 'unknown';
+  try {
+    let parsed;
+    try {
+      parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+    const { values, positionals } = parsed;
+    if (values.help) {
+      io.stdout(USAGE);
+      return ExitCode.OK;
+    }
+    command = positionals[0] ?? '';
+    if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'a command is required' : `unexpected argument "${positionals[1]}"`);
+    const apiKey = values['api-key'] ?? io.env['DQ_API_KEY'];
+    if (apiKey) logger.redactor.add(apiKey);
+    switch (command) {
+      case 'sync':
+        return await sync(values, apiKey, io, logger);
+      case 'verify': {
+        const s = await verifyTarget(requireTarget(values.target));
+        io.stdout(JSON.stringify(s));
+        for (const p of s.problems) io.stderr(`dq-refdata: ${p.path}: ${p.problem} (${p.detail})`);
+        return s.ok ? ExitCode.OK : ExitCode.UNEXPECTED;
+      }
+      case 'status':
+        io.stdout(JSON.stringify(await targetStatus(requireTarget(values.target))));
+        return ExitCode.OK;
+      case 'phone-describe':
+        return await phoneDescribe(values, apiKey, io, logger);
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (e) {
+    const code = exitCodeFor(e);
+    const message = logger.redactor.redact(e instanceof Error ? e.message : String(e));
+    io.stderr(`dq-refdata: ${message}`);
+    if (code === ExitCode.USAGE) io.stderr('Run dq-refdata --help for usage.');
+    io.stdout(JSON.stringify({ command, status: 'failed', exitCode: code, code: (e as { code?: string }).code ?? 'unexpected', message }));
+    return code;
+  }
+}
+
+type Values = Partial<Record<keyof typeof OPTIONS, string | boolean>>;
+
+function requireTarget(target: string | boolean | undefined): string {
+  if (typeof target !== 'string' || target === '') throw new UsageError('--target DIR is required');
+  return target;
+}
+
+async function sync(values: Values, apiKey: string | undefined, io: CliIo, logger: Logger): Promise<number> {
+  const raw: Record<string, unknown> = typeof values.config === 'string' ? await readConfigFile(values.config) : {};
+  if (raw['downloadUrl'] === undefined && io.env['DQ_DOWNLOAD_URL']) raw['downloadUrl'] = io.env['DQ_DOWNLOAD_URL'];
+  if (apiKey !== undefined) raw['apiKey'] = apiKey;
+  for (const [k, v] of Object.entries(values)) {
+    if (k === 'config' || k === 'api-key' || k === 'help' || k === 'max-age' || k === 'realtime-url' || k === 'cache') continue;
+    if (v !== undefined) raw[camel(k)] = v;
+  }
+  if (typeof raw['apiKey'] === 'string') logger.redactor.add(raw['apiKey']);
+  const cfg = resolveSyncConfig(raw);
+  const { summary, error } = await runSync(cfg, { logger, ...(io.signal ? { signal: io.signal } : {}) });
+  for (const w of summary.warnings) io.stderr(`dq-refdata: warning: ${w}`);
+  for (const f of summary.failures) io.stderr(`dq-refdata: ${f.message}`);
+  if (error === undefined) {
+    io.stdout(JSON.stringify(summary));
+    return ExitCode.OK;
+  }
+  const code = exitCodeFor(error);
+  const message = logger.redactor.redact(error instanceof Error ? error.message : String(error));
+  if (summary.failures.length === 0) io.stderr(`dq-refdata: ${message}`);
+  io.stdout(JSON.stringify({ ...summary, exitCode: code, code: (error as { code?: string }).code ?? 'unexpected', message }));
+  return code;
+}
+
+async function phoneDescribe(values: Values, apiKey: string | undefined, io: CliIo, logger: Logger): Promise<number> {
+  const realtimeUrl = (values['realtime-url'] as string | undefined) ?? io.env['DQ_REALTIME_URL'];
+  if (!realtimeUrl) throw new UsageError('--realtime-url URL (or DQ_REALTIME_URL) is required');
+  if (!apiKey) throw new UsageError('--api-key KEY (or DQ_API_KEY) is required');
+  const cacheFile = typeof values.cache === 'string' ? values.cache
+    : typeof values.target === 'string' ? join(values.target, 'phone-describe.json')
+    : join(io.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'dq-refdata', 'phone-describe.json');
+  const maxAgeMs = parseDuration(typeof values['max-age'] === 'string' ? values['max-age'] : '1d');
+  const r = await describePhone({ realtimeUrl, apiKey, cacheFile, maxAgeMs, logger, ...(io.signal ? { signal: io.signal } : {}) });
+  if (r.warning !== undefined) io.stderr(`dq-refdata: warning: ${r.warning}`);
+  const parameters = r.description.content.flatMap((c) => c.parameters.map((p) => p.name));
+  io.stdout(JSON.stringify({ command: 'phone-describe', status: 'ok', source: r.source, fetchedAt: r.fetchedAt, ageMs: r.ageMs, cacheFile, parameters }));
+  return ExitCode.OK;
+}

@@ -1,0 +1,141 @@
+/**
+ * The sync configuration: from a JSON file (`--config`) or flags, checked in full — including the
+ * contract's download path rules (2.6) — before any request is made.
+ */
+import { readFile } from 'node:fs/promises';
+import { DATA_PRODUCTS, DATA_RELEASES, validateSoftwarePath } from '@dq/core';
+import type { Violation } from '@dq/core';
+import { z } from 'zod';
+import { UsageError } from './errors.js';
+
+const PLATFORM_INSTALLER: Readonly<Record<string, string>> = {
+  aix_risc: 'setupRefdata_aix_risc.sh',
+  hp_itanium: 'setupRefdata_hp_itanium.sh',
+  linux_x64: 'setupRefdata_linux_x64.sh',
+  linux_x86: 'setupRefdata_linux_x86.sh',
+  solaris_sparc: 'setupRefdata_solaris_sparc.sh',
+  solaris_x86: 'setupRefdata_solaris_x86.sh',
+  windows_x64: 'setupRefdata_windows_x64.exe',
+  windows_x86: 'setupRefdata_windows_x86.exe',
+};
+
+/** One software package to keep: product, platform (absent for manuals/release notes) and artifact. */
+export interface SoftwareSpec {
+  product: string;
+  platform?: string;
+  artifact: string;
+}
+
+/** A complete, checked sync configuration. */
+export interface SyncConfig {
+  /** `{download_url}`, e.g. `http://127.0.0.1:8080`. */
+  downloadUrl: string;
+  apiKey: string;
+  /** Directory holding `<version>/`, `manifest.json` and `current`. */
+  target: string;
+  products: Array<(typeof DATA_PRODUCTS)[number]>;
+  countries: string[];
+  release: (typeof DATA_RELEASES)[number];
+  /** Installer platform, e.g. `linux_x64` (its installer is fetched on every sync, contract 4.5). */
+  platform: string;
+  /** Post levels, three digits each (default `001`). */
+  levels: string[];
+  software: SoftwareSpec[];
+  /** Complete versions to keep, the current one included (default 2, minimum 1). */
+  keep: number;
+  /** Seconds to wait for another sync's lock before giving up (default 0: exit at once). */
+  lockWaitSeconds: number;
+  /** Per-attempt timeout of the download client, ms. */
+  timeoutMs: number;
+}
+
+const list = z.union([z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string())]);
+
+/** The config file's shape; flags use the same names in kebab-case. */
+export const syncConfigSchema = z.strictObject({
+  downloadUrl: z.url(),
+  apiKey: z.string().min(1),
+  target: z.string().min(1),
+  products: list.pipe(z.array(z.enum(DATA_PRODUCTS)).min(1)),
+  countries: list.pipe(z.array(z.string().min(1)).min(1)),
+  release: z.enum(DATA_RELEASES),
+  platform: z.enum(Object.keys(PLATFORM_INSTALLER) as [string, ...string[]]),
+  levels: list.pipe(z.array(z.string().regex(/^\d{3}$/, 'must be three digits, e.g. 001'))).default(['001']),
+  software: list.default([]),
+  keep: z.coerce.number().int().min(1).default(2),
+  lockWait: z.coerce.number().min(0).default(0),
+  timeoutMs: z.coerce.number().int().positive().default(30_000),
+});
+
+/** The installer file name of a platform (contract 2.6). */
+export function installerFor(platform: string): string {
+  const name = PLATFORM_INSTALLER[platform];
+  if (name === undefined) throw new UsageError(`unknown platform "${platform}"`);
+  return name;
+}
+
+/** `software-bundle:linux`, `uws:linux`, `bank-service:release-notes.zip`, `license-service:aix:user-manuals.zip`. */
+function parseSoftware(spec: string): { value: SoftwareSpec; violations: Violation[] } {
+  const parts = spec.split(':');
+  const product = parts[0] ?? '';
+  let platform: string | undefined;
+  let artifact = `${product}.zip`;
+  if (parts.length === 2) {
+    if ((parts[1] ?? '').endsWith('.zip')) artifact = parts[1] ?? '';
+    else platform = parts[1];
+  } else if (parts.length === 3) {
+    platform = parts[1];
+    artifact = parts[2] ?? '';
+  }
+  const value: SoftwareSpec = platform === undefined ? { product, artifact } : { product, platform, artifact };
+  const violations = parts.length < 2 || parts.length > 3
+    ? [{ fieldName: 'software', message: `"${spec}" must be <product>:<platform>[:<artifact>] or <product>:<artifact>` }]
+    : validateSoftwarePath(value).map((v) => ({ fieldName: `software.${v.fieldName}`, message: `${v.message} (in "${spec}")` }));
+  return { value, violations };
+}
+
+/** Checks raw settings (file content merged with flags, flags winning); throws {@link UsageError} naming every bad field. */
+export function resolveSyncConfig(raw: Record<string, unknown>): SyncConfig {
+  const parsed = syncConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const fields = parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`);
+    throw new UsageError(`invalid sync configuration: ${fields.join('; ')}`);
+  }
+  const c = parsed.data;
+  const software = c.software.map(parseSoftware);
+  const violations = software.flatMap((s) => s.violations);
+  if (violations.length > 0) {
+    throw new UsageError(`refused before any request: ${violations.map((v) => `${v.fieldName}: ${v.message}`).join('; ')}`);
+  }
+  return {
+    downloadUrl: c.downloadUrl,
+    apiKey: c.apiKey,
+    target: c.target,
+    products: [...new Set(c.products)],
+    countries: [...new Set(c.countries)],
+    release: c.release,
+    platform: c.platform,
+    levels: [...new Set(c.levels)],
+    software: software.map((s) => s.value),
+    keep: c.keep,
+    lockWaitSeconds: c.lockWait,
+    timeoutMs: c.timeoutMs,
+  };
+}
+
+/** Reads a JSON config file; a missing or malformed file is a {@link UsageError}. */
+export async function readConfigFile(path: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (cause) {
+    throw new UsageError(`cannot read config file ${path}: ${(cause as NodeJS.ErrnoException).code ?? String(cause)}`);
+  }
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+    return value as Record<string, unknown>;
+  } catch (cause) {
+    throw new UsageError(`config file ${path} is not a JSON object: ${(cause as Error).message}`);
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * `manifest.json` of a target: what each version directory holds (file, size, SHA-512, fetch time),
+ * which installer came with it, whether it is complete, and which version is current. Written
+ * atomically (temporary file, fsync, rename) after every placed file, so an interrupted sync
+ * loses nothing it verified.
+ */
+import { open, readFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+
+/** Name of the manifest inside the target directory. */
+export const MANIFEST_FILE = 'manifest.json';
+
+const fileEntry = z.object({
+  /** Path relative to the target, e.g. `2026-11-01/post/DE/DE_001.zip`. */
+  path: z.string(),
+  /** Download URL path it came from. */
+  source: z.string(),
+  size: z.number().int().nonnegative(),
+  sha512: z.string().regex(/^[0-9a-f]{128}$/),
+  /** ISO time the file was placed. */
+  fetchedAt: z.string(),
+  /** Whether the digest was checked against the server's `.sha512` (false: recorded only). */
+  verified: z.boolean(),
+});
+export type ManifestFile = z.infer<typeof fileEntry>;
+
+const versionEntry = z.object({
+  release: z.string(),
+  /** Set once every subscribed artifact of this version is placed and verified. */
+  completedAt: z.string().nullable(),
+  /** When version.txt announced this version (the latest fetch). */
+  versionFetchedAt: z.string(),
+  installer: fileEntry.nullable(),
+  files: z.array(fileEntry),
+});
+export type ManifestVersion = z.infer<typeof versionEntry>;
+
+const manifestSchema = z.object({
+  schema: z.literal(1),
+  /** The version `current` points to, or null before the first complete sync. */
+  current: z.string().nullable(),
+  versions: z.record(z.string(), versionEntry),
+  /** Software packages (4.4), not tied to a data version. */
+  software: z.array(fileEntry),
+});
+export type Manifest = z.infer<typeof manifestSchema>;
+
+/** An empty manifest. */
+export function emptyManifest(): Manifest {
+  return { schema: 1, current: null, versions: {}, software: [] };
+}
+
+/** Reads the manifest of `target`; an absent one is empty, an unreadable one an error naming the file. */
+export async function readManifest(target: string): Promise<Manifest> {
+  const path = join(target, MANIFEST_FILE);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return emptyManifest();
+    throw e;
+  }
+  const parsed = manifestSchema.safeParse(JSON.parse(text));
+  if (!parsed.success) throw new Error(`${path} is not a dq-refdata manifest (${parsed.error.issues[0]?.message ?? 'invalid'}); move it away to start afresh`);
+  return parsed.data;
+}
+
+/** Writes the manifest atomically: a crash leaves the old or the new one, never half of one. */
+export async function writeManifest(target: string, manifest: Manifest): Promise<void> {
+  const path = join(target, MANIFEST_FILE);
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(`${JSON.stringify(manifest, null, 2)}\n`);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, path);
+}
+
+/** Replaces or adds `entry` (matched by path) in `list`. */
+export function upsertFile(list: ManifestFile[], entry: ManifestFile): void {
+  const i = list.findIndex((f) => f.path === entry.path);
+  if (i === -1) list.push(entry);
+  else list[i] = entry;
+}

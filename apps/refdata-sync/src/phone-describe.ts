@@ -1,0 +1,101 @@
+/**
+ * `dq-refdata phone-describe`: the phone-analysis description (contract 4.6) kept in a cache file
+ * with its fetch time; served from the cache within `--max-age`, refreshed after it, and taken from
+ * a stale cache (with a warning) when the service fails.
+ */
+import { open, readFile, rename, mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { PhoneClient, PhoneDescribeSchema, createTransport, isRunStop } from '@dq/core';
+import type { Logger, PhoneDescribe, RetryOptions } from '@dq/core';
+import { z } from 'zod';
+import { UsageError } from './errors.js';
+
+/** Options of {@link describePhone}. */
+export interface DescribeOptions {
+  /** `{realtime_url}` of the real-time services. */
+  realtimeUrl: string;
+  apiKey: string;
+  /** Cache file (JSON); created with its directory. */
+  cacheFile: string;
+  /** Age in ms up to which the cache is served without asking the service. */
+  maxAgeMs: number;
+  retry?: Partial<RetryOptions>;
+  logger?: Logger;
+  signal?: AbortSignal;
+  /** Clock in ms since the epoch (default `Date.now`). */
+  now?: () => number;
+}
+
+/** Where the description came from and how old it is. */
+export interface DescribeOutcome {
+  source: 'cache' | 'service' | 'stale-cache';
+  /** ISO time the description was fetched from the service. */
+  fetchedAt: string;
+  ageMs: number;
+  description: PhoneDescribe;
+  /** Set for `stale-cache`: why the service could not be used. */
+  warning?: string;
+}
+
+const cacheSchema = z.object({ fetchedAt: z.string(), realtimeUrl: z.string(), description: PhoneDescribeSchema });
+type CacheFile = z.infer<typeof cacheSchema>;
+
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `500ms`, `30s`, `15m`, `12h`, `1d`, or a bare number of seconds → ms. */
+export function parseDuration(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim());
+  if (m === null) throw new UsageError(`--max-age must look like 30s, 15m, 12h or 1d; got "${text}"`);
+  return Number(m[1]) * (UNITS[m[2] ?? 's'] ?? 1000);
+}
+
+async function readCache(file: string, realtimeUrl: string): Promise<CacheFile | undefined> {
+  try {
+    const parsed = cacheSchema.safeParse(JSON.parse(await readFile(file, 'utf8')));
+    return parsed.success && parsed.data.realtimeUrl === realtimeUrl ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function writeCache(file: string, content: CacheFile): Promise<void> {
+  await mkdir(dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(JSON.stringify(content));
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+}
+
+/**
+ * Returns the description from the cache while it is younger than `maxAgeMs`, else from the
+ * service (and caches it). When the service fails for a reason a later call may not have
+ * (unavailable, timeouts, 5xx), a stale cache is returned with a warning; credential refusals and
+ * failures without any cache are thrown.
+ */
+export async function describePhone(o: DescribeOptions): Promise<DescribeOutcome> {
+  const now = o.now ?? Date.now;
+  const cached = await readCache(o.cacheFile, o.realtimeUrl);
+  const age = (c: CacheFile) => Math.max(0, now() - Date.parse(c.fetchedAt));
+  if (cached !== undefined && age(cached) <= o.maxAgeMs) {
+    return { source: 'cache', fetchedAt: cached.fetchedAt, ageMs: age(cached), description: cached.description };
+  }
+  const transport = createTransport({ baseUrl: o.realtimeUrl, realtimeUrl: o.realtimeUrl, apiKey: o.apiKey, ...(o.retry ? { retry: o.retry } : {}), ...(o.logger ? { logger: o.logger } : {}) });
+  try {
+    const res = await new PhoneClient(transport).describe(o.signal ? { signal: o.signal } : {});
+    const fresh: CacheFile = { fetchedAt: new Date(now()).toISOString(), realtimeUrl: o.realtimeUrl, description: res.data };
+    await writeCache(o.cacheFile, fresh);
+    return { source: 'service', fetchedAt: fresh.fetchedAt, ageMs: 0, description: res.data };
+  } catch (e) {
+    if (cached === undefined || isRunStop(e) || o.signal?.aborted) throw e;
+    const warning = `phone describe service failed (${(e as { code?: string }).code ?? 'error'}): ${(e as Error).message}; using the cached description from ${cached.fetchedAt}`;
+    o.logger?.warn('using a stale phone description', { fetchedAt: cached.fetchedAt, error: e });
+    return { source: 'stale-cache', fetchedAt: cached.fetchedAt, ageMs: age(cached), description: cached.description, warning };
+  } finally {
+    await transport.close();
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * `dq-refdata sync`: brings a target directory up to the platform's current reference-data
+ * version (contract 4.4, 4.5). Safe to repeat and to interrupt: every file is verified before it
+ * is placed, verified files are never fetched again, cut downloads resume, and `current` switches
+ * only when the version is complete.
+ */
+import { mkdir, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { DownloadClient, PlatformError, createSilentLogger, dataPath, softwarePath, validateDataPath } from '@dq/core';
+import type { DownloadResult, Logger } from '@dq/core';
+import { installerFor, type SyncConfig } from './config.js';
+import { readCurrent, switchCurrent } from './current-pointer.js';
+import { sizeOf } from './fs-sync.js';
+import { acquireLock } from './lock.js';
+import { readManifest, upsertFile, writeManifest, type Manifest, type ManifestFile, type ManifestVersion } from './manifest.js';
+
+/** A data artifact of the subscription. */
+interface PlannedArtifact {
+  product: string;
+  country: string;
+  artifact: string;
+}
+
+/** What one sync did; printed as one JSON line. */
+export interface SyncSummary {
+  command: 'sync';
+  /** `updated` when anything was placed, switched or removed; `failed` when `error` is set. */
+  status: 'updated' | 'up-to-date' | 'failed';
+  /** Version announced by version.txt (undefined if it could not be fetched). */
+  version: string | undefined;
+  /** Version `current` pointed to before this run. */
+  previous: string | undefined;
+  /** Target-relative paths placed by this run (data and software). */
+  downloaded: string[];
+  /** Of those, the ones resumed from a part left by an earlier attempt or run. */
+  resumed: string[];
+  /** Artifacts already verified by an earlier run and not fetched again. */
+  alreadyVerified: number;
+  /** Product/country pairs the contract does not offer (e.g. autocompletion for INT_EUROPE). */
+  notOffered: string[];
+  /** The installer fetched this run and whether it differs from the last one. */
+  installer: { path: string; changed: boolean } | undefined;
+  /** Version directories removed by `--keep`. */
+  removedVersions: string[];
+  /** Files that failed (checksum mismatch, not found); the version stays incomplete. */
+  failures: Array<{ source: string; code: string; message: string }>;
+  /** Notes for a person (e.g. an unsafe server file name that was replaced). */
+  warnings: string[];
+  durationMs: number;
+}
+
+/** Collaborators of {@link runSync}. */
+export interface SyncDeps {
+  logger?: Logger;
+  signal?: AbortSignal;
+}
+
+/** The subscription's data artifacts, and the product/country pairs 2.6 does not offer. */
+export function planArtifacts(cfg: Pick<SyncConfig, 'products' | 'countries' | 'levels' | 'release'>): { planned: PlannedArtifact[]; notOffered: string[] } {
+  const planned: PlannedArtifact[] = [];
+  const notOffered: string[] = [];
+  for (const product of cfg.products) {
+    for (const country of cfg.countries) {
+      const names = product === 'post' ? cfg.levels.map((l) => `${country}_${l}.zip`) : product === 'autocompletion' ? [`AC_${country}.zip`] : [`PHONE_${country}.zip`];
+      for (const artifact of names) {
+        const bad = validateDataPath({ product, country, release: cfg.release, version: '2000-01-01', artifact });
+        if (bad.length === 0) planned.push({ product, country, artifact });
+        else if (!notOffered.includes(`${product}/${country}`)) notOffered.push(`${product}/${country}`);
+      }
+    }
+  }
+  return { planned, notOffered };
+}
+
+const now = (): string => new Date().toISOString();
+
+function entry(target: string, r: DownloadResult, source: string, verified: boolean): ManifestFile {
+  return { path: r.path.slice(target.length + 1), source, size: r.size, sha512: r.sha512, fetchedAt: now(), verified };
+}
+
+/** Whether a file recorded in the manifest is still on disk with the digest the server announces. */
+async function stillVerified(target: string, known: ManifestFile | undefined, sha512: string | undefined): Promise<boolean> {
+  return known !== undefined && sha512 !== undefined && known.sha512 === sha512 && known.verified && (await sizeOf(join(target, known.path))) === known.size;
+}
+
+/**
+ * Runs one sync. Never throws for platform or file failures: they end up in the summary (`status:
+ * failed`) and in `error`, from which the CLI derives the exit code.
+ */
+export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ summary: SyncSummary; error?: unknown }> {
+  const started = Date.now();
+  const logger = deps.logger ?? createSilentLogger();
+  const { signal } = deps;
+  const { target } = cfg;
+  const { planned, notOffered } = planArtifacts(cfg);
+  const s: State = { command: 'sync', status: 'up-to-date', version: undefined, previous: undefined, downloaded: [], resumed: [], alreadyVerified: 0, notOffered, installer: undefined, removedVersions: [], failures: [], warnings: [], durationMs: 0 };
+  let error: unknown;
+  await mkdir(target, { recursive: true });
+  let lock;
+  try {
+    lock = await acquireLock(target, cfg.lockWaitSeconds);
+  } catch (e) {
+    return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: e };
+  }
+  if (lock.tookOver) s.warnings.push('took over the lock of a sync that is no longer running');
+  const client = new DownloadClient({ downloadUrl: cfg.downloadUrl, apiKey: cfg.apiKey, timeoutMs: cfg.timeoutMs, logger });
+  try {
+    const manifest = await readManifest(target);
+    s.previous = (await readCurrent(target)) ?? undefined;
+    const { version } = await client.fetchVersion({ signal });
+    s.version = version;
+    let v = manifest.versions[version];
+    if (v === undefined || v.release !== cfg.release) {
+      v = { release: cfg.release, completedAt: null, versionFetchedAt: now(), installer: null, files: [] };
+      manifest.versions[version] = v;
+    }
+    v.versionFetchedAt = now();
+    await syncInstaller(client, cfg, manifest, v, version, s, signal);
+    for (const a of planned) {
+      await syncArtifact(client, cfg, manifest, v, version, a, s, signal);
+    }
+    for (const spec of cfg.software) {
+      await syncSoftware(client, cfg, manifest, spec, s, signal);
+    }
+    if (s.failures.length === 0) {
+      if (v.completedAt === null || s.downloaded.some((p) => p.startsWith(`${version}/`))) v.completedAt = now();
+      if (manifest.current !== version || s.previous !== version) {
+        await switchCurrent(target, version);
+        manifest.current = version;
+      }
+      s.removedVersions = await pruneVersions(target, manifest, cfg.keep);
+    }
+    await writeManifest(target, manifest);
+  } catch (e) {
+    error = e;
+  } finally {
+    await client.close();
+    await lock.release();
+  }
+  if (error === undefined && s.failures.length > 0) error = s.failures[0]?.cause;
+  const changed = s.downloaded.length > 0 || s.removedVersions.length > 0 || s.previous !== s.version || s.installer?.changed === true;
+  s.status = error !== undefined ? 'failed' : changed ? 'updated' : 'up-to-date';
+  s.durationMs = Date.now() - started;
+  const summary = { ...s, failures: s.failures.map(({ source, code, message }) => ({ source, code, message })) };
+  return error === undefined ? { summary } : { summary, error };
+}
+
+type Failure = SyncSummary['failures'][number] & { cause?: unknown };
+type State = SyncSummary & { failures: Failure[] };
+
+async function syncInstaller(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, v: ManifestVersion, version: string, s: State, signal?: AbortSignal) {
+  // Contract 4.5: the installer for the platform is fetched on every sync.
+  const r = await client.downloadInstaller(installerFor(cfg.platform), { destDir: join(cfg.target, version, 'installer'), ...(signal ? { signal } : {}) });
+  const changed = v.installer?.sha512 !== r.sha512;
+  v.installer = entry(cfg.target, r, `/download/v1/data/post/${r.fileName}`, false);
+  s.installer = { path: v.installer.path, changed };
+  await writeManifest(cfg.target, manifest);
+}
+
+async function syncArtifact(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, v: ManifestVersion, version: string, a: PlannedArtifact, s: State, signal?: AbortSignal) {
+  const p = dataPath({ ...a, release: cfg.release, version });
+  if (!p.ok) return; // planArtifacts only keeps valid combinations
+  const source = p.value;
+  const rel = `${version}/${a.product}/${a.country}/${a.artifact}`;
+  try {
+    const { sha512 } = await client.fetchChecksum(source, { signal });
+    if (await stillVerified(cfg.target, v.files.find((f) => f.path === rel), sha512)) {
+      s.alreadyVerified++;
+      return;
+    }
+    const r = await client.download(source, { destDir: join(cfg.target, dirname(rel)), fileName: a.artifact, expectedSha512: sha512, ...(signal ? { signal } : {}) });
+    upsertFile(v.files, entry(cfg.target, r, source, true));
+    s.downloaded.push(rel);
+    if (r.resumedFrom > 0) s.resumed.push(rel);
+    await writeManifest(cfg.target, manifest);
+  } catch (e) {
+    // A bad or missing file spoils only this version's completeness; the other files still get placed.
+    const code = (e as { code?: unknown }).code;
+    if (code === 'checksum-mismatch' || (e instanceof PlatformError && e.status === 404)) {
+      s.failures.push({ source, code: String(code), message: (e as Error).message, cause: e });
+      return;
+    }
+    throw e;
+  }
+}
+
+async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, spec: SyncConfig['software'][number], s: State, signal?: AbortSignal) {
+  const p = softwarePath(spec);
+  if (!p.ok) return; // refused when the config was read
+  const source = p.value;
+  // The checksum artifact (2.6) is used when the platform offers one for the package.
+  const sha512 = await client.fetchChecksum(source, { signal }).then((c) => c.sha512, (e: unknown) => {
+    if (e instanceof PlatformError && e.status === 404) return undefined;
+    throw e;
+  });
+  const known = manifest.software.find((f) => f.source === source);
+  if (await stillVerified(cfg.target, known, sha512)) {
+    s.alreadyVerified++;
+    return;
+  }
+  const destDir = join(cfg.target, 'software', spec.product, spec.platform ?? 'any');
+  const r = await client.download(source, { destDir, ...(sha512 ? { expectedSha512: sha512 } : {}), ...(signal ? { signal } : {}) });
+  if (r.unsafeServerName !== undefined) s.warnings.push(`unsafe file name ${JSON.stringify(r.unsafeServerName)} from ${source} saved as ${r.fileName}`);
+  const placed = entry(cfg.target, r, source, sha512 !== undefined);
+  if (known !== undefined && known.path !== placed.path) await rm(join(cfg.target, known.path), { force: true });
+  manifest.software = manifest.software.filter((f) => f.source !== source);
+  manifest.software.push(placed);
+  s.downloaded.push(placed.path);
+  if (r.resumedFrom > 0) s.resumed.push(placed.path);
+  await writeManifest(cfg.target, manifest);
+}
+
+/**
+ * Removes complete versions beyond the newest `keep`, and unfinished ones older than the current
+ * version (never the current one); returns them.
+ */
+async function pruneVersions(target: string, manifest: Manifest, keep: number): Promise<string[]> {
+  const all = Object.keys(manifest.versions).sort().reverse();
+  const complete = all.filter((ver) => manifest.versions[ver]?.completedAt !== null);
+  const unfinishedOld = all.filter((ver) => manifest.versions[ver]?.completedAt === null && manifest.current !== null && ver < manifest.current);
+  const removed: string[] = [];
+  for (const ver of [...complete.slice(keep), ...unfinishedOld]) {
+    if (ver === manifest.current) continue;
+    await rm(join(target, ver), { recursive: true, force: true });
+    delete manifest.versions[ver];
+    removed.push(ver);
+  }
+  return removed;
+}

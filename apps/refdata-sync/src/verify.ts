@@ -1,0 +1,101 @@
+/**
+ * `dq-refdata verify` (re-hash every file the manifest lists and check `current`) and
+ * `dq-refdata status` (what the target holds, without reading file contents).
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { readCurrent } from './current-pointer.js';
+import { sizeOf } from './fs-sync.js';
+import { LOCK_FILE } from './lock.js';
+import { readManifest, type ManifestFile } from './manifest.js';
+
+/** Outcome of {@link verifyTarget}; `ok` is false when any file is missing or differs. */
+export interface VerifySummary {
+  command: 'verify';
+  ok: boolean;
+  current: string | undefined;
+  /** Files re-hashed. */
+  checked: number;
+  bytes: number;
+  problems: Array<{ path: string; problem: 'missing' | 'size-differs' | 'digest-differs' | 'current-pointer' ; detail: string }>;
+}
+
+async function sha512Of(path: string): Promise<string> {
+  const hash = createHash('sha512');
+  await pipeline(createReadStream(path, { highWaterMark: 1024 * 1024 }), async (src: AsyncIterable<Buffer>) => {
+    for await (const c of src) hash.update(c);
+  });
+  return hash.digest('hex');
+}
+
+/** Re-hashes every file in the manifest (all versions, installers, software) and checks `current`. */
+export async function verifyTarget(target: string): Promise<VerifySummary> {
+  const manifest = await readManifest(target);
+  const files: ManifestFile[] = [
+    ...Object.values(manifest.versions).flatMap((v) => [...v.files, ...(v.installer ? [v.installer] : [])]),
+    ...manifest.software,
+  ];
+  const out: VerifySummary = { command: 'verify', ok: true, current: await readCurrent(target), checked: 0, bytes: 0, problems: [] };
+  for (const f of files) {
+    const abs = join(target, f.path);
+    const size = await sizeOf(abs);
+    if (size === undefined) {
+      out.problems.push({ path: f.path, problem: 'missing', detail: 'listed in the manifest but not on disk' });
+      continue;
+    }
+    if (size !== f.size) {
+      out.problems.push({ path: f.path, problem: 'size-differs', detail: `manifest ${f.size} bytes, disk ${size}` });
+      continue;
+    }
+    const digest = await sha512Of(abs);
+    out.checked++;
+    out.bytes += size;
+    if (digest !== f.sha512) out.problems.push({ path: f.path, problem: 'digest-differs', detail: `manifest ${f.sha512}, disk ${digest}` });
+  }
+  if (manifest.current !== null && out.current !== manifest.current) {
+    out.problems.push({ path: 'current', problem: 'current-pointer', detail: `points to ${out.current ?? 'nothing'}, manifest says ${manifest.current}` });
+  }
+  out.ok = out.problems.length === 0;
+  return out;
+}
+
+/** Outcome of {@link targetStatus}. */
+export interface StatusSummary {
+  command: 'status';
+  current: string | undefined;
+  versions: Array<{ version: string; release: string; complete: boolean; completedAt: string | null; files: number; bytes: number; installer: string | null }>;
+  software: Array<{ path: string; size: number; fetchedAt: string }>;
+  /** pid of the sync holding the lock, if any. */
+  lockedBy: number | undefined;
+}
+
+/** Describes the target from its manifest, pointer and lock file. */
+export async function targetStatus(target: string): Promise<StatusSummary> {
+  const manifest = await readManifest(target);
+  let lockedBy: number | undefined;
+  try {
+    lockedBy = (JSON.parse(await readFile(join(target, LOCK_FILE), 'utf8')) as { pid?: number }).pid;
+  } catch {
+    lockedBy = undefined;
+  }
+  return {
+    command: 'status',
+    current: await readCurrent(target),
+    versions: Object.entries(manifest.versions)
+      .sort(([a], [b]) => (a < b ? 1 : -1))
+      .map(([version, v]) => ({
+        version,
+        release: v.release,
+        complete: v.completedAt !== null,
+        completedAt: v.completedAt,
+        files: v.files.length,
+        bytes: v.files.reduce((n, f) => n + f.size, 0),
+        installer: v.installer?.path ?? null,
+      })),
+    software: manifest.software.map((f) => ({ path: f.path, size: f.size, fetchedAt: f.fetchedAt })),
+    lockedBy,
+  };
+}

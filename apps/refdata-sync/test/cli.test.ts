@@ -1,0 +1,84 @@
+import { execFile } from 'node:child_process';
+import { writeFileSync, appendFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Sandbox } from '@dq/sandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_API_KEY, downloadRequests, freshTarget, sandboxWith, removeTargets } from './helpers.js';
+
+const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
+
+function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env } }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+let sandbox: Sandbox;
+beforeAll(async () => {
+  sandbox = await sandboxWith();
+});
+afterAll(() => sandbox.close());
+afterAll(removeTargets);
+
+const flags = (target: string) => ['--download-url', sandbox.url, '--target', target, '--products', 'post,autocompletion', '--countries', 'DE,AT', '--release', 'release-v3', '--platform', 'linux_x64'];
+
+describe('dq-refdata command line', () => {
+  it('syncs with flags, prints one JSON summary line and exits 0; the API key appears nowhere', async () => {
+    const target = freshTarget();
+    const r = await run(['sync', ...flags(target), '--keep', '1'], { DQ_API_KEY: DEFAULT_API_KEY });
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const summary = JSON.parse(lines[0] ?? '{}');
+    expect(summary).toMatchObject({ command: 'sync', status: 'updated', version: '2026-11-01' });
+    expect(summary.downloaded).toHaveLength(4);
+    expect(r.stdout + r.stderr).not.toContain(DEFAULT_API_KEY);
+
+    const again = await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY });
+    expect(JSON.parse(again.stdout)).toMatchObject({ status: 'up-to-date', downloaded: [] });
+
+    const status = await run(['status', '--target', target]);
+    expect(JSON.parse(status.stdout)).toMatchObject({ command: 'status', current: '2026-11-01', versions: [{ version: '2026-11-01', complete: true, files: 4 }] });
+  });
+
+  it('reads a config file, and verify exits 1 after a placed file was altered on disk', async () => {
+    const target = freshTarget();
+    const config = join(dirname(target), 'refdata.json');
+    writeFileSync(config, JSON.stringify({ downloadUrl: sandbox.url, apiKey: DEFAULT_API_KEY, target, products: ['post'], countries: ['DE'], release: 'release-v3', platform: 'linux_x64' }));
+    expect((await run(['sync', '--config', config])).code).toBe(0);
+    expect((await run(['verify', '--target', target])).code).toBe(0);
+    appendFileSync(join(target, '2026-11-01/post/DE/DE_001.zip'), 'x');
+    const bad = await run(['verify', '--target', target]);
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stdout).problems[0]).toMatchObject({ path: '2026-11-01/post/DE/DE_001.zip', problem: 'size-differs' });
+  });
+
+  it('exits 2 for uws on windows without sending a request, and for an unknown flag', async () => {
+    const before = downloadRequests(sandbox);
+    const r = await run(['sync', ...flags(freshTarget()), '--software', 'uws:windows'], { DQ_API_KEY: DEFAULT_API_KEY });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('uws is only available for linux');
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 2 });
+    expect(downloadRequests(sandbox)).toBe(before);
+    expect((await run(['sync', '--colour', 'red'])).code).toBe(2);
+  });
+
+  it('exits 3 with a clear message when the API key is refused', async () => {
+    const r = await run(['sync', ...flags(freshTarget()), '--api-key', 'bad-key-0000']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/API Key Invalid/);
+    expect(r.stdout + r.stderr).not.toContain('bad-key-0000');
+  });
+
+  it('prints the phone description source as one JSON line', async () => {
+    const target = freshTarget();
+    const r = await run(['phone-describe', '--realtime-url', sandbox.url, '--target', target, '--max-age', '1h'], { DQ_API_KEY: DEFAULT_API_KEY });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ command: 'phone-describe', source: 'service', parameters: ['language', 'country', 'par_format', 'par_verbosity'] });
+    const cached = await run(['phone-describe', '--realtime-url', sandbox.url, '--target', target], { DQ_API_KEY: DEFAULT_API_KEY });
+    expect(JSON.parse(cached.stdout)).toMatchObject({ source: 'cache' });
+  });
+});

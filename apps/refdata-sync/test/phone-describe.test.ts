@@ -1,0 +1,107 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Sandbox } from '@dq/sandbox';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { buildPhoneValidator, describePhone, exitCodeFor, parseDuration } from '../src/index.js';
+import { DEFAULT_API_KEY, sandboxWith } from './helpers.js';
+
+let sandbox: Sandbox | undefined;
+afterEach(async () => {
+  await sandbox?.close();
+  sandbox = undefined;
+});
+
+const DAY = 86_400_000;
+const fast = { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 };
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const cacheFile = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'dq-phone-'));
+  dirs.push(dir);
+  return join(dir, 'cache', 'phone-describe.json');
+};
+const phoneCalls = (s: Sandbox) => s.stats().requests['phone']?.total ?? 0;
+
+describe('phone-describe cache', () => {
+  it('fetches the description once and serves it from the cache while it is fresh', async () => {
+    sandbox = await sandboxWith();
+    const file = cacheFile();
+    const first = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast });
+    expect(first.source).toBe('service');
+    expect(first.description.content[0]?.parameters.map((p) => p.name)).toEqual(['language', 'country', 'par_format', 'par_verbosity']);
+    expect(JSON.parse(readFileSync(file, 'utf8')).fetchedAt).toBe(first.fetchedAt);
+    const calls = phoneCalls(sandbox);
+    const second = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast, now: () => Date.now() + DAY / 2 });
+    expect(second).toMatchObject({ source: 'cache', fetchedAt: first.fetchedAt });
+    expect(second.ageMs).toBeGreaterThanOrEqual(DAY / 2 - 1000);
+    expect(phoneCalls(sandbox)).toBe(calls);
+  });
+
+  it('refreshes a cache older than --max-age from the service', async () => {
+    sandbox = await sandboxWith();
+    const file = cacheFile();
+    const first = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast });
+    const later = Date.now() + 2 * DAY;
+    const again = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast, now: () => later });
+    expect(again.source).toBe('service');
+    expect(Date.parse(again.fetchedAt)).toBeGreaterThan(Date.parse(first.fetchedAt));
+  });
+
+  it('falls back to a stale cache with a warning when the service is down', async () => {
+    sandbox = await sandboxWith();
+    const file = cacheFile();
+    const first = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast });
+    sandbox.setFaults({ phone: { errorRate: 1 } });
+    const stale = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast, now: () => Date.now() + 3 * DAY });
+    expect(stale).toMatchObject({ source: 'stale-cache', fetchedAt: first.fetchedAt });
+    expect(stale.warning).toMatch(/phone describe service failed.*cached description/);
+    expect(stale.description).toEqual(first.description);
+  });
+
+  it('fails with exit code 75 when the service is down and nothing is cached', async () => {
+    sandbox = await sandboxWith();
+    sandbox.setFaults({ phone: { errorRate: 1 } });
+    const file = cacheFile();
+    const err = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast }).catch((e: unknown) => e);
+    expect(exitCodeFor(err)).toBe(75);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('does not hide a refused API key behind the cache', async () => {
+    sandbox = await sandboxWith();
+    const file = cacheFile();
+    await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast });
+    const err = await describePhone({ realtimeUrl: sandbox.url, apiKey: 'wrong-key-123', cacheFile: file, maxAgeMs: 0, retry: fast, now: () => Date.now() + 1000 }).catch((e: unknown) => e);
+    expect(exitCodeFor(err)).toBe(3);
+  });
+
+  it('reads --max-age in s, m, h and d', () => {
+    expect(parseDuration('1d')).toBe(DAY);
+    expect(parseDuration('12h')).toBe(DAY / 2);
+    expect(parseDuration('90')).toBe(90_000);
+    expect(() => parseDuration('soon')).toThrow(/--max-age/);
+  });
+});
+
+describe('phone parameter validator built from the description', () => {
+  it('checks Enum codes, String lengths and Numeric ranges, and applies defaults', async () => {
+    sandbox = await sandboxWith();
+    const { description } = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: cacheFile(), maxAgeMs: DAY, retry: fast });
+    const v = buildPhoneValidator(description);
+    expect(v.defaults).toEqual({ language: 'en', par_format: 'INTERNATIONAL', par_verbosity: 2 });
+    expect(v.check({ country: 'DE', in_number: '+49 30 1234567' })).toEqual({
+      ok: true,
+      params: { country: 'DE', in_number: '+49 30 1234567', language: 'en', par_format: 'INTERNATIONAL', par_verbosity: 2 },
+    });
+    expect(v.check({ country: 'DE', language: 'fr', par_verbosity: '3' })).toMatchObject({ ok: true, params: { language: 'fr', par_verbosity: 3 } });
+    const bad = v.check({ country: 'DEU', language: 'es', par_verbosity: 4, par_format: 'x'.repeat(33), par_colour: 'red' });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) {
+      expect(bad.violations.map((x) => x.fieldName).sort()).toEqual(['country', 'language', 'par_colour', 'par_format', 'par_verbosity']);
+      expect(bad.violations.find((x) => x.fieldName === 'language')?.message).toContain('de, en, fr');
+      expect(bad.violations.find((x) => x.fieldName === 'par_verbosity')?.message).toContain('between 0 and 3');
+    }
+    expect(v.check({})).toMatchObject({ ok: false, violations: [{ fieldName: 'country' }] });
+  });
+});

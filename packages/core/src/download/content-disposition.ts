@@ -1,0 +1,120 @@
+/**
+ * `Content-Disposition` (RFC 6266, with RFC 8187 `filename*`) parsing, and turning a file name a
+ * server chose into one that is safe to create inside a target directory.
+ */
+
+/** A parsed `Content-Disposition` header. */
+export interface ContentDisposition {
+  /** Disposition type in lower case, e.g. `attachment`. */
+  type: string;
+  /** The file name as the server sent it: `filename*` when decodable, else `filename`. Unsanitised. */
+  filename: string | undefined;
+}
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+/;
+
+/**
+ * Parses a `Content-Disposition` value. Parameter names are case-insensitive; `filename*`
+ * (`UTF-8''na%C3%AFve.zip` or `ISO-8859-1'en'…`) wins over `filename`. Returns undefined for an
+ * empty or unreadable header. The file name is NOT safe to use as a path: see {@link safeFileName}.
+ */
+export function parseContentDisposition(header: string | undefined): ContentDisposition | undefined {
+  if (header === undefined) return undefined;
+  let rest = header.trim();
+  const type = TOKEN.exec(rest)?.[0];
+  if (type === undefined) return undefined;
+  rest = rest.slice(type.length);
+  const params = new Map<string, string>();
+  while (true) {
+    rest = rest.replace(/^\s*/, '');
+    if (!rest.startsWith(';')) break;
+    rest = rest.slice(1).replace(/^\s*/, '');
+    const name = TOKEN.exec(rest)?.[0];
+    if (name === undefined) break;
+    rest = rest.slice(name.length).replace(/^\s*/, '');
+    if (!rest.startsWith('=')) break;
+    rest = rest.slice(1).replace(/^\s*/, '');
+    let value: string;
+    if (rest.startsWith('"')) {
+      const q = readQuoted(rest);
+      if (q === undefined) break;
+      value = q.value;
+      rest = rest.slice(q.length);
+    } else {
+      value = /^[^;\s]*/.exec(rest)?.[0] ?? '';
+      rest = rest.slice(value.length);
+    }
+    const key = name.toLowerCase();
+    if (!params.has(key)) params.set(key, value); // first occurrence wins (RFC 6266 4.1 leaves repeats undefined)
+  }
+  const extended = params.has('filename*') ? decodeExtValue(params.get('filename*') ?? '') : undefined;
+  return { type: type.toLowerCase(), filename: extended ?? params.get('filename') };
+}
+
+function readQuoted(s: string): { value: string; length: number } | undefined {
+  let out = '';
+  for (let i = 1; i < s.length; i++) {
+    const c = s[i];
+    if (c === '\\' && i + 1 < s.length) out += s[++i];
+    else if (c === '"') return { value: out, length: i + 1 };
+    else out += c;
+  }
+  return undefined;
+}
+
+/** RFC 8187 ext-value: `charset'[language]'pct-encoded`. Undefined when unreadable. */
+function decodeExtValue(v: string): string | undefined {
+  const m = /^([^']*)'[^']*'(.*)$/.exec(v);
+  if (m === null) return undefined;
+  const charset = (m[1] ?? '').toLowerCase();
+  const encoded = m[2] ?? '';
+  try {
+    if (charset === 'utf-8') return decodeURIComponent(encoded);
+    if (charset === 'iso-8859-1') {
+      return encoded.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+/** The outcome of {@link safeFileName}. */
+export interface SafeFileName {
+  /** A name without directories, control characters or leading dots; never `.` or `..`. */
+  name: string;
+  /** Whether `name` differs from what the server sent (callers should warn). */
+  changed: boolean;
+}
+
+const MAX_NAME_BYTES = 200;
+
+/**
+ * Makes a server-chosen file name safe to create in a target directory: only the part after the
+ * last `/` or `\` is kept, control characters and `<>:"|?*` are replaced with `_`, leading dots and
+ * trailing dots/spaces are removed, any remaining `..` is collapsed, and the name is shortened to
+ * 200 bytes keeping its extension. If nothing usable is left, `fallback` (itself sanitised the same
+ * way, and `download` as a last resort) is used. `../../etc/x` becomes `x`.
+ */
+export function safeFileName(raw: string | undefined, fallback: string): SafeFileName {
+  const cleaned = raw === undefined ? '' : clean(raw);
+  if (cleaned !== '') return { name: cleaned, changed: cleaned !== raw };
+  const fb = clean(fallback);
+  return { name: fb === '' ? 'download' : fb, changed: true };
+}
+
+function clean(raw: string): string {
+  let name = raw.normalize('NFC');
+  name = name.split(/[/\\]/).pop() ?? '';
+  // eslint-disable-next-line no-control-regex
+  name = name.replace(/[\u0000-\u001f\u007f-\u009f<>:"|?*]/g, '_');
+  name = name.replace(/\.{2,}/g, '.').replace(/^[.\s]+/, '').replace(/[.\s]+$/, '');
+  if (Buffer.byteLength(name) > MAX_NAME_BYTES) {
+    const dot = name.lastIndexOf('.');
+    const ext = dot > 0 && name.length - dot <= 16 ? name.slice(dot) : '';
+    const stem = Array.from(name.slice(0, name.length - ext.length));
+    while (Buffer.byteLength(stem.join('') + ext) > MAX_NAME_BYTES) stem.pop();
+    name = stem.join('') + ext;
+  }
+  return name;
+}

@@ -1,0 +1,295 @@
+/**
+ * The download API's client (contract 4.4, 4.5): verified, resumable downloads streamed to disk
+ * with the SHA-512 computed in the same pass, checksums, version.txt, installers and software
+ * packages named by their `Content-Disposition`.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Agent, type Dispatcher } from 'undici';
+import { DqError, LocalValidationError } from '../errors/dq-error.js';
+import type { Violation } from '../errors/dq-error.js';
+import { createSilentLogger, type Logger } from '../log/logger.js';
+import { dataPath, installerPath, softwarePath, VERSION_FILE_PATH } from '../schemas/download.js';
+import type { DataPathParts, SoftwarePathParts } from '../schemas/download.js';
+import type { Throttle } from '../throttle/types.js';
+import type { RetryOptions } from '../transport/retry/policy.js';
+import { retry } from '../transport/retry/retrier.js';
+import { parseChecksumFile } from './checksum.js';
+import { parseContentDisposition, safeFileName } from './content-disposition.js';
+import { ChecksumMismatchError, DOWNLOAD_CODES } from './errors.js';
+import { classifyFailure, dump, get, text as bodyText } from './http.js';
+import { PartialFile } from './partial-file.js';
+
+/** Options of {@link DownloadClient}. */
+export interface DownloadClientOptions {
+  /** Download API host, e.g. `https://download.example.com` (`{download_url}`). */
+  downloadUrl: string;
+  /** API key, sent as `Authorization: Bearer <key>` (not for `.sha512`); never logged. */
+  apiKey?: string;
+  /** Ms allowed for response headers and for any silence between body chunks (default 30 000). */
+  timeoutMs?: number;
+  /** Retry policy of the core retrier (default: 6 attempts, 15 minutes in total per file). */
+  retry?: Partial<RetryOptions>;
+  /** Rate limiter consulted (endpoint `download`) before every attempt (default: none). */
+  throttle?: Throttle;
+  /** Logger for retries and renamed files (default: silent). The API key is registered with its redactor. */
+  logger?: Logger;
+  /** undici dispatcher instead of an own keep-alive `Agent` (not closed by `close()`). */
+  dispatcher?: Dispatcher;
+}
+
+/** Progress of one download. */
+export interface DownloadProgress {
+  /** Bytes of the file held so far, resumed part included. */
+  received: number;
+  /** Total size announced by the server, bytes. */
+  total: number | undefined;
+  /** Bytes that were already on disk when the current attempt started. */
+  resumedFrom: number;
+}
+
+/** Options of one {@link DownloadClient.download}. */
+export interface DownloadOptions {
+  /** Directory the file is placed in (created if missing); the temporary part lives there too. */
+  destDir: string;
+  /** File name to place under; default: `Content-Disposition`'s name, sanitised, else the path's last segment. */
+  fileName?: string;
+  /** Lower- or upper-case hex SHA-512 the bytes must have; on mismatch nothing is placed. */
+  expectedSha512?: string;
+  /** Send the API key (default true). */
+  auth?: boolean;
+  signal?: AbortSignal;
+  /** Called as bytes arrive (synchronously, per chunk: keep it cheap). */
+  onProgress?: (p: DownloadProgress) => void;
+}
+
+/** A placed file. */
+export interface DownloadResult {
+  /** Absolute or `destDir`-relative path of the placed file. */
+  path: string;
+  fileName: string;
+  /** Bytes. */
+  size: number;
+  /** Lower-case hex SHA-512 of the placed bytes. */
+  sha512: string;
+  /** Bytes taken from a part file left by an earlier attempt or run (0 when started afresh). */
+  resumedFrom: number;
+  /** Attempts made, the first included. */
+  attempts: number;
+  /** `X-Service-Request-Id` of the last answer, if any. */
+  requestId: string | undefined;
+  /** The name the server sent in `Content-Disposition`, when it was unsafe and was changed. */
+  unsafeServerName?: string;
+}
+
+const DEFAULT_RETRY: Partial<RetryOptions> = { maxAttempts: 6, maxTotalMs: 15 * 60_000 };
+const MAX_TEXT = 64 * 1024; // characters of a .sha512 or version.txt worth looking at
+
+function refuse(what: string, violations: Violation[]): never {
+  throw new LocalValidationError(`${what} refused before any request: ${violations.map((v) => `${v.fieldName} ${v.message}`).join('; ')}`, violations);
+}
+
+/** Client of the download API. One instance keeps one keep-alive connection pool; `close()` it. */
+export class DownloadClient {
+  readonly #base: URL;
+  readonly #apiKey: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #retry: Partial<RetryOptions>;
+  readonly #throttle: Throttle | undefined;
+  readonly #logger: Logger;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownDispatcher: boolean;
+
+  constructor(options: DownloadClientOptions) {
+    let base: URL;
+    try {
+      base = new URL(options.downloadUrl);
+    } catch {
+      throw new TypeError(`downloadUrl must be an absolute URL; got "${options.downloadUrl}"`);
+    }
+    if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be > 0; got ${options.timeoutMs}`);
+    this.#base = base;
+    this.#apiKey = options.apiKey;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.#throttle = options.throttle;
+    this.#logger = options.logger ?? createSilentLogger();
+    if (options.apiKey) this.#logger.redactor.add(options.apiKey);
+    this.#ownDispatcher = options.dispatcher === undefined;
+    this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connections: 8 });
+  }
+
+  /**
+   * Downloads `urlPath` into `destDir`: streamed to a part file beside the target while hashing,
+   * resumed with `Range` from what an interrupted attempt or run left, fsynced, and renamed onto
+   * the target only when `expectedSha512` (if given) matches. Retries go through the core retrier.
+   * Throws {@link ChecksumMismatchError} (code `checksum-mismatch`) on a digest mismatch.
+   */
+  async download(urlPath: string, options: DownloadOptions): Promise<DownloadResult> {
+    const { destDir, signal, onProgress } = options;
+    await mkdir(destDir, { recursive: true });
+    const key = createHash('sha256').update(urlPath).digest('hex').slice(0, 16);
+    const part = new PartialFile({ partPath: join(destDir, `.dq-download-${key}.part`), urlPath, expectedSha512: options.expectedSha512 });
+    const url = this.#url(urlPath);
+    const headers = this.#headers(options.auth ?? true);
+    let attempts = 0;
+    const last = await retry(
+      async () => {
+        attempts++;
+        await this.#throttle?.acquire('download', signal);
+        const { offset, total: knownTotal } = await part.resumeOffset();
+        const req = { url, headers: offset > 0 ? { ...headers, range: `bytes=${offset}-` } : headers, dispatcher: this.#dispatcher, timeoutMs: this.#timeoutMs, signal };
+        const res = await get(req);
+        let start = offset;
+        const total = await this.#checkResume(res, part, offset, knownTotal, urlPath);
+        if (res.status === 416) return { res, total, resumedFrom: total }; // a previous run got every byte
+        if (res.status === 200 && offset > 0) {
+          await part.reset(); // the server ignored the Range: take the whole body
+          start = 0;
+        }
+        if (start === 0) await part.begin(total);
+        try {
+          await part.append(res.body, (received) => onProgress?.({ received, total, resumedFrom: start }));
+        } catch (error) {
+          throw classifyFailure(error, req, res.requestId);
+        }
+        const { offset: size } = await part.resumeOffset();
+        if (size !== total) {
+          throw new DqError(`GET ${urlPath}: body ended at ${size} of ${total} bytes [request id ${res.requestId ?? 'none'}]`, { code: DOWNLOAD_CODES.incompleteBody, retriable: true, requestId: res.requestId });
+        }
+        return { res, total, resumedFrom: start };
+      },
+      {
+        ...this.#retry,
+        signal,
+        onRetry: (e) => this.#logger.warn('download attempt failed; retrying', { path: urlPath, attempt: e.attempt, delayMs: e.delayMs, error: e.error }),
+      },
+    );
+    const sha512 = part.digest();
+    const server = parseContentDisposition(last.res.headers['content-disposition'])?.filename;
+    const fallback = urlPath.split('/').pop() ?? '';
+    const named = options.fileName === undefined ? safeFileName(server, fallback) : { name: options.fileName, changed: false };
+    if (named.changed && server !== undefined) {
+      this.#logger.warn('unsafe file name from the server replaced', { path: urlPath, placedAs: named.name });
+    }
+    const expected = options.expectedSha512?.toLowerCase();
+    if (expected !== undefined && expected !== sha512) {
+      await part.reset();
+      throw new ChecksumMismatchError({ fileName: named.name, urlPath, expected, actual: sha512, requestId: last.res.requestId });
+    }
+    const target = join(destDir, named.name);
+    await part.place(target);
+    return {
+      path: target,
+      fileName: named.name,
+      size: last.total,
+      sha512,
+      resumedFrom: last.resumedFrom,
+      attempts,
+      requestId: last.res.requestId,
+      ...(named.changed && server !== undefined ? { unsafeServerName: server } : {}),
+    };
+  }
+
+  /**
+   * The total size from a 200/206/416 answer; resets the part and throws a retriable
+   * `range-mismatch` when the server resumed elsewhere or its file changed size since the part began.
+   */
+  async #checkResume(res: Awaited<ReturnType<typeof get>>, part: PartialFile, offset: number, knownTotal: number | undefined, urlPath: string): Promise<number> {
+    const range = /^bytes (?:(\d+)-\d+|\*)\/(\d+)$/.exec(res.headers['content-range'] ?? '');
+    const total = res.status === 200 ? Number(res.headers['content-length'] ?? NaN) : Number(range?.[2] ?? NaN);
+    const startedAt = Number(range?.[1] ?? NaN);
+    const complete = res.status === 416 && total === offset;
+    // A resumed file must still be the same size: otherwise the part holds bytes of another file.
+    const sameFile = res.status === 200 || knownTotal === undefined || total === knownTotal;
+    if (Number.isFinite(total) && sameFile && (res.status === 200 || (res.status === 206 && startedAt === offset) || complete)) {
+      if (res.status === 416) await dump(res.body).catch(() => undefined);
+      return total;
+    }
+    await dump(res.body).catch(() => undefined);
+    await part.reset();
+    throw new DqError(`GET ${urlPath}: the server answered ${res.status} (${res.headers['content-range'] ?? 'no Content-Range'}) to a resume at byte ${offset}; starting over [request id ${res.requestId ?? 'none'}]`, {
+      code: DOWNLOAD_CODES.rangeMismatch,
+      retriable: true,
+      requestId: res.requestId,
+    });
+  }
+
+  /** The expected SHA-512 of an artifact from its `.sha512` (no authentication, contract 5). */
+  async fetchChecksum(artifactPath: string, options: { signal?: AbortSignal } = {}): Promise<{ sha512: string; requestId: string | undefined }> {
+    const name = artifactPath.split('/').pop() ?? '';
+    const { text, requestId } = await this.#text(`${artifactPath}.sha512`, false, options.signal);
+    return { sha512: parseChecksumFile(text, name, `${artifactPath}.sha512`), requestId };
+  }
+
+  /** The current reference-data version from version.txt (`yyyy-mm-01`, first line; NOTES.md). */
+  async fetchVersion(options: { signal?: AbortSignal } = {}): Promise<{ version: string; requestId: string | undefined }> {
+    const { text, requestId } = await this.#text(VERSION_FILE_PATH, true, options.signal);
+    const first = (text.split(/\r?\n/)[0] ?? '').trim();
+    if (!/^\d{4}-(0[1-9]|1[0-2])-01$/.test(first)) {
+      throw new DqError(`${VERSION_FILE_PATH} does not start with a yyyy-mm-01 version (first line "${first.slice(0, 40)}") [request id ${requestId ?? 'none'}]`, {
+        code: DOWNLOAD_CODES.versionFileInvalid,
+        retriable: false,
+        requestId,
+      });
+    }
+    return { version: first, requestId };
+  }
+
+  /** Downloads a software package (4.4), named by its `Content-Disposition`; bad combinations are refused locally. */
+  async downloadSoftware(parts: SoftwarePathParts, options: Omit<DownloadOptions, 'auth'>): Promise<DownloadResult> {
+    const p = softwarePath(parts);
+    if (!p.ok) refuse('software download', p.violations);
+    return this.download(p.value, options);
+  }
+
+  /** Downloads a reference-data artifact (4.5) and verifies it against its `.sha512`. */
+  async downloadData(parts: DataPathParts, options: Omit<DownloadOptions, 'auth' | 'expectedSha512'>): Promise<DownloadResult> {
+    const p = dataPath(parts);
+    if (!p.ok) refuse('reference data download', p.violations);
+    const { sha512 } = await this.fetchChecksum(p.value, { signal: options.signal });
+    return this.download(p.value, { fileName: parts.artifact, ...options, expectedSha512: sha512 });
+  }
+
+  /** Downloads a reference-data installer (4.5) by name, e.g. `setupRefdata_linux_x64.sh`. */
+  async downloadInstaller(installer: string, options: Omit<DownloadOptions, 'auth'>): Promise<DownloadResult> {
+    const p = installerPath(installer);
+    if (!p.ok) refuse('installer download', p.violations);
+    return this.download(p.value, { fileName: installer, ...options });
+  }
+
+  /** Closes the connection pool (when the client created it). */
+  async close(): Promise<void> {
+    if (this.#ownDispatcher) await this.#dispatcher.close();
+  }
+
+  async #text(urlPath: string, auth: boolean, signal: AbortSignal | undefined): Promise<{ text: string; requestId: string | undefined }> {
+    const url = this.#url(urlPath);
+    const headers = this.#headers(auth);
+    return retry(
+      async () => {
+        await this.#throttle?.acquire('download', signal);
+        const req = { url, headers, dispatcher: this.#dispatcher, timeoutMs: this.#timeoutMs, signal };
+        const res = await get(req);
+        let text: string;
+        try {
+          text = await bodyText(res.body);
+        } catch (error) {
+          throw classifyFailure(error, req, res.requestId);
+        }
+        return { text: text.slice(0, MAX_TEXT), requestId: res.requestId };
+      },
+      { ...this.#retry, signal },
+    );
+  }
+
+  #url(urlPath: string): URL {
+    const base = this.#base.href.replace(/\/+$/, '');
+    return new URL(base + (urlPath.startsWith('/') ? urlPath : `/${urlPath}`));
+  }
+
+  #headers(auth: boolean): Record<string, string> {
+    return auth && this.#apiKey ? { authorization: `Bearer ${this.#apiKey}` } : {};
+  }
+}

@@ -1,0 +1,204 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ChecksumMismatchError, DownloadClient, DqError, LocalValidationError, PlatformError, RetriesExhaustedError } from '../src/index.js';
+import { API_KEY, startDownloadServer, type TestServer } from './download-server.js';
+
+const root = mkdtempSync(join(tmpdir(), 'dq-download-client-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const sha512 = (b: Buffer) => createHash('sha512').update(b).digest('hex');
+const ARTIFACT = '/download/v1/data/post/DE/release-v3/2026-11-01/DE_001.zip';
+const fast = { baseDelayMs: 1, maxDelayMs: 5 };
+
+let server: TestServer;
+let client: DownloadClient;
+let dest: string;
+let seq = 0;
+const body = randomBytes(3 * 1024 * 1024 + 17);
+
+beforeEach(async () => {
+  server = await startDownloadServer();
+  server.files.set(ARTIFACT, { body });
+  server.files.set(`${ARTIFACT}.sha512`, { body: Buffer.from(`${sha512(body)}  DE_001.zip\n`), auth: false, contentType: 'text/plain' });
+  client = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: fast, timeoutMs: 2_000 });
+  dest = join(root, `d${++seq}`);
+});
+afterEach(async () => {
+  await client.close();
+  await server.close();
+});
+
+const leftovers = () => readdirSync(dest).filter((f) => f.startsWith('.dq-download-'));
+
+describe('DownloadClient.download', () => {
+  it('streams a file to disk with its SHA-512 and places it under the given name', async () => {
+    const progress: number[] = [];
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body).toUpperCase(), onProgress: (p) => progress.push(p.received) });
+    expect(r).toMatchObject({ fileName: 'DE_001.zip', size: body.length, sha512: sha512(body), resumedFrom: 0, attempts: 1, requestId: 'req-1' });
+    expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+    expect(progress.at(-1)).toBe(body.length);
+    expect(server.seen[0]?.authorization).toBe(`Bearer ${API_KEY}`);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('refuses a file whose digest does not match, naming the file and both digests, and places nothing', async () => {
+    const wrong = 'ab'.repeat(64);
+    const err = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: wrong }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChecksumMismatchError);
+    const e = err as ChecksumMismatchError;
+    expect(e.code).toBe('checksum-mismatch');
+    expect(e.retriable).toBe(false);
+    expect(e.message).toContain('DE_001.zip');
+    expect(e.message).toContain(wrong);
+    expect(e.message).toContain(sha512(body));
+    expect(existsSync(join(dest, 'DE_001.zip'))).toBe(false);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('keeps an existing good file when the replacement does not verify', async () => {
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip' });
+    server.files.set(ARTIFACT, { body: Buffer.from('tampered') });
+    await expect(client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: r.sha512 })).rejects.toMatchObject({ code: 'checksum-mismatch' });
+    expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+  });
+
+  it('resumes a body cut short with a Range request and ends verified', async () => {
+    server.faults.push('cut');
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+    expect(r.attempts).toBe(2);
+    expect(r.resumedFrom).toBeGreaterThan(0);
+    expect(server.seen[1]?.range).toBe(`bytes=${r.resumedFrom}-`);
+    // The second request carried only the rest of the file.
+    expect(server.bytesSent - Math.floor(body.length / 2)).toBe(body.length - r.resumedFrom);
+    expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+  });
+
+  it('resumes in a later run from the part an aborted run left, hashing that part first', async () => {
+    server.faults.push('stall');
+    const ac = new AbortController();
+    const run1 = client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body), signal: ac.signal, onProgress: (p) => { if (p.received > 0) setTimeout(() => ac.abort(), 50); } });
+    await expect(run1).rejects.toMatchObject({ code: 'aborted' });
+    expect(leftovers().length).toBeGreaterThan(0);
+    const second = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: fast });
+    try {
+      const r = await second.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+      expect(r.resumedFrom).toBeGreaterThan(0);
+      expect(r.sha512).toBe(sha512(body));
+      expect(server.seen.at(-1)?.range).toBe(`bytes=${r.resumedFrom}-`);
+    } finally {
+      await second.close();
+    }
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('starts over when the server ignores the Range and sends the whole file', async () => {
+    server.faults.push('cut', 'ignore-range');
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+    expect(r.resumedFrom).toBe(0);
+    expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+  });
+
+  it('does not resume a part that belongs to another expected digest', async () => {
+    server.faults.push('stall');
+    const ac = new AbortController();
+    await client.download(ARTIFACT, { destDir: dest, fileName: 'x.zip', expectedSha512: 'cd'.repeat(64), signal: ac.signal, onProgress: () => setTimeout(() => ac.abort(), 20) }).catch(() => undefined);
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+    expect(r.resumedFrom).toBe(0);
+    expect(server.seen.at(-1)?.range).toBeUndefined();
+  });
+
+  it('starts over instead of mixing bytes when the file changed size since the part began', async () => {
+    server.faults.push('stall');
+    const ac = new AbortController();
+    await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', signal: ac.signal, onProgress: () => setTimeout(() => ac.abort(), 20) }).catch(() => undefined);
+    const newer = randomBytes(body.length + 1000);
+    server.files.set(ARTIFACT, { body: newer });
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip' });
+    expect(r.resumedFrom).toBe(0);
+    expect(readFileSync(join(dest, 'DE_001.zip')).equals(newer)).toBe(true);
+  });
+
+  it('retries 503 answers through the core retrier and succeeds on the third call', async () => {
+    server.faults.push('503', '503');
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip' });
+    expect(r.attempts).toBe(3);
+    expect(server.seen.length).toBe(3);
+  });
+
+  it('gives up with a non-retriable error that keeps the last cause when 5xx persist', async () => {
+    server.faults.push('503', '503', '503');
+    const c = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: { ...fast, maxAttempts: 3 } });
+    const err = await c.download(ARTIFACT, { destDir: dest }).catch((e: unknown) => e).finally(() => c.close());
+    expect(err).toBeInstanceOf(RetriesExhaustedError);
+    expect((err as RetriesExhaustedError).cause).toBeInstanceOf(PlatformError);
+    expect(server.seen.length).toBe(3);
+  });
+
+  it('sends a 404 exactly once and names the path', async () => {
+    const err = await client.download('/download/v1/data/post/DE/release-v3/2026-11-01/DE_009.zip', { destDir: dest }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PlatformError);
+    expect((err as PlatformError).status).toBe(404);
+    expect((err as PlatformError).message).toContain('DE_009.zip');
+    expect(server.seen.length).toBe(1);
+  });
+
+  it('reports a refused API key as a run stop without showing the key', async () => {
+    const c = new DownloadClient({ downloadUrl: server.url, apiKey: 'wrong-key-XYZ' });
+    const err = (await c.download(ARTIFACT, { destDir: dest }).catch((e: unknown) => e).finally(() => c.close())) as DqError;
+    expect(err.code).toBe('api-key-invalid');
+    expect(err.scope).toBe('run');
+    expect(JSON.stringify({ m: err.message, s: err.stack })).not.toContain('wrong-key-XYZ');
+  });
+});
+
+describe('DownloadClient naming, checksums and versions', () => {
+  it('names a software package after its Content-Disposition, preferring filename*', async () => {
+    const path = '/download/v1/software/software-bundle/latest/linux/software-bundle.zip';
+    server.files.set(path, { body, contentDisposition: `attachment; filename="fallback.zip"; filename*=UTF-8''software-bundle-3.4.1-linux.zip` });
+    const r = await client.downloadSoftware({ product: 'software-bundle', platform: 'linux', artifact: 'software-bundle.zip' }, { destDir: dest });
+    expect(r.fileName).toBe('software-bundle-3.4.1-linux.zip');
+    expect(r.unsafeServerName).toBeUndefined();
+    expect(existsSync(join(dest, 'software-bundle-3.4.1-linux.zip'))).toBe(true);
+  });
+
+  it('neutralises a hostile Content-Disposition name and keeps the file inside the target', async () => {
+    const path = '/download/v1/software/uws/latest/linux/uws.zip';
+    server.files.set(path, { body, contentDisposition: 'attachment; filename="../../etc/x"' });
+    const r = await client.downloadSoftware({ product: 'uws', platform: 'linux', artifact: 'uws.zip' }, { destDir: dest });
+    expect(r.fileName).toBe('x');
+    expect(r.unsafeServerName).toBe('../../etc/x');
+    expect(r.path).toBe(join(dest, 'x'));
+    expect(readdirSync(dest)).toEqual(['x']);
+  });
+
+  it('refuses uws for windows before any request', async () => {
+    const err = await client.downloadSoftware({ product: 'uws', platform: 'windows', artifact: 'uws.zip' }, { destDir: dest }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LocalValidationError);
+    expect((err as LocalValidationError).violations[0]?.fieldName).toBe('platform');
+    expect(server.seen.length).toBe(0);
+  });
+
+  it('fetches a checksum without credentials and verifies a data download against it', async () => {
+    const r = await client.downloadData({ product: 'post', country: 'DE', release: 'release-v3', version: '2026-11-01', artifact: 'DE_001.zip' }, { destDir: dest });
+    expect(r.sha512).toBe(sha512(body));
+    expect(r.fileName).toBe('DE_001.zip');
+    expect(server.seen[0]).toMatchObject({ path: `${ARTIFACT}.sha512`, authorization: undefined });
+  });
+
+  it('rejects a checksum file that is not in sha512sum format or names another file', async () => {
+    server.files.set(`${ARTIFACT}.sha512`, { body: Buffer.from('<html>oops</html>'), auth: false });
+    await expect(client.fetchChecksum(ARTIFACT)).rejects.toMatchObject({ code: 'checksum-file-invalid' });
+    server.files.set(`${ARTIFACT}.sha512`, { body: Buffer.from(`${sha512(body)}  AT_001.zip\n`), auth: false });
+    await expect(client.fetchChecksum(ARTIFACT)).rejects.toMatchObject({ code: 'checksum-file-invalid' });
+  });
+
+  it('reads the version from the first line of version.txt', async () => {
+    server.files.set('/download/v1/data/post/version.txt', { body: Buffer.from('2026-11-01\nbuild 7\n') });
+    await expect(client.fetchVersion()).resolves.toMatchObject({ version: '2026-11-01' });
+    server.files.set('/download/v1/data/post/version.txt', { body: Buffer.from('November\n') });
+    await expect(client.fetchVersion()).rejects.toMatchObject({ code: 'version-file-invalid' });
+  });
+});

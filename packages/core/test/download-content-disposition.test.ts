@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { parseChecksumFile, parseContentDisposition, safeFileName } from '../src/index.js';
+
+describe('parseContentDisposition', () => {
+  it('reads a quoted file name with its version', () => {
+    expect(parseContentDisposition('attachment; filename="software-bundle-3.4.1.zip"')).toEqual({ type: 'attachment', filename: 'software-bundle-3.4.1.zip' });
+  });
+
+  it('reads token values, any case of parameter names and backslash escapes', () => {
+    expect(parseContentDisposition('Attachment; FileName=plain.zip')?.filename).toBe('plain.zip');
+    expect(parseContentDisposition('attachment; filename="a \\"quoted\\" name.zip"')?.filename).toBe('a "quoted" name.zip');
+  });
+
+  it('prefers filename* (RFC 8187) over filename, in UTF-8 and ISO-8859-1', () => {
+    expect(parseContentDisposition(`attachment; filename="EURO rates"; filename*=utf-8''%e2%82%ac%20rates.zip`)?.filename).toBe('€ rates.zip');
+    expect(parseContentDisposition(`attachment; filename*=iso-8859-1'en'%A3%20rates.zip; filename="x"`)?.filename).toBe('£ rates.zip');
+  });
+
+  it('falls back to filename when filename* cannot be decoded', () => {
+    expect(parseContentDisposition(`attachment; filename*=koi8-r''%C1; filename="ok.zip"`)?.filename).toBe('ok.zip');
+  });
+
+  it('returns undefined for a missing or unreadable header and no name for a bare type', () => {
+    expect(parseContentDisposition(undefined)).toBeUndefined();
+    expect(parseContentDisposition('')).toBeUndefined();
+    expect(parseContentDisposition('inline')).toEqual({ type: 'inline', filename: undefined });
+  });
+});
+
+describe('safeFileName', () => {
+  it('keeps an ordinary versioned name unchanged', () => {
+    expect(safeFileName('software-bundle-3.4.1.zip', 'software-bundle.zip')).toEqual({ name: 'software-bundle-3.4.1.zip', changed: false });
+  });
+
+  it('never lets path separators or .. leave the target directory', () => {
+    expect(safeFileName('../../etc/x', 'f.zip')).toEqual({ name: 'x', changed: true });
+    expect(safeFileName('..\\..\\windows\\system32\\evil.dll', 'f.zip').name).toBe('evil.dll');
+    expect(safeFileName('/etc/passwd', 'f.zip').name).toBe('passwd');
+    expect(safeFileName('a..b.zip', 'f.zip').name).toBe('a.b.zip');
+    for (const raw of ['..', '.', '../', 'x/..', '...']) {
+      expect(safeFileName(raw, 'software-bundle.zip').name).toBe('software-bundle.zip');
+    }
+  });
+
+  it('replaces control characters and characters Windows forbids', () => {
+    expect(safeFileName('bad\u0000name\n\r.zip', 'f.zip').name).toBe('bad_name__.zip');
+    expect(safeFileName('c:report?.zip', 'f.zip').name).toBe('c_report_.zip');
+  });
+
+  it('removes leading dots so nothing becomes a hidden file', () => {
+    expect(safeFileName('.bashrc', 'f.zip').name).toBe('bashrc');
+  });
+
+  it('uses the fallback when nothing is sent, and "download" when the fallback is unusable too', () => {
+    expect(safeFileName(undefined, 'uws.zip')).toEqual({ name: 'uws.zip', changed: true });
+    expect(safeFileName('', '..')).toEqual({ name: 'download', changed: true });
+  });
+
+  it('shortens very long names to 200 bytes, keeping the extension', () => {
+    const { name } = safeFileName(`${'ä'.repeat(300)}.zip`, 'f.zip');
+    expect(Buffer.byteLength(name)).toBeLessThanOrEqual(200);
+    expect(name.endsWith('.zip')).toBe(true);
+  });
+});
+
+describe('parseChecksumFile', () => {
+  const hex = 'AB'.repeat(64);
+  it('reads sha512sum text and binary mode lines and bare digests, in lower case', () => {
+    expect(parseChecksumFile(`${hex}  DE_001.zip\n`, 'DE_001.zip', 's')).toBe(hex.toLowerCase());
+    expect(parseChecksumFile(`${hex} *DE_001.zip\r\n`, 'DE_001.zip', 's')).toBe(hex.toLowerCase());
+    expect(parseChecksumFile(hex, 'DE_001.zip', 's')).toBe(hex.toLowerCase());
+  });
+
+  it('refuses a short digest or a line for another file', () => {
+    expect(() => parseChecksumFile('abc  DE_001.zip', 'DE_001.zip', 's')).toThrow(expect.objectContaining({ code: 'checksum-file-invalid' }));
+    expect(() => parseChecksumFile(`${hex}  AT_001.zip`, 'DE_001.zip', 's')).toThrow(/AT_001\.zip/);
+  });
+});

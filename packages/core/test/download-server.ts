@@ -1,0 +1,98 @@
+/**
+ * A scriptable download server for the client tests: real HTTP on port 0, Range support, and
+ * per-request faults (503, cut bodies, ignored ranges). It records every request it saw.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type Fault = 'ok' | '503' | 'cut' | 'ignore-range' | 'stall';
+
+export interface ServedFile {
+  body: Buffer;
+  /** Require `Authorization: Bearer <key>` (default true). */
+  auth?: boolean;
+  contentDisposition?: string;
+  contentType?: string;
+}
+
+export interface SeenRequest {
+  path: string;
+  range: string | undefined;
+  authorization: string | undefined;
+}
+
+export interface TestServer {
+  url: string;
+  files: Map<string, ServedFile>;
+  /** Faults used by the next requests, in order; `ok` once the list is empty. */
+  faults: Fault[];
+  seen: SeenRequest[];
+  /** Bytes of file bodies sent. */
+  bytesSent: number;
+  close(): Promise<void>;
+}
+
+export const API_KEY = 'test-key-5ecret-ABC';
+
+export async function startDownloadServer(): Promise<TestServer> {
+  const state = { files: new Map<string, ServedFile>(), faults: [] as Fault[], seen: [] as SeenRequest[], bytesSent: 0 };
+  const server: Server = createServer((req: IncomingMessage, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    state.seen.push({ path, range: req.headers.range, authorization: req.headers.authorization });
+    const fault = state.faults.shift() ?? 'ok';
+    res.setHeader('X-Service-Request-Id', `req-${state.seen.length}`);
+    if (fault === '503') {
+      res.writeHead(503, { 'content-type': 'text/plain' }).end('busy');
+      return;
+    }
+    const file = state.files.get(path);
+    if (file === undefined) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('no such file');
+      return;
+    }
+    if ((file.auth ?? true) && req.headers.authorization !== `Bearer ${API_KEY}`) {
+      res.writeHead(401, { 'content-type': 'application/problem+json' });
+      res.end(JSON.stringify({ status: 401, type: 'https://docs.example.invalid/location/problems#api-key-invalid', title: 'API Key Invalid' }));
+      return;
+    }
+    const size = file.body.length;
+    const headers: Record<string, string | number> = { 'content-type': file.contentType ?? 'application/zip', 'accept-ranges': 'bytes' };
+    if (file.contentDisposition !== undefined) headers['content-disposition'] = file.contentDisposition;
+    let start = 0;
+    let end = size - 1;
+    let status = 200;
+    const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+    if (m !== null && fault !== 'ignore-range') {
+      start = Number(m[1]);
+      if (start >= size) {
+        res.writeHead(416, { ...headers, 'content-range': `bytes */${size}` }).end();
+        return;
+      }
+      status = 206;
+      headers['content-range'] = `bytes ${start}-${end}/${size}`;
+    }
+    headers['content-length'] = end - start + 1;
+    res.writeHead(status, headers);
+    const part = file.body.subarray(start, end + 1);
+    if (fault === 'cut' || fault === 'stall') {
+      const half = part.subarray(0, Math.floor(part.length / 2));
+      state.bytesSent += half.length;
+      res.write(half, () => {
+        if (fault === 'cut') setTimeout(() => res.destroy(), 20);
+      });
+      return; // 'stall' keeps the socket open and silent
+    }
+    state.bytesSent += part.length;
+    res.end(part);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(state, {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  }) as TestServer;
+}

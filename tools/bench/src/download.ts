@@ -1,0 +1,138 @@
+/**
+ * Download throughput: a 200 MiB reference-data artifact from the sandbox through @dq/core's
+ * DownloadClient (SHA-512 computed in the same pass, fsync, verified against the `.sha512`, atomic
+ * rename), beside `curl` fetching the same URL to a file in the same run (no hashing, no fsync: the
+ * raw limit of this machine and server). Ratio = our MB/s ÷ curl's MB/s; target ≥ 0.9. The sandbox
+ * runs in its own process (its CLI). Median of RUNS runs, the two clients alternating first.
+ * Usage: node tools/bench/dist/download.js [--runs 3] [--mib 200]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { DownloadClient } from '@dq/core';
+
+const TARGET = 0.9; // our throughput ÷ curl's (issue 7)
+const KEY = 'bench-key-download-1';
+const SELF = fileURLToPath(import.meta.url);
+const require = createRequire(import.meta.url);
+const ARTIFACT = '/download/v1/data/post/DE/release-v3/2026-11-01/DE_001.zip';
+
+async function firstLine(child: ChildProcess): Promise<string> {
+  if (child.stdout === null) throw new Error('child has no stdout');
+  const lines = createInterface({ input: child.stdout });
+  const [line] = (await once(lines, 'line')) as [string];
+  lines.close();
+  return line;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+/** Seconds curl takes to write the artifact to `file`. */
+async function curl(url: string, file: string): Promise<number> {
+  const t0 = performance.now();
+  const child = spawn('curl', ['-sS', '--fail', '-o', file, '-H', `Authorization: Bearer ${KEY}`, url], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const [code] = (await once(child, 'exit')) as [number];
+  if (code !== 0) throw new Error(`curl exited with ${code}`);
+  return (performance.now() - t0) / 1000;
+}
+
+/** Seconds our client takes to download, hash, fsync, verify and place the artifact. */
+async function ours(client: DownloadClient, dir: string, sha512: string): Promise<number> {
+  const t0 = performance.now();
+  await client.download(ARTIFACT, { destDir: dir, fileName: 'DE_001.zip', expectedSha512: sha512 });
+  return (performance.now() - t0) / 1000;
+}
+
+/** MB/s of SHA-512 alone on one core over `bytes` in memory: the ceiling of any same-pass hashing client. */
+function sha512Only(bytes: number): number {
+  const block = Buffer.alloc(1024 * 1024, 0x5a);
+  const t0 = performance.now();
+  const h = createHash('sha512');
+  for (let left = bytes; left > 0; left -= block.length) h.update(left >= block.length ? block : block.subarray(0, left));
+  h.digest();
+  return bytes / 1e6 / ((performance.now() - t0) / 1000);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, mib: { type: 'string', default: '200' } } });
+  const runs = Number(values.runs);
+  const mib = Number(values.mib);
+  const dir = await mkdtemp(join(tmpdir(), 'dq-bench-download-'));
+  const config = join(dir, 'accounts.json');
+  await writeFile(config, JSON.stringify({ accounts: [{ id: 'bench', apiKeys: [KEY] }], download: { largeArtifactMiB: mib, largeArtifact: 'DE_001.zip' } }));
+  const cli = join(dirname(require.resolve('@dq/sandbox')), 'cli.js');
+  const sandbox = spawn(process.execPath, [cli, '--port', '0', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await firstLine(sandbox);
+  const client = new DownloadClient({ downloadUrl: url, apiKey: KEY });
+  const oursS: number[] = [];
+  const curlS: number[] = [];
+  const hashMBps: number[] = [];
+  const details: object[] = [];
+  let bytes = 0;
+  try {
+    // The .sha512 makes the sandbox generate (or find cached) the large artifact before timing starts.
+    const { sha512 } = await client.fetchChecksum(ARTIFACT);
+    const warm = join(dir, 'warm');
+    await curl(`${url}${ARTIFACT}`, warm); // page cache of the served file, curl binary
+    bytes = (await stat(warm)).size;
+    await rm(warm);
+    for (let i = 0; i < runs; i++) {
+      const runDir = join(dir, `run-${i}`);
+      await mkdir(runDir);
+      const order = i % 2 === 0 ? ['ours', 'curl'] : ['curl', 'ours'];
+      const t: Record<string, number> = {};
+      for (const who of order) {
+        t[who] = who === 'curl' ? await curl(`${url}${ARTIFACT}`, join(runDir, 'curl.zip')) : await ours(client, runDir, sha512);
+      }
+      await rm(runDir, { recursive: true, force: true });
+      hashMBps.push(sha512Only(bytes));
+      oursS.push(t['ours'] ?? NaN);
+      curlS.push(t['curl'] ?? NaN);
+      const mbps = (s: number) => Number((bytes / 1e6 / s).toFixed(1));
+      details.push({ run: i + 1, first: order[0], ours: { seconds: t['ours'], mbPerSecond: mbps(t['ours'] ?? NaN) }, curl: { seconds: t['curl'], mbPerSecond: mbps(t['curl'] ?? NaN) } });
+      process.stderr.write(`run ${i + 1}: ours ${mbps(t['ours'] ?? NaN)} MB/s, curl ${mbps(t['curl'] ?? NaN)} MB/s\n`);
+    }
+  } finally {
+    await client.close();
+    await stop(sandbox);
+    await rm(dir, { recursive: true, force: true });
+  }
+  const oursMBps = bytes / 1e6 / median(oursS);
+  const curlMBps = bytes / 1e6 / median(curlS);
+  const result = {
+    benchmark: 'download',
+    date: new Date().toISOString(),
+    setup: { runs, artifactBytes: bytes, cpus: cpus().length, node: process.version, ours: 'DownloadClient: SHA-512 in the same pass, fsync, verify, rename', reference: 'curl -o file (no hash, no fsync)' },
+    oursMBPerSecond: Number(oursMBps.toFixed(1)),
+    curlMBPerSecond: Number(curlMBps.toFixed(1)),
+    ratio: Number((oursMBps / curlMBps).toFixed(3)),
+    target: TARGET,
+    /** SHA-512 alone in memory on one core: no same-pass hashing client can beat it. */
+    sha512OnlyMBPerSecond: Number(median(hashMBps).toFixed(1)),
+    ratioToSha512Ceiling: Number((oursMBps / median(hashMBps)).toFixed(3)),
+    runs: details,
+  };
+  process.stdout.write(
+    `download ${(bytes / 1048576).toFixed(0)} MiB: ours ${result.oursMBPerSecond} MB/s (SHA-512 same pass, fsync) | curl ${result.curlMBPerSecond} MB/s | ` +
+      `ratio ${result.ratio} (target ≥ ${TARGET}, median of ${runs}) | SHA-512 alone ${result.sha512OnlyMBPerSecond} MB/s, ours/that ${result.ratioToSha512Ceiling}\n`,
+  );
+  const resultsDir = join(dirname(SELF), '..', 'results');
+  await mkdir(resultsDir, { recursive: true });
+  await writeFile(join(resultsDir, 'download.json'), `${JSON.stringify(result, null, 2)}\n`);
+}
+
+await main();
