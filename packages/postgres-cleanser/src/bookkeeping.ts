@@ -1,0 +1,111 @@
+import type pg from 'pg';
+import { inTransaction } from './db.js';
+import { CleanseError } from './errors.js';
+
+/** Schema holding dq-pg's runs, key ranges, progress, per-row results and audit. */
+export const STATE_SCHEMA = 'dq_cleanse';
+
+/** SQLSTATE raised when a page's checkpoint no longer stands where its reader left it. */
+export const RANGE_TAKEN = 'DQ001';
+
+/**
+ * Bookkeeping tables, created on first use. Keys are stored as text (the key column's text form)
+ * and cast back to the real type in SQL. The audit (before/after of every row written) lives
+ * in the results row of the written row, so a page inserts one row per row; `audit` is a view of
+ * it. Keys use the "C" collation: plain byte order, the cheapest to index. No foreign keys: their KEY SHARE locks would make page
+ * commits of several processes wait on the run row.
+ */
+const DDL = `
+CREATE SCHEMA IF NOT EXISTS ${STATE_SCHEMA};
+CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.runs (
+  run_id       text PRIMARY KEY,
+  table_name   text NOT NULL,
+  key_column   text NOT NULL,
+  key_type     text NOT NULL,
+  mapping      jsonb NOT NULL,
+  options      jsonb NOT NULL,
+  options_hash text NOT NULL,
+  range_rows   integer NOT NULL,
+  state        text NOT NULL,
+  frontier     text,
+  exhausted    boolean NOT NULL DEFAULT false,
+  last_error   jsonb,
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  updated_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.ranges (
+  run_id   text NOT NULL,
+  range_no integer NOT NULL,
+  lo       text,
+  hi       text,
+  PRIMARY KEY (run_id, range_no)
+);
+CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.progress (
+  run_id        text NOT NULL,
+  range_no      integer NOT NULL,
+  last_key      text,
+  done          boolean NOT NULL DEFAULT false,
+  worker        text,
+  rows_read     bigint NOT NULL DEFAULT 0,
+  written       bigint NOT NULL DEFAULT 0,
+  unchanged     bigint NOT NULL DEFAULT 0,
+  conflicts     bigint NOT NULL DEFAULT 0,
+  accepted      bigint NOT NULL DEFAULT 0,
+  review        bigint NOT NULL DEFAULT 0,
+  invalid       bigint NOT NULL DEFAULT 0,
+  invalid_input bigint NOT NULL DEFAULT 0,
+  unavailable   bigint NOT NULL DEFAULT 0,
+  api_calls     bigint NOT NULL DEFAULT 0,
+  updated_at    timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (run_id, range_no)
+);
+CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.results (
+  run_id         text COLLATE "C" NOT NULL,
+  row_key        text COLLATE "C" NOT NULL,
+  status         text NOT NULL,
+  result_class   text,
+  outcome        text NOT NULL,
+  request_id     text,
+  candidates     jsonb,
+  detail         jsonb,
+  error          jsonb,
+  checked_at     timestamptz NOT NULL,
+  worker         text NOT NULL,
+  before         jsonb,
+  after          jsonb,
+  rollback       text,
+  rolled_back_at timestamptz,
+  PRIMARY KEY (run_id, row_key)
+);
+CREATE OR REPLACE VIEW ${STATE_SCHEMA}.audit AS
+  SELECT run_id, row_key, before, after, request_id, checked_at AS at, rollback, rolled_back_at
+    FROM ${STATE_SCHEMA}.results WHERE outcome = 'written';
+CREATE OR REPLACE FUNCTION ${STATE_SCHEMA}.range_taken(run text, range_no integer) RETURNS integer
+  LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'key range % of run % was taken over by another process', range_no, run USING ERRCODE = '${RANGE_TAKEN}';
+END $$;`;
+
+/**
+ * Creates the bookkeeping schema if missing. Serialised with an advisory lock so that processes
+ * starting together do not race on CREATE … IF NOT EXISTS.
+ */
+export async function ensureSchema(client: pg.Client): Promise<void> {
+  try {
+    await inTransaction(client, async () => {
+      await client.query(`SELECT pg_advisory_xact_lock(hashtext('${STATE_SCHEMA}'))`);
+      await client.query(DDL);
+    });
+  } catch (e) {
+    if ((e as { code?: string }).code === '42501') {
+      throw new CleanseError('permission-denied', `the database user may not create schema ${STATE_SCHEMA} or its tables; create it once as an owner, or GRANT CREATE`, { cause: e });
+    }
+    throw e;
+  }
+}
+
+/** Whether the bookkeeping schema exists (status and rollback do not create it). */
+export async function schemaExists(client: pg.Client): Promise<boolean> {
+  const { rows } = await client.query<{ ok: boolean }>(`SELECT to_regclass('${STATE_SCHEMA}.runs') IS NOT NULL AS ok`);
+  return rows[0]?.ok === true;
+}

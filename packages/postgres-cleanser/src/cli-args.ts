@@ -1,0 +1,188 @@
+import { parseArgs } from 'node:util';
+import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODE_FIELDS } from '@dq/core';
+import type { Mode, ResultClass } from '@dq/core';
+import { usageError } from './errors.js';
+import type { CleanseOptions } from './options.js';
+
+/** The `--help` text. */
+export const USAGE = `Usage:
+  dq-pg cleanse --db <url> --table <schema.table> [--key <column>] [--map <field>=<column>,...] [options]
+  dq-pg rollback --db <url> --run <id>
+  dq-pg status --db <url> [--run <id>] [--json]
+
+Cleans text columns of a PostgreSQL table in place with the data-quality platform. Rows are read
+in key order, a page at a time; corrected values are written only where the row still holds what
+was read, with an audit row (before/after) and a results row per row in the same transaction.
+Runs resume where they stopped, several processes with the same --run-id share the work, and
+rollback restores the audited values except for rows changed again since.
+
+cleanse options:
+  --db <url>                postgres://user:password@host:port/db (env DQ_DATABASE_URL)
+  --table <name>            table or schema.table (required)
+  --key <column>            unique, non-NULL key column; default the primary key
+  --map <field>=<col>,...   request fields from columns; default: columns named like the fields
+                            (or their snake_case). address: ${MODE_FIELDS.address.join(', ')}
+                            company: ${MODE_FIELDS.company.join(', ')}   tr: ${MODE_FIELDS.tr.join(', ')}   vat: ${MODE_FIELDS.vat.join(', ')}
+  --where <sql>             only rows matching this SQL predicate (your own SQL, run as given)
+  --mode <mode>             address (default) | company | tr | vat
+  --country <CC>            country for rows without one, e.g. DE
+  --accept <classes>        result classes whose corrections are written, default A,B,C
+                            (D and E stay for review, F is invalid, unless listed here)
+  --include <list>          ${ADDRESS_INCLUDE_VALUES.join(', ')}
+  --batch-size <rows>       rows per page: one API batch and one transaction, default 1000
+  --pages-per-claim <n>     pages per key range claimed by a process, default 10
+  --run-id <id>             run to resume or join; default a new id (printed)
+  --dry-run                 write nothing; print each row that would change (NDJSON) and the counts
+  --max-failed <share>      exit 4 when unavailable rows exceed this share, default 0
+  --concurrency <n>         HTTP calls in flight, default 32
+  --threads <n>             engine worker threads, default 2
+  --rate-limit <rps>        requests per second to the platform, default the contract's; 0 = none
+  --base-url <url>          address API host (env DQ_BASE_URL)
+  --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
+  --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
+
+rollback options:  --db <url>  --run <id>
+status options:    --db <url>  [--run <id>]  [--json]
+
+Exit codes: 0 done, 1 unexpected error, 2 bad usage or table/column/key problem, 3 key/account/
+quota stopped the run (fix, then rerun with --run-id), 4 done but --max-failed passed,
+75 database or platform unavailable, or interrupted (rerun with --run-id).
+`;
+
+/** A parsed command line. */
+export type CliCommand =
+  | { command: 'help' }
+  | { command: 'cleanse'; options: Omit<CleanseOptions, 'baseUrl' | 'apiKey'> & { baseUrl?: string; apiKey?: string } }
+  | { command: 'rollback'; db: string | undefined; runId: string }
+  | { command: 'status'; db: string | undefined; runId?: string; json: boolean };
+
+const MODES: readonly Mode[] = ['address', 'company', 'tr', 'vat'];
+const CLASSES: readonly ResultClass[] = ['A', 'B', 'C', 'D', 'E', 'F'];
+
+/**
+ * Parses `argv` (without node and script) and the DQ_* variables of `env`. Throws a CleanseError
+ * with code `usage` naming the flag at fault.
+ */
+export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        db: { type: 'string' }, table: { type: 'string' }, key: { type: 'string' }, map: { type: 'string' },
+        where: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' }, accept: { type: 'string' },
+        include: { type: 'string' }, 'batch-size': { type: 'string' }, 'pages-per-claim': { type: 'string' },
+        'run-id': { type: 'string' }, run: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' },
+        'max-failed': { type: 'string' }, concurrency: { type: 'string' }, threads: { type: 'string' },
+        'rate-limit': { type: 'string' }, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
+        'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    // parseArgs names the flag in its message; it has no finer code than ERR_PARSE_ARGS_*.
+    throw usageError('arguments', (err as Error).message);
+  }
+  const { values: v, positionals } = parsed;
+  if (v.help || positionals[0] === 'help') return { command: 'help' };
+  const envOf = (name: string) => (env[name] === '' ? undefined : env[name]);
+  const db = v.db ?? envOf('DQ_DATABASE_URL');
+  const [command, ...rest] = positionals;
+  if (rest.length > 0) throw usageError('command', `unexpected "${rest.join(' ')}" after "${command}"`);
+  if (command === 'status') return { command, db, json: v.json ?? false, ...(v.run ? { runId: v.run } : {}) };
+  if (command === 'rollback') {
+    const runId = v.run ?? v['run-id'];
+    if (!runId) throw usageError('--run', 'required: the id of the run to roll back (dq-pg status lists them)');
+    return { command, db, runId };
+  }
+  if (command !== 'cleanse') {
+    throw usageError('command', `expected cleanse, rollback or status, got ${command === undefined ? 'nothing' : `"${command}"`}`);
+  }
+  if (!v.table) throw usageError('--table', 'required: the table to clean');
+  const mode = oneOf('--mode', v.mode ?? 'address', MODES);
+  const country = v.country?.trim().toUpperCase();
+  if (country !== undefined && !isCountryCode(country)) throw usageError('--country', `"${v.country}" is not a two-letter country code`);
+  const include = list(v.include);
+  for (const value of include ?? []) oneOf('--include', value, ADDRESS_INCLUDE_VALUES);
+  const accept = list(v.accept)?.map((c) => oneOf('--accept', c.toUpperCase(), CLASSES));
+  const rate = v['rate-limit'] === undefined ? undefined : number('--rate-limit', v['rate-limit'], 0, 100_000, false);
+  const engine: NonNullable<CleanseOptions['engine']> = {};
+  if (v.concurrency !== undefined) engine.concurrency = number('--concurrency', v.concurrency, 1, 4096, true);
+  if (v.threads !== undefined) engine.threads = number('--threads', v.threads, 1, 64, true);
+  if (rate !== undefined) engine.rateLimits = mode === 'address' ? { batch: rate, validate: rate } : { company: rate };
+  const options: Extract<CliCommand, { command: 'cleanse' }>['options'] = {
+    db: db ?? '',
+    table: v.table,
+    mode,
+    engine,
+    dryRun: v['dry-run'] ?? false,
+    maxFailed: v['max-failed'] === undefined ? 0 : number('--max-failed', v['max-failed'], 0, 1, false),
+  };
+  if (v.key !== undefined) options.key = v.key;
+  if (v.map !== undefined) options.map = parseMap(v.map);
+  if (v.where !== undefined) {
+    if (v.where.trim() === '') throw usageError('--where', 'is empty');
+    options.where = v.where;
+  }
+  if (country !== undefined) options.country = country;
+  if (accept !== undefined) options.accept = accept;
+  if (include !== undefined) options.include = include;
+  if (v['batch-size'] !== undefined) options.batchSize = number('--batch-size', v['batch-size'], 1, 100_000, true);
+  if (v['pages-per-claim'] !== undefined) options.pagesPerClaim = number('--pages-per-claim', v['pages-per-claim'], 1, 1_000_000, true);
+  if (v['run-id'] !== undefined) options.runId = runIdOf(v['run-id']);
+  const baseUrl = url('--base-url', v['base-url'] ?? envOf('DQ_BASE_URL'));
+  const realtimeUrl = url('--realtime-url', v['realtime-url'] ?? envOf('DQ_REALTIME_URL'));
+  const apiKey = v['api-key'] ?? envOf('DQ_API_KEY');
+  if (baseUrl !== undefined) options.baseUrl = baseUrl;
+  if (realtimeUrl !== undefined) options.realtimeUrl = realtimeUrl;
+  if (apiKey !== undefined) options.apiKey = apiKey;
+  return { command: 'cleanse', options };
+}
+
+/** `street=strasse,postalCode=plz` → { street: 'strasse', postalCode: 'plz' }. */
+export function parseMap(text: string): Record<string, string> {
+  const map: Record<string, string> = {};
+  for (const pair of text.split(',')) {
+    const eq = pair.indexOf('=');
+    const field = pair.slice(0, eq).trim();
+    const column = pair.slice(eq + 1).trim();
+    if (eq < 0 || field === '' || column === '') throw usageError('--map', `"${pair}" is not field=column`);
+    if (map[field] !== undefined) throw usageError('--map', `field "${field}" is mapped twice`);
+    map[field] = column;
+  }
+  return map;
+}
+
+function runIdOf(text: string): string {
+  if (!/^[A-Za-z0-9._:-]{1,100}$/.test(text)) throw usageError('--run-id', `"${text}" must be 1–100 letters, digits, ".", "_", ":" or "-"`);
+  return text;
+}
+
+function list(text: string | undefined): string[] | undefined {
+  return text?.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) throw usageError(flag, `"${value}" is not one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+function number(flag: string, text: string, min: number, max: number, integer: boolean): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+    throw usageError(flag, `"${text}" must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function url(flag: string, text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const u = new URL(text);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http');
+  } catch {
+    throw usageError(flag, `"${text}" is not an http(s) URL`);
+  }
+  return text;
+}

@@ -1,0 +1,72 @@
+import { DqError, ExitCode } from '@dq/core';
+
+/**
+ * Stable codes of errors raised by dq-pg itself, with the exit code each leads to (platform errors
+ * keep @dq/core's codes). Branch on `code`, never on the message.
+ */
+export const cleanseErrorExitCodes = {
+  /** a flag is missing, unknown or has a bad value */
+  usage: ExitCode.USAGE,
+  /** the database refused the credentials, or the database does not exist */
+  'db-auth': ExitCode.USAGE,
+  /** the database server cannot be reached (refused, reset, timed out, shutting down) */
+  'db-unreachable': ExitCode.TEMPFAIL,
+  /** the table named by --table does not exist */
+  'table-not-found': ExitCode.USAGE,
+  /** the key or a mapped column does not exist */
+  'column-not-found': ExitCode.USAGE,
+  /** the key column has no single-column unique index or primary key */
+  'key-not-unique': ExitCode.USAGE,
+  /** the key column is nullable and holds NULLs: those rows could not be addressed */
+  'key-has-nulls': ExitCode.USAGE,
+  /** a mapped column is not of a text-like type, is generated, or is the key itself */
+  'column-type': ExitCode.USAGE,
+  /** the --where predicate does not parse or names unknown columns */
+  'where-invalid': ExitCode.USAGE,
+  /** the database user may not read or update the table, or create the bookkeeping schema */
+  'permission-denied': ExitCode.USAGE,
+  /** --run-id names a run made with another table, key, mapping or options */
+  'run-mismatch': ExitCode.USAGE,
+  /** rollback of a run id that does not exist */
+  'run-not-found': ExitCode.USAGE,
+} as const satisfies Record<string, ExitCode>;
+
+/** Code of a {@link CleanseError}. */
+export type CleanseErrorCode = keyof typeof cleanseErrorExitCodes;
+
+/** An error of dq-pg. `exitCode` is what the CLI exits with; messages never hold the DB password. */
+export class CleanseError extends DqError {
+  override name = 'CleanseError';
+  declare readonly code: CleanseErrorCode;
+  readonly exitCode: ExitCode;
+
+  constructor(code: CleanseErrorCode, message: string, options: { cause?: unknown } = {}) {
+    // Not scope `run`: that marks credential/quota stops (exit 3), which these are not.
+    super(message, { code, retriable: cleanseErrorExitCodes[code] === ExitCode.TEMPFAIL, cause: options.cause });
+    this.exitCode = cleanseErrorExitCodes[code];
+  }
+}
+
+/** A usage error naming the flag at fault (exit code 2). */
+export function usageError(flag: string, problem: string): CleanseError {
+  return new CleanseError('usage', `${flag}: ${problem} (see dq-pg --help)`);
+}
+
+const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+
+/**
+ * Turns a node-postgres connection failure into a {@link CleanseError}: SQLSTATE class 28 (bad
+ * credentials) and 3D000 (no such database) are usage errors, network errors and class 08 / 57P
+ * (server shutting down) are temporary. Anything else is returned unchanged. `where` names the
+ * server as `host:port/database`, never with the password.
+ */
+export function connectionError(e: unknown, where: string): unknown {
+  const code = typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : '';
+  if (code.startsWith('28') || code === '3D000') {
+    return new CleanseError('db-auth', `the database ${where} refused the connection (${code}): check the user, password and database name of --db`, { cause: e });
+  }
+  if (UNREACHABLE_ERRNO.has(code) || code.startsWith('08') || code.startsWith('57P')) {
+    return new CleanseError('db-unreachable', `the database ${where} cannot be reached (${code}); retry later`, { cause: e });
+  }
+  return e;
+}

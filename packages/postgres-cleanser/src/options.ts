@@ -1,0 +1,86 @@
+import type { EngineConfig, Logger, Mode, RecordStatus, ResultClass } from '@dq/core';
+
+/** Options of {@link cleanse} (the `dq-pg cleanse` flags). */
+export interface CleanseOptions {
+  /** `postgres://user:password@host:port/db`; the password is never logged. */
+  db: string;
+  /** `table` or `schema.table`. */
+  table: string;
+  /** Key column; default the single-column primary key. Must be unique and not NULL. */
+  key?: string;
+  /** Request field → column; default the mode's fields that have a column of that name. */
+  map?: Readonly<Record<string, string>>;
+  /** SQL predicate selecting the rows to clean (the caller's own SQL, run as given). */
+  where?: string;
+  /** Default `address`. */
+  mode?: Mode;
+  /** Country for address rows without one. */
+  country?: string;
+  /** Result classes whose corrections are written; default A, B, C (ARCHITECTURE.md result policy). */
+  accept?: readonly ResultClass[];
+  /** Address `_options.include` values. */
+  include?: string[];
+  /** Rows per page (one API batch, one transaction); default 1000. */
+  batchSize?: number;
+  /** Pages per claimed key range (the unit several processes share out); default 10. Fixed when a run is created. */
+  pagesPerClaim?: number;
+  /** Read and validate, write nothing at all (not even bookkeeping); report what would change. */
+  dryRun?: boolean;
+  /** Run to create or resume; default a new id. */
+  runId?: string;
+  /** Platform address API host. */
+  baseUrl: string;
+  /** Company service host; default `baseUrl`. */
+  realtimeUrl?: string;
+  apiKey: string;
+  /** Engine settings passed through (threads, concurrency, rate limits, retry, timeouts, cache). */
+  engine?: Partial<Omit<EngineConfig, 'mode' | 'baseUrl' | 'realtimeUrl' | 'apiKey' | 'defaultCountry' | 'include' | 'policy' | 'logger'>>;
+  /** Largest share (0–1) of unavailable rows before the exit code is 4; default 0. */
+  maxFailed?: number;
+  logger?: Logger;
+  /** Stops after the page in flight has been written. */
+  signal?: AbortSignal;
+  /** Dry-run only: receives each row whose values would change. */
+  onChange?: (change: RowChange) => void;
+  /** Receives the counts after every committed page. */
+  onPage?: (progress: CleanseProgress) => void;
+}
+
+/** A row a run would change (dry-run) with values per column. */
+export interface RowChange {
+  key: string;
+  resultClass?: ResultClass;
+  before: Record<string, string | null>;
+  after: Record<string, string | null>;
+}
+
+/** Counts of what this process did so far. */
+export interface CleanseProgress {
+  rows: number;
+  written: number;
+  unchanged: number;
+  conflicts: number;
+  byStatus: Record<RecordStatus, number>;
+  apiCalls: number;
+  /** Where the time went, in milliseconds: reading pages, validating them (engine), writing them. */
+  timings: { readMs: number; validateMs: number; writeMs: number };
+}
+
+/** What {@link cleanse} did, with the exit code for the CLI. */
+export interface CleanseSummary extends CleanseProgress {
+  /** Null for a dry run (which records nothing). */
+  runId: string | null;
+  table: string;
+  dryRun: boolean;
+  /** State of the run afterwards: `done`, `running` (other processes still hold ranges), `stopped`. */
+  state: 'done' | 'running' | 'stopped' | 'rolled-back' | 'dry-run';
+  exitCode: number;
+  /** Keys of rows not written because someone changed them after they were read (first 100). */
+  conflictKeys: string[];
+  error?: { code: string; message: string; requestId?: string };
+}
+
+/** Default rows per page. */
+export const DEFAULT_BATCH_SIZE = 1000;
+/** Default pages per claimed range. */
+export const DEFAULT_PAGES_PER_CLAIM = 10;

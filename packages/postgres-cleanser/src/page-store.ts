@@ -1,0 +1,198 @@
+import type pg from 'pg';
+import { RANGE_TAKEN, STATE_SCHEMA } from './bookkeeping.js';
+import type { TargetTable } from './preflight.js';
+import type { SourceRow } from './row-values.js';
+
+/** Per-row data of one page write, arrays in page order (all the same length). */
+export interface PageWrite {
+  keys: string[];
+  /** Whether the row's new values should be written (accepted and changed). */
+  write: boolean[];
+  status: string[];
+  resultClass: (string | null)[];
+  requestId: (string | null)[];
+  /** JSON texts (or null) for the results table. */
+  candidates: (string | null)[];
+  detail: (string | null)[];
+  error: (string | null)[];
+  /** Per mapped column: values as read, and values to write (ignored where `write` is false). */
+  before: (string | null)[][];
+  after: (string | null)[][];
+}
+
+/** Progress counters of one page, added to the range's `progress` row. */
+export interface PageCounts {
+  rowsRead: number;
+  unchanged: number;
+  accepted: number;
+  review: number;
+  invalid: number;
+  invalidInput: number;
+  unavailable: number;
+  apiCalls: number;
+}
+
+/**
+ * The page read: next `$n` rows after a key, in key order, with no snapshot kept between pages
+ * (issue 5: keyset pagination). Parameters: [$1 after-key][, $2 upper key], then the limit.
+ */
+export function pageReadSql(target: TargetTable, where: string | undefined, lower: boolean, upper: boolean): string {
+  const k = target.key.quoted;
+  const conds: string[] = [];
+  let n = 0;
+  if (lower) conds.push(`${target.qualified}.${k} > $${++n}::${target.key.type}`);
+  if (upper) conds.push(`${target.qualified}.${k} <= $${++n}::${target.key.type}`);
+  if (where !== undefined) conds.push(`(${where})`);
+  const t = target.qualified;
+  const cols = target.columns.map((c) => `${t}.${c.quoted}`).join(', ');
+  // ORDER BY the table's column, qualified: a bare name would sort by the text output column.
+  return `SELECT ${t}.${k}::text AS dq_key, ${cols} FROM ${t}${conds.length ? ` WHERE ${conds.join(' AND ')}` : ''} ORDER BY ${t}.${k} LIMIT $${n + 1}`;
+}
+
+/** Where a page moves its range's checkpoint, and the counts it adds to the range's progress. */
+export interface PageCheckpoint {
+  rangeNo: number;
+  /** The checkpoint the page was read from; the write only happens if it still stands there. */
+  prevKey: string | null;
+  lastKey: string | null;
+  done: boolean;
+  counts: PageCounts;
+}
+
+const FIXED_TYPES = ['text', 'timestamptz', 'text', 'KEY', 'KEY', 'KEY[]', 'bool[]', 'text[]', 'text[]', 'text[]', 'jsonb[]', 'jsonb[]', 'jsonb[]',
+  'integer', 'text', 'text', 'bool', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint'];
+
+/** SQL types of the parameters of {@link pageWriteSql}, in order (for PREPARE). */
+export function pageWriteParamTypes(target: TargetTable): string[] {
+  const fixed = FIXED_TYPES.map((t) => t.replace('KEY', target.key.type));
+  return [...fixed, ...target.columns.flatMap(() => ['text[]', 'text[]'])];
+}
+
+/**
+ * The page write, one statement and so one transaction (issue 5): the range's checkpoint moves
+ * from the key the page was read after to its last key; a guarded `UPDATE … FROM unnest(…)` touches
+ * only rows whose mapped columns still hold the values read (`IS NOT DISTINCT FROM`, so NULLs
+ * compare too; old values cast to the column's type so `char(n)` padding compares as stored); and
+ * one results row per row of the page records its status, class, request id, candidates and, for
+ * the rows updated, the audit's before and after values. If the checkpoint no longer stands where
+ * the page was read from (another process took the range over), `range_taken` raises and nothing
+ * of the page is kept. The key bounds let the planner use the key's index for the page's key range
+ * whatever the table's size (see the EXPLAIN test).
+ *
+ * Parameters: see {@link pageWriteParams}. Returns one row: `written` (count) and `conflicts`
+ * (keys of rows to write that had changed since they were read).
+ */
+export function pageWriteSql(target: TargetTable): string {
+  const { key, qualified, columns } = target;
+  const kt = key.type;
+  const arrays = [`$6::${kt}[]`, '$7::bool[]', '$8::text[]', '$9::text[]', '$10::text[]', '$11::jsonb[]', '$12::jsonb[]', '$13::jsonb[]'];
+  const names = ['k', 'w', 'status', 'class', 'rid', 'cand', 'detail', 'err'];
+  const first = FIXED_TYPES.length + 1;
+  columns.forEach((_, i) => {
+    arrays.push(`$${first + 2 * i}::text[]`, `$${first + 1 + 2 * i}::text[]`);
+    names.push(`o${i}`, `n${i}`);
+  });
+  const set = columns.map((c, i) => `${c.quoted} = v.n${i}`).join(', ');
+  const guard = columns.map((c, i) => `t.${c.quoted} IS NOT DISTINCT FROM v.o${i}::${c.type}`).join(' AND ');
+  const json = (prefix: string) => `jsonb_build_object(${columns.map((c, i) => `${literal(c.column)}, v.${prefix}${i}`).join(', ')})`;
+  return `WITH v AS (SELECT * FROM unnest(${arrays.join(', ')}) AS v(${names.join(', ')})),
+upd AS (
+  UPDATE ${qualified} AS t SET ${set} FROM v
+   WHERE v.w AND t.${key.quoted} = v.k AND t.${key.quoted} >= $4::${kt} AND t.${key.quoted} <= $5::${kt} AND ${guard}
+  RETURNING t.${key.quoted} AS k),
+prog AS (
+  UPDATE ${STATE_SCHEMA}.progress SET last_key = $16, done = $17, worker = $3, rows_read = rows_read + $18,
+         written = written + (SELECT count(*) FROM upd),
+         conflicts = conflicts + (SELECT count(*) FROM v WHERE v.w) - (SELECT count(*) FROM upd),
+         unchanged = unchanged + $19, accepted = accepted + $20, review = review + $21, invalid = invalid + $22,
+         invalid_input = invalid_input + $23, unavailable = unavailable + $24, api_calls = api_calls + $25, updated_at = now()
+   WHERE run_id = $1 AND range_no = $14 AND last_key IS NOT DISTINCT FROM $15 AND NOT done
+  RETURNING 1),
+res AS (
+  INSERT INTO ${STATE_SCHEMA}.results (run_id, row_key, status, result_class, outcome, request_id, candidates, detail, error, checked_at, worker, before, after)
+  SELECT $1, v.k::text, v.status, v.class,
+         CASE WHEN upd.k IS NOT NULL THEN 'written' WHEN v.w THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
+         v.rid, v.cand, v.detail, v.err, $2, $3,
+         CASE WHEN upd.k IS NOT NULL THEN ${json('o')} END, CASE WHEN upd.k IS NOT NULL THEN ${json('n')} END
+    FROM v LEFT JOIN upd ON upd.k = v.k)
+SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM prog) THEN ${STATE_SCHEMA}.range_taken($1, $14) END AS taken,
+       (SELECT count(*) FROM upd)::int AS written,
+       ARRAY(SELECT v.k::text FROM v WHERE v.w AND NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = v.k)) AS conflicts`;
+}
+
+/** The parameters of {@link pageWriteSql} for one page. */
+export function pageWriteParams(runId: string, worker: string, checkedAt: Date, page: PageWrite, checkpoint: PageCheckpoint): unknown[] {
+  const k = checkpoint.counts;
+  const params: unknown[] = [
+    runId, checkedAt, worker, page.keys[0], page.keys[page.keys.length - 1], page.keys, page.write, page.status,
+    page.resultClass, page.requestId, page.candidates, page.detail, page.error,
+    checkpoint.rangeNo, checkpoint.prevKey, checkpoint.lastKey, checkpoint.done, k.rowsRead, k.unchanged, k.accepted, k.review,
+    k.invalid, k.invalidInput, k.unavailable, k.apiCalls,
+  ];
+  page.before.forEach((old, i) => params.push(old, page.after[i]));
+  return params;
+}
+
+const literal = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+/** Reads pages and commits page writes with their checkpoint, on one connection. */
+export class PageStore {
+  readonly #client: pg.Client;
+  readonly #target: TargetTable;
+  readonly #where: string | undefined;
+  readonly #writeSql: string;
+  readonly #readSql = new Map<string, string>();
+
+  constructor(client: pg.Client, target: TargetTable, where: string | undefined) {
+    this.#client = client;
+    this.#target = target;
+    this.#where = where;
+    this.#writeSql = pageWriteSql(target);
+  }
+
+  /** Up to `limit` rows with keys in (`after`, `upTo`] (null bounds = open), in key order. */
+  async read(after: string | null, upTo: string | null, limit: number): Promise<SourceRow[]> {
+    const variant = `${after !== null ? 'l' : ''}${upTo !== null ? 'u' : ''}`;
+    let text = this.#readSql.get(variant);
+    if (text === undefined) {
+      text = pageReadSql(this.#target, this.#where, after !== null, upTo !== null);
+      this.#readSql.set(variant, text);
+    }
+    const values: unknown[] = [];
+    if (after !== null) values.push(after);
+    if (upTo !== null) values.push(upTo);
+    values.push(limit);
+    const res = await this.#client.query<unknown[]>({ name: `dq_read_${variant}`, text, values, rowMode: 'array' });
+    return res.rows.map((r) => ({ key: r[0] as string, values: r.slice(1) as (string | null)[] }));
+  }
+
+  /**
+   * Commits one page with its checkpoint in one statement ({@link pageWriteSql}). Returns `taken`
+   * when the range's checkpoint had moved (another process took the range over): then nothing of
+   * the page was kept. A page without rows only moves the checkpoint.
+   */
+  async commit(runId: string, worker: string, page: PageWrite | null, checkpoint: PageCheckpoint): Promise<{ taken: true } | { taken: false; written: number; conflicts: string[] }> {
+    try {
+      if (page === null || page.keys.length === 0) {
+        const moved = await this.#client.query({
+          name: 'dq_checkpoint',
+          text: `UPDATE ${STATE_SCHEMA}.progress SET last_key = $4, done = $5, worker = $6, updated_at = now()
+                  WHERE run_id = $1 AND range_no = $2 AND last_key IS NOT DISTINCT FROM $3 AND NOT done`,
+          values: [runId, checkpoint.rangeNo, checkpoint.prevKey, checkpoint.lastKey, checkpoint.done, worker],
+        });
+        return moved.rowCount === 0 ? { taken: true } : { taken: false, written: 0, conflicts: [] };
+      }
+      const res = await this.#client.query<{ written: number; conflicts: string[] }>({
+        name: 'dq_write',
+        text: this.#writeSql,
+        values: pageWriteParams(runId, worker, new Date(), page, checkpoint),
+      });
+      return { taken: false, written: res.rows[0]?.written ?? 0, conflicts: res.rows[0]?.conflicts ?? [] };
+    } catch (e) {
+      // RANGE_TAKEN: the checkpoint moved; 23505: another holder of the range stored these rows' results.
+      const code = (e as { code?: string }).code;
+      if (code === RANGE_TAKEN || code === '23505') return { taken: true };
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,210 @@
+import type pg from 'pg';
+import { MODE_FIELDS } from '@dq/core';
+import type { Mode } from '@dq/core';
+import { quoteIdent } from './db.js';
+import { CleanseError, usageError } from './errors.js';
+
+/** One request field read from, and written back to, one column. */
+export interface MappedColumn {
+  /** Request field of the mode, e.g. `postalCode`. */
+  field: string;
+  /** Column name as stored in the catalog. */
+  column: string;
+  /** The column quoted for SQL. */
+  quoted: string;
+  /** SQL type as `format_type` spells it, e.g. `character(5)`; old values are cast to it when compared. */
+  type: string;
+}
+
+/** A table checked against the catalog: everything the reader and the writer need. */
+export interface TargetTable {
+  schema: string;
+  table: string;
+  /** `"schema"."table"`, quoted. */
+  qualified: string;
+  key: {
+    column: string;
+    quoted: string;
+    /** SQL type as `format_type` spells it (e.g. `bigint`, `character varying(20)`), used in casts. */
+    type: string;
+  };
+  columns: MappedColumn[];
+}
+
+/** What to check: names as the user gave them. */
+export interface TableSpec {
+  /** `table` or `schema.table`; unquoted names match exactly first, then case-insensitively. */
+  table: string;
+  /** Key column; default the single-column primary key. */
+  key?: string;
+  /** Request field → column; default every field of the mode with a column of that name (or snake_case). */
+  map?: Readonly<Record<string, string>>;
+  mode: Mode;
+  /** Extra SQL predicate the rows must match. */
+  where?: string;
+  /** Whether UPDATE will be needed (false for --dry-run). */
+  write: boolean;
+}
+
+interface ColumnRow {
+  name: string;
+  type: string;
+  category: string;
+  notnull: boolean;
+  generated: string;
+}
+
+/**
+ * The pre-flight checks, all before any API call (issue 5): the table and columns exist, the key has
+ * a single-column unique index (or is the primary key) and no NULLs, mapped columns are text-like
+ * (type category S, domains resolved) and not generated, the `where` predicate parses, and the user
+ * may read (and, unless dry-run, update) the table. Each failure is a {@link CleanseError} naming
+ * the table or column and what to do.
+ */
+export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<TargetTable> {
+  const { oid, schema, table } = await findTable(client, spec.table);
+  const qualified = `${quoteIdent(schema)}.${quoteIdent(table)}`;
+  const { rows: columns } = await client.query<ColumnRow>(
+    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
+            COALESCE(bt.typcategory, t.typcategory) AS category, a.attnotnull AS notnull, a.attgenerated AS generated
+       FROM pg_attribute a
+       JOIN pg_type t ON t.oid = a.atttypid
+       LEFT JOIN pg_type bt ON t.typtype = 'd' AND bt.oid = t.typbasetype
+      WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
+      ORDER BY a.attnum`,
+    [oid],
+  );
+  const names = columns.map((c) => c.name);
+  const column = (wanted: string, what: string): ColumnRow => {
+    const name = resolveName(names, wanted);
+    const found = columns.find((c) => c.name === name);
+    if (!found) {
+      throw new CleanseError('column-not-found', `${what}: table ${qualified} has no column "${wanted}"; its columns are ${names.join(', ')}`);
+    }
+    return found;
+  };
+
+  const keyRow = spec.key === undefined ? await primaryKeyColumn(client, oid, qualified) : column(spec.key, '--key');
+  const unique = await client.query(
+    `SELECT 1 FROM pg_index i
+      WHERE i.indrelid = $1 AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1 AND i.indpred IS NULL
+        AND i.indexprs IS NULL AND i.indkey[0] = (SELECT attnum FROM pg_attribute WHERE attrelid = $1 AND attname = $2)`,
+    [oid, keyRow.name],
+  );
+  if (unique.rowCount === 0) {
+    throw new CleanseError(
+      'key-not-unique',
+      `--key: column "${keyRow.name}" of ${qualified} has no primary key or single-column unique index; rows could not be addressed one by one. Pick a unique column or add a unique index`,
+    );
+  }
+  const key = { column: keyRow.name, quoted: quoteIdent(keyRow.name), type: keyRow.type };
+  if (!keyRow.notnull) {
+    const nulls = await client.query(`SELECT 1 FROM ${qualified} WHERE ${key.quoted} IS NULL LIMIT 1`);
+    if ((nulls.rowCount ?? 0) > 0) {
+      throw new CleanseError('key-has-nulls', `--key: column "${keyRow.name}" of ${qualified} holds NULLs; those rows cannot be addressed. Fill them or pick another key`);
+    }
+  }
+
+  const mapped = mapColumns(spec, names, qualified).map(({ field, column: wanted }): MappedColumn => {
+    const row = column(wanted, `--map ${field}`);
+    if (row.name === key.column) throw new CleanseError('column-type', `--map ${field}: "${row.name}" is the key column; the key is never rewritten`);
+    if (row.category !== 'S') {
+      throw new CleanseError('column-type', `--map ${field}: column "${row.name}" of ${qualified} is ${row.type}, not a text type (text, varchar, char); map a text column`);
+    }
+    if (row.generated !== '') throw new CleanseError('column-type', `--map ${field}: column "${row.name}" of ${qualified} is generated and cannot be written`);
+    return { field, column: row.name, quoted: quoteIdent(row.name), type: row.type };
+  });
+  const seen = new Set<string>();
+  for (const m of mapped) {
+    if (seen.has(m.column)) throw usageError('--map', `column "${m.column}" is mapped to more than one field`);
+    seen.add(m.column);
+  }
+
+  await checkPrivileges(client, oid, qualified, spec.write);
+  if (spec.where !== undefined) {
+    try {
+      await client.query(`EXPLAIN SELECT 1 FROM ${qualified} WHERE (${spec.where})`);
+    } catch (e) {
+      throw new CleanseError('where-invalid', `--where: the predicate is not valid for ${qualified}: ${(e as Error).message}`, { cause: e });
+    }
+  }
+  return { schema, table, qualified, key, columns: mapped };
+}
+
+async function findTable(client: pg.Client, given: string): Promise<{ oid: number; schema: string; table: string }> {
+  const parts = splitQualified(given);
+  if (!parts) throw usageError('--table', `"${given}" is not a table name (table or schema.table)`);
+  const { rows } = await client.query<{ oid: number; schema: string; table: string }>(
+    `SELECT c.oid::int AS oid, n.nspname AS schema, c.relname AS table
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind IN ('r', 'p') AND lower(c.relname) = lower($2)
+        AND (CASE WHEN $1::text IS NULL THEN n.nspname = ANY (current_schemas(false)) ELSE lower(n.nspname) = lower($1) END)
+      ORDER BY array_position(current_schemas(false), n.nspname::text)`,
+    [parts.schema ?? null, parts.table],
+  );
+  const exact = rows.filter((r) => r.table === parts.table && (parts.schema === undefined || r.schema === parts.schema));
+  const pick = exact[0] ?? (rows.length === 1 ? rows[0] : undefined);
+  if (!pick) {
+    const hint = rows.length > 1 ? `several tables match ignoring case (${rows.map((r) => `${r.schema}.${r.table}`).join(', ')}); spell it exactly` : 'check the name and the search_path, or give schema.table';
+    throw new CleanseError('table-not-found', `--table: no table "${given}" in this database; ${hint}`);
+  }
+  return pick;
+}
+
+/** `a.b`, `"A.x".b`, `a` → parts; quotes allow dots and doubled quotes inside a name. */
+export function splitQualified(text: string): { schema?: string; table: string } | undefined {
+  const part = String.raw`("(?:[^"]|"")+"|[^."]+)`;
+  const m = new RegExp(`^${part}(?:\\.${part})?$`).exec(text.trim());
+  if (!m || m[1] === undefined) return undefined;
+  const unquote = (s: string): string => (s.startsWith('"') ? s.slice(1, -1).replace(/""/g, '"') : s);
+  return m[2] === undefined ? { table: unquote(m[1]) } : { schema: unquote(m[1]), table: unquote(m[2]) };
+}
+
+async function primaryKeyColumn(client: pg.Client, oid: number, qualified: string): Promise<ColumnRow> {
+  const { rows } = await client.query<ColumnRow>(
+    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, ''::text AS category, a.attnotnull AS notnull, ''::text AS generated
+       FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+      WHERE i.indrelid = $1 AND i.indisprimary`,
+    [oid],
+  );
+  const first = rows[0];
+  if (rows.length !== 1 || !first) {
+    throw usageError('--key', `${qualified} has ${rows.length === 0 ? 'no primary key' : 'a primary key of several columns'}; name a unique column with --key`);
+  }
+  return first;
+}
+
+function resolveName(names: readonly string[], wanted: string): string | undefined {
+  if (names.includes(wanted)) return wanted;
+  const folded = names.filter((n) => n.toLowerCase() === wanted.toLowerCase());
+  return folded.length === 1 ? folded[0] : undefined;
+}
+
+function mapColumns(spec: TableSpec, names: readonly string[], qualified: string): { field: string; column: string }[] {
+  const fields: readonly string[] = MODE_FIELDS[spec.mode];
+  if (spec.map !== undefined) {
+    const entries = Object.entries(spec.map);
+    if (entries.length === 0) throw usageError('--map', 'maps no field');
+    for (const [field] of entries) {
+      if (!fields.includes(field)) throw usageError('--map', `"${field}" is not a ${spec.mode} field; use ${fields.join(', ')}`);
+    }
+    return entries.map(([field, column]) => ({ field, column }));
+  }
+  const found = fields.flatMap((field) => {
+    const snake = field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    const column = resolveName(names, field) ?? resolveName(names, snake);
+    return column === undefined ? [] : [{ field, column }];
+  });
+  if (found.length === 0) throw usageError('--map', `no column of ${qualified} is named like a ${spec.mode} field (${fields.join(', ')}); give --map field=column,...`);
+  return found;
+}
+
+async function checkPrivileges(client: pg.Client, oid: number, qualified: string, write: boolean): Promise<void> {
+  const { rows } = await client.query<{ sel: boolean; upd: boolean }>(
+    `SELECT has_table_privilege($1::oid, 'SELECT') AS sel, has_table_privilege($1::oid, 'UPDATE') AS upd`,
+    [oid],
+  );
+  const p = rows[0];
+  if (!p?.sel) throw new CleanseError('permission-denied', `the database user may not SELECT from ${qualified}; GRANT SELECT, UPDATE to it`);
+  if (write && !p.upd) throw new CleanseError('permission-denied', `the database user may not UPDATE ${qualified}; GRANT UPDATE to it (or use --dry-run)`);
+}

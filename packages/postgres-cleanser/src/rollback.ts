@@ -1,0 +1,118 @@
+import type pg from 'pg';
+import { createLogger, ExitCode } from '@dq/core';
+import type { Logger } from '@dq/core';
+import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
+import { connect, dbTarget, inTransaction } from './db.js';
+import { CleanseError, usageError } from './errors.js';
+import { inspectTable } from './preflight.js';
+import type { TargetTable } from './preflight.js';
+
+/** Options of {@link rollback}. */
+export interface RollbackOptions {
+  db: string;
+  runId: string;
+  /** Audit rows restored per statement; default 1000. */
+  batchSize?: number;
+  logger?: Logger;
+}
+
+/** What {@link rollback} did. */
+export interface RollbackSummary {
+  runId: string;
+  table: string;
+  /** Rows given back their values from before the run. */
+  restored: number;
+  /** Rows changed again after the run: left as they are and reported. */
+  conflicts: number;
+  /** Keys of those rows (first 100). */
+  conflictKeys: string[];
+  exitCode: number;
+}
+
+/**
+ * The batch restore: audit rows not yet restored, in key order after `$2`, set back to their
+ * `before` values, but only where every mapped column still holds the run's `after` value; every
+ * audit row of the batch is marked `restored` or `conflict`.
+ */
+export function rollbackSql(target: TargetTable): string {
+  const { key, qualified, columns } = target;
+  const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
+  const set = columns.map((c) => `${c.quoted} = a.before ->> ${lit(c.column)}`).join(', ');
+  const guard = columns.map((c) => `t.${c.quoted} IS NOT DISTINCT FROM (a.after ->> ${lit(c.column)})::${c.type}`).join(' AND ');
+  return `WITH a AS (
+  SELECT row_key, before, after FROM ${STATE_SCHEMA}.results
+   WHERE run_id = $1 AND ($2::text IS NULL OR row_key > $2) AND outcome = 'written' AND rollback IS DISTINCT FROM 'restored'
+   ORDER BY row_key LIMIT $3),
+upd AS (
+  UPDATE ${qualified} AS t SET ${set} FROM a
+   WHERE t.${key.quoted} = a.row_key::${key.type} AND ${guard}
+  RETURNING t.${key.quoted}::text AS k),
+mark AS (
+  UPDATE ${STATE_SCHEMA}.results au SET rollback = CASE WHEN upd.k IS NULL THEN 'conflict' ELSE 'restored' END, rolled_back_at = now()
+    FROM a LEFT JOIN upd ON upd.k = a.row_key
+   WHERE au.run_id = $1 AND au.row_key = a.row_key)
+SELECT (SELECT max(row_key) FROM a) AS last, (SELECT count(*) FROM upd)::int AS restored,
+       ARRAY(SELECT a.row_key FROM a WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = a.row_key) ORDER BY a.row_key) AS conflicts`;
+}
+
+/**
+ * Restores the values a run overwrote, from its audit (issue 5): a row changed again since the run
+ * wrote it is not clobbered but reported as a conflict (and tried again by a later rollback).
+ * Refuses while a process is still working on the run.
+ */
+export async function rollback(options: RollbackOptions): Promise<RollbackSummary> {
+  const logger = options.logger ?? createLogger({ level: 'warn' });
+  const batchSize = options.batchSize ?? 1000;
+  if (!options.runId) throw usageError('--run', 'required: the id of the run to roll back (see dq-pg status)');
+  const db = dbTarget(options.db, logger.redactor);
+  const client = await connect(db);
+  try {
+    const run = await loadRun(client, options.runId);
+    const target = await inspectTable(client, { table: run.table_name, key: run.key_column, map: run.mapping, mode: run.mode, write: true });
+    await refuseIfActive(client, options.runId);
+    const sql = rollbackSql(target);
+    let last: string | null = null;
+    let restored = 0;
+    let conflicts = 0;
+    const conflictKeys: string[] = [];
+    for (;;) {
+      const res: pg.QueryResult<{ last: string | null; restored: number; conflicts: string[] }> = await client.query({
+        name: 'dq_rollback', text: sql, values: [options.runId, last, batchSize],
+      });
+      const r = res.rows[0];
+      if (!r || r.last === null) break;
+      restored += r.restored;
+      conflicts += r.conflicts.length;
+      for (const k of r.conflicts) if (conflictKeys.length < 100) conflictKeys.push(k);
+      last = r.last;
+    }
+    await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'rolled-back', updated_at = now() WHERE run_id = $1`, [options.runId]);
+    if (conflicts > 0) logger.warn('rows changed after the run were not restored', { runId: options.runId, count: conflicts, keys: conflictKeys.slice(0, 20) });
+    return { runId: options.runId, table: target.qualified, restored, conflicts, conflictKeys, exitCode: ExitCode.OK };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function loadRun(client: pg.Client, runId: string): Promise<{ table_name: string; key_column: string; mapping: Record<string, string>; mode: 'address' }> {
+  if (!(await schemaExists(client))) throw new CleanseError('run-not-found', `--run ${runId}: this database has no dq-pg runs (no ${STATE_SCHEMA} schema)`);
+  const { rows } = await client.query<{ table_name: string; key_column: string; mapping: Record<string, string>; mode: 'address' }>(
+    `SELECT table_name, key_column, mapping, options ->> 'mode' AS mode FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
+    [runId],
+  );
+  const run = rows[0];
+  if (!run) throw new CleanseError('run-not-found', `--run ${runId}: no such run; dq-pg status lists the runs`);
+  return run;
+}
+
+/** A range of the run still claimed means a process is writing: rolling back under it would race it. */
+async function refuseIfActive(client: pg.Client, runId: string): Promise<void> {
+  await inTransaction(client, async () => {
+    try {
+      await client.query(`SELECT 1 FROM ${STATE_SCHEMA}.ranges WHERE run_id = $1 FOR UPDATE NOWAIT`, [runId]);
+    } catch (e) {
+      if ((e as { code?: string }).code !== '55P03') throw e;
+      throw new CleanseError('usage', `--run ${runId}: a dq-pg cleanse process is still working on this run; stop it (or let it finish) before rolling back`, { cause: e });
+    }
+  });
+}

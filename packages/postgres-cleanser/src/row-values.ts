@@ -1,0 +1,84 @@
+import type { AddressCandidate, CompanyRecord, EngineRecord, Mode, RecordResult } from '@dq/core';
+import type { MappedColumn } from './preflight.js';
+
+/** One row as read: its key as text and the mapped columns' values in mapping order. */
+export interface SourceRow {
+  key: string;
+  values: (string | null)[];
+}
+
+/** What a page does with one row. */
+export type RowOutcome = 'write' | 'unchanged' | 'kept';
+
+/** The decision for one row: its new values (same order as the mapping) and what to store about it. */
+export interface RowDecision {
+  outcome: RowOutcome;
+  after: (string | null)[];
+}
+
+/** The engine record of a row: request field → column value (NULL stays absent). */
+export function toRecord(row: SourceRow, columns: readonly MappedColumn[]): EngineRecord {
+  const record: Record<string, string | null> = {};
+  columns.forEach((c, i) => (record[c.field] = row.values[i] ?? null));
+  return record;
+}
+
+const join = (...parts: (string | undefined)[]): string | undefined => {
+  const present = parts.filter((p): p is string => p !== undefined && p.trim() !== '');
+  return present.length === 0 ? undefined : present.join(' ');
+};
+
+function addressValue(field: string, c: AddressCandidate): string | undefined {
+  switch (field) {
+    case 'addressLine':
+      return join(c.street, c.houseNumber);
+    case 'localityLine':
+      return join(c.postalCode, c.locality);
+    default:
+      return (c as Record<string, unknown>)[field] as string | undefined;
+  }
+}
+
+function companyValue(field: string, c: CompanyRecord): string | undefined {
+  const v = (c as Record<string, unknown>)[field];
+  return typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
+}
+
+/** The corrected value of a request field from an accepted result, or undefined when it has none. */
+function correctedValue(mode: Mode, field: string, result: RecordResult): string | undefined {
+  if (mode === 'address') return result.address ? addressValue(field, result.address) : undefined;
+  if (mode === 'company' || mode === 'tr') return result.company ? companyValue(field, result.company) : undefined;
+  // vat: the check says valid or not; there is nothing to correct.
+  return undefined;
+}
+
+/**
+ * Decides a row (ARCHITECTURE.md "Result policy"): only `accepted` results overwrite, field by field
+ * from the best candidate; a field the result has no value for keeps its value, and an empty value
+ * never replaces a NULL. A row whose values would not change is `unchanged` and is not written.
+ */
+export function decideRow(mode: Mode, row: SourceRow, columns: readonly MappedColumn[], result: RecordResult): RowDecision {
+  if (result.status !== 'accepted') return { outcome: 'kept', after: row.values };
+  const after = columns.map((c, i) => {
+    const before = row.values[i] ?? null;
+    const corrected = correctedValue(mode, c.field, result);
+    if (corrected === undefined || (corrected === '' && before === null)) return before;
+    return corrected;
+  });
+  const changed = after.some((v, i) => v !== (row.values[i] ?? null));
+  return { outcome: changed ? 'write' : 'unchanged', after };
+}
+
+/** Candidates kept for review (D: the suggestion, E: every candidate with `houseNumberChoice`). */
+export function reviewCandidates(result: RecordResult): unknown[] | null {
+  if (result.resultClass === 'E' && result.candidates) return result.candidates;
+  if (result.resultClass === 'D' && result.address) return [result.address];
+  return null;
+}
+
+/** Mode-specific findings besides candidates: hits and best company, or the VAT code. */
+export function resultDetail(result: RecordResult): Record<string, unknown> | null {
+  if (result.vatCode !== undefined) return { vatCode: result.vatCode };
+  if (result.hits !== undefined) return { hits: result.hits, ...(result.company ? { company: result.company } : {}) };
+  return null;
+}

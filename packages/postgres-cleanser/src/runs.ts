@@ -1,0 +1,106 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import type { Mode, ResultClass } from '@dq/core';
+import { STATE_SCHEMA } from './bookkeeping.js';
+import { CleanseError } from './errors.js';
+import type { TargetTable } from './preflight.js';
+
+/** Settings that decide what a run writes; every process of a run must use the same ones. */
+export interface RunSettings {
+  mode: Mode;
+  country: string | undefined;
+  /** Result classes whose corrections are written. */
+  accept: readonly ResultClass[];
+  where: string | undefined;
+  include: readonly string[] | undefined;
+}
+
+/** A run as stored in `dq_cleanse.runs`. */
+export interface RunRecord {
+  runId: string;
+  state: 'running' | 'stopped' | 'done' | 'rolled-back';
+  /** Rows per claimed key range, fixed when the run was created. */
+  rangeRows: number;
+  /** Whether this call created the run. */
+  created: boolean;
+}
+
+/** A new run id: `r` + UTC time to the second + 6 random hex digits, e.g. `r20250101T120000-1a2b3c`. */
+export function newRunId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '');
+  return `r${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+function describe(target: TargetTable, settings: RunSettings): Record<string, unknown> {
+  return {
+    table: target.qualified,
+    key: target.key.column,
+    mapping: Object.fromEntries(target.columns.map((c) => [c.field, c.column])),
+    mode: settings.mode,
+    country: settings.country ?? null,
+    accept: [...settings.accept].sort(),
+    where: settings.where ?? null,
+    include: settings.include ? [...settings.include].sort() : null,
+  };
+}
+
+/**
+ * Creates run `runId`, or joins it when it exists (resume, or another process of the same run).
+ * Joining checks that table, key, mapping and every setting in {@link RunSettings} are the same:
+ * a run is one pass with one meaning. `rangeRows` is only used when the run is created.
+ *
+ * @throws CleanseError `run-mismatch` naming what differs.
+ */
+export async function openRun(
+  client: pg.Client,
+  target: TargetTable,
+  settings: RunSettings,
+  runId: string,
+  rangeRows: number,
+): Promise<RunRecord> {
+  const options = describe(target, settings);
+  const hash = createHash('sha256').update(JSON.stringify(options)).digest('hex');
+  const inserted = await client.query(
+    `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, options, options_hash, range_rows, state)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running') ON CONFLICT (run_id) DO NOTHING`,
+    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), JSON.stringify(options), hash, rangeRows],
+  );
+  const { rows } = await client.query<{ options: Record<string, unknown>; options_hash: string; state: RunRecord['state']; range_rows: number }>(
+    `SELECT options, options_hash, state, range_rows FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
+    [runId],
+  );
+  const row = rows[0];
+  if (!row) throw new Error(`run ${runId} vanished right after it was created`);
+  if (row.options_hash !== hash) {
+    const differs = Object.keys(options).filter((k) => JSON.stringify(options[k]) !== JSON.stringify(row.options[k]));
+    throw new CleanseError(
+      'run-mismatch',
+      `--run-id ${runId}: that run was made with different ${differs.join(', ')} (${differs.map((k) => `${k}=${JSON.stringify(row.options[k])}`).join('; ')}); use the same settings to resume it, or a new run id`,
+    );
+  }
+  let state = row.state;
+  if (state === 'stopped') {
+    await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'running', last_error = NULL, updated_at = now() WHERE run_id = $1 AND state = 'stopped'`, [runId]);
+    state = 'running';
+  }
+  return { runId, state, rangeRows: row.range_rows, created: (inserted.rowCount ?? 0) > 0 };
+}
+
+/** Marks the run done when its key space is exhausted and every range is done; returns whether it is. */
+export async function finishRun(client: pg.Client, runId: string): Promise<boolean> {
+  const res = await client.query(
+    `UPDATE ${STATE_SCHEMA}.runs r SET state = 'done', updated_at = now()
+      WHERE r.run_id = $1 AND r.exhausted AND r.state IN ('running', 'done')
+        AND NOT EXISTS (SELECT 1 FROM ${STATE_SCHEMA}.progress p WHERE p.run_id = r.run_id AND NOT p.done)`,
+    [runId],
+  );
+  return (res.rowCount ?? 0) > 0;
+}
+
+/** Records why a run stopped (quota, credentials, service down); a later cleanse with its id resumes it. */
+export async function stopRun(client: pg.Client, runId: string, error: { code: string; message: string; requestId?: string }): Promise<void> {
+  await client.query(
+    `UPDATE ${STATE_SCHEMA}.runs SET state = 'stopped', last_error = $2, updated_at = now() WHERE run_id = $1 AND state = 'running'`,
+    [runId, JSON.stringify(error)],
+  );
+}

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COLUMNS, cleanseArgs, createCustomers, runCli, snapshot, startEnv, summaryOf, withClient } from './support.js';
+import type { TestEnv } from './support.js';
+
+const QUOTA = 250;
+let env: TestEnv;
+beforeAll(async () => {
+  env = await startEnv(QUOTA);
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+describe('quota stop', () => {
+  it('exits 3 with every committed page consistent, and the same run id finishes the rest later', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 400);
+    const original = await snapshot(db);
+    const args = cleanseArgs(db, env.sandbox, ['--run-id', 'quota', '--batch-size', '40']);
+
+    const stopped = await runCli(args);
+    expect(stopped.code).toBe(3);
+    expect(stopped.stderr).toContain('quota-exhausted');
+    const summary = summaryOf(stopped);
+    expect(summary).toMatchObject({ state: 'stopped', error: { code: 'quota-exhausted' } });
+    expect(summary['rows']).toBeGreaterThan(0);
+    expect(summary['rows']).toBeLessThan(400);
+
+    const now = await snapshot(db);
+    await withClient(db, async (c) => {
+      const progress = await c.query<{ last_key: string | null }>(`SELECT last_key FROM dq_cleanse.progress WHERE run_id = 'quota'`);
+      const checkpoint = Math.max(...progress.rows.map((r) => Number(r.last_key ?? 0)));
+      const results = await c.query<{ row_key: string }>(`SELECT row_key FROM dq_cleanse.results WHERE run_id = 'quota'`);
+      const checked = new Set(results.rows.map((r) => r.row_key));
+      // Exactly the rows up to the checkpoint have results; nothing past it was written.
+      expect(checked).toEqual(new Set([...original.keys()].filter((k) => Number(k) <= checkpoint)));
+      const audit = await c.query<{ row_key: string; after: Record<string, string | null> }>(`SELECT row_key, after FROM dq_cleanse.audit WHERE run_id = 'quota'`);
+      const audited = new Map(audit.rows.map((r) => [r.row_key, r.after]));
+      for (const [key, values] of now) {
+        const after = audited.get(key);
+        if (after) expect(JSON.parse(values)).toEqual(COLUMNS.map((c) => after[c]));
+        else expect(values).toBe(original.get(key));
+      }
+      const run = await c.query<{ state: string; last_error: { code: string } }>(`SELECT state, last_error FROM dq_cleanse.runs WHERE run_id = 'quota'`);
+      expect(run.rows[0]).toMatchObject({ state: 'stopped', last_error: { code: 'quota-exhausted' } });
+    });
+
+    // A new plan period: the same run id picks up at the checkpoint.
+    env.sandbox.reset();
+    const resumed = await runCli(args);
+    expect(resumed.code).toBe(0);
+    expect(summaryOf(resumed)).toMatchObject({ state: 'done', rows: 400 - (summary['rows'] as number) });
+    const results = await withClient(db, (c) => c.query<{ n: number }>(`SELECT count(DISTINCT row_key)::int AS n, count(*)::int AS total FROM dq_cleanse.results WHERE run_id = 'quota'`));
+    expect(results.rows[0]).toEqual({ n: 400, total: 400 });
+  });
+});

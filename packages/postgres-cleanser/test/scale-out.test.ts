@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { billable, cleanseArgs, createCustomers, snapshot, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import type { TestEnv } from './support.js';
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await startEnv();
+  env.sandbox.setFaults({ batch: { latencyMs: 10 } });
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+const ROWS = 900;
+
+describe('several processes on one run', () => {
+  it('split the rows between them: disjoint work whose union is every row', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, ROWS);
+    const before = await snapshot(db);
+    const calls = billable(env.sandbox);
+    const args = cleanseArgs(db, env.sandbox, ['--run-id', 'shared', '--batch-size', '30', '--pages-per-claim', '2', '--concurrency', '8']);
+    const [a, b] = await Promise.all([spawnCli(args).done, spawnCli(args).done]);
+    expect([a.code, b.code]).toEqual([0, 0]);
+    const sa = summaryOf(a);
+    const sb = summaryOf(b);
+    expect((sa['rows'] as number) + (sb['rows'] as number)).toBe(ROWS);
+    expect(sa['rows']).toBeGreaterThan(0);
+    expect(sb['rows']).toBeGreaterThan(0);
+    // Each distinct input is paid for once per process at most; no page is validated twice.
+    expect(billable(env.sandbox) - calls).toBeLessThanOrEqual(ROWS);
+
+    await withClient(db, async (c) => {
+      const { rows } = await c.query<{ row_key: string; worker: string }>(`SELECT row_key, worker FROM dq_cleanse.results WHERE run_id = 'shared'`);
+      const byWorker = new Map<string, Set<string>>();
+      for (const r of rows) {
+        const set = byWorker.get(r.worker) ?? new Set<string>();
+        set.add(r.row_key);
+        byWorker.set(r.worker, set);
+      }
+      expect(byWorker.size).toBe(2);
+      const [first, second] = [...byWorker.values()] as [Set<string>, Set<string>];
+      expect([...first].filter((k) => second.has(k))).toEqual([]);
+      expect(new Set([...first, ...second])).toEqual(new Set(before.keys()));
+      expect(first.size).toBe(sa['rows'] === first.size ? sa['rows'] : sb['rows']);
+
+      const ranges = await c.query<{ n: number; workers: number }>(
+        `SELECT count(*)::int AS n, count(DISTINCT worker)::int AS workers FROM dq_cleanse.progress WHERE run_id = 'shared' AND done`,
+      );
+      expect(ranges.rows[0]?.workers).toBe(2);
+      const state = await c.query<{ state: string }>(`SELECT state FROM dq_cleanse.runs WHERE run_id = 'shared'`);
+      expect(state.rows[0]?.state).toBe('done');
+    });
+  });
+});

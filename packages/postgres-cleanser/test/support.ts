@@ -1,0 +1,127 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { DEFAULT_API_KEY, generateDirtyInputs, startSandbox } from '@dq/sandbox';
+import type { Sandbox, SandboxConfig } from '@dq/sandbox';
+import { startPostgres } from '../../../test/support/pg.js';
+import type { TestPostgres } from '../../../test/support/pg.js';
+
+export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+export const API_KEY = DEFAULT_API_KEY;
+
+/** The customers table's mapping: every address field to its column. */
+export const MAP =
+  'street=street,houseNumber=house_number,postalCode=postal_code,locality=city,addressLine=address_line,localityLine=locality_line,country=country';
+export const COLUMNS = ['street', 'house_number', 'postal_code', 'city', 'address_line', 'locality_line', 'country'] as const;
+
+/** A sandbox account without rate limits (tests go as fast as the machine), optionally with a quota. */
+export function sandboxConfig(quota: number | null = null): SandboxConfig {
+  return { accounts: [{ id: 'test', apiKeys: [API_KEY], plan: { quota, validUntil: null }, rateLimits: { batch: 0, validate: 0 } }] };
+}
+
+export interface TestEnv {
+  pg: TestPostgres;
+  sandbox: Sandbox;
+  stop(): Promise<void>;
+}
+
+/** A real PostgreSQL from the harness and a sandbox on port 0. */
+export async function startEnv(quota: number | null = null): Promise<TestEnv> {
+  const [server, sandbox] = await Promise.all([startPostgres(), startSandbox({ config: sandboxConfig(quota) })]);
+  return {
+    pg: server,
+    sandbox,
+    async stop() {
+      await sandbox.close();
+      await server.stop();
+    },
+  };
+}
+
+/** Runs `fn` with a connection to `url`. */
+export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Creates `public.customers` (id bigint primary key + the seven address columns) holding `n`
+ * dirty inputs of the sandbox's labelled generator; ids are 1..n.
+ */
+export async function createCustomers(url: string, n: number, seed = 7): Promise<void> {
+  const inputs = generateDirtyInputs(n, { seed });
+  await withClient(url, async (c) => {
+    await c.query(`CREATE TABLE customers (id bigint PRIMARY KEY, street text, house_number text, postal_code varchar(10),
+                     city text, address_line text, locality_line text, country char(2))`);
+    const cols: (string | null)[][] = COLUMNS.map(() => []);
+    inputs.forEach(({ input }) => {
+      const v = [input.street, input.houseNumber, input.postalCode, input.locality, input.addressLine, input.localityLine, input.country];
+      v.forEach((x, i) => cols[i]?.push(x ?? null));
+    });
+    await c.query(
+      `INSERT INTO customers SELECT g, s, h, p, l, a, ll, co
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+              WITH ORDINALITY AS u(s, h, p, l, a, ll, co, g)`,
+      cols,
+    );
+  });
+}
+
+/** Every row of `table` as key → JSON of its mapped columns, for before/after comparisons. */
+export async function snapshot(url: string, table = 'customers'): Promise<Map<string, string>> {
+  return withClient(url, async (c) => {
+    const { rows } = await c.query<{ id: string; v: string }>(
+      `SELECT id::text AS id, json_build_array(${COLUMNS.join(', ')})::text AS v FROM ${table} ORDER BY id`,
+    );
+    return new Map(rows.map((r) => [r.id, r.v]));
+  });
+}
+
+/** Billable calls the sandbox answered so far. */
+export function billable(sandbox: Sandbox): number {
+  return Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
+}
+
+/** The cleanse arguments for the customers table against `sandbox`. */
+export function cleanseArgs(db: string, sandbox: Sandbox, extra: string[] = []): string[] {
+  return ['cleanse', '--db', db, '--table', 'public.customers', '--key', 'id', '--map', MAP, '--base-url', sandbox.url, '--rate-limit', '0', '--threads', '1', ...extra];
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts the built CLI as a child process (API key from the environment, as recommended). */
+export function spawnCli(args: string[]): { child: ChildProcess; done: Promise<CliResult> } {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, DQ_API_KEY: API_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<CliResult>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, done };
+}
+
+/** Runs the CLI to the end. */
+export function runCli(args: string[]): Promise<CliResult> {
+  return spawnCli(args).done;
+}
+
+/** The last `{"type":"summary"}` line a cleanse printed. */
+export function summaryOf(result: CliResult): Record<string, unknown> {
+  const line = result.stdout.trim().split('\n').reverse().find((l) => l.includes('"type":"summary"'));
+  if (!line) throw new Error(`no summary line; exit ${result.code}; stderr: ${result.stderr}`);
+  return JSON.parse(line) as Record<string, unknown>;
+}
