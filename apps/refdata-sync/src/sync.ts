@@ -5,7 +5,7 @@
  * only when the version is complete.
  */
 import { mkdir, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { DownloadClient, PlatformError, createSilentLogger, dataPath, softwarePath, validateDataPath } from '@dq/core';
 import type { DownloadResult, Logger } from '@dq/core';
 import { installerFor, type SyncConfig } from './config.js';
@@ -75,7 +75,7 @@ export function planArtifacts(cfg: Pick<SyncConfig, 'products' | 'countries' | '
 const now = (): string => new Date().toISOString();
 
 function entry(target: string, r: DownloadResult, source: string, verified: boolean): ManifestFile {
-  return { path: r.path.slice(target.length + 1), source, size: r.size, sha512: r.sha512, fetchedAt: now(), verified };
+  return { path: relative(target, r.path), source, size: r.size, sha512: r.sha512, fetchedAt: now(), verified };
 }
 
 /** Whether a file recorded in the manifest is still on disk with the digest the server announces. */

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { writeFileSync, appendFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,9 +8,9 @@ import { DEFAULT_API_KEY, downloadRequests, freshTarget, sandboxWith, removeTarg
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
 
-function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, ...(cwd ? { cwd } : {}) }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
@@ -54,6 +54,19 @@ describe('dq-refdata command line', () => {
     const bad = await run(['verify', '--target', target]);
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout).problems[0]).toMatchObject({ path: '2026-11-01/post/DE/DE_001.zip', problem: 'size-differs' });
+  });
+
+  it('records manifest paths relative to a target given as ./dir, so verify finds every file (regression)', async () => {
+    const target = freshTarget();
+    const rel = ['./' + basename(target)];
+    const r = await run(['sync', ...flags(rel[0] ?? '')], { DQ_API_KEY: DEFAULT_API_KEY }, dirname(target));
+    expect(r.code).toBe(0);
+    const manifest = JSON.parse(readFileSync(join(target, 'manifest.json'), 'utf8'));
+    const version = manifest.versions['2026-11-01'];
+    expect(version.installer.path).toBe('2026-11-01/installer/setupRefdata_linux_x64.sh');
+    for (const f of version.files) expect(f.path.startsWith('2026-11-01/')).toBe(true);
+    const verify = await run(['verify', '--target', rel[0] ?? ''], {}, dirname(target));
+    expect(verify.code).toBe(0);
   });
 
   it('exits 2 for uws on windows without sending a request, and for an unknown flag', async () => {
