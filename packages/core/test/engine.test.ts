@@ -138,7 +138,7 @@ describe('engine: order, dedup and policy', () => {
   });
 
   it('keeps the concurrency bound across all worker threads', async () => {
-    platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: 20 }));
+    platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: 150 }));
     await start(platform.url, { threads: 2, concurrency: 6 }).process(addresses(60));
     expect(platform.seen).toHaveLength(60);
     expect(platform.maxInFlight).toBeLessThanOrEqual(6);

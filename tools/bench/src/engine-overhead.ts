@@ -3,8 +3,12 @@
  * chunked piscina messaging, transport, zod parsing, policy) against an instant local server,
  * beside a raw undici loop making the same HTTP calls at the same concurrency. Target ratio ≥ 0.7.
  *
- * The server runs in a child process (this file with `--serve`) so it does not share an event loop
- * with either client. Inputs are distinct so dedup cannot flatter the engine.
+ * Fairness: the server runs in a child process (this file with `--serve`) so it shares an event loop
+ * with neither client; both sides send the same requests (endpoint, headers, body bytes) over the
+ * same number of keep-alive connections at the same concurrency, each with its connections opened
+ * by a warm-up before the clock starts; inputs are distinct so dedup cannot flatter the engine;
+ * the sides alternate order run by run and the figures are medians. The engine runs with its default
+ * worker threads (`defaultThreads()`), and once more with two threads for comparison.
  *
  * Run: `node tools/bench/dist/engine-overhead.js [records=20000] [runs=5]`
  */
@@ -16,11 +20,21 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { createEngine, createMemoryCache, createSilentLogger } from '@dq/core';
+import { createEngine, createSilentLogger, defaultThreads } from '@dq/core';
+import type { Engine } from '@dq/core';
 
 const PATH = '/location/v1/validate/batch/sync';
 const CONCURRENCY = 32;
-const THREADS = 2;
+/** Records each side sends before it is measured. */
+const WARMUP = 5_000;
+/** Largest chunk the engine hands a worker (`MAX_CHUNK`); its `customerAddressId`s are positions in it. */
+const ENGINE_CHUNK = 64;
+/** Headers the engine's transport sends with a JSON body and the API key. */
+const HEADERS = {
+  accept: 'application/json, application/problem+json',
+  'content-type': 'application/json',
+  authorization: 'Bearer bench-key',
+};
 
 /** Child mode: answer every batch/sync at once with a fixed class-A body echoing customerAddressId. */
 function serve(): void {
@@ -61,7 +75,6 @@ async function startServer(): Promise<{ url: string; child: ChildProcess }> {
   return { url: `http://127.0.0.1:${port}`, child };
 }
 
-/** The reference: a loop of `CONCURRENCY` undici requests with the engine's body shape, parsed as JSON. */
 /** Throughput and client CPU (all threads of this process) per record of one measured run. */
 interface Sample {
   recordsPerSecond: number;
@@ -74,36 +87,38 @@ function sample(n: number, t0: number, cpu0: NodeJS.CpuUsage): Sample {
   return { recordsPerSecond: n / seconds, cpuMicrosPerRecord: (cpu.user + cpu.system) / n };
 }
 
-async function rawRun(url: string, input: Array<Record<string, string>>): Promise<Sample> {
-  const pool = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
+/**
+ * The reference: `CONCURRENCY` lanes of undici requests on one keep-alive pool, the same bytes the
+ * engine sends (headers, body, a `customerAddressId` that is the position in a chunk), the answer
+ * parsed as JSON and checked.
+ */
+async function rawSend(pool: Pool, list: Array<Record<string, string>>): Promise<void> {
   let next = 0;
-  const t0 = performance.now();
-  const cpu0 = process.cpuUsage();
   const lane = async (): Promise<void> => {
-    while (next < input.length) {
+    while (next < list.length) {
       const i = next++;
       const res = await pool.request({
         path: PATH,
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer bench-key' },
-        body: JSON.stringify({ ...input[i], customerAddressId: String(i) }),
+        headers: HEADERS,
+        body: JSON.stringify({ ...list[i], customerAddressId: String(i % ENGINE_CHUNK) }),
       });
       const body = (await res.body.json()) as { resultClass?: string };
       if (res.statusCode !== 200 || body.resultClass !== 'A') throw new Error(`raw loop: unexpected answer ${res.statusCode}`);
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, lane));
-  const measured = sample(input.length, t0, cpu0);
-  await pool.close();
-  return measured;
 }
 
-async function engineRun(
-  url: string,
-  input: Array<Record<string, string>>,
-  warmup: Array<Record<string, string>>,
-  threads = THREADS,
-): Promise<Sample> {
+async function rawRun(pool: Pool, input: Array<Record<string, string>>): Promise<Sample> {
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  await rawSend(pool, input);
+  return sample(input.length, t0, cpu0);
+}
+
+/** An engine as a connector holds it: default cache, threads started and warmed, connections open. */
+async function openEngine(url: string, threads: number, warmup: Array<Record<string, string>>): Promise<Engine> {
   const engine = createEngine({
     mode: 'address',
     baseUrl: url,
@@ -111,21 +126,20 @@ async function engineRun(
     threads,
     concurrency: CONCURRENCY,
     rateLimits: { batch: 0 },
-    cache: createMemoryCache({ maxEntries: input.length + warmup.length }),
     logger: createSilentLogger(),
   });
-  try {
-    await engine.process(warmup); // threads started, connections open: measure the steady state
-    const t0 = performance.now();
-    const cpu0 = process.cpuUsage();
-    const results = await engine.process(input);
-    const measured = sample(input.length, t0, cpu0);
-    const accepted = results.filter((r) => r.status === 'accepted' && r.source === 'api').length;
-    if (accepted !== input.length) throw new Error(`engine: ${accepted} of ${input.length} records accepted from a call`);
-    return measured;
-  } finally {
-    await engine.close();
-  }
+  await engine.process(warmup);
+  return engine;
+}
+
+async function engineRun(engine: Engine, input: Array<Record<string, string>>): Promise<Sample> {
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const results = await engine.process(input);
+  const measured = sample(input.length, t0, cpu0);
+  const accepted = results.filter((r) => r.status === 'accepted' && r.source === 'api').length;
+  if (accepted !== input.length) throw new Error(`engine: ${accepted} of ${input.length} records accepted from a call`);
+  return measured;
 }
 
 const median = (xs: number[]): number => {
@@ -134,27 +148,39 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
 };
 
+const rate = (xs: Sample[]): number => median(xs.map((s) => s.recordsPerSecond));
+const cpu = (xs: Sample[]): number => median(xs.map((s) => s.cpuMicrosPerRecord));
+
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 20_000);
-  const runs = Math.max(3, Number(process.argv[3] ?? 5));
+  const runs = Math.max(5, Number(process.argv[3] ?? 5));
+  const threads = defaultThreads();
+  // The other pool size worth knowing about: two threads where the default is one, else one.
+  const altThreads = threads === 1 ? 2 : 1;
   const { url, child } = await startServer();
+  const pool = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
+  const engines: Engine[] = [];
   try {
-    await rawRun(url, records(2_000, -1)); // warm the server's JIT before either side is measured
+    // Steady state on every side: JIT warm in the server, the raw loop and the engines' threads.
+    await rawSend(pool, records(WARMUP, -1));
+    const main = await openEngine(url, threads, records(WARMUP, -2));
+    const other = await openEngine(url, altThreads, records(WARMUP, -3));
+    engines.push(main, other);
     const engine: Sample[] = [];
-    const oneThread: Sample[] = [];
+    const alt: Sample[] = [];
     const raw: Sample[] = [];
     for (let run = 0; run < runs; run += 1) {
-      // Alternate which side goes first so drift (thermal, GC) does not favour one.
-      const order = run % 2 === 0 ? ['raw', 'engine', 'one'] : ['one', 'engine', 'raw'];
+      // Alternate which side goes first so drift (load from other processes, GC) does not favour one.
+      const order = run % 2 === 0 ? ['raw', 'engine', 'alt'] : ['alt', 'engine', 'raw'];
       for (const side of order) {
-        if (side === 'raw') raw.push(await rawRun(url, records(n, run)));
-        else if (side === 'engine') engine.push(await engineRun(url, records(n, run + 1000), records(500, run + 2000)));
-        else oneThread.push(await engineRun(url, records(n, run + 3000), records(500, run + 4000), 1));
+        if (side === 'raw') raw.push(await rawRun(pool, records(n, run)));
+        else if (side === 'engine') engine.push(await engineRun(main, records(n, run + 1000)));
+        else alt.push(await engineRun(other, records(n, run + 2000)));
       }
-      const [e, r] = [engine.at(-1), raw.at(-1)];
+      const [e, r] = [engine.at(-1) as Sample, raw.at(-1) as Sample];
       console.log(
-        `run ${run + 1}/${runs}: engine ${e?.recordsPerSecond.toFixed(0)} rec/s (${e?.cpuMicrosPerRecord.toFixed(0)} µs CPU/rec), ` +
-          `raw ${r?.recordsPerSecond.toFixed(0)} rec/s (${r?.cpuMicrosPerRecord.toFixed(0)} µs CPU/rec)`,
+        `run ${run + 1}/${runs}: engine ${e.recordsPerSecond.toFixed(0)} rec/s (${e.cpuMicrosPerRecord.toFixed(0)} µs CPU/rec), ` +
+          `raw ${r.recordsPerSecond.toFixed(0)} rec/s (${r.cpuMicrosPerRecord.toFixed(0)} µs CPU/rec), ratio ${(e.recordsPerSecond / r.recordsPerSecond).toFixed(2)}`,
       );
     }
     const result = {
@@ -162,42 +188,44 @@ async function main(): Promise<void> {
       records: n,
       runs,
       concurrency: CONCURRENCY,
-      threads: THREADS,
+      threads,
       cpus: availableParallelism(),
       node: process.version,
-      engineRecordsPerSecond: Math.round(median(engine.map((s) => s.recordsPerSecond))),
-      rawRecordsPerSecond: Math.round(median(raw.map((s) => s.recordsPerSecond))),
-      ratio: Number((median(engine.map((s) => s.recordsPerSecond)) / median(raw.map((s) => s.recordsPerSecond))).toFixed(3)),
+      engineRecordsPerSecond: Math.round(rate(engine)),
+      rawRecordsPerSecond: Math.round(rate(raw)),
+      ratio: Number((rate(engine) / rate(raw)).toFixed(3)),
       target: 0.7,
-      // The same engine on one worker thread (on 2 cores the server competes for CPU with every extra thread).
-      oneThreadRecordsPerSecond: Math.round(median(oneThread.map((s) => s.recordsPerSecond))),
-      oneThreadRatio: Number(
-        (median(oneThread.map((s) => s.recordsPerSecond)) / median(raw.map((s) => s.recordsPerSecond))).toFixed(3),
-      ),
-      oneThreadCpuMicrosPerRecord: Math.round(median(oneThread.map((s) => s.cpuMicrosPerRecord))),
-      // Client CPU per record (all threads): steadier than wall time when the machine is shared.
-      engineCpuMicrosPerRecord: Math.round(median(engine.map((s) => s.cpuMicrosPerRecord))),
-      rawCpuMicrosPerRecord: Math.round(median(raw.map((s) => s.cpuMicrosPerRecord))),
+      // Client CPU per record (all threads of the process): steadier than wall time on a shared machine.
+      engineCpuMicrosPerRecord: Math.round(cpu(engine)),
+      rawCpuMicrosPerRecord: Math.round(cpu(raw)),
+      cpuRatio: Number((cpu(raw) / cpu(engine)).toFixed(3)),
+      // The same engine with the other pool size, to check the default.
+      altThreads,
+      altRecordsPerSecond: Math.round(rate(alt)),
+      altRatio: Number((rate(alt) / rate(raw)).toFixed(3)),
+      altCpuMicrosPerRecord: Math.round(cpu(alt)),
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
       samples: {
         engine: engine.map((s) => Math.round(s.recordsPerSecond)),
-        oneThread: oneThread.map((s) => Math.round(s.recordsPerSecond)),
+        alt: alt.map((s) => Math.round(s.recordsPerSecond)),
         raw: raw.map((s) => Math.round(s.recordsPerSecond)),
       },
       measuredAt: new Date().toISOString(),
     };
     console.log(
-      `engine ${result.engineRecordsPerSecond} rec/s | raw undici loop ${result.rawRecordsPerSecond} rec/s | ` +
+      `engine (${threads} thread${threads === 1 ? '' : 's'}) ${result.engineRecordsPerSecond} rec/s | raw undici loop ${result.rawRecordsPerSecond} rec/s | ` +
         `ratio ${result.ratio} (target ≥ ${result.target}, median of ${runs}) | ` +
         `CPU/rec engine ${result.engineCpuMicrosPerRecord} µs, raw ${result.rawCpuMicrosPerRecord} µs | load ${result.loadAverage.join(' ')}`,
     );
     console.log(
-      `engine on 1 thread ${result.oneThreadRecordsPerSecond} rec/s | ratio ${result.oneThreadRatio} | CPU/rec ${result.oneThreadCpuMicrosPerRecord} µs`,
+      `engine on ${altThreads} thread${altThreads === 1 ? "" : "s"} ${result.altRecordsPerSecond} rec/s | ratio ${result.altRatio} | CPU/rec ${result.altCpuMicrosPerRecord} µs`,
     );
     const dir = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(dir, { recursive: true });
     await writeFile(`${dir}engine-overhead.json`, `${JSON.stringify(result, null, 2)}\n`);
   } finally {
+    await Promise.all(engines.map((e) => e.close()));
+    await pool.close();
     child.kill();
   }
 }

@@ -12,15 +12,15 @@ import { Control } from './messages.js';
 import type { CallOutcome, WorkerInit } from './messages.js';
 import { mapRecord, requestKey } from './record-mapping.js';
 import type { RequestFields } from './record-mapping.js';
+import { PendingCall } from './pending-call.js';
 import { RunReportBuilder } from './run-report.js';
 import { WorkerPool } from './worker-pool.js';
-import type { Engine, EngineRecord, ProcessOptions, RecordResult, ResultCache, RunPlan, RunReport } from './types.js';
+import type { CachedResult, Engine, EngineRecord, ProcessOptions, RecordResult, ResultCache, RunPlan, RunReport } from './types.js';
 
 type Source = RecordResult['source'];
 /** Distinct inputs of one batch: request fields and the positions of the records sharing them. */
 type Group = { key: string; fields: RequestFields; indices: number[] };
 type Settled = { group: Group; source: Source; outcome: CallOutcome };
-type Call = { key: string; fields: RequestFields; settle: (o: CallOutcome) => void };
 
 /**
  * Creates the validation engine (ARCHITECTURE.md "One engine, three adapters"): records are mapped
@@ -47,7 +47,7 @@ class ValidationEngine implements Engine {
   /** Scope part of every key: settings that change the platform's answer for the same fields. */
   readonly #scope: string;
   /** Calls in flight by key, so a later batch joins a call instead of repeating it. */
-  readonly #inflight = new Map<string, Promise<CallOutcome>>();
+  readonly #inflight = new Map<string, PendingCall>();
   /** Control words of the batches running now; a run stop sets them all. */
   readonly #running = new Set<Int32Array>();
   #stopped: Error | undefined;
@@ -142,38 +142,66 @@ class ValidationEngine implements Engine {
     return results as RecordResult[];
   }
 
-  /** Answers each group from a call in flight, the cache, or a new call; resolves when all have settled. */
+  /**
+   * Answers each group from a call in flight, the cache, or a new call; resolves when all have
+   * settled. Works without a promise per group: a batch may hold hundreds of thousands.
+   */
   async #resolve(groups: readonly Group[], control: Int32Array): Promise<Settled[]> {
-    const calls: Call[] = [];
-    const waits = await Promise.all(
-      groups.map(async (group): Promise<{ group: Group; source: Source; outcome: Promise<CallOutcome> }> => {
-        const joined = this.#inflight.get(group.key);
-        if (joined) return { group, source: 'dedup', outcome: joined };
-        const cached = await this.#cache.get(group.key);
-        if (cached) return { group, source: 'cache', outcome: Promise.resolve({ kind: 'result', result: cached }) };
-        const raced = this.#inflight.get(group.key);
-        if (raced) return { group, source: 'dedup', outcome: raced };
-        let settle!: (o: CallOutcome) => void;
-        const outcome = new Promise<CallOutcome>((resolve) => (settle = resolve));
-        this.#inflight.set(group.key, outcome);
-        calls.push({ key: group.key, fields: group.fields, settle });
-        return { group, source: 'api', outcome };
-      }),
-    );
+    const settled: Settled[] = [];
+    const joins: Promise<void>[] = [];
+    const own: Array<{ group: Group; call: PendingCall }> = [];
+    const join = (group: Group, call: PendingCall): void => {
+      joins.push(call.wait().then((outcome) => void settled.push({ group, source: 'dedup', outcome })));
+    };
+    const place = (group: Group, cached: CachedResult | undefined): void => {
+      if (cached) {
+        settled.push({ group, source: 'cache', outcome: { kind: 'result', result: cached } });
+        return;
+      }
+      // An async cache lookup may have let another batch start the call meanwhile.
+      const raced = this.#inflight.get(group.key);
+      if (raced) return join(group, raced);
+      const call = new PendingCall(group.key, group.fields);
+      this.#inflight.set(group.key, call);
+      own.push({ group, call });
+    };
+    const lookups: Promise<void>[] = [];
+    for (const group of groups) {
+      const joined = this.#inflight.get(group.key);
+      if (joined) {
+        join(group, joined);
+        continue;
+      }
+      const cached = this.#cache.get(group.key);
+      if (cached instanceof Promise) lookups.push(cached.then((value) => place(group, value)));
+      else place(group, cached);
+    }
+    if (lookups.length > 0) {
+      try {
+        await Promise.all(lookups);
+      } catch (e) {
+        // Nothing was sent: release the calls registered so far, or batches joining them would wait forever.
+        for (const { call } of own) this.#settle(call, { kind: 'skipped' });
+        throw e;
+      }
+    }
+
     const failures: unknown[] = [];
-    const size = this.#pool.chunkSize(calls.length);
+    const size = this.#pool.chunkSize(own.length);
     const tasks: Promise<void>[] = [];
-    for (let start = 0; start < calls.length; start += size) {
-      tasks.push(this.#dispatch(calls.slice(start, start + size), control).catch((e: unknown) => void failures.push(e)));
+    for (let start = 0; start < own.length; start += size) {
+      const chunk = own.slice(start, start + size).map((o) => o.call);
+      tasks.push(this.#dispatch(chunk, control).catch((e: unknown) => void failures.push(e)));
     }
     await Promise.all(tasks);
-    const settled = await Promise.all(waits.map(async (w) => ({ group: w.group, source: w.source, outcome: await w.outcome })));
+    await Promise.all(joins);
+    for (const { group, call } of own) settled.push({ group, source: 'api', outcome: call.outcome ?? { kind: 'skipped' } });
     if (failures.length > 0) throw failures[0];
     return settled;
   }
 
   /** Sends one chunk to a worker and settles its calls; cache writes are awaited before returning. */
-  async #dispatch(chunk: Call[], control: Int32Array): Promise<void> {
+  async #dispatch(chunk: PendingCall[], control: Int32Array): Promise<void> {
     let outcomes: CallOutcome[];
     try {
       const answer = await this.#pool.run({ control, requests: chunk.map((c) => c.fields) });
@@ -184,27 +212,34 @@ class ValidationEngine implements Engine {
       throw e;
     }
     const writes: Promise<void>[] = [];
-    chunk.forEach((call, i) => {
-      const outcome: CallOutcome = outcomes[i] ?? { kind: 'skipped' };
-      if (outcome.kind === 'result') {
-        const { result } = outcome;
-        if (result.status === 'unavailable') {
-          const failure = { code: result.error?.code ?? 'unavailable', message: result.error?.message ?? 'unavailable' };
-          this.#report.addFailure(result.requestId === undefined ? failure : { ...failure, requestId: result.requestId });
-          this.#logger.warn('record unavailable', { ...failure, requestId: result.requestId });
-        } else {
-          writes.push(Promise.resolve(this.#cache.set(call.key, result)));
+    try {
+      for (let i = 0; i < chunk.length; i++) {
+        const call = chunk[i] as PendingCall;
+        const outcome: CallOutcome = outcomes[i] ?? { kind: 'skipped' };
+        this.#settle(call, outcome);
+        if (outcome.kind === 'result') {
+          const { result } = outcome;
+          if (result.status === 'unavailable') {
+            const failure = { code: result.error?.code ?? 'unavailable', message: result.error?.message ?? 'unavailable' };
+            this.#report.addFailure(result.requestId === undefined ? failure : { ...failure, requestId: result.requestId });
+            this.#logger.warn('record unavailable', { ...failure, requestId: result.requestId });
+          } else {
+            const written = this.#cache.set(call.key, result);
+            if (written instanceof Promise) writes.push(written);
+          }
+        } else if (outcome.kind === 'stop') {
+          this.#halt(errorFromData(outcome.error));
         }
-      } else if (outcome.kind === 'stop') {
-        this.#halt(errorFromData(outcome.error));
       }
-      this.#settle(call, outcome);
-    });
-    await Promise.all(writes);
+    } finally {
+      // A cache that throws must not leave calls unsettled (settling twice is a no-op).
+      for (const call of chunk) this.#settle(call, { kind: 'skipped' });
+    }
+    if (writes.length > 0) await Promise.all(writes);
   }
 
-  #settle(call: Call, outcome: CallOutcome): void {
-    this.#inflight.delete(call.key);
+  #settle(call: PendingCall, outcome: CallOutcome): void {
+    if (this.#inflight.get(call.key) === call) this.#inflight.delete(call.key);
     call.settle(outcome);
   }
 

@@ -38,10 +38,17 @@ export function mapRecord(mode: Mode, record: EngineRecord, defaultCountry?: str
  */
 export function requestKey(scope: string, fields: RequestFields): string {
   const parts: string[] = [scope];
-  for (const name of Object.keys(fields).sort()) {
-    const value = fields[name] ?? '';
-    parts.push(`${name}=${value.normalize('NFC').replace(/\s+/g, ' ').toLowerCase()}`);
-  }
+  for (const name of Object.keys(fields).sort()) parts.push(`${name}=${normaliseValue(fields[name] ?? '')}`);
   // JSON keeps separators inside values from colliding with the ones between fields.
   return JSON.stringify(parts);
+}
+
+const NON_ASCII = /[^\x00-\x7f]/;
+const UNUSUAL_SPACE = /\s{2}|[^\S ]/;
+
+// The checks skip the costly steps for the common value: ASCII with single spaces.
+function normaliseValue(value: string): string {
+  const nfc = NON_ASCII.test(value) ? value.normalize('NFC') : value;
+  const spaced = UNUSUAL_SPACE.test(nfc) ? nfc.replace(/\s+/g, ' ') : nfc;
+  return spaced.toLowerCase();
 }

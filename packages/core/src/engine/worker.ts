@@ -35,12 +35,13 @@ const waiting: Array<() => void> = [];
 /** Extra attempts not yet reported to the engine. */
 let unreportedRetries = 0;
 
-async function acquireSlot(): Promise<void> {
+/** Takes a call slot: undefined when one was free, else a promise resolved when one is handed over. */
+function acquireSlot(): Promise<void> | undefined {
   if (inFlight < init.concurrency) {
     inFlight += 1;
-    return;
+    return undefined;
   }
-  await new Promise<void>((resolve) => waiting.push(resolve));
+  return new Promise<void>((resolve) => waiting.push(resolve));
 }
 
 function releaseSlot(): void {
@@ -69,7 +70,8 @@ function controlSignal(control: Int32Array): AbortSignal {
 
 async function callOne(task: CallTask, index: number, signal: AbortSignal): Promise<CallOutcome> {
   const fields = task.requests[index];
-  await acquireSlot();
+  const slot = acquireSlot();
+  if (slot !== undefined) await slot;
   try {
     if (fields === undefined || signal.aborted) return { kind: 'skipped' };
     try {

@@ -1,19 +1,30 @@
-import { request } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { decodeErrorAnswer } from '../errors/decode.js';
 import { ContractError, TransportError } from '../errors/dq-error.js';
+import { Exchange } from './exchange.js';
+import type { IncomingHttpHeaders } from './exchange.js';
 import { abortedError } from './retry/retrier.js';
 import { parseRetryAfter } from './retry/policy.js';
 
 /** Header carrying the platform's request id on every answer (contract 1, 7.1). */
 export const REQUEST_ID_HEADER = 'x-service-request-id';
 
+/** Where one request goes, worked out once per request (not per attempt). */
+export interface Target {
+  /** `http(s)://host[:port]`. */
+  origin: string;
+  /** Path and query string sent. */
+  path: string;
+  /** Path without the query string, for messages and logs. */
+  pathname: string;
+}
+
 /** One HTTP exchange, credentials already in `headers`. */
 export interface Attempt<T> {
-  url: URL;
+  target: Target;
   method: 'GET' | 'POST';
-  headers: Record<string, string>;
+  headers: Readonly<Record<string, string>>;
   body: string | undefined;
   schema: z.ZodType<T> | undefined;
   dispatcher: Dispatcher;
@@ -36,39 +47,33 @@ export interface AttemptResult<T> {
  * answer), `ContractError` (2xx body breaking the schema) or `TransportError` (no usable answer).
  */
 export async function sendOnce<T>(a: Attempt<T>): Promise<AttemptResult<T>> {
-  const timer = new AbortController();
-  const timeout = setTimeout(() => timer.abort(), a.timeoutMs);
-  const signal = a.signal === undefined ? timer.signal : AbortSignal.any([a.signal, timer.signal]);
-  let status = 0;
-  let requestId: string | undefined;
+  const { target } = a;
+  const exchange = new Exchange(
+    a.dispatcher,
+    { origin: target.origin, path: target.path, method: a.method, headers: a.headers, body: a.body },
+    a.timeoutMs,
+    a.signal,
+  );
+  let answer;
   try {
-    const res = await request(a.url, {
-      method: a.method,
-      headers: a.headers,
-      body: a.body,
-      signal,
-      dispatcher: a.dispatcher,
-    });
-    status = res.statusCode;
-    const headers = flattenHeaders(res.headers);
-    requestId = headers[REQUEST_ID_HEADER];
-    const text = await res.body.text();
-    const body = parseBody(text);
-    if (status < 200 || status >= 300) {
-      throw decodeErrorAnswer({
-        status,
-        body,
-        requestId,
-        retryAfterMs: parseRetryAfter(headers['retry-after']),
-        redact: a.redact,
-      });
-    }
-    return { data: checkBody(body, text, a, status, requestId), status, requestId, headers };
+    answer = await exchange.done;
   } catch (error) {
-    throw classify(error, a, timer.signal, status, requestId);
-  } finally {
-    clearTimeout(timeout);
+    throw classify(error, a, exchange);
   }
+  const { status, text } = answer;
+  const headers = flattenHeaders(answer.headers);
+  const requestId = headers[REQUEST_ID_HEADER];
+  const body = parseBody(text);
+  if (status < 200 || status >= 300) {
+    throw decodeErrorAnswer({
+      status,
+      body,
+      requestId,
+      retryAfterMs: parseRetryAfter(headers['retry-after']),
+      redact: a.redact,
+    });
+  }
+  return { data: checkBody(body, text, a, status, requestId), status, requestId, headers };
 }
 
 function checkBody<T>(body: unknown, text: string, a: Attempt<T>, status: number, requestId: string | undefined): T {
@@ -81,7 +86,7 @@ function checkBody<T>(body: unknown, text: string, a: Attempt<T>, status: number
     .join('; ');
   const shape = text === '' ? 'an empty body' : typeof body === 'string' ? 'a body that is not JSON' : 'a body';
   throw new ContractError(
-    `${a.method} ${a.url.pathname} answered ${status} with ${shape} that breaks the contract (${a.redact(where)}) [request id ${requestId ?? 'none'}]`,
+    `${a.method} ${a.target.pathname} answered ${status} with ${shape} that breaks the contract (${a.redact(where)}) [request id ${requestId ?? 'none'}]`,
     { status, requestId },
   );
 }
@@ -100,11 +105,13 @@ const CONNECTION_CODES = new Set([
 ]);
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
-function classify(error: unknown, a: Attempt<unknown>, timer: AbortSignal, status: number, requestId: string | undefined): unknown {
-  if (a.signal?.aborted) return abortedError(a.signal, error);
-  const where = `${a.method} ${a.url.origin}${a.url.pathname}`;
+function classify(error: unknown, a: Attempt<unknown>, exchange: Exchange): unknown {
+  if (exchange.callerAborted || a.signal?.aborted) return abortedError(a.signal, error);
+  const where = `${a.method} ${a.target.origin}${a.target.pathname}`;
+  const { status } = exchange;
+  const requestId = status === 0 ? undefined : headerValue(exchange.headers?.[REQUEST_ID_HEADER]);
   const answered = status === 0 ? '' : ` (HTTP ${status} started, request id ${requestId ?? 'none'})`;
-  if (timer.aborted) {
+  if (exchange.timedOut) {
     return new TransportError(`${where}: no complete answer within ${a.timeoutMs} ms${answered}`, {
       code: 'timeout',
       retriable: true,
@@ -145,10 +152,16 @@ function parseBody(text: string): unknown {
   }
 }
 
-function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+// undici hands over lower-case names; repeated headers arrive as arrays.
+function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  for (const name in headers) {
+    const value = headerValue(headers[name]);
+    if (value !== undefined) out[name] = value;
   }
   return out;
 }

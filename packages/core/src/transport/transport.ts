@@ -5,9 +5,12 @@ import { StartSessionResponseSchema } from '../schemas/index.js';
 import { sendOnce } from './http-attempt.js';
 import type { AttemptResult } from './http-attempt.js';
 import { resolveRetryOptions } from './retry/policy.js';
-import { retry } from './retry/retrier.js';
+import type { RetryOptions } from './retry/policy.js';
+import { retryResolved } from './retry/retrier.js';
+import type { RetryEvent } from './retry/retrier.js';
+import { HeaderBuilder, TargetCache } from './request-parts.js';
 import { SessionManager } from './session-manager.js';
-import type { AuthMode, QueryValue, Transport, TransportOptions, TransportRequest, TransportResponse } from './types.js';
+import type { AuthMode, Transport, TransportOptions, TransportRequest, TransportResponse } from './types.js';
 
 /** Path of the start-session endpoint (contract 4.3). */
 export const START_SESSION_PATH = '/location/v1/start-session';
@@ -33,6 +36,9 @@ export function createTransport(options: TransportOptions): Transport {
   const ownAgent = options.dispatcher === undefined ? new Agent({ connections, keepAliveTimeout: 30_000 }) : undefined;
   const dispatcher = options.dispatcher ?? (ownAgent as Agent);
   const redact = (text: string): string => redactor.redact(text);
+  const targets = new TargetCache();
+  const headerBuilder = new HeaderBuilder(apiKey, origin);
+  const debug = logger.level === 'debug';
 
   const sessions = new SessionManager({
     lifetimeMs: options.sessionLifetimeMs,
@@ -53,41 +59,44 @@ export function createTransport(options: TransportOptions): Transport {
   });
 
   async function request<T>(req: TransportRequest<T>): Promise<TransportResponse<T>> {
-    const url = buildUrl(req.baseUrl ?? baseUrl, req.path, req.query);
+    const target = targets.target(req.baseUrl ?? baseUrl, req.path, req.query);
     const body = req.body === undefined ? undefined : JSON.stringify(req.body);
     const auth: AuthMode = req.auth ?? 'api-key';
     const country = typeof auth === 'object' ? auth.session : undefined;
     const perAttemptMs = req.timeoutMs ?? timeoutMs;
+    const { signal } = req;
     let attempts = 0;
     let renewed = false;
 
     const attemptOnce = async (remainingMs: number): Promise<AttemptResult<T>> => {
-      let token = country === undefined ? apiKey : await sessions.token(country, req.signal);
+      let token = country === undefined ? apiKey : await sessions.token(country, signal);
       for (;;) {
         attempts++;
-        await throttle?.acquire(req.endpoint, req.signal);
-        const started = performance.now();
+        await throttle?.acquire(req.endpoint, signal);
+        const started = debug ? performance.now() : 0;
         try {
           const res = await sendOnce({
-            url,
+            target,
             method: req.method,
-            headers: headersFor(auth === 'none' ? undefined : token, body !== undefined, origin, req.headers),
+            headers: headerBuilder.headers(auth === 'none' ? undefined : token, body !== undefined, req.headers),
             body,
             schema: req.schema,
             dispatcher,
             timeoutMs: Math.max(1, Math.min(perAttemptMs, remainingMs)),
-            signal: req.signal,
+            signal,
             redact,
           });
-          logger.debug('http answer', {
-            endpoint: req.endpoint,
-            method: req.method,
-            path: url.pathname,
-            status: res.status,
-            requestId: res.requestId,
-            ms: Math.round(performance.now() - started),
-            attempt: attempts,
-          });
+          if (debug) {
+            logger.debug('http answer', {
+              endpoint: req.endpoint,
+              method: req.method,
+              path: target.pathname,
+              status: res.status,
+              requestId: res.requestId,
+              ms: Math.round(performance.now() - started),
+              attempt: attempts,
+            });
+          }
           return res;
         } catch (error) {
           if (error instanceof PlatformError && error.status === 429) throttle?.backoff(req.endpoint, error.retryAfterMs);
@@ -96,7 +105,7 @@ export function createTransport(options: TransportOptions): Transport {
           if (expired && country !== undefined && token !== undefined && !renewed) {
             renewed = true;
             logger.info('session token expired; starting a new session', { country, requestId: (error as PlatformError).requestId });
-            token = await sessions.renew(country, token, req.signal);
+            token = await sessions.renew(country, token, signal);
             continue;
           }
           throw error;
@@ -104,25 +113,26 @@ export function createTransport(options: TransportOptions): Transport {
       }
     };
 
-    const overrides = req.retry === false ? { maxAttempts: 1 } : req.retry;
-    const res = await retry(({ remainingMs }) => attemptOnce(remainingMs), {
-      ...retryDefaults,
-      ...overrides,
-      signal: req.signal,
-      onRetry: ({ attempt, error, delayMs }) => {
-        const e = error instanceof DqError ? error : undefined;
-        logger.warn('request failed; retrying', {
-          endpoint: req.endpoint,
-          path: url.pathname,
-          attempt,
-          delayMs,
-          code: e?.code,
-          status: e?.status,
-          requestId: e?.requestId,
-        });
-      },
-    });
-    return { ...res, attempts };
+    const onRetry = ({ attempt, error, delayMs }: RetryEvent): void => {
+      const e = error instanceof DqError ? error : undefined;
+      logger.warn('request failed; retrying', {
+        endpoint: req.endpoint,
+        path: target.pathname,
+        attempt,
+        delayMs,
+        code: e?.code,
+        status: e?.status,
+        requestId: e?.requestId,
+      });
+    };
+    const res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policyFor(req.retry), { signal, onRetry });
+    return { data: res.data, status: res.status, requestId: res.requestId, headers: res.headers, attempts };
+  }
+
+  /** The transport's policy, or (rarely) a request's overrides of it, checked. */
+  function policyFor(overrides: TransportRequest['retry']): Readonly<RetryOptions> {
+    if (overrides === undefined) return retryDefaults;
+    return resolveRetryOptions(retryDefaults, overrides === false ? { maxAttempts: 1 } : overrides);
   }
 
   return {
@@ -136,30 +146,6 @@ export function createTransport(options: TransportOptions): Transport {
       await ownAgent?.close();
     },
   };
-}
-
-function headersFor(
-  credential: string | undefined,
-  hasBody: boolean,
-  origin: string | undefined,
-  extra: Readonly<Record<string, string>> | undefined,
-): Record<string, string> {
-  const headers: Record<string, string> = { accept: 'application/json, application/problem+json' };
-  if (hasBody) headers['content-type'] = 'application/json';
-  if (origin !== undefined) headers['origin'] = origin;
-  for (const [name, value] of Object.entries(extra ?? {})) {
-    if (name.toLowerCase() !== 'authorization') headers[name.toLowerCase()] = value;
-  }
-  if (credential !== undefined) headers['authorization'] = `Bearer ${credential}`;
-  return headers;
-}
-
-function buildUrl(base: string, path: string, query: Readonly<Record<string, QueryValue>> | undefined): URL {
-  const url = new URL(base.replace(/\/+$/, '') + (path.startsWith('/') ? path : `/${path}`));
-  for (const [name, value] of Object.entries(query ?? {})) {
-    if (value !== undefined) url.searchParams.set(name, String(value));
-  }
-  return url;
 }
 
 function checkUrl(name: string, value: string): string {

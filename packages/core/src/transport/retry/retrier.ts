@@ -35,9 +35,21 @@ export interface RetryRunOptions extends Partial<RetryOptions> {
  * {@link RetriesExhaustedError} keeping the last failure as `cause`. Waits are abortable. With
  * `maxAttempts: 1` every failure is rethrown as is.
  */
-export async function retry<T>(attempt: (info: AttemptInfo) => Promise<T>, options: RetryRunOptions = {}): Promise<T> {
-  const { signal, onRetry, now = Date.now, ...rest } = options;
-  const policy = resolveRetryOptions(rest);
+export function retry<T>(attempt: (info: AttemptInfo) => Promise<T>, options: RetryRunOptions = {}): Promise<T> {
+  const { signal, onRetry, now, ...rest } = options;
+  return retryResolved(attempt, resolveRetryOptions(rest), { signal, onRetry, now });
+}
+
+/**
+ * {@link retry} with options already checked by `resolveRetryOptions`: the transport resolves its
+ * policy once instead of once per request.
+ */
+export async function retryResolved<T>(
+  attempt: (info: AttemptInfo) => Promise<T>,
+  policy: Readonly<RetryOptions>,
+  run: Pick<RetryRunOptions, 'signal' | 'onRetry' | 'now'>,
+): Promise<T> {
+  const { signal, onRetry, now = Date.now } = run;
   const started = now();
   for (let n = 1; ; n++) {
     throwIfAborted(signal);
