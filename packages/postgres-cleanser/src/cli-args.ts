@@ -35,7 +35,7 @@ cleanse options:
   --dry-run                 write nothing; print each row that would change (NDJSON) and the counts
   --max-failed <share>      exit 4 when unavailable rows exceed this share, default 0
   --concurrency <n>         HTTP calls in flight, default 32
-  --threads <n>             engine worker threads, default 2
+  --threads <n>             engine worker threads, default one per spare core (min 1)
   --rate-limit <rps>        requests per second to the platform, default the contract's; 0 = none
   --base-url <url>          address API host (env DQ_BASE_URL)
   --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL

@@ -62,9 +62,8 @@ export const AddressRequestSchema = withLocalityRule(AddressFieldsSchema);
 export type AddressRequest = z.infer<typeof AddressFieldsSchema>;
 
 /** Batch validation request: one address plus the client's `customerAddressId` (NOTES.md). */
-export const BatchRequestSchema = withLocalityRule(
-  AddressFieldsSchema.extend({ customerAddressId: z.string().min(1) }),
-);
+const BatchFieldsSchema = AddressFieldsSchema.extend({ customerAddressId: z.string().min(1) });
+export const BatchRequestSchema = withLocalityRule(BatchFieldsSchema);
 export type BatchRequest = AddressRequest & { customerAddressId: string };
 
 /** A `houseNumberChoice` range of a class E candidate (contract 2.2). */
@@ -159,9 +158,7 @@ export type AutocompleteResponse = z.infer<typeof AutocompleteResponseSchema>;
  * an empty list means it may be sent. With `batch`, `customerAddressId` is required as well.
  */
 export function validateAddressRequest(input: unknown, opts: { batch?: boolean } = {}): Violation[] {
-  const schema = opts.batch
-    ? AddressFieldsSchema.extend({ customerAddressId: z.string().min(1) })
-    : AddressFieldsSchema;
+  const schema = opts.batch ? BatchFieldsSchema : AddressFieldsSchema;
   const parsed = schema.safeParse(input);
   const out = parsed.success ? [] : violationsFromZod(parsed.error);
   const locality = localityIdentificationViolation(input);
