@@ -1,1 +1,17 @@
-export {};
+export { createEnricher } from './enricher.js';
+export type { Enricher, EnricherOutcome, EnricherState } from './enricher.js';
+export type { EnricherOptions, SaslOptions } from './options.js';
+export { parseFieldMap, extractRecord } from './field-map.js';
+export type { FieldMap, FieldMapping, Extracted, ExtractFailureCode } from './field-map.js';
+export { parsePointer, resolvePointer } from './json-pointer.js';
+export type { JsonPointer } from './json-pointer.js';
+export { decodeMessage, enrichedMessage, dlqMessage, DLQ_HEADERS } from './message-codec.js';
+export type { Decoded, DecodeFailureCode, DlqReason, SourcePosition } from './message-codec.js';
+export { Metrics, METRIC } from './metrics.js';
+export { startMetricsServer } from './metrics-server.js';
+export type { MetricsServer } from './metrics-server.js';
+export { KafkaEnricherError, KAFKA_ERROR_EXIT_CODES } from './errors.js';
+export type { KafkaErrorCode } from './errors.js';
+export { parseCli, envName, USAGE } from './cli-args.js';
+export type { CliCommand } from './cli-args.js';
+export { main } from './main.js';

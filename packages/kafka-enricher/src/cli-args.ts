@@ -1,0 +1,240 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ADDRESS_INCLUDE_VALUES, isCountryCode } from '@dq/core';
+import type { LogLevel, Mode } from '@dq/core';
+import { usageError } from './errors.js';
+import { parseFieldMap } from './field-map.js';
+import type { EnricherOptions, SaslOptions } from './options.js';
+
+/** The `--help` text. */
+export const USAGE = `Usage: dq-kafka enrich --brokers <host:port,...> --group <id> --input <topic> --output <topic>
+                      --dlq <topic> --map <field>=<json pointer>,... [options]
+
+Reads JSON messages from the input topic, checks the mapped fields with the data-quality platform
+and writes each message, with a "dq" member added, to the output topic - or, when it cannot be
+checked (not JSON, not an object, a mapped field missing, a 400 field error), unchanged to the DLQ
+topic with dq-* headers. An input offset is committed only after its output or DLQ message is
+acknowledged (at least once). Several instances with one --group share the partitions.
+
+Options (each also as an environment variable DQ_KAFKA_<NAME>, e.g. DQ_KAFKA_BROKERS; flags win):
+  --brokers <list>          bootstrap servers, host:port,... (required)
+  --group <id>              consumer group id (required)
+  --input <topic>           topic to read (required)
+  --output <topic>          topic for enriched messages (required)
+  --dlq <topic>             dead-letter topic (required)
+  --map <field>=<ptr>,...   request fields from RFC 6901 JSON pointers (required), e.g.
+                            street=/address/street,houseNumber=/address/no,postalCode=/address/zip
+                            address: street, houseNumber, addressLine, postalCode, locality,
+                                     localityLine, country
+                            company: company, zip, city, street   tr: trCourt, trType, trNo
+                            vat: vatId
+  --mode <mode>             address (default) | company | tr | vat
+  --country <CC>            country for messages without one, e.g. DE
+  --include <list>          ${ADDRESS_INCLUDE_VALUES.join(', ')}
+  --metrics-port <port>     serve /metrics and /healthz on this port (0 = any free one)
+  --max-in-flight <n>       messages taken but not yet committed, default 5000; past it
+                            partitions pause
+  --batch-size <n>          messages per platform batch and per commit, default 500
+  --concurrency <n>         HTTP calls in flight, default 32
+  --rate-limit <n>          platform requests per second, 0 = no limit; default the contract's
+  --retry-max-ms <ms>       how long one batch may stay unavailable (5xx, timeouts, 429) before
+                            the run ends with exit 75, default 600000; it is never dead-lettered
+  --drain-timeout-ms <ms>   on SIGTERM, time to finish in-flight work, default 20000
+  --session-timeout-ms <ms> consumer group session timeout, default 30000
+  --from-latest             a group without committed offsets starts at the end (default: start)
+  --no-idempotent           plain producer (brokers without a controller, e.g. test clusters)
+  --client-id <id>          Kafka client id, default dq-kafka
+  --dq-field <name>         member added to the output value, default dq
+  --ssl                     connect with TLS (system CAs)
+  --ssl-ca <file>           PEM file of the CA(s) to trust (implies --ssl)
+  --ssl-cert <file>         PEM client certificate (implies --ssl), with --ssl-key <file>
+  --ssl-insecure            do not verify the broker certificate (testing only)
+  --sasl-mechanism <m>      plain | scram-sha-256 | scram-sha-512
+  --sasl-username <user>    SASL user
+  --sasl-password <pw>      SASL password (prefer DQ_KAFKA_SASL_PASSWORD: flags show in ps)
+  --base-url <url>          address API host (env DQ_BASE_URL)
+  --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
+  --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
+  --log-level <level>       debug | info (default) | warn | error
+  --help                    this text
+
+Exit codes: 0 stopped by SIGTERM/SIGINT after draining, 1 unexpected error, 2 bad usage,
+3 key/account/quota stopped the run (nothing unprocessed is committed; fix it, then restart),
+75 Kafka or the platform stayed unavailable (restart later; uncommitted messages are re-read).
+`;
+
+/** What the CLI runs: help, or an enricher with these options and extras. */
+export type CliCommand =
+  | { help: true }
+  | { help: false; options: EnricherOptions; metricsPort: number | undefined; logLevel: LogLevel };
+
+const MODES: readonly Mode[] = ['address', 'company', 'tr', 'vat'];
+const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+const SASL: readonly SaslOptions['mechanism'][] = ['plain', 'scram-sha-256', 'scram-sha-512'];
+
+const STRING_FLAGS = [
+  'brokers', 'group', 'input', 'output', 'dlq', 'map', 'mode', 'country', 'include', 'metrics-port', 'max-in-flight',
+  'batch-size', 'concurrency', 'rate-limit', 'retry-max-ms', 'drain-timeout-ms', 'session-timeout-ms', 'client-id',
+  'dq-field', 'ssl-ca', 'ssl-cert', 'ssl-key', 'sasl-mechanism', 'sasl-username', 'sasl-password', 'base-url',
+  'realtime-url', 'api-key', 'log-level',
+] as const;
+const BOOLEAN_FLAGS = ['from-latest', 'no-idempotent', 'ssl', 'ssl-insecure', 'help'] as const;
+/** Flags read from DQ_* rather than DQ_KAFKA_*: they are shared by every dq connector. */
+const SHARED_ENV: Partial<Record<string, string>> = { 'base-url': 'DQ_BASE_URL', 'realtime-url': 'DQ_REALTIME_URL', 'api-key': 'DQ_API_KEY' };
+
+/** The environment variable of a flag: DQ_KAFKA_MAX_IN_FLIGHT for --max-in-flight. */
+export function envName(flag: string): string {
+  return SHARED_ENV[flag] ?? `DQ_KAFKA_${flag.replace(/-/g, '_').toUpperCase()}`;
+}
+
+/**
+ * Parses `argv` (without node and script) and `env`. Throws a KafkaEnricherError `usage` naming
+ * the flag at fault.
+ */
+export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }])),
+        ...Object.fromEntries(BOOLEAN_FLAGS.map((f) => [f, { type: 'boolean' as const }])),
+      },
+    });
+  } catch (err) {
+    // parseArgs names the flag in its message; it has no finer code than ERR_PARSE_ARGS_*.
+    throw usageError('arguments', (err as Error).message);
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const positionals = parsed.positionals;
+  if (values['help'] || positionals[0] === 'help') return { help: true };
+  if (positionals[0] !== 'enrich' || positionals.length > 1) {
+    throw usageError('command', `expected "enrich", got ${positionals.length === 0 ? 'nothing' : `"${positionals.join(' ')}"`}`);
+  }
+  const str = (flag: (typeof STRING_FLAGS)[number]): string | undefined => {
+    const v = values[flag];
+    if (typeof v === 'string') return v;
+    const e = env[envName(flag)];
+    return e === undefined || e === '' ? undefined : e;
+  };
+  const bool = (flag: (typeof BOOLEAN_FLAGS)[number]): boolean => {
+    if (values[flag] === true) return true;
+    const e = env[envName(flag)]?.trim().toLowerCase();
+    if (e === undefined || e === '') return false;
+    if (['1', 'true', 'yes'].includes(e)) return true;
+    if (['0', 'false', 'no'].includes(e)) return false;
+    throw usageError(envName(flag), `"${e}" must be true or false`);
+  };
+  const required = (flag: (typeof STRING_FLAGS)[number], what: string): string => {
+    const v = str(flag)?.trim();
+    if (!v) throw usageError(`--${flag}`, `required (or ${envName(flag)}): ${what}`);
+    return v;
+  };
+
+  const mode = oneOf('--mode', str('mode') ?? 'address', MODES);
+  const country = str('country')?.trim().toUpperCase();
+  if (country !== undefined && !isCountryCode(country)) throw usageError('--country', `"${country}" is not a two-letter country code`);
+  const include = str('include')?.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const value of include ?? []) oneOf('--include', value, ADDRESS_INCLUDE_VALUES);
+  const brokers = required('brokers', 'bootstrap servers host:port,...').split(',').map((b) => b.trim()).filter(Boolean);
+  for (const b of brokers) if (!/^[^\s:]+:\d{1,5}$/.test(b)) throw usageError('--brokers', `"${b}" is not host:port`);
+  const topics = { input: required('input', 'the topic to read'), output: required('output', 'the topic for enriched messages'), dlq: required('dlq', 'the dead-letter topic') };
+  if (new Set(Object.values(topics)).size < 3) throw usageError('--output', 'input, output and dlq topics must be three different topics');
+  const baseUrl = url('--base-url', str('base-url'));
+  if (!baseUrl) throw usageError('--base-url', 'required (or DQ_BASE_URL): the platform host, e.g. a sandbox started with dq-sandbox');
+  const apiKey = str('api-key');
+  if (!apiKey) throw usageError('--api-key', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
+  const rateLimit = opt(str('rate-limit'), (t) => number('--rate-limit', t, 0, 100_000, false));
+  const concurrency = opt(str('concurrency'), (t) => number('--concurrency', t, 1, 4096, true));
+  const engine: NonNullable<EnricherOptions['engine']> = {};
+  if (concurrency !== undefined) engine.concurrency = concurrency;
+  if (rateLimit !== undefined) engine.rateLimits = { validate: rateLimit, batch: rateLimit, company: rateLimit };
+
+  const options: EnricherOptions = {
+    brokers,
+    groupId: required('group', 'the consumer group id'),
+    inputTopic: topics.input,
+    outputTopic: topics.output,
+    dlqTopic: topics.dlq,
+    map: parseFieldMap(required('map', '<field>=<json pointer>,...'), mode),
+    mode,
+    country,
+    include,
+    baseUrl,
+    realtimeUrl: url('--realtime-url', str('realtime-url')),
+    apiKey,
+    clientId: str('client-id'),
+    maxInFlight: opt(str('max-in-flight'), (t) => number('--max-in-flight', t, 1, 1_000_000, true)),
+    batchSize: opt(str('batch-size'), (t) => number('--batch-size', t, 1, 100_000, true)),
+    retryMaxMs: opt(str('retry-max-ms'), (t) => number('--retry-max-ms', t, 0, 86_400_000, true)),
+    drainTimeoutMs: opt(str('drain-timeout-ms'), (t) => number('--drain-timeout-ms', t, 0, 3_600_000, true)),
+    sessionTimeoutMs: opt(str('session-timeout-ms'), (t) => number('--session-timeout-ms', t, 6000, 3_600_000, true)),
+    dqField: str('dq-field'),
+    fromBeginning: !bool('from-latest'),
+    idempotent: !bool('no-idempotent'),
+    ssl: tlsOptions(str('ssl-ca'), str('ssl-cert'), str('ssl-key'), bool('ssl'), bool('ssl-insecure')),
+    sasl: saslOptions(str('sasl-mechanism'), str('sasl-username'), str('sasl-password')),
+    engine,
+  };
+  const metricsPort = opt(str('metrics-port'), (t) => number('--metrics-port', t, 0, 65_535, true));
+  return { help: false, options, metricsPort, logLevel: oneOf('--log-level', str('log-level') ?? 'info', LEVELS) };
+}
+
+function tlsOptions(ca: string | undefined, cert: string | undefined, key: string | undefined, ssl: boolean, insecure: boolean): EnricherOptions['ssl'] {
+  if ((cert === undefined) !== (key === undefined)) throw usageError(cert ? '--ssl-key' : '--ssl-cert', '--ssl-cert and --ssl-key go together');
+  if (!ssl && !ca && !cert && !insecure) return undefined;
+  const read = (flag: string, path: string | undefined): string | undefined => {
+    if (path === undefined) return undefined;
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (err) {
+      throw usageError(flag, `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  };
+  const tls: Record<string, unknown> = { rejectUnauthorized: !insecure };
+  const caText = read('--ssl-ca', ca);
+  if (caText) tls['ca'] = [caText];
+  const certText = read('--ssl-cert', cert);
+  if (certText) tls['cert'] = certText;
+  const keyText = read('--ssl-key', key);
+  if (keyText) tls['key'] = keyText;
+  return tls;
+}
+
+function saslOptions(mechanism: string | undefined, username: string | undefined, password: string | undefined): SaslOptions | undefined {
+  if (mechanism === undefined && username === undefined && password === undefined) return undefined;
+  const m = oneOf('--sasl-mechanism', mechanism ?? '', SASL);
+  if (!username) throw usageError('--sasl-username', `required with --sasl-mechanism (or ${envName('sasl-username')})`);
+  if (!password) throw usageError('--sasl-password', `required with --sasl-mechanism: set ${envName('sasl-password')}`);
+  return { mechanism: m, username, password };
+}
+
+function opt<T>(text: string | undefined, parse: (t: string) => T): T | undefined {
+  return text === undefined ? undefined : parse(text);
+}
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) throw usageError(flag, `"${value}" is not one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+function number(flag: string, text: string, min: number, max: number, integer: boolean): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+    throw usageError(flag, `"${text}" must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function url(flag: string, text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const u = new URL(text);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http');
+  } catch {
+    throw usageError(flag, `"${text}" is not an http(s) URL`);
+  }
+  return text;
+}

@@ -1,0 +1,311 @@
+import { createEngine, createLogger, DqError, ExitCode, exitCodeForError, isRunStop, sleep } from '@dq/core';
+import type { Engine, Logger, RunReport } from '@dq/core';
+import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import { KafkaEnricherError } from './errors.js';
+import { FlowControl } from './flow-control.js';
+import { createKafka } from './kafka-client.js';
+import { METRIC, Metrics } from './metrics.js';
+import { resolveEnricherOptions } from './options.js';
+import type { EnricherOptions, ResolvedEnricherOptions } from './options.js';
+import { orderPreservingPartitioner } from './output-partitioner.js';
+import { PartitionPipeline } from './partition-pipeline.js';
+import type { PipelineContext } from './partition-pipeline.js';
+
+/** Consumer restarts after crashes kafkajs does not recover from, before the run ends (exit 75). */
+const MAX_CONSUMER_RESTARTS = 5;
+/** Wait before restarting a crashed consumer, times the restart count, in ms. */
+const RESTART_DELAY_MS = 1000;
+
+/**
+ * Longest wait of a fetch, in ms. kafkajs also sleeps this long when every assigned partition is
+ * paused, so it bounds how soon a partition paused for backpressure resumes (kafkajs default 5000).
+ */
+const FETCH_MAX_WAIT_MS = 500;
+
+/** Life cycle of an {@link Enricher}. */
+export type EnricherState = 'created' | 'starting' | 'running' | 'draining' | 'stopping' | 'stopped';
+
+/** How a run ended. */
+export interface EnricherOutcome {
+  /** 0 after a graceful stop, 3 on a run stop (key, account, quota), 75 when Kafka or the platform stayed unavailable, 1 otherwise. */
+  exitCode: ExitCode;
+  /** `stop`: {@link Enricher.stop} was called (SIGTERM); `fatal`: a failure ended the run. */
+  reason: 'stop' | 'fatal';
+  /** What ended a fatal run: code, message (naming the partition and offsets) and request id. */
+  error?: { code: string; message: string; requestId?: string };
+  /** The engine's counts (records, statuses, classes, API calls, retries). */
+  report: RunReport;
+}
+
+/** A Kafka stream enricher (one member of a consumer group). */
+export interface Enricher {
+  readonly metrics: Metrics;
+  readonly state: EnricherState;
+  /** Whether /healthz should answer 200: consuming in a joined group. */
+  healthy(): { ok: boolean; state: string };
+  /** Connects, joins the group and consumes until {@link stop} or a fatal failure; never rejects. */
+  run(): Promise<EnricherOutcome>;
+  /**
+   * Graceful stop: fetching stops, in-flight work is finished for up to `drainTimeoutMs` (the rest is
+   * handed back uncommitted), offsets of finished work are committed, the group is left.
+   */
+  stop(): void;
+}
+
+/** Creates an enricher; nothing connects until `run()`. */
+export function createEnricher(options: EnricherOptions): Enricher {
+  return new KafkaEnricher(resolveEnricherOptions(options), options.logger ?? createLogger({ level: 'info' }), options.metrics ?? new Metrics());
+}
+
+class KafkaEnricher implements Enricher {
+  readonly metrics: Metrics;
+  readonly #o: ResolvedEnricherOptions;
+  readonly #logger: Logger;
+  readonly #pipelines = new Map<string, PartitionPipeline>();
+  /** Cancelled pipelines per partition: a new one starts only after the old one's send settled. */
+  readonly #retired = new Map<string, Promise<void>>();
+  #state: EnricherState = 'created';
+  #joined = false;
+  #rebalancing = false;
+  /** Consumer restarts since the last successful join. */
+  #restarts = 0;
+  #fatal: unknown;
+  #shutdown: Promise<void> | undefined;
+  #stopRequested!: () => void;
+  readonly #stopSignal = new Promise<void>((resolve) => (this.#stopRequested = resolve));
+  #engine: Engine | undefined;
+  #consumer: Consumer | undefined;
+  #producer: Producer | undefined;
+  #flow: FlowControl | undefined;
+
+  constructor(options: ResolvedEnricherOptions, logger: Logger, metrics: Metrics) {
+    this.#o = options;
+    this.#logger = logger;
+    this.metrics = metrics;
+    logger.redactor.add(options.apiKey);
+    if (options.sasl) logger.redactor.add(options.sasl.password);
+  }
+
+  get state(): EnricherState {
+    return this.#state;
+  }
+
+  healthy(): { ok: boolean; state: string } {
+    return { ok: this.#state === 'running' && this.#joined, state: this.#joined || this.#state !== 'running' ? this.#state : 'joining' };
+  }
+
+  stop(): void {
+    this.#stopRequested();
+  }
+
+  async run(): Promise<EnricherOutcome> {
+    if (this.#state !== 'created') throw new DqError('an enricher runs once; create a new one', { code: 'already-started', retriable: false });
+    this.#state = 'starting';
+    const o = this.#o;
+    try {
+      this.#engine = createEngine({
+        mode: o.mode, baseUrl: o.baseUrl, realtimeUrl: o.realtimeUrl, apiKey: o.apiKey, defaultCountry: o.country,
+        include: o.include, logger: this.#logger, ...o.engine,
+      });
+      const engine = this.#engine;
+      this.metrics.useEngineReport(() => engine.report());
+      const kafka = createKafka(o, this.#logger);
+      const producer = (this.#producer = kafka.producer({
+        idempotent: o.idempotent,
+        ...(o.idempotent ? { maxInFlightRequests: 1 } : {}),
+        allowAutoTopicCreation: true,
+        createPartitioner: orderPreservingPartitioner,
+      }));
+      this.#flow = new FlowControl(() => this.#consumer!, this.metrics, o.maxInFlight);
+      await connect('producer', () => producer.connect());
+      await this.#startConsumer(kafka);
+      if (this.#state === 'starting') this.#state = 'running';
+      if (this.#fatal === undefined) this.#logger.info('consuming', { input: o.inputTopic, output: o.outputTopic, dlq: o.dlqTopic, group: o.groupId, maxInFlight: o.maxInFlight });
+      await this.#stopSignal;
+    } catch (err) {
+      this.#fail(err);
+    }
+    await this.#stopAll(this.#fatal === undefined);
+    return this.#outcome();
+  }
+
+  /** Creates, connects, subscribes and runs a consumer; replaces the current one. */
+  async #startConsumer(kafka: Kafka): Promise<void> {
+    const o = this.#o;
+    const consumer = (this.#consumer = kafka.consumer({
+      groupId: o.groupId,
+      sessionTimeout: o.sessionTimeoutMs,
+      heartbeatInterval: Math.min(3000, Math.floor(o.sessionTimeoutMs / 3)),
+      allowAutoTopicCreation: true,
+      maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
+    }));
+    consumer.on(consumer.events.REBALANCING, () => this.#onRebalancing());
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.#onJoin(payload.memberAssignment));
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) void this.#onCrash(kafka, consumer, payload.error);
+    });
+    await connect('consumer', () => consumer.connect());
+    await connect('consumer', () => consumer.subscribe({ topic: o.inputTopic, fromBeginning: o.fromBeginning }));
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 1,
+      eachBatch: (payload) => this.#take(payload),
+    });
+  }
+
+  /**
+   * kafkajs gave up on its consumer (a non-retriable error, e.g. a group protocol error during a
+   * rebalance). Queued work is handed back and a new consumer joins the group, up to
+   * {@link MAX_CONSUMER_RESTARTS} times in a row; then the run ends with exit 75.
+   */
+  async #onCrash(kafka: Kafka, crashed: Consumer, error: Error): Promise<void> {
+    const live = this.#state === 'starting' || this.#state === 'running';
+    if (crashed !== this.#consumer || !live) return void this.#fail(kafkaFailure(error));
+    if (++this.#restarts > MAX_CONSUMER_RESTARTS) return void this.#fail(kafkaFailure(error));
+    this.#logger.warn('the consumer crashed; handing queued work back and starting a new one', { attempt: this.#restarts, error });
+    this.#onRebalancing();
+    await crashed.disconnect().catch(() => undefined);
+    try {
+      await sleep(RESTART_DELAY_MS * this.#restarts);
+      if (this.#state === 'starting' || this.#state === 'running') await this.#startConsumer(kafka);
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  /** eachBatch: takes what the in-flight budget allows into the partition's pipeline; must return quickly. */
+  async #take({ batch, resolveOffset }: EachBatchPayload): Promise<void> {
+    if (this.#state !== 'running' || batch.messages.length === 0) return;
+    const { topic, partition } = batch;
+    const key = `${topic}\u0000${partition}`;
+    let pipeline = this.#pipelines.get(key);
+    if (!pipeline) {
+      pipeline = new PartitionPipeline(topic, partition, this.#context(), this.#retired.get(key));
+      this.#pipelines.set(key, pipeline);
+    }
+    const fresh = pipeline.fresh(batch.messages);
+    const flow = this.#flow!;
+    const granted = flow.take(fresh.length);
+    if (granted < fresh.length) flow.pause(topic, partition, 'backpressure');
+    if (granted === 0) return;
+    const taken = fresh.slice(0, granted);
+    this.metrics.inc(METRIC.consumed, {}, granted);
+    pipeline.enqueue(taken, batch.highWatermark, this.#o.batchSize);
+    // Moves the fetch position only; offsets are committed by the pipeline after delivery.
+    resolveOffset(taken[taken.length - 1]!.offset);
+  }
+
+  #context(): PipelineContext {
+    const o = this.#o;
+    return {
+      engine: this.#engine!, producer: this.#producer!, flow: this.#flow!, metrics: this.metrics, logger: this.#logger,
+      map: o.map, outputTopic: o.outputTopic, dlqTopic: o.dlqTopic, dqField: o.dqField,
+      retryMaxMs: o.retryMaxMs, retryBaseDelayMs: o.retryBaseDelayMs,
+      commit: (topic, partition, offset) => this.#commit(topic, partition, offset),
+      onFatal: (err) => this.#fail(err),
+    };
+  }
+
+  async #commit(topic: string, partition: number, offset: string): Promise<void> {
+    // A commit sent into a rebalance is refused anyway (and upsets the mock cluster's group state);
+    // the partition's next owner re-reads from the last commit that got through.
+    if (this.#rebalancing) return;
+    try {
+      await this.#consumer!.commitOffsets([{ topic, partition, offset }]);
+      this.metrics.inc(METRIC.commits);
+    } catch (err) {
+      // At least once: the next commit of the partition covers this one, or its new owner re-reads.
+      this.#logger.warn('offset commit failed; the messages may be delivered again', { topic, partition, offset, error: err as Error });
+    }
+  }
+
+  /** A rebalance began: every pipeline hands its queued work back; nothing is committed until the rejoin. */
+  #onRebalancing(): void {
+    this.#rebalancing = true;
+    for (const [key, pipeline] of this.#pipelines) this.#retired.set(key, pipeline.cancel());
+    this.#pipelines.clear();
+    this.#logger.info('rebalancing: queued work handed back', { group: this.#o.groupId });
+  }
+
+  /** A (re)join: the new assignment starts with fresh pipelines and no pauses. */
+  #onJoin(assignment: Record<string, number[]>): void {
+    this.#joined = true;
+    this.#rebalancing = false;
+    this.#restarts = 0;
+    for (const [key, pipeline] of this.#pipelines) this.#retired.set(key, pipeline.cancel());
+    this.#pipelines.clear();
+    this.#flow?.reset();
+    this.metrics.clear(METRIC.lag);
+    this.metrics.set(METRIC.up, {}, 1);
+    this.#logger.info('partitions assigned', { group: this.#o.groupId, assignment });
+  }
+
+  #fail(err: unknown): void {
+    if (this.#fatal === undefined) {
+      this.#fatal = err;
+      this.#logger.error(isRunStop(err) ? 'run stopped by the platform: fix the key, account or quota, then restart' : 'run failed', { error: err as Error });
+    }
+    this.#stopRequested();
+  }
+
+  /** Stops fetching; drains (graceful) or cancels (fatal) the pipelines; leaves the group. */
+  #stopAll(graceful: boolean): Promise<void> {
+    this.#shutdown ??= (async () => {
+      this.#state = graceful ? 'draining' : 'stopping';
+      this.metrics.set(METRIC.up, {}, 0);
+      const pipelines = [...this.#pipelines.values()];
+      if (this.#consumer && this.#joined) this.#flow?.pauseTopic(this.#o.inputTopic);
+      if (graceful) {
+        this.#logger.info('draining: finishing in-flight work', { inFlight: this.#flow?.inFlight ?? 0, drainTimeoutMs: this.#o.drainTimeoutMs });
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#o.drainTimeoutMs)));
+        await Promise.race([Promise.all(pipelines.map((p) => p.idle())), timedOut]);
+        clearTimeout(timer);
+      }
+      // Fatal, or the drain ran out of time: queued work goes back to Kafka uncommitted.
+      await Promise.all([...pipelines.map((p) => p.cancel()), ...this.#retired.values()]);
+      await this.#consumer?.disconnect().catch((err: unknown) => this.#logger.warn('leaving the consumer group failed', { error: err as Error }));
+      await this.#producer?.disconnect().catch((err: unknown) => this.#logger.warn('closing the producer failed', { error: err as Error }));
+      await this.#engine?.close();
+      this.#state = 'stopped';
+    })();
+    return this.#shutdown;
+  }
+
+  #outcome(): EnricherOutcome {
+    const report = this.#engine?.report() ?? emptyReport();
+    const err = this.#fatal;
+    if (err === undefined) {
+      this.#logger.info('stopped', { records: report.records, apiCalls: report.apiCalls, consumed: this.metrics.get(METRIC.consumed), produced: this.metrics.get(METRIC.produced) });
+      return { exitCode: ExitCode.OK, reason: 'stop', report };
+    }
+    const exitCode = err instanceof KafkaEnricherError ? err.exitCode : exitCodeForError(err);
+    const e = err instanceof Error ? err : new Error(String(err));
+    const code = err instanceof DqError ? err.code : 'unexpected';
+    const requestId = err instanceof DqError ? err.requestId : undefined;
+    const message = this.#logger.redactor.redact(`${e.message}${requestId ? ` (request id ${requestId})` : ''}`);
+    return { exitCode, reason: 'fatal', error: requestId ? { code, message, requestId } : { code, message }, report };
+  }
+}
+
+async function connect(what: string, step: () => Promise<void>): Promise<void> {
+  try {
+    await step();
+  } catch (err) {
+    throw new KafkaEnricherError('kafka-failure', `the Kafka ${what} could not connect: ${(err as Error).message}; check --brokers, TLS and SASL settings`, { cause: err });
+  }
+}
+
+function kafkaFailure(error: Error): KafkaEnricherError {
+  return new KafkaEnricherError('kafka-failure', `the consumer stopped: ${error.message}; restart dq-kafka (uncommitted messages are re-read)`, { cause: error });
+}
+
+function emptyReport(): RunReport {
+  return {
+    records: 0,
+    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, unavailable: 0 },
+    byClass: { A: 0, B: 0, C: 0, D: 0, E: 0, F: 0 },
+    apiCalls: 0, callsSavedByDedup: 0, callsSavedByCache: 0, retries: 0, failures: [], failuresOmitted: 0, durationMs: 0,
+  };
+}

@@ -1,0 +1,49 @@
+import { DqError, ExitCode } from '@dq/core';
+
+/**
+ * Stable codes of errors raised by dq-kafka itself, with the exit code each leads to. Platform
+ * errors keep @dq/core's codes. Branch on `code`, never on the message.
+ */
+export const KAFKA_ERROR_EXIT_CODES = {
+  /** a flag or environment variable is missing or has a bad value */
+  usage: ExitCode.USAGE,
+  /** records came back `unavailable` (5xx, timeouts, 429 after core's retries): retried, never dead-lettered */
+  unavailable: ExitCode.TEMPFAIL,
+  /** the transient-failure budget (`--retry-max-ms`) of one partition's batch is used up */
+  'retry-budget-exhausted': ExitCode.TEMPFAIL,
+  /** the Kafka client failed for good (broker unreachable, send or commit refused after its retries) */
+  'kafka-failure': ExitCode.TEMPFAIL,
+  /** the metrics server could not listen on --metrics-port */
+  'metrics-listen-failed': ExitCode.USAGE,
+} as const satisfies Record<string, ExitCode>;
+
+/** Code of a {@link KafkaEnricherError}. */
+export type KafkaErrorCode = keyof typeof KAFKA_ERROR_EXIT_CODES;
+
+/** An error of dq-kafka. `exitCode` is what the CLI exits with when it ends the run. */
+export class KafkaEnricherError extends DqError {
+  override name = 'KafkaEnricherError';
+  declare readonly code: KafkaErrorCode;
+  readonly exitCode: ExitCode;
+  /** Input topic, partition and offset the failure concerns, when it concerns one. */
+  readonly topic: string | undefined;
+  readonly partition: number | undefined;
+  readonly offset: string | undefined;
+
+  constructor(
+    code: KafkaErrorCode,
+    message: string,
+    fields: { retriable?: boolean; cause?: unknown; requestId?: string; topic?: string; partition?: number; offset?: string } = {},
+  ) {
+    super(message, { code, retriable: fields.retriable ?? false, cause: fields.cause, requestId: fields.requestId });
+    this.exitCode = KAFKA_ERROR_EXIT_CODES[code];
+    this.topic = fields.topic;
+    this.partition = fields.partition;
+    this.offset = fields.offset;
+  }
+}
+
+/** A usage error naming the flag (and its DQ_KAFKA_* variable) at fault; exit code 2. */
+export function usageError(flag: string, problem: string): KafkaEnricherError {
+  return new KafkaEnricherError('usage', `${flag}: ${problem} (see dq-kafka --help)`);
+}

@@ -1,0 +1,71 @@
+import { MODE_FIELDS } from '@dq/core';
+import type { EngineRecord, Mode } from '@dq/core';
+import { usageError } from './errors.js';
+import { parsePointer, resolvePointer } from './json-pointer.js';
+import type { JsonPointer } from './json-pointer.js';
+
+/** One mapping entry: the engine's request field and where its value sits in a message. */
+export interface FieldMapping {
+  readonly field: string;
+  readonly pointer: JsonPointer;
+}
+
+/** Request fields taken from each message value, in the order given. */
+export type FieldMap = readonly FieldMapping[];
+
+/**
+ * Parses `--map street=/address/street,houseNumber=/address/no,...`. Field names must be request
+ * fields of `mode` (MODE_FIELDS); pointers are RFC 6901 (`~1` for `/`, `~0` for `~`). A pointer
+ * containing `,` cannot be written here: no request field needs one.
+ *
+ * @throws KafkaEnricherError `usage` naming the entry at fault.
+ */
+export function parseFieldMap(text: string, mode: Mode): FieldMap {
+  const allowed: readonly string[] = MODE_FIELDS[mode];
+  const seen = new Set<string>();
+  const entries = text.split(',').map((s) => s.trim()).filter(Boolean);
+  if (entries.length === 0) throw usageError('--map', 'at least one <field>=<json pointer> is needed');
+  return entries.map((entry) => {
+    const eq = entry.indexOf('=');
+    if (eq <= 0) throw usageError('--map', `"${entry}" must look like <field>=<json pointer>, e.g. street=/address/street`);
+    const field = entry.slice(0, eq).trim();
+    const pointerText = entry.slice(eq + 1).trim();
+    if (!allowed.includes(field)) throw usageError('--map', `"${field}" is not a ${mode} request field; use one of ${allowed.join(', ')}`);
+    if (seen.has(field)) throw usageError('--map', `"${field}" is mapped twice`);
+    seen.add(field);
+    if (pointerText === '') throw usageError('--map', `"${field}" needs a non-empty JSON pointer`);
+    try {
+      return { field, pointer: parsePointer(pointerText) };
+    } catch (err) {
+      throw usageError('--map', (err as Error).message);
+    }
+  });
+}
+
+/** Why a message value cannot be turned into a record (DLQ reason codes). */
+export type ExtractFailureCode = 'missing-field' | 'bad-field-type';
+
+/** The record of one message value, or why there is none. */
+export type Extracted =
+  | { ok: true; record: EngineRecord }
+  | { ok: false; code: ExtractFailureCode; message: string };
+
+/**
+ * Reads every mapped field from a message value (a JSON object). A pointer that refers to nothing,
+ * to `null` or to an empty string is a missing field; one that refers to an object, array or
+ * boolean has the wrong type. Strings and numbers are taken as they are (the engine trims them).
+ */
+export function extractRecord(value: Readonly<Record<string, unknown>>, map: FieldMap): Extracted {
+  const record: Record<string, string | number> = {};
+  for (const { field, pointer } of map) {
+    const found = resolvePointer(value, pointer);
+    if (found === undefined || found === null || (typeof found === 'string' && found.trim() === '')) {
+      return { ok: false, code: 'missing-field', message: `mapped field ${field} (${pointer.text}) is missing or empty` };
+    }
+    if (typeof found !== 'string' && typeof found !== 'number') {
+      return { ok: false, code: 'bad-field-type', message: `mapped field ${field} (${pointer.text}) is a${Array.isArray(found) ? 'n array' : ` ${typeof found}`}, not a string or number` };
+    }
+    record[field] = found;
+  }
+  return { ok: true, record };
+}

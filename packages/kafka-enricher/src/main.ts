@@ -1,0 +1,69 @@
+import { createLogger, ExitCode } from '@dq/core';
+import { parseCli, USAGE } from './cli-args.js';
+import { createEnricher } from './enricher.js';
+import { KafkaEnricherError } from './errors.js';
+import { Metrics } from './metrics.js';
+import { startMetricsServer } from './metrics-server.js';
+import type { MetricsServer } from './metrics-server.js';
+
+/** Extra time after the drain timeout for leaving the group and closing clients, in ms. */
+const SHUTDOWN_GRACE_MS = 15_000;
+
+/**
+ * Runs `dq-kafka` with `argv` (without node and script) and returns the exit code. JSON log lines
+ * go to stderr; one JSON summary line goes to stdout when the run ends.
+ */
+export async function main(argv: readonly string[]): Promise<number> {
+  let command;
+  try {
+    command = parseCli(argv);
+  } catch (err) {
+    if (err instanceof KafkaEnricherError) {
+      process.stderr.write(`dq-kafka: ${err.code}: ${err.message}\n`);
+      return err.exitCode;
+    }
+    throw err;
+  }
+  if (command.help) {
+    process.stdout.write(USAGE);
+    return ExitCode.OK;
+  }
+  const logger = createLogger({ level: command.logLevel, bindings: { app: 'dq-kafka' } });
+  const metrics = new Metrics();
+  const enricher = createEnricher({ ...command.options, logger, metrics });
+  let server: MetricsServer | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    logger.info('signal received: stopping fetches, finishing in-flight work, committing, leaving the group', { signal });
+    enricher.stop();
+    // Bounded shutdown: whatever is uncommitted by then is re-read by the group (at least once).
+    setTimeout(() => {
+      logger.error('shutdown took too long; exiting, uncommitted messages will be re-read', { signal });
+      process.exit(ExitCode.OK);
+    }, (command.options.drainTimeoutMs ?? 20_000) + SHUTDOWN_GRACE_MS).unref();
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  try {
+    if (command.metricsPort !== undefined) {
+      server = await startMetricsServer(metrics, () => enricher.healthy(), command.metricsPort);
+      logger.info('metrics listening', { port: server.port, paths: ['/metrics', '/healthz'] });
+    }
+    const outcome = await enricher.run();
+    if (outcome.error) process.stderr.write(`dq-kafka: ${outcome.error.code}: ${outcome.error.message}\n`);
+    const { report } = outcome;
+    process.stdout.write(`${JSON.stringify({
+      exitCode: outcome.exitCode, reason: outcome.reason, error: outcome.error,
+      records: report.records, byStatus: report.byStatus, byClass: report.byClass, apiCalls: report.apiCalls, retries: report.retries,
+    })}\n`);
+    return outcome.exitCode;
+  } catch (err) {
+    if (err instanceof KafkaEnricherError) {
+      process.stderr.write(`dq-kafka: ${err.code}: ${logger.redactor.redact(err.message)}\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(logger.redactor.redact(`dq-kafka: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`));
+    return ExitCode.UNEXPECTED;
+  } finally {
+    await server?.close();
+  }
+}

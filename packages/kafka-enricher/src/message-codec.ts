@@ -1,0 +1,109 @@
+import type { EngineRecord, RecordResult } from '@dq/core';
+import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
+import { extractRecord } from './field-map.js';
+import type { FieldMap } from './field-map.js';
+
+/** Where an input message came from. */
+export interface SourcePosition {
+  readonly topic: string;
+  readonly partition: number;
+  /** Kafka offset, a decimal string (offsets are 64-bit). */
+  readonly offset: string;
+}
+
+/** DLQ reasons found before the platform is asked (the metrics' `reason` label). */
+export type DecodeFailureCode = 'empty-value' | 'not-json' | 'not-object' | 'missing-field' | 'bad-field-type';
+
+/** One input message after decoding: a record for the engine, or a reason to dead-letter it. */
+export type Decoded =
+  | { kind: 'record'; message: KafkaMessage; value: Record<string, unknown>; record: EngineRecord }
+  | { kind: 'reject'; message: KafkaMessage; code: DecodeFailureCode; reason: string };
+
+/** DLQ header names (README "DLQ"). */
+export const DLQ_HEADERS = {
+  code: 'dq-error-code',
+  message: 'dq-error-message',
+  topic: 'dq-original-topic',
+  partition: 'dq-original-partition',
+  offset: 'dq-original-offset',
+  requestId: 'dq-request-id',
+} as const;
+
+/** Decodes a message value as a UTF-8 JSON object and extracts the mapped fields. */
+export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
+  if (message.value === null || message.value.length === 0) {
+    return { kind: 'reject', message, code: 'empty-value', reason: 'the message has no value (tombstone or empty)' };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(message.value.toString('utf8'));
+  } catch (err) {
+    return { kind: 'reject', message, code: 'not-json', reason: `the value is not JSON: ${(err as Error).message}` };
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    const what = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`;
+    return { kind: 'reject', message, code: 'not-object', reason: `the value is ${what}, not a JSON object` };
+  }
+  const value = parsed as Record<string, unknown>;
+  const extracted = extractRecord(value, map);
+  if (!extracted.ok) return { kind: 'reject', message, code: extracted.code, reason: extracted.message };
+  return { kind: 'record', message, value, record: extracted.record };
+}
+
+/**
+ * The enriched message: same key and headers, the original value with a `dqField` member added
+ * (replacing one of that name): status, class, the corrected address or company hit, the request id
+ * and the input position.
+ */
+export function enrichedMessage(decoded: Extract<Decoded, { kind: 'record' }>, result: RecordResult, source: SourcePosition, dqField: string): Message {
+  const dq: Record<string, unknown> = { status: result.status };
+  if (result.resultClass !== undefined) dq['class'] = result.resultClass;
+  if (result.address !== undefined) dq['address'] = result.address;
+  // Class E: the candidates are what a reviewer picks from (houseNumberChoice kept).
+  if (result.resultClass === 'E' && result.candidates !== undefined) dq['candidates'] = result.candidates;
+  if (result.company !== undefined) dq['company'] = result.company;
+  if (result.hits !== undefined) dq['hits'] = result.hits;
+  if (result.vatCode !== undefined) dq['vatCode'] = result.vatCode;
+  if (result.requestId !== undefined) dq['requestId'] = result.requestId;
+  dq['source'] = { topic: source.topic, partition: source.partition, offset: source.offset };
+  const { message } = decoded;
+  return { key: message.key, value: JSON.stringify({ ...decoded.value, [dqField]: dq }), headers: copyHeaders(message.headers) };
+}
+
+/** What a DLQ message says about its failure. */
+export interface DlqReason {
+  code: string;
+  message: string;
+  requestId?: string | undefined;
+}
+
+/** The dead-letter message: original key, value and headers, plus the dq-* headers. */
+export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason: DlqReason): Message {
+  const headers = copyHeaders(message.headers);
+  headers[DLQ_HEADERS.code] = reason.code;
+  // Header values are bytes; keep them short enough for any broker's limits.
+  headers[DLQ_HEADERS.message] = reason.message.slice(0, 1000);
+  headers[DLQ_HEADERS.topic] = source.topic;
+  headers[DLQ_HEADERS.partition] = String(source.partition);
+  headers[DLQ_HEADERS.offset] = source.offset;
+  if (reason.requestId !== undefined) headers[DLQ_HEADERS.requestId] = reason.requestId;
+  return { key: message.key, value: message.value, headers };
+}
+
+/** The DLQ reason of a record the platform refused (400 field error or local validation). */
+export function invalidInputReason(result: RecordResult): DlqReason {
+  const error = result.error;
+  const fields = error?.violations?.map((v) => `${v.fieldName}: ${v.message}`).join('; ');
+  const text = error?.message ?? 'the platform refused the input';
+  return {
+    code: error?.code ?? 'invalid-input',
+    message: fields ? `${text} (${fields})` : text,
+    requestId: result.requestId ?? error?.requestId,
+  };
+}
+
+function copyHeaders(headers: IHeaders | undefined): IHeaders {
+  const out: IHeaders = {};
+  for (const [name, value] of Object.entries(headers ?? {})) if (value !== undefined) out[name] = value;
+  return out;
+}

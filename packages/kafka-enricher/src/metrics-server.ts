@@ -1,0 +1,47 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KafkaEnricherError } from './errors.js';
+import type { Metrics } from './metrics.js';
+
+/** A running /metrics and /healthz server. */
+export interface MetricsServer {
+  /** The port it listens on (useful with port 0). */
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `GET /metrics` (Prometheus text format) and `GET /healthz` (200 `{"status":"ok"}` while
+ * `healthy()` is true, else 503) on `host:port`; port 0 picks a free one.
+ *
+ * @throws KafkaEnricherError `metrics-listen-failed` when the port is taken.
+ */
+export async function startMetricsServer(metrics: Metrics, healthy: () => { ok: boolean; state: string }, port: number, host = '0.0.0.0'): Promise<MetricsServer> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+    } else if (path === '/metrics') {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(metrics.render());
+    } else if (path === '/healthz') {
+      const h = healthy();
+      res.writeHead(h.ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: h.ok ? 'ok' : 'unavailable', state: h.state }));
+    } else {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
+    }
+  });
+  const bound = await new Promise<number>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new KafkaEnricherError('metrics-listen-failed', `--metrics-port: cannot listen on ${host}:${port} (${err.code ?? err.message}); pick another port or 0`, { cause: err })),
+    );
+    server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
+  });
+  return {
+    port: bound,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,87 @@
+import type { ConnectionOptions } from 'node:tls';
+import type { EngineConfig, Logger, Mode } from '@dq/core';
+import type { FieldMap } from './field-map.js';
+import type { Metrics } from './metrics.js';
+
+/** SASL credentials for a real cluster; the password is never logged. */
+export interface SaslOptions {
+  mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512';
+  username: string;
+  password: string;
+}
+
+/** Options of {@link createEnricher}: the CLI's flags, as a library call. */
+export interface EnricherOptions {
+  /** Bootstrap servers, `host:port` each. */
+  brokers: string[];
+  /** Consumer group id; instances with the same id share the input partitions. */
+  groupId: string;
+  inputTopic: string;
+  outputTopic: string;
+  dlqTopic: string;
+  /** Request fields and the JSON pointers they are read from. */
+  map: FieldMap;
+  /** What each message is checked against; default `address`. */
+  mode?: Mode;
+  /** Country for address records without one. */
+  country?: string;
+  /** Address include options (`coordinates-wgs84`, ...). */
+  include?: string[];
+  /** Address API host. */
+  baseUrl: string;
+  /** Real-time services host (company modes); default `baseUrl`. */
+  realtimeUrl?: string;
+  /** API key; never logged. */
+  apiKey: string;
+  /** Kafka client id; default `dq-kafka`. */
+  clientId?: string;
+  /** Messages taken from Kafka but not yet committed, across partitions; default 5000. Past it, partitions pause. */
+  maxInFlight?: number;
+  /** Messages per engine call and per commit, per partition; default 500. */
+  batchSize?: number;
+  /** Where a group without committed offsets starts: true = earliest (default), false = latest. */
+  fromBeginning?: boolean;
+  /** Idempotent producer (needs a broker with a controller; the mock cluster has none); default true. */
+  idempotent?: boolean;
+  /** Total time one partition's batch may keep failing transiently before the run ends with exit 75, in ms; default 600 000. */
+  retryMaxMs?: number;
+  /** First wait before repeating a batch with unavailable records, in ms; default 1000 (doubles, jittered, up to 30 000). */
+  retryBaseDelayMs?: number;
+  /** How long a shutdown may spend finishing in-flight work before handing the rest back, in ms; default 20 000. */
+  drainTimeoutMs?: number;
+  /** Consumer group session timeout in ms; default 30 000 (≥ 6000 for the mock cluster). */
+  sessionTimeoutMs?: number;
+  /** Member added to the output value; default `dq`. */
+  dqField?: string;
+  /** TLS: true for the system CAs, or Node TLS options (ca, cert, key, rejectUnauthorized). */
+  ssl?: boolean | ConnectionOptions;
+  sasl?: SaslOptions;
+  /** Engine settings passed through (threads, concurrency, rate limits, retry, timeout). */
+  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company'>>;
+  /** JSON-lines logger (default: core's, level info, on stderr). */
+  logger?: Logger;
+  /** Metrics to count into (default: a new set, see `Enricher.metrics`). */
+  metrics?: Metrics;
+}
+
+/** {@link EnricherOptions} with defaults filled in. */
+export type ResolvedEnricherOptions = Required<Omit<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine' | 'logger' | 'metrics'>> &
+  Pick<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine'>;
+
+/** Fills defaults. */
+export function resolveEnricherOptions(o: EnricherOptions): ResolvedEnricherOptions {
+  return {
+    ...o,
+    mode: o.mode ?? 'address',
+    clientId: o.clientId ?? 'dq-kafka',
+    maxInFlight: o.maxInFlight ?? 5000,
+    batchSize: Math.min(o.batchSize ?? 500, o.maxInFlight ?? 5000),
+    fromBeginning: o.fromBeginning ?? true,
+    idempotent: o.idempotent ?? true,
+    retryMaxMs: o.retryMaxMs ?? 600_000,
+    retryBaseDelayMs: o.retryBaseDelayMs ?? 1000,
+    drainTimeoutMs: o.drainTimeoutMs ?? 20_000,
+    sessionTimeoutMs: o.sessionTimeoutMs ?? 30_000,
+    dqField: o.dqField ?? 'dq',
+  };
+}

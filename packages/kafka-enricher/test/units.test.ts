@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import type { KafkaMessage } from 'kafkajs';
+import { decodeMessage, dlqMessage, enrichedMessage, envName, extractRecord, Metrics, METRIC, parseCli, parseFieldMap, parsePointer, resolvePointer } from '../src/index.js';
+import { KafkaEnricherError } from '../src/errors.js';
+
+const msg = (value: string | null, offset = '7'): KafkaMessage =>
+  ({ key: Buffer.from('k1'), value: value === null ? null : Buffer.from(value), headers: { trace: Buffer.from('t-1') }, offset, timestamp: '0', attributes: 0, size: 0 }) as KafkaMessage;
+
+describe('JSON pointers (RFC 6901)', () => {
+  const doc = { foo: ['bar', 'baz'], '': 0, 'a/b': 1, 'm~n': 8, ' ': 7, nested: { x: { y: 'deep' } } };
+  it.each([
+    ['', doc], ['/foo', ['bar', 'baz']], ['/foo/0', 'bar'], ['/', 0], ['/a~1b', 1], ['/m~0n', 8], ['/ ', 7], ['/nested/x/y', 'deep'],
+  ])('resolves %j as the RFC examples say', (text, expected) => {
+    expect(resolvePointer(doc, parsePointer(text))).toEqual(expected);
+  });
+  it('refers to nothing for missing members, bad array indexes and steps into scalars', () => {
+    for (const text of ['/missing', '/foo/2', '/foo/01', '/foo/-', '/nested/x/y/z']) expect(resolvePointer(doc, parsePointer(text))).toBeUndefined();
+  });
+  it('rejects text that is not a pointer', () => {
+    expect(() => parsePointer('foo')).toThrow(RangeError);
+    expect(() => parsePointer('/a~2')).toThrow(/~/);
+  });
+});
+
+describe('field mapping', () => {
+  const map = parseFieldMap('street=/address/street, postalCode=/address/zip,locality=/city', 'address');
+  it('reads mapped fields, taking numbers as they are', () => {
+    expect(extractRecord({ address: { street: 'Hauptstr. 1', zip: 10117 }, city: 'Berlin' }, map)).toEqual({ ok: true, record: { street: 'Hauptstr. 1', postalCode: 10117, locality: 'Berlin' } });
+  });
+  it('names the missing or mistyped field', () => {
+    expect(extractRecord({ address: { street: 'x', zip: '' }, city: 'B' }, map)).toMatchObject({ ok: false, code: 'missing-field', message: expect.stringContaining('postalCode (/address/zip)') });
+    expect(extractRecord({ address: { street: ['x'], zip: '1' }, city: 'B' }, map)).toMatchObject({ ok: false, code: 'bad-field-type' });
+  });
+  it('refuses fields the mode does not know, duplicates and bad pointers as usage errors', () => {
+    for (const text of ['vatId=/v', 'street=/a,street=/b', 'street=a', 'street', '']) {
+      expect(() => parseFieldMap(text, 'address')).toThrow(KafkaEnricherError);
+    }
+  });
+});
+
+describe('message codec', () => {
+  const map = parseFieldMap('street=/s', 'address');
+  it('dead-letter reasons: tombstone, not JSON, not an object, missing field', () => {
+    expect(decodeMessage(msg(null), map)).toMatchObject({ kind: 'reject', code: 'empty-value' });
+    expect(decodeMessage(msg('{nope'), map)).toMatchObject({ kind: 'reject', code: 'not-json' });
+    expect(decodeMessage(msg('[1]'), map)).toMatchObject({ kind: 'reject', code: 'not-object' });
+    expect(decodeMessage(msg('{"t":1}'), map)).toMatchObject({ kind: 'reject', code: 'missing-field' });
+  });
+  it('the enriched message keeps key, headers and value and adds dq with the source position', () => {
+    const decoded = decodeMessage(msg('{"s":"Hauptstr","id":3}'), map);
+    if (decoded.kind !== 'record') throw new Error('expected a record');
+    const out = enrichedMessage(decoded, { status: 'accepted', resultClass: 'B', requestId: 'r-1', source: 'api' }, { topic: 'in', partition: 2, offset: '7' }, 'dq');
+    expect(out.key).toEqual(Buffer.from('k1'));
+    expect(out.headers).toEqual({ trace: Buffer.from('t-1') });
+    expect(JSON.parse(String(out.value))).toEqual({ s: 'Hauptstr', id: 3, dq: { status: 'accepted', class: 'B', requestId: 'r-1', source: { topic: 'in', partition: 2, offset: '7' } } });
+  });
+  it('the DLQ message is the original plus dq-* headers', () => {
+    const m = msg('{bad');
+    const out = dlqMessage(m, { topic: 'in', partition: 1, offset: '7' }, { code: 'field-error', message: 'country: invalid', requestId: 'r-9' });
+    expect(out.value).toBe(m.value);
+    expect(out.headers).toMatchObject({ trace: Buffer.from('t-1'), 'dq-error-code': 'field-error', 'dq-error-message': 'country: invalid', 'dq-original-topic': 'in', 'dq-original-partition': '1', 'dq-original-offset': '7', 'dq-request-id': 'r-9' });
+  });
+});
+
+describe('command line', () => {
+  const required = ['enrich', '--brokers', 'b:9092', '--group', 'g', '--input', 'i', '--output', 'o', '--dlq', 'd', '--map', 'street=/s', '--base-url', 'http://127.0.0.1:1'];
+  it('takes every flag from DQ_KAFKA_* when not given, flags winning', () => {
+    const cmd = parseCli(['enrich', '--group', 'from-flag'], {
+      DQ_KAFKA_BROKERS: 'a:1,b:2', DQ_KAFKA_GROUP: 'from-env', DQ_KAFKA_INPUT: 'i', DQ_KAFKA_OUTPUT: 'o', DQ_KAFKA_DLQ: 'd', DQ_KAFKA_MAP: 'street=/s',
+      DQ_BASE_URL: 'http://x', DQ_API_KEY: 'k', DQ_KAFKA_MAX_IN_FLIGHT: '100', DQ_KAFKA_NO_IDEMPOTENT: 'true',
+      DQ_KAFKA_SASL_MECHANISM: 'scram-sha-512', DQ_KAFKA_SASL_USERNAME: 'u', DQ_KAFKA_SASL_PASSWORD: 'p', DQ_KAFKA_SSL: '1',
+    });
+    if (cmd.help) throw new Error('expected options');
+    expect(cmd.options).toMatchObject({ brokers: ['a:1', 'b:2'], groupId: 'from-flag', maxInFlight: 100, idempotent: false, sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' }, ssl: { rejectUnauthorized: true } });
+    expect(envName('max-in-flight')).toBe('DQ_KAFKA_MAX_IN_FLIGHT');
+  });
+  it('names the flag at fault with exit code 2', () => {
+    const bad = [[...required, '--max-in-flight', '0'], [...required, '--mode', 'phone'], required.filter((a) => a !== '--dlq' && a !== 'd'), [...required.slice(0, 9), 'i', ...required.slice(10)]];
+    for (const argv of bad) {
+      try {
+        parseCli(argv, { DQ_API_KEY: 'k' });
+        throw new Error(`accepted ${argv.join(' ')}`);
+      } catch (e) {
+        expect(e).toBeInstanceOf(KafkaEnricherError);
+        expect((e as KafkaEnricherError).exitCode).toBe(2);
+      }
+    }
+  });
+});
+
+describe('metrics', () => {
+  it('renders counters with escaped labels in the Prometheus text format', () => {
+    const m = new Metrics();
+    m.inc(METRIC.dlq, { reason: 'not-json' }, 2);
+    m.inc(METRIC.dlq, { reason: 'a"b' });
+    const text = m.render();
+    expect(text).toContain('# TYPE dq_kafka_dlq_messages_total counter');
+    expect(text).toMatch(/^dq_kafka_dlq_messages_total\{reason="not-json"\} 2$/m);
+    expect(text).toMatch(/^dq_kafka_dlq_messages_total\{reason="a\\"b"\} 1$/m);
+  });
+});
