@@ -1,5 +1,5 @@
 /** Text edits that turn reference spellings into the kinds of input people and systems produce. */
-import type { Random } from './random.js';
+import type { Random } from '../prng.js';
 
 const TYPO_LETTERS = 'abcdefghiklmnoprstuvwz';
 

@@ -7,8 +7,8 @@
 import { countryIndex, referenceCountries } from './country-index.js';
 import type { CountryIndex } from './country-index.js';
 import { CountryNotAvailableError } from './errors.js';
-import { createRandom } from './random.js';
-import type { Random } from './random.js';
+import { createRandom } from '../prng.js';
+import type { Random } from '../prng.js';
 import type { RefSegment, RefStreet } from './reference-data.js';
 import type { AddressInput, Candidate, ResultClass } from './types.js';
 import { VARIANTS } from './dirty-variants.js';

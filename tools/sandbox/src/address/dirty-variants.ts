@@ -4,7 +4,7 @@ import type { CountryIndex } from './country-index.js';
 import { eszettAsSs, extraSpaces, inventedStreet, inventedTown, oneTypo, umlautsTranscribed } from './dirty-edits.js';
 import { boundedEditDistance, typoTolerance } from './edit-distance.js';
 import { normaliseKey } from './normalise.js';
-import type { Random } from './random.js';
+import type { Random } from '../prng.js';
 import type { RefSegment, RefStreet, RefTown } from './reference-data.js';
 import type { Candidate, ResultClass } from './types.js';
 

@@ -6,8 +6,8 @@
  * and in larger towns some names exist twice in different areas (as "Hauptstraße" does in Berlin).
  */
 import { normaliseKey } from './normalise.js';
-import { createRandom, hashString } from './random.js';
-import type { Random } from './random.js';
+import { createRandom, hashString } from '../prng.js';
+import type { Random } from '../prng.js';
 import { AUSTRIAN_STREET_NAMES, GERMAN_STREET_NAMES } from './reference-street-names.js';
 import { AUSTRIAN_TOWNS } from './reference-towns-at.js';
 import { GERMAN_TOWNS } from './reference-towns-de.js';

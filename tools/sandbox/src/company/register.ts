@@ -1,4 +1,4 @@
-import { createPrng, type Prng } from './prng.js';
+import { createRandom, type Random } from '../prng.js';
 import { CITIES, INDUSTRIES, PREFIXES, STREETS, SURNAMES, TRADES, type CityEntry } from './register-data.js';
 import type { CompanyRecord } from './types.js';
 
@@ -7,20 +7,20 @@ interface LegalForm {
   readonly trType: 'HRA' | 'HRB';
   /** Relative frequency among new entries. */
   readonly weight: number;
-  readonly name: (rng: Prng) => string;
+  readonly name: (rng: Random) => string;
 }
 
-const surname = (rng: Prng): string => rng.pick(SURNAMES);
-const secondSurname = (rng: Prng, first: string): string => {
+const surname = (rng: Random): string => rng.pick(SURNAMES);
+const secondSurname = (rng: Random, first: string): string => {
   let other = surname(rng);
   while (other === first) other = surname(rng);
   return other;
 };
-const initials = (rng: Prng): string =>
+const initials = (rng: Random): string =>
   Array.from({ length: rng.int(2, 3) }, () => String.fromCharCode(65 + rng.int(0, 25))).join('');
 
 /** Names of corporations: "Müller Maschinenbau", "Rhein-Main Logistik", "KWS Anlagenbau"… */
-function corporationName(rng: Prng): string {
+function corporationName(rng: Random): string {
   const roll = rng.next();
   if (roll < 0.5) return `${surname(rng)} ${rng.pick(INDUSTRIES)}`;
   if (roll < 0.78) return `${rng.pick(PREFIXES)} ${rng.pick(INDUSTRIES)}`;
@@ -31,7 +31,7 @@ function corporationName(rng: Prng): string {
   return `${initials(rng)} ${rng.pick(INDUSTRIES)}`;
 }
 
-function partnershipName(rng: Prng): string {
+function partnershipName(rng: Random): string {
   const roll = rng.next();
   const first = surname(rng);
   if (roll < 0.35) return `${first} & Partner`;
@@ -56,7 +56,7 @@ const LEGAL_FORMS: readonly LegalForm[] = [
   },
 ];
 
-function weighted<T extends { readonly weight: number }>(rng: Prng, items: readonly T[]): T {
+function weighted<T extends { readonly weight: number }>(rng: Random, items: readonly T[]): T {
   const total = items.reduce((sum, item) => sum + item.weight, 0);
   let roll = rng.next() * total;
   for (const item of items) {
@@ -66,7 +66,7 @@ function weighted<T extends { readonly weight: number }>(rng: Prng, items: reado
   return items[items.length - 1] as T;
 }
 
-function houseNumber(rng: Prng): string {
+function houseNumber(rng: Random): string {
   const n = rng.int(1, 180);
   return rng.next() < 0.06 ? `${n}${rng.pick(['a', 'b', 'c'])}` : String(n);
 }
@@ -97,7 +97,7 @@ export const WELL_KNOWN_COMPANIES: readonly CompanyRecord[] = [
  * (trCourt, trType, trNo) is unique; ids ascend.
  */
 export function generateRegister(seed: number, size: number): CompanyRecord[] {
-  const rng = createPrng(seed);
+  const rng = createRandom(seed);
   const records = WELL_KNOWN_COMPANIES.slice(0, size);
   const taken = new Set(records.map((r) => `${r.trCourt}|${r.trType}|${r.trNo}`));
   let id = 1_000_000 + rng.int(0, 99_999);
