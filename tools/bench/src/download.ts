@@ -3,15 +3,18 @@
  * DownloadClient (SHA-512 computed in the same pass, fsync, verified against the `.sha512`, atomic
  * rename), beside `curl` fetching the same URL to a file in the same run (no hashing, no fsync: the
  * raw limit of this machine and server). Ratio = our MB/s ÷ curl's MB/s; target ≥ 0.9. The sandbox
- * runs in its own process (its CLI). Median of RUNS runs, the two clients alternating first.
- * Usage: node tools/bench/dist/download.js [--runs 3] [--mib 200]
+ * runs in its own process (its CLI); both clients use the same sandbox instance and URL, and
+ * alternate which goes first. Medians of RUNS runs. CPU time per MB of our process and of the
+ * sandbox, and the load average, are recorded too: on a machine busy with other work the ratio
+ * follows the CPU left over, since hashing costs as much CPU per byte as receiving and writing.
+ * Usage: node tools/bench/dist/download.js [--runs 5] [--mib 200]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +40,17 @@ async function stop(child: ChildProcess): Promise<void> {
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   await exited;
+}
+
+/** CPU seconds (user + system) used so far by process `pid`, from /proc; NaN where there is none. */
+async function cpuSecondsOf(pid: number | undefined): Promise<number> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return NaN;
+  }
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -68,7 +82,7 @@ function sha512Only(bytes: number): number {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, mib: { type: 'string', default: '200' } } });
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, mib: { type: 'string', default: '200' } } });
   const runs = Number(values.runs);
   const mib = Number(values.mib);
   const dir = await mkdtemp(join(tmpdir(), 'dq-bench-download-'));
@@ -82,6 +96,8 @@ async function main(): Promise<void> {
   const curlS: number[] = [];
   const hashMBps: number[] = [];
   const details: object[] = [];
+  const cpu: Record<string, number[]> = { ours: [], sandboxForOurs: [], sandboxForCurl: [] };
+  const loadBefore = loadavg()[0] ?? NaN;
   let bytes = 0;
   try {
     // The .sha512 makes the sandbox generate (or find cached) the large artifact before timing starts.
@@ -96,7 +112,17 @@ async function main(): Promise<void> {
       const order = i % 2 === 0 ? ['ours', 'curl'] : ['curl', 'ours'];
       const t: Record<string, number> = {};
       for (const who of order) {
+        const server0 = await cpuSecondsOf(sandbox.pid);
+        const self0 = process.cpuUsage();
         t[who] = who === 'curl' ? await curl(`${url}${ARTIFACT}`, join(runDir, 'curl.zip')) : await ours(client, runDir, sha512);
+        const serverMsPerMB = ((await cpuSecondsOf(sandbox.pid)) - server0) * 1000 / (bytes / 1e6);
+        if (who === 'ours') {
+          const u = process.cpuUsage(self0);
+          cpu['ours']?.push((u.user + u.system) / 1000 / (bytes / 1e6));
+          cpu['sandboxForOurs']?.push(serverMsPerMB);
+        } else {
+          cpu['sandboxForCurl']?.push(serverMsPerMB);
+        }
       }
       await rm(runDir, { recursive: true, force: true });
       hashMBps.push(sha512Only(bytes));
@@ -116,11 +142,15 @@ async function main(): Promise<void> {
   const result = {
     benchmark: 'download',
     date: new Date().toISOString(),
-    setup: { runs, artifactBytes: bytes, cpus: cpus().length, node: process.version, ours: 'DownloadClient: SHA-512 in the same pass, fsync, verify, rename', reference: 'curl -o file (no hash, no fsync)' },
+    setup: { runs, artifactBytes: bytes, cpus: cpus().length, node: process.version, ours: 'DownloadClient: SHA-512 in the same pass (worker thread), writes at offsets, background fdatasync, fsync, verify, rename', reference: 'curl -o file (no hash, no fsync)' },
     oursMBPerSecond: Number(oursMBps.toFixed(1)),
     curlMBPerSecond: Number(curlMBps.toFixed(1)),
     ratio: Number((oursMBps / curlMBps).toFixed(3)),
     target: TARGET,
+    /** Medians, CPU milliseconds per MB: our whole process (threads included) and the sandbox serving each client. */
+    cpuMsPerMB: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(median(v).toFixed(2))])),
+    /** 1-minute load average before and after the runs (this machine has `setup.cpus` CPUs). */
+    loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number((loadavg()[0] ?? NaN).toFixed(2)) },
     /** SHA-512 alone in memory on one core: no same-pass hashing client can beat it. */
     sha512OnlyMBPerSecond: Number(median(hashMBps).toFixed(1)),
     ratioToSha512Ceiling: Number((oursMBps / median(hashMBps)).toFixed(3)),
@@ -128,7 +158,8 @@ async function main(): Promise<void> {
   };
   process.stdout.write(
     `download ${(bytes / 1048576).toFixed(0)} MiB: ours ${result.oursMBPerSecond} MB/s (SHA-512 same pass, fsync) | curl ${result.curlMBPerSecond} MB/s | ` +
-      `ratio ${result.ratio} (target ≥ ${TARGET}, median of ${runs}) | SHA-512 alone ${result.sha512OnlyMBPerSecond} MB/s, ours/that ${result.ratioToSha512Ceiling}\n`,
+      `ratio ${result.ratio} (target ≥ ${TARGET}, median of ${runs}) | SHA-512 alone ${result.sha512OnlyMBPerSecond} MB/s, ours/that ${result.ratioToSha512Ceiling} | ` +
+      `load ${result.loadAverage.before}→${result.loadAverage.after} on ${cpus().length} CPUs\n`,
   );
   const resultsDir = join(dirname(SELF), '..', 'results');
   await mkdir(resultsDir, { recursive: true });

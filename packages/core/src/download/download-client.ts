@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Agent, type Dispatcher } from 'undici';
 import { DqError, LocalValidationError } from '../errors/dq-error.js';
@@ -20,6 +21,7 @@ import { parseContentDisposition, safeFileName } from './content-disposition.js'
 import { ChecksumMismatchError, DOWNLOAD_CODES } from './errors.js';
 import { classifyFailure, dump, get, text as bodyText } from './http.js';
 import { PartialFile } from './partial-file.js';
+import { inlineHasher, Sha512Worker, type BlockHasher } from './sha512-hasher.js';
 
 /** Options of {@link DownloadClient}. */
 export interface DownloadClientOptions {
@@ -37,6 +39,12 @@ export interface DownloadClientOptions {
   logger?: Logger;
   /** undici dispatcher instead of an own keep-alive `Agent` (not closed by `close()`). */
   dispatcher?: Dispatcher;
+  /**
+   * Files of at least this many bytes are hashed on a worker thread, beside receiving and writing
+   * (default 8 MiB; `Infinity` on a single CPU); smaller ones on the event loop. `Infinity` never
+   * starts the thread.
+   */
+  offThreadHashMinBytes?: number;
 }
 
 /** Progress of one download. */
@@ -85,12 +93,16 @@ export interface DownloadResult {
 
 const DEFAULT_RETRY: Partial<RetryOptions> = { maxAttempts: 6, maxTotalMs: 15 * 60_000 };
 const MAX_TEXT = 64 * 1024; // characters of a .sha512 or version.txt worth looking at
+const OFF_THREAD_HASH_MIN = 8 * 1024 * 1024;
 
 function refuse(what: string, violations: Violation[]): never {
   throw new LocalValidationError(`${what} refused before any request: ${violations.map((v) => `${v.fieldName} ${v.message}`).join('; ')}`, violations);
 }
 
-/** Client of the download API. One instance keeps one keep-alive connection pool; `close()` it. */
+/**
+ * Client of the download API. One instance keeps one keep-alive connection pool and, once a large
+ * file came, one hashing thread; `close()` it.
+ */
 export class DownloadClient {
   readonly #base: URL;
   readonly #apiKey: string | undefined;
@@ -100,6 +112,8 @@ export class DownloadClient {
   readonly #logger: Logger;
   readonly #dispatcher: Dispatcher;
   readonly #ownDispatcher: boolean;
+  readonly #offThreadMin: number;
+  readonly #hashWorker = new Sha512Worker();
 
   constructor(options: DownloadClientOptions) {
     let base: URL;
@@ -109,6 +123,11 @@ export class DownloadClient {
       throw new TypeError(`downloadUrl must be an absolute URL; got "${options.downloadUrl}"`);
     }
     if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be > 0; got ${options.timeoutMs}`);
+    if (options.offThreadHashMinBytes !== undefined && !(options.offThreadHashMinBytes >= 0)) {
+      throw new RangeError(`offThreadHashMinBytes must be >= 0; got ${options.offThreadHashMinBytes}`);
+    }
+    // On one CPU a second thread only adds hand-over costs.
+    this.#offThreadMin = options.offThreadHashMinBytes ?? (availableParallelism() > 1 ? OFF_THREAD_HASH_MIN : Infinity);
     this.#base = base;
     this.#apiKey = options.apiKey;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
@@ -127,10 +146,19 @@ export class DownloadClient {
    * Throws {@link ChecksumMismatchError} (code `checksum-mismatch`) on a digest mismatch.
    */
   async download(urlPath: string, options: DownloadOptions): Promise<DownloadResult> {
-    const { destDir, signal, onProgress } = options;
-    await mkdir(destDir, { recursive: true });
+    await mkdir(options.destDir, { recursive: true });
     const key = createHash('sha256').update(urlPath).digest('hex').slice(0, 16);
-    const part = new PartialFile({ partPath: join(destDir, `.dq-download-${key}.part`), urlPath, expectedSha512: options.expectedSha512 });
+    const hasher = (total: number | undefined): BlockHasher => (total !== undefined && total >= this.#offThreadMin ? this.#hashWorker.hasher() : inlineHasher());
+    const part = new PartialFile({ partPath: join(options.destDir, `.dq-download-${key}.part`), urlPath, expectedSha512: options.expectedSha512, hasher });
+    try {
+      return await this.#fetchAndPlace(urlPath, options, part);
+    } finally {
+      part.release();
+    }
+  }
+
+  async #fetchAndPlace(urlPath: string, options: DownloadOptions, part: PartialFile): Promise<DownloadResult> {
+    const { destDir, signal, onProgress } = options;
     const url = this.#url(urlPath);
     const headers = this.#headers(options.auth ?? true);
     let attempts = 0;
@@ -166,7 +194,7 @@ export class DownloadClient {
         onRetry: (e) => this.#logger.warn('download attempt failed; retrying', { path: urlPath, attempt: e.attempt, delayMs: e.delayMs, error: e.error }),
       },
     );
-    const sha512 = part.digest();
+    const sha512 = await part.digest();
     const server = parseContentDisposition(last.res.headers['content-disposition'])?.filename;
     const fallback = urlPath.split('/').pop() ?? '';
     const named = options.fileName === undefined ? safeFileName(server, fallback) : { name: options.fileName, changed: false };
@@ -259,8 +287,9 @@ export class DownloadClient {
     return this.download(p.value, { fileName: installer, ...options });
   }
 
-  /** Closes the connection pool (when the client created it). */
+  /** Closes the connection pool (when the client created it) and stops the hashing thread. */
   async close(): Promise<void> {
+    await this.#hashWorker.close();
     if (this.#ownDispatcher) await this.#dispatcher.close();
   }
 

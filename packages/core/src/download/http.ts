@@ -2,6 +2,7 @@
  * One GET of the download API, answered as a status, headers and a body stream; error answers and
  * socket failures become the core's typed errors so the core retrier can decide on them.
  */
+import type { Readable } from 'node:stream';
 import { request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { decodeErrorAnswer } from '../errors/decode.js';
@@ -28,85 +29,92 @@ export interface GetResponse {
   status: number;
   headers: Record<string, string>;
   requestId: string | undefined;
-  /** The body, taken from the socket as it arrives (see {@link eagerBody}); iterate it once. */
-  body: AsyncIterable<Buffer>;
+  /** The body, taken from the socket as it arrives; consume it once (`writeBody`, {@link dump}, {@link text}). */
+  body: EarlyBody;
 }
 
-const EAGER_MAX = 8 * 1024 * 1024; // bytes held in memory before the socket is paused
+/** Receives a body's chunks in order, then its end: `error` set when it broke, `complete` when it ended normally. */
+export interface BodySink {
+  data(chunk: Buffer): void;
+  done(error: unknown, complete: boolean): void;
+}
+
+const EARLY_MAX = 8 * 1024 * 1024; // bytes held before a consumer attaches, then the socket is paused
 
 /**
- * Reads `body` from the moment the headers arrive and hands its chunks out in order, the error (if
- * any) only after every chunk received before it. A plain stream destroyed by a dropped connection
- * discards what it had buffered; a download must keep those bytes so the next attempt can resume
- * after them.
+ * A body read from the moment the headers arrive. Before a consumer attaches, chunks are held (up
+ * to 8 MiB) and a break is remembered: a plain stream destroyed by a dropped connection discards
+ * what it had buffered and emits its error to nobody, yet a download must keep those bytes so the
+ * next attempt can resume after them. After {@link attach}, chunks go straight to the sink.
  */
-export function eagerBody(body: NodeJS.ReadableStream & { destroy(): void }): AsyncIterable<Buffer> {
-  const queue: Buffer[] = [];
-  let queued = 0;
-  let done = false;
-  let error: unknown;
-  let wake: (() => void) | undefined;
-  const signal = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  body.on('data', (c: Buffer) => {
-    queue.push(c);
-    queued += c.length;
-    if (queued > EAGER_MAX) body.pause();
-    signal();
-  });
-  body.on('end', () => {
-    done = true;
-    signal();
-  });
-  body.on('error', (e: unknown) => {
-    error = e;
-    done = true;
-    signal();
-  });
-  // closed without 'end' or 'error': the caller sees a short body and checks the length
-  body.on('close', () => {
-    done = true;
-    signal();
-  });
-  return {
-    async *[Symbol.asyncIterator]() {
-      try {
-        for (;;) {
-          const chunk = queue.shift();
-          if (chunk !== undefined) {
-            queued -= chunk.length;
-            if (body.isPaused() && queued < EAGER_MAX / 2) body.resume();
-            yield chunk;
-            continue;
-          }
-          if (done) {
-            if (error !== undefined) throw error;
-            return;
-          }
-          await new Promise<void>((resolve) => (wake = resolve));
-        }
-      } finally {
-        if (!done) body.destroy();
-      }
-    },
-  };
-}
+export class EarlyBody {
+  readonly #stream: Readable;
+  #held: Buffer[] = [];
+  #heldBytes = 0;
+  #sink: BodySink | undefined;
+  #end: { error: unknown; complete: boolean } | undefined;
 
-/** Reads and drops the rest of a body. */
-export async function dump(body: AsyncIterable<Buffer>): Promise<void> {
-  for await (const _ of body) {
-    // discard
+  constructor(stream: Readable) {
+    this.#stream = stream;
+    stream.on('data', (chunk: Buffer) => {
+      if (this.#sink !== undefined) {
+        this.#sink.data(chunk);
+        return;
+      }
+      this.#held.push(chunk);
+      this.#heldBytes += chunk.length;
+      if (this.#heldBytes > EARLY_MAX) stream.pause();
+    });
+    stream.once('end', () => this.#finish(undefined, true));
+    stream.once('error', (e: unknown) => this.#finish(e, false));
+    // closed without 'end' or 'error': the consumer sees a short body and checks the length
+    stream.once('close', () => this.#finish(undefined, false));
+  }
+
+  /** Hands the held chunks to `sink` at once, then the rest as it arrives, then the end. Call once. */
+  attach(sink: BodySink): void {
+    if (this.#sink !== undefined) throw new Error('a response body can be read only once');
+    this.#sink = sink;
+    const held = this.#held;
+    this.#held = [];
+    this.#heldBytes = 0;
+    for (const chunk of held) sink.data(chunk);
+    if (this.#end !== undefined) sink.done(this.#end.error, this.#end.complete);
+    else this.#stream.resume();
+  }
+
+  /** Stops the socket's reads (backpressure) until {@link resume}. */
+  pause(): void {
+    this.#stream.pause();
+  }
+
+  resume(): void {
+    if (this.#end === undefined) this.#stream.resume();
+  }
+
+  /** Gives the body up, releasing its connection. */
+  destroy(): void {
+    if (this.#end === undefined) this.#stream.destroy();
+  }
+
+  #finish(error: unknown, complete: boolean): void {
+    if (this.#end !== undefined) return;
+    this.#end = { error, complete };
+    this.#sink?.done(error, complete);
   }
 }
 
-/** A whole (small) body as UTF-8 text. */
-export async function text(body: AsyncIterable<Buffer>): Promise<string> {
+/** Reads and drops the rest of a body; rejects when it broke. */
+export function dump(body: EarlyBody): Promise<void> {
+  return new Promise((resolve, reject) => body.attach({ data: () => undefined, done: (error) => (error === undefined ? resolve() : reject(error)) }));
+}
+
+/** A whole (small) body as UTF-8 text; rejects when it broke. */
+export function text(body: EarlyBody): Promise<string> {
   const parts: Buffer[] = [];
-  for await (const c of body) parts.push(c);
-  return Buffer.concat(parts).toString('utf8');
+  return new Promise((resolve, reject) =>
+    body.attach({ data: (c) => parts.push(c), done: (error) => (error === undefined ? resolve(Buffer.concat(parts).toString('utf8')) : reject(error)) }),
+  );
 }
 
 /**
@@ -130,7 +138,7 @@ export async function get(r: GetRequest): Promise<GetResponse> {
   const headers = flatten(res.headers);
   const requestId = headers[REQUEST_ID];
   if ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 416) {
-    return { status: res.statusCode, headers, requestId, body: eagerBody(res.body) };
+    return { status: res.statusCode, headers, requestId, body: new EarlyBody(res.body) };
   }
   let text = '';
   try {

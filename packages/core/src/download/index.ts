@@ -4,3 +4,4 @@ export { parseContentDisposition, safeFileName } from './content-disposition.js'
 export type { ContentDisposition, SafeFileName } from './content-disposition.js';
 export { parseChecksumFile } from './checksum.js';
 export { ChecksumMismatchError, DOWNLOAD_CODES } from './errors.js';
+export { syncDir } from './partial-file.js';

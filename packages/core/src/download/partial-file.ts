@@ -3,12 +3,12 @@
  * rename is atomic), with the SHA-512 of everything in it kept up to date while bytes arrive. A
  * small sidecar records what the part belongs to, so a later run resumes only the same download.
  */
-import { createHash, type Hash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { constants } from 'node:fs';
 import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { once } from 'node:events';
-import { pipeline } from 'node:stream/promises';
+import { hashFile, writeBody } from './block-pipeline.js';
+import type { EarlyBody } from './http.js';
+import type { BlockHasher } from './sha512-hasher.js';
 
 /** What a part file belongs to; a part whose sidecar differs is discarded instead of resumed. */
 interface PartMeta {
@@ -18,7 +18,8 @@ interface PartMeta {
   expectedSha512: string | null;
 }
 
-const WRITE_HWM = 1024 * 1024; // bytes buffered towards the disk before backpressure
+/** Picks the hasher for a file of `total` bytes (undefined: size unknown). */
+export type HasherFactory = (total: number | undefined) => BlockHasher;
 
 /** One download's part file and the running digest of its content. */
 export class PartialFile {
@@ -26,15 +27,19 @@ export class PartialFile {
   readonly #meta: string;
   readonly #urlPath: string;
   readonly #expected: string | null;
-  #hash: Hash = createHash('sha512');
-  /** Bytes fed to #hash; equals the part's size whenever the two are in step. */
+  readonly #newHasher: HasherFactory;
+  #hasher: BlockHasher | undefined;
+  /** Bytes fed to #hasher; equals the part's size whenever the two are in step (-1: not in step). */
   #hashed = 0;
+  /** Total size of the file being downloaded, once known. */
+  #total: number | undefined;
 
-  constructor(opts: { partPath: string; urlPath: string; expectedSha512: string | undefined }) {
+  constructor(opts: { partPath: string; urlPath: string; expectedSha512: string | undefined; hasher: HasherFactory }) {
     this.#part = opts.partPath;
     this.#meta = `${opts.partPath}.json`;
     this.#urlPath = opts.urlPath;
     this.#expected = opts.expectedSha512?.toLowerCase() ?? null;
+    this.#newHasher = opts.hasher;
   }
 
   get path(): string {
@@ -53,11 +58,14 @@ export class PartialFile {
       await this.reset();
       return { offset: 0, total: undefined };
     }
-    if (this.#hashed !== size) {
-      this.#hash = createHash('sha512');
-      await pipeline(createReadStream(this.#part, { highWaterMark: WRITE_HWM }), async (src: AsyncIterable<Buffer>) => {
-        for await (const chunk of src) this.#hash.update(chunk);
-      });
+    if (this.#hashed !== size || this.#hasher === undefined) {
+      const hasher = this.#restartHash(meta.total);
+      const fh = await open(this.#part, 'r');
+      try {
+        await hashFile(fh, size, hasher);
+      } finally {
+        await fh.close();
+      }
       this.#hashed = size;
     }
     return { offset: size, total: meta.total };
@@ -67,45 +75,54 @@ export class PartialFile {
   async reset(): Promise<void> {
     await rm(this.#part, { force: true });
     await rm(this.#meta, { force: true });
-    this.#hash = createHash('sha512');
+    this.#hasher?.dispose();
+    this.#hasher = undefined;
     this.#hashed = 0;
   }
 
-  /** Records what the part belongs to (before its first byte is written). */
+  /** Records what the part belongs to (before its first byte is written) and starts the digest. */
   async begin(total: number): Promise<void> {
     const meta: PartMeta = { urlPath: this.#urlPath, total, expectedSha512: this.#expected };
     await writeFile(this.#meta, JSON.stringify(meta));
+    this.#restartHash(total);
+    this.#hashed = 0;
   }
 
   /**
-   * Appends `body` to the part, hashing in the same pass. Whatever arrived before a broken body is
-   * still written and fsynced (so the next attempt resumes after it), then the body's error is
-   * rethrown. `onChunk` gets the part's size after each chunk.
+   * Appends `body` to the part, hashing in the same pass, and fsyncs it. Whatever arrived before a
+   * broken body is still written and fsynced (so the next attempt resumes after it), then the
+   * body's error is rethrown. `onChunk` gets the part's size as bytes arrive.
    */
-  async append(body: AsyncIterable<Buffer>, onChunk?: (size: number) => void): Promise<void> {
-    // flush: fsync before the stream closes, so a placed file is on disk, not only in the page cache.
-    const out = createWriteStream(this.#part, { flags: 'a', flush: true, highWaterMark: WRITE_HWM });
-    let bodyError: unknown;
+  async append(body: EarlyBody, onChunk?: (size: number) => void): Promise<void> {
+    if (this.#hashed < 0) await this.resumeOffset(); // a failed write left the digest behind
+    const hasher = this.#hasher ?? this.#restartHash(this.#total);
+    const start = this.#hashed;
+    // Positional writes (not O_APPEND): blocks in flight may complete out of order.
+    const fh = await open(this.#part, constants.O_WRONLY | constants.O_CREAT);
+    let outcome;
     try {
-      for await (const chunk of body) {
-        this.#hash.update(chunk);
-        this.#hashed += chunk.length;
-        onChunk?.(this.#hashed);
-        if (!out.write(chunk)) await once(out, 'drain');
-      }
-    } catch (e) {
-      bodyError = e;
+      const expected = this.#total === undefined ? undefined : this.#total - start;
+      outcome = await writeBody(body, fh, start, hasher, expected, (taken) => onChunk?.(start + taken));
+    } finally {
+      await fh.close();
     }
-    await new Promise<void>((resolve, reject) => {
-      out.once('error', reject);
-      out.end(() => resolve());
-    });
-    if (bodyError !== undefined) throw bodyError;
+    this.#hashed = outcome.hashInStep ? start + outcome.written : -1;
+    if (outcome.error !== undefined) throw outcome.error;
+  }
+
+  /** Forgets the running digest (the part stays on disk for a later run to resume). */
+  release(): void {
+    this.#hasher?.dispose();
+    this.#hasher = undefined;
+    this.#hashed = -1;
   }
 
   /** Lower-case hex SHA-512 of the part's content (call once, after the last append). */
-  digest(): string {
-    return this.#hash.digest('hex');
+  async digest(): Promise<string> {
+    if (this.#hasher === undefined || this.#hashed < 0) await this.resumeOffset();
+    const hasher = this.#hasher ?? this.#restartHash(this.#total);
+    this.#hasher = undefined;
+    return hasher.digest();
   }
 
   /** Renames the part onto `target` (atomic on one file system), then syncs the directory. */
@@ -113,6 +130,13 @@ export class PartialFile {
     await rename(this.#part, target);
     await rm(this.#meta, { force: true });
     await syncDir(dirname(target));
+  }
+
+  #restartHash(total: number | undefined): BlockHasher {
+    this.#hasher?.dispose();
+    this.#total = total;
+    this.#hasher = this.#newHasher(total);
+    return this.#hasher;
   }
 
   async #readMeta(): Promise<PartMeta | undefined> {

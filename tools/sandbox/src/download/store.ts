@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { Readable, Transform, pipeline } from 'node:stream';
 import { z } from 'zod';
 import { resolvePath, type CatalogEntry } from './catalog.js';
@@ -12,6 +13,7 @@ import { entryBytes } from './content.js';
 import { largeArtifact, type LargeArtifact } from './large-artifact.js';
 
 const VERSION_RE = /^\d{4}-(0[1-9]|1[0-2])-01$/;
+const LARGE_READ = 1024 * 1024; // bytes per read of a large artifact's stream
 
 const optionsSchema = z.strictObject({
   seed: z.number().int().default(1),
@@ -55,6 +57,19 @@ export interface DownloadFile {
   contentDisposition?: string;
   /** Bytes `start`..`endInclusive` (0-based, as in a Range header); the caller checks the bounds. */
   read(start: number, endInclusive: number): NodeJS.ReadableStream;
+  /**
+   * Set for large artifacts: positioned reads into the caller's buffers, so a server can reuse a
+   * few buffers instead of allocating one per chunk (hundreds of MiB of short-lived buffers make
+   * V8 run full collections of the sandbox's large heap).
+   */
+  open?(): Promise<PositionedReader>;
+}
+
+/** Positioned reads of one open file (see {@link DownloadFile.open}); `close()` it. */
+export interface PositionedReader {
+  /** Reads up to `length` bytes at file offset `position` into `buffer` from its start; resolves with the count (0 at the end). */
+  read(buffer: Buffer, length: number, position: number): Promise<number>;
+  close(): Promise<void>;
 }
 
 /** The answer for a path that does not exist. */
@@ -174,12 +189,23 @@ export function createDownloadStore(options: DownloadStoreOptions | Record<strin
           read: (start, end) => {
             const s = Readable.from((async function* () {
               const { file } = await big.ready();
-              yield* createReadStream(file, { start, end, highWaterMark: 256 * 1024 });
+              yield* createReadStream(file, { start, end, highWaterMark: LARGE_READ });
             })(), { objectMode: false });
             if (flip < 0) return s;
             const t = corruptor(start, flip);
             pipeline(s, t, () => undefined); // an error in s destroys t, which the server sees
             return t;
+          },
+          open: async () => {
+            const fh = await open((await big.ready()).file, 'r');
+            return {
+              async read(buffer, length, position) {
+                const { bytesRead } = await fh.read(buffer, 0, length, position);
+                if (flip >= position && flip < position + bytesRead) buffer[flip - position] = (buffer[flip - position] ?? 0) ^ 0xff;
+                return bytesRead;
+              },
+              close: () => fh.close(),
+            };
           },
         };
       }

@@ -1,6 +1,8 @@
+import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { DownloadArtifact, SandboxContext } from '../context.js';
+import type { PositionedReader } from '../download/store.js';
 import { bearerOf, refusalMessage } from '../http/auth.js';
 import { sendProblem, type Exchange } from '../http/exchange.js';
 import { applyFault, rateLimited } from '../http/guards.js';
@@ -106,12 +108,57 @@ function serveFile(ex: Exchange, file: DownloadArtifact, range: ByteRange | null
   }
   // A truncated response promises `length` bytes and sends half of them, then drops the connection.
   const sent = ex.truncate ? Math.max(1, length >> 1) : length;
+  // end() of the socket flushes what was written, then closes short of Content-Length.
+  const finish = () => (ex.truncate ? res.socket?.end() : res.end());
+  const open = (file as { open?: () => Promise<PositionedReader> }).open;
+  if (open !== undefined) {
+    sendPooled(res, open, start, sent).then(finish, (err: Error) => res.destroy(err));
+    return;
+  }
   const stream = file.read(start, start + sent - 1) as Readable;
-  pipeline(stream, res, { end: !ex.truncate }).then(
-    () => {
-      // end() of the socket flushes what was written, then closes short of Content-Length.
-      if (ex.truncate) res.socket?.end();
-    },
-    (err: Error) => res.destroy(err),
-  );
+  pipeline(stream, res, { end: false }).then(finish, (err: Error) => res.destroy(err));
+}
+
+const POOL_BUFFER = 1024 * 1024; // bytes per read and per socket write of a large file
+const IN_FLIGHT = 4; // buffers one response reads into or has written and not yet flushed
+const pool: Buffer[] = []; // free buffers shared by all responses, at most POOL_MAX
+const POOL_MAX = 16;
+
+/**
+ * Sends `length` bytes from `start` through a few reused buffers: each is read into, written to
+ * the socket, and read into again once the socket took it. Stops when the client goes away.
+ */
+async function sendPooled(res: ServerResponse, open: () => Promise<PositionedReader>, start: number, length: number): Promise<void> {
+  const reader = await open();
+  const free: Buffer[] = [];
+  let waiter: (() => void) | undefined;
+  const give = (b: Buffer) => {
+    free.push(b);
+    const w = waiter;
+    waiter = undefined;
+    w?.();
+  };
+  const gone = () => waiter?.();
+  res.on('close', gone);
+  try {
+    for (let i = 0; i < IN_FLIGHT; i++) free.push(pool.pop() ?? Buffer.allocUnsafeSlow(POOL_BUFFER));
+    for (let at = 0; at < length && !res.destroyed; ) {
+      const buf = free.pop();
+      if (buf === undefined) {
+        await new Promise<void>((resolve) => (waiter = resolve));
+        continue;
+      }
+      const n = await reader.read(buf, Math.min(POOL_BUFFER, length - at), start + at);
+      if (n === 0) throw new Error(`download file ended at byte ${start + at}, before the ${length} bytes announced`);
+      at += n;
+      res.write(buf.subarray(0, n), () => give(buf));
+    }
+    // Wait until the socket took every buffer, so all of them can go back to the pool.
+    while (free.length < IN_FLIGHT && !res.destroyed) await new Promise<void>((resolve) => (waiter = resolve));
+  } finally {
+    res.off('close', gone);
+    await reader.close();
+    // A buffer the socket still holds (connection gone) is dropped, not pooled: it may be written later.
+    if (free.length === IN_FLIGHT) while (free.length > 0 && pool.length < POOL_MAX) pool.push(free.pop() as Buffer);
+  }
 }
