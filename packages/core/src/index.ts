@@ -6,3 +6,4 @@ export * from './transport/index.js';
 export * from './clients/index.js';
 export * from './download/index.js';
 export * from './engine/index.js';
+export * from './cli/index.js';

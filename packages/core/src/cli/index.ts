@@ -1,0 +1,2 @@
+export { createFlagParsers } from './flags.js';
+export type { FlagParsers } from './flags.js';

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { createFlagParsers } from '../src/cli/index.js';
+
+class UsageProblem extends Error {}
+const flags = createFlagParsers((flag, problem) => new UsageProblem(`${flag}: ${problem}`));
+
+describe('command-line flag checks', () => {
+  it('accepts a listed choice and refuses another, naming the flag and the choices', () => {
+    expect(flags.oneOf('--mode', 'vat', ['address', 'vat'] as const)).toBe('vat');
+    expect(() => flags.oneOf('--mode', 'phone', ['address', 'vat'])).toThrow(new UsageProblem('--mode: "phone" is not one of address, vat'));
+  });
+
+  it('parses numbers within their range and refuses blanks, fractions where integers are due, and out-of-range values', () => {
+    expect(flags.number('--max-failed', '0.05', 0, 1, false)).toBe(0.05);
+    expect(flags.number('--batch-size', '500', 1, 100_000, true)).toBe(500);
+    expect(() => flags.number('--batch-size', '', 1, 10, true)).toThrow(/--batch-size: "" must be an integer from 1 to 10/);
+    expect(() => flags.number('--batch-size', '2.5', 1, 10, true)).toThrow(UsageProblem);
+    expect(() => flags.number('--max-failed', '1.5', 0, 1, false)).toThrow(/from 0 to 1/);
+    expect(() => flags.number('--concurrency', 'many', 1, 10, true)).toThrow(UsageProblem);
+  });
+
+  it('accepts http and https URLs only', () => {
+    expect(flags.url('--base-url', 'https://api.example.com/x')).toBe('https://api.example.com/x');
+    expect(flags.url('--base-url', undefined)).toBeUndefined();
+    expect(() => flags.url('--base-url', 'ftp://example.com')).toThrow(/--base-url: "ftp:\/\/example.com" is not an http\(s\) URL/);
+    expect(() => flags.url('--base-url', 'localhost:8080x y')).toThrow(UsageProblem);
+  });
+});
