@@ -2,11 +2,11 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { createEngine, createLogger, DqError, exitCodeForError, exitCodeForReport, ExitCode, isRunStop, resolvePolicy } from '@dq/core';
-import type { Engine, Logger, Mode, PolicyStatus, ResultClass } from '@dq/core';
+import type { Engine, Mode, PolicyStatus, ResultClass } from '@dq/core';
 import { ensureSchema } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { CleanseError, usageError } from './errors.js';
-import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM } from './options.js';
+import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary } from './options.js';
 import { planPage } from './page-plan.js';
 import { PageStore } from './page-store.js';
@@ -14,11 +14,11 @@ import { inspectTable } from './preflight.js';
 import type { TargetTable } from './preflight.js';
 import { toRecord } from './row-values.js';
 import { finishRun, newRunId, openRun, stopRun } from './runs.js';
+import { RunHalt, workRange } from './range-worker.js';
+import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
-import type { ClaimedRange } from './work-queue.js';
 
 const CLASSES: readonly ResultClass[] = ['A', 'B', 'C', 'D', 'E', 'F'];
-const MAX_CONFLICT_KEYS = 100;
 
 /** The engine policy for `--accept`: listed classes are accepted, the others keep review/invalid. */
 export function acceptPolicy(accept: readonly ResultClass[]): Record<ResultClass, PolicyStatus> {
@@ -40,13 +40,6 @@ function emptyProgress(): CleanseProgress {
   };
 }
 
-/** Stops a run: the page in flight was not written and will be read again by the next process. */
-class RunHalt extends Error {
-  constructor(readonly error: { code: string; message: string; requestId?: string }, readonly exitCode: number) {
-    super(error.message);
-  }
-}
-
 /**
  * Cleans the mapped columns of a table in place (issue 5). Pre-flight checks run before any API
  * call and throw {@link CleanseError}s. Then pages of `batchSize` rows are read in key order from
@@ -66,11 +59,15 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
   const pagesPerClaim = options.pagesPerClaim ?? DEFAULT_PAGES_PER_CLAIM;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) throw usageError('--batch-size', `${batchSize} must be an integer from 1 to 100000`);
   if (!Number.isInteger(pagesPerClaim) || pagesPerClaim < 1) throw usageError('--pages-per-claim', `${pagesPerClaim} must be a positive integer`);
+  const workers = options.workers ?? DEFAULT_WORKERS;
+  if (!Number.isInteger(workers) || workers < 1 || workers > 64) throw usageError('--workers', `${workers} must be an integer from 1 to 64`);
+  const readAhead = options.readAhead ?? false;
   const accept = options.accept ?? ['A', 'B', 'C'];
   const progress = emptyProgress();
   const conflictKeys: string[] = [];
   const client = await connect(db);
-  let claimClient: pg.Client | undefined;
+  const connections: pg.Client[] = [];
+  const slots: WorkerSlot[] = [];
   let engine: Engine | undefined;
   try {
     const target = await inspectTable(client, { table: options.table, key: options.key, map: options.map, mode, where: options.where, write: !options.dryRun });
@@ -101,22 +98,25 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
     if (run.state === 'done' || run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
 
     engine = makeEngine();
-    claimClient = await connect(db, 'dq-pg claim');
-    const queue = new RangeQueue(claimClient, run.runId, target);
-    const store = new PageStore(client, target, options.where);
-    const worker = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
-    const ctx = { engine, store, target, mode, batchSize, worker, runId: run.runId, progress, conflictKeys, logger, options };
-    try {
-      for (let range = await queue.claim(); range !== null; range = await queue.claim()) {
-        await workRange(ctx, range);
-        if (options.signal?.aborted) {
-          throw new RunHalt({ code: 'interrupted', message: `interrupted; rerun with --run-id ${run.runId} to resume` }, ExitCode.TEMPFAIL);
-        }
-      }
-    } catch (e) {
-      const halt = e instanceof RunHalt ? e : isRunStop(e) ? new RunHalt(stopData(e), ExitCode.STOP) : undefined;
-      if (!halt) throw e;
-      await queue.release().catch(() => undefined);
+    const processId = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
+    const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, conflictKeys, logger, options };
+    // Each range worker gets connections of its own: one holding its claim, one reading, one writing
+    // (the first worker writes on `client`). Opened before any range is claimed.
+    for (let i = 0; i < workers; i += 1) {
+      const claim = await connect(db, 'dq-pg claim');
+      connections.push(claim);
+      const reader = await connect(db, 'dq-pg read');
+      connections.push(reader);
+      const writer = i === 0 ? client : await connect(db, 'dq-pg write');
+      if (writer !== client) connections.push(writer);
+      const worker = workers === 1 ? processId : `${processId}/${i + 1}`;
+      slots.push({ queue: new RangeQueue(claim, run.runId, target), store: new PageStore(reader, target, options.where, writer), worker });
+    }
+    const error = await runWorkers(shared, slots, options.signal);
+    if (error !== undefined) {
+      const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error), ExitCode.STOP) : undefined;
+      if (!halt) throw error;
+      await Promise.all(slots.map((q) => q.queue.release().catch(() => undefined)));
       await stopRun(client, run.runId, halt.error);
       logger.error('run stopped', { runId: run.runId, ...halt.error });
       return summary('stopped', halt.exitCode, halt.error);
@@ -125,74 +125,45 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
     return summary(done ? 'done' : 'running', exitCodeForReport(engine.report(), { maxFailed: options.maxFailed ?? 0 }));
   } finally {
     await engine?.close().catch(() => undefined);
-    await claimClient?.end().catch(() => undefined);
+    await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
     await client.end().catch(() => undefined);
   }
 }
 
+/** One range worker's claim queue and page store. */
+interface WorkerSlot {
+  queue: RangeQueue;
+  store: PageStore;
+  worker: string;
+}
+
+/**
+ * Runs the range workers until no range is left to claim, or one of them halts or fails; then the
+ * others stop after the page they are writing. Returns the first error (undefined when all ran out
+ * of ranges).
+ */
+async function runWorkers(shared: Omit<WorkContext, 'store' | 'worker' | 'stopping'>, slots: readonly WorkerSlot[], signal: AbortSignal | undefined): Promise<unknown> {
+  let failure: { error: unknown } | undefined;
+  const stopping = (): boolean => failure !== undefined || signal?.aborted === true;
+  await Promise.all(slots.map(async (slot) => {
+    const ctx: WorkContext = { ...shared, store: slot.store, worker: slot.worker, stopping };
+    try {
+      for (let range = await slot.queue.claim(); range !== null; range = await slot.queue.claim()) {
+        await workRange(ctx, range);
+        if (signal?.aborted) {
+          throw new RunHalt({ code: 'interrupted', message: `interrupted; rerun with --run-id ${shared.runId} to resume` }, ExitCode.TEMPFAIL);
+        }
+        if (failure !== undefined) return;
+      }
+    } catch (e) {
+      failure ??= { error: e };
+    }
+  }));
+  return failure?.error;
+}
+
 function stopData(e: DqError): { code: string; message: string; requestId?: string } {
   return { code: e.code, message: e.message, ...(e.requestId ? { requestId: e.requestId } : {}) };
-}
-
-interface WorkContext {
-  engine: Engine;
-  store: PageStore;
-  target: TargetTable;
-  mode: Mode;
-  batchSize: number;
-  worker: string;
-  runId: string;
-  progress: CleanseProgress;
-  conflictKeys: string[];
-  logger: Logger;
-  options: CleanseOptions;
-}
-
-/** Works one claimed range page by page from its checkpoint until it is done (or taken over). */
-async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<void> {
-  const { engine, store, target, progress } = ctx;
-  let last = range.lastKey;
-  for (;;) {
-    const t0 = performance.now();
-    const rows = await store.read(last, range.hi, ctx.batchSize);
-    const t1 = performance.now();
-    const calls = engine.report().apiCalls;
-    const results = rows.length === 0 ? [] : await engine.process(rows.map((r) => toRecord(r, target.columns)));
-    const t2 = performance.now();
-    const plan = planPage(ctx.mode, target.columns, rows, results, engine.report().apiCalls - calls);
-    const answerable = rows.length - plan.counts.invalidInput;
-    if (plan.counts.unavailable > 0 && plan.counts.unavailable === answerable) {
-      // The platform answered none of the page: keep the page unwritten for the resumed run.
-      const first = results.find((r) => r.status === 'unavailable')?.error;
-      throw new RunHalt(
-        { code: 'service-unavailable', message: `every row of the page after key ${last ?? '(start)'} came back unavailable (${first?.code ?? 'unknown'}); rerun with --run-id ${ctx.runId} later`, ...(first?.requestId ? { requestId: first.requestId } : {}) },
-        ExitCode.TEMPFAIL,
-      );
-    }
-    const done = rows.length < ctx.batchSize;
-    const lastKey = rows.at(-1)?.key ?? last;
-    const res = await store.commit(ctx.runId, ctx.worker, rows.length > 0 ? plan.write : null, {
-      rangeNo: range.rangeNo, prevKey: last, lastKey, done, counts: plan.counts,
-    });
-    progress.timings.readMs += t1 - t0;
-    progress.timings.validateMs += t2 - t1;
-    progress.timings.writeMs += performance.now() - t2;
-    if (res.taken) {
-      ctx.logger.warn('key range taken over by another process; its page was not written', { runId: ctx.runId, range: range.rangeNo });
-      return;
-    }
-    progress.rows += rows.length;
-    progress.written += res.written;
-    progress.unchanged += plan.counts.unchanged;
-    progress.conflicts += res.conflicts.length;
-    progress.apiCalls += plan.counts.apiCalls;
-    for (const r of results) progress.byStatus[r.status] += 1;
-    for (const k of res.conflicts) if (ctx.conflictKeys.length < MAX_CONFLICT_KEYS) ctx.conflictKeys.push(k);
-    if (res.conflicts.length > 0) ctx.logger.warn('rows changed by someone else since they were read were not written', { runId: ctx.runId, keys: res.conflicts.slice(0, 20), count: res.conflicts.length });
-    ctx.options.onPage?.(copy(progress));
-    last = lastKey;
-    if (done || ctx.options.signal?.aborted) return;
-  }
 }
 
 /** Reads and validates the whole selection, writes nothing, reports each row that would change. */

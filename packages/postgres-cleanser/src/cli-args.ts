@@ -31,6 +31,9 @@ cleanse options:
   --include <list>          ${ADDRESS_INCLUDE_VALUES.join(', ')}
   --batch-size <rows>       rows per page: one API batch and one transaction, default 1000
   --pages-per-claim <n>     pages per key range claimed by a process, default 10
+  --workers <n>             range workers in this process (3 connections each), default 1
+  --read-ahead <0|1>        1 = validate the next page while one is written (needs idle cores
+                            to pay off; a crash then repeats up to two pages of calls), default 0
   --run-id <id>             run to resume or join; default a new id (printed)
   --dry-run                 write nothing; print each row that would change (NDJSON) and the counts
   --max-failed <share>      exit 4 when unavailable rows exceed this share, default 0
@@ -74,6 +77,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         db: { type: 'string' }, table: { type: 'string' }, key: { type: 'string' }, map: { type: 'string' },
         where: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' }, accept: { type: 'string' },
         include: { type: 'string' }, 'batch-size': { type: 'string' }, 'pages-per-claim': { type: 'string' },
+        workers: { type: 'string' }, 'read-ahead': { type: 'string' },
         'run-id': { type: 'string' }, run: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' },
         'max-failed': { type: 'string' }, concurrency: { type: 'string' }, threads: { type: 'string' },
         'rate-limit': { type: 'string' }, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
@@ -130,6 +134,8 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   if (include !== undefined) options.include = include;
   if (v['batch-size'] !== undefined) options.batchSize = number('--batch-size', v['batch-size'], 1, 100_000, true);
   if (v['pages-per-claim'] !== undefined) options.pagesPerClaim = number('--pages-per-claim', v['pages-per-claim'], 1, 1_000_000, true);
+  if (v.workers !== undefined) options.workers = number('--workers', v.workers, 1, 64, true);
+  if (v['read-ahead'] !== undefined) options.readAhead = number('--read-ahead', v['read-ahead'], 0, 1, true) === 1;
   if (v['run-id'] !== undefined) options.runId = runIdOf(v['run-id']);
   const baseUrl = url('--base-url', v['base-url'] ?? envOf('DQ_BASE_URL'));
   const realtimeUrl = url('--realtime-url', v['realtime-url'] ?? envOf('DQ_REALTIME_URL'));

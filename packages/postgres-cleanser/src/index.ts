@@ -1,13 +1,13 @@
 export { cleanse, acceptPolicy, exitCodeFor } from './cleanse.js';
 export type { CleanseOptions, CleanseProgress, CleanseSummary, RowChange } from './options.js';
-export { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM } from './options.js';
+export { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 export { rollback, rollbackSql } from './rollback.js';
 export type { RollbackOptions, RollbackSummary } from './rollback.js';
 export { status } from './status.js';
 export type { RunStatus } from './status.js';
 export { inspectTable, splitQualified } from './preflight.js';
 export type { MappedColumn, TableSpec, TargetTable } from './preflight.js';
-export { pageReadSql, pageWriteSql, pageWriteParams, pageWriteParamTypes, PageStore } from './page-store.js';
+export { pageReadSql, pageWriteSql, pageWriteParams, pageWriteParamTypes, PageStore, textArrayLiteral } from './page-store.js';
 export type { PageWrite, PageCounts, PageCheckpoint } from './page-store.js';
 export { STATE_SCHEMA, ensureSchema } from './bookkeeping.js';
 export { CleanseError, cleanseErrorExitCodes } from './errors.js';

@@ -17,7 +17,7 @@ const json = (v: unknown): string | null => (v === null || v === undefined ? nul
 
 /**
  * Builds the page write from rows and their results (same order). `apiCalls` is what the engine
- * spent on this page.
+ * spent on this page. Arrays are sized up front and filled by index: this runs for every row.
  */
 export function planPage(
   mode: Mode,
@@ -26,34 +26,42 @@ export function planPage(
   results: readonly RecordResult[],
   apiCalls: number,
 ): PagePlan {
+  const n = rows.length;
+  if (results.length !== n) throw new Error(`the engine returned ${results.length} results for ${n} rows`);
+  const sized = <T>(): T[] => new Array<T>(n);
   const write: PageWrite = {
-    keys: [], write: [], status: [], resultClass: [], requestId: [], candidates: [], detail: [], error: [],
-    before: columns.map(() => []), after: columns.map(() => []),
+    keys: sized(), write: sized(), status: sized(), resultClass: sized(), requestId: sized(), candidates: sized(), detail: sized(), error: sized(),
+    before: columns.map(() => sized()), after: columns.map(() => sized()),
   };
-  const counts: PageCounts = { rowsRead: rows.length, unchanged: 0, accepted: 0, review: 0, invalid: 0, invalidInput: 0, unavailable: 0, apiCalls };
-  const decisions: RowDecision[] = [];
+  const counts: PageCounts = { rowsRead: n, unchanged: 0, accepted: 0, review: 0, invalid: 0, invalidInput: 0, unavailable: 0, apiCalls };
+  const decisions = sized<RowDecision>();
   let changes = 0;
-  rows.forEach((row, i) => {
-    const result = results[i];
-    if (!result) throw new Error(`the engine returned ${results.length} results for ${rows.length} rows`);
+  for (let i = 0; i < n; i += 1) {
+    const row = rows[i] as SourceRow;
+    const result = results[i] as RecordResult;
     const decision = decideRow(mode, row, columns, result);
-    decisions.push(decision);
-    if (decision.outcome === 'write') changes += 1;
-    if (decision.outcome === 'unchanged') counts.unchanged += 1;
+    decisions[i] = decision;
+    const writes = decision.outcome === 'write';
+    if (writes) changes += 1;
+    else if (decision.outcome === 'unchanged') counts.unchanged += 1;
     if (result.status === 'invalid-input') counts.invalidInput += 1;
     else counts[result.status] += 1;
-    write.keys.push(row.key);
-    write.write.push(decision.outcome === 'write');
-    write.status.push(result.status);
-    write.resultClass.push(result.resultClass ?? null);
-    write.requestId.push(result.requestId ?? result.error?.requestId ?? null);
-    write.candidates.push(json(reviewCandidates(result)));
-    write.detail.push(json(resultDetail(result)));
-    write.error.push(json(result.error));
-    columns.forEach((_, c) => {
-      write.before[c]?.push(row.values[c] ?? null);
-      write.after[c]?.push(decision.outcome === 'write' ? (decision.after[c] ?? null) : null);
-    });
-  });
+    write.keys[i] = row.key;
+    write.write[i] = writes;
+    write.status[i] = result.status;
+    write.resultClass[i] = result.resultClass ?? null;
+    write.requestId[i] = result.requestId ?? result.error?.requestId ?? null;
+    write.candidates[i] = json(reviewCandidates(result));
+    write.detail[i] = json(resultDetail(result));
+    write.error[i] = json(result.error);
+    for (let c = 0; c < columns.length; c += 1) {
+      const before = row.values[c] ?? null;
+      const after = decision.after[c] ?? null;
+      (write.before[c] as (string | null)[])[i] = before;
+      // null = keep the value read (a correction never writes NULL: see decideRow); an unchanged
+      // value is not sent twice.
+      (write.after[c] as (string | null)[])[i] = writes && after !== before ? after : null;
+    }
+  }
   return { write, decisions, counts, changes };
 }

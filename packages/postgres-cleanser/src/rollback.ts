@@ -32,13 +32,13 @@ export interface RollbackSummary {
 /**
  * The batch restore: audit rows not yet restored, in key order after `$2`, set back to their
  * `before` values, but only where every mapped column still holds the run's `after` value; every
- * audit row of the batch is marked `restored` or `conflict`.
+ * audit row of the batch is marked `restored` or `conflict`. `target.columns` must be in the order
+ * of the run's `columns` (the order of the `before`/`after` arrays).
  */
 export function rollbackSql(target: TargetTable): string {
   const { key, qualified, columns } = target;
-  const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
-  const set = columns.map((c) => `${c.quoted} = a.before ->> ${lit(c.column)}`).join(', ');
-  const guard = columns.map((c) => `t.${c.quoted} IS NOT DISTINCT FROM (a.after ->> ${lit(c.column)})::${c.type}`).join(' AND ');
+  const set = columns.map((c, i) => `${c.quoted} = a.before[${i + 1}]`).join(', ');
+  const guard = columns.map((c, i) => `t.${c.quoted} IS NOT DISTINCT FROM a.after[${i + 1}]::${c.type}`).join(' AND ');
   return `WITH a AS (
   SELECT row_key, before, after FROM ${STATE_SCHEMA}.results
    WHERE run_id = $1 AND ($2::text IS NULL OR row_key > $2) AND outcome = 'written' AND rollback IS DISTINCT FROM 'restored'
@@ -68,7 +68,8 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
   const client = await connect(db);
   try {
     const run = await loadRun(client, options.runId);
-    const target = await inspectTable(client, { table: run.table_name, key: run.key_column, map: run.mapping, mode: run.mode, write: true });
+    const inspected = await inspectTable(client, { table: run.table_name, key: run.key_column, map: run.mapping, mode: run.mode, write: true });
+    const target = { ...inspected, columns: run.columns.map((name) => columnNamed(inspected, name)) };
     await refuseIfActive(client, options.runId);
     const sql = rollbackSql(target);
     let last: string | null = null;
@@ -94,10 +95,26 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
   }
 }
 
-async function loadRun(client: pg.Client, runId: string): Promise<{ table_name: string; key_column: string; mapping: Record<string, string>; mode: 'address' }> {
+/** The mapped column `name` of the inspected table (the run's mapping names exactly these). */
+function columnNamed(target: TargetTable, name: string): TargetTable['columns'][number] {
+  const column = target.columns.find((c) => c.column === name);
+  if (!column) throw new CleanseError('column-not-found', `the run's audit has column ${name}, which the run's mapping no longer resolves to; was the table altered since the run?`);
+  return column;
+}
+
+interface StoredRun {
+  table_name: string;
+  key_column: string;
+  mapping: Record<string, string>;
+  /** Mapped columns in the order of the audit's before/after arrays. */
+  columns: string[];
+  mode: 'address';
+}
+
+async function loadRun(client: pg.Client, runId: string): Promise<StoredRun> {
   if (!(await schemaExists(client))) throw new CleanseError('run-not-found', `--run ${runId}: this database has no dq-pg runs (no ${STATE_SCHEMA} schema)`);
-  const { rows } = await client.query<{ table_name: string; key_column: string; mapping: Record<string, string>; mode: 'address' }>(
-    `SELECT table_name, key_column, mapping, options ->> 'mode' AS mode FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
+  const { rows } = await client.query<StoredRun>(
+    `SELECT table_name, key_column, mapping, columns, options ->> 'mode' AS mode FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
     [runId],
   );
   const run = rows[0];

@@ -61,9 +61,9 @@ export async function openRun(
   const options = describe(target, settings);
   const hash = createHash('sha256').update(JSON.stringify(options)).digest('hex');
   const inserted = await client.query(
-    `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, options, options_hash, range_rows, state)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running') ON CONFLICT (run_id) DO NOTHING`,
-    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), JSON.stringify(options), hash, rangeRows],
+    `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, columns, options, options_hash, range_rows, state)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'running') ON CONFLICT (run_id) DO NOTHING`,
+    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), target.columns.map((c) => c.column), JSON.stringify(options), hash, rangeRows],
   );
   const { rows } = await client.query<{ options: Record<string, unknown>; options_hash: string; state: RunRecord['state']; range_rows: number }>(
     `SELECT options, options_hash, state, range_rows FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,

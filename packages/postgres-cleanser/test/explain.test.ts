@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSchema, inspectTable, pageWriteParams, pageWriteParamTypes, pageWriteSql } from '../src/index.js';
+import { ensureSchema, inspectTable, pageWriteParams, pageWriteParamTypes, pageWriteSql, textArrayLiteral } from '../src/index.js';
 import type { PageCheckpoint, PageWrite, TargetTable } from '../src/index.js';
 import { startPostgres } from '../../../test/support/pg.js';
 import type { TestPostgres } from '../../../test/support/pg.js';
@@ -91,5 +91,13 @@ describe('the page update', () => {
     const scans = scansOfBig(rows[0]?.['QUERY PLAN']);
     expect(scans.length).toBeGreaterThan(0);
     for (const scan of scans) expect(scan['Index Name']).toBe('big_pkey');
+  });
+});
+
+describe('page parameters', () => {
+  it('reach PostgreSQL as exactly the values given, whatever characters they hold', async () => {
+    const values = ['plain', null, 'say "hi"', 'back\\slash\\', '', 'NULL', '{a,b}', ' spaced ', 'line\nbreak', 'Straße 5 – 🏠', "it's"];
+    const { rows } = await client.query<{ v: string | null }>('SELECT unnest($1::text[]) AS v', [textArrayLiteral(values)]);
+    expect(rows.map((r) => r.v)).toEqual(values);
   });
 });

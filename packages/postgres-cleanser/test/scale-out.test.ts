@@ -52,4 +52,26 @@ describe('several processes on one run', () => {
       expect(state.rows[0]?.state).toBe('done');
     });
   });
+
+  it('split the rows between the range workers of one process the same way, also when reading ahead', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, ROWS);
+    const before = await snapshot(db);
+    const args = cleanseArgs(db, env.sandbox, ['--run-id', 'workers', '--batch-size', '30', '--pages-per-claim', '2', '--concurrency', '8', '--workers', '3', '--read-ahead', '1']);
+    const run = await spawnCli(args).done;
+    expect(run.code).toBe(0);
+    expect(summaryOf(run)).toMatchObject({ state: 'done', rows: ROWS });
+
+    await withClient(db, async (c) => {
+      const { rows } = await c.query<{ row_key: string; worker: string }>(`SELECT row_key, worker FROM dq_cleanse.results WHERE run_id = 'workers'`);
+      expect(rows.length).toBe(ROWS);
+      expect(new Set(rows.map((r) => r.row_key))).toEqual(new Set(before.keys()));
+      // Every worker did part of the work, under a name of its own.
+      expect(new Set(rows.map((r) => r.worker)).size).toBe(3);
+      const progress = await c.query<{ rows: number; pending: number }>(
+        `SELECT sum(rows_read)::int AS rows, count(*) FILTER (WHERE NOT done)::int AS pending FROM dq_cleanse.progress WHERE run_id = 'workers'`,
+      );
+      expect(progress.rows[0]).toEqual({ rows: ROWS, pending: 0 });
+    });
+  });
 });

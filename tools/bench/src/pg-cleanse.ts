@@ -10,6 +10,12 @@
  * addresses, so the engine makes ~1000 HTTP calls per run and answers the rest from its cache:
  * the benchmark measures the database path, not HTTP (engine-overhead.ts measures that).
  *
+ * Two cleanser configurations are measured: the default (one range worker, pages read, validated
+ * and written one after another) and `--workers 2 --read-ahead 1` (two range workers on
+ * connections of their own, each validating its next page while one is written). Besides rows/s, CPU per row of this process (node, engine threads
+ * included) and of the PostgreSQL server is recorded: a figure the machine's other load moves
+ * less than wall time.
+ *
  * Run: `node tools/bench/dist/pg-cleanse.js [rows=1000000] [runs=3]`
  */
 import { fork } from 'node:child_process';
@@ -17,11 +23,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createSilentLogger } from '@dq/core';
 import { cleanse } from '@dq/postgres-cleanser';
 import { startBenchPostgres } from './pg-server.js';
+import type { BenchPostgres } from './pg-server.js';
 
 const PAGE = 1000;
 const DISTINCT = 1000;
@@ -98,17 +106,19 @@ async function rawLoop(url: string, table: string): Promise<number> {
   return rows;
 }
 
-/** Milliseconds the last cleanser run spent inside the engine (validation), from its summary. */
-let lastValidateMs = 0;
+/** Where the last cleanser run's time went (overlapping: reads and validation run during writes). */
+let lastTimings = { readMs: 0, validateMs: 0, writeMs: 0 };
 
-async function cleanserRun(url: string, table: string, baseUrl: string, run: number): Promise<number> {
+async function cleanserRun(url: string, table: string, baseUrl: string, runId: string, workers: number): Promise<number> {
   const summary = await cleanse({
-    db: url, table, key: 'id', batchSize: PAGE, runId: `bench-${run}`, baseUrl, apiKey: 'bench-key', logger: createSilentLogger(),
+    db: url, table, key: 'id', batchSize: PAGE, runId, baseUrl, apiKey: 'bench-key', logger: createSilentLogger(),
+    // Beyond the default: several workers, each validating its next page while one is written.
+    ...(workers > 1 ? { workers, readAhead: true } : {}),
     map: { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' },
     engine: { rateLimits: { batch: 0 } },
   });
   if (summary.exitCode !== 0 || summary.written !== summary.rows) throw new Error(`cleanser: ${JSON.stringify(summary)}`);
-  lastValidateMs = summary.timings.validateMs;
+  lastTimings = summary.timings;
   return summary.rows;
 }
 
@@ -118,12 +128,36 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
 };
 
-async function timed(fn: () => Promise<number>): Promise<{ rows: number; rowsPerSecond: number; seconds: number }> {
+interface Measured {
+  rows: number;
+  rowsPerSecond: number;
+  seconds: number;
+  /** CPU of this process (main thread and engine threads) per row, µs. */
+  nodeCpuUsPerRow: number;
+  /** CPU of the PostgreSQL server's processes per row, µs. */
+  pgCpuUsPerRow: number;
+}
+
+async function timed(db: BenchPostgres, fn: () => Promise<number>): Promise<Measured> {
+  const pg0 = await db.cpuMs();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const rows = await fn();
   const seconds = (performance.now() - t0) / 1000;
-  return { rows, rowsPerSecond: rows / seconds, seconds };
+  const cpu = process.cpuUsage(cpu0);
+  // Ended backends' CPU reaches the postmaster's account once they have exited.
+  await sleep(500);
+  const pgMs = (await db.cpuMs()) - pg0;
+  return { rows, rowsPerSecond: rows / seconds, seconds, nodeCpuUsPerRow: (cpu.user + cpu.system) / rows, pgCpuUsPerRow: (pgMs * 1000) / rows };
 }
+
+/** The sides measured in each run, in the order of the first run (later runs rotate it). */
+const SIDES = [
+  { name: 'raw', workers: 0 },
+  { name: 'dq-pg', workers: 1 },
+  { name: 'dq-pg --workers 2 --read-ahead 1', workers: 2 },
+] as const;
+type SideName = (typeof SIDES)[number]['name'];
 
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 1_000_000);
@@ -139,27 +173,33 @@ async function main(): Promise<void> {
       SELECT g::bigint AS id, 'hauptstraße ' || (g % ${DISTINCT}) AS street, (1 + (g % ${DISTINCT}) % 7)::text AS house_number,
              '10115'::text AS postal_code, 'Berlin'::text AS city, 'DE'::text AS country
         FROM generate_series(1, ${n}) g`);
-    const raw: number[] = [];
-    const cleanser: number[] = [];
-    const path: number[] = [];
+    const samples = new Map<SideName, Measured[]>(SIDES.map((side) => [side.name, []]));
     for (let run = 0; run < runs; run += 1) {
-      const order = run % 2 === 0 ? ['raw', 'cleanser'] : ['cleanser', 'raw'];
+      const order = SIDES.map((_, i) => SIDES[(i + run) % SIDES.length] as (typeof SIDES)[number]);
       for (const side of order) {
         await freshTable(db.url, 'bench_run');
-        const m = side === 'raw'
-          ? await timed(() => rawLoop(db.url, 'bench_run'))
-          : await timed(() => cleanserRun(db.url, 'bench_run', `http://127.0.0.1:${port}`, run));
-        if (m.rows !== n) throw new Error(`${side}: ${m.rows} of ${n} rows`);
-        (side === 'raw' ? raw : cleanser).push(m.rowsPerSecond);
-        let extra = '';
-        if (side === 'cleanser') {
-          // The same run without the time spent inside the engine: dq-pg's own read + write path.
-          path.push(m.rows / (m.seconds - lastValidateMs / 1000));
-          extra = `, ${(lastValidateMs / 1000).toFixed(1)} s of it in the engine; read + write path ${Math.round(path.at(-1) ?? 0)} rows/s`;
-        }
-        console.log(`run ${run + 1}/${runs} ${side}: ${Math.round(m.rowsPerSecond)} rows/s (${m.seconds.toFixed(1)} s${extra})`);
+        const m = await timed(db, () => side.workers === 0
+          ? rawLoop(db.url, 'bench_run')
+          : cleanserRun(db.url, 'bench_run', `http://127.0.0.1:${port}`, `bench-${run}`, side.workers));
+        if (m.rows !== n) throw new Error(`${side.name}: ${m.rows} of ${n} rows`);
+        samples.get(side.name)?.push(m);
+        const t = lastTimings;
+        const extra = side.workers === 0 ? '' : `; read ${(t.readMs / 1000).toFixed(1)} s, engine ${(t.validateMs / 1000).toFixed(1)} s, write ${(t.writeMs / 1000).toFixed(1)} s${side.workers > 1 ? ', overlapping' : ''}`;
+        console.log(`run ${run + 1}/${runs} ${side.name}: ${Math.round(m.rowsPerSecond)} rows/s (${m.seconds.toFixed(1)} s; CPU per row: node ${m.nodeCpuUsPerRow.toFixed(1)} µs, postgres ${m.pgCpuUsPerRow.toFixed(1)} µs${extra})`);
       }
     }
+    const summary = (name: SideName) => {
+      const ms = samples.get(name) ?? [];
+      return {
+        rowsPerSecond: Math.round(median(ms.map((m) => m.rowsPerSecond))),
+        nodeCpuUsPerRow: Number(median(ms.map((m) => m.nodeCpuUsPerRow)).toFixed(1)),
+        pgCpuUsPerRow: Number(median(ms.map((m) => m.pgCpuUsPerRow)).toFixed(1)),
+        samples: ms.map((m) => Math.round(m.rowsPerSecond)),
+      };
+    };
+    const raw = summary('raw');
+    const one = summary('dq-pg');
+    const two = summary('dq-pg --workers 2 --read-ahead 1');
     const result = {
       benchmark: 'pg-cleanse',
       rows: n,
@@ -168,20 +208,26 @@ async function main(): Promise<void> {
       runs,
       cpus: availableParallelism(),
       node: process.version,
-      cleanserRowsPerSecond: Math.round(median(cleanser)),
-      rawRowsPerSecond: Math.round(median(raw)),
-      ratio: Number((median(cleanser) / median(raw)).toFixed(3)),
+      rawRowsPerSecond: raw.rowsPerSecond,
+      // Default settings: one range worker, pages read, validated and written one after another.
+      cleanserRowsPerSecond: one.rowsPerSecond,
+      ratio: Number((one.rowsPerSecond / raw.rowsPerSecond).toFixed(3)),
+      // Two range workers in the process, each reading ahead (--workers 2 --read-ahead 1).
+      cleanserWorkers2RowsPerSecond: two.rowsPerSecond,
+      ratioWorkers2: Number((two.rowsPerSecond / raw.rowsPerSecond).toFixed(3)),
       target: 0.8,
-      // Wall time minus the time inside engine.process (mapping, dedup, cache, HTTP): the
-      // connector's own read + write path (keyset read, page plan, guarded write + results + audit + checkpoint, claims).
-      readWritePathRowsPerSecond: Math.round(median(path)),
-      readWritePathRatio: Number((median(path) / median(raw)).toFixed(3)),
+      cpuUsPerRow: {
+        raw: { node: raw.nodeCpuUsPerRow, postgres: raw.pgCpuUsPerRow },
+        cleanser: { node: one.nodeCpuUsPerRow, postgres: one.pgCpuUsPerRow },
+        cleanserWorkers2: { node: two.nodeCpuUsPerRow, postgres: two.pgCpuUsPerRow },
+      },
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
-      samples: { cleanser: cleanser.map(Math.round), readWritePath: path.map(Math.round), raw: raw.map(Math.round) },
+      samples: { raw: raw.samples, cleanser: one.samples, cleanserWorkers2: two.samples },
       measuredAt: new Date().toISOString(),
     };
-    console.log(`dq-pg cleanse ${result.cleanserRowsPerSecond} rows/s | raw keyset + guarded unnest loop ${result.rawRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ ${result.target}, median of ${runs}) | load ${result.loadAverage.join(' ')}`);
-    console.log(`dq-pg read + write path (engine time excluded) ${result.readWritePathRowsPerSecond} rows/s | ratio ${result.readWritePathRatio}`);
+    console.log(`raw keyset + guarded unnest loop ${result.rawRowsPerSecond} rows/s (median of ${runs}) | load ${result.loadAverage.join(' ')}`);
+    console.log(`dq-pg cleanse            ${result.cleanserRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ ${result.target})`);
+    console.log(`dq-pg cleanse --workers 2 --read-ahead 1 ${result.cleanserWorkers2RowsPerSecond} rows/s | ratio ${result.ratioWorkers2} (target ≥ ${result.target})`);
     const dir = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(dir, { recursive: true });
     await writeFile(`${dir}pg-cleanse.json`, `${JSON.stringify(result, null, 2)}\n`);

@@ -1,0 +1,139 @@
+import { ExitCode } from '@dq/core';
+import type { Engine, Logger, Mode, RecordResult } from '@dq/core';
+import type { CleanseOptions, CleanseProgress } from './options.js';
+import { planPage } from './page-plan.js';
+import type { PagePlan } from './page-plan.js';
+import type { PageStore } from './page-store.js';
+import type { TargetTable } from './preflight.js';
+import { toRecord } from './row-values.js';
+import type { SourceRow } from './row-values.js';
+import type { ClaimedRange } from './work-queue.js';
+
+const MAX_CONFLICT_KEYS = 100;
+
+/** Stops a run: the page not yet written will be read again by the next process. */
+export class RunHalt extends Error {
+  constructor(readonly error: { code: string; message: string; requestId?: string }, readonly exitCode: number) {
+    super(error.message);
+  }
+}
+
+/** What a range worker needs; `progress` and `conflictKeys` are shared by the workers of a process. */
+export interface WorkContext {
+  engine: Engine;
+  store: PageStore;
+  target: TargetTable;
+  mode: Mode;
+  batchSize: number;
+  /** Whether the next page is read and validated while the previous one is written. */
+  readAhead: boolean;
+  worker: string;
+  runId: string;
+  progress: CleanseProgress;
+  conflictKeys: string[];
+  logger: Logger;
+  options: CleanseOptions;
+  /** True once the process is stopping (interrupt, or another worker of it halted or failed). */
+  stopping: () => boolean;
+}
+
+/** A page read and validated, ready to be written. */
+interface ReadyPage {
+  rows: SourceRow[];
+  results: RecordResult[];
+  plan: PagePlan;
+}
+
+/** Reads the page after `after` and validates it. */
+async function prepare(ctx: WorkContext, after: string | null, hi: string | null): Promise<ReadyPage> {
+  const t0 = performance.now();
+  const rows = await ctx.store.read(after, hi, ctx.batchSize);
+  const t1 = performance.now();
+  const results = rows.length === 0 ? [] : await ctx.engine.process(rows.map((r) => toRecord(r, ctx.target.columns)));
+  const t2 = performance.now();
+  ctx.progress.timings.readMs += t1 - t0;
+  ctx.progress.timings.validateMs += t2 - t1;
+  // Counted from the results, not from the engine's running total: pages of several workers are
+  // validated at the same time. Each distinct request is the `api` source of exactly one result.
+  let calls = 0;
+  for (const r of results) if (r.source === 'api') calls += 1;
+  return { rows, results, plan: planPage(ctx.mode, ctx.target.columns, rows, results, calls) };
+}
+
+/** Marks a promise handled now (it is awaited later) so that a rejection meanwhile is not "unhandled". */
+function later<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
+
+const settle = async (p: Promise<unknown> | null): Promise<void> => {
+  await p?.catch(() => undefined);
+};
+
+/** Halts when the platform answered none of the page: the page stays unwritten for the resumed run. */
+function haltIfUnanswered(ctx: WorkContext, page: ReadyPage, after: string | null): void {
+  const { counts } = page.plan;
+  const answerable = page.rows.length - counts.invalidInput;
+  if (counts.unavailable === 0 || counts.unavailable !== answerable) return;
+  const first = page.results.find((r) => r.status === 'unavailable')?.error;
+  throw new RunHalt(
+    { code: 'service-unavailable', message: `every row of the page after key ${after ?? '(start)'} came back unavailable (${first?.code ?? 'unknown'}); rerun with --run-id ${ctx.runId} later`, ...(first?.requestId ? { requestId: first.requestId } : {}) },
+    ExitCode.TEMPFAIL,
+  );
+}
+
+/**
+ * Works one claimed range page by page from its checkpoint until it is done, taken over, or the
+ * process stops. Pages are written one at a time, in key order, each moving the checkpoint from
+ * where the previous one left it. With `readAhead`, page n+1 is read and validated while page n
+ * is written — never further ahead — so a crash repeats the calls of at most two pages per worker.
+ * Returns once no write of the range is in flight.
+ */
+export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<void> {
+  const { store, progress } = ctx;
+  let last = range.lastKey;
+  let next: Promise<ReadyPage> | null = later(prepare(ctx, last, range.hi));
+  while (next !== null) {
+    const page: ReadyPage = await next;
+    next = null;
+    haltIfUnanswered(ctx, page, last);
+    const { rows, plan } = page;
+    const done = rows.length < ctx.batchSize;
+    const lastKey = rows.at(-1)?.key ?? last;
+    const t0 = performance.now();
+    const writing = store.commit(ctx.runId, ctx.worker, rows.length > 0 ? plan.write : null, {
+      rangeNo: range.rangeNo, prevKey: last, lastKey, done, counts: plan.counts,
+    });
+    const more = !done && !ctx.stopping();
+    if (more && ctx.readAhead) next = later(prepare(ctx, lastKey, range.hi));
+    let res: Awaited<typeof writing>;
+    try {
+      res = await writing;
+    } catch (e) {
+      await settle(next);
+      throw e;
+    }
+    progress.timings.writeMs += performance.now() - t0;
+    if (res.taken) {
+      await settle(next);
+      ctx.logger.warn('key range taken over by another process; its page was not written', { runId: ctx.runId, range: range.rangeNo });
+      return;
+    }
+    progress.rows += rows.length;
+    progress.written += res.written;
+    progress.unchanged += plan.counts.unchanged;
+    progress.conflicts += res.conflicts.length;
+    progress.apiCalls += plan.counts.apiCalls;
+    for (const r of page.results) progress.byStatus[r.status] += 1;
+    for (const k of res.conflicts) if (ctx.conflictKeys.length < MAX_CONFLICT_KEYS) ctx.conflictKeys.push(k);
+    if (res.conflicts.length > 0) ctx.logger.warn('rows changed by someone else since they were read were not written', { runId: ctx.runId, keys: res.conflicts.slice(0, 20), count: res.conflicts.length });
+    ctx.options.onPage?.({ ...progress, byStatus: { ...progress.byStatus }, timings: { ...progress.timings } });
+    last = lastKey;
+    if (ctx.stopping()) {
+      // The page validated ahead is dropped unwritten: the resumed run reads it again.
+      await settle(next);
+      return;
+    }
+    if (more && !ctx.readAhead) next = prepare(ctx, last, range.hi);
+  }
+}
