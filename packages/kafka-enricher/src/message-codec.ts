@@ -16,7 +16,7 @@ export type DecodeFailureCode = 'empty-value' | 'not-json' | 'not-object' | 'mis
 
 /** One input message after decoding: a record for the engine, or a reason to dead-letter it. */
 export type Decoded =
-  | { kind: 'record'; message: KafkaMessage; value: Record<string, unknown>; record: EngineRecord }
+  | { kind: 'record'; message: KafkaMessage; value: Record<string, unknown>; record: EngineRecord; /** The value as UTF-8 text. */ text: string }
   | { kind: 'reject'; message: KafkaMessage; code: DecodeFailureCode; reason: string };
 
 /** DLQ header names (README "DLQ"). */
@@ -34,9 +34,10 @@ export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
   if (message.value === null || message.value.length === 0) {
     return { kind: 'reject', message, code: 'empty-value', reason: 'the message has no value (tombstone or empty)' };
   }
+  const text = message.value.toString('utf8');
   let parsed: unknown;
   try {
-    parsed = JSON.parse(message.value.toString('utf8'));
+    parsed = JSON.parse(text);
   } catch (err) {
     return { kind: 'reject', message, code: 'not-json', reason: `the value is not JSON: ${(err as Error).message}` };
   }
@@ -47,13 +48,14 @@ export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
   const value = parsed as Record<string, unknown>;
   const extracted = extractRecord(value, map);
   if (!extracted.ok) return { kind: 'reject', message, code: extracted.code, reason: extracted.message };
-  return { kind: 'record', message, value, record: extracted.record };
+  return { kind: 'record', message, value, record: extracted.record, text };
 }
 
 /**
  * The enriched message: same key and headers, the original value with a `dqField` member added
  * (replacing one of that name): status, class, the corrected address or company hit, the request id
- * and the input position.
+ * and the input position. The original members keep their exact text (number precision, order,
+ * spacing) unless a `dqField` member had to be replaced.
  */
 export function enrichedMessage(decoded: Extract<Decoded, { kind: 'record' }>, result: RecordResult, source: SourcePosition, dqField: string): Message {
   const dq: Record<string, unknown> = { status: result.status };
@@ -67,7 +69,25 @@ export function enrichedMessage(decoded: Extract<Decoded, { kind: 'record' }>, r
   if (result.requestId !== undefined) dq['requestId'] = result.requestId;
   dq['source'] = { topic: source.topic, partition: source.partition, offset: source.offset };
   const { message } = decoded;
-  return { key: message.key, value: JSON.stringify({ ...decoded.value, [dqField]: dq }), headers: copyHeaders(message.headers) };
+  return { key: message.key, value: withMember(decoded, dqField, dq), headers: copyHeaders(message.headers) };
+}
+
+/**
+ * The value's JSON text with `name: member` appended. The text parsed as an object, so its last
+ * non-whitespace character is its closing brace: splicing there costs one small stringify instead
+ * of re-serialising the whole value. A value that already has `name` is rebuilt so it is replaced.
+ */
+function withMember(decoded: Extract<Decoded, { kind: 'record' }>, name: string, member: unknown): string {
+  const { value, text } = decoded;
+  if (Object.hasOwn(value, name)) return JSON.stringify({ ...value, [name]: member });
+  const close = text.lastIndexOf('}');
+  return `${text.slice(0, close)}${hasMembers(value) ? ',' : ''}${JSON.stringify(name)}:${JSON.stringify(member)}}`;
+}
+
+/** Whether an object has an own enumerable member, without listing them all. */
+function hasMembers(value: object): boolean {
+  for (const key in value) if (Object.hasOwn(value, key)) return true;
+  return false;
 }
 
 /** What a DLQ message says about its failure. */

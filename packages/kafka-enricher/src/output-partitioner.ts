@@ -3,9 +3,12 @@ import type { ICustomPartitioner, Message } from 'kafkajs';
 
 const inputPartitions = new WeakMap<Message, number>();
 
-/** Remembers the input partition of an output message, for a message without a key. */
+/**
+ * Remembers the input partition of an output message without a key (keyed messages are placed by
+ * their key, so they are not tagged: a WeakMap entry per message is a cost the collector feels).
+ */
 export function tagInputPartition(message: Message, partition: number): Message {
-  inputPartitions.set(message, partition);
+  if (message.key === null || message.key === undefined) inputPartitions.set(message, partition);
   return message;
 }
 

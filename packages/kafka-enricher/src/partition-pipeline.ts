@@ -29,16 +29,34 @@ export interface PipelineContext {
   onFatal(error: unknown): void;
 }
 
+/**
+ * Chunks of one partition whose engine calls run at once: while the first is sent and committed,
+ * the next are being answered, so the HTTP calls never wait for Kafka round trips and a chunk's
+ * slowest calls overlap the next chunk's. Delivery and commits stay in offset order.
+ */
+export const LOOKAHEAD_CHUNKS = 3;
+
 interface Chunk {
   messages: KafkaMessage[];
   highWatermark: string;
+  /** Decoded messages and the engine's answers; started at most {@link LOOKAHEAD_CHUNKS} ahead. */
+  answered?: Promise<Answered>;
 }
 
+interface Answered {
+  decoded: Decoded[];
+  /** Results of the decoded records, in order (rejects have none). */
+  results: RecordResult[];
+}
+
+type DecodedRecord = Extract<Decoded, { kind: 'record' }>;
+
 /**
- * The ordered work of one input partition: chunks of messages go through the engine one after the
- * other, their enriched and dead-letter messages are sent, and only after Kafka acknowledged them is
- * the chunk's last offset + 1 committed. Records that come back `unavailable` pause the partition and
- * the chunk is repeated through core's retrier until it is answered (never dead-lettered).
+ * The ordered work of one input partition: chunks of messages go through the engine (up to
+ * {@link LOOKAHEAD_CHUNKS} at once), their enriched and dead-letter messages are sent chunk after
+ * chunk, and only after Kafka acknowledged a chunk is its last offset + 1 committed. Records that
+ * come back `unavailable` pause the partition and the chunk is repeated through core's retrier until
+ * it is answered (never dead-lettered).
  */
 export class PartitionPipeline {
   readonly topic: string;
@@ -47,10 +65,14 @@ export class PartitionPipeline {
   readonly #queue: Chunk[] = [];
   readonly #abort = new AbortController();
   readonly #previous: Promise<void>;
+  /** Set once the previous pipeline of the partition settled: engine calls may start. */
+  #ready = false;
   #running: Promise<void> | undefined;
   #idleWaiters: Array<() => void> = [];
   /** Offset after the last message taken in; redeliveries below it are ignored. */
   #nextOffset: bigint | undefined;
+  /** Chunks in a retry wait; the partition is paused for `retry` while any is. */
+  #retrying = 0;
 
   constructor(topic: string, partition: number, ctx: PipelineContext, previous: Promise<void> = Promise.resolve()) {
     this.topic = topic;
@@ -62,7 +84,8 @@ export class PartitionPipeline {
   /** Messages not yet taken in (offset at or after the last one taken). */
   fresh(messages: KafkaMessage[]): KafkaMessage[] {
     const next = this.#nextOffset;
-    return next === undefined ? messages : messages.filter((m) => BigInt(m.offset) >= next);
+    if (next === undefined || messages.length === 0 || BigInt(messages[0]!.offset) >= next) return messages;
+    return messages.filter((m) => BigInt(m.offset) >= next);
   }
 
   /** Queues messages (already counted in the in-flight budget) in chunks of `batchSize`. */
@@ -73,6 +96,7 @@ export class PartitionPipeline {
     }
     for (let i = 0; i < messages.length; i += batchSize) this.#queue.push({ messages: messages.slice(i, i + batchSize), highWatermark });
     this.#nextOffset = BigInt(messages[messages.length - 1]!.offset) + 1n;
+    this.#startAhead();
     this.#running ??= this.#loop().finally(() => {
       this.#running = undefined;
       for (const wake of this.#idleWaiters.splice(0)) wake();
@@ -87,7 +111,7 @@ export class PartitionPipeline {
 
   /**
    * Hands queued work back to Kafka (it is re-read from the last committed offset by whoever owns the
-   * partition next) and aborts a pending engine call or retry wait. A chunk whose send has started
+   * partition next) and aborts pending engine calls and retry waits. A chunk whose send has started
    * still completes and is committed. Resolves when the pipeline is idle.
    */
   cancel(): Promise<void> {
@@ -99,10 +123,15 @@ export class PartitionPipeline {
 
   async #loop(): Promise<void> {
     await this.#previous;
+    this.#ready = true;
     while (this.#queue.length > 0) {
+      this.#startAhead();
       const chunk = this.#queue[0]!;
       try {
-        if (!this.#abort.signal.aborted) await this.#process(chunk);
+        if (!this.#abort.signal.aborted) {
+          const answered = await chunk.answered!;
+          if (!this.#abort.signal.aborted) await this.#deliver(chunk, answered);
+        }
       } catch (err) {
         if (!this.#abort.signal.aborted) this.#ctx.onFatal(err);
         this.#abort.abort();
@@ -116,31 +145,50 @@ export class PartitionPipeline {
     }
   }
 
-  async #process(chunk: Chunk): Promise<void> {
+  /** Starts the engine work of the first {@link LOOKAHEAD_CHUNKS} queued chunks not yet started. */
+  #startAhead(): void {
+    if (!this.#ready || this.#abort.signal.aborted) return;
+    const end = Math.min(LOOKAHEAD_CHUNKS, this.#queue.length);
+    for (let i = 0; i < end; i++) {
+      const chunk = this.#queue[i]!;
+      if (chunk.answered) continue;
+      chunk.answered = this.#answerChunk(chunk);
+      // Awaited in order by the loop; a chunk dropped by cancel() rejects with the abort unobserved.
+      chunk.answered.catch(() => undefined);
+    }
+  }
+
+  async #answerChunk(chunk: Chunk): Promise<Answered> {
+    const map = this.#ctx.map;
+    const decoded = chunk.messages.map((m) => decodeMessage(m, map));
+    const records: DecodedRecord['record'][] = [];
+    for (const d of decoded) if (d.kind === 'record') records.push(d.record);
+    const first = chunk.messages[0]!.offset;
+    const last = chunk.messages[chunk.messages.length - 1]!.offset;
+    const results = records.length === 0 ? [] : await this.#answer(records, first, last);
+    return { decoded, results };
+  }
+
+  async #deliver(chunk: Chunk, { decoded, results }: Answered): Promise<void> {
     const ctx = this.#ctx;
     const first = chunk.messages[0]!.offset;
     const last = chunk.messages[chunk.messages.length - 1]!.offset;
-    const decoded = chunk.messages.map((m) => decodeMessage(m, ctx.map));
-    const toAsk = decoded.filter((d): d is Extract<Decoded, { kind: 'record' }> => d.kind === 'record');
-    const results = toAsk.length === 0 ? [] : await this.#answer(toAsk.map((d) => d.record), first, last);
-    if (this.#abort.signal.aborted) return;
-
     const out: Message[] = [];
     const dlq: Message[] = [];
-    const dlqReasons: string[] = [];
+    const dlqReasons = new Map<string, number>();
     let r = 0;
     for (const d of decoded) {
       const source: SourcePosition = { topic: this.topic, partition: this.partition, offset: d.message.offset };
       if (d.kind === 'reject') {
         dlq.push(tagInputPartition(dlqMessage(d.message, source, { code: d.code, message: `offset ${d.message.offset}: ${d.reason}` }), this.partition));
-        dlqReasons.push(d.code);
+        dlqReasons.set(d.code, (dlqReasons.get(d.code) ?? 0) + 1);
         continue;
       }
       const result = results[r++]!;
       if (result.status === 'invalid-input') {
         const reason = invalidInputReason(result);
         dlq.push(tagInputPartition(dlqMessage(d.message, source, reason), this.partition));
-        dlqReasons.push(reason.code);
+        dlqReasons.set(reason.code, (dlqReasons.get(reason.code) ?? 0) + 1);
       } else {
         out.push(tagInputPartition(enrichedMessage(d, result, source, ctx.dqField), this.partition));
       }
@@ -153,16 +201,26 @@ export class PartitionPipeline {
     } catch (err) {
       throw new KafkaEnricherError('kafka-failure', `sending the results of ${this.#where(first, last)} failed: ${(err as Error).message}; the offsets stay uncommitted and are re-read on restart`, { cause: err, topic: this.topic, partition: this.partition, offset: first });
     }
-    ctx.metrics.inc(METRIC.produced, {}, out.length);
-    for (const reason of dlqReasons) ctx.metrics.inc(METRIC.dlq, { reason });
-    for (const result of results) {
-      ctx.metrics.inc(METRIC.records, { status: result.status });
-      if (result.resultClass) ctx.metrics.inc(METRIC.classes, { class: result.resultClass });
-    }
+    this.#count(out.length, dlqReasons, results);
     const next = (BigInt(last) + 1n).toString();
     await ctx.commit(this.topic, this.partition, next);
     const lag = BigInt(chunk.highWatermark) - BigInt(next);
     ctx.metrics.set(METRIC.lag, { topic: this.topic, partition: String(this.partition) }, Number(lag > 0n ? lag : 0n));
+  }
+
+  /** Adds a delivered chunk to the counters, one update per series rather than per message. */
+  #count(produced: number, dlqReasons: ReadonlyMap<string, number>, results: readonly RecordResult[]): void {
+    const metrics = this.#ctx.metrics;
+    metrics.inc(METRIC.produced, {}, produced);
+    for (const [reason, n] of dlqReasons) metrics.inc(METRIC.dlq, { reason }, n);
+    const statuses = new Map<string, number>();
+    const classes = new Map<string, number>();
+    for (const { status, resultClass } of results) {
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      if (resultClass) classes.set(resultClass, (classes.get(resultClass) ?? 0) + 1);
+    }
+    for (const [status, n] of statuses) metrics.inc(METRIC.records, { status }, n);
+    for (const [resultClass, n] of classes) metrics.inc(METRIC.classes, { class: resultClass }, n);
   }
 
   /** Engine results for `records`; repeats the whole chunk while any record is unavailable. */
@@ -194,7 +252,7 @@ export class PartitionPipeline {
           baseDelayMs: ctx.retryBaseDelayMs,
           maxDelayMs: 30_000,
           onRetry: ({ attempt, error, delayMs }) => {
-            if (!paused) ctx.flow.pause(this.topic, this.partition, 'retry');
+            if (!paused && this.#retrying++ === 0) ctx.flow.pause(this.topic, this.partition, 'retry');
             paused = true;
             ctx.metrics.inc(METRIC.batchRetries);
             ctx.logger.warn('partition paused: records unavailable, retrying the batch', { topic: this.topic, partition: this.partition, firstOffset: first, lastOffset: last, attempt, delayMs, error });
@@ -208,7 +266,7 @@ export class PartitionPipeline {
       // Run stops (isRunStop) and anything else end the run as they are.
       throw err;
     } finally {
-      if (paused) ctx.flow.resume(this.topic, this.partition, 'retry');
+      if (paused && --this.#retrying === 0) ctx.flow.resume(this.topic, this.partition, 'retry');
     }
   }
 

@@ -54,6 +54,22 @@ describe('message codec', () => {
     expect(out.headers).toEqual({ trace: Buffer.from('t-1') });
     expect(JSON.parse(String(out.value))).toEqual({ s: 'Hauptstr', id: 3, dq: { status: 'accepted', class: 'B', requestId: 'r-1', source: { topic: 'in', partition: 2, offset: '7' } } });
   });
+  it('the enriched value keeps the original members as written, big integers and spacing included', () => {
+    const decoded = decodeMessage(msg('{ "id": 12345678901234567890, "s": "Hauptstr", "price": 1.50 }\n'), map);
+    if (decoded.kind !== 'record') throw new Error('expected a record');
+    const out = String(enrichedMessage(decoded, { status: 'review', resultClass: 'D', source: 'api' }, { topic: 'in', partition: 0, offset: '7' }, 'dq').value);
+    expect(out.startsWith('{ "id": 12345678901234567890, "s": "Hauptstr", "price": 1.50 ,"dq":')).toBe(true);
+    expect(JSON.parse(out)).toMatchObject({ s: 'Hauptstr', dq: { status: 'review', class: 'D', source: { topic: 'in', partition: 0, offset: '7' } } });
+  });
+  it('the enriched value replaces a member already named like the dq field, and works for an object with only the mapped field', () => {
+    const replaced = decodeMessage(msg('{"s":"Hauptstr","dq":{"stale":true},"n":1}'), map);
+    if (replaced.kind !== 'record') throw new Error('expected a record');
+    const source = { topic: 'in', partition: 0, offset: '7' };
+    expect(JSON.parse(String(enrichedMessage(replaced, { status: 'accepted', resultClass: 'A', source: 'api' }, source, 'dq').value))).toEqual({ s: 'Hauptstr', dq: { status: 'accepted', class: 'A', source }, n: 1 });
+    const other = decodeMessage(msg('{"s":"Hauptstr"}'), map);
+    if (other.kind !== 'record') throw new Error('expected a record');
+    expect(JSON.parse(String(enrichedMessage(other, { status: 'accepted', source: 'api' }, source, 'quality').value))).toEqual({ s: 'Hauptstr', quality: { status: 'accepted', source } });
+  });
   it('the DLQ message is the original plus dq-* headers', () => {
     const m = msg('{bad');
     const out = dlqMessage(m, { topic: 'in', partition: 1, offset: '7' }, { code: 'field-error', message: 'country: invalid', requestId: 'r-9' });

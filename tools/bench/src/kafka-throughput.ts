@@ -1,26 +1,40 @@
 /**
  * Kafka throughput: messages/s of the dq-kafka CLI (a separate process: JSON decode, mapping, the
  * engine's worker pool and HTTP calls, enriched sends, commits after delivery) against an instant
- * local endpoint, beside a raw kafkajs consume → produce loop (eachBatch → send → commit) on the
- * same broker in the same run. Target ratio ≥ 0.6.
+ * local endpoint, beside two references measured in the same run on the same broker and topic:
  *
- * Broker: librdkafka's mock cluster via kcat (`apt-get install kcat`), or KAFKA_BROKERS. Each run
- * uses fresh topics with distinct addresses, so dedup and the cache cannot flatter dq-kafka. Both
- * rates are measured from the first message taken to the last one delivered (group join excluded).
+ * - raw: a kafkajs consume → produce loop (eachBatch → send → commit), no HTTP — the issue's
+ *   reference and the headline ratio (target ≥ 0.6);
+ * - raw + HTTP: the same loop making the same batch/sync calls with undici at the engine's
+ *   concurrency before sending — how much of the gap the HTTP calls themselves explain.
  *
- * Run: `node tools/bench/dist/kafka-throughput.js [messages=20000] [runs=3]`
+ * Fairness: the endpoint runs in a child process (this file with `--serve`), so it shares an event
+ * loop with no side; each side reads the same fresh topic of distinct addresses (dedup and the cache
+ * cannot flatter dq-kafka) with its own consumer group; the order of the sides rotates run by run;
+ * rates run from the first message taken to the last one delivered (group join excluded); figures
+ * are medians. CPU per message (the consuming process, all threads) is steadier than wall time on a
+ * shared machine and is reported beside it.
+ *
+ * Broker: librdkafka's mock cluster via kcat (`apt-get install kcat`), or KAFKA_BROKERS.
+ * Run: `node tools/bench/dist/kafka-throughput.js [messages=20000] [runs=3] [-- extra dq-kafka flags]`.
+ * KAFKA_BENCH_CPU_PROF_DIR=<dir> writes a CPU profile of each dq-kafka process there;
+ * KAFKA_BENCH_CLI=<path> measures another build of the CLI; KAFKA_BENCH_OUT=<file> writes the JSON
+ * there instead of tools/bench/results/kafka-throughput.json.
  */
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
+import { CONCURRENCY, dqRun, fill, rawHttpRun, rawRun } from './kafka-bench-sides.js';
+import type { Sample } from './kafka-bench-sides.js';
 
-const CLI = fileURLToPath(new URL('../../../packages/kafka-enricher/dist/cli.js', import.meta.url));
 const RESULT = fileURLToPath(new URL('../results/kafka-throughput.json', import.meta.url));
+const TARGET = 0.6;
 
 async function startBroker(): Promise<{ brokers: string[]; stop: () => void }> {
   if (process.env['KAFKA_BROKERS']) return { brokers: process.env['KAFKA_BROKERS'].split(','), stop: () => undefined };
@@ -37,8 +51,8 @@ async function startBroker(): Promise<{ brokers: string[]; stop: () => void }> {
   return { brokers: [broker], stop: () => void child.kill('SIGKILL') };
 }
 
-/** Answers every batch/sync at once with a class-A body echoing customerAddressId. */
-async function startEndpoint(): Promise<{ url: string; close: () => void }> {
+/** Child mode: answer every batch/sync at once with a class-A body echoing customerAddressId. */
+function serve(): void {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -53,81 +67,16 @@ async function startEndpoint(): Promise<{ url: string; close: () => void }> {
     });
   });
   server.keepAliveTimeout = 120_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => void server.close() };
+  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
 }
 
-async function fill(kafka: Kafka, topic: string, n: number, run: number): Promise<void> {
-  const producer = kafka.producer();
-  await producer.connect();
-  for (let i = 0; i < n; i += 2000) {
-    const messages = Array.from({ length: Math.min(2000, n - i) }, (_, j) => ({
-      key: `k${(i + j) % 64}`,
-      value: JSON.stringify({ id: i + j, address: { street: `Street ${run}-${i + j}`, houseNumber: String(1 + ((i + j) % 200)), postalCode: '10117', locality: 'Berlin', country: 'DE' } }),
-    }));
-    await producer.send({ topic, messages });
-  }
-  await producer.disconnect();
-}
-
-/** The reference loop: eachBatch → send the same messages → commit. */
-async function rawRun(kafka: Kafka, input: string, n: number): Promise<number> {
-  const consumer = kafka.consumer({ groupId: `raw-${input}`, sessionTimeout: 6000, heartbeatInterval: 2000, maxWaitTimeInMs: 500 });
-  const producer = kafka.producer();
-  await Promise.all([consumer.connect(), producer.connect()]);
-  await consumer.subscribe({ topic: input, fromBeginning: true });
-  let seen = 0;
-  let t0 = 0;
-  const elapsed = await new Promise<number>((resolve) => {
-    void consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, resolveOffset }) => {
-        if (t0 === 0) t0 = performance.now();
-        await producer.send({ topic: `${input}-raw-out`, acks: -1, messages: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
-        const last = batch.messages[batch.messages.length - 1];
-        if (last) {
-          resolveOffset(last.offset);
-          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }]);
-        }
-        seen += batch.messages.length;
-        if (seen >= n) resolve(performance.now() - t0);
-      },
-    });
+async function startEndpoint(): Promise<{ url: string; child: ChildProcess }> {
+  const child = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (m) => resolve(Number(m)));
+    child.once('error', reject);
   });
-  await Promise.all([consumer.disconnect(), producer.disconnect()]);
-  return n / (elapsed / 1000);
-}
-
-async function metric(port: number, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line ? Number(line.slice(name.length + 1)) : 0;
-}
-
-/** dq-kafka as users run it; rate from the first message consumed to the last one produced (metrics polled every 10 ms). */
-async function dqRun(brokers: string[], endpoint: string, input: string, n: number): Promise<number> {
-  const child: ChildProcess = spawn(process.execPath, [CLI, 'enrich', '--brokers', brokers.join(','), '--group', `dq-${input}`, '--input', input,
-    '--output', `${input}-dq-out`, '--dlq', `${input}-dq-dlq`, '--map', 'street=/address/street,houseNumber=/address/houseNumber,postalCode=/address/postalCode,locality=/address/locality,country=/address/country',
-    '--session-timeout-ms', '6000', '--no-idempotent', '--rate-limit', '0', '--metrics-port', '0', '--base-url', endpoint],
-  { env: { ...process.env, DQ_API_KEY: 'bench-key', DQ_KAFKA_LOG_LEVEL: 'info', KAFKAJS_NO_PARTITIONER_WARNING: '1' }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  child.stderr!.on('data', (c: Buffer) => (log += c.toString()));
-  for (let i = 0; i < 200 && !/"port":\d+/.test(log); i++) await new Promise((r) => setTimeout(r, 50));
-  const port = Number(/"msg":"metrics listening".*?"port":(\d+)/.exec(log)?.[1] ?? NaN);
-  if (!Number.isFinite(port)) throw new Error(`dq-kafka did not start: ${log.slice(-1000)}`);
-  let t0 = 0;
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    if (Date.now() > deadline) throw new Error('dq-kafka run timed out');
-    if (t0 === 0 && (await metric(port, 'dq_kafka_messages_consumed_total')) > 0) t0 = performance.now();
-    if (t0 !== 0 && (await metric(port, 'dq_kafka_messages_produced_total')) >= n) break;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  const elapsed = performance.now() - t0;
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
-  return n / (elapsed / 1000);
+  return { url: `http://127.0.0.1:${port}`, child };
 }
 
 const median = (xs: number[]): number => {
@@ -135,37 +84,64 @@ const median = (xs: number[]): number => {
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
 };
+const rate = (xs: Sample[]): number => median(xs.map((s) => s.messagesPerSecond));
+const cpu = (xs: Sample[]): number | null => (xs.every((s) => s.cpuMicrosPerMessage !== null) ? Math.round(median(xs.map((s) => s.cpuMicrosPerMessage ?? 0))) : null);
+
+type Side = 'dq' | 'raw' | 'rawHttp';
+const SIDES: Side[] = ['raw', 'rawHttp', 'dq'];
 
 async function main(): Promise<void> {
-  const n = Number(process.argv[2] ?? 20_000);
-  const runs = Math.max(1, Number(process.argv[3] ?? 3));
+  const dashes = process.argv.indexOf('--');
+  const positional = dashes === -1 ? process.argv.slice(2) : process.argv.slice(2, dashes);
+  const dqArgs = dashes === -1 ? [] : process.argv.slice(dashes + 1);
+  const n = Number(positional[0] ?? 20_000);
+  const runs = Math.max(3, Number(positional[1] ?? 3));
+  const profileDir = process.env['KAFKA_BENCH_CPU_PROF_DIR'];
+  const cli = process.env['KAFKA_BENCH_CLI'];
+  const loadBefore = loadavg().map((l) => Number(l.toFixed(2)));
   const broker = await startBroker();
   const endpoint = await startEndpoint();
   const kafka = new Kafka({ brokers: broker.brokers, clientId: 'bench', logLevel: logLevel.NOTHING });
-  const dq: number[] = [];
-  const raw: number[] = [];
+  const samples: Record<Side, Sample[]> = { dq: [], raw: [], rawHttp: [] };
   try {
     for (let r = 0; r < runs; r++) {
       const input = `bench-${Date.now()}-${r}`;
       await fill(kafka, input, n, r);
-      raw.push(await rawRun(kafka, input, n));
-      dq.push(await dqRun(broker.brokers, endpoint.url, input, n));
-      process.stderr.write(`run ${r + 1}/${runs}: dq-kafka ${Math.round(dq[r]!)} msg/s, raw kafkajs ${Math.round(raw[r]!)} msg/s\n`);
+      // Rotate the order so drift (load from other processes, broker state) favours no side.
+      for (const side of [...SIDES.slice(r % 3), ...SIDES.slice(0, r % 3)]) {
+        if (side === 'raw') samples.raw.push(await rawRun(kafka, input, n));
+        else if (side === 'rawHttp') samples.rawHttp.push(await rawHttpRun(kafka, input, n, endpoint.url));
+        else samples.dq.push(await dqRun(broker.brokers, endpoint.url, input, n, dqArgs, profileDir, cli));
+      }
+      const [d, h, w] = [samples.dq.at(-1)!, samples.rawHttp.at(-1)!, samples.raw.at(-1)!];
+      process.stderr.write(`run ${r + 1}/${runs}: dq-kafka ${Math.round(d.messagesPerSecond)} msg/s (${Math.round(d.cpuMicrosPerMessage ?? NaN)} µs CPU/msg), ` +
+        `raw + HTTP ${Math.round(h.messagesPerSecond)} msg/s (${Math.round(h.cpuMicrosPerMessage ?? NaN)} µs), raw ${Math.round(w.messagesPerSecond)} msg/s (${Math.round(w.cpuMicrosPerMessage ?? NaN)} µs)\n`);
     }
   } finally {
-    endpoint.close();
+    endpoint.child.kill();
     broker.stop();
   }
+  const [dq, raw, rawHttp] = [rate(samples.dq), rate(samples.raw), rate(samples.rawHttp)];
   const result = {
-    benchmark: 'kafka-throughput', messages: n, runs, cpus: availableParallelism(), node: process.version,
+    benchmark: 'kafka-throughput', ...(cli ? { cli } : {}), messages: n, runs, concurrency: CONCURRENCY, dqArgs, cpus: availableParallelism(), node: process.version,
     broker: process.env['KAFKA_BROKERS'] ? 'KAFKA_BROKERS' : 'librdkafka mock cluster (kcat)',
-    dqMessagesPerSecond: Math.round(median(dq)), rawMessagesPerSecond: Math.round(median(raw)),
-    ratio: Number((median(dq) / median(raw)).toFixed(3)), target: 0.6,
-    samples: { dq: dq.map(Math.round), raw: raw.map(Math.round) }, measuredAt: new Date().toISOString(),
+    dqMessagesPerSecond: Math.round(dq),
+    rawMessagesPerSecond: Math.round(raw),
+    ratio: Number((dq / raw).toFixed(3)),
+    target: TARGET,
+    rawHttpMessagesPerSecond: Math.round(rawHttp),
+    ratioToRawHttp: Number((dq / rawHttp).toFixed(3)),
+    cpuMicrosPerMessage: { dq: cpu(samples.dq), raw: cpu(samples.raw), rawHttp: cpu(samples.rawHttp) },
+    loadAverage: { before: loadBefore, after: loadavg().map((l) => Number(l.toFixed(2))) },
+    samples: Object.fromEntries(SIDES.map((s) => [s, samples[s].map((x) => ({ messagesPerSecond: Math.round(x.messagesPerSecond), cpuMicrosPerMessage: x.cpuMicrosPerMessage === null ? null : Math.round(x.cpuMicrosPerMessage) }))])),
+    measuredAt: new Date().toISOString(),
   };
-  await mkdir(fileURLToPath(new URL('../results/', import.meta.url)), { recursive: true });
-  await writeFile(RESULT, `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`dq-kafka ${result.dqMessagesPerSecond} msg/s vs raw kafkajs ${result.rawMessagesPerSecond} msg/s: ratio ${result.ratio} (target ≥ ${result.target})\n`);
+  const out = process.env['KAFKA_BENCH_OUT'] ?? RESULT;
+  await mkdir(dirname(out), { recursive: true });
+  await writeFile(out, `${JSON.stringify(result, null, 2)}\n`);
+  process.stdout.write(`dq-kafka ${result.dqMessagesPerSecond} msg/s vs raw kafkajs ${result.rawMessagesPerSecond} msg/s: ratio ${result.ratio} (target ≥ ${TARGET}); ` +
+    `vs raw kafkajs + HTTP ${result.rawHttpMessagesPerSecond} msg/s: ratio ${result.ratioToRawHttp}\n`);
 }
 
-await main();
+if (process.argv[2] === '--serve') serve();
+else await main();
