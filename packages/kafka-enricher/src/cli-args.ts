@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ADDRESS_INCLUDE_VALUES, isCountryCode } from '@dq/core';
+import { ADDRESS_INCLUDE_VALUES, createFlagParsers, isCountryCode } from '@dq/core';
 import type { LogLevel, Mode } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './field-map.js';
 import type { EnricherOptions, SaslOptions } from './options.js';
+
+const { oneOf, number, url } = createFlagParsers(usageError);
 
 /** The `--help` text. */
 export const USAGE = `Usage: dq-kafka enrich --brokers <host:port,...> --group <id> --input <topic> --output <topic>
@@ -213,28 +215,4 @@ function saslOptions(mechanism: string | undefined, username: string | undefined
 
 function opt<T>(text: string | undefined, parse: (t: string) => T): T | undefined {
   return text === undefined ? undefined : parse(text);
-}
-
-function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(value)) throw usageError(flag, `"${value}" is not one of ${allowed.join(', ')}`);
-  return value as T;
-}
-
-function number(flag: string, text: string, min: number, max: number, integer: boolean): number {
-  const n = Number(text);
-  if (text.trim() === '' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
-    throw usageError(flag, `"${text}" must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
-  }
-  return n;
-}
-
-function url(flag: string, text: string | undefined): string | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const u = new URL(text);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http');
-  } catch {
-    throw usageError(flag, `"${text}" is not an http(s) URL`);
-  }
-  return text;
 }
