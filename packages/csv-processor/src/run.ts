@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
-import { createEngine, DqError, exitCodeForError, ExitCode, isRunStop, type Engine, type RecordResult } from '@dq/core';
+import { createEngine, DqError, exitCodeForError, ExitCode, isRunStop, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planFile, type DryRunPlan } from './dry-run.js';
 import { CsvError } from './errors.js';
@@ -9,7 +10,6 @@ import { openResumeCache } from './resume-cache.js';
 import { resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
 import { openSource } from './source/index.js';
-import type { Source, SourceItem, SourceRow } from './source/types.js';
 import { countResult, emptyTotals, failedShare, withEngineReport, type RunTotals } from './totals.js';
 
 /** What a run did; the CLI prints it as a table and one JSON line. */
@@ -71,6 +71,7 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
   const source = await openSource({ path: paths.input, format, encoding: options.encoding, delimiter, start: checkpoint?.position });
   let sink: Sink | undefined;
   let engine: Engine | undefined;
+  let reader: BatchReader<RecordResult> | undefined;
   const base = checkpoint?.totals ?? emptyTotals();
   const counted: RunTotals = structuredClone(base);
   const totalsNow = () => withEngineReport(base, counted, engine?.report(), Date.now() - started);
@@ -91,21 +92,17 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
     });
     sink = await Sink.open({ outputPath: paths.output, rejectsPath: paths.rejects, format, delimiter, header: source.header, columns, resume: checkpoint?.sink });
 
-    // Two batches in flight: the engine starts the next batch's calls while the current one's
-    // last answers arrive and it is written, so the rate limit is used without gaps. Calls paid
-    // for by either batch are in the resume cache, so a kill costs no second payment for them.
-    const batches = readBatches(source, batchSize);
-    const start = (items: SourceItem[]): InFlight => {
-      const rows = items.filter((i): i is SourceRow => i.kind === 'row');
-      const results = rows.length > 0 ? engine!.process(rows.map(toRecord), { signal: options.signal }) : Promise.resolve([]);
+    // A window of batches with the engine: while the oldest one's last answers arrive and it is
+    // written and checkpointed, the later ones keep the engine's calls (and the rate limit) busy.
+    // Calls paid for by any of them are in the resume cache, so a kill costs no second payment.
+    reader = new BatchReader<RecordResult>(source, batchSize, batchesInFlight(batchSize), (items) => {
+      const records: EngineRecord[] = [];
+      for (const item of items) if (item.kind === 'row') records.push(toRecord(item));
+      const results = records.length > 0 ? engine!.process(records, { signal: options.signal }) : Promise.resolve([]);
       results.catch(() => undefined); // awaited in order below; not an unhandled rejection meanwhile
       return { items, results };
-    };
-    const first = await batches.next();
-    let current = first.done ? undefined : start(first.value);
-    while (current) {
-      const upcoming = await batches.next();
-      const next = upcoming.done ? undefined : start(upcoming.value);
+    });
+    for (let current = await reader.next(); current; current = await reader.next()) {
       const { items } = current;
       const results = await current.results;
       const answered = results.filter((r) => r.status !== 'invalid-input');
@@ -128,7 +125,6 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
       position = items[items.length - 1]!.position;
       await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, sinkState, totalsNow()));
       options.progress?.update(totalsNow(), position.offset, source.totalBytes);
-      current = next;
     }
     await sink.finish();
     const totals = totalsNow();
@@ -144,35 +140,15 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
       failedShare: failedShare(totals), resumed: checkpoint !== undefined, error: describeStop(err, position.records),
     };
   } finally {
+    await reader?.stop();
     await sink?.close();
     await engine?.close().catch(() => undefined);
     await source.close();
   }
 }
 
-/** A batch whose records are with the engine. */
-interface InFlight {
-  readonly items: SourceItem[];
-  readonly results: Promise<RecordResult[]>;
-}
-
 function checkpointOf(optionsHash: string, options: Record<string, unknown>, position: Checkpoint['position'], sink: Checkpoint['sink'], totals: RunTotals): Checkpoint {
   return { version: 1, optionsHash, options, position, sink, totals, writtenAt: new Date().toISOString() };
-}
-
-/** Groups items into batches of `size` rows (rejects ride along without counting). */
-async function* readBatches(source: Source, size: number): AsyncGenerator<SourceItem[]> {
-  let batch: SourceItem[] = [];
-  let rows = 0;
-  for await (const item of source.items) {
-    batch.push(item);
-    if (item.kind === 'row' && ++rows >= size) {
-      yield batch;
-      batch = [];
-      rows = 0;
-    }
-  }
-  if (batch.length > 0) yield batch;
 }
 
 /** 75 when every record that needed the platform stayed unavailable; 4 past maxFailed; else 0. */

@@ -1,6 +1,9 @@
 import type { RunSummary } from './run.js';
 
-/** The one-line JSON summary printed at the end of every run (stdout). */
+/**
+ * The one-line JSON summary printed at the end of every run (stdout). `peakRssMb` is the peak
+ * resident memory of this process (all its threads) so far, in MiB.
+ */
 export function summaryJson(summary: RunSummary): string {
   const { totals, paths } = summary;
   return JSON.stringify({
@@ -17,6 +20,7 @@ export function summaryJson(summary: RunSummary): string {
     retries: totals.retries,
     failedShare: Number(summary.failedShare.toFixed(4)),
     durationMs: totals.durationMs,
+    peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
     runs: totals.runs,
     resumed: summary.resumed,
     ...(summary.outcome === 'dry-run' ? { plan: { ...summary.plan, totals: undefined } } : { output: paths.output, rejectsFile: paths.rejects }),
