@@ -1,9 +1,11 @@
 import { parseArgs } from 'node:util';
-import { ADDRESS_INCLUDE_VALUES, isCountryCode, type Mode } from '@dq/core';
+import { ADDRESS_INCLUDE_VALUES, createFlagParsers, isCountryCode, type Mode } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './mapping.js';
 import type { ProcessFileOptions } from './options.js';
 import type { InputEncoding, InputFormat } from './source/types.js';
+
+const { oneOf, number, url } = createFlagParsers(usageError);
 
 /** The `--help` text. */
 export const USAGE = `Usage: dq-csv validate --input <file> --output <file> [options]
@@ -128,28 +130,4 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
 /** One limit for whichever endpoint the mode uses. */
 function rateLimits(perSecond: number) {
   return { batch: perSecond, validate: perSecond, company: perSecond };
-}
-
-function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(value)) throw usageError(flag, `"${value}" is not one of ${allowed.join(', ')}`);
-  return value as T;
-}
-
-function number(flag: string, text: string, min: number, max: number, integer: boolean): number {
-  const n = Number(text);
-  if (text.trim() === '' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
-    throw usageError(flag, `"${text}" must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
-  }
-  return n;
-}
-
-function url(flag: string, text: string | undefined): string | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const u = new URL(text);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http');
-  } catch {
-    throw usageError(flag, `"${text}" is not an http(s) URL`);
-  }
-  return text;
 }
