@@ -46,7 +46,7 @@ export interface ThrottleOptions {
   decrease?: number;
   /** Lowest fraction of the limit a run of 429s can push the rate to. Default 0.1. */
   floor?: number;
-  /** Fraction of the limit regained per second after a decrease (additive increase). Default 0.05. */
+  /** Fraction of the limit regained per second after a decrease (additive increase). Default 0.2: a halved rate is whole again within 2.5 s, so one 429 from timing jitter costs little, while repeated 429s keep halving it. */
   recoveryPerSecond?: number;
   /** 429s within this many ms of a decrease do not decrease again (one overshoot, many answers). Default 1000. */
   decreaseCooldownMs?: number;
@@ -90,7 +90,7 @@ export function resolveThrottleOptions(opts: ThrottleOptions = {}): ResolvedThro
     margin: fraction('margin', opts.margin ?? 0.01, 0, 0.5),
     decrease: fraction('decrease', opts.decrease ?? 0.5, 0.01, 1),
     floor: fraction('floor', opts.floor ?? 0.1, 0.001, 1),
-    recoveryPerSecond: fraction('recoveryPerSecond', opts.recoveryPerSecond ?? 0.05, 0, 1000),
+    recoveryPerSecond: fraction('recoveryPerSecond', opts.recoveryPerSecond ?? 0.2, 0, 1000),
     decreaseCooldownMs: fraction('decreaseCooldownMs', opts.decreaseCooldownMs ?? 1000, 0, 3_600_000),
   };
 }
