@@ -9,38 +9,23 @@
  * follows the CPU left over, since hashing costs as much CPU per byte as receiving and writing.
  * Usage: node tools/bench/dist/download.js [--runs 5] [--mib 200]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DownloadClient } from '@dq/core';
+import { firstLine, stop } from './child.js';
 
 const TARGET = 0.9; // our throughput ÷ curl's (issue 7)
 const KEY = 'bench-key-download-1';
 const SELF = fileURLToPath(import.meta.url);
 const require = createRequire(import.meta.url);
 const ARTIFACT = '/download/v1/data/post/DE/release-v3/2026-11-01/DE_001.zip';
-
-async function firstLine(child: ChildProcess): Promise<string> {
-  if (child.stdout === null) throw new Error('child has no stdout');
-  const lines = createInterface({ input: child.stdout });
-  const [line] = (await once(lines, 'line')) as [string];
-  lines.close();
-  return line;
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  await exited;
-}
 
 /** CPU seconds (user + system) used so far by process `pid`, from /proc; NaN where there is none. */
 async function cpuSecondsOf(pid: number | undefined): Promise<number> {

@@ -7,18 +7,17 @@
  * file forked with --raw-server); autocannon runs here. Median of RUNS runs.
  * Usage: node tools/bench/dist/sandbox-throughput.js [--runs 3] [--seconds 8] [--connections 32]
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { fork, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateDirtyInputs } from '@dq/sandbox';
+import { firstLine, stop } from './child.js';
 
 const TARGET = 3000; // validate requests per second (issue 3)
 const KEY = 'bench-key-0000001';
@@ -46,21 +45,6 @@ async function rawServer(body: string): Promise<void> {
   });
   server.listen(0, '127.0.0.1', () => process.stdout.write(`http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
   process.on('SIGTERM', () => server.close(() => process.exit(0)));
-}
-
-async function firstLine(child: ChildProcess): Promise<string> {
-  if (child.stdout === null) throw new Error('child has no stdout');
-  const lines = createInterface({ input: child.stdout });
-  const [line] = (await once(lines, 'line')) as [string];
-  lines.close();
-  return line;
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  await exited;
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
