@@ -31,11 +31,11 @@ function start(url: string, extra: Partial<EngineConfig> = {}): Engine {
 }
 
 describe('engine: failures per record', () => {
-  it('marks a record unavailable after repeated 503s, naming the last request id, and does not cache it', async () => {
+  it.each([0, 1])('marks a record unavailable after repeated 503s, naming the last request id, and does not cache it (threads: %i)', async (threads) => {
     platform = await startScriptedPlatform((req) =>
       String(req.body['street']) === 'Street 1' ? { status: 503, body: 'upstream down' } : batchAnswer(req, 'A'),
     );
-    const e = start(platform.url);
+    const e = start(platform.url, { threads });
     const results = await e.process(addresses(3));
     expect(results.map((r) => r.status)).toEqual(['accepted', 'unavailable', 'accepted']);
     const failedIds = platform.seen.filter((s) => s.body['street'] === 'Street 1').map((s) => s.requestId);
@@ -49,7 +49,7 @@ describe('engine: failures per record', () => {
 
     await e.process(addresses(3));
     expect(platform.seen.filter((s) => s.body['street'] === 'Street 1')).toHaveLength(6);
-    // Worker threads log through the engine's logger: their retry lines arrive here, key-free.
+    // Every thread logs through the engine's logger: the retry lines arrive here, key-free.
     expect(logLines.some((l) => l.includes('retrying') && l.includes(`"requestId":"${failedIds[0]}"`))).toBe(true);
     expect(logLines.some((l) => l.includes('record unavailable') && l.includes(`"requestId":"${failedIds[2]}"`))).toBe(true);
     expect(logLines.join('')).not.toContain(API_KEY);
@@ -99,12 +99,12 @@ describe('engine: failures per record', () => {
 });
 
 describe('engine: run stop', () => {
-  it('rejects with the rebuilt quota error on 403 and starts no further calls', async () => {
+  it.each([0, 2])('rejects with the rebuilt quota error on 403 and starts no further calls (threads: %i)', async (threads) => {
     platform = await startScriptedPlatform((req, nth) => ({
       ...(nth >= 5 ? problem(403, 'quota-exhausted') : batchAnswer(req, 'A')),
       delayMs: 10,
     }));
-    const e = start(platform.url, { threads: 2, concurrency: 4 });
+    const e = start(platform.url, { threads, concurrency: 4 });
     const error = await e.process(addresses(400)).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(PlatformError);
     expect(error).toBeInstanceOf(DqError);
@@ -132,10 +132,10 @@ describe('engine: run stop', () => {
     expect(String((error as Error).message)).not.toContain(API_KEY);
   });
 
-  it('rejects with the abort reason and starts no further calls once the signal fires', async () => {
+  it.each([0, 1])('rejects with the abort reason and starts no further calls once the signal fires (threads: %i)', async (threads) => {
     platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: 30 }));
     const controller = new AbortController();
-    const e = start(platform.url, { threads: 1, concurrency: 2 });
+    const e = start(platform.url, { threads, concurrency: 2 });
     setTimeout(() => controller.abort(new Error('stop now')), 100);
     const error = await e.process(addresses(200), { signal: controller.signal }).catch((err: unknown) => err);
     expect((error as Error).message).toBe('stop now');
@@ -152,7 +152,7 @@ describe('engine: run stop', () => {
 describe('engine: configuration', () => {
   it('refuses a bad configuration naming each option, without echoing the API key', () => {
     const attempt = (): Engine =>
-      createEngine({ mode: 'address', baseUrl: 'ftp://x', apiKey: API_KEY, threads: 0, company: { limit: 51 } });
+      createEngine({ mode: 'address', baseUrl: 'ftp://x', apiKey: API_KEY, threads: -1, company: { limit: 51 } });
     expect(attempt).toThrow(DqError);
     try {
       attempt();

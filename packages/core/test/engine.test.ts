@@ -29,13 +29,13 @@ function start(url: string, extra: Partial<EngineConfig> = {}): Engine {
 }
 
 describe('engine: order, dedup and policy', () => {
-  it('returns results in input order when the platform answers out of order', async () => {
+  it.each([0, 1])('returns results in input order when the platform answers out of order (threads: %i)', async (threads) => {
     const classes = ['A', 'B', 'C', 'D', 'E', 'F'];
     platform = await startScriptedPlatform((req) => {
       const i = Number(String(req.body['street']).split(' ')[1]);
       return { ...batchAnswer(req, classes[i % 6] ?? 'A'), delayMs: (i * 7919) % 40 };
     });
-    const results = await start(platform.url).process(addresses(120));
+    const results = await start(platform.url, { threads }).process(addresses(120));
     expect(results).toHaveLength(120);
     results.forEach((r, i) => {
       expect(r.resultClass).toBe(classes[i % 6]);
@@ -137,9 +137,9 @@ describe('engine: order, dedup and policy', () => {
     expect(platform.seen[0]?.body['customerAddressId']).toBeUndefined();
   });
 
-  it('keeps the concurrency bound across all worker threads', async () => {
+  it.each([0, 2])('keeps the concurrency bound across all worker threads (threads: %i)', async (threads) => {
     platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: 150 }));
-    await start(platform.url, { threads: 2, concurrency: 6 }).process(addresses(60));
+    await start(platform.url, { threads, concurrency: 6 }).process(addresses(60));
     expect(platform.seen).toHaveLength(60);
     expect(platform.maxInFlight).toBeLessThanOrEqual(6);
     expect(platform.maxInFlight).toBeGreaterThanOrEqual(4);

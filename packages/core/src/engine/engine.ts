@@ -14,7 +14,7 @@ import { mapRecord, requestKey } from './record-mapping.js';
 import type { RequestFields } from './record-mapping.js';
 import { PendingCall } from './pending-call.js';
 import { RunReportBuilder } from './run-report.js';
-import { WorkerPool } from './worker-pool.js';
+import { createCallPool, type CallPool } from './worker-pool.js';
 import type { CachedResult, Engine, EngineRecord, ProcessOptions, RecordResult, ResultCache, RunPlan, RunReport } from './types.js';
 
 type Source = RecordResult['source'];
@@ -41,7 +41,7 @@ class ValidationEngine implements Engine {
   readonly #cfg: ResolvedEngineConfig;
   readonly #cache: ResultCache;
   readonly #logger: Logger;
-  readonly #pool: WorkerPool;
+  readonly #pool: CallPool;
   readonly #report: RunReportBuilder;
   readonly #logRelay: LogRelay;
   /** Scope part of every key: settings that change the platform's answer for the same fields. */
@@ -72,12 +72,12 @@ class ValidationEngine implements Engine {
       timeoutMs: cfg.timeoutMs,
       retry: cfg.retry,
       policy: cfg.policy,
-      concurrency: Math.ceil(cfg.concurrency / cfg.threads),
+      concurrency: cfg.threads === 0 ? cfg.concurrency : Math.ceil(cfg.concurrency / cfg.threads),
       throttle: throttle.buffer,
       logLevel: logger.level,
       logChannel: this.#logRelay.name,
     };
-    this.#pool = new WorkerPool(init, cfg.threads);
+    this.#pool = createCallPool(init, cfg.threads, logger);
   }
 
   async process(records: readonly EngineRecord[], opts: ProcessOptions = {}): Promise<RecordResult[]> {

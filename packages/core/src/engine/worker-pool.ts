@@ -1,5 +1,7 @@
 import { Piscina } from 'piscina';
+import type { Logger } from '../log/index.js';
 import type { CallTask, TaskResult, WorkerInit } from './messages.js';
+import { createTaskRunner, type TaskRunner } from './task-runner.js';
 
 /** Largest number of requests sent to a worker in one message: amortises messaging, bounds latency. */
 export const MAX_CHUNK = 64;
@@ -7,8 +9,53 @@ export const MAX_CHUNK = 64;
 /** Tasks a worker holds at once, so it has the next chunk at hand while a result travels back. */
 const TASKS_PER_WORKER = 4;
 
+/** Where the engine's chunks of calls run: piscina worker threads, or the engine's own thread. */
+export interface CallPool {
+  /** Size of the chunks `n` requests are cut into. */
+  chunkSize(n: number): number;
+  run(task: CallTask): Promise<TaskResult>;
+  /** Waits for running tasks and releases threads and connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * The pool of an engine with `threads` workers; `threads: 0` runs the calls on the engine's own
+ * thread, with no messaging: on a machine of one or two cores the thread hand-off (structured
+ * clone both ways) costs more CPU than a second thread gives back.
+ */
+export function createCallPool(init: WorkerInit, threads: number, logger: Logger): CallPool {
+  return threads === 0 ? new InlinePool(createTaskRunner(init, logger)) : new WorkerPool(init, threads);
+}
+
+/** Calls on the engine's thread: chunks go straight to one runner holding all of the concurrency. */
+class InlinePool implements CallPool {
+  readonly #runner: TaskRunner;
+  readonly #running = new Set<Promise<unknown>>();
+
+  constructor(runner: TaskRunner) {
+    this.#runner = runner;
+  }
+
+  chunkSize(n: number): number {
+    return Math.max(1, Math.min(MAX_CHUNK, n));
+  }
+
+  run(task: CallTask): Promise<TaskResult> {
+    const p = this.#runner.run(task);
+    this.#running.add(p);
+    const forget = (): void => void this.#running.delete(p);
+    p.then(forget, forget);
+    return p;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.#running]);
+    await this.#runner.close();
+  }
+}
+
 /** The piscina pool of call workers of one engine. */
-export class WorkerPool {
+class WorkerPool implements CallPool {
   readonly #pool: Piscina<CallTask, TaskResult>;
   readonly #threads: number;
 
@@ -28,8 +75,8 @@ export class WorkerPool {
   }
 
   /**
-   * Size of the chunks `n` requests are cut into: at most {@link MAX_CHUNK}, and small enough that
-   * every worker gets two chunks, so a small batch still uses the whole pool.
+   * At most {@link MAX_CHUNK}, and small enough that every worker gets two chunks, so a small
+   * batch still uses the whole pool.
    */
   chunkSize(n: number): number {
     return Math.max(1, Math.min(MAX_CHUNK, Math.ceil(n / (this.#threads * 2))));
@@ -39,7 +86,6 @@ export class WorkerPool {
     return this.#pool.run(task);
   }
 
-  /** Waits for running tasks and stops the threads. */
   async close(): Promise<void> {
     await this.#pool.close();
   }

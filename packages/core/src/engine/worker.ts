@@ -1,103 +1,19 @@
 /**
- * The engine's piscina worker: calls the platform for chunks of distinct requests, concurrently up
- * to its share of the engine's concurrency, through a throttle shared with every sibling thread.
- * Everything it returns is plain data (errors as `ErrorData`).
+ * The engine's piscina worker: a {@link createTaskRunner} runner per thread, its log lines relayed
+ * to the engine's logger. Everything it returns is plain data (errors as `ErrorData`).
  */
 import { workerData } from 'node:worker_threads';
-import { RetriesExhaustedError } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
-import { attachSharedThrottle } from '../throttle/index.js';
-import { createTransport } from '../transport/index.js';
-import { Control } from './messages.js';
-import type { CallOutcome, CallTask, TaskResult, WorkerInit } from './messages.js';
-import { errorOutcome } from './outcome.js';
-import { createCaller } from './worker-calls.js';
+import type { CallTask, TaskResult, WorkerInit } from './messages.js';
 import { relayWriter } from './log-relay.js';
+import { createTaskRunner } from './task-runner.js';
 
 const init = workerData as WorkerInit;
 const logger = createLogger({ level: init.logLevel, write: relayWriter(init.logChannel) });
 logger.redactor.add(init.apiKey);
-const transport = createTransport({
-  baseUrl: init.baseUrl,
-  realtimeUrl: init.realtimeUrl,
-  apiKey: init.apiKey,
-  timeoutMs: init.timeoutMs,
-  connections: init.concurrency,
-  throttle: attachSharedThrottle(init.throttle),
-  retry: init.retry,
-  logger,
-});
-const call = createCaller(init, transport);
-
-/** Calls in flight in this thread, across all tasks it holds. */
-let inFlight = 0;
-const waiting: Array<() => void> = [];
-/** Extra attempts not yet reported to the engine. */
-let unreportedRetries = 0;
-
-/** Takes a call slot: undefined when one was free, else a promise resolved when one is handed over. */
-function acquireSlot(): Promise<void> | undefined {
-  if (inFlight < init.concurrency) {
-    inFlight += 1;
-    return undefined;
-  }
-  return new Promise<void>((resolve) => waiting.push(resolve));
-}
-
-function releaseSlot(): void {
-  const next = waiting.shift();
-  if (next) next(); // the slot passes on: inFlight stays the same
-  else inFlight -= 1;
-}
-
-// Atomics.waitAsync is in Node 20 (V8) but not in the ES2023 lib the project compiles against.
-const waitAsync = (Atomics as unknown as {
-  waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> };
-}).waitAsync;
-
-/**
- * An AbortSignal that fires when the batch's control word leaves RUN (stop or abort), so calls
- * waiting for the throttle or in flight are dropped instead of started. The engine notifies the
- * word when it changes it and when the batch ends, so the wait never outlives the batch.
- */
-function controlSignal(control: Int32Array): AbortSignal {
-  const controller = new AbortController();
-  const wait = waitAsync(control, 0, Control.RUN);
-  if (!wait.async) controller.abort();
-  else void wait.value.then(() => Atomics.load(control, 0) !== Control.RUN && controller.abort());
-  return controller.signal;
-}
-
-async function callOne(task: CallTask, index: number, signal: AbortSignal): Promise<CallOutcome> {
-  const fields = task.requests[index];
-  const slot = acquireSlot();
-  if (slot !== undefined) await slot;
-  try {
-    if (fields === undefined || signal.aborted) return { kind: 'skipped' };
-    try {
-      const { outcome, attempts } = await call(fields, String(index), signal);
-      unreportedRetries += attempts - 1;
-      return outcome;
-    } catch (e) {
-      if (signal.aborted) return { kind: 'skipped' };
-      if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
-      const outcome = errorOutcome(e);
-      // Tell sibling calls and threads at once; the engine also stops every other batch.
-      if (outcome.kind === 'stop' && Atomics.compareExchange(task.control, 0, Control.RUN, Control.STOP) === Control.RUN) {
-        Atomics.notify(task.control, 0);
-      }
-      return outcome;
-    }
-  } finally {
-    releaseSlot();
-  }
-}
+const runner = createTaskRunner(init, logger);
 
 /** Piscina task handler: outcomes in request order. */
-export default async function runTask(task: CallTask): Promise<TaskResult> {
-  const signal = controlSignal(task.control);
-  const outcomes = await Promise.all(task.requests.map((_, i) => callOne(task, i, signal)));
-  const retries = unreportedRetries;
-  unreportedRetries = 0;
-  return { outcomes, calls: outcomes.filter((o) => o.kind !== 'skipped').length, retries };
+export default function runTask(task: CallTask): Promise<TaskResult> {
+  return runner.run(task);
 }

@@ -1,0 +1,125 @@
+/**
+ * What runs a chunk of distinct requests: calls the platform concurrently, up to a share of the
+ * engine's concurrency, through the engine's shared throttle. Used inside each piscina worker
+ * (worker.ts) and, with `threads: 0`, directly on the engine's own thread (inline-pool.ts).
+ * Everything it returns is plain data (errors as `ErrorData`), so it can cross `postMessage`.
+ */
+import { RetriesExhaustedError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { attachSharedThrottle } from '../throttle/index.js';
+import { createTransport } from '../transport/index.js';
+import type { Transport } from '../transport/index.js';
+import { Control } from './messages.js';
+import type { CallOutcome, CallTask, TaskResult, WorkerInit } from './messages.js';
+import { errorOutcome } from './outcome.js';
+import { createCaller } from './worker-calls.js';
+
+/** Runs tasks; `close` releases the HTTP connections. */
+export interface TaskRunner {
+  run(task: CallTask): Promise<TaskResult>;
+  close(): Promise<void>;
+}
+
+// Atomics.waitAsync is in Node 20 (V8) but not in the ES2023 lib the project compiles against.
+const waitAsync = (Atomics as unknown as {
+  waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> };
+}).waitAsync;
+
+/**
+ * An AbortSignal that fires when the batch's control word leaves RUN (stop or abort), so calls
+ * waiting for the throttle or in flight are dropped instead of started. The engine notifies the
+ * word when it changes it and when the batch ends, so the wait never outlives the batch.
+ */
+function controlSignal(control: Int32Array): AbortSignal {
+  const controller = new AbortController();
+  const wait = waitAsync(control, 0, Control.RUN);
+  if (!wait.async) controller.abort();
+  else void wait.value.then(() => Atomics.load(control, 0) !== Control.RUN && controller.abort());
+  return controller.signal;
+}
+
+/** A runner with its own transport (keep-alive pool of `init.concurrency` connections). */
+export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
+  const transport: Transport = createTransport({
+    baseUrl: init.baseUrl,
+    realtimeUrl: init.realtimeUrl,
+    apiKey: init.apiKey,
+    timeoutMs: init.timeoutMs,
+    connections: init.concurrency,
+    throttle: attachSharedThrottle(init.throttle),
+    retry: init.retry,
+    logger,
+  });
+  const call = createCaller(init, transport);
+
+  /** Calls in flight, across all tasks this runner holds. */
+  let inFlight = 0;
+  /** Calls waiting for a slot, oldest first from `head` (no `shift()`: a queue may hold a whole batch). */
+  let waiting: Array<() => void> = [];
+  let head = 0;
+  /** Extra attempts not yet reported to the engine. */
+  let unreportedRetries = 0;
+
+  /** Takes a call slot: undefined when one was free, else a promise resolved when one is handed over. */
+  const acquireSlot = (): Promise<void> | undefined => {
+    if (inFlight < init.concurrency) {
+      inFlight += 1;
+      return undefined;
+    }
+    return new Promise<void>((resolve) => waiting.push(resolve));
+  };
+
+  const releaseSlot = (): void => {
+    const next = waiting[head];
+    if (next === undefined) {
+      inFlight -= 1;
+      return;
+    }
+    waiting[head++] = undefined as unknown as () => void;
+    if (head === waiting.length) {
+      waiting = [];
+      head = 0;
+    } else if (head >= 1024 && head * 2 >= waiting.length) {
+      waiting = waiting.slice(head);
+      head = 0;
+    }
+    next(); // the slot passes on: inFlight stays the same
+  };
+
+  const callOne = async (task: CallTask, index: number, signal: AbortSignal): Promise<CallOutcome> => {
+    const fields = task.requests[index];
+    const slot = acquireSlot();
+    if (slot !== undefined) await slot;
+    try {
+      if (fields === undefined || signal.aborted) return { kind: 'skipped' };
+      try {
+        const { outcome, attempts } = await call(fields, String(index), signal);
+        unreportedRetries += attempts - 1;
+        return outcome;
+      } catch (e) {
+        if (signal.aborted) return { kind: 'skipped' };
+        if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
+        const outcome = errorOutcome(e);
+        // Tell sibling calls and threads at once; the engine also stops every other batch.
+        if (outcome.kind === 'stop' && Atomics.compareExchange(task.control, 0, Control.RUN, Control.STOP) === Control.RUN) {
+          Atomics.notify(task.control, 0);
+        }
+        return outcome;
+      }
+    } finally {
+      releaseSlot();
+    }
+  };
+
+  return {
+    /** Outcomes in request order. */
+    async run(task) {
+      const signal = controlSignal(task.control);
+      const outcomes = await Promise.all(task.requests.map((_, i) => callOne(task, i, signal)));
+      const retries = unreportedRetries;
+      unreportedRetries = 0;
+      return { outcomes, calls: outcomes.filter((o) => o.kind !== 'skipped').length, retries };
+    },
+    close: () => transport.close(),
+  };
+}
