@@ -1,20 +1,25 @@
+import { unwatchAbort, watchAbort, type AbortWatcher } from '../abort-watch.js';
+
 /**
  * Waits `ms` milliseconds; rejects with the signal's reason if it aborts first. The timer is
- * cleared on abort so nothing keeps the process alive.
+ * cleared on abort so nothing keeps the process alive. Many sleeps may share one signal (every
+ * call of a batch waiting for the throttle): they share its one `abort` listener.
  */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   if (ms <= 0) return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
+    const watcher: AbortWatcher = {
+      onCallerAbort(reason) {
+        clearTimeout(timer);
+        reject(reason);
+      },
     };
     const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
+      if (signal) unwatchAbort(signal, watcher);
       resolve();
     }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal) watchAbort(signal, watcher);
   });
 }
 

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { unwatchAbort, watchAbort } from './abort-watch.js';
-import type { AbortWatcher } from './abort-watch.js';
+import { unwatchAbort, watchAbort } from '../abort-watch.js';
+import type { AbortWatcher } from '../abort-watch.js';
 
 /** What one exchange sends. */
 export interface ExchangeOptions {

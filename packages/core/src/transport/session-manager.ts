@@ -1,3 +1,4 @@
+import { unwatchAbort, watchAbort, type AbortWatcher } from '../abort-watch.js';
 import { abortedError } from './retry/retrier.js';
 
 /** Starts a session for `country` and returns its token (POST /location/v1/start-session). */
@@ -95,15 +96,16 @@ export class SessionManager {
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(abortedError(signal));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(abortedError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
+    // Every call of a batch may wait here with the batch's signal: they share its one listener.
+    const watcher: AbortWatcher = { onCallerAbort: () => reject(abortedError(signal)) };
+    watchAbort(signal, watcher);
     promise.then(
       (v) => {
-        signal.removeEventListener('abort', onAbort);
+        unwatchAbort(signal, watcher);
         resolve(v);
       },
       (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
+        unwatchAbort(signal, watcher);
         reject(e);
       },
     );

@@ -1,4 +1,5 @@
 import { DqError, RetriesExhaustedError, TransportError } from '../../errors/dq-error.js';
+import { sleep as abortableSleep } from '../../throttle/sleep.js';
 import { decideRetry, resolveRetryOptions, retryDelay } from './policy.js';
 import type { RetryDecision, RetryOptions } from './policy.js';
 
@@ -85,17 +86,8 @@ function exhausted(error: unknown, attempts: number, elapsedMs: number, limit: '
 
 /** Resolves after `ms`; rejects with an `aborted` {@link TransportError} as soon as `signal` fires. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortedError(signal));
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(abortedError(signal));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
+  return abortableSleep(ms, signal).catch(() => {
+    throw abortedError(signal);
   });
 }
 
