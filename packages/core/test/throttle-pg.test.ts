@@ -70,6 +70,32 @@ describe('Postgres-backed throttle', () => {
     }
   });
 
+  it('after an idle second the first slot goes at once and the next keeps the cold-start gap, across processes', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    // A table as the previous version made it, without the cold-start column.
+    await pool.query(`CREATE TABLE dq_throttle_old (account text NOT NULL, endpoint text NOT NULL, tat_us bigint NOT NULL,
+      factor double precision NOT NULL DEFAULT 1, factor_at_us bigint NOT NULL DEFAULT 0, PRIMARY KEY (account, endpoint))`);
+    const opts = { pool, account: 'hooli', table: 'dq_throttle_old', limits: { batch: 100 }, coldStartGapMs: 80 };
+    const a = await createPgThrottle(opts);
+    const b = await createPgThrottle(opts);
+    try {
+      const t0 = performance.now();
+      await a.acquire('batch');
+      const first = performance.now() - t0;
+      await b.acquire('batch');
+      const second = performance.now() - t0;
+      await a.acquire('batch');
+      const third = performance.now() - t0;
+      expect(first).toBeLessThan(60); // one round trip to the database
+      // 10.1 ms of pacing plus the 80 ms gap, whichever process takes the slot.
+      expect(second - first).toBeGreaterThanOrEqual(70);
+      expect(third - second).toBeLessThan(60);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await pool.end();
+    }
+  });
+
   it('rejects with a stable code when the database cannot be reached, and refuses a bad table name', async () => {
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     const t = await createPgThrottle({ pool, account: 'x' });

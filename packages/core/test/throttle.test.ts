@@ -102,6 +102,39 @@ describe('shared throttle', () => {
     expect(elapsed).toBeLessThan(700);
   });
 
+  it('after an idle second sends the first request at once and keeps the next one a cold-start gap behind', async () => {
+    const throttle = createSharedThrottle({ limits: { batch: 100 }, coldStartGapMs: 80 });
+    const gaps = async (n: number): Promise<number[]> => {
+      const at: number[] = [];
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) {
+        await throttle.acquire('batch');
+        at.push(performance.now() - t0);
+      }
+      return at.map((t, i) => t - (at[i - 1] ?? 0));
+    };
+    // 99 % of 100/s: 10.1 ms apart, plus the gap after the first request.
+    const cold = await gaps(4);
+    expect(cold[0]).toBeLessThan(5);
+    expect(cold[1]).toBeGreaterThanOrEqual(89);
+    expect(cold[1]).toBeLessThan(120);
+    expect(cold[2]).toBeLessThan(40);
+    // Busy since: no gap.
+    const warm = await gaps(3);
+    expect(Math.max(...warm)).toBeLessThan(40);
+    // Idle for over a second again: the gap is back.
+    await new Promise((r) => setTimeout(r, 1100));
+    const again = await gaps(2);
+    expect(again[0]).toBeLessThan(5);
+    expect(again[1]).toBeGreaterThanOrEqual(89);
+    // Switched off.
+    const plain = createSharedThrottle({ limits: { batch: 100 }, coldStartGapMs: 0 });
+    const p0 = performance.now();
+    await plain.acquire('batch');
+    await plain.acquire('batch');
+    expect(performance.now() - p0).toBeLessThan(40);
+  });
+
   it('holds every thread back until Retry-After has passed', async () => {
     const throttle = createSharedThrottle({ limits: { autocomplete: 60 } });
     await throttle.acquire('autocomplete');

@@ -5,7 +5,7 @@
  * number of 429s (target 0). Calls are counted by the sandbox; time is the run's wall time
  * (engine start-up and the final commit included).
  *
- * The sandbox runs in a child process, as the platform runs on its own machine: in the same
+ * Each run starts a fresh (cold) sandbox. The sandbox runs in a child process, as the platform runs on its own machine: in the same
  * process its clock would read arrival times late whenever dq-csv's main thread is busy (a batch
  * being written, a garbage collection), which bunches requests that arrived evenly. The same run
  * is also measured with the sandbox in-process (`inProcess` in the JSON) to show that effect.
@@ -36,26 +36,31 @@ interface BatchCounts {
   tooMany: number;
   firstOkMs: number;
   lastOkMs: number;
+  /** When each 429 went out, in ms after the first 200. */
+  tooManyAtMs: number[];
 }
 
 /** Times of the batch 200s answered by this process's HTTP servers. */
-const answered = { first: 0, last: 0 };
+const answered = { first: 0, last: 0, tooManyAt: [] as number[] };
 subscribe('http.server.response.finish', (message) => {
   const { request, response } = message as { request: IncomingMessage; response: ServerResponse };
-  if (response.statusCode !== 200 || !request.url?.startsWith(BATCH_PATH)) return;
+  if (!request.url?.startsWith(BATCH_PATH)) return;
   const now = performance.now();
+  if (response.statusCode === 429) answered.tooManyAt.push(Math.round(now - answered.first));
+  if (response.statusCode !== 200) return;
   if (answered.first === 0) answered.first = now;
   answered.last = now;
 });
 
 const countsOf = (sandbox: Sandbox): BatchCounts => {
   const batch = sandbox.stats().requests['batch'];
-  const counts = { ok: batch?.byStatus['200'] ?? 0, tooMany: batch?.byStatus['429'] ?? 0, firstOkMs: answered.first, lastOkMs: answered.last };
+  const counts = { ok: batch?.byStatus['200'] ?? 0, tooMany: batch?.byStatus['429'] ?? 0, firstOkMs: answered.first, lastOkMs: answered.last, tooManyAtMs: answered.tooManyAt };
   answered.first = 0;
+  answered.tooManyAt = [];
   return counts;
 };
 
-/** Child: a sandbox with the default account (contract limits enforced); answers 'counts' messages. */
+/** Child: a fresh sandbox with the default account (contract limits enforced); answers 'counts' messages. */
 async function serve(): Promise<void> {
   const sandbox = await startSandbox({ port: 0 });
   process.on('message', (m) => {
@@ -119,7 +124,7 @@ async function main(): Promise<void> {
         f.rates.push(r.ok / r.seconds);
         f.steady.push(steady);
         f.tooMany += r.tooMany;
-        console.log(`run ${run + 1}/${runs} (sandbox ${inProcess ? 'in-process' : 'in its own process'}): ${r.ok} calls in ${r.seconds.toFixed(2)} s = ${(r.ok / r.seconds).toFixed(1)} calls/s (first to last call ${steady.toFixed(1)}/s), ${r.tooMany} × 429, exit ${r.exitCode}`);
+        console.log(`run ${run + 1}/${runs} (sandbox ${inProcess ? 'in-process' : 'in its own process'}): ${r.ok} calls in ${r.seconds.toFixed(2)} s = ${(r.ok / r.seconds).toFixed(1)} calls/s (first to last call ${steady.toFixed(1)}/s), ${r.tooMany} × 429${r.tooMany > 0 ? ` (at ${r.tooManyAtMs.map((ms) => `${ms} ms`).join(', ')} after the first call)` : ''}, exit ${r.exitCode}`);
       }
     }
     const summary = (f: { rates: number[]; steady: number[]; tooMany: number }) => ({

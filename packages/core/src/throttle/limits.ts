@@ -50,6 +50,14 @@ export interface ThrottleOptions {
   recoveryPerSecond?: number;
   /** 429s within this many ms of a decrease do not decrease again (one overshoot, many answers). Default 1000. */
   decreaseCooldownMs?: number;
+  /**
+   * After a second or more with no request to an endpoint, the first one goes at once and the
+   * second this many ms later than pacing alone would send it. The first requests of a run travel
+   * on new connections (TCP, TLS) to a server that may be cold, so they reach it later than the
+   * ones after them; without the gap the platform's first one-second window sees them squeezed
+   * together with the requests sent a second later, and answers 429. Default 50.
+   */
+  coldStartGapMs?: number;
 }
 
 /** {@link ThrottleOptions} with every default filled in and checked. */
@@ -61,6 +69,7 @@ export interface ResolvedThrottleOptions {
   floor: number;
   recoveryPerSecond: number;
   decreaseCooldownMs: number;
+  coldStartGapMs: number;
 }
 
 function fraction(name: string, value: number, min: number, max: number): number {
@@ -92,5 +101,6 @@ export function resolveThrottleOptions(opts: ThrottleOptions = {}): ResolvedThro
     floor: fraction('floor', opts.floor ?? 0.1, 0.001, 1),
     recoveryPerSecond: fraction('recoveryPerSecond', opts.recoveryPerSecond ?? 0.2, 0, 1000),
     decreaseCooldownMs: fraction('decreaseCooldownMs', opts.decreaseCooldownMs ?? 1000, 0, 3_600_000),
+    coldStartGapMs: fraction('coldStartGapMs', opts.coldStartGapMs ?? 50, 0, 60_000),
   };
 }

@@ -38,6 +38,8 @@ const MAX_STALE_RETRIES = 3;
 /** How often the database clock offset is measured again, in ms. */
 const CLOCK_SYNC_MS = 60_000;
 const NOW_US = '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
+/** An endpoint with no slot taken for this long (µs) starts cold (see `coldStartGapMs`). */
+const IDLE_US = 1_000_000;
 
 /**
  * A GCRA limiter whose theoretical arrival time lives in Postgres, so several processes of one
@@ -60,14 +62,17 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   await ensureTable(pool, table);
 
   const recoveryPerUs = o.recoveryPerSecond / 1e6;
+  // An endpoint idle for a second starts cold: its first slot is now, the next ones `gap_us` later.
   const reserveSql = `
     WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us)
-    INSERT INTO ${table} AS t (account, endpoint, tat_us, factor, factor_at_us)
-    SELECT $1, $2, c.now_us + round($3::int * $4::float8)::bigint, 1, 0 FROM c
-    ON CONFLICT (account, endpoint) DO UPDATE SET tat_us =
-      greatest(t.tat_us, (SELECT now_us FROM c))
-      + round($3::int * $4::float8 / least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us)))::bigint
-    RETURNING t.tat_us::text AS tat_us, (SELECT now_us FROM c)::text AS now_us,
+    INSERT INTO ${table} AS t (account, endpoint, tat_us, factor, factor_at_us, gap_us)
+    SELECT $1, $2, c.now_us + round($3::int * $4::float8)::bigint + $6::bigint, 1, 0, $6::bigint FROM c
+    ON CONFLICT (account, endpoint) DO UPDATE SET
+      gap_us = CASE WHEN t.tat_us < (SELECT now_us FROM c) - ${IDLE_US} THEN $6::bigint ELSE 0 END,
+      tat_us = greatest(t.tat_us, (SELECT now_us FROM c))
+        + round($3::int * $4::float8 / least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us)))::bigint
+        + CASE WHEN t.tat_us < (SELECT now_us FROM c) - ${IDLE_US} THEN $6::bigint ELSE 0 END
+    RETURNING t.tat_us::text AS tat_us, (SELECT now_us FROM c)::text AS now_us, t.gap_us::text AS gap_us,
       least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us))::float8 AS factor`;
   const backoffSql = `
     WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us)
@@ -122,17 +127,18 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     try {
       if (performance.now() - syncedAt > CLOCK_SYNC_MS) await syncClock();
       const base = intervalUs(endpoint);
-      const res = await pool.query<{ tat_us: string; now_us: string; factor: number }>(reserveSql, [
-        options.account, endpoint, batch.length, base, recoveryPerUs,
+      const res = await pool.query<{ tat_us: string; now_us: string; gap_us: string; factor: number }>(reserveSql, [
+        options.account, endpoint, batch.length, base, recoveryPerUs, Math.round(o.coldStartGapMs * 1000),
       ]);
       const row = res.rows[0];
       if (!row) throw new Error('reservation returned no row');
       const interval = base / row.factor;
-      const firstUs = Number(BigInt(row.tat_us)) - Math.round(batch.length * interval);
+      const gapUs = Number(row.gap_us);
+      const firstUs = Number(BigInt(row.tat_us)) - Math.round(batch.length * interval) - gapUs;
       const toleranceUs = (o.burst - 1) * interval;
       const now = performance.now();
       batch.forEach((w, k) => {
-        const slotLocalMs = (firstUs + k * interval - toleranceUs) / 1000 - offsetMs;
+        const slotLocalMs = (firstUs + k * interval + (k > 0 ? gapUs : 0) - toleranceUs) / 1000 - offsetMs;
         sleep(Math.max(0, Math.ceil(slotLocalMs - now)), w.signal).then(() => {
           // Woken more than one interval late: take a fresh slot rather than burst onto the next one.
           if (performance.now() - slotLocalMs > interval / 1000 && w.stale < MAX_STALE_RETRIES) {
@@ -191,10 +197,19 @@ async function ensureTable(pool: pg.Pool, table: string): Promise<void> {
       tat_us bigint NOT NULL,
       factor double precision NOT NULL DEFAULT 1,
       factor_at_us bigint NOT NULL DEFAULT 0,
+      gap_us bigint NOT NULL DEFAULT 0,
       PRIMARY KEY (account, endpoint))`);
   } catch (err) {
     // Two processes creating the table at once: the loser sees a duplicate; the table exists either way.
     const code = (err as { code?: unknown }).code;
     if (code !== '23505' && code !== '42P07') throw err;
+  }
+  try {
+    // Tables made by earlier versions lack the cold-start column.
+    await pool.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS gap_us bigint NOT NULL DEFAULT 0`);
+  } catch (err) {
+    // Two processes adding it at once: the loser sees a duplicate column.
+    const code = (err as { code?: unknown }).code;
+    if (code !== '42701' && code !== '23505') throw err;
   }
 }

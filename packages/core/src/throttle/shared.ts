@@ -6,20 +6,22 @@ import type { EndpointId, Throttle } from './types.js';
 /**
  * Layout of the shared memory (BigInt64Array slots).
  * Header: magic, layout version, burst, margin, decrease, floor, recovery per second (the last four
- * in parts per million), decrease cooldown (ms).
+ * in parts per million), decrease cooldown (ms), cold-start gap (µs).
  * Per endpoint, four slots: theoretical arrival time (TAT, µs on the monotonic clock), limit (milli
  * requests per second, 0 = unlimited), rate state (factor in ppm << 43 | time of the last decrease
  * in ms), spare.
  */
 const MAGIC = 0x4451_5448n; // "DQTH"
-const LAYOUT_VERSION = 1n;
-const HEADER = 8;
+const LAYOUT_VERSION = 2n;
+const HEADER = 9;
 const PER_ENDPOINT = 4;
 const PPM = 1_000_000;
 const TIME_BITS = 43n;
 const TIME_MASK = (1n << TIME_BITS) - 1n;
 /** A waiter woken late takes a fresh slot at most this many times, so a busy thread is not starved. */
 const MAX_STALE_RETRIES = 3;
+/** An endpoint with no slot taken for this long (µs) starts cold: the platform's window is empty. */
+const IDLE_US = 1_000_000n;
 
 /** A {@link Throttle} whose budget lives in shared memory, shared by every thread holding `buffer`. */
 export interface SharedThrottle extends Throttle {
@@ -38,7 +40,7 @@ const pack = (factorPpm: bigint, atMs: bigint): bigint => (factorPpm << TIME_BIT
 export function createSharedThrottle(options: ThrottleOptions = {}): SharedThrottle {
   const o = resolveThrottleOptions(options);
   const slots = new BigInt64Array(new SharedArrayBuffer((HEADER + PER_ENDPOINT * ENDPOINT_IDS.length) * 8));
-  const header = [MAGIC, LAYOUT_VERSION, BigInt(o.burst), ppm(o.margin), ppm(o.decrease), ppm(o.floor), ppm(o.recoveryPerSecond), BigInt(Math.round(o.decreaseCooldownMs))];
+  const header = [MAGIC, LAYOUT_VERSION, BigInt(o.burst), ppm(o.margin), ppm(o.decrease), ppm(o.floor), ppm(o.recoveryPerSecond), BigInt(Math.round(o.decreaseCooldownMs)), BigInt(Math.round(o.coldStartGapMs * 1000))];
   header.forEach((v, i) => (slots[i] = v));
   ENDPOINT_IDS.forEach((endpoint, e) => {
     const base = HEADER + e * PER_ENDPOINT;
@@ -67,6 +69,7 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
   const floor = Number(a[5]);
   const recovery = Number(a[6]);
   const cooldownMs = a[7] ?? 0n;
+  const coldGapUs = a[8] ?? 0n;
 
   const baseOf = (endpoint: EndpointId): number => {
     const e = ENDPOINT_IDS.indexOf(endpoint);
@@ -101,7 +104,8 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         const tolerance = (burst - 1n) * interval;
         const tat = Atomics.load(a, base);
         const start = tat > now ? tat : now;
-        const next = start + interval;
+        // The first request after an idle spell goes now; the ones after it keep the cold-start gap.
+        const next = start + interval + (now - tat > IDLE_US ? coldGapUs : 0n);
         if (Atomics.compareExchange(a, base, tat, next) !== tat) continue;
         const waitUs = start - tolerance - now;
         if (waitUs <= 0n) return;
