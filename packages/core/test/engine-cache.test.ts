@@ -50,6 +50,20 @@ describe('result caches', () => {
     expect(cache.get('c')).toEqual(accepted);
   });
 
+  it('keeps a hit entry of a larger memory cache through the next half of its bound of insertions', () => {
+    const cache = createMemoryCache({ maxEntries: 100 });
+    for (let i = 0; i < 100; i++) void cache.set(`k${i}`, accepted);
+    // k0 is the oldest and in the older half: a hit moves it to the back.
+    expect(cache.get('k0')).toEqual(accepted);
+    for (let i = 100; i < 199; i++) void cache.set(`k${i}`, accepted);
+    expect(cache.get('k0')).toEqual(accepted);
+    expect(cache.get('k1')).toBeUndefined();
+    // Never hit again: 100 more insertions evict it.
+    for (let i = 199; i < 300; i++) void cache.set(`k${i}`, accepted);
+    expect(cache.get('k0')).toBeUndefined();
+    expect(cache.get('k299')).toEqual(accepted);
+  });
+
   it('lets a resumed run skip the calls a previous run made, through the file cache', async () => {
     platform = await startScriptedPlatform((req) =>
       req.body['street'] === 'Street 3' ? { status: 503, body: '' } : batchAnswer(req, 'C'),

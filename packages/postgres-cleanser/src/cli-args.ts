@@ -33,7 +33,7 @@ cleanse options:
   --include <list>          ${ADDRESS_INCLUDE_VALUES.join(', ')}
   --batch-size <rows>       rows per page: one API batch and one transaction, default 1000
   --pages-per-claim <n>     pages per key range claimed by a process, default 10
-  --workers <n>             range workers in this process (3 connections each), default 1
+  --workers <n>             range workers in this process (3 connections each), default 4
   --read-ahead <0|1>        1 = validate the next page while one is written (needs idle cores
                             to pay off; a crash then repeats up to two pages of calls), default 0
   --run-id <id>             run to resume or join; default a new id (printed)

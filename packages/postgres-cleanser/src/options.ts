@@ -96,4 +96,4 @@ export const DEFAULT_BATCH_SIZE = 1000;
 /** Default pages per claimed range. */
 export const DEFAULT_PAGES_PER_CLAIM = 10;
 /** Default range workers per process. */
-export const DEFAULT_WORKERS = 1;
+export const DEFAULT_WORKERS = 4;

@@ -27,11 +27,12 @@ async function committedRows(db: string): Promise<number> {
 }
 
 describe('resume after kill -9', () => {
-  // By default only the page in flight is validated but not committed at a kill; reading ahead
-  // (validating the next page while one is written) leaves up to two.
+  // Each range worker has one page validated but not committed at a kill; reading ahead
+  // (validating the next page while one is written) leaves up to two per worker.
   it.each([
-    { mode: 'by default', extra: [] as string[], pagesRepeated: 1 },
-    { mode: 'with --read-ahead 1', extra: ['--read-ahead', '1'], pagesRepeated: 2 },
+    { mode: 'with the default 4 range workers', extra: [] as string[], pagesRepeated: 4 },
+    { mode: 'with --workers 1', extra: ['--workers', '1'], pagesRepeated: 1 },
+    { mode: 'with --workers 1 --read-ahead 1', extra: ['--workers', '1', '--read-ahead', '1'], pagesRepeated: 2 },
   ])('processes every row exactly once and repeats at most $pagesRepeated page(s) of calls $mode', async ({ extra, pagesRepeated }) => {
     // The same table cleaned without interruption: what the resumed run must end up with.
     const reference = await env.pg.createDatabase();

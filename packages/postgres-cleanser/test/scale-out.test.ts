@@ -19,7 +19,8 @@ describe('several processes on one run', () => {
     await createCustomers(db, ROWS);
     const before = await snapshot(db);
     const calls = billable(env.sandbox);
-    const args = cleanseArgs(db, env.sandbox, ['--run-id', 'shared', '--batch-size', '30', '--pages-per-claim', '2', '--concurrency', '8']);
+    // One range worker each, so the split shows per process (workers of one process: next test).
+    const args = cleanseArgs(db, env.sandbox, ['--run-id', 'shared', '--batch-size', '30', '--pages-per-claim', '2', '--concurrency', '8', '--workers', '1']);
     const [a, b] = await Promise.all([spawnCli(args).done, spawnCli(args).done]);
     expect([a.code, b.code]).toEqual([0, 0]);
     const sa = summaryOf(a);

@@ -10,9 +10,9 @@
  * addresses, so the engine makes ~1000 HTTP calls per run and answers the rest from its cache:
  * the benchmark measures the database path, not HTTP (engine-overhead.ts measures that).
  *
- * Two cleanser configurations are measured: the default (one range worker, pages read, validated
- * and written one after another) and `--workers 2 --read-ahead 1` (two range workers on
- * connections of their own, each validating its next page while one is written). Besides rows/s, CPU per row of this process (node, engine threads
+ * Two cleanser configurations are measured: the defaults (`DEFAULT_WORKERS` range workers on
+ * connections of their own: while one waits for its page write, another validates) and
+ * `--workers 1` (one page read, validated and written after another, nothing overlapping). Besides rows/s, CPU per row of this process (node, engine threads
  * included) and of the PostgreSQL server is recorded: a figure the machine's other load moves
  * less than wall time.
  *
@@ -27,7 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createSilentLogger } from '@dq/core';
-import { cleanse } from '@dq/postgres-cleanser';
+import { cleanse, DEFAULT_WORKERS } from '@dq/postgres-cleanser';
 import { startBenchPostgres } from './pg-server.js';
 import type { BenchPostgres } from './pg-server.js';
 
@@ -112,8 +112,8 @@ let lastTimings = { readMs: 0, validateMs: 0, writeMs: 0 };
 async function cleanserRun(url: string, table: string, baseUrl: string, runId: string, workers: number): Promise<number> {
   const summary = await cleanse({
     db: url, table, key: 'id', batchSize: PAGE, runId, baseUrl, apiKey: 'bench-key', logger: createSilentLogger(),
-    // Beyond the default: several workers, each validating its next page while one is written.
-    ...(workers > 1 ? { workers, readAhead: true } : {}),
+    // 0: the defaults (DEFAULT_WORKERS range workers, no read-ahead); else that many workers.
+    ...(workers > 0 ? { workers } : {}),
     map: { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' },
     engine: { rateLimits: { batch: 0 } },
   });
@@ -153,9 +153,9 @@ async function timed(db: BenchPostgres, fn: () => Promise<number>): Promise<Meas
 
 /** The sides measured in each run, in the order of the first run (later runs rotate it). */
 const SIDES = [
-  { name: 'raw', workers: 0 },
-  { name: 'dq-pg', workers: 1 },
-  { name: 'dq-pg --workers 2 --read-ahead 1', workers: 2 },
+  { name: 'raw', workers: -1 },
+  { name: 'dq-pg', workers: 0 },
+  { name: 'dq-pg --workers 1', workers: 1 },
 ] as const;
 type SideName = (typeof SIDES)[number]['name'];
 
@@ -178,13 +178,13 @@ async function main(): Promise<void> {
       const order = SIDES.map((_, i) => SIDES[(i + run) % SIDES.length] as (typeof SIDES)[number]);
       for (const side of order) {
         await freshTable(db.url, 'bench_run');
-        const m = await timed(db, () => side.workers === 0
+        const m = await timed(db, () => side.workers < 0
           ? rawLoop(db.url, 'bench_run')
           : cleanserRun(db.url, 'bench_run', `http://127.0.0.1:${port}`, `bench-${run}`, side.workers));
         if (m.rows !== n) throw new Error(`${side.name}: ${m.rows} of ${n} rows`);
         samples.get(side.name)?.push(m);
         const t = lastTimings;
-        const extra = side.workers === 0 ? '' : `; read ${(t.readMs / 1000).toFixed(1)} s, engine ${(t.validateMs / 1000).toFixed(1)} s, write ${(t.writeMs / 1000).toFixed(1)} s${side.workers > 1 ? ', overlapping' : ''}`;
+        const extra = side.workers < 0 ? '' : `; read ${(t.readMs / 1000).toFixed(1)} s, engine ${(t.validateMs / 1000).toFixed(1)} s, write ${(t.writeMs / 1000).toFixed(1)} s${side.workers !== 1 ? ', summed over the workers' : ''}`;
         console.log(`run ${run + 1}/${runs} ${side.name}: ${Math.round(m.rowsPerSecond)} rows/s (${m.seconds.toFixed(1)} s; CPU per row: node ${m.nodeCpuUsPerRow.toFixed(1)} µs, postgres ${m.pgCpuUsPerRow.toFixed(1)} µs${extra})`);
       }
     }
@@ -198,8 +198,8 @@ async function main(): Promise<void> {
       };
     };
     const raw = summary('raw');
-    const one = summary('dq-pg');
-    const two = summary('dq-pg --workers 2 --read-ahead 1');
+    const dflt = summary('dq-pg');
+    const one = summary('dq-pg --workers 1');
     const result = {
       benchmark: 'pg-cleanse',
       rows: n,
@@ -209,25 +209,26 @@ async function main(): Promise<void> {
       cpus: availableParallelism(),
       node: process.version,
       rawRowsPerSecond: raw.rowsPerSecond,
-      // Default settings: one range worker, pages read, validated and written one after another.
-      cleanserRowsPerSecond: one.rowsPerSecond,
-      ratio: Number((one.rowsPerSecond / raw.rowsPerSecond).toFixed(3)),
-      // Two range workers in the process, each reading ahead (--workers 2 --read-ahead 1).
-      cleanserWorkers2RowsPerSecond: two.rowsPerSecond,
-      ratioWorkers2: Number((two.rowsPerSecond / raw.rowsPerSecond).toFixed(3)),
+      // Default settings: DEFAULT_WORKERS range workers, each reading, validating and writing its pages in turn.
+      defaultWorkers: DEFAULT_WORKERS,
+      cleanserRowsPerSecond: dflt.rowsPerSecond,
+      ratio: Number((dflt.rowsPerSecond / raw.rowsPerSecond).toFixed(3)),
+      // One range worker (--workers 1): one page at a time, nothing overlaps.
+      cleanserWorkers1RowsPerSecond: one.rowsPerSecond,
+      ratioWorkers1: Number((one.rowsPerSecond / raw.rowsPerSecond).toFixed(3)),
       target: 0.8,
       cpuUsPerRow: {
         raw: { node: raw.nodeCpuUsPerRow, postgres: raw.pgCpuUsPerRow },
-        cleanser: { node: one.nodeCpuUsPerRow, postgres: one.pgCpuUsPerRow },
-        cleanserWorkers2: { node: two.nodeCpuUsPerRow, postgres: two.pgCpuUsPerRow },
+        cleanser: { node: dflt.nodeCpuUsPerRow, postgres: dflt.pgCpuUsPerRow },
+        cleanserWorkers1: { node: one.nodeCpuUsPerRow, postgres: one.pgCpuUsPerRow },
       },
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
-      samples: { raw: raw.samples, cleanser: one.samples, cleanserWorkers2: two.samples },
+      samples: { raw: raw.samples, cleanser: dflt.samples, cleanserWorkers1: one.samples },
       measuredAt: new Date().toISOString(),
     };
     console.log(`raw keyset + guarded unnest loop ${result.rawRowsPerSecond} rows/s (median of ${runs}) | load ${result.loadAverage.join(' ')}`);
-    console.log(`dq-pg cleanse            ${result.cleanserRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ ${result.target})`);
-    console.log(`dq-pg cleanse --workers 2 --read-ahead 1 ${result.cleanserWorkers2RowsPerSecond} rows/s | ratio ${result.ratioWorkers2} (target ≥ ${result.target})`);
+    console.log(`dq-pg cleanse (defaults: ${DEFAULT_WORKERS} range workers) ${result.cleanserRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ ${result.target})`);
+    console.log(`dq-pg cleanse --workers 1 ${result.cleanserWorkers1RowsPerSecond} rows/s | ratio ${result.ratioWorkers1}`);
     const dir = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(dir, { recursive: true });
     await writeFile(`${dir}pg-cleanse.json`, `${JSON.stringify(result, null, 2)}\n`);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DqError, errorFromData } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import type { Logger } from '../log/index.js';
@@ -58,7 +59,9 @@ class ValidationEngine implements Engine {
     this.#cache = cache;
     this.#logger = logger;
     this.#report = new RunReportBuilder(cfg.maxReportedFailures);
-    this.#scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company]);
+    // A digest: the scope is part of every key, and a short key is cheaper to hash and to keep.
+    const scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company]);
+    this.#scope = createHash('sha256').update(scope).digest('base64url').slice(0, 16);
     const throttle = createSharedThrottle({ limits: cfg.rateLimits });
     this.#logRelay = openLogRelay(logger);
     const init: WorkerInit = {

@@ -37,11 +37,21 @@ export function mapRecord(mode: Mode, record: EngineRecord, defaultCountry?: str
  * including its result class.
  */
 export function requestKey(scope: string, fields: RequestFields): string {
-  const parts: string[] = [scope];
-  for (const name of Object.keys(fields).sort()) parts.push(`${name}=${normaliseValue(fields[name] ?? '')}`);
-  // JSON keeps separators inside values from colliding with the ones between fields.
-  return JSON.stringify(parts);
+  let key = scope;
+  for (const name of KEY_FIELD_ORDER) {
+    const value = fields[name];
+    if (value !== undefined) key += `${SEPARATOR}${name}=${escapeSeparator(normaliseValue(value))}`;
+  }
+  return key;
 }
+
+/** Between the parts of a key; a value containing it (or the escape) is escaped, so parts cannot run together. */
+const SEPARATOR = '\u0001';
+const NEEDS_ESCAPE = /[\u0001\\]/;
+const escapeSeparator = (value: string): string => (NEEDS_ESCAPE.test(value) ? value.replace(/[\u0001\\]/g, (c) => (c === '\\' ? '\\\\' : '\\1')) : value);
+
+/** Every request field of every mode, sorted: the order of the parts of a key. */
+const KEY_FIELD_ORDER: readonly string[] = [...new Set(Object.values(MODE_FIELDS).flat())].sort();
 
 const NON_ASCII = /[^\x00-\x7f]/;
 const UNUSUAL_SPACE = /\s{2}|[^\S ]/;
