@@ -34,6 +34,8 @@ it('dead-letters nothing when the platform answers 503: an outage pauses the par
   const covered = sourceOffsets(outs, []);
   expect(inputs.filter((m) => !covered.has(`${m.partition}:${m.offset}`))).toEqual([]);
   expect(await metricValue(port, 'dq_kafka_batch_retries_total')).toBeGreaterThan(0);
+  // The transport's own retries of single calls (503s answered on a later attempt).
+  expect(await metricValue(port, 'dq_kafka_api_retries_total')).toBeGreaterThan(0);
   expect(await metricValue(port, 'dq_kafka_messages_produced_total')).toBeGreaterThanOrEqual(3_000);
   const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   expect(metrics).not.toMatch(/^dq_kafka_dlq_messages_total/m);
