@@ -40,7 +40,8 @@ cleanse options:
   --dry-run                 write nothing; print each row that would change (NDJSON) and the counts
   --max-failed <share>      exit 4 when unavailable rows exceed this share, default 0
   --concurrency <n>         HTTP calls in flight, default 32
-  --threads <n>             engine worker threads, default one per spare core (min 1)
+  --threads <n>             engine worker threads (0: calls on the main thread), default one
+                            per core beyond the first, 0 on a machine of 1–2 cores
   --rate-limit <rps>        requests per second to the platform, default the contract's; 0 = none
   --base-url <url>          address API host (env DQ_BASE_URL)
   --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
@@ -115,7 +116,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   const rate = v['rate-limit'] === undefined ? undefined : number('--rate-limit', v['rate-limit'], 0, 100_000, false);
   const engine: NonNullable<CleanseOptions['engine']> = {};
   if (v.concurrency !== undefined) engine.concurrency = number('--concurrency', v.concurrency, 1, 4096, true);
-  if (v.threads !== undefined) engine.threads = number('--threads', v.threads, 1, 64, true);
+  if (v.threads !== undefined) engine.threads = number('--threads', v.threads, 0, 64, true);
   if (rate !== undefined) engine.rateLimits = mode === 'address' ? { batch: rate, validate: rate } : { company: rate };
   const options: Extract<CliCommand, { command: 'cleanse' }>['options'] = {
     db: db ?? '',
