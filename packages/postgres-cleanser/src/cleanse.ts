@@ -70,7 +70,9 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
   const slots: WorkerSlot[] = [];
   let engine: Engine | undefined;
   try {
-    const target = await inspectTable(client, { table: options.table, key: options.key, map: options.map, mode, where: options.where, write: !options.dryRun });
+    const target = await inspectTable(client, {
+      table: options.table, key: options.key, map: options.map, mode, where: options.where, write: !options.dryRun, statusColumns: options.statusColumns,
+    });
     const makeEngine = (): Engine =>
       createEngine({
         ...options.engine, mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
@@ -90,7 +92,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
     }
 
     await ensureSchema(client);
-    const settings = { mode, country: options.country, accept, where: options.where, include: options.include };
+    const statusColumns = target.status.length > 0 ? Object.fromEntries(target.status.map((c) => [c.field, c.column])) : undefined;
+    const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns };
     const run = await openRun(client, target, settings, options.runId ?? newRunId(), batchSize * pagesPerClaim);
     const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']): CleanseSummary => ({
       ...base, ...rounded(), runId: run.runId, dryRun: false, state, exitCode, ...(error ? { error } : {}),

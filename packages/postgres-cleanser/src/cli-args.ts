@@ -26,6 +26,9 @@ cleanse options:
                             (or their snake_case). address: ${MODE_FIELDS.address.join(', ')}
                             company: ${MODE_FIELDS.company.join(', ')}   tr: ${MODE_FIELDS.tr.join(', ')}   vat: ${MODE_FIELDS.vat.join(', ')}
   --where <sql>             only rows matching this SQL predicate (your own SQL, run as given)
+  --status-columns <r>=<col>,...  also write each row's results into columns of the table:
+                            status, class, requestId, checkedAt (text columns; checkedAt may be
+                            a timestamp), e.g. status=dq_status,class=dq_class
   --mode <mode>             address (default) | company | tr | vat
   --country <CC>            country for rows without one, e.g. DE
   --accept <classes>        result classes whose corrections are written, default A,B,C
@@ -80,7 +83,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         db: { type: 'string' }, table: { type: 'string' }, key: { type: 'string' }, map: { type: 'string' },
         where: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' }, accept: { type: 'string' },
         include: { type: 'string' }, 'batch-size': { type: 'string' }, 'pages-per-claim': { type: 'string' },
-        workers: { type: 'string' }, 'read-ahead': { type: 'string' },
+        workers: { type: 'string' }, 'read-ahead': { type: 'string' }, 'status-columns': { type: 'string' },
         'run-id': { type: 'string' }, run: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' },
         'max-failed': { type: 'string' }, concurrency: { type: 'string' }, threads: { type: 'string' },
         'rate-limit': { type: 'string' }, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
@@ -128,6 +131,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   };
   if (v.key !== undefined) options.key = v.key;
   if (v.map !== undefined) options.map = parseMap(v.map);
+  if (v['status-columns'] !== undefined) options.statusColumns = parseMap(v['status-columns'], '--status-columns');
   if (v.where !== undefined) {
     if (v.where.trim() === '') throw usageError('--where', 'is empty');
     options.where = v.where;
@@ -150,14 +154,14 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
 }
 
 /** `street=strasse,postalCode=plz` → { street: 'strasse', postalCode: 'plz' }. */
-export function parseMap(text: string): Record<string, string> {
+export function parseMap(text: string, flag = '--map'): Record<string, string> {
   const map: Record<string, string> = {};
   for (const pair of text.split(',')) {
     const eq = pair.indexOf('=');
     const field = pair.slice(0, eq).trim();
     const column = pair.slice(eq + 1).trim();
-    if (eq < 0 || field === '' || column === '') throw usageError('--map', `"${pair}" is not field=column`);
-    if (map[field] !== undefined) throw usageError('--map', `field "${field}" is mapped twice`);
+    if (eq < 0 || field === '' || column === '') throw usageError(flag, `"${pair}" is not field=column`);
+    if (map[field] !== undefined) throw usageError(flag, `"${field}" is named twice`);
     map[field] = column;
   }
   return map;

@@ -12,6 +12,12 @@ export interface CleanseOptions {
   map?: Readonly<Record<string, string>>;
   /** SQL predicate selecting the rows to clean (the caller's own SQL, run as given). */
   where?: string;
+  /**
+   * Columns of the table that receive each row's result besides the side table: `status`,
+   * `class`, `requestId`, `checkedAt` → column name. Then every row of the run is updated (its
+   * status, and its corrections if any), not only the rows with corrections. Fixed when a run is created.
+   */
+  statusColumns?: Readonly<Partial<Record<'status' | 'class' | 'requestId' | 'checkedAt', string>>>;
   /** Default `address`. */
   mode?: Mode;
   /** Country for address rows without one. */

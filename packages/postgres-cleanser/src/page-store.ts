@@ -96,20 +96,29 @@ export function pageWriteSql(target: TargetTable): string {
     arrays.push(`$${first + 2 * i}::text[]`, `$${first + 1 + 2 * i}::text[]`);
     names.push(`o${i}`, `n${i}`);
   });
-  const set = columns.map((c, i) => `${c.quoted} = COALESCE(v.n${i}, v.o${i})`).join(', ');
   const guard = columns.map((c, i) => `t.${c.quoted} IS NOT DISTINCT FROM v.o${i}::${c.type}`).join(' AND ');
+  // With status columns every row of the page is updated (its status, and its corrections if it
+  // has any); without, only the rows with corrections. Either way only rows still holding the
+  // values read (the guard); `wr` are the rows whose corrections were written.
+  const statusValue: Record<string, string> = { status: 'v.status', class: 'v.class', requestId: 'v.rid', checkedAt: '$2' };
+  const withStatus = target.status.length > 0;
+  const set = [
+    ...columns.map((c, i) => (withStatus ? `${c.quoted} = CASE WHEN v.w THEN COALESCE(v.n${i}, v.o${i}) ELSE t.${c.quoted} END` : `${c.quoted} = COALESCE(v.n${i}, v.o${i})`)),
+    ...target.status.map((s) => `${s.quoted} = ${statusValue[s.field]}`),
+  ].join(', ');
   // text[] in mapping order (runs.columns), not jsonb_build_object: see bookkeeping.ts.
   const before = `ARRAY[${columns.map((_, i) => `v.o${i}`).join(', ')}]::text[]`;
   const after = `ARRAY[${columns.map((_, i) => `COALESCE(v.n${i}, v.o${i})`).join(', ')}]::text[]`;
   return `WITH v AS (SELECT * FROM unnest(${arrays.join(', ')}) AS v(${names.join(', ')})),
 upd AS (
   UPDATE ${qualified} AS t SET ${set} FROM v
-   WHERE v.w AND t.${key.quoted} = v.k AND t.${key.quoted} >= $4::${kt} AND t.${key.quoted} <= $5::${kt} AND ${guard}
-  RETURNING t.${key.quoted} AS k),
+   WHERE ${withStatus ? '' : 'v.w AND '}t.${key.quoted} = v.k AND t.${key.quoted} >= $4::${kt} AND t.${key.quoted} <= $5::${kt} AND ${guard}
+  RETURNING t.${key.quoted} AS k, v.w AS w),
+wr AS (SELECT k FROM upd WHERE w),
 prog AS (
   UPDATE ${STATE_SCHEMA}.progress SET last_key = $16, done = $17, worker = $3, rows_read = rows_read + $18,
-         written = written + (SELECT count(*) FROM upd),
-         conflicts = conflicts + (SELECT count(*) FROM v WHERE v.w) - (SELECT count(*) FROM upd),
+         written = written + (SELECT count(*) FROM wr),
+         conflicts = conflicts + (SELECT count(*) FROM v WHERE v.w) - (SELECT count(*) FROM wr),
          unchanged = unchanged + $19, accepted = accepted + $20, review = review + $21, invalid = invalid + $22,
          invalid_input = invalid_input + $23, unavailable = unavailable + $24, api_calls = api_calls + $25, updated_at = now()
    WHERE run_id = $1 AND range_no = $14 AND last_key IS NOT DISTINCT FROM $15 AND NOT done
@@ -117,13 +126,13 @@ prog AS (
 res AS (
   INSERT INTO ${STATE_SCHEMA}.results (run_id, row_key, status, result_class, outcome, request_id, candidates, detail, error, checked_at, worker, before, after)
   SELECT $1, v.k::text, v.status, v.class,
-         CASE WHEN upd.k IS NOT NULL THEN 'written' WHEN v.w THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
+         CASE WHEN wr.k IS NOT NULL THEN 'written' WHEN v.w THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
          v.rid, v.cand, v.detail, v.err, $2, $3,
-         CASE WHEN upd.k IS NOT NULL THEN ${before} END, CASE WHEN upd.k IS NOT NULL THEN ${after} END
-    FROM v LEFT JOIN upd ON upd.k = v.k)
+         CASE WHEN wr.k IS NOT NULL THEN ${before} END, CASE WHEN wr.k IS NOT NULL THEN ${after} END
+    FROM v LEFT JOIN wr ON wr.k = v.k)
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM prog) THEN ${STATE_SCHEMA}.range_taken($1, $14) END AS taken,
-       (SELECT count(*) FROM upd)::int AS written,
-       ARRAY(SELECT v.k::text FROM v WHERE v.w AND NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = v.k)) AS conflicts`;
+       (SELECT count(*) FROM wr)::int AS written,
+       ARRAY(SELECT v.k::text FROM v WHERE v.w AND NOT EXISTS (SELECT 1 FROM wr WHERE wr.k = v.k)) AS conflicts`;
 }
 
 const NEEDS_ESCAPE = /["\\]/;

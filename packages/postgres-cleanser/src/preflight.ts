@@ -16,6 +16,17 @@ export interface MappedColumn {
   type: string;
 }
 
+/** What a status column of the table holds (`--status-columns`). */
+export type StatusField = 'status' | 'class' | 'requestId' | 'checkedAt';
+export const STATUS_FIELDS: readonly StatusField[] = ['status', 'class', 'requestId', 'checkedAt'];
+
+/** A column of the table that receives one of the row's results. */
+export interface StatusColumn {
+  field: StatusField;
+  column: string;
+  quoted: string;
+}
+
 /** A table checked against the catalog: everything the reader and the writer need. */
 export interface TargetTable {
   schema: string;
@@ -29,6 +40,8 @@ export interface TargetTable {
     type: string;
   };
   columns: MappedColumn[];
+  /** Columns that receive each row's status, class, request id and checked-at; empty: results go to the side table only. */
+  status: StatusColumn[];
 }
 
 /** What to check: names as the user gave them. */
@@ -44,6 +57,8 @@ export interface TableSpec {
   where?: string;
   /** Whether UPDATE will be needed (false for --dry-run). */
   write: boolean;
+  /** Result → column of the table that receives it on every row of the run. */
+  statusColumns?: Readonly<Partial<Record<StatusField, string>>>;
 }
 
 interface ColumnRow {
@@ -120,6 +135,22 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     seen.add(m.column);
   }
 
+  const status = Object.entries(spec.statusColumns ?? {}).map(([field, wanted]): StatusColumn => {
+    if (!STATUS_FIELDS.includes(field as StatusField)) throw usageError('--status-columns', `unknown result "${field}"; use ${STATUS_FIELDS.join(', ')}`);
+    const row = column(wanted as string, `--status-columns ${field}`);
+    if (row.name === key.column || seen.has(row.name)) {
+      throw new CleanseError('column-type', `--status-columns ${field}: "${row.name}" is the key or a mapped column; name a column of its own`);
+    }
+    // Text takes every value; checked-at may also be a timestamp column.
+    const fits = row.category === 'S' || (field === 'checkedAt' && /^timestamp/.test(row.type));
+    if (!fits) {
+      throw new CleanseError('column-type', `--status-columns ${field}: column "${row.name}" of ${qualified} is ${row.type}; use a text column${field === 'checkedAt' ? ' or a timestamp' : ''}`);
+    }
+    if (row.generated !== '') throw new CleanseError('column-type', `--status-columns ${field}: column "${row.name}" of ${qualified} is generated and cannot be written`);
+    seen.add(row.name);
+    return { field: field as StatusField, column: row.name, quoted: quoteIdent(row.name) };
+  });
+
   await checkPrivileges(client, oid, qualified, spec.write);
   if (spec.where !== undefined) {
     try {
@@ -128,7 +159,7 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
       throw new CleanseError('where-invalid', `--where: the predicate is not valid for ${qualified}: ${(e as Error).message}`, { cause: e });
     }
   }
-  return { schema, table, qualified, key, columns: mapped };
+  return { schema, table, qualified, key, columns: mapped, status };
 }
 
 async function findTable(client: pg.Client, given: string): Promise<{ oid: number; schema: string; table: string }> {

@@ -46,6 +46,47 @@ describe('dq-pg cleanse', () => {
     });
   });
 
+  it('writes each row\'s status, class, request id and check time into the table when asked, corrections or not', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 200);
+    await withClient(db, (c) => c.query('ALTER TABLE customers ADD dq_status text, ADD dq_class varchar(1), ADD dq_request_id text, ADD dq_checked_at timestamptz, ADD counter int'));
+    const before = await snapshot(db);
+    const calls = billable(env.sandbox);
+    const bad = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'bad-status', '--status-columns', 'status=counter']));
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--status-columns status: column "counter" .* is integer; use a text column/);
+    const missing = await runCli(cleanseArgs(db, env.sandbox, ['--status-columns', 'status=dq_state']));
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/has no column "dq_state"/);
+    // Refused before any API call.
+    expect(billable(env.sandbox)).toBe(calls);
+
+    const statusColumns = 'status=dq_status,class=dq_class,requestId=dq_request_id,checkedAt=dq_checked_at';
+    const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'in-table', '--batch-size', '40', '--status-columns', statusColumns]));
+    expect(result.code).toBe(0);
+    expect(summaryOf(result)).toMatchObject({ state: 'done', rows: 200, conflicts: 0 });
+    const after = await snapshot(db);
+    await withClient(db, async (c) => {
+      const rows = await c.query<{ id: string; dq_status: string | null; dq_class: string | null; dq_request_id: string | null; dq_checked_at: Date | null; status: string; result_class: string | null; request_id: string | null; outcome: string }>(
+        `SELECT t.id::text, t.dq_status, t.dq_class, t.dq_request_id, t.dq_checked_at, r.status, r.result_class, r.request_id, r.outcome
+           FROM customers t JOIN dq_cleanse.results r ON r.run_id = 'in-table' AND r.row_key = t.id::text`,
+      );
+      expect(rows.rowCount).toBe(200);
+      const outcomes = new Set<string>();
+      for (const r of rows.rows) {
+        outcomes.add(r.outcome);
+        // Every row carries its result, whether its values were corrected or kept.
+        expect(r.dq_status).toBe(r.status);
+        expect(r.dq_class).toBe(r.result_class);
+        expect(r.dq_request_id).toBe(r.request_id);
+        expect(r.dq_checked_at).toBeInstanceOf(Date);
+        // Only the corrected rows changed their mapped columns.
+        expect(after.get(r.id) !== before.get(r.id)).toBe(r.outcome === 'written');
+      }
+      expect(outcomes).toEqual(expect.objectContaining(new Set(['written', 'kept'])));
+    });
+  });
+
   it('changes nothing and calls nothing when a finished run is run again', async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 120);
