@@ -35,6 +35,8 @@ Options:
   --max-failed <share>      exit 4 when rejected + unavailable rows exceed this share, default 0
   --batch-size <rows>       rows per durable batch and checkpoint, default 500
   --concurrency <n>         HTTP calls in flight, default 32
+  --threads <n>             engine worker threads (0: calls on the main thread), default one
+                            per core beyond the first, 0 on a machine of 1–2 cores
   --rate-limit <n>          requests per second to the endpoint, default the contract's
                             (batch/sync 100, validate 30); 0 = no client-side limit
   --base-url <url>          address API host (env DQ_BASE_URL)
@@ -74,7 +76,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         map: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' },
         include: { type: 'string' }, delimiter: { type: 'string' }, encoding: { type: 'string' },
         format: { type: 'string' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
-        'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, concurrency: { type: 'string' }, 'rate-limit': { type: 'string' },
+        'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, concurrency: { type: 'string' }, threads: { type: 'string' }, 'rate-limit': { type: 'string' },
         'base-url': { type: 'string' }, 'realtime-url': { type: 'string' }, 'api-key': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -121,6 +123,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     apiKey: v['api-key'] ?? env_('DQ_API_KEY'),
     engine: {
       ...(v.concurrency === undefined ? {} : { concurrency: number('--concurrency', v.concurrency, 1, 4096, true) }),
+      ...(v.threads === undefined ? {} : { threads: number('--threads', v.threads, 0, 64, true) }),
       ...(v['rate-limit'] === undefined ? {} : { rateLimits: rateLimits(number('--rate-limit', v['rate-limit'], 0, 100_000, false)) }),
     },
   };

@@ -31,6 +31,7 @@ describe('the dq-csv command line', () => {
     [['validate', '--input', 'a.csv', '--output', 'x.csv', '--max-failed', 'lots'], '--max-failed'],
     [['validate', '--input', 'a.csv', '--output', 'x.csv', '--include', 'weather'], '--include'],
     [['validate', '--input', 'a.csv', '--output', 'x.csv', '--country', 'Germany'], '--country'],
+    [['validate', '--input', 'a.csv', '--output', 'x.csv', '--threads', '-1'], '--threads'],
     [['validate', '--input', 'a.csv', '--output', 'x.csv', '--colour'], 'colour'],
     [['clean', '--input', 'a.csv'], 'validate'],
   ])('exits 2 naming the flag for %j', async (args, flag) => {

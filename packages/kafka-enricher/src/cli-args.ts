@@ -38,6 +38,8 @@ Options (each also as an environment variable DQ_KAFKA_<NAME>, e.g. DQ_KAFKA_BRO
                             partitions pause
   --batch-size <n>          messages per platform batch and per commit, default 500
   --concurrency <n>         HTTP calls in flight, default 32
+  --threads <n>             engine worker threads (0: calls on the main thread), default one
+                            per core beyond the first, 0 on a machine of 1–2 cores
   --rate-limit <n>          platform requests per second, 0 = no limit; default the contract's
   --retry-max-ms <ms>       how long one batch may stay unavailable (5xx, timeouts, 429) before
                             the run ends with exit 75, default 600000; it is never dead-lettered
@@ -76,7 +78,7 @@ const SASL: readonly SaslOptions['mechanism'][] = ['plain', 'scram-sha-256', 'sc
 
 const STRING_FLAGS = [
   'brokers', 'group', 'input', 'output', 'dlq', 'map', 'mode', 'country', 'include', 'metrics-port', 'max-in-flight',
-  'batch-size', 'concurrency', 'rate-limit', 'retry-max-ms', 'drain-timeout-ms', 'session-timeout-ms', 'client-id',
+  'batch-size', 'concurrency', 'threads', 'rate-limit', 'retry-max-ms', 'drain-timeout-ms', 'session-timeout-ms', 'client-id',
   'dq-field', 'ssl-ca', 'ssl-cert', 'ssl-key', 'sasl-mechanism', 'sasl-username', 'sasl-password', 'base-url',
   'realtime-url', 'api-key', 'log-level',
 ] as const;
@@ -150,8 +152,10 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   if (!apiKey) throw usageError('--api-key', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
   const rateLimit = opt(str('rate-limit'), (t) => number('--rate-limit', t, 0, 100_000, false));
   const concurrency = opt(str('concurrency'), (t) => number('--concurrency', t, 1, 4096, true));
+  const threads = opt(str('threads'), (t) => number('--threads', t, 0, 64, true));
   const engine: NonNullable<EnricherOptions['engine']> = {};
   if (concurrency !== undefined) engine.concurrency = concurrency;
+  if (threads !== undefined) engine.threads = threads;
   if (rateLimit !== undefined) engine.rateLimits = { validate: rateLimit, batch: rateLimit, company: rateLimit };
 
   const options: EnricherOptions = {

@@ -90,8 +90,13 @@ describe('command line', () => {
     expect(cmd.options).toMatchObject({ brokers: ['a:1', 'b:2'], groupId: 'from-flag', maxInFlight: 100, idempotent: false, sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' }, ssl: { rejectUnauthorized: true } });
     expect(envName('max-in-flight')).toBe('DQ_KAFKA_MAX_IN_FLIGHT');
   });
+  it('passes --threads to the engine, 0 included', () => {
+    const cmd = parseCli([...required, '--threads', '0', '--concurrency', '8'], { DQ_API_KEY: 'k' });
+    if (cmd.help) throw new Error('expected options');
+    expect(cmd.options.engine).toMatchObject({ threads: 0, concurrency: 8 });
+  });
   it('names the flag at fault with exit code 2', () => {
-    const bad = [[...required, '--max-in-flight', '0'], [...required, '--mode', 'phone'], required.filter((a) => a !== '--dlq' && a !== 'd'), [...required.slice(0, 9), 'i', ...required.slice(10)]];
+    const bad = [[...required, '--max-in-flight', '0'], [...required, '--threads', '-1'], [...required, '--mode', 'phone'], required.filter((a) => a !== '--dlq' && a !== 'd'), [...required.slice(0, 9), 'i', ...required.slice(10)]];
     for (const argv of bad) {
       try {
         parseCli(argv, { DQ_API_KEY: 'k' });
