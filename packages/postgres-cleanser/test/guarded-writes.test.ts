@@ -42,10 +42,13 @@ describe('guarded page writes', () => {
       await other.query(`UPDATE customers SET house_number = 'edited-' || id WHERE id = ANY ($1::bigint[])`, [edited]);
       const run = cleanse(options(db, { runId: 'guarded', batchSize: 500 }));
       await waitFor(async () => {
-        // Activity is cached per transaction; clear it to see the cleanser's current wait (on the
-      // connection of whichever range worker claimed the page: 'dq-pg' or 'dq-pg write').
+        // Activity is cached per transaction; clear it to see the current waits. The one to wait
+        // for: a dq-pg connection blocked by this transaction, i.e. the guarded page UPDATE on the
+        // rows it holds (other dq-pg connections may wait on each other's range claims meanwhile).
         await other.query('SELECT pg_stat_clear_snapshot()');
-        const { rows } = await other.query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%' AND wait_event_type = 'Lock'`);
+        const { rows } = await other.query(
+          `SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`,
+        );
         return rows.length > 0;
       });
       await other.query('COMMIT');
