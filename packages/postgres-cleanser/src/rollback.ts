@@ -89,7 +89,8 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     }
     await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'rolled-back', updated_at = now() WHERE run_id = $1`, [options.runId]);
     if (conflicts > 0) logger.warn('rows changed after the run were not restored', { runId: options.runId, count: conflicts, keys: conflictKeys.slice(0, 20) });
-    return { runId: options.runId, table: target.qualified, restored, conflicts, conflictKeys, exitCode: ExitCode.OK };
+    // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).
+    return { runId: options.runId, table: target.qualified, restored, conflicts, conflictKeys, exitCode: conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK };
   } finally {
     await client.end().catch(() => undefined);
   }

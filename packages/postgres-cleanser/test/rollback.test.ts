@@ -45,7 +45,8 @@ describe('dq-pg rollback', () => {
     const beforeRollback = await rowTexts(db);
 
     const undo = await runCli(['rollback', '--db', db, '--run', 'to-undo']);
-    expect(undo.code).toBe(0);
+    // Done, but rows changed since the run were left alone: exit 4, for a person to look at them.
+    expect(undo.code).toBe(4);
     const summary = JSON.parse(undo.stdout) as { restored: number; conflicts: number; conflictKeys: string[] };
     expect(summary.restored).toBe(written - touchedLater.length);
     expect(summary.conflicts).toBe(touchedLater.length);
@@ -61,7 +62,9 @@ describe('dq-pg rollback', () => {
     expect(JSON.parse(status.stdout)).toMatchObject({ runId: 'to-undo', state: 'rolled-back', restored: written - 5, rollbackConflicts: 5 });
 
     // A second rollback tries the conflicting rows again, and still does not clobber them.
-    const again = JSON.parse((await runCli(['rollback', '--db', db, '--run', 'to-undo'])).stdout) as { restored: number; conflicts: number };
+    const second = await runCli(['rollback', '--db', db, '--run', 'to-undo']);
+    expect(second.code).toBe(4);
+    const again = JSON.parse(second.stdout) as { restored: number; conflicts: number };
     expect(again).toMatchObject({ restored: 0, conflicts: 5 });
     expect(await rowTexts(db)).toEqual(restored);
   });
