@@ -54,7 +54,8 @@ rollback options:  --db <url>  --run <id>
 status options:    --db <url>  [--run <id>]  [--json]
 
 Exit codes: 0 done, 1 unexpected error, 2 bad usage or table/column/key problem, 3 key/account/
-quota stopped the run (fix, then rerun with --run-id), 4 done but --max-failed passed,
+quota stopped the run (fix, then rerun with --run-id), 4 done but --max-failed passed (rollback:
+rows changed since the run were left alone),
 75 database or platform unavailable, or interrupted (rerun with --run-id).
 `;
 
