@@ -25,4 +25,16 @@ describe('command-line flag checks', () => {
     expect(() => flags.url('--base-url', 'ftp://example.com')).toThrow(/--base-url: "ftp:\/\/example.com" is not an http\(s\) URL/);
     expect(() => flags.url('--base-url', 'localhost:8080x y')).toThrow(UsageProblem);
   });
+
+  it('turns the engine flags every CLI shares into engine settings, leaving out the ones not given', () => {
+    expect(flags.engine({})).toEqual({});
+    expect(flags.engine({ concurrency: '8', threads: '0', 'rate-limit': '50' })).toEqual({
+      concurrency: 8,
+      threads: 0,
+      rateLimits: { batch: 50, validate: 50, company: 50 },
+    });
+    expect(() => flags.engine({ threads: '-1' })).toThrow(/--threads: "-1" must be an integer from 0 to 64/);
+    expect(() => flags.engine({ concurrency: '0' })).toThrow(/--concurrency/);
+    expect(() => flags.engine({ 'rate-limit': 'fast' })).toThrow(/--rate-limit/);
+  });
 });

@@ -1,11 +1,12 @@
 import { parseArgs } from 'node:util';
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, isCountryCode, type Mode } from '@dq/core';
+import { ADDRESS_INCLUDE_VALUES, createFlagParsers, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, type Mode } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './mapping.js';
 import type { ProcessFileOptions } from './options.js';
 import type { InputEncoding, InputFormat } from './source/types.js';
 
-const { oneOf, number, url } = createFlagParsers(usageError);
+const flags = createFlagParsers(usageError);
+const { oneOf, number, url } = flags;
 
 /** The `--help` text. */
 export const USAGE = `Usage: dq-csv validate --input <file> --output <file> [options]
@@ -34,11 +35,7 @@ Options:
                             API calls and the time at the rate limit; call nothing
   --max-failed <share>      exit 4 when rejected + unavailable rows exceed this share, default 0
   --batch-size <rows>       rows per durable batch and checkpoint, default 500
-  --concurrency <n>         HTTP calls in flight, default 32
-  --threads <n>             engine worker threads (0: calls on the main thread), default one
-                            per core beyond the first, 0 on a machine of 1–2 cores
-  --rate-limit <n>          requests per second to the endpoint, default the contract's
-                            (batch/sync 100, validate 30); 0 = no client-side limit
+${ENGINE_FLAGS_USAGE}
   --base-url <url>          address API host (env DQ_BASE_URL)
   --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
   --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
@@ -76,7 +73,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         map: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' },
         include: { type: 'string' }, delimiter: { type: 'string' }, encoding: { type: 'string' },
         format: { type: 'string' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
-        'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, concurrency: { type: 'string' }, threads: { type: 'string' }, 'rate-limit': { type: 'string' },
+        'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, ...ENGINE_FLAG_OPTIONS,
         'base-url': { type: 'string' }, 'realtime-url': { type: 'string' }, 'api-key': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -121,16 +118,8 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     baseUrl: url('--base-url', v['base-url'] ?? env_('DQ_BASE_URL')),
     realtimeUrl: url('--realtime-url', v['realtime-url'] ?? env_('DQ_REALTIME_URL')),
     apiKey: v['api-key'] ?? env_('DQ_API_KEY'),
-    engine: {
-      ...(v.concurrency === undefined ? {} : { concurrency: number('--concurrency', v.concurrency, 1, 4096, true) }),
-      ...(v.threads === undefined ? {} : { threads: number('--threads', v.threads, 0, 64, true) }),
-      ...(v['rate-limit'] === undefined ? {} : { rateLimits: rateLimits(number('--rate-limit', v['rate-limit'], 0, 100_000, false)) }),
-    },
+    engine: flags.engine(v),
   };
   return { help: false, options };
 }
 
-/** One limit for whichever endpoint the mode uses. */
-function rateLimits(perSecond: number) {
-  return { batch: perSecond, validate: perSecond, company: perSecond };
-}

@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, isCountryCode } from '@dq/core';
+import { ADDRESS_INCLUDE_VALUES, createFlagParsers, ENGINE_FLAGS_USAGE, isCountryCode } from '@dq/core';
 import type { LogLevel, Mode } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './field-map.js';
 import type { EnricherOptions, SaslOptions } from './options.js';
 
-const { oneOf, number, url } = createFlagParsers(usageError);
+const flags = createFlagParsers(usageError);
+const { oneOf, number, url } = flags;
 
 /** The `--help` text. */
 export const USAGE = `Usage: dq-kafka enrich --brokers <host:port,...> --group <id> --input <topic> --output <topic>
@@ -37,10 +38,7 @@ Options (each also as an environment variable DQ_KAFKA_<NAME>, e.g. DQ_KAFKA_BRO
   --max-in-flight <n>       messages taken but not yet committed, default 5000; past it
                             partitions pause
   --batch-size <n>          messages per platform batch and per commit, default 500
-  --concurrency <n>         HTTP calls in flight, default 32
-  --threads <n>             engine worker threads (0: calls on the main thread), default one
-                            per core beyond the first, 0 on a machine of 1–2 cores
-  --rate-limit <n>          platform requests per second, 0 = no limit; default the contract's
+${ENGINE_FLAGS_USAGE}
   --retry-max-ms <ms>       how long one batch may stay unavailable (5xx, timeouts, 429) before
                             the run ends with exit 75, default 600000; it is never dead-lettered
   --drain-timeout-ms <ms>   on SIGTERM, time to finish in-flight work, default 20000
@@ -150,13 +148,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   if (!baseUrl) throw usageError('--base-url', 'required (or DQ_BASE_URL): the platform host, e.g. a sandbox started with dq-sandbox');
   const apiKey = str('api-key');
   if (!apiKey) throw usageError('--api-key', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
-  const rateLimit = opt(str('rate-limit'), (t) => number('--rate-limit', t, 0, 100_000, false));
-  const concurrency = opt(str('concurrency'), (t) => number('--concurrency', t, 1, 4096, true));
-  const threads = opt(str('threads'), (t) => number('--threads', t, 0, 64, true));
-  const engine: NonNullable<EnricherOptions['engine']> = {};
-  if (concurrency !== undefined) engine.concurrency = concurrency;
-  if (threads !== undefined) engine.threads = threads;
-  if (rateLimit !== undefined) engine.rateLimits = { validate: rateLimit, batch: rateLimit, company: rateLimit };
+  const engine: NonNullable<EnricherOptions['engine']> = flags.engine({ concurrency: str('concurrency'), threads: str('threads'), 'rate-limit': str('rate-limit') });
 
   const options: EnricherOptions = {
     brokers,

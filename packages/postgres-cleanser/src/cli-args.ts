@@ -1,10 +1,11 @@
 import { parseArgs } from 'node:util';
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, isCountryCode, MODE_FIELDS } from '@dq/core';
+import { ADDRESS_INCLUDE_VALUES, createFlagParsers, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, MODE_FIELDS } from '@dq/core';
 import type { Mode, ResultClass } from '@dq/core';
 import { usageError } from './errors.js';
 import type { CleanseOptions } from './options.js';
 
-const { oneOf, number, url } = createFlagParsers(usageError);
+const flags = createFlagParsers(usageError);
+const { oneOf, number, url } = flags;
 
 /** The `--help` text. */
 export const USAGE = `Usage:
@@ -42,10 +43,7 @@ cleanse options:
   --run-id <id>             run to resume or join; default a new id (printed)
   --dry-run                 write nothing; print each row that would change (NDJSON) and the counts
   --max-failed <share>      exit 4 when unavailable rows exceed this share, default 0
-  --concurrency <n>         HTTP calls in flight, default 32
-  --threads <n>             engine worker threads (0: calls on the main thread), default one
-                            per core beyond the first, 0 on a machine of 1–2 cores
-  --rate-limit <rps>        requests per second to the platform, default the contract's; 0 = none
+${ENGINE_FLAGS_USAGE}
   --base-url <url>          address API host (env DQ_BASE_URL)
   --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
   --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
@@ -86,8 +84,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         include: { type: 'string' }, 'batch-size': { type: 'string' }, 'pages-per-claim': { type: 'string' },
         workers: { type: 'string' }, 'read-ahead': { type: 'string' }, 'status-columns': { type: 'string' },
         'run-id': { type: 'string' }, run: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' },
-        'max-failed': { type: 'string' }, concurrency: { type: 'string' }, threads: { type: 'string' },
-        'rate-limit': { type: 'string' }, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
+        'max-failed': { type: 'string' }, ...ENGINE_FLAG_OPTIONS, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
         'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' },
       },
     });
@@ -117,11 +114,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   const include = list(v.include);
   for (const value of include ?? []) oneOf('--include', value, ADDRESS_INCLUDE_VALUES);
   const accept = list(v.accept)?.map((c) => oneOf('--accept', c.toUpperCase(), CLASSES));
-  const rate = v['rate-limit'] === undefined ? undefined : number('--rate-limit', v['rate-limit'], 0, 100_000, false);
-  const engine: NonNullable<CleanseOptions['engine']> = {};
-  if (v.concurrency !== undefined) engine.concurrency = number('--concurrency', v.concurrency, 1, 4096, true);
-  if (v.threads !== undefined) engine.threads = number('--threads', v.threads, 0, 64, true);
-  if (rate !== undefined) engine.rateLimits = mode === 'address' ? { batch: rate, validate: rate } : { company: rate };
+  const engine: NonNullable<CleanseOptions['engine']> = flags.engine(v);
   const options: Extract<CliCommand, { command: 'cleanse' }>['options'] = {
     db: db ?? '',
     table: v.table,

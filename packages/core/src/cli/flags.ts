@@ -1,3 +1,26 @@
+import type { EndpointId } from '../throttle/types.js';
+
+/** The engine flags every connector's CLI takes, as `util.parseArgs` options. */
+export const ENGINE_FLAG_OPTIONS = {
+  concurrency: { type: 'string' },
+  threads: { type: 'string' },
+  'rate-limit': { type: 'string' },
+} as const;
+
+/** The `--help` lines of {@link ENGINE_FLAG_OPTIONS}. */
+export const ENGINE_FLAGS_USAGE = `  --concurrency <n>         HTTP calls in flight, default 32
+  --threads <n>             engine worker threads (0: calls on the main thread), default one
+                            per core beyond the first, 0 on a machine of 1–2 cores
+  --rate-limit <rps>        platform requests per second, default the contract's (batch/sync
+                            100, validate 30); 0 = no client-side limit`;
+
+/** The engine settings the engine flags give; flags not given are left out. */
+export interface EngineFlagSettings {
+  concurrency?: number;
+  threads?: number;
+  rateLimits?: Partial<Record<EndpointId, number>>;
+}
+
 /** Checks of command-line flag values, shared by every connector's CLI. */
 export interface FlagParsers {
   /** `value` if it is one of `allowed`, else a usage error naming the flag and the choices. */
@@ -6,6 +29,11 @@ export interface FlagParsers {
   number(flag: string, text: string, min: number, max: number, integer: boolean): number;
   /** `text` if it is an http(s) URL (undefined passes through), else a usage error. */
   url(flag: string, text: string | undefined): string | undefined;
+  /**
+   * The engine flags' values (undefined: not given) as engine settings; `--rate-limit` applies to
+   * whichever validation endpoint the mode calls (batch/sync, validate, company).
+   */
+  engine(values: { concurrency?: string | undefined; threads?: string | undefined; 'rate-limit'?: string | undefined }): EngineFlagSettings;
 }
 
 /**
@@ -13,7 +41,7 @@ export interface FlagParsers {
  * class and exit code while the checks and their messages are written once.
  */
 export function createFlagParsers(fail: (flag: string, problem: string) => Error): FlagParsers {
-  return {
+  const parsers: FlagParsers = {
     oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
       if (!(allowed as readonly string[]).includes(value)) throw fail(flag, `"${value}" is not one of ${allowed.join(', ')}`);
       return value as T;
@@ -36,5 +64,17 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
       if (protocol !== 'http:' && protocol !== 'https:') throw fail(flag, `"${text}" is not an http(s) URL`);
       return text;
     },
+    engine(values) {
+      const out: EngineFlagSettings = {};
+      if (values.concurrency !== undefined) out.concurrency = parsers.number('--concurrency', values.concurrency, 1, 4096, true);
+      if (values.threads !== undefined) out.threads = parsers.number('--threads', values.threads, 0, 64, true);
+      const rate = values['rate-limit'];
+      if (rate !== undefined) {
+        const perSecond = parsers.number('--rate-limit', rate, 0, 100_000, false);
+        out.rateLimits = { batch: perSecond, validate: perSecond, company: perSecond };
+      }
+      return out;
+    },
   };
+  return parsers;
 }

@@ -1,2 +1,2 @@
-export { createFlagParsers } from './flags.js';
-export type { FlagParsers } from './flags.js';
+export { createFlagParsers, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from './flags.js';
+export type { EngineFlagSettings, FlagParsers } from './flags.js';
