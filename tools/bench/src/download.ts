@@ -7,6 +7,10 @@
  * alternate which goes first. Medians of RUNS runs. CPU time per MB of our process and of the
  * sandbox, and the load average, are recorded too: on a machine busy with other work the ratio
  * follows the CPU left over, since hashing costs as much CPU per byte as receiving and writing.
+ *
+ * A third side does the same job as ours with standard tools, `curl | tee file | openssl dgst
+ * -sha512` (file and SHA-512 in one pass over the bytes, no fsync), to show what hashing in the
+ * same pass costs on this machine whoever does it. It is skipped when `openssl` is missing.
  * Usage: node tools/bench/dist/download.js [--runs 5] [--mib 200]
  */
 import { spawn } from 'node:child_process';
@@ -49,6 +53,35 @@ async function curl(url: string, file: string): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
+/** Seconds `curl | tee file | openssl dgst -sha512` takes; throws unless the digest is `sha512`. */
+async function curlTeeOpenssl(url: string, file: string, sha512: string): Promise<number> {
+  const t0 = performance.now();
+  const script = 'set -o pipefail; curl -sS --fail -H "Authorization: Bearer $KEY" "$URL" | tee "$FILE" | openssl dgst -sha512 -r';
+  const child = spawn('bash', ['-c', script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, KEY, URL: url, FILE: file } });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += String(c)));
+  const [code] = (await once(child, 'exit')) as [number];
+  if (code !== 0) throw new Error(`curl | tee | openssl exited with ${code}`);
+  const digest = out.trim().split(/\s+/)[0];
+  if (digest !== sha512.toLowerCase()) throw new Error(`curl | tee | openssl: SHA-512 ${digest} differs from the .sha512 file's`);
+  return (performance.now() - t0) / 1000;
+}
+
+/** Runs sync(1): writes back every dirty page, so that no side pays for the previous one's writes. */
+async function flushPageCache(): Promise<void> {
+  const child = spawn('sync', [], { stdio: 'ignore' });
+  await once(child, 'exit');
+}
+
+/** Whether `openssl` can be run here. */
+function hasOpenssl(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn('openssl', ['version'], { stdio: 'ignore' });
+    child.once('error', () => resolve(false));
+    child.once('exit', (code) => resolve(code === 0));
+  });
+}
+
 /** Seconds our client takes to download, hash, fsync, verify and place the artifact. */
 async function ours(client: DownloadClient, dir: string, sha512: string): Promise<number> {
   const t0 = performance.now();
@@ -79,6 +112,9 @@ async function main(): Promise<void> {
   const client = new DownloadClient({ downloadUrl: url, apiKey: KEY });
   const oursS: number[] = [];
   const curlS: number[] = [];
+  const toolsS: number[] = [];
+  const tools = await hasOpenssl();
+  if (!tools) process.stderr.write('openssl not found: the curl | tee | openssl side is skipped\n');
   const hashMBps: number[] = [];
   const details: object[] = [];
   const cpu: Record<string, number[]> = { ours: [], sandboxForOurs: [], sandboxForCurl: [] };
@@ -95,8 +131,15 @@ async function main(): Promise<void> {
       const runDir = join(dir, `run-${i}`);
       await mkdir(runDir);
       const order = i % 2 === 0 ? ['ours', 'curl'] : ['curl', 'ours'];
+      if (tools) order.splice(i % 3, 0, 'tools');
       const t: Record<string, number> = {};
       for (const who of order) {
+        // Whatever the previous side left in the page cache is written back now, not during this side.
+        await flushPageCache();
+        if (who === 'tools') {
+          t[who] = await curlTeeOpenssl(`${url}${ARTIFACT}`, join(runDir, 'tools.zip'), sha512);
+          continue;
+        }
         const server0 = await cpuSecondsOf(sandbox.pid);
         const self0 = process.cpuUsage();
         t[who] = who === 'curl' ? await curl(`${url}${ARTIFACT}`, join(runDir, 'curl.zip')) : await ours(client, runDir, sha512);
@@ -113,9 +156,16 @@ async function main(): Promise<void> {
       hashMBps.push(sha512Only(bytes));
       oursS.push(t['ours'] ?? NaN);
       curlS.push(t['curl'] ?? NaN);
+      if (tools) toolsS.push(t['tools'] ?? NaN);
       const mbps = (s: number) => Number((bytes / 1e6 / s).toFixed(1));
-      details.push({ run: i + 1, first: order[0], ours: { seconds: t['ours'], mbPerSecond: mbps(t['ours'] ?? NaN) }, curl: { seconds: t['curl'], mbPerSecond: mbps(t['curl'] ?? NaN) } });
-      process.stderr.write(`run ${i + 1}: ours ${mbps(t['ours'] ?? NaN)} MB/s, curl ${mbps(t['curl'] ?? NaN)} MB/s\n`);
+      details.push({
+        run: i + 1,
+        order,
+        ours: { seconds: t['ours'], mbPerSecond: mbps(t['ours'] ?? NaN) },
+        curl: { seconds: t['curl'], mbPerSecond: mbps(t['curl'] ?? NaN) },
+        ...(tools ? { curlTeeOpenssl: { seconds: t['tools'], mbPerSecond: mbps(t['tools'] ?? NaN) } } : {}),
+      });
+      process.stderr.write(`run ${i + 1}: ours ${mbps(t['ours'] ?? NaN)} MB/s, curl ${mbps(t['curl'] ?? NaN)} MB/s${tools ? `, curl | tee | openssl ${mbps(t['tools'] ?? NaN)} MB/s` : ''}\n`);
     }
   } finally {
     await client.close();
@@ -124,10 +174,11 @@ async function main(): Promise<void> {
   }
   const oursMBps = bytes / 1e6 / median(oursS);
   const curlMBps = bytes / 1e6 / median(curlS);
+  const toolsMBps = tools ? bytes / 1e6 / median(toolsS) : NaN;
   const result = {
     benchmark: 'download',
     date: new Date().toISOString(),
-    setup: { runs, artifactBytes: bytes, cpus: cpus().length, node: process.version, ours: 'DownloadClient: SHA-512 in the same pass (worker thread), writes at offsets, background fdatasync, fsync, verify, rename', reference: 'curl -o file (no hash, no fsync)' },
+    setup: { runs, artifactBytes: bytes, cpus: cpus().length, node: process.version, openssl: tools, ours: 'DownloadClient: SHA-512 in the same pass (worker thread), writes at offsets, background fdatasync, fsync, verify, rename', reference: 'curl -o file (no hash, no fsync)' },
     oursMBPerSecond: Number(oursMBps.toFixed(1)),
     curlMBPerSecond: Number(curlMBps.toFixed(1)),
     ratio: Number((oursMBps / curlMBps).toFixed(3)),
@@ -139,11 +190,15 @@ async function main(): Promise<void> {
     /** SHA-512 alone in memory on one core: no same-pass hashing client can beat it. */
     sha512OnlyMBPerSecond: Number(median(hashMBps).toFixed(1)),
     ratioToSha512Ceiling: Number((oursMBps / median(hashMBps)).toFixed(3)),
+    /** The same job with standard tools: curl | tee file | openssl dgst -sha512 (one pass, no fsync); null when openssl is missing. */
+    curlTeeOpensslMBPerSecond: tools ? Number(toolsMBps.toFixed(1)) : null,
+    curlTeeOpensslRatio: tools ? Number((toolsMBps / curlMBps).toFixed(3)) : null,
     runs: details,
   };
   process.stdout.write(
     `download ${(bytes / 1048576).toFixed(0)} MiB: ours ${result.oursMBPerSecond} MB/s (SHA-512 same pass, fsync) | curl ${result.curlMBPerSecond} MB/s | ` +
       `ratio ${result.ratio} (target ≥ ${TARGET}, median of ${runs}) | SHA-512 alone ${result.sha512OnlyMBPerSecond} MB/s, ours/that ${result.ratioToSha512Ceiling} | ` +
+      (tools ? `curl | tee | openssl dgst -sha512 ${result.curlTeeOpensslMBPerSecond} MB/s, ratio ${result.curlTeeOpensslRatio} | ` : '') +
       `load ${result.loadAverage.before}→${result.loadAverage.after} on ${cpus().length} CPUs\n`,
   );
   const resultsDir = join(dirname(SELF), '..', 'results');
