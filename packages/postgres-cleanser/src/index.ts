@@ -7,7 +7,7 @@ export { status } from './status.js';
 export type { RunStatus } from './status.js';
 export { inspectTable, splitQualified } from './preflight.js';
 export type { MappedColumn, TableSpec, TargetTable } from './preflight.js';
-export { pageReadSql, pageWriteSql, pageWriteParams, pageWriteParamTypes, PageStore, textArrayLiteral } from './page-store.js';
+export { pageReadSql, pageWriteSql, pageWriteParams, pageWriteParamTypes, PageStore, textArrayLiteral, textArrayParam } from './page-store.js';
 export type { PageWrite, PageCounts, PageCheckpoint } from './page-store.js';
 export { STATE_SCHEMA, ensureSchema } from './bookkeeping.js';
 export { CleanseError, cleanseErrorExitCodes } from './errors.js';

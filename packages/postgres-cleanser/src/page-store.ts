@@ -154,6 +154,16 @@ export function textArrayLiteral(values: readonly (string | null)[]): string {
   return `${out}}`;
 }
 
+/**
+ * {@link textArrayLiteral}, or null when every value is null: the page statement unnests its arrays
+ * together, and `unnest` pads a NULL array with NULLs, so an all-NULL column of the page (candidates,
+ * errors, the new values of a column nothing changed in) costs neither side any parsing.
+ */
+export function textArrayParam(values: readonly (string | null)[]): string | null {
+  for (let i = 0; i < values.length; i += 1) if (values[i] !== null && values[i] !== undefined) return textArrayLiteral(values);
+  return null;
+}
+
 function boolArrayLiteral(values: readonly boolean[]): string {
   let out = '{';
   for (let i = 0; i < values.length; i += 1) out += i > 0 ? (values[i] ? ',t' : ',f') : values[i] ? 't' : 'f';
@@ -165,12 +175,12 @@ export function pageWriteParams(runId: string, worker: string, checkedAt: Date, 
   const k = checkpoint.counts;
   const params: unknown[] = [
     runId, checkedAt, worker, page.keys[0], page.keys[page.keys.length - 1], textArrayLiteral(page.keys), boolArrayLiteral(page.write),
-    textArrayLiteral(page.status), textArrayLiteral(page.resultClass), textArrayLiteral(page.requestId), textArrayLiteral(page.candidates),
-    textArrayLiteral(page.detail), textArrayLiteral(page.error),
+    textArrayLiteral(page.status), textArrayParam(page.resultClass), textArrayParam(page.requestId), textArrayParam(page.candidates),
+    textArrayParam(page.detail), textArrayParam(page.error),
     checkpoint.rangeNo, checkpoint.prevKey, checkpoint.lastKey, checkpoint.done, k.rowsRead, k.unchanged, k.accepted, k.review,
     k.invalid, k.invalidInput, k.unavailable, k.apiCalls,
   ];
-  page.before.forEach((old, i) => params.push(textArrayLiteral(old), textArrayLiteral(page.after[i] ?? [])));
+  page.before.forEach((old, i) => params.push(textArrayParam(old), textArrayParam(page.after[i] ?? [])));
   return params;
 }
 

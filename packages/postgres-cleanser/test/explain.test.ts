@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSchema, inspectTable, pageWriteParams, pageWriteParamTypes, pageWriteSql, textArrayLiteral } from '../src/index.js';
+import { ensureSchema, inspectTable, pageWriteParams, pageWriteParamTypes, pageWriteSql, textArrayLiteral, textArrayParam } from '../src/index.js';
 import type { PageCheckpoint, PageWrite, TargetTable } from '../src/index.js';
 import { startPostgres } from '../../../test/support/pg.js';
 import type { TestPostgres } from '../../../test/support/pg.js';
@@ -86,7 +86,7 @@ describe('the page update', () => {
     await client.query(`PREPARE page_write(${types.join(', ')}) AS ${pageWriteSql(target)}`);
     await client.query('SET plan_cache_mode = force_generic_plan');
     // EXECUTE takes no bind parameters: spell the values as literals.
-    const args = pageWriteParams('explain', 'w', new Date(), page(), CHECKPOINT).map((v, i) => `${client.escapeLiteral(literal(v))}::${types[i]}`);
+    const args = pageWriteParams('explain', 'w', new Date(), page(), CHECKPOINT).map((v, i) => `${v === null ? 'NULL' : client.escapeLiteral(literal(v))}::${types[i]}`);
     const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE page_write(${args.join(', ')})`);
     const scans = scansOfBig(rows[0]?.['QUERY PLAN']);
     expect(scans.length).toBeGreaterThan(0);
@@ -95,6 +95,34 @@ describe('the page update', () => {
 });
 
 describe('page parameters', () => {
+  it('send a column that is NULL throughout the page as one NULL, and the page is still written right', async () => {
+    const p = page();
+    // No request ids, and no new city anywhere on the page: both go as a NULL parameter.
+    p.after[1] = p.keys.map(() => null);
+    const params = pageWriteParams('nulls', 'w', new Date(), p, CHECKPOINT);
+    expect(params.filter((v) => v === null).length).toBeGreaterThanOrEqual(5); // request ids, candidates, detail, error, new cities
+    await client.query('BEGIN');
+    try {
+      await client.query(`INSERT INTO dq_cleanse.progress (run_id, range_no, last_key) VALUES ('nulls', 1, '100000')`);
+      const { rows } = await client.query<{ written: number; conflicts: string[] }>({ text: pageWriteSql(target), values: params });
+      expect(rows[0]).toMatchObject({ written: 1000, conflicts: [] });
+      const table = await client.query<{ street: string; city: string }>(`SELECT street, city FROM big WHERE id IN (100001, 101000) ORDER BY id`);
+      expect(table.rows).toEqual([
+        { street: 'Street 100001 (fixed)', city: 'Town 1' },
+        { street: 'Street 101000 (fixed)', city: 'Town 0' },
+      ]);
+      const audit = await client.query(`SELECT row_key, request_id, candidates, before, after FROM dq_cleanse.results WHERE run_id = 'nulls' ORDER BY row_key LIMIT 1`);
+      expect(audit.rows).toEqual([{ row_key: '100001', request_id: null, candidates: null, before: ['Street 100001', 'Town 1'], after: ['Street 100001 (fixed)', 'Town 1'] }]);
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  });
+
+  it('textArrayParam is null only when every value is', () => {
+    expect(textArrayParam([null, null])).toBeNull();
+    expect(textArrayParam([null, ''])).toBe('{NULL,""}');
+  });
+
   it('reach PostgreSQL as exactly the values given, whatever characters they hold', async () => {
     const values = ['plain', null, 'say "hi"', 'back\\slash\\', '', 'NULL', '{a,b}', ' spaced ', 'line\nbreak', 'Straße 5 – 🏠', "it's"];
     const { rows } = await client.query<{ v: string | null }>('SELECT unnest($1::text[]) AS v', [textArrayLiteral(values)]);
