@@ -132,7 +132,7 @@ class ValidationEngine implements Engine {
         if (outcome.kind === 'result') {
           group.indices.forEach((index, n) => {
             const shared: Source = source === 'cache' ? 'cache' : n === 0 ? source : 'dedup';
-            results[index] = { ...outcome.result, source: shared };
+            results[index] = withSource(outcome.result, shared);
           });
         } else if (outcome.kind === 'skipped' && !this.#stopped && Atomics.load(control, 0) === Control.RUN) {
           // Another batch owned this call and was aborted: this batch still wants the answer.
@@ -295,4 +295,22 @@ class ValidationEngine implements Engine {
     })();
     return this.#closing;
   }
+}
+
+/**
+ * A cached result with its source, its fields copied in one fixed order. Not `{ ...result, source }`:
+ * V8 gives each such copy of an object with more than a few fields a hidden class of its own, and
+ * every later read of a result (run report, connectors) then goes through a megamorphic lookup.
+ */
+function withSource(result: CachedResult, source: Source): RecordResult {
+  const out: RecordResult = { status: result.status, source };
+  if (result.resultClass !== undefined) out.resultClass = result.resultClass;
+  if (result.address !== undefined) out.address = result.address;
+  if (result.candidates !== undefined) out.candidates = result.candidates;
+  if (result.company !== undefined) out.company = result.company;
+  if (result.hits !== undefined) out.hits = result.hits;
+  if (result.vatCode !== undefined) out.vatCode = result.vatCode;
+  if (result.requestId !== undefined) out.requestId = result.requestId;
+  if (result.error !== undefined) out.error = result.error;
+  return out;
 }
