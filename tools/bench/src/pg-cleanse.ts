@@ -16,7 +16,7 @@
  * included) and of the PostgreSQL server is recorded: a figure the machine's other load moves
  * less than wall time.
  *
- * Run: `node tools/bench/dist/pg-cleanse.js [rows=1000000] [runs=3]`
+ * Run: `node tools/bench/dist/pg-cleanse.js [rows=1000000] [runs=3]` (`npm run bench` uses 5 runs)
  */
 import { fork } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';

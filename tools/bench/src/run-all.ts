@@ -18,7 +18,7 @@ const BENCHMARKS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['sandbox-throughput', []],
   ['csv-throughput', ['1000000', '3']],
   ['csv-rate', ['2000', '3']],
-  ['pg-cleanse', ['1000000', '3']],
+  ['pg-cleanse', ['1000000', '5']],
   ['download', []],
   ['kafka-throughput', ['20000', '3']],
 ];
