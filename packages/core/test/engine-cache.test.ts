@@ -122,4 +122,25 @@ describe('result caches', () => {
     expect(engine.plan(addresses(5)).calls).toBe(5); // an async cache cannot be asked while planning
     expect(platform.seen).toHaveLength(5);
   });
+
+  it('hands back every field of a cached result, with source "cache", and sends nothing', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const candidate = { street: 'Hauptstr.', houseNumber: '1', postalCode: '10117', locality: 'Berlin', country: 'DE' };
+    // Every field a cached result can have, whatever the mode: none may be lost on the way out.
+    const full: Required<CachedResult> = {
+      status: 'review',
+      resultClass: 'E',
+      address: candidate,
+      candidates: [candidate, { ...candidate, houseNumber: '1a' }],
+      company: { name: 'Muster GmbH' } as Required<CachedResult>['company'],
+      hits: 2,
+      vatCode: 'VALID_VAT_ID',
+      requestId: 'req-1',
+      error: { code: 'x', message: 'y' },
+    };
+    const engine = start(platform.url, { get: () => full, set: () => undefined });
+    const results = await engine.process(addresses(3));
+    expect(results).toEqual([1, 2, 3].map(() => ({ ...full, source: 'cache' })));
+    expect(platform.seen).toHaveLength(0);
+  });
 });

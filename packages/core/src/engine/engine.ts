@@ -297,20 +297,22 @@ class ValidationEngine implements Engine {
   }
 }
 
+/** The optional fields of a result, in the order {@link withSource} copies them. */
+const RESULT_FIELDS = ['resultClass', 'address', 'candidates', 'company', 'hits', 'vatCode', 'requestId', 'error'] as const;
+// A field added to CachedResult but not to RESULT_FIELDS fails the build here (it would be dropped).
+const allFieldsCopied: [Exclude<keyof CachedResult, 'status' | (typeof RESULT_FIELDS)[number]>] extends [never] ? true : never = true;
+void allFieldsCopied;
+
 /**
  * A cached result with its source, its fields copied in one fixed order. Not `{ ...result, source }`:
  * V8 gives each such copy of an object with more than a few fields a hidden class of its own, and
  * every later read of a result (run report, connectors) then goes through a megamorphic lookup.
  */
 function withSource(result: CachedResult, source: Source): RecordResult {
-  const out: RecordResult = { status: result.status, source };
-  if (result.resultClass !== undefined) out.resultClass = result.resultClass;
-  if (result.address !== undefined) out.address = result.address;
-  if (result.candidates !== undefined) out.candidates = result.candidates;
-  if (result.company !== undefined) out.company = result.company;
-  if (result.hits !== undefined) out.hits = result.hits;
-  if (result.vatCode !== undefined) out.vatCode = result.vatCode;
-  if (result.requestId !== undefined) out.requestId = result.requestId;
-  if (result.error !== undefined) out.error = result.error;
-  return out;
+  const out: Record<string, unknown> = { status: result.status, source };
+  for (const field of RESULT_FIELDS) {
+    const value = result[field];
+    if (value !== undefined) out[field] = value;
+  }
+  return out as unknown as RecordResult;
 }
