@@ -44,30 +44,15 @@ export function planPage(
     const writes = decision.outcome === 'write';
     if (writes) changes += 1;
     else if (decision.outcome === 'unchanged') counts.unchanged += 1;
-    switch (result.status) {
-      case 'accepted':
-        counts.accepted += 1;
-        break;
-      case 'review':
-        counts.review += 1;
-        break;
-      case 'invalid':
-        counts.invalid += 1;
-        break;
-      case 'invalid-input':
-        counts.invalidInput += 1;
-        break;
-      case 'unavailable':
-        counts.unavailable += 1;
-        break;
-    }
+    if (result.status === 'invalid-input') counts.invalidInput += 1;
+    else counts[result.status] += 1;
     write.keys[i] = row.key;
     write.write[i] = writes;
     write.status[i] = result.status;
     write.resultClass[i] = result.resultClass ?? null;
     write.requestId[i] = result.requestId ?? result.error?.requestId ?? null;
     write.candidates[i] = json(reviewCandidates(result));
-    write.detail[i] = mode === 'address' ? null : json(resultDetail(result)); // address results carry candidates only
+    write.detail[i] = json(resultDetail(result));
     write.error[i] = json(result.error);
     for (let c = 0; c < columns.length; c += 1) {
       const before = row.values[c] ?? null;

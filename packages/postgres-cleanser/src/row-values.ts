@@ -59,16 +59,13 @@ function correctedValue(mode: Mode, field: string, result: RecordResult): string
  */
 export function decideRow(mode: Mode, row: SourceRow, columns: readonly MappedColumn[], result: RecordResult): RowDecision {
   if (result.status !== 'accepted') return { outcome: 'kept', after: row.values };
-  // A plain loop: this runs for every row of every page.
-  const after = new Array<string | null>(columns.length);
-  let changed = false;
-  for (let i = 0; i < columns.length; i += 1) {
+  const after = columns.map((c, i) => {
     const before = row.values[i] ?? null;
-    const corrected = correctedValue(mode, (columns[i] as MappedColumn).field, result);
-    const value = corrected === undefined || (corrected === '' && before === null) ? before : corrected;
-    after[i] = value;
-    if (value !== before) changed = true;
-  }
+    const corrected = correctedValue(mode, c.field, result);
+    if (corrected === undefined || (corrected === '' && before === null)) return before;
+    return corrected;
+  });
+  const changed = after.some((v, i) => v !== (row.values[i] ?? null));
   return { outcome: changed ? 'write' : 'unchanged', after };
 }
 
