@@ -2,7 +2,8 @@ import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { cleanse, exitCodeFor } from './cleanse.js';
 import { parseCli, USAGE } from './cli-args.js';
-import { dbTarget } from './db.js';
+import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
+import { connect, dbTarget } from './db.js';
 import { usageError } from './errors.js';
 import { rollback } from './rollback.js';
 import { status } from './status.js';
@@ -38,6 +39,15 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       const runs = await status({ db: cmd.db ?? '', logger, ...(cmd.runId ? { runId: cmd.runId } : {}) });
       if (cmd.json) for (const r of runs) out(r);
       else io.out(statusTable(runs));
+      return ExitCode.OK;
+    }
+    if (cmd.command === 'init') {
+      const client = await connect(dbTarget(cmd.db, logger.redactor));
+      try {
+        out({ schema: STATE_SCHEMA, version: await ensureSchema(client) });
+      } finally {
+        await client.end().catch(() => undefined);
+      }
       return ExitCode.OK;
     }
     if (cmd.command === 'rollback') {

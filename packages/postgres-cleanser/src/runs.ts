@@ -13,6 +13,8 @@ export interface RunSettings {
   accept: readonly ResultClass[];
   where: string | undefined;
   include: readonly string[] | undefined;
+  /** `--status-columns`: result → column; these columns are written and audited too. */
+  statusColumns?: Readonly<Record<string, string>> | undefined;
 }
 
 /** A run as stored in `dq_cleanse.runs`. */
@@ -41,6 +43,8 @@ function describe(target: TargetTable, settings: RunSettings): Record<string, un
     accept: [...settings.accept].sort(),
     where: settings.where ?? null,
     include: settings.include ? [...settings.include].sort() : null,
+    // Only when given, so that runs made without status columns keep the settings hash they had.
+    ...(settings.statusColumns ? { statusColumns: settings.statusColumns } : {}),
   };
 }
 
@@ -63,7 +67,7 @@ export async function openRun(
   const inserted = await client.query(
     `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, columns, options, options_hash, range_rows, state)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'running') ON CONFLICT (run_id) DO NOTHING`,
-    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), target.columns.map((c) => c.column), JSON.stringify(options), hash, rangeRows],
+    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), [...target.columns, ...target.status].map((c) => c.column), JSON.stringify(options), hash, rangeRows],
   );
   const { rows } = await client.query<{ options: Record<string, unknown>; options_hash: string; state: RunRecord['state']; range_rows: number }>(
     `SELECT options, options_hash, state, range_rows FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
