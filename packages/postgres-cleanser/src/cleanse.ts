@@ -5,7 +5,7 @@ import { createEngine, createLogger, DqError, exitCodeForError, exitCodeForRepor
 import type { Engine, Mode, PolicyStatus, ResultClass } from '@dq/core';
 import { ensureSchema } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
-import { CleanseError, usageError } from './errors.js';
+import { CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary } from './options.js';
 import { planPage } from './page-plan.js';
@@ -69,6 +69,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
   const connections: pg.Client[] = [];
   const slots: WorkerSlot[] = [];
   let engine: Engine | undefined;
+  let runId: string | undefined;
   try {
     const target = await inspectTable(client, {
       table: options.table, key: options.key, map: options.map, mode, where: options.where, write: !options.dryRun, statusColumns: options.statusColumns,
@@ -94,7 +95,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
     await ensureSchema(client);
     const statusColumns = target.status.length > 0 ? Object.fromEntries(target.status.map((c) => [c.field, c.column])) : undefined;
     const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns };
-    const run = await openRun(client, target, settings, options.runId ?? newRunId(), batchSize * pagesPerClaim);
+    runId = options.runId ?? newRunId();
+    const run = await openRun(client, target, settings, runId, batchSize * pagesPerClaim);
     const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']): CleanseSummary => ({
       ...base, ...rounded(), runId: run.runId, dryRun: false, state, exitCode, ...(error ? { error } : {}),
     });
@@ -126,6 +128,9 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
     }
     const done = await finishRun(client, run.runId);
     return summary(done ? 'done' : 'running', exitCodeForReport(engine.report(), { maxFailed: options.maxFailed ?? 0 }));
+  } catch (e) {
+    // Every page committed with its checkpoint, so the run resumes where the connection went.
+    throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`);
   } finally {
     await engine?.close().catch(() => undefined);
     await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
@@ -207,7 +212,6 @@ async function dryRun(
 /** The exit code for an error thrown by {@link cleanse}, {@link rollback} or {@link status}. */
 export function exitCodeFor(e: unknown): number {
   if (e instanceof CleanseError) return e.exitCode;
-  const code = (e as { code?: unknown })?.code;
-  if (typeof code === 'string' && (/^(08|57P)/.test(code) || ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code))) return ExitCode.TEMPFAIL;
+  if (isConnectionLoss(e)) return ExitCode.TEMPFAIL;
   return exitCodeForError(e);
 }

@@ -3,7 +3,7 @@ import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, inTransaction } from './db.js';
-import { CleanseError, usageError } from './errors.js';
+import { CleanseError, connectionLost, usageError } from './errors.js';
 import { inspectTable } from './preflight.js';
 import type { TargetTable } from './preflight.js';
 
@@ -101,6 +101,9 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     if (conflicts > 0) logger.warn('rows changed after the run were not restored', { runId: options.runId, count: conflicts, keys: conflictKeys.slice(0, 20) });
     // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).
     return { runId: options.runId, table: target.qualified, restored, conflicts, conflictKeys, exitCode: conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK };
+  } catch (e) {
+    // Each batch commits on its own and restored rows are marked: a rerun goes on from there.
+    throw connectionLost(e, db.where, `rerun dq-pg rollback --run ${options.runId} to finish`);
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -3,6 +3,7 @@ import { createLogger } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
+import { connectionLost } from './errors.js';
 
 /** One run as `dq-pg status` shows it; counts are over all processes of the run. */
 export interface RunStatus {
@@ -33,10 +34,13 @@ export interface RunStatus {
 /** Lists the runs recorded in this database (oldest first), or only `runId`. */
 export async function status(options: { db: string; runId?: string; logger?: Logger }): Promise<RunStatus[]> {
   const logger = options.logger ?? createLogger({ level: 'warn' });
-  const client = await connect(dbTarget(options.db, logger.redactor));
+  const target = dbTarget(options.db, logger.redactor);
+  const client = await connect(target);
   try {
     if (!(await schemaExists(client))) return [];
     return await readStatus(client, options.runId);
+  } catch (e) {
+    throw connectionLost(e, target.where);
   } finally {
     await client.end().catch(() => undefined);
   }
