@@ -13,7 +13,7 @@ import { PageStore } from './page-store.js';
 import { inspectTable } from './preflight.js';
 import type { TargetTable } from './preflight.js';
 import { toRecord } from './row-values.js';
-import { finishRun, newRunId, openRun, stopRun } from './runs.js';
+import { finishRun, holdRun, newRunId, openRun, stopRun } from './runs.js';
 import { RunHalt, workRange } from './range-worker.js';
 import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
@@ -96,6 +96,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
     const statusColumns = target.status.length > 0 ? Object.fromEntries(target.status.map((c) => [c.field, c.column])) : undefined;
     const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns };
     runId = options.runId ?? newRunId();
+    await holdRun(client, runId);
     const run = await openRun(client, target, settings, runId, batchSize * pagesPerClaim);
     const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']): CleanseSummary => ({
       ...base, ...rounded(), runId: run.runId, dryRun: false, state, exitCode, ...(error ? { error } : {}),

@@ -103,5 +103,6 @@ function statusTable(runs: readonly RunStatus[]): string {
   ].map(String));
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]?.length ?? 0)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
-  return `${[line(head), ...body.map(line)].join('\n')}\n`;
+  const resume = runs.filter((r) => r.resume).map((r) => `to resume ${r.runId} (${r.state}): ${r.resume} (with --db and the API settings)`);
+  return `${[line(head), ...body.map(line), ...(resume.length ? ['', ...resume] : [])].join('\n')}\n`;
 }

@@ -90,6 +90,26 @@ export async function openRun(
   return { runId, state, rangeRows: row.range_rows, created: (inserted.rowCount ?? 0) > 0 };
 }
 
+/**
+ * First key of the advisory lock a process holds (shared, for its whole session) while it works
+ * on a run; the second is `hashtext(run_id)`. `status` reads `pg_locks` (readable by every role) to
+ * tell a run being worked on from one whose processes died: row locks on the claimed ranges are
+ * invisible to other sessions.
+ */
+export const RUN_LOCK_CLASS = 1685147719;
+
+/** Takes this session's share of run `runId`'s lock; it goes when the connection does, however it ends. */
+export async function holdRun(client: pg.Client, runId: string): Promise<void> {
+  await client.query(`SELECT pg_advisory_lock_shared(${RUN_LOCK_CLASS}, hashtext($1))`, [runId]);
+}
+
+/** SQL: whether a live session holds run `<alias>.run_id` (see {@link RUN_LOCK_CLASS}). */
+export function runHeldSql(alias: string): string {
+  return `EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND l.classid = ${RUN_LOCK_CLASS}::oid AND l.objid::bigint = (hashtext(${alias}.run_id)::bigint & 4294967295))`;
+}
+
 /** Marks the run done when its key space is exhausted and every range is done; returns whether it is. */
 export async function finishRun(client: pg.Client, runId: string): Promise<boolean> {
   const res = await client.query(
