@@ -7,7 +7,7 @@ import { ensureSchema } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
-import type { CleanseOptions, CleanseProgress, CleanseSummary } from './options.js';
+import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
 import { planPage } from './page-plan.js';
 import { PageStore } from './page-store.js';
 import { inspectTable } from './preflight.js';
@@ -50,7 +50,10 @@ function emptyProgress(): CleanseProgress {
  * A stop during the work (quota, credentials: exit 3; platform down, interrupt: 75) is returned
  * in the summary with the run left `stopped` and consistent. Database failures are thrown.
  */
-export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> {
+export async function cleanse(options: CleanseOptions & { dryRun: true }): Promise<DryRunSummary>;
+export async function cleanse(options: CleanseOptions & { dryRun?: false }): Promise<CleanseSummary>;
+export async function cleanse(options: CleanseOptions): Promise<CleanseSummary | DryRunSummary>;
+export async function cleanse(options: CleanseOptions): Promise<CleanseSummary | DryRunSummary> {
   const logger = options.logger ?? createLogger({ level: 'warn' });
   logger.redactor.add(options.apiKey);
   const db = dbTarget(options.db, logger.redactor);
@@ -89,7 +92,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
       engine = makeEngine();
       await dryRun(engine, new PageStore(client, target, options.where), target, mode, batchSize, progress, options);
       const exitCode = exitCodeForReport(engine.report(), { maxFailed: options.maxFailed ?? 0 });
-      return { ...base, ...rounded(), runId: null, dryRun: true, state: 'dry-run', exitCode };
+      const { written, conflicts: _none, ...counts } = rounded();
+      return { table: target.qualified, ...counts, runId: null, dryRun: true, state: 'dry-run', wouldWrite: written, exitCode };
     }
 
     await ensureSchema(client);

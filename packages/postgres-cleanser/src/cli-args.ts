@@ -43,6 +43,7 @@ cleanse options:
                             to pay off; a crash then repeats up to two pages of calls), default 0
   --run-id <id>             run to resume or join; default a new id (printed)
   --dry-run                 write nothing; print each row that would change (NDJSON) and the counts
+                            (the summary's wouldWrite: rows a run would write)
   --max-failed <share>      exit 4 when unavailable rows exceed this share, default 0
 ${ENGINE_FLAGS_USAGE}
   --base-url <url>          address API host (env DQ_BASE_URL)

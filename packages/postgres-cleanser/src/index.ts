@@ -1,5 +1,5 @@
 export { cleanse, acceptPolicy, exitCodeFor } from './cleanse.js';
-export type { CleanseOptions, CleanseProgress, CleanseSummary, RowChange } from './options.js';
+export type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary, RowChange } from './options.js';
 export { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 export { rollback, rollbackSql } from './rollback.js';
 export type { RollbackOptions, RollbackSummary } from './rollback.js';

@@ -72,7 +72,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
         ...o, baseUrl: o.baseUrl, apiKey: o.apiKey, logger, signal: controller.signal,
         onChange: (change) => out({ type: 'change', ...change }),
       });
-      if (summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
+      if (!summary.dryRun && summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
       out({ type: 'summary', ...summary });
       return summary.exitCode;
     } finally {
