@@ -8,6 +8,7 @@ import { connect, dbTarget } from './db.js';
 import { CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
+import { allInvalidHint, autoMappingHint, unmappedLookalikes } from './mapping-hints.js';
 import { planPage } from './page-plan.js';
 import { PageStore } from './page-store.js';
 import { inspectTable } from './preflight.js';
@@ -77,6 +78,19 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const target = await inspectTable(client, {
       table: options.table, key: options.key, map: options.map, mode, where: options.where, write: !options.dryRun, statusColumns: options.statusColumns,
     });
+    const hint = options.onHint ?? ((text: string) => logger.warn(text));
+    const lookalikes = unmappedLookalikes(mode, target.columnNames ?? [], target.columns);
+    if (options.map === undefined && lookalikes.length > 0) hint(autoMappingHint(mode, target.qualified, target.columns, lookalikes));
+    let firstPage = true;
+    const userOnPage = options.onPage;
+    const onPage = (p: CleanseProgress): void => {
+      if (firstPage && p.rows > 0) {
+        firstPage = false;
+        if (p.byStatus['invalid-input'] === p.rows) hint(allInvalidHint(mode, p.rows, target.columns, lookalikes));
+      }
+      userOnPage?.(p);
+    };
+    options = { ...options, onPage };
     const makeEngine = (): Engine =>
       createEngine({
         ...options.engine, mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,

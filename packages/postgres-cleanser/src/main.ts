@@ -71,6 +71,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       const summary = await cleanse({
         ...o, baseUrl: o.baseUrl, apiKey: o.apiKey, logger, signal: controller.signal,
         onChange: (change) => out({ type: 'change', ...change }),
+        onHint: (text) => io.err(logger.redactor.redact(`dq-pg: hint: ${text}\n`)),
       });
       if (!summary.dryRun && summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
       out({ type: 'summary', ...summary });

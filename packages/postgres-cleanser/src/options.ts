@@ -61,6 +61,11 @@ export interface CleanseOptions {
   onChange?: (change: RowChange) => void;
   /** Receives the counts after every committed page. */
   onPage?: (progress: CleanseProgress) => void;
+  /**
+   * Receives advice on the mapping (columns that look like fields left unmapped; a first page of
+   * only invalid-input rows); default: logged as a warning.
+   */
+  onHint?: (text: string) => void;
 }
 
 /** A row a run would change (dry-run) with values per column. */

@@ -44,6 +44,8 @@ export interface TargetTable {
   columns: MappedColumn[];
   /** Columns that receive each row's status, class, request id and checked-at; empty: results go to the side table only. */
   status: StatusColumn[];
+  /** Every column of the table, in table order (for mapping hints). */
+  columnNames?: string[];
 }
 
 /** What to check: names as the user gave them. */
@@ -165,7 +167,7 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
       throw new CleanseError('where-invalid', `--where: the predicate is not valid for ${qualified}: ${(e as Error).message}`, { cause: e });
     }
   }
-  return { schema, table, qualified, key, columns: mapped, status };
+  return { schema, table, qualified, key, columns: mapped, status, columnNames: names };
 }
 
 async function findTable(client: pg.Client, given: string): Promise<{ oid: number; schema: string; table: string }> {
