@@ -9,16 +9,24 @@ export const STATE_SCHEMA = 'dq_cleanse';
 export const RANGE_TAKEN = 'DQ001';
 
 /**
- * Bookkeeping tables, created on first use. Keys are stored as text (the key column's text form)
+ * Version of the bookkeeping layout this dq-pg writes, kept in `schema_version`. A run only reads
+ * it; DDL runs only when it is missing or older (so a role that does not own the schema, with the
+ * grants the README lists, can run every command). 1: the layout before versioning; 2: the audit
+ * covers every row a run updated (status columns included), not only rows with corrections.
+ */
+export const SCHEMA_VERSION = 2;
+
+/**
+ * Bookkeeping tables, created when missing. Keys are stored as text (the key column's text form)
  * and cast back to the real type in SQL. The audit (before/after of every row written) lives
  * in the results row of the written row, so a page inserts one row per row; `audit` is a view of
- * it. `before`/`after` are `text[]` in the order of `runs.columns`, not jsonb: building a jsonb
- * object per row cost about as much as the guarded update itself (pg-cleanse benchmark); the
- * view turns them into objects keyed by column name. Keys use the "C" collation: plain byte order, the cheapest to index. No foreign keys: their KEY SHARE locks would make page
- * commits of several processes wait on the run row.
+ * it. `before`/`after` are `text[]` in the order of `runs.columns` (the mapped columns, then the
+ * status columns), not jsonb: building a jsonb object per row cost about as much as the guarded
+ * update itself (pg-cleanse benchmark); the view turns them into objects keyed by column name.
+ * Keys use the "C" collation: plain byte order, the cheapest to index. No foreign keys: their KEY
+ * SHARE locks would make page commits of several processes wait on the run row.
  */
-const DDL = `
-CREATE SCHEMA IF NOT EXISTS ${STATE_SCHEMA};
+const TABLES = `
 CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.runs (
   run_id       text PRIMARY KEY,
   table_name   text NOT NULL,
@@ -80,35 +88,66 @@ CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.results (
   rolled_back_at timestamptz,
   PRIMARY KEY (run_id, row_key)
 );
+CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.schema_version (version integer NOT NULL);`;
+
+/** Objects replaced (not only created) when the version changes: only the schema's owner may. */
+const OBJECTS = `
 CREATE OR REPLACE VIEW ${STATE_SCHEMA}.audit AS
   SELECT a.run_id, a.row_key, jsonb_object(r.columns, a.before) AS before, jsonb_object(r.columns, a.after) AS after,
          a.request_id, a.checked_at AS at, a.rollback, a.rolled_back_at
     FROM ${STATE_SCHEMA}.results a JOIN ${STATE_SCHEMA}.runs r ON r.run_id = a.run_id
-   WHERE a.outcome = 'written';
+   WHERE a.before IS NOT NULL;
 CREATE OR REPLACE FUNCTION ${STATE_SCHEMA}.range_taken(run text, range_no integer) RETURNS integer
   LANGUAGE plpgsql AS $$
 BEGIN
   RAISE EXCEPTION 'key range % of run % was taken over by another process', range_no, run USING ERRCODE = '${RANGE_TAKEN}';
 END $$;`;
 
+/** The stored layout version: null without a schema, 1 for a schema from before versioning. */
+async function storedVersion(client: pg.Client): Promise<number | null> {
+  const { rows } = await client.query<{ runs: boolean; versioned: boolean }>(
+    `SELECT to_regclass('${STATE_SCHEMA}.runs') IS NOT NULL AS runs, to_regclass('${STATE_SCHEMA}.schema_version') IS NOT NULL AS versioned`,
+  );
+  if (!rows[0]?.runs) return null;
+  if (!rows[0].versioned) return 1;
+  const v = await client.query<{ version: number }>(`SELECT max(version) AS version FROM ${STATE_SCHEMA}.schema_version`);
+  return v.rows[0]?.version ?? 1;
+}
+
 /**
- * Creates the bookkeeping schema if missing. Serialised with an advisory lock so that processes
- * starting together do not race on CREATE … IF NOT EXISTS.
+ * Makes sure the bookkeeping schema is there at {@link SCHEMA_VERSION}. When it is (every run but
+ * the first after an install or upgrade), nothing but a version read is sent: no DDL, so a role
+ * that does not own the schema runs with the grants the README lists. Otherwise what is missing is
+ * created, or an older layout migrated, under an advisory lock so that processes starting together
+ * do not race. Returns the version.
  */
-export async function ensureSchema(client: pg.Client): Promise<void> {
+export async function ensureSchema(client: pg.Client): Promise<number> {
+  const seen = await storedVersion(client);
+  if (seen !== null && seen >= SCHEMA_VERSION) return seen;
   try {
-    await inTransaction(client, async () => {
+    return await inTransaction(client, async () => {
       await client.query(`SELECT pg_advisory_xact_lock(hashtext('${STATE_SCHEMA}'))`);
-      await client.query(DDL);
+      const found = await storedVersion(client);
+      if (found !== null && found >= SCHEMA_VERSION) return found;
+      const schema = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = '${STATE_SCHEMA}'`);
+      // CREATE SCHEMA IF NOT EXISTS checks the database's CREATE privilege even when the schema exists.
+      if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${STATE_SCHEMA}`);
+      await client.query(TABLES);
+      await client.query(OBJECTS);
+      await client.query(`DELETE FROM ${STATE_SCHEMA}.schema_version`);
+      await client.query(`INSERT INTO ${STATE_SCHEMA}.schema_version (version) VALUES (${SCHEMA_VERSION})`);
+      return SCHEMA_VERSION;
     });
   } catch (e) {
     if ((e as { code?: string }).code === '42501') {
-      throw new CleanseError('permission-denied', `the database user may not create schema ${STATE_SCHEMA} or its tables; create it once as an owner, or GRANT CREATE`, { cause: e });
+      const what = seen === null
+        ? `may not create schema ${STATE_SCHEMA}`
+        : `may not upgrade schema ${STATE_SCHEMA} from layout version ${seen} to ${SCHEMA_VERSION} (only its owner may)`;
+      throw new CleanseError('permission-denied', `the database user ${what}: run "dq-pg init" once as the schema's owner (or a role with CREATE on the database), then grant this user what the README lists (${(e as Error).message})`, { cause: e });
     }
     throw e;
   }
 }
-
 /** Whether the bookkeeping schema exists (status and rollback do not create it). */
 export async function schemaExists(client: pg.Client): Promise<boolean> {
   const { rows } = await client.query<{ ok: boolean }>(`SELECT to_regclass('${STATE_SCHEMA}.runs') IS NOT NULL AS ok`);

@@ -5,15 +5,16 @@ import { createEngine, createLogger, DqError, exitCodeForError, exitCodeForRepor
 import type { Engine, Mode, PolicyStatus, ResultClass } from '@dq/core';
 import { ensureSchema } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
-import { CleanseError, usageError } from './errors.js';
+import { CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
-import type { CleanseOptions, CleanseProgress, CleanseSummary } from './options.js';
+import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
+import { allInvalidHint, autoMappingHint, unmappedLookalikes } from './mapping-hints.js';
 import { planPage } from './page-plan.js';
 import { PageStore } from './page-store.js';
 import { inspectTable } from './preflight.js';
 import type { TargetTable } from './preflight.js';
 import { toRecord } from './row-values.js';
-import { finishRun, newRunId, openRun, stopRun } from './runs.js';
+import { finishRun, holdRun, newRunId, openRun, stopRun } from './runs.js';
 import { RunHalt, workRange } from './range-worker.js';
 import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
@@ -50,7 +51,10 @@ function emptyProgress(): CleanseProgress {
  * A stop during the work (quota, credentials: exit 3; platform down, interrupt: 75) is returned
  * in the summary with the run left `stopped` and consistent. Database failures are thrown.
  */
-export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> {
+export async function cleanse(options: CleanseOptions & { dryRun: true }): Promise<DryRunSummary>;
+export async function cleanse(options: CleanseOptions & { dryRun?: false }): Promise<CleanseSummary>;
+export async function cleanse(options: CleanseOptions): Promise<CleanseSummary | DryRunSummary>;
+export async function cleanse(options: CleanseOptions): Promise<CleanseSummary | DryRunSummary> {
   const logger = options.logger ?? createLogger({ level: 'warn' });
   logger.redactor.add(options.apiKey);
   const db = dbTarget(options.db, logger.redactor);
@@ -69,10 +73,24 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
   const connections: pg.Client[] = [];
   const slots: WorkerSlot[] = [];
   let engine: Engine | undefined;
+  let runId: string | undefined;
   try {
     const target = await inspectTable(client, {
       table: options.table, key: options.key, map: options.map, mode, where: options.where, write: !options.dryRun, statusColumns: options.statusColumns,
     });
+    const hint = options.onHint ?? ((text: string) => logger.warn(text));
+    const lookalikes = unmappedLookalikes(mode, target.columnNames ?? [], target.columns);
+    if (options.map === undefined && lookalikes.length > 0) hint(autoMappingHint(mode, target.qualified, target.columns, lookalikes));
+    let firstPage = true;
+    const userOnPage = options.onPage;
+    const onPage = (p: CleanseProgress): void => {
+      if (firstPage && p.rows > 0) {
+        firstPage = false;
+        if (p.byStatus['invalid-input'] === p.rows) hint(allInvalidHint(mode, p.rows, target.columns, lookalikes));
+      }
+      userOnPage?.(p);
+    };
+    options = { ...options, onPage };
     const makeEngine = (): Engine =>
       createEngine({
         ...options.engine, mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
@@ -88,13 +106,16 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
       engine = makeEngine();
       await dryRun(engine, new PageStore(client, target, options.where), target, mode, batchSize, progress, options);
       const exitCode = exitCodeForReport(engine.report(), { maxFailed: options.maxFailed ?? 0 });
-      return { ...base, ...rounded(), runId: null, dryRun: true, state: 'dry-run', exitCode };
+      const { written, conflicts: _none, ...counts } = rounded();
+      return { table: target.qualified, ...counts, runId: null, dryRun: true, state: 'dry-run', wouldWrite: written, exitCode };
     }
 
     await ensureSchema(client);
     const statusColumns = target.status.length > 0 ? Object.fromEntries(target.status.map((c) => [c.field, c.column])) : undefined;
     const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns };
-    const run = await openRun(client, target, settings, options.runId ?? newRunId(), batchSize * pagesPerClaim);
+    runId = options.runId ?? newRunId();
+    await holdRun(client, runId);
+    const run = await openRun(client, target, settings, runId, batchSize * pagesPerClaim);
     const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']): CleanseSummary => ({
       ...base, ...rounded(), runId: run.runId, dryRun: false, state, exitCode, ...(error ? { error } : {}),
     });
@@ -126,6 +147,9 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
     }
     const done = await finishRun(client, run.runId);
     return summary(done ? 'done' : 'running', exitCodeForReport(engine.report(), { maxFailed: options.maxFailed ?? 0 }));
+  } catch (e) {
+    // Every page committed with its checkpoint, so the run resumes where the connection went.
+    throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`);
   } finally {
     await engine?.close().catch(() => undefined);
     await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
@@ -207,7 +231,6 @@ async function dryRun(
 /** The exit code for an error thrown by {@link cleanse}, {@link rollback} or {@link status}. */
 export function exitCodeFor(e: unknown): number {
   if (e instanceof CleanseError) return e.exitCode;
-  const code = (e as { code?: unknown })?.code;
-  if (typeof code === 'string' && (/^(08|57P)/.test(code) || ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code))) return ExitCode.TEMPFAIL;
+  if (isConnectionLoss(e)) return ExitCode.TEMPFAIL;
   return exitCodeForError(e);
 }

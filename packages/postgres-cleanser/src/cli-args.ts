@@ -12,6 +12,7 @@ export const USAGE = `Usage:
   dq-pg cleanse --db <url> --table <schema.table> [--key <column>] [--map <field>=<column>,...] [options]
   dq-pg rollback --db <url> --run <id>
   dq-pg status --db <url> [--run <id>] [--json]
+  dq-pg init --db <url>
 
 Cleans text columns of a PostgreSQL table in place with the data-quality platform. Rows are read
 in key order, a page at a time; corrected values are written only where the row still holds what
@@ -42,6 +43,7 @@ cleanse options:
                             to pay off; a crash then repeats up to two pages of calls), default 0
   --run-id <id>             run to resume or join; default a new id (printed)
   --dry-run                 write nothing; print each row that would change (NDJSON) and the counts
+                            (the summary's wouldWrite: rows a run would write)
   --max-failed <share>      exit 4 when unavailable rows exceed this share, default 0
 ${ENGINE_FLAGS_USAGE}
   --base-url <url>          address API host (env DQ_BASE_URL)
@@ -50,6 +52,8 @@ ${ENGINE_FLAGS_USAGE}
 
 rollback options:  --db <url>  --run <id>
 status options:    --db <url>  [--run <id>]  [--json]
+init:              creates (or upgrades) the bookkeeping schema dq_cleanse; run it once as the
+                   role that is to own it, then grant the ETL role what the README lists
 
 Exit codes: 0 done, 1 unexpected error, 2 bad usage or table/column/key problem, 3 key/account/
 quota stopped the run (fix, then rerun with --run-id), 4 done but --max-failed passed (rollback:
@@ -62,7 +66,8 @@ export type CliCommand =
   | { command: 'help' }
   | { command: 'cleanse'; options: Omit<CleanseOptions, 'baseUrl' | 'apiKey'> & { baseUrl?: string; apiKey?: string } }
   | { command: 'rollback'; db: string | undefined; runId: string }
-  | { command: 'status'; db: string | undefined; runId?: string; json: boolean };
+  | { command: 'status'; db: string | undefined; runId?: string; json: boolean }
+  | { command: 'init'; db: string | undefined };
 
 const MODES: readonly Mode[] = ['address', 'company', 'tr', 'vat'];
 const CLASSES: readonly ResultClass[] = ['A', 'B', 'C', 'D', 'E', 'F'];
@@ -98,6 +103,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   const db = v.db ?? envOf('DQ_DATABASE_URL');
   const [command, ...rest] = positionals;
   if (rest.length > 0) throw usageError('command', `unexpected "${rest.join(' ')}" after "${command}"`);
+  if (command === 'init') return { command, db };
   if (command === 'status') return { command, db, json: v.json ?? false, ...(v.run ? { runId: v.run } : {}) };
   if (command === 'rollback') {
     const runId = v.run ?? v['run-id'];
@@ -105,7 +111,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     return { command, db, runId };
   }
   if (command !== 'cleanse') {
-    throw usageError('command', `expected cleanse, rollback or status, got ${command === undefined ? 'nothing' : `"${command}"`}`);
+    throw usageError('command', `expected cleanse, rollback, status or init, got ${command === undefined ? 'nothing' : `"${command}"`}`);
   }
   if (!v.table) throw usageError('--table', 'required: the table to clean');
   const mode = oneOf('--mode', v.mode ?? 'address', MODES);

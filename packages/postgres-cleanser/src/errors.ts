@@ -52,7 +52,41 @@ export function usageError(flag: string, problem: string): CleanseError {
   return new CleanseError('usage', `${flag}: ${problem} (see dq-pg --help)`);
 }
 
-const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/** Network errors of a socket to the database server. */
+const UNREACHABLE_ERRNO = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENETRESET',
+  'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',
+]);
+
+/**
+ * node-postgres's own errors when the connection went away; they carry no code ("Connection
+ * terminated unexpectedly" when the server closed the socket, the "not queryable" ones for queries
+ * sent on such a client afterwards).
+ */
+const LOST_CONNECTION_MESSAGE = /^(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired)/;
+
+/**
+ * Whether `e` means the connection to the database is lost or cannot be made: a network error,
+ * SQLSTATE class 08 (connection exception) or 57P (server shutting down, crashed), or
+ * node-postgres's code-less "Connection terminated…" errors. The one test dq-pg uses wherever a
+ * database error is classified: every such loss ends a command with exit 75.
+ */
+export function isConnectionLoss(e: unknown): boolean {
+  if (e instanceof CleanseError) return e.code === 'db-unreachable';
+  const code = typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : '';
+  if (UNREACHABLE_ERRNO.has(code) || code.startsWith('08') || code.startsWith('57P')) return true;
+  return code === '' && e instanceof Error && LOST_CONNECTION_MESSAGE.test(e.message);
+}
+
+/**
+ * A lost connection as a {@link CleanseError} (`db-unreachable`, exit 75) saying what to do next
+ * (`then`); other errors are returned unchanged.
+ */
+export function connectionLost(e: unknown, where: string, then = 'retry later'): unknown {
+  if (e instanceof CleanseError || !isConnectionLoss(e)) return e;
+  const detail = (e as { code?: unknown }).code ? `${String((e as { code: unknown }).code)}: ${(e as Error).message}` : (e as Error).message;
+  return new CleanseError('db-unreachable', `lost the connection to the database ${where} (${detail}); ${then}`, { cause: e });
+}
 
 /**
  * Turns a node-postgres connection failure into a {@link CleanseError}: SQLSTATE class 28 (bad
@@ -65,8 +99,8 @@ export function connectionError(e: unknown, where: string): unknown {
   if (code.startsWith('28') || code === '3D000') {
     return new CleanseError('db-auth', `the database ${where} refused the connection (${code}): check the user, password and database name of --db`, { cause: e });
   }
-  if (UNREACHABLE_ERRNO.has(code) || code.startsWith('08') || code.startsWith('57P')) {
-    return new CleanseError('db-unreachable', `the database ${where} cannot be reached (${code}); retry later`, { cause: e });
+  if (isConnectionLoss(e)) {
+    return new CleanseError('db-unreachable', `the database ${where} cannot be reached (${code || (e as Error).message}); retry later`, { cause: e });
   }
   return e;
 }

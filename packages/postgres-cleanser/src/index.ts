@@ -1,5 +1,5 @@
 export { cleanse, acceptPolicy, exitCodeFor } from './cleanse.js';
-export type { CleanseOptions, CleanseProgress, CleanseSummary, RowChange } from './options.js';
+export type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary, RowChange } from './options.js';
 export { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 export { rollback, rollbackSql } from './rollback.js';
 export type { RollbackOptions, RollbackSummary } from './rollback.js';
@@ -10,7 +10,7 @@ export type { MappedColumn, TableSpec, TargetTable } from './preflight.js';
 export { pageReadSql, pageWriteSql, pageWriteParams, pageWriteParamTypes, PageStore, textArrayLiteral, textArrayParam } from './page-store.js';
 export type { PageWrite, PageCounts, PageCheckpoint } from './page-store.js';
 export { STATE_SCHEMA, ensureSchema } from './bookkeeping.js';
-export { CleanseError, cleanseErrorExitCodes } from './errors.js';
+export { CleanseError, cleanseErrorExitCodes, isConnectionLoss } from './errors.js';
 export type { CleanseErrorCode } from './errors.js';
 export { connect, dbTarget, quoteIdent } from './db.js';
 export type { DbTarget } from './db.js';

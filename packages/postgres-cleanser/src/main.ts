@@ -2,7 +2,8 @@ import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { cleanse, exitCodeFor } from './cleanse.js';
 import { parseCli, USAGE } from './cli-args.js';
-import { dbTarget } from './db.js';
+import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
+import { connect, dbTarget } from './db.js';
 import { usageError } from './errors.js';
 import { rollback } from './rollback.js';
 import { status } from './status.js';
@@ -40,6 +41,15 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       else io.out(statusTable(runs));
       return ExitCode.OK;
     }
+    if (cmd.command === 'init') {
+      const client = await connect(dbTarget(cmd.db, logger.redactor));
+      try {
+        out({ schema: STATE_SCHEMA, version: await ensureSchema(client) });
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+      return ExitCode.OK;
+    }
     if (cmd.command === 'rollback') {
       const summary = await rollback({ db: cmd.db ?? '', runId: cmd.runId, logger });
       out(summary);
@@ -61,8 +71,9 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       const summary = await cleanse({
         ...o, baseUrl: o.baseUrl, apiKey: o.apiKey, logger, signal: controller.signal,
         onChange: (change) => out({ type: 'change', ...change }),
+        onHint: (text) => io.err(logger.redactor.redact(`dq-pg: hint: ${text}\n`)),
       });
-      if (summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
+      if (!summary.dryRun && summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
       out({ type: 'summary', ...summary });
       return summary.exitCode;
     } finally {
@@ -93,5 +104,6 @@ function statusTable(runs: readonly RunStatus[]): string {
   ].map(String));
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]?.length ?? 0)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
-  return `${[line(head), ...body.map(line)].join('\n')}\n`;
+  const resume = runs.filter((r) => r.resume).map((r) => `to resume ${r.runId} (${r.state}): ${r.resume} (with --db and the API settings)`);
+  return `${[line(head), ...body.map(line), ...(resume.length ? ['', ...resume] : [])].join('\n')}\n`;
 }

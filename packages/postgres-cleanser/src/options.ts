@@ -61,6 +61,11 @@ export interface CleanseOptions {
   onChange?: (change: RowChange) => void;
   /** Receives the counts after every committed page. */
   onPage?: (progress: CleanseProgress) => void;
+  /**
+   * Receives advice on the mapping (columns that look like fields left unmapped; a first page of
+   * only invalid-input rows); default: logged as a warning.
+   */
+  onHint?: (text: string) => void;
 }
 
 /** A row a run would change (dry-run) with values per column. */
@@ -85,16 +90,29 @@ export interface CleanseProgress {
 
 /** What {@link cleanse} did, with the exit code for the CLI. */
 export interface CleanseSummary extends CleanseProgress {
-  /** Null for a dry run (which records nothing). */
-  runId: string | null;
+  runId: string;
   table: string;
-  dryRun: boolean;
+  dryRun: false;
   /** State of the run afterwards: `done`, `running` (other processes still hold ranges), `stopped`. */
-  state: 'done' | 'running' | 'stopped' | 'rolled-back' | 'dry-run';
+  state: 'done' | 'running' | 'stopped' | 'rolled-back';
   exitCode: number;
   /** Keys of rows not written because someone changed them after they were read (first 100). */
   conflictKeys: string[];
   error?: { code: string; message: string; requestId?: string };
+}
+
+/**
+ * What a dry run found: the counts of a run, except that nothing was written, so `wouldWrite`
+ * (rows whose values would change) stands where a run has `written`, and there are no conflicts.
+ */
+export interface DryRunSummary extends Omit<CleanseProgress, 'written' | 'conflicts'> {
+  runId: null;
+  table: string;
+  dryRun: true;
+  state: 'dry-run';
+  /** Rows a run with these settings would write (each printed as a `change` line). */
+  wouldWrite: number;
+  exitCode: number;
 }
 
 /** Default rows per page. */

@@ -25,6 +25,8 @@ export function planPage(
   rows: readonly SourceRow[],
   results: readonly RecordResult[],
   apiCalls: number,
+  /** Status columns of the table (`--status-columns`): their values as read go to the audit. */
+  statusColumns = 0,
 ): PagePlan {
   const n = rows.length;
   if (results.length !== n) throw new Error(`the engine returned ${results.length} results for ${n} rows`);
@@ -32,6 +34,7 @@ export function planPage(
   const write: PageWrite = {
     keys: sized(), write: sized(), status: sized(), resultClass: sized(), requestId: sized(), candidates: sized(), detail: sized(), error: sized(),
     before: columns.map(() => sized()), after: columns.map(() => sized()),
+    statusBefore: Array.from({ length: statusColumns }, () => sized()),
   };
   const counts: PageCounts = { rowsRead: n, unchanged: 0, accepted: 0, review: 0, invalid: 0, invalidInput: 0, unavailable: 0, apiCalls };
   const decisions = sized<RowDecision>();
@@ -62,6 +65,7 @@ export function planPage(
       // value is not sent twice.
       (write.after[c] as (string | null)[])[i] = writes && after !== before ? after : null;
     }
+    for (let s = 0; s < statusColumns; s += 1) (write.statusBefore?.[s] as (string | null)[])[i] = row.status?.[s] ?? null;
   }
   return { write, decisions, counts, changes };
 }

@@ -22,6 +22,8 @@ export interface PageWrite {
    */
   before: (string | null)[][];
   after: (string | null)[][];
+  /** Per status column: its values as read (text), audited and guarded like the mapped columns'. */
+  statusBefore?: (string | null)[][];
 }
 
 /** Progress counters of one page, added to the range's `progress` row. */
@@ -48,7 +50,7 @@ export function pageReadSql(target: TargetTable, where: string | undefined, lowe
   if (upper) conds.push(`${target.qualified}.${k} <= $${++n}::${target.key.type}`);
   if (where !== undefined) conds.push(`(${where})`);
   const t = target.qualified;
-  const cols = target.columns.map((c) => `${t}.${c.quoted}`).join(', ');
+  const cols = [...target.columns.map((c) => `${t}.${c.quoted}`), ...target.status.map((s) => `${t}.${s.quoted}::text`)].join(', ');
   // ORDER BY the table's column, qualified: a bare name would sort by the text output column.
   return `SELECT ${t}.${k}::text AS dq_key, ${cols} FROM ${t}${conds.length ? ` WHERE ${conds.join(' AND ')}` : ''} ORDER BY ${t}.${k} LIMIT $${n + 1}`;
 }
@@ -69,7 +71,7 @@ const FIXED_TYPES = ['text', 'timestamptz', 'text', 'KEY', 'KEY', 'KEY[]', 'bool
 /** SQL types of the parameters of {@link pageWriteSql}, in order (for PREPARE). */
 export function pageWriteParamTypes(target: TargetTable): string[] {
   const fixed = FIXED_TYPES.map((t) => t.replace('KEY', target.key.type));
-  return [...fixed, ...target.columns.flatMap(() => ['text[]', 'text[]'])];
+  return [...fixed, ...target.columns.flatMap(() => ['text[]', 'text[]']), ...target.status.map(() => 'text[]')];
 }
 
 /**
@@ -96,7 +98,15 @@ export function pageWriteSql(target: TargetTable): string {
     arrays.push(`$${first + 2 * i}::text[]`, `$${first + 1 + 2 * i}::text[]`);
     names.push(`o${i}`, `n${i}`);
   });
-  const guard = columns.map((c, i) => `t.${c.quoted} IS NOT DISTINCT FROM v.o${i}::${c.type}`).join(' AND ');
+  const firstStatus = first + 2 * columns.length;
+  target.status.forEach((_, i) => {
+    arrays.push(`$${firstStatus + i}::text[]`);
+    names.push(`s${i}`);
+  });
+  const guard = [
+    ...columns.map((c, i) => `t.${c.quoted} IS NOT DISTINCT FROM v.o${i}::${c.type}`),
+    ...target.status.map((s, i) => `t.${s.quoted} IS NOT DISTINCT FROM v.s${i}::${s.type}`),
+  ].join(' AND ');
   // With status columns every row of the page is updated (its status, and its corrections if it
   // has any); without, only the rows with corrections. Either way only rows still holding the
   // values read (the guard); `wr` are the rows whose corrections were written.
@@ -106,14 +116,17 @@ export function pageWriteSql(target: TargetTable): string {
     ...columns.map((c, i) => (withStatus ? `${c.quoted} = CASE WHEN v.w THEN COALESCE(v.n${i}, v.o${i}) ELSE t.${c.quoted} END` : `${c.quoted} = COALESCE(v.n${i}, v.o${i})`)),
     ...target.status.map((s) => `${s.quoted} = ${statusValue[s.field]}`),
   ].join(', ');
-  // text[] in mapping order (runs.columns), not jsonb_build_object: see bookkeeping.ts.
-  const before = `ARRAY[${columns.map((_, i) => `v.o${i}`).join(', ')}]::text[]`;
-  const after = `ARRAY[${columns.map((_, i) => `COALESCE(v.n${i}, v.o${i})`).join(', ')}]::text[]`;
+  // text[] in the order of runs.columns (mapped, then status columns), not jsonb_build_object: see
+  // bookkeeping.ts. Every row updated is audited, status columns included: a status column's new
+  // value is the text of what the UPDATE stored (RETURNING shows the new row).
+  const before = `ARRAY[${[...columns.map((_, i) => `v.o${i}`), ...target.status.map((_, i) => `v.s${i}`)].join(', ')}]::text[]`;
+  const after = `ARRAY[${[...columns.map((_, i) => `COALESCE(v.n${i}, v.o${i})`), ...target.status.map((_, i) => `u.s${i}`)].join(', ')}]::text[]`;
+  const returned = ['t.' + key.quoted + ' AS k', 'v.w AS w', ...target.status.map((s, i) => `t.${s.quoted}::text AS s${i}`)].join(', ');
   return `WITH v AS (SELECT * FROM unnest(${arrays.join(', ')}) AS v(${names.join(', ')})),
 upd AS (
   UPDATE ${qualified} AS t SET ${set} FROM v
    WHERE ${withStatus ? '' : 'v.w AND '}t.${key.quoted} = v.k AND t.${key.quoted} >= $4::${kt} AND t.${key.quoted} <= $5::${kt} AND ${guard}
-  RETURNING t.${key.quoted} AS k, v.w AS w),
+  RETURNING ${returned}),
 wr AS (SELECT k FROM upd WHERE w),
 prog AS (
   UPDATE ${STATE_SCHEMA}.progress SET last_key = $16, done = $17, worker = $3, rows_read = rows_read + $18,
@@ -126,10 +139,10 @@ prog AS (
 res AS (
   INSERT INTO ${STATE_SCHEMA}.results (run_id, row_key, status, result_class, outcome, request_id, candidates, detail, error, checked_at, worker, before, after)
   SELECT $1, v.k::text, v.status, v.class,
-         CASE WHEN wr.k IS NOT NULL THEN 'written' WHEN v.w THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
+         CASE WHEN u.w THEN 'written' WHEN v.w THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
          v.rid, v.cand, v.detail, v.err, $2, $3,
-         CASE WHEN wr.k IS NOT NULL THEN ${before} END, CASE WHEN wr.k IS NOT NULL THEN ${after} END
-    FROM v LEFT JOIN wr ON wr.k = v.k)
+         CASE WHEN u.k IS NOT NULL THEN ${before} END, CASE WHEN u.k IS NOT NULL THEN ${after} END
+    FROM v LEFT JOIN upd u ON u.k = v.k)
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM prog) THEN ${STATE_SCHEMA}.range_taken($1, $14) END AS taken,
        (SELECT count(*) FROM wr)::int AS written,
        ARRAY(SELECT v.k::text FROM v WHERE v.w AND NOT EXISTS (SELECT 1 FROM wr WHERE wr.k = v.k)) AS conflicts`;
@@ -181,6 +194,7 @@ export function pageWriteParams(runId: string, worker: string, checkedAt: Date, 
     k.invalid, k.invalidInput, k.unavailable, k.apiCalls,
   ];
   page.before.forEach((old, i) => params.push(textArrayParam(old), textArrayParam(page.after[i] ?? [])));
+  for (const old of page.statusBefore ?? []) params.push(textArrayParam(old));
   return params;
 }
 
@@ -218,7 +232,9 @@ export class PageStore {
     if (upTo !== null) values.push(upTo);
     values.push(limit);
     const res = await this.#reader.query<unknown[]>({ name: `dq_read_${variant}`, text, values, rowMode: 'array' });
-    return res.rows.map((r) => ({ key: r[0] as string, values: r.slice(1) as (string | null)[] }));
+    const n = this.#target.columns.length + 1;
+    if (this.#target.status.length === 0) return res.rows.map((r) => ({ key: r[0] as string, values: r.slice(1) as (string | null)[] }));
+    return res.rows.map((r) => ({ key: r[0] as string, values: r.slice(1, n) as (string | null)[], status: r.slice(n) as (string | null)[] }));
   }
 
   /**

@@ -25,6 +25,8 @@ export interface StatusColumn {
   field: StatusField;
   column: string;
   quoted: string;
+  /** SQL type as `format_type` spells it; the audited old value is cast back to it. */
+  type: string;
 }
 
 /** A table checked against the catalog: everything the reader and the writer need. */
@@ -42,6 +44,8 @@ export interface TargetTable {
   columns: MappedColumn[];
   /** Columns that receive each row's status, class, request id and checked-at; empty: results go to the side table only. */
   status: StatusColumn[];
+  /** Every column of the table, in table order (for mapping hints). */
+  columnNames?: string[];
 }
 
 /** What to check: names as the user gave them. */
@@ -135,7 +139,9 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     seen.add(m.column);
   }
 
-  const status = Object.entries(spec.statusColumns ?? {}).map(([field, wanted]): StatusColumn => {
+  // In STATUS_FIELDS order, whatever the flag's order: the run's audit arrays follow it.
+  const statusEntries = Object.entries(spec.statusColumns ?? {}).sort(([a], [b]) => STATUS_FIELDS.indexOf(a as StatusField) - STATUS_FIELDS.indexOf(b as StatusField));
+  const status = statusEntries.map(([field, wanted]): StatusColumn => {
     if (!STATUS_FIELDS.includes(field as StatusField)) throw usageError('--status-columns', `unknown result "${field}"; use ${STATUS_FIELDS.join(', ')}`);
     const row = column(wanted as string, `--status-columns ${field}`);
     if (row.name === key.column || seen.has(row.name)) {
@@ -148,18 +154,20 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     }
     if (row.generated !== '') throw new CleanseError('column-type', `--status-columns ${field}: column "${row.name}" of ${qualified} is generated and cannot be written`);
     seen.add(row.name);
-    return { field: field as StatusField, column: row.name, quoted: quoteIdent(row.name) };
+    return { field: field as StatusField, column: row.name, quoted: quoteIdent(row.name), type: row.type };
   });
 
   await checkPrivileges(client, oid, qualified, spec.write);
   if (spec.where !== undefined) {
     try {
-      await client.query(`EXPLAIN SELECT 1 FROM ${qualified} WHERE (${spec.where})`);
+      // The extended protocol takes one statement only: a predicate that closes the parenthesis
+      // and appends another statement is refused here, not run (even with --dry-run).
+      await client.query({ text: `EXPLAIN SELECT 1 FROM ${qualified} WHERE (${spec.where})`, queryMode: 'extended' } as pg.QueryConfig);
     } catch (e) {
       throw new CleanseError('where-invalid', `--where: the predicate is not valid for ${qualified}: ${(e as Error).message}`, { cause: e });
     }
   }
-  return { schema, table, qualified, key, columns: mapped, status };
+  return { schema, table, qualified, key, columns: mapped, status, columnNames: names };
 }
 
 async function findTable(client: pg.Client, given: string): Promise<{ oid: number; schema: string; table: string }> {

@@ -57,7 +57,7 @@ async function prepare(ctx: WorkContext, after: string | null, hi: string | null
   // validated at the same time. Each distinct request is the `api` source of exactly one result.
   let calls = 0;
   for (const r of results) if (r.source === 'api') calls += 1;
-  return { rows, results, plan: planPage(ctx.mode, ctx.target.columns, rows, results, calls) };
+  return { rows, results, plan: planPage(ctx.mode, ctx.target.columns, rows, results, calls, ctx.target.status.length) };
 }
 
 /** Marks a promise handled now (it is awaited later) so that a rejection meanwhile is not "unhandled". */

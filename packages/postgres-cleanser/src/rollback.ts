@@ -3,7 +3,7 @@ import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, inTransaction } from './db.js';
-import { CleanseError, usageError } from './errors.js';
+import { CleanseError, connectionLost, usageError } from './errors.js';
 import { inspectTable } from './preflight.js';
 import type { TargetTable } from './preflight.js';
 
@@ -29,19 +29,27 @@ export interface RollbackSummary {
   exitCode: number;
 }
 
+/** A column the run wrote and audited: mapped or status column. */
+export interface AuditedColumn {
+  column: string;
+  quoted: string;
+  type: string;
+}
+
 /**
  * The batch restore: audit rows not yet restored, in key order after `$2`, set back to their
- * `before` values, but only where every mapped column still holds the run's `after` value; every
- * audit row of the batch is marked `restored` or `conflict`. `target.columns` must be in the order
- * of the run's `columns` (the order of the `before`/`after` arrays).
+ * `before` values, but only where every audited column still holds the run's `after` value; every
+ * audit row of the batch is marked `restored` or `conflict`. `columns` must be in the order of the
+ * run's `columns` (the order of the `before`/`after` arrays): the mapped columns, then the status
+ * columns, which the run wrote on every row it updated.
  */
-export function rollbackSql(target: TargetTable): string {
+export function rollbackSql(target: Pick<TargetTable, 'key' | 'qualified'> & { columns: readonly AuditedColumn[] }): string {
   const { key, qualified, columns } = target;
-  const set = columns.map((c, i) => `${c.quoted} = a.before[${i + 1}]`).join(', ');
+  const set = columns.map((c, i) => `${c.quoted} = a.before[${i + 1}]::${c.type}`).join(', ');
   const guard = columns.map((c, i) => `t.${c.quoted} IS NOT DISTINCT FROM a.after[${i + 1}]::${c.type}`).join(' AND ');
   return `WITH a AS (
   SELECT row_key, before, after FROM ${STATE_SCHEMA}.results
-   WHERE run_id = $1 AND ($2::text IS NULL OR row_key > $2) AND outcome = 'written' AND rollback IS DISTINCT FROM 'restored'
+   WHERE run_id = $1 AND ($2::text IS NULL OR row_key > $2) AND before IS NOT NULL AND rollback IS DISTINCT FROM 'restored'
    ORDER BY row_key LIMIT $3),
 upd AS (
   UPDATE ${qualified} AS t SET ${set} FROM a
@@ -68,7 +76,9 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
   const client = await connect(db);
   try {
     const run = await loadRun(client, options.runId);
-    const inspected = await inspectTable(client, { table: run.table_name, key: run.key_column, map: run.mapping, mode: run.mode, write: true });
+    const inspected = await inspectTable(client, {
+      table: run.table_name, key: run.key_column, map: run.mapping, mode: run.mode, write: true, ...(run.status ? { statusColumns: run.status } : {}),
+    });
     const target = { ...inspected, columns: run.columns.map((name) => columnNamed(inspected, name)) };
     await refuseIfActive(client, options.runId);
     const sql = rollbackSql(target);
@@ -91,14 +101,17 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     if (conflicts > 0) logger.warn('rows changed after the run were not restored', { runId: options.runId, count: conflicts, keys: conflictKeys.slice(0, 20) });
     // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).
     return { runId: options.runId, table: target.qualified, restored, conflicts, conflictKeys, exitCode: conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK };
+  } catch (e) {
+    // Each batch commits on its own and restored rows are marked: a rerun goes on from there.
+    throw connectionLost(e, db.where, `rerun dq-pg rollback --run ${options.runId} to finish`);
   } finally {
     await client.end().catch(() => undefined);
   }
 }
 
-/** The mapped column `name` of the inspected table (the run's mapping names exactly these). */
-function columnNamed(target: TargetTable, name: string): TargetTable['columns'][number] {
-  const column = target.columns.find((c) => c.column === name);
+/** The mapped or status column `name` of the inspected table (the run's settings name exactly these). */
+function columnNamed(target: TargetTable, name: string): AuditedColumn {
+  const column = [...target.columns, ...target.status].find((c) => c.column === name);
   if (!column) throw new CleanseError('column-not-found', `the run's audit has column ${name}, which the run's mapping no longer resolves to; was the table altered since the run?`);
   return column;
 }
@@ -110,12 +123,14 @@ interface StoredRun {
   /** Mapped columns in the order of the audit's before/after arrays. */
   columns: string[];
   mode: 'address';
+  /** `--status-columns` of the run, when it had any. */
+  status: Record<string, string> | null;
 }
 
 async function loadRun(client: pg.Client, runId: string): Promise<StoredRun> {
   if (!(await schemaExists(client))) throw new CleanseError('run-not-found', `--run ${runId}: this database has no dq-pg runs (no ${STATE_SCHEMA} schema)`);
   const { rows } = await client.query<StoredRun>(
-    `SELECT table_name, key_column, mapping, columns, options ->> 'mode' AS mode FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
+    `SELECT table_name, key_column, mapping, columns, options ->> 'mode' AS mode, options -> 'statusColumns' AS status FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
     [runId],
   );
   const run = rows[0];

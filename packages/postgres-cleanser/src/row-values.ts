@@ -5,6 +5,8 @@ import type { MappedColumn } from './preflight.js';
 export interface SourceRow {
   key: string;
   values: (string | null)[];
+  /** The status columns' values as text (`--status-columns`, in their order); absent without. */
+  status?: (string | null)[];
 }
 
 /** What a page does with one row. */

@@ -13,6 +13,8 @@ export interface RunSettings {
   accept: readonly ResultClass[];
   where: string | undefined;
   include: readonly string[] | undefined;
+  /** `--status-columns`: result → column; these columns are written and audited too. */
+  statusColumns?: Readonly<Record<string, string>> | undefined;
 }
 
 /** A run as stored in `dq_cleanse.runs`. */
@@ -41,6 +43,8 @@ function describe(target: TargetTable, settings: RunSettings): Record<string, un
     accept: [...settings.accept].sort(),
     where: settings.where ?? null,
     include: settings.include ? [...settings.include].sort() : null,
+    // Only when given, so that runs made without status columns keep the settings hash they had.
+    ...(settings.statusColumns ? { statusColumns: settings.statusColumns } : {}),
   };
 }
 
@@ -63,7 +67,7 @@ export async function openRun(
   const inserted = await client.query(
     `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, columns, options, options_hash, range_rows, state)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'running') ON CONFLICT (run_id) DO NOTHING`,
-    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), target.columns.map((c) => c.column), JSON.stringify(options), hash, rangeRows],
+    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), [...target.columns, ...target.status].map((c) => c.column), JSON.stringify(options), hash, rangeRows],
   );
   const { rows } = await client.query<{ options: Record<string, unknown>; options_hash: string; state: RunRecord['state']; range_rows: number }>(
     `SELECT options, options_hash, state, range_rows FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
@@ -84,6 +88,26 @@ export async function openRun(
     state = 'running';
   }
   return { runId, state, rangeRows: row.range_rows, created: (inserted.rowCount ?? 0) > 0 };
+}
+
+/**
+ * First key of the advisory lock a process holds (shared, for its whole session) while it works
+ * on a run; the second is `hashtext(run_id)`. `status` reads `pg_locks` (readable by every role) to
+ * tell a run being worked on from one whose processes died: row locks on the claimed ranges are
+ * invisible to other sessions.
+ */
+export const RUN_LOCK_CLASS = 1685147719;
+
+/** Takes this session's share of run `runId`'s lock; it goes when the connection does, however it ends. */
+export async function holdRun(client: pg.Client, runId: string): Promise<void> {
+  await client.query(`SELECT pg_advisory_lock_shared(${RUN_LOCK_CLASS}, hashtext($1))`, [runId]);
+}
+
+/** SQL: whether a live session holds run `<alias>.run_id` (see {@link RUN_LOCK_CLASS}). */
+export function runHeldSql(alias: string): string {
+  return `EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND l.classid = ${RUN_LOCK_CLASS}::oid AND l.objid::bigint = (hashtext(${alias}.run_id)::bigint & 4294967295))`;
 }
 
 /** Marks the run done when its key space is exhausted and every range is done; returns whether it is. */

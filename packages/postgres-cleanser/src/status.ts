@@ -3,12 +3,21 @@ import { createLogger } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
+import { CleanseError, connectionLost } from './errors.js';
+import { runHeldSql } from './runs.js';
 
 /** One run as `dq-pg status` shows it; counts are over all processes of the run. */
 export interface RunStatus {
   runId: string;
   table: string;
+  /**
+   * `running` (a live process works on it), `interrupted` (recorded as running, but no process
+   * holds it any more: killed, or its database connection was lost), `stopped` (quota, key,
+   * platform down, signal: see `lastError`), `done`, `rolled-back`.
+   */
   state: string;
+  /** For an interrupted or stopped run: the command that resumes it (add --db and the API settings). */
+  resume?: string;
   createdAt: string;
   updatedAt: string;
   /** Claimed key ranges so far, and how many are done. */
@@ -33,10 +42,16 @@ export interface RunStatus {
 /** Lists the runs recorded in this database (oldest first), or only `runId`. */
 export async function status(options: { db: string; runId?: string; logger?: Logger }): Promise<RunStatus[]> {
   const logger = options.logger ?? createLogger({ level: 'warn' });
-  const client = await connect(dbTarget(options.db, logger.redactor));
+  const target = dbTarget(options.db, logger.redactor);
+  const client = await connect(target);
   try {
-    if (!(await schemaExists(client))) return [];
-    return await readStatus(client, options.runId);
+    const runs = (await schemaExists(client)) ? await readStatus(client, options.runId) : [];
+    if (options.runId !== undefined && runs.length === 0) {
+      throw new CleanseError('run-not-found', `--run ${options.runId}: no run ${options.runId} in this database; dq-pg status lists the runs`);
+    }
+    return runs;
+  } catch (e) {
+    throw connectionLost(e, target.where);
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -44,7 +59,7 @@ export async function status(options: { db: string; runId?: string; logger?: Log
 
 async function readStatus(client: pg.Client, runId: string | undefined): Promise<RunStatus[]> {
   const { rows } = await client.query<Record<string, unknown>>(
-    `SELECT r.run_id, r.table_name, r.state, r.created_at, r.updated_at, r.last_error,
+    `SELECT r.run_id, r.table_name, r.state, r.created_at, r.updated_at, r.last_error, r.key_column, r.options, ${runHeldSql('r')} AS held,
             count(p.range_no)::int AS ranges, (count(p.range_no) FILTER (WHERE p.done))::int AS ranges_done,
             COALESCE(sum(p.rows_read), 0)::float8 AS rows, COALESCE(sum(p.written), 0)::float8 AS written,
             COALESCE(sum(p.unchanged), 0)::float8 AS unchanged, COALESCE(sum(p.conflicts), 0)::float8 AS conflicts,
@@ -58,10 +73,17 @@ async function readStatus(client: pg.Client, runId: string | undefined): Promise
       GROUP BY r.run_id ORDER BY r.created_at, r.run_id`,
     [runId ?? null],
   );
-  return rows.map((r) => ({
+  return rows.map((r) => {
+    const stored = r['state'] as string;
+    const state = stored === 'running' && r['held'] !== true ? 'interrupted' : stored;
+    const resume = state === 'interrupted' || state === 'stopped'
+      ? resumeCommand(r['run_id'] as string, r['table_name'] as string, r['key_column'] as string, r['options'] as Record<string, unknown>)
+      : undefined;
+    return {
     runId: r['run_id'] as string,
     table: r['table_name'] as string,
-    state: r['state'] as string,
+    state,
+    ...(resume ? { resume } : {}),
     createdAt: (r['created_at'] as Date).toISOString(),
     updatedAt: (r['updated_at'] as Date).toISOString(),
     ranges: r['ranges'] as number,
@@ -79,5 +101,25 @@ async function readStatus(client: pg.Client, runId: string | undefined): Promise
     restored: r['restored'] as number,
     rollbackConflicts: r['rollback_conflicts'] as number,
     lastError: (r['last_error'] as RunStatus['lastError']) ?? null,
-  }));
+    };
+  });
+}
+
+/** A shell word: as is when plain, else in single quotes. */
+function shellWord(text: string): string {
+  return /^[A-Za-z0-9_.,:=@%/+-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The `dq-pg cleanse` command with the settings a run was made with (a run only resumes with the same ones). */
+function resumeCommand(runId: string, table: string, key: string, options: Record<string, unknown>): string {
+  const pairs = (o: unknown): string => Object.entries((o ?? {}) as Record<string, string>).map(([f, c]) => `${f}=${c}`).join(',');
+  const args = ['dq-pg', 'cleanse', '--table', table, '--key', key, '--map', pairs(options['mapping'])];
+  if (options['mode'] && options['mode'] !== 'address') args.push('--mode', String(options['mode']));
+  if (typeof options['country'] === 'string') args.push('--country', options['country']);
+  if (Array.isArray(options['accept'])) args.push('--accept', options['accept'].join(','));
+  if (typeof options['where'] === 'string') args.push('--where', options['where']);
+  if (Array.isArray(options['include'])) args.push('--include', options['include'].join(','));
+  if (options['statusColumns']) args.push('--status-columns', pairs(options['statusColumns']));
+  args.push('--run-id', runId);
+  return args.map(shellWord).join(' ');
 }

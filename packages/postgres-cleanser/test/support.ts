@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -124,4 +125,25 @@ export function summaryOf(result: CliResult): Record<string, unknown> {
   const line = result.stdout.trim().split('\n').reverse().find((l) => l.includes('"type":"summary"'));
   if (!line) throw new Error(`no summary line; exit ${result.code}; stderr: ${result.stderr}`);
   return JSON.parse(line) as Record<string, unknown>;
+}
+
+/**
+ * Creates a login role that owns nothing dq-pg uses and gives it exactly the grants the README
+ * lists for an ETL role (the bookkeeping schema must exist: `dq-pg init` as its owner); returns the
+ * role's connection URL for the database at `ownerUrl`.
+ */
+export async function createEtlRole(ownerUrl: string, tables: readonly string[] = ['public.customers']): Promise<string> {
+  const name = `etl_${randomBytes(4).toString('hex')}`;
+  const password = randomBytes(12).toString('hex');
+  await withClient(ownerUrl, async (c) => {
+    await c.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'`);
+    // The README's grants, word for word.
+    await c.query(`GRANT USAGE ON SCHEMA dq_cleanse TO ${name}`);
+    await c.query(`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dq_cleanse TO ${name}`);
+    for (const table of tables) await c.query(`GRANT SELECT, UPDATE ON ${table} TO ${name}`);
+  });
+  const url = new URL(ownerUrl);
+  url.username = name;
+  url.password = password;
+  return url.toString();
 }

