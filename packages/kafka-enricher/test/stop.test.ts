@@ -36,7 +36,7 @@ it('drains on SIGTERM mid-stream: exits 0 within the drain bound, commits only d
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   const { messages } = dataset(6_000, 20);
   const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
-  const args = cliArgs(kafka.brokers, kafka.external, names, ['--metrics-port', '0', '--drain-timeout-ms', '5000', '--batch-size', '100']);
+  const args = cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--drain-timeout-ms', '5000', '--batch-size', '100']);
   await produce(kafka.brokers, names.input, messages.slice(0, 500));
   const first = spawnEnricher(args, env);
   runs.push(first);

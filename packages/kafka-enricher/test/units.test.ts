@@ -83,11 +83,11 @@ describe('command line', () => {
   it('takes every flag from DQ_KAFKA_* when not given, flags winning', () => {
     const cmd = parseCli(['enrich', '--group', 'from-flag'], {
       DQ_KAFKA_BROKERS: 'a:1,b:2', DQ_KAFKA_GROUP: 'from-env', DQ_KAFKA_INPUT: 'i', DQ_KAFKA_OUTPUT: 'o', DQ_KAFKA_DLQ: 'd', DQ_KAFKA_MAP: 'street=/s',
-      DQ_BASE_URL: 'http://x', DQ_API_KEY: 'k', DQ_KAFKA_MAX_IN_FLIGHT: '100', DQ_KAFKA_NO_IDEMPOTENT: 'true',
+      DQ_BASE_URL: 'http://x', DQ_API_KEY: 'k', DQ_KAFKA_MAX_IN_FLIGHT: '100', DQ_KAFKA_IDEMPOTENT: 'true',
       DQ_KAFKA_SASL_MECHANISM: 'scram-sha-512', DQ_KAFKA_SASL_USERNAME: 'u', DQ_KAFKA_SASL_PASSWORD: 'p', DQ_KAFKA_SSL: '1',
     });
     if (cmd.help) throw new Error('expected options');
-    expect(cmd.options).toMatchObject({ brokers: ['a:1', 'b:2'], groupId: 'from-flag', maxInFlight: 100, idempotent: false, sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' }, ssl: { rejectUnauthorized: true } });
+    expect(cmd.options).toMatchObject({ brokers: ['a:1', 'b:2'], groupId: 'from-flag', maxInFlight: 100, idempotent: true, sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' }, ssl: { rejectUnauthorized: true } });
     expect(envName('max-in-flight')).toBe('DQ_KAFKA_MAX_IN_FLIGHT');
   });
   it('passes --threads to the engine, 0 included', () => {
