@@ -44,7 +44,12 @@ ${ENGINE_FLAGS_USAGE}
   --drain-timeout-ms <ms>   on SIGTERM, time to finish in-flight work, default 20000
   --session-timeout-ms <ms> consumer group session timeout, default 30000
   --from-latest             a group without committed offsets starts at the end (default: start)
-  --no-idempotent           plain producer (brokers without a controller, e.g. test clusters)
+  --idempotent              kafkajs's idempotent producer (experimental there): no duplicate
+                            from a repeated send; needs a broker that reports a controller; not
+                            covered by the tests here. Default: plain producer, acks from all
+                            in-sync replicas, one send per partition in flight (order kept; a
+                            repeated send may duplicate, which at least once allows)
+  --no-idempotent           the plain producer (the default; accepted for older scripts)
   --client-id <id>          Kafka client id, default dq-kafka
   --dq-field <name>         member added to the output value, default dq
   --ssl                     connect with TLS (system CAs)
@@ -62,7 +67,8 @@ ${ENGINE_FLAGS_USAGE}
 
 Exit codes: 0 stopped by SIGTERM/SIGINT after draining, 1 unexpected error, 2 bad usage,
 3 key/account/quota stopped the run (nothing unprocessed is committed; fix it, then restart),
-75 Kafka or the platform stayed unavailable (restart later; uncommitted messages are re-read).
+75 Kafka or the platform stayed unavailable, or the drain after SIGTERM/SIGINT did not finish
+within --drain-timeout-ms (restart later; uncommitted messages are re-read).
 `;
 
 /** What the CLI runs: help, or an enricher with these options and extras. */
@@ -80,7 +86,7 @@ const STRING_FLAGS = [
   'dq-field', 'ssl-ca', 'ssl-cert', 'ssl-key', 'sasl-mechanism', 'sasl-username', 'sasl-password', 'base-url',
   'realtime-url', 'api-key', 'log-level',
 ] as const;
-const BOOLEAN_FLAGS = ['from-latest', 'no-idempotent', 'ssl', 'ssl-insecure', 'help'] as const;
+const BOOLEAN_FLAGS = ['from-latest', 'idempotent', 'no-idempotent', 'ssl', 'ssl-insecure', 'help'] as const;
 /** Flags read from DQ_* rather than DQ_KAFKA_*: they are shared by every dq connector. */
 const SHARED_ENV: Partial<Record<string, string>> = { 'base-url': 'DQ_BASE_URL', 'realtime-url': 'DQ_REALTIME_URL', 'api-key': 'DQ_API_KEY' };
 
@@ -171,7 +177,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     sessionTimeoutMs: opt(str('session-timeout-ms'), (t) => number('--session-timeout-ms', t, 6000, 3_600_000, true)),
     dqField: str('dq-field'),
     fromBeginning: !bool('from-latest'),
-    idempotent: !bool('no-idempotent'),
+    idempotent: idempotent(bool('idempotent'), bool('no-idempotent')),
     ssl: tlsOptions(str('ssl-ca'), str('ssl-cert'), str('ssl-key'), bool('ssl'), bool('ssl-insecure')),
     sasl: saslOptions(str('sasl-mechanism'), str('sasl-username'), str('sasl-password')),
     engine,
@@ -207,6 +213,11 @@ function saslOptions(mechanism: string | undefined, username: string | undefined
   if (!username) throw usageError('--sasl-username', `required with --sasl-mechanism (or ${envName('sasl-username')})`);
   if (!password) throw usageError('--sasl-password', `required with --sasl-mechanism: set ${envName('sasl-password')}`);
   return { mechanism: m, username, password };
+}
+
+function idempotent(on: boolean, off: boolean): boolean {
+  if (on && off) throw usageError('--idempotent', '--idempotent and --no-idempotent contradict each other; give one');
+  return on;
 }
 
 function opt<T>(text: string | undefined, parse: (t: string) => T): T | undefined {

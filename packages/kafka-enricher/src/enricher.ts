@@ -1,5 +1,5 @@
-import { createEngine, createLogger, DqError, ExitCode, exitCodeForError, isRunStop, sleep } from '@dq/core';
-import type { Engine, Logger, RunReport } from '@dq/core';
+import { createEngine, createLogger, DqError, ExitCode, exitCodeForError, isRunStop, resolveRetryOptions, retryDelay, sleep } from '@dq/core';
+import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
 import { FlowControl } from './flow-control.js';
@@ -13,8 +13,17 @@ import type { PipelineContext } from './partition-pipeline.js';
 
 /** Consumer restarts after crashes kafkajs does not recover from, before the run ends (exit 75). */
 const MAX_CONSUMER_RESTARTS = 5;
-/** Wait before restarting a crashed consumer, times the restart count, in ms. */
-const RESTART_DELAY_MS = 1000;
+/**
+ * Waits before restarting a crashed consumer: core's backoff with full jitter, up to 1 s before the
+ * first restart and doubling up to 16 s, so instances of a group that crashed together (a broker
+ * restart, a coordinator move) do not rejoin in lockstep.
+ */
+const RESTART_BACKOFF: RetryOptions = resolveRetryOptions({ baseDelayMs: 1000, maxDelayMs: 16_000 });
+
+/** Wait in ms before the `restart`-th consumer restart in a row (1-based); `random` in [0, 1). */
+export function consumerRestartDelayMs(restart: number, random: () => number = Math.random): number {
+  return retryDelay({ kind: 'backoff' }, restart, { ...RESTART_BACKOFF, random });
+}
 
 /**
  * Longest wait of a fetch, in ms. kafkajs also sleeps this long when every assigned partition is
@@ -27,11 +36,18 @@ export type EnricherState = 'created' | 'starting' | 'running' | 'draining' | 's
 
 /** How a run ended. */
 export interface EnricherOutcome {
-  /** 0 after a graceful stop, 3 on a run stop (key, account, quota), 75 when Kafka or the platform stayed unavailable, 1 otherwise. */
+  /**
+   * 0 after a graceful stop that finished its in-flight work, 75 when the drain ran out of time or
+   * Kafka or the platform stayed unavailable, 3 on a run stop (key, account, quota), 1 otherwise.
+   */
   exitCode: ExitCode;
-  /** `stop`: {@link Enricher.stop} was called (SIGTERM); `fatal`: a failure ended the run. */
-  reason: 'stop' | 'fatal';
-  /** What ended a fatal run: code, message (naming the partition and offsets) and request id. */
+  /**
+   * `stop`: {@link Enricher.stop} was called (SIGTERM) and the drain finished; `drain-timeout`: it was
+   * called but in-flight work was still unfinished after `drainTimeoutMs` (handed back uncommitted);
+   * `fatal`: a failure ended the run.
+   */
+  reason: 'stop' | 'drain-timeout' | 'fatal';
+  /** What ended a fatal run or a drain that timed out: code, message (naming the partition and offsets) and request id. */
   error?: { code: string; message: string; requestId?: string };
   /** The engine's counts (records, statuses, classes, API calls, retries). */
   report: RunReport;
@@ -70,6 +86,8 @@ class KafkaEnricher implements Enricher {
   /** Consumer restarts since the last successful join. */
   #restarts = 0;
   #fatal: unknown;
+  /** Messages still in flight when a graceful drain ran out of time (undefined: it did not). */
+  #undrained: number | undefined;
   #shutdown: Promise<void> | undefined;
   #stopRequested!: () => void;
   readonly #stopSignal = new Promise<void>((resolve) => (this.#stopRequested = resolve));
@@ -167,7 +185,7 @@ class KafkaEnricher implements Enricher {
     this.#onRebalancing();
     await crashed.disconnect().catch(() => undefined);
     try {
-      await sleep(RESTART_DELAY_MS * this.#restarts);
+      await sleep(consumerRestartDelayMs(this.#restarts));
       if (this.#state === 'starting' || this.#state === 'running') await this.#startConsumer(kafka);
     } catch (err) {
       this.#fail(err);
@@ -259,9 +277,13 @@ class KafkaEnricher implements Enricher {
       if (graceful) {
         this.#logger.info('draining: finishing in-flight work', { inFlight: this.#flow?.inFlight ?? 0, drainTimeoutMs: this.#o.drainTimeoutMs });
         let timer: NodeJS.Timeout | undefined;
-        const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#o.drainTimeoutMs)));
-        await Promise.race([Promise.all(pipelines.map((p) => p.idle())), timedOut]);
+        const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.#o.drainTimeoutMs)));
+        const drained = await Promise.race([Promise.all(pipelines.map((p) => p.idle())), timedOut]);
         clearTimeout(timer);
+        if (drained === 'timeout') {
+          this.#undrained = this.#flow?.inFlight ?? 0;
+          this.#logger.error('the drain ran out of time: unfinished work is handed back uncommitted', { inFlight: this.#undrained, drainTimeoutMs: this.#o.drainTimeoutMs });
+        }
       }
       // Fatal, or the drain ran out of time: queued work goes back to Kafka uncommitted.
       await Promise.all([...pipelines.map((p) => p.cancel()), ...this.#retired.values()]);
@@ -276,6 +298,11 @@ class KafkaEnricher implements Enricher {
   #outcome(): EnricherOutcome {
     const report = this.#engine?.report() ?? emptyReport();
     const err = this.#fatal;
+    if (err === undefined && this.#undrained !== undefined) {
+      // A scheduler must not read a drain cut short as success: the work is not done.
+      const message = `the drain did not finish within --drain-timeout-ms ${this.#o.drainTimeoutMs}: ${this.#undrained} messages taken from Kafka were not delivered; their offsets stay uncommitted and are re-read on the next start`;
+      return { exitCode: ExitCode.TEMPFAIL, reason: 'drain-timeout', error: { code: 'drain-timeout', message }, report };
+    }
     if (err === undefined) {
       this.#logger.info('stopped', { records: report.records, apiCalls: report.apiCalls, consumed: this.metrics.get(METRIC.consumed), produced: this.metrics.get(METRIC.produced) });
       return { exitCode: ExitCode.OK, reason: 'stop', report };

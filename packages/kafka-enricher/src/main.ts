@@ -36,9 +36,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger.info('signal received: stopping fetches, finishing in-flight work, committing, leaving the group', { signal });
     enricher.stop();
     // Bounded shutdown: whatever is uncommitted by then is re-read by the group (at least once).
+    // The work is not done, so a scheduler must not see success: 75, retry later.
     setTimeout(() => {
       logger.error('shutdown took too long; exiting, uncommitted messages will be re-read', { signal });
-      process.exit(ExitCode.OK);
+      process.stderr.write('dq-kafka: drain-timeout: the shutdown did not finish in time; uncommitted messages are re-read on the next start\n');
+      process.exit(ExitCode.TEMPFAIL);
     }, (command.options.drainTimeoutMs ?? 20_000) + SHUTDOWN_GRACE_MS).unref();
   };
   process.once('SIGTERM', onSignal);

@@ -41,7 +41,13 @@ export interface EnricherOptions {
   batchSize?: number;
   /** Where a group without committed offsets starts: true = earliest (default), false = latest. */
   fromBeginning?: boolean;
-  /** Idempotent producer (needs a broker with a controller; the mock cluster has none); default true. */
+  /**
+   * Idempotent producer; default false. Off, a send kafkajs repeats after a lost acknowledgement can
+   * write its messages twice (at least once allows that), and order is kept all the same: every send
+   * waits for all in-sync replicas (acks -1) and each partition has one send in flight at a time.
+   * On, kafkajs's idempotent producer (which it calls experimental) is used; it needs a broker that
+   * reports a controller and is not covered by this package's tests.
+   */
   idempotent?: boolean;
   /** Total time one partition's batch may keep failing transiently before the run ends with exit 75, in ms; default 600 000. */
   retryMaxMs?: number;
@@ -77,7 +83,7 @@ export function resolveEnricherOptions(o: EnricherOptions): ResolvedEnricherOpti
     maxInFlight: o.maxInFlight ?? 5000,
     batchSize: Math.min(o.batchSize ?? 500, o.maxInFlight ?? 5000),
     fromBeginning: o.fromBeginning ?? true,
-    idempotent: o.idempotent ?? true,
+    idempotent: o.idempotent ?? false,
     retryMaxMs: o.retryMaxMs ?? 600_000,
     retryBaseDelayMs: o.retryBaseDelayMs ?? 1000,
     drainTimeoutMs: o.drainTimeoutMs ?? 20_000,

@@ -22,7 +22,7 @@ it('pauses partitions instead of taking more than --max-in-flight messages when 
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   await produce(kafka.brokers, names.input, dataset(3_000, 0).messages);
   sandbox.setFaults({ batch: { latencyMs: 300 } });
-  run = spawnEnricher(cliArgs(kafka.brokers, kafka.external, names, ['--metrics-port', '0', '--max-in-flight', '200', '--batch-size', '50']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--max-in-flight', '200', '--batch-size', '50']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
   const port = await metricsPort(run);
   let maxInFlight = 0;
   let maxPaused = 0;

@@ -22,7 +22,7 @@ it('loses no message when one of two instances in a group is killed with SIGKILL
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   const { messages } = dataset(10_000, 20);
   const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
-  const args = cliArgs(kafka.brokers, kafka.external, names, ['--metrics-port', '0', '--batch-size', '100']);
+  const args = cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--batch-size', '100']);
   await produceOverTime(kafka.brokers, names.input, messages.slice(0, 1000), 1, 0);
   // Members join one after the other: the mock cluster answers a SyncGroup of two simultaneous
   // first joins with INVALID_REQUEST.

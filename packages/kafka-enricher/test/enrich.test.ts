@@ -25,7 +25,7 @@ describe('dq-kafka enrich', () => {
     await produce(kafka.brokers, input, messages);
     run = spawnEnricher(
       ['--brokers', kafka.brokers.join(','), '--group', group, '--input', input, '--output', output, '--dlq', dlq, '--map', MAP,
-        '--session-timeout-ms', '6000', '--metrics-port', '0', ...(kafka.external ? [] : ['--no-idempotent'])],
+        '--session-timeout-ms', '6000', '--metrics-port', '0'],
       { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY },
     );
     await run.waitForLog(/"msg":"metrics listening"/);

@@ -24,7 +24,7 @@ it('dead-letters nothing when the platform answers 503: an outage pauses the par
   await produce(kafka.brokers, names.input, messages);
   // First a full outage, long enough to exhaust the transport's own retries, then 20 % 503s.
   sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
-  run = spawnEnricher(cliArgs(kafka.brokers, kafka.external, names, ['--metrics-port', '0']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
   const port = await metricsPort(run);
   await run.waitForLog(/partition paused: records unavailable/, 90_000);
   sandbox.setFaults({ batch: { errorRate: 0.2, errorStatuses: [503] } });

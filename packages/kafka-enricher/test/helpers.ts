@@ -168,10 +168,10 @@ export interface Names {
   group: string;
 }
 
-/** CLI arguments for `names` on `brokers`; `--no-idempotent` on the mock cluster (it has no controller). */
-export function cliArgs(brokers: string[], external: boolean, names: Names, extra: string[] = []): string[] {
+/** CLI arguments for `names` on `brokers`: the default producer settings, on the mock cluster and a real one alike. */
+export function cliArgs(brokers: string[], names: Names, extra: string[] = []): string[] {
   return ['--brokers', brokers.join(','), '--group', names.group, '--input', names.input, '--output', names.output, '--dlq', names.dlq,
-    '--map', MAP, '--session-timeout-ms', '6000', ...(external ? [] : ['--no-idempotent']), ...extra];
+    '--map', MAP, '--session-timeout-ms', '6000', ...extra];
 }
 
 /** Produces `messages` in `chunks` sends spread over about `spreadMs`, so consumers see a live stream. */

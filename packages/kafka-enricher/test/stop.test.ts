@@ -36,7 +36,7 @@ it('drains on SIGTERM mid-stream: exits 0 within the drain bound, commits only d
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   const { messages } = dataset(6_000, 20);
   const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
-  const args = cliArgs(kafka.brokers, kafka.external, names, ['--metrics-port', '0', '--drain-timeout-ms', '5000', '--batch-size', '100']);
+  const args = cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--drain-timeout-ms', '5000', '--batch-size', '100']);
   await produce(kafka.brokers, names.input, messages.slice(0, 500));
   const first = spawnEnricher(args, env);
   runs.push(first);
@@ -69,11 +69,61 @@ it('drains on SIGTERM mid-stream: exits 0 within the drain bound, commits only d
   expect((await second.exited).code).toBe(0);
 }, 240_000);
 
+it('exits 75 when SIGTERM finds the platform slower than --drain-timeout-ms, committing nothing past what was delivered', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const { messages } = dataset(1_500, 0);
+  const drainTimeoutMs = 2_000;
+  const args = cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--drain-timeout-ms', String(drainTimeoutMs), '--batch-size', '100']);
+  await produce(kafka.brokers, names.input, messages.slice(0, 500));
+  const run = spawnEnricher(args, { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+  runs.push(run);
+  const port = await metricsPort(run);
+  try {
+    for (let i = 0; i < 600 && (await metricValue(port, 'dq_kafka_messages_produced_total')) < 500; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await metricValue(port, 'dq_kafka_messages_produced_total')).toBe(500);
+    // The platform now answers after 60 s, far past the drain timeout; more messages arrive, with
+    // house numbers not seen before (the engine answers repeated addresses from its cache).
+    sandbox.setFaults({ batch: { latencyMs: 60_000 }, validate: { latencyMs: 60_000 } });
+    const unseen = messages.slice(500).map((m, i) => {
+      const value = JSON.parse(String(m.value)) as { address: Record<string, unknown> };
+      value.address['houseNumber'] = String(1000 + i);
+      return { ...m, value: JSON.stringify(value) };
+    });
+    await produce(kafka.brokers, names.input, unseen);
+    for (let i = 0; i < 600 && (await metricValue(port, 'dq_kafka_in_flight_messages')) === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await metricValue(port, 'dq_kafka_in_flight_messages')).toBeGreaterThan(0);
+    const signalled = Date.now();
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toEqual({ code: 75, signal: null });
+    // Leaving the group and closing the clients take a few seconds on a loaded machine.
+    expect(Date.now() - signalled).toBeLessThan(drainTimeoutMs + 15_000);
+  } finally {
+    sandbox.setFaults({});
+  }
+  expect(JSON.parse(run.stdout().trim().split('\n').pop()!)).toMatchObject({ exitCode: 75, reason: 'drain-timeout', error: { code: 'drain-timeout' } });
+  expect(run.stderr()).toMatch(/dq-kafka: drain-timeout: the drain did not finish within --drain-timeout-ms 2000: \d+ messages/);
+
+  const inputs = await inputOffsets(kafka.brokers, names.input, 1_500);
+  const committed = await committedOffsets(kafka.brokers, names.group, names.input);
+  const [outs, dead] = await Promise.all([
+    readTopic(kafka.brokers, names.output, () => false, 8_000),
+    readTopic(kafka.brokers, names.dlq, () => false, 4_000),
+  ]);
+  const covered = sourceOffsets(outs, dead);
+  expect(committedButMissing(committed, inputs, covered)).toEqual([]);
+  // The first 500 were delivered and committed; the ones the platform never answered were not.
+  expect(covered.size).toBeGreaterThanOrEqual(500);
+  expect(covered.size).toBeLessThan(1_500);
+  const committedCount = [...committed.values()].reduce((n, o) => n + (o > 0n ? Number(o) : 0), 0);
+  expect(committedCount).toBeGreaterThanOrEqual(500);
+  expect(committedCount).toBeLessThan(1_500);
+}, 180_000);
+
 it('exits 3 on an exhausted quota without committing offsets it did not deliver', async () => {
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   const { messages } = dataset(2_000, 0);
   await produce(kafka.brokers, names.input, messages);
-  const run = spawnEnricher(cliArgs(kafka.brokers, kafka.external, names, ['--batch-size', '50']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: QUOTA_KEY });
+  const run = spawnEnricher(cliArgs(kafka.brokers, names, ['--batch-size', '50']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: QUOTA_KEY });
   runs.push(run);
   const exit = await run.exited;
   expect(exit.code).toBe(3);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import { decodeMessage, dlqMessage, enrichedMessage, envName, extractRecord, Metrics, METRIC, parseCli, parseFieldMap, parsePointer, resolvePointer } from '../src/index.js';
 import { KafkaEnricherError } from '../src/errors.js';
+import { consumerRestartDelayMs } from '../src/enricher.js';
 
 const msg = (value: string | null, offset = '7'): KafkaMessage =>
   ({ key: Buffer.from('k1'), value: value === null ? null : Buffer.from(value), headers: { trace: Buffer.from('t-1') }, offset, timestamp: '0', attributes: 0, size: 0 }) as KafkaMessage;
@@ -83,11 +84,11 @@ describe('command line', () => {
   it('takes every flag from DQ_KAFKA_* when not given, flags winning', () => {
     const cmd = parseCli(['enrich', '--group', 'from-flag'], {
       DQ_KAFKA_BROKERS: 'a:1,b:2', DQ_KAFKA_GROUP: 'from-env', DQ_KAFKA_INPUT: 'i', DQ_KAFKA_OUTPUT: 'o', DQ_KAFKA_DLQ: 'd', DQ_KAFKA_MAP: 'street=/s',
-      DQ_BASE_URL: 'http://x', DQ_API_KEY: 'k', DQ_KAFKA_MAX_IN_FLIGHT: '100', DQ_KAFKA_NO_IDEMPOTENT: 'true',
+      DQ_BASE_URL: 'http://x', DQ_API_KEY: 'k', DQ_KAFKA_MAX_IN_FLIGHT: '100', DQ_KAFKA_IDEMPOTENT: 'true',
       DQ_KAFKA_SASL_MECHANISM: 'scram-sha-512', DQ_KAFKA_SASL_USERNAME: 'u', DQ_KAFKA_SASL_PASSWORD: 'p', DQ_KAFKA_SSL: '1',
     });
     if (cmd.help) throw new Error('expected options');
-    expect(cmd.options).toMatchObject({ brokers: ['a:1', 'b:2'], groupId: 'from-flag', maxInFlight: 100, idempotent: false, sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' }, ssl: { rejectUnauthorized: true } });
+    expect(cmd.options).toMatchObject({ brokers: ['a:1', 'b:2'], groupId: 'from-flag', maxInFlight: 100, idempotent: true, sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' }, ssl: { rejectUnauthorized: true } });
     expect(envName('max-in-flight')).toBe('DQ_KAFKA_MAX_IN_FLIGHT');
   });
   it('passes --threads to the engine, 0 included', () => {
@@ -105,6 +106,28 @@ describe('command line', () => {
         expect(e).toBeInstanceOf(KafkaEnricherError);
         expect((e as KafkaEnricherError).exitCode).toBe(2);
       }
+    }
+  });
+  it('uses the plain producer unless --idempotent is given, and refuses both flags at once', () => {
+    const plain = parseCli(required, { DQ_API_KEY: 'k' });
+    const idem = parseCli([...required, '--idempotent'], { DQ_API_KEY: 'k' });
+    if (plain.help || idem.help) throw new Error('expected options');
+    expect(plain.options.idempotent).toBe(false);
+    expect(idem.options.idempotent).toBe(true);
+    expect(() => parseCli([...required, '--idempotent', '--no-idempotent'], { DQ_API_KEY: 'k' })).toThrow(/--idempotent and --no-idempotent/);
+  });
+});
+
+describe('consumer restarts', () => {
+  it('wait a jittered, doubling time: instances that crashed together do not rejoin in lockstep', () => {
+    // Ten instances whose consumers crashed at the same moment, each with its own random source.
+    const waits = Array.from({ length: 10 }, () => consumerRestartDelayMs(1));
+    expect(new Set(waits).size).toBeGreaterThan(5);
+    for (const restart of [1, 2, 3, 4, 5]) {
+      const ceiling = Math.min(16_000, 1000 * 2 ** (restart - 1));
+      expect(consumerRestartDelayMs(restart, () => 0)).toBe(0);
+      expect(consumerRestartDelayMs(restart, () => 0.999_999)).toBe(ceiling - 1);
+      expect(consumerRestartDelayMs(restart, () => 0.5)).toBe(ceiling / 2);
     }
   });
 });
