@@ -22,20 +22,40 @@ export function addressOutcome(
   return { kind: 'result', result };
 }
 
-/** A 200 company or tr answer: any hit → accepted (best hit first, contract 4.7.2), none → invalid. */
+/**
+ * How many points the best company hit must score above the next one to be taken without a
+ * person looking: closer hits are too alike for an error-tolerant name search to tell apart.
+ */
+export const COMPANY_CLEAR_LEAD = 5;
+
+/**
+ * A 200 company or tr answer (hits best first, contract 4.7.2): no hit → invalid. One hit, or a
+ * clear winner among several → accepted: the best hit is the only one fully identical to the input
+ * (score 100, contract 2.3), or leads the next by at least {@link COMPANY_CLEAR_LEAD} points.
+ * Several hits without a clear winner (e.g. two companies of the same name and no zip given) →
+ * review, with every hit kept in `companies` for the person who picks one. `company` is the best
+ * hit either way.
+ */
 export function companyOutcome(
   companies: CompanyRecord[],
   totalHits: number | undefined,
   requestId: string | undefined,
 ): CallOutcome {
+  const best = companies[0];
+  const next = companies[1];
+  const clear = next === undefined || clearWinner((best as CompanyRecord).searchScore, next.searchScore);
   const result: CachedResult = {
-    status: companies.length > 0 ? 'accepted' : 'invalid',
+    status: best === undefined ? 'invalid' : clear ? 'accepted' : 'review',
     hits: totalHits ?? companies.length,
   };
-  const best = companies[0];
   if (best !== undefined) result.company = best;
+  if (!clear) result.companies = companies;
   if (requestId !== undefined) result.requestId = requestId;
   return { kind: 'result', result };
+}
+
+function clearWinner(best: number, next: number): boolean {
+  return (best === 100 && next < 100) || best - next >= COMPANY_CLEAR_LEAD;
 }
 
 /** A 200 vat answer: VALID_VAT_ID → accepted, INVALID_VAT_ID → invalid (syntax only, contract 4.7.3). */

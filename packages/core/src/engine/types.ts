@@ -63,6 +63,8 @@ export interface RecordResult {
   candidates?: AddressCandidate[];
   /** Best hit, company and tr modes. */
   company?: CompanyRecord;
+  /** Every hit, best first, when several came back without a clear winner (status `review`), company and tr modes. */
+  companies?: CompanyRecord[];
   /** Number of hits, company and tr modes. */
   hits?: number;
   /** VAT check result, vat mode. */
