@@ -1,7 +1,7 @@
 import { DqError, errorToData, isRunStop, rootCause } from '../errors/index.js';
 import type { Candidate, CompanyRecord } from '../schemas/index.js';
 import type { CallOutcome } from './messages.js';
-import type { CachedResult, PolicyStatus, RecordError, ResultClass } from './types.js';
+import type { CachedResult, PolicyStatus, RecordError, RecordStatus, ResultClass } from './types.js';
 
 type Policy = Readonly<Record<ResultClass, PolicyStatus>>;
 
@@ -67,11 +67,12 @@ export function vatOutcome(code: 'VALID_VAT_ID' | 'INVALID_VAT_ID', requestId: s
 
 /**
  * A failed call → its outcome (ARCHITECTURE.md "Error handling"): run-scope errors stop the run;
- * record-scope ones (400 field errors, refused input) make the record `invalid-input`; everything
- * else that the platform or the network did (retries exhausted, 500 country not available, a body
- * breaking the schema, an unexpected 4xx) makes it `unavailable`. The error code is the underlying
- * failure's (e.g. `country-not-available`, `timeout`), the message says how many attempts were made.
- * Anything that is not a `DqError` is a bug and is rethrown.
+ * record-scope ones make the record `invalid-input` (400 field errors, refused input) or
+ * `unsupported-country` (500 country not available: the platform has no reference data for the
+ * record's country); everything else that the platform or the network did (retries exhausted, a
+ * body breaking the schema, an unexpected 4xx) makes it `unavailable`. The error code is the
+ * underlying failure's (e.g. `field-error`, `timeout`), the message says how many attempts were
+ * made. Anything that is not a `DqError` is a bug and is rethrown.
  */
 export function errorOutcome(e: unknown): CallOutcome {
   if (isRunStop(e)) return { kind: 'stop', error: errorToData(e) };
@@ -82,7 +83,12 @@ export function errorOutcome(e: unknown): CallOutcome {
   const error: RecordError = { code, message: e.message };
   if (e.violations !== undefined && e.violations.length > 0) error.violations = e.violations.map((v) => ({ ...v }));
   if (requestId !== undefined) error.requestId = requestId;
-  const result: CachedResult = { status: e.scope === 'record' ? 'invalid-input' : 'unavailable', error };
+  const result: CachedResult = { status: e.scope === 'record' ? (RECORD_STATUS[code] ?? 'invalid-input') : 'unavailable', error };
   if (requestId !== undefined) result.requestId = requestId;
   return { kind: 'result', result };
 }
+
+/** Record-scope failures that are not about a field of the input, by code: each has a status of its own. */
+const RECORD_STATUS: Partial<Record<string, RecordStatus>> = {
+  'country-not-available': 'unsupported-country',
+};

@@ -7,7 +7,7 @@ import type { AddressCandidate, CompanyRecord } from '../schemas/index.js';
 
 export type Mode = 'address' | 'company' | 'tr' | 'vat';
 export type ResultClass = 'A' | 'B' | 'C' | 'D' | 'E' | 'F';
-export type RecordStatus = 'accepted' | 'review' | 'invalid' | 'invalid-input' | 'unavailable';
+export type RecordStatus = 'accepted' | 'review' | 'invalid' | 'invalid-input' | 'unsupported-country' | 'unavailable';
 export type PolicyStatus = Extract<RecordStatus, 'accepted' | 'review' | 'invalid'>;
 
 /** Request fields of one record, already extracted by the connector through its mapping. */

@@ -135,6 +135,7 @@ function fallbackScope(status: number): ErrorScope {
 /** What a person should do about the failures that need one. */
 const HINTS: Partial<Record<string, string>> = {
   'field-error': 'correct the named fields of this record',
+  'country-not-available': 'the platform has no reference data for this country: check the country code, or the countries of the plan',
   'no-auth-data': 'set the API key (DQ_API_KEY or --api-key)',
   'api-key-invalid': 'check the API key in the customer portal',
   'origin-invalid': 'whitelist the Origin domain in the account',
