@@ -68,10 +68,12 @@ export function isKnownProblem(fragment: string): fragment is ProblemFragment {
 
 /** Codes for failures that are not rows of the contract (HTTP answers outside it, local failures). */
 export const LOCAL_CODES = {
-  /** problem+json with a type fragment the contract does not list */
+  /** problem+json on a 4xx with a type fragment the contract does not list */
   unknownProblem: 'unknown-problem',
-  /** HTTP error answer without a recognisable body (e.g. a proxy's 502 page) */
+  /** HTTP error answer (not 5xx) without a recognisable body */
   httpError: 'http-error',
+  /** 5xx answer that is none of the contract's rows (unlisted problem type, a proxy's page, no body): retried */
+  serverError: 'server-error',
   /** a 2xx answer whose body breaks the schema */
   contractViolation: 'contract-violation',
   /** input refused locally before anything was sent */
