@@ -109,7 +109,7 @@ describe('a 503 whose problem type the contract does not list', () => {
   let sandbox: Sandbox;
   const [home] = knownAddresses(1);
   beforeAll(async () => {
-    // The sandbox answers injected 503s with problem type #service-unavailable, which is none of 7.1's rows.
+    // The sandbox answers injected 503s with problem type #service-unavailable, which is none of the contract's problem types.
     sandbox = await sandboxWith({}, { faults: { batch: { errorRate: 1, errorStatuses: [503] } } });
   });
   afterAll(() => sandbox.close());

@@ -29,10 +29,9 @@ export function addressOutcome(
 export const COMPANY_CLEAR_LEAD = 5;
 
 /**
- * A 200 company or tr answer (hits best first, contract 4.7.2): no hit → invalid. One hit, or a
- * clear winner among several → accepted: the best hit is the only one fully identical to the input
- * (score 100, contract 2.3), or leads the next by at least {@link COMPANY_CLEAR_LEAD} points.
- * Several hits without a clear winner (e.g. two companies of the same name and no zip given) →
+ * A 200 company or tr answer (hits come best first): no hit → invalid. One hit, or a clear
+ * winner among several → accepted: the best hit is the only one fully identical to the input
+ * (score 100), or leads the next by at least {@link COMPANY_CLEAR_LEAD} points. Several hits without a clear winner (e.g. two companies of the same name and no zip given) →
  * review, with every hit kept in `companies` for the person who picks one. `company` is the best
  * hit either way.
  */
