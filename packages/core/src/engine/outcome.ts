@@ -31,9 +31,9 @@ export const COMPANY_CLEAR_LEAD = 5;
 /**
  * A 200 company or tr answer (hits come best first): no hit → invalid. One hit, or a clear
  * winner among several → accepted: the best hit is the only one fully identical to the input
- * (score 100), or leads the next by at least {@link COMPANY_CLEAR_LEAD} points. Several hits without a clear winner (e.g. two companies of the same name and no zip given) →
- * review, with every hit kept in `companies` for the person who picks one. `company` is the best
- * hit either way.
+ * (score 100), or leads the next by at least {@link COMPANY_CLEAR_LEAD} points. Several hits
+ * without a clear winner (e.g. two companies of the same name and no zip given) → review, with
+ * every hit kept in `companies` for the person who picks one. `company` is the best hit either way.
  */
 export function companyOutcome(
   companies: CompanyRecord[],
