@@ -1,4 +1,4 @@
-import { AddressClient, ADDRESS_PATHS, PlatformError, RetriesExhaustedError, createEngine, rootCause } from '@dq/core';
+import { AddressClient, ADDRESS_PATHS, PlatformError, RetriesExhaustedError, createEngine } from '@dq/core';
 import type { AddressRequest, Transport } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,17 +112,18 @@ describe('AddressClient against the sandbox', () => {
     expect(requestsTo(sandbox, 'validate') - before).toBe(1);
   });
 
-  it('retries 500 country-not-available a bounded number of times, keeping the code and request id', async () => {
+  it('takes 500 country-not-available as the answer for that record: sent once, never repeated', async () => {
     const before = requestsTo(sandbox, 'validate');
     const error = await client.validate({ ...home, country: 'FR' }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(RetriesExhaustedError);
-    const cause = rootCause(error);
-    expect(cause).toMatchObject({ code: 'country-not-available', status: 500 });
-    expect((error as RetriesExhaustedError).requestId).toMatch(requestIdShape);
-    expect(requestsTo(sandbox, 'validate') - before).toBe(2);
+    expect(error).toBeInstanceOf(PlatformError);
+    expect(error).not.toBeInstanceOf(RetriesExhaustedError);
+    expect(error).toMatchObject({ code: 'country-not-available', status: 500, retriable: false, scope: 'record' });
+    expect((error as PlatformError).requestId).toMatch(requestIdShape);
+    expect((error as PlatformError).message).toContain('no reference data for this country');
+    expect(requestsTo(sandbox, 'validate') - before).toBe(1);
   });
 
-  it('turns the server-only 400 into invalid-input and country-not-available into unavailable in an engine run', async () => {
+  it('turns the server-only 400 into invalid-input and country-not-available into unsupported-country in an engine run', async () => {
     const engine = createEngine({
       mode: 'address',
       baseUrl: sandbox.url,
@@ -133,13 +134,19 @@ describe('AddressClient against the sandbox', () => {
     });
     try {
       const { country: _omitted, ...withoutCountry } = home;
+      const before = requestsTo(sandbox, 'batch');
       const results = await engine.process([{ ...home }, { ...home, country: 'FR' }, withoutCountry]);
       expect(results[0]).toMatchObject({ status: 'accepted', resultClass: 'A' });
-      expect(results[1]).toMatchObject({ status: 'unavailable', error: { code: 'country-not-available' } });
+      expect(results[1]).toMatchObject({ status: 'unsupported-country', error: { code: 'country-not-available' } });
       expect(results[1]?.requestId).toMatch(requestIdShape);
       expect(results[2]).toMatchObject({ status: 'invalid-input', source: 'api', error: { code: 'field-error', violations: [expect.objectContaining({ fieldName: 'country' })] } });
       expect(results[2]?.requestId).toMatch(requestIdShape);
-      expect(engine.report().failures).toEqual([expect.objectContaining({ code: 'country-not-available' })]);
+      // One call per record: the unsupported country was not repeated, and is no platform failure.
+      expect(requestsTo(sandbox, 'batch') - before).toBe(3);
+      const report = engine.report();
+      expect(report.retries).toBe(0);
+      expect(report.failures).toEqual([]);
+      expect(report.byStatus).toMatchObject({ accepted: 1, 'unsupported-country': 1, 'invalid-input': 1, unavailable: 0 });
     } finally {
       await engine.close();
     }

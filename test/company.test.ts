@@ -10,7 +10,11 @@ import { TEST_KEY, captureLogger, requestsTo, sandboxWith, transportOn } from '.
 const register = createCompanyService({ seed: 1 }).companies;
 const active = register.filter((c) => c.trStatus === 'active').filter((_, i) => i % 401 === 0).slice(0, 6);
 const inactive = register.find((c) => c.trStatus === 'inactive');
-if (inactive === undefined || active.length < 6) throw new Error('register lacks the companies this test needs');
+// Two active companies of one name in different places: a search by the name alone cannot tell them apart.
+const byName = new Map<string, typeof register>();
+for (const c of register) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
+const twins = [...byName.values()].find((same) => same.length === 2);
+if (inactive === undefined || active.length < 6 || twins === undefined) throw new Error('register lacks the companies this test needs');
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -42,7 +46,19 @@ describe('the engine in company, tr and vat modes against the sandbox register',
 
   it('reports the X-Total-Count of a search as the record\'s hits, bounded by the configured limit', async () => {
     const [r] = await run('company', [{ company: 'Müller' }], { company: { minScore: 50, limit: 5 } });
-    expect(r).toMatchObject({ status: 'accepted', hits: 5 });
+    expect(r).toMatchObject({ hits: 5 });
+  });
+
+  it('sends a name matching two companies, without an address, to review with both hits kept; the zip picks one', async () => {
+    const [a, b] = twins as [(typeof register)[number], (typeof register)[number]];
+    const [byName, byNameAndZip] = await run('company', [{ company: a.company }, { company: b.company, zip: b.zip }]);
+    expect(byName).toMatchObject({ status: 'review' });
+    // Both score 100 and come first; companies with similar names may follow.
+    expect(byName?.companies?.slice(0, 2).map((c) => c.id).sort()).toEqual([a.id, b.id].sort());
+    expect(byName?.hits).toBe(byName?.companies?.length);
+    expect(byName?.company?.id).toBe(byName?.companies?.[0]?.id);
+    expect(byNameAndZip).toMatchObject({ status: 'accepted', company: { id: b.id, searchScore: 100 } });
+    expect(byNameAndZip?.companies).toBeUndefined();
   });
 
   it('finds each company by court, register type and number (searchMethod tr)', async () => {

@@ -104,3 +104,35 @@ describe('bodies cut short by the sandbox', () => {
     }
   });
 });
+
+describe('a 503 whose problem type the contract does not list', () => {
+  let sandbox: Sandbox;
+  const [home] = knownAddresses(1);
+  beforeAll(async () => {
+    // The sandbox answers injected 503s with problem type #service-unavailable, which is none of the contract's problem types.
+    sandbox = await sandboxWith({}, { faults: { batch: { errorRate: 1, errorStatuses: [503] } } });
+  });
+  afterAll(() => sandbox.close());
+
+  it('is retried, and the record that stays unavailable says server-error with the status, not an unknown problem', async () => {
+    const engine = createEngine({
+      mode: 'address',
+      baseUrl: sandbox.url,
+      apiKey: TEST_KEY,
+      threads: 0,
+      retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 },
+      logger: captureLogger('info').logger,
+    });
+    try {
+      const [result] = await engine.process([{ ...home }]);
+      expect(result).toMatchObject({ status: 'unavailable', error: { code: 'server-error' } });
+      expect(result?.error?.message).toContain('Gave up after 3 attempts');
+      expect(result?.error?.message).toContain('HTTP 503');
+      expect(result?.error?.message).not.toContain('unknown-problem');
+      expect(requestsTo(sandbox, 'batch')).toBe(3);
+      expect(engine.report().retries).toBe(2);
+    } finally {
+      await engine.close();
+    }
+  });
+});

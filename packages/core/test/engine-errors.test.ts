@@ -55,13 +55,14 @@ describe('engine: failures per record', () => {
     expect(logLines.join('')).not.toContain(API_KEY);
   });
 
-  it('marks records unavailable when their country is not available, with that code', async () => {
+  it('marks records unsupported-country when their country is not available, with that code, without retrying', async () => {
     platform = await startScriptedPlatform((req) =>
       req.body['country'] === 'LI' ? problem(500, 'country-not-available') : batchAnswer(req, 'A'),
     );
     const results = await start(platform.url).process([...addresses(1), { ...addresses(1, 5)[0], country: 'LI' }]);
     expect(results[0]?.status).toBe('accepted');
-    expect(results[1]).toMatchObject({ status: 'unavailable', error: { code: 'country-not-available' } });
+    expect(results[1]).toMatchObject({ status: 'unsupported-country', error: { code: 'country-not-available' } });
+    expect(platform.seen.filter((s) => s.body['country'] === 'LI')).toHaveLength(1);
   });
 
   it('makes a record invalid-input with the platform violations on a 400 field error, without retrying', async () => {

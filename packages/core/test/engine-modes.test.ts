@@ -96,13 +96,22 @@ describe('engine: company, register and VAT modes', () => {
 });
 
 describe('engine: exit codes from the report', () => {
-  const report = (records: number, unavailable: number, invalidInput = 0): RunReport =>
-    ({ records, byStatus: { accepted: records - unavailable - invalidInput, review: 0, invalid: 0, 'invalid-input': invalidInput, unavailable } }) as RunReport;
+  const report = (records: number, unavailable: number, invalidInput = 0, unsupportedCountry = 0): RunReport =>
+    ({
+      records,
+      byStatus: { accepted: records - unavailable - invalidInput - unsupportedCountry, review: 0, invalid: 0, 'invalid-input': invalidInput, 'unsupported-country': unsupportedCountry, unavailable },
+    }) as RunReport;
 
   it('says 0 without failures, 4 past --max-failed, 75 when nothing could be answered', () => {
     expect(exitCodeForReport(report(10, 0))).toBe(0);
     expect(exitCodeForReport(report(10, 1), { maxFailed: 0.2 })).toBe(0);
     expect(exitCodeForReport(report(10, 3), { maxFailed: 0.2 })).toBe(4);
     expect(exitCodeForReport(report(10, 8, 2))).toBe(75);
+  });
+
+  it('counts an unsupported country as a finding about the data, not as a failure', () => {
+    expect(exitCodeForReport(report(10, 0, 0, 10))).toBe(0);
+    // Every record the platform could have answered stayed unavailable: worth a retry later.
+    expect(exitCodeForReport(report(10, 2, 0, 8))).toBe(75);
   });
 });

@@ -98,8 +98,8 @@ describe('engine: order, dedup and policy', () => {
     platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
     const e = start(platform.url, { defaultCountry: 'DE' });
     const results = await e.process([
-      { street: 'Hauptstr.', houseNumber: '1', postalCode: '10117' }, // no locality, no localityLine
-      { street: 'Hauptstr.', houseNumber: '1', localityLine: '10117 Berlin', country: 'de' },
+      { street: 'Hauptstr.', houseNumber: '1' }, // no postal code, no locality, no localityLine
+      { street: 'Hauptstr.', houseNumber: '1', localityLine: '10117 Berlin', country: 'Germany' },
       { street: 'Hauptstr.', houseNumber: '1', localityLine: '  10117 Berlin ', country: '' }, // default country
     ]);
     expect(results[0]).toMatchObject({ status: 'invalid-input', source: 'local', error: { code: 'local-validation' } });
@@ -114,6 +114,23 @@ describe('engine: order, dedup and policy', () => {
       calls: 3,
       invalidInput: 1,
     });
+  });
+
+  it('sends what the platform takes: a lower-case country upper-cased, a lone locality or postal code as localityLine', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const e = start(platform.url);
+    const results = await e.process([
+      { street: 'Hauptstr.', houseNumber: '1', postalCode: '10117', locality: 'Berlin', country: 'de' },
+      { street: 'Hauptstr.', houseNumber: '2', locality: 'Berlin', country: 'DE' },
+      { street: 'Hauptstr.', houseNumber: '3', postalCode: '10117', country: 'DE' },
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['accepted', 'accepted', 'accepted']);
+    const bodies = platform.seen.map((s) => s.body).sort((a, b) => String(a['houseNumber']).localeCompare(String(b['houseNumber'])));
+    expect(bodies[0]).toMatchObject({ postalCode: '10117', locality: 'Berlin', country: 'DE' });
+    expect(bodies[1]).toMatchObject({ localityLine: 'Berlin', country: 'DE' });
+    expect(bodies[1]).not.toHaveProperty('locality');
+    expect(bodies[2]).toMatchObject({ localityLine: '10117', country: 'DE' });
+    expect(bodies[2]).not.toHaveProperty('postalCode');
   });
 
   it('plans without calling: inputs already answered need no call', async () => {

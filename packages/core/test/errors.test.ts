@@ -80,11 +80,22 @@ describe('address API problems (contract 7.1)', () => {
     expect(server?.requests).toHaveLength(2);
   });
 
-  test('a 502 with an HTML body from a proxy is a retriable http-error', async () => {
-    const e = (await answerOnce({ status: 502, headers: { 'content-type': 'text/html' }, body: '<h1>Bad gateway</h1>' })) as PlatformError;
-    expect(e.code).toBe('http-error');
+  test('an unknown problem type on a 5xx is a retriable server-error keeping its type, title and status', async () => {
+    const e = (await answerOnce(problem(503, 'service-unavailable'))) as PlatformError;
+    expect(e).toMatchObject({ code: 'server-error', retriable: true, scope: 'request', status: 503, requestId: 'req-1' });
+    expect(e.problemType).toBe('https://docs.example.com/location/problems#service-unavailable');
+    expect(e.message).toContain('HTTP 503');
+  });
+
+  test.each([
+    ['an HTML page from a proxy', { status: 502, headers: { 'content-type': 'text/html' }, body: '<h1>Bad gateway</h1>' }],
+    ['an empty body', { status: 503, body: '' }],
+    ['JSON of another shape', { status: 504, body: { message: 'upstream timed out' } }],
+  ] as Array<[string, Reply]>)('a 5xx with %s is a retriable server-error', async (_what, reply) => {
+    const e = (await answerOnce(reply)) as PlatformError;
+    expect(e.code).toBe('server-error');
     expect(e.retriable).toBe(true);
-    expect(e.status).toBe(502);
+    expect(e.status).toBe((reply as { status: number }).status);
   });
 
   test('isRunStop is true for a quota-exhausted answer and false for a field error', async () => {

@@ -154,7 +154,7 @@ function checkpointOf(optionsHash: string, options: Record<string, unknown>, pos
 /** 75 when every record that needed the platform stayed unavailable; 4 past maxFailed; else 0. */
 function exitCodeOf(totals: RunTotals, maxFailed: number): ExitCode {
   const unavailable = totals.byStatus.unavailable;
-  const answerable = totals.rows - totals.byStatus['invalid-input'];
+  const answerable = totals.rows - totals.byStatus['invalid-input'] - (totals.byStatus['unsupported-country'] ?? 0);
   if (unavailable > 0 && unavailable >= answerable) return ExitCode.TEMPFAIL;
   return failedShare(totals) > maxFailed ? ExitCode.MAX_FAILED : ExitCode.OK;
 }

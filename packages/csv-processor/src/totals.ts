@@ -25,7 +25,7 @@ export function emptyTotals(): RunTotals {
   return {
     rows: 0,
     rejects: 0,
-    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, unavailable: 0 },
+    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, 'unsupported-country': 0, unavailable: 0 },
     byClass: { A: 0, B: 0, C: 0, D: 0, E: 0, F: 0 },
     apiCalls: 0,
     callsSavedByDedup: 0,
@@ -39,7 +39,8 @@ export function emptyTotals(): RunTotals {
 /** Adds one written result to `totals` (in place). */
 export function countResult(totals: RunTotals, result: RecordResult): void {
   totals.rows += 1;
-  totals.byStatus[result.status] += 1;
+  // `?? 0`: totals of a checkpoint written before a status existed lack its count.
+  totals.byStatus[result.status] = (totals.byStatus[result.status] ?? 0) + 1;
   if (result.resultClass) totals.byClass[result.resultClass] += 1;
 }
 

@@ -331,7 +331,7 @@ function kafkaFailure(error: Error): KafkaEnricherError {
 function emptyReport(): RunReport {
   return {
     records: 0,
-    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, unavailable: 0 },
+    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, 'unsupported-country': 0, unavailable: 0 },
     byClass: { A: 0, B: 0, C: 0, D: 0, E: 0, F: 0 },
     apiCalls: 0, callsSavedByDedup: 0, callsSavedByCache: 0, retries: 0, failures: [], failuresOmitted: 0, durationMs: 0,
   };

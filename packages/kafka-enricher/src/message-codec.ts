@@ -64,6 +64,8 @@ export function enrichedMessage(decoded: Extract<Decoded, { kind: 'record' }>, r
   // Class E: the candidates are what a reviewer picks from (houseNumberChoice kept).
   if (result.resultClass === 'E' && result.candidates !== undefined) dq['candidates'] = result.candidates;
   if (result.company !== undefined) dq['company'] = result.company;
+  // Several hits without a clear winner (review): every hit, for the reviewer to pick from.
+  if (result.companies !== undefined) dq['candidates'] = result.companies;
   if (result.hits !== undefined) dq['hits'] = result.hits;
   if (result.vatCode !== undefined) dq['vatCode'] = result.vatCode;
   if (result.requestId !== undefined) dq['requestId'] = result.requestId;

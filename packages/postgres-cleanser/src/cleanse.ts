@@ -36,7 +36,7 @@ function copy(p: CleanseProgress): CleanseProgress {
 function emptyProgress(): CleanseProgress {
   return {
     rows: 0, written: 0, unchanged: 0, conflicts: 0, apiCalls: 0,
-    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, unavailable: 0 },
+    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, 'unsupported-country': 0, unavailable: 0 },
     timings: { readMs: 0, validateMs: 0, writeMs: 0 },
   };
 }

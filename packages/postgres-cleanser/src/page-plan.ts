@@ -47,7 +47,8 @@ export function planPage(
     const writes = decision.outcome === 'write';
     if (writes) changes += 1;
     else if (decision.outcome === 'unchanged') counts.unchanged += 1;
-    if (result.status === 'invalid-input') counts.invalidInput += 1;
+    // An unsupported country is counted with invalid input: the data, not the platform, is the cause.
+    if (result.status === 'invalid-input' || result.status === 'unsupported-country') counts.invalidInput += 1;
     else counts[result.status] += 1;
     write.keys[i] = row.key;
     write.write[i] = writes;

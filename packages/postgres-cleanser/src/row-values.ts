@@ -71,8 +71,9 @@ export function decideRow(mode: Mode, row: SourceRow, columns: readonly MappedCo
   return { outcome: changed ? 'write' : 'unchanged', after };
 }
 
-/** Candidates kept for review (D: the suggestion, E: every candidate with `houseNumberChoice`). */
+/** Candidates kept for review (D: the suggestion, E: every candidate with `houseNumberChoice`, company: every hit). */
 export function reviewCandidates(result: RecordResult): unknown[] | null {
+  if (result.companies) return result.companies;
   if (result.resultClass === 'E' && result.candidates) return result.candidates;
   if (result.resultClass === 'D' && result.address) return [result.address];
   return null;

@@ -298,7 +298,7 @@ class ValidationEngine implements Engine {
 }
 
 /** The optional fields of a result, in the order {@link withSource} copies them. */
-const RESULT_FIELDS = ['resultClass', 'address', 'candidates', 'company', 'hits', 'vatCode', 'requestId', 'error'] as const;
+const RESULT_FIELDS = ['resultClass', 'address', 'candidates', 'company', 'companies', 'hits', 'vatCode', 'requestId', 'error'] as const;
 // A field added to CachedResult but not to RESULT_FIELDS fails the build here (it would be dropped).
 const allFieldsCopied: [Exclude<keyof CachedResult, 'status' | (typeof RESULT_FIELDS)[number]>] extends [never] ? true : never = true;
 void allFieldsCopied;

@@ -25,12 +25,13 @@ export interface ExitPolicy {
 /**
  * The exit code of a run that completed: 75 when every record that needed the platform came back
  * `unavailable` (the platform was down: worth a retry by the scheduler), 4 when the share of
- * `unavailable` records passed `maxFailed`, else 0. Invalid input is a data finding, not a failure.
+ * `unavailable` records passed `maxFailed`, else 0. Invalid input and an unsupported country are
+ * findings about the data, not failures.
  */
 export function exitCodeForReport(report: RunReport, { maxFailed = 0 }: ExitPolicy = {}): ExitCode {
   const failed = report.byStatus.unavailable;
   if (failed === 0) return ExitCode.OK;
-  const answerable = report.records - report.byStatus['invalid-input'];
+  const answerable = report.records - report.byStatus['invalid-input'] - report.byStatus['unsupported-country'];
   if (failed >= answerable) return ExitCode.TEMPFAIL;
   return failed / report.records > maxFailed ? ExitCode.MAX_FAILED : ExitCode.OK;
 }

@@ -1,7 +1,7 @@
 import { DqError, errorToData, isRunStop, rootCause } from '../errors/index.js';
 import type { Candidate, CompanyRecord } from '../schemas/index.js';
 import type { CallOutcome } from './messages.js';
-import type { CachedResult, PolicyStatus, RecordError, ResultClass } from './types.js';
+import type { CachedResult, PolicyStatus, RecordError, RecordStatus, ResultClass } from './types.js';
 
 type Policy = Readonly<Record<ResultClass, PolicyStatus>>;
 
@@ -22,20 +22,39 @@ export function addressOutcome(
   return { kind: 'result', result };
 }
 
-/** A 200 company or tr answer: any hit → accepted (best hit first, contract 4.7.2), none → invalid. */
+/**
+ * How many points the best company hit must score above the next one to be taken without a
+ * person looking: closer hits are too alike for an error-tolerant name search to tell apart.
+ */
+export const COMPANY_CLEAR_LEAD = 5;
+
+/**
+ * A 200 company or tr answer (hits come best first): no hit → invalid. One hit, or a clear
+ * winner among several → accepted: the best hit is the only one fully identical to the input
+ * (score 100), or leads the next by at least {@link COMPANY_CLEAR_LEAD} points. Several hits
+ * without a clear winner (e.g. two companies of the same name and no zip given) → review, with
+ * every hit kept in `companies` for the person who picks one. `company` is the best hit either way.
+ */
 export function companyOutcome(
   companies: CompanyRecord[],
   totalHits: number | undefined,
   requestId: string | undefined,
 ): CallOutcome {
+  const best = companies[0];
+  const next = companies[1];
+  const clear = next === undefined || clearWinner((best as CompanyRecord).searchScore, next.searchScore);
   const result: CachedResult = {
-    status: companies.length > 0 ? 'accepted' : 'invalid',
+    status: best === undefined ? 'invalid' : clear ? 'accepted' : 'review',
     hits: totalHits ?? companies.length,
   };
-  const best = companies[0];
   if (best !== undefined) result.company = best;
+  if (!clear) result.companies = companies;
   if (requestId !== undefined) result.requestId = requestId;
   return { kind: 'result', result };
+}
+
+function clearWinner(best: number, next: number): boolean {
+  return (best === 100 && next < 100) || best - next >= COMPANY_CLEAR_LEAD;
 }
 
 /** A 200 vat answer: VALID_VAT_ID → accepted, INVALID_VAT_ID → invalid (syntax only, contract 4.7.3). */
@@ -47,11 +66,12 @@ export function vatOutcome(code: 'VALID_VAT_ID' | 'INVALID_VAT_ID', requestId: s
 
 /**
  * A failed call → its outcome (ARCHITECTURE.md "Error handling"): run-scope errors stop the run;
- * record-scope ones (400 field errors, refused input) make the record `invalid-input`; everything
- * else that the platform or the network did (retries exhausted, 500 country not available, a body
- * breaking the schema, an unexpected 4xx) makes it `unavailable`. The error code is the underlying
- * failure's (e.g. `country-not-available`, `timeout`), the message says how many attempts were made.
- * Anything that is not a `DqError` is a bug and is rethrown.
+ * record-scope ones make the record `invalid-input` (400 field errors, refused input) or
+ * `unsupported-country` (500 country not available: the platform has no reference data for the
+ * record's country); everything else that the platform or the network did (retries exhausted, a
+ * body breaking the schema, an unexpected 4xx) makes it `unavailable`. The error code is the
+ * underlying failure's (e.g. `field-error`, `timeout`), the message says how many attempts were
+ * made. Anything that is not a `DqError` is a bug and is rethrown.
  */
 export function errorOutcome(e: unknown): CallOutcome {
   if (isRunStop(e)) return { kind: 'stop', error: errorToData(e) };
@@ -62,7 +82,12 @@ export function errorOutcome(e: unknown): CallOutcome {
   const error: RecordError = { code, message: e.message };
   if (e.violations !== undefined && e.violations.length > 0) error.violations = e.violations.map((v) => ({ ...v }));
   if (requestId !== undefined) error.requestId = requestId;
-  const result: CachedResult = { status: e.scope === 'record' ? 'invalid-input' : 'unavailable', error };
+  const result: CachedResult = { status: e.scope === 'record' ? (RECORD_STATUS[code] ?? 'invalid-input') : 'unavailable', error };
   if (requestId !== undefined) result.requestId = requestId;
   return { kind: 'result', result };
 }
+
+/** Record-scope failures that are not about a field of the input, by code: each has a status of its own. */
+const RECORD_STATUS: Partial<Record<string, RecordStatus>> = {
+  'country-not-available': 'unsupported-country',
+};

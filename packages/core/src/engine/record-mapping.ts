@@ -15,6 +15,13 @@ export type RequestFields = Record<string, string>;
  * Maps a record to the request fields of `mode`: values are stringified and trimmed, empty ones are
  * left out (the platform treats "" and absent differently; a blank cell means "no value"), and an
  * address without a country gets `defaultCountry`. Fields a mode does not know are ignored.
+ *
+ * Addresses are put in the shape the platform takes without changing what they say: the country
+ * code is upper-cased (`de` → `DE`: the platform takes only upper-case codes), and a locality
+ * without a postal code, or a postal code without a locality, is sent as `localityLine` (the
+ * platform takes either `localityLine` alone or both `postalCode` and `locality`; a lone one of the
+ * pair would be refused with a 400 on `localityIdentificationSet`). Only the request changes: the
+ * connectors write the record's own values back unchanged.
  */
 export function mapRecord(mode: Mode, record: EngineRecord, defaultCountry?: string): RequestFields {
   const fields: RequestFields = {};
@@ -24,11 +31,23 @@ export function mapRecord(mode: Mode, record: EngineRecord, defaultCountry?: str
     const value = String(raw).trim();
     if (value !== '') fields[name] = value;
   }
-  if (mode === 'address' && fields['country'] === undefined && defaultCountry) {
-    fields['country'] = defaultCountry.trim();
-  }
+  if (mode === 'address') shapeAddress(fields, defaultCountry);
   return fields;
 }
+
+function shapeAddress(fields: RequestFields, defaultCountry: string | undefined): void {
+  const country = fields['country'] ?? defaultCountry?.trim();
+  if (country) fields['country'] = LOWER_CASE.test(country) ? country.toUpperCase() : country;
+  if (fields['localityLine'] !== undefined) return;
+  const postalCode = fields['postalCode'];
+  const locality = fields['locality'];
+  if ((postalCode === undefined) === (locality === undefined)) return;
+  fields['localityLine'] = (postalCode ?? locality) as string;
+  delete fields['postalCode'];
+  delete fields['locality'];
+}
+
+const LOWER_CASE = /[a-z]/;
 
 /**
  * The dedup and cache key of a request: `scope` (mode and every setting that changes the answer)

@@ -1,6 +1,6 @@
 import type { RecordResult, RecordStatus, ResultClass, RunReport } from './types.js';
 
-const STATUSES: readonly RecordStatus[] = ['accepted', 'review', 'invalid', 'invalid-input', 'unavailable'];
+const STATUSES: readonly RecordStatus[] = ['accepted', 'review', 'invalid', 'invalid-input', 'unsupported-country', 'unavailable'];
 const CLASSES: readonly ResultClass[] = ['A', 'B', 'C', 'D', 'E', 'F'];
 
 /** Accumulates the run report of one engine across all its `process` calls. */

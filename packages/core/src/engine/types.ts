@@ -7,7 +7,7 @@ import type { AddressCandidate, CompanyRecord } from '../schemas/index.js';
 
 export type Mode = 'address' | 'company' | 'tr' | 'vat';
 export type ResultClass = 'A' | 'B' | 'C' | 'D' | 'E' | 'F';
-export type RecordStatus = 'accepted' | 'review' | 'invalid' | 'invalid-input' | 'unavailable';
+export type RecordStatus = 'accepted' | 'review' | 'invalid' | 'invalid-input' | 'unsupported-country' | 'unavailable';
 export type PolicyStatus = Extract<RecordStatus, 'accepted' | 'review' | 'invalid'>;
 
 /** Request fields of one record, already extracted by the connector through its mapping. */
@@ -63,6 +63,8 @@ export interface RecordResult {
   candidates?: AddressCandidate[];
   /** Best hit, company and tr modes. */
   company?: CompanyRecord;
+  /** Every hit, best first, when several came back without a clear winner (status `review`), company and tr modes. */
+  companies?: CompanyRecord[];
   /** Number of hits, company and tr modes. */
   hits?: number;
   /** VAT check result, vat mode. */

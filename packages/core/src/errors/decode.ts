@@ -36,8 +36,12 @@ export interface ErrorAnswer {
 /**
  * Turns an HTTP error answer into a {@link PlatformError}: a problem+json body (7.1) by its type
  * fragment, a company envelope (2.4) by its status, anything else by status alone. A problem type
- * we do not know is not retriable on a 4xx (it would repeat identically); on a 5xx the contract's
- * retry rule (7.1: 5xx may be retried after some time) and the 5xx backoff rule apply.
+ * we do not know is not retriable on a 4xx (it would repeat identically). A 5xx that is none of
+ * the contract's rows — an unlisted problem type such as `#service-unavailable`, a body that is not
+ * JSON (a proxy's HTML page), an empty or truncated body, JSON of another shape — is what the
+ * contract's retry rule is about (5xx may be retried after some time): code `server-error`,
+ * retried with backoff, and once the retries are used up the record is `unavailable` with that
+ * code and the status in its message.
  */
 export function decodeErrorAnswer(answer: ErrorAnswer): PlatformError {
   const redact = answer.redact ?? ((text: string) => text);
@@ -64,10 +68,11 @@ export function decodeErrorAnswer(answer: ErrorAnswer): PlatformError {
         violations,
       });
     }
+    if (status >= 500) return serverError(base, title, problem.data.type);
     return new PlatformError(message(title ?? 'Unknown problem', fragment, status, requestId, violations), {
       ...base,
       code: 'unknown-problem',
-      retriable: status >= 500,
+      retriable: false,
       scope: fallbackScope(status),
       problemType: problem.data.type,
       title,
@@ -97,16 +102,28 @@ export function decodeErrorAnswer(answer: ErrorAnswer): PlatformError {
   return httpError(status, base, undefined);
 }
 
-function httpError(
-  status: number,
-  base: { status: number; requestId: string | undefined; retryAfterMs: number | undefined },
-  title: string | undefined,
-): PlatformError {
+type AnswerBase = { status: number; requestId: string | undefined; retryAfterMs: number | undefined };
+
+/** A 5xx outside the contract's rows: the platform (or a proxy before it) is temporarily unable to answer. */
+function serverError(base: AnswerBase, title: string | undefined, problemType?: string): PlatformError {
+  const text = title === undefined || title === '' ? 'Server error' : title;
+  return new PlatformError(message(text, 'server-error', base.status, base.requestId), {
+    ...base,
+    code: 'server-error',
+    retriable: true,
+    scope: 'request',
+    problemType,
+    title,
+  });
+}
+
+function httpError(status: number, base: AnswerBase, title: string | undefined): PlatformError {
+  if (status >= 500) return serverError(base, title);
   const text = title === undefined || title === '' ? `HTTP ${status}` : `HTTP ${status}: ${title}`;
   return new PlatformError(message(text, 'http-error', status, base.requestId), {
     ...base,
     code: 'http-error',
-    retriable: status >= 500 || status === 429,
+    retriable: status === 429,
     scope: fallbackScope(status),
     title,
   });
@@ -135,6 +152,7 @@ function fallbackScope(status: number): ErrorScope {
 /** What a person should do about the failures that need one. */
 const HINTS: Partial<Record<string, string>> = {
   'field-error': 'correct the named fields of this record',
+  'country-not-available': 'the platform has no reference data for this country: check the country code, or the countries of the plan',
   'no-auth-data': 'set the API key (DQ_API_KEY or --api-key)',
   'api-key-invalid': 'check the API key in the customer portal',
   'origin-invalid': 'whitelist the Origin domain in the account',

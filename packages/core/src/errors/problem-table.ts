@@ -4,7 +4,8 @@
  * NOTES.md); company-envelope rows (2.4) by a `company-*` code of our own.
  *
  * `scope` says how far a failure reaches:
- * - `record`: only the input that caused it (the engine marks the record `invalid-input`);
+ * - `record`: only the input that caused it (the engine marks the record `invalid-input`, or
+ *   `unsupported-country` for a country the platform has no reference data for);
  * - `request`: this call failed, the run goes on (retried if `retriable`, else `unavailable`);
  * - `run`: credentials, account, plan or quota — every further call fails the same way, so the
  *   engine stops the whole run (exit code 3).
@@ -28,7 +29,9 @@ export const PROBLEMS = {
   'unsupported-media-type': { status: 415, title: 'Unsupported Media Type', scope: 'request', retriable: false },
   'too-many-requests': { status: 429, title: 'Too Many Requests', scope: 'request', retriable: true },
   'internal-error': { status: 500, title: 'Internal Error', scope: 'request', retriable: true },
-  'country-not-available': { status: 500, title: 'Country not available', scope: 'request', retriable: true },
+  // An answer about the record's country, not a server failure: the same country gets the same
+  // answer on every attempt, so it is not repeated and the record gets a status of its own.
+  'country-not-available': { status: 500, title: 'Country not available', scope: 'record', retriable: false },
 
   'company-bad-request': { status: 400, title: 'Invalid parameters or body', scope: 'record', retriable: false },
   'company-unauthorized': { status: 401, title: 'Authorization missing or invalid', scope: 'run', retriable: false },
@@ -65,10 +68,12 @@ export function isKnownProblem(fragment: string): fragment is ProblemFragment {
 
 /** Codes for failures that are not rows of the contract (HTTP answers outside it, local failures). */
 export const LOCAL_CODES = {
-  /** problem+json with a type fragment the contract does not list */
+  /** problem+json on a 4xx with a type fragment the contract does not list */
   unknownProblem: 'unknown-problem',
-  /** HTTP error answer without a recognisable body (e.g. a proxy's 502 page) */
+  /** HTTP error answer (not 5xx) without a recognisable body */
   httpError: 'http-error',
+  /** 5xx answer that is none of the contract's rows (unlisted problem type, a proxy's page, no body): retried */
+  serverError: 'server-error',
   /** a 2xx answer whose body breaks the schema */
   contractViolation: 'contract-violation',
   /** input refused locally before anything was sent */

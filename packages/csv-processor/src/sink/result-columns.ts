@@ -14,7 +14,7 @@ export interface ResultColumns {
  * - address: status, class, the best candidate's fields, coordinates (with `coordinates-wgs84`),
  *   `_meta` as JSON (with `metadata`), candidate count and house-number ranges (class E);
  * - company / tr: status, the best hit (id, name, address, register court/type/number, status,
- *   score) and the hit count;
+ *   score), the hit count and, for a review (several hits, no clear winner), every hit as JSON;
  * - vat: status and the check code.
  * Every mode ends with `dq_request_id` and `dq_error` (`code: message`, violations appended).
  */
@@ -58,6 +58,7 @@ export function resultColumns(mode: Mode, include: readonly string[] = []): Resu
       ['dq_tr_status', (r) => r.company?.trStatus],
       ['dq_score', (r) => r.company?.searchScore],
       ['dq_hits', (r) => r.hits ?? 0],
+      ['dq_company_candidates', (r) => (r.companies === undefined ? undefined : JSON.stringify(r.companies))],
     );
   } else {
     columns.push(['dq_vat_code', (r) => r.vatCode]);
