@@ -30,6 +30,8 @@ Options:
   --delimiter <char>        CSV delimiter, default ','; '\\t' for tab
   --encoding <enc>          utf8 (default) | latin1 | windows-1252; the output is always UTF-8
   --format <fmt>            csv | json | ndjson; default from the input's extension
+  --spreadsheet-safe        prefix ' to every cell starting with = + - @ tab or CR (output and
+                            rejects), for files opened in a spreadsheet; default: values as read
   --resume                  continue an interrupted run from its checkpoint (fresh if none)
   --dry-run                 read and check the whole file; print rows, rejects, distinct inputs,
                             API calls and the time at the rate limit; call nothing
@@ -72,7 +74,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         input: { type: 'string' }, output: { type: 'string' }, rejects: { type: 'string' },
         map: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' },
         include: { type: 'string' }, delimiter: { type: 'string' }, encoding: { type: 'string' },
-        format: { type: 'string' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
+        format: { type: 'string' }, 'spreadsheet-safe': { type: 'boolean' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
         'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, ...ENGINE_FLAG_OPTIONS,
         'base-url': { type: 'string' }, 'realtime-url': { type: 'string' }, 'api-key': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -111,6 +113,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     delimiter,
     encoding: v.encoding === undefined ? undefined : oneOf('--encoding', v.encoding, ENCODINGS),
     format: v.format === undefined ? undefined : oneOf('--format', v.format, FORMATS),
+    spreadsheetSafe: v['spreadsheet-safe'] ?? false,
     resume: v.resume ?? false,
     dryRun: v['dry-run'] ?? false,
     maxFailed: v['max-failed'] === undefined ? 0 : number('--max-failed', v['max-failed'], 0, 1, false),
