@@ -28,7 +28,8 @@ Options:
   --country <CC>            country for rows without one, e.g. DE
   --include <list>          ${ADDRESS_INCLUDE_VALUES.join(', ')}
   --delimiter <char>        CSV delimiter, default ','; '\\t' for tab
-  --encoding <enc>          utf8 (default) | latin1 | windows-1252; the output is always UTF-8
+  --encoding <enc>          utf8 (default) | latin1 | windows-1252; a file with a UTF-16 byte order
+                            mark is read as UTF-16; the output is always UTF-8
   --format <fmt>            csv | json | ndjson; default from the input's extension
   --spreadsheet-safe        prefix ' to every cell starting with = + - @ tab or CR (output and
                             rejects), for files opened in a spreadsheet; default: values as read
@@ -43,8 +44,10 @@ ${ENGINE_FLAGS_USAGE}
   --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
   --help                    this text
 
-Exit codes: 0 done, 1 unexpected error, 2 bad usage, 3 key/account/quota stopped the run
-(fix, then --resume), 4 done but --max-failed passed, 75 platform unavailable (retry --resume).
+Exit codes: 0 done, 1 unexpected error, 2 bad usage (also: an output that is the input, a
+missing output folder, invalid input), 3 key/account/quota stopped the run (fix, then
+--resume), 4 done but --max-failed passed, 75 platform unavailable (retry --resume) or another
+run writing the same output (its pid is named).
 
 Example:
   DQ_BASE_URL=https://api.example.com DQ_API_KEY=... dq-csv validate \\
