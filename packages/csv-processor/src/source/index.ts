@@ -21,16 +21,23 @@ export async function openSource(options: SourceOptions): Promise<Source> {
     await source.close();
     throw err;
   }
-  async function* items(): AsyncGenerator<SourceItem> {
-    if (first.done) return;
-    yield first.value;
-    try {
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
-    } finally {
-      await iterator.return?.();
-    }
-  }
-  return { ...source, items: items(), close: source.close };
+  // Hands out the first record, then the source's own iterator: no extra layer per record.
+  let prefetched: IteratorResult<SourceItem> | undefined = first;
+  const items: AsyncIterable<SourceItem> = {
+    [Symbol.asyncIterator]: () => ({
+      next: () => {
+        if (prefetched === undefined) return iterator.next();
+        const result = prefetched;
+        prefetched = undefined;
+        return Promise.resolve(result);
+      },
+      return: async (value?: unknown) => {
+        prefetched = undefined;
+        return (await iterator.return?.(value)) ?? { done: true, value: undefined };
+      },
+    }),
+  };
+  return { ...source, items, close: source.close };
 }
 
 function openFormat(options: SourceOptions): Promise<Source> {
