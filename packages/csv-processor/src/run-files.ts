@@ -55,11 +55,14 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
 
 /**
  * What a path will be written to: device and inode when it exists (following symlinks), else the
- * real path of its folder plus its name (so two spellings of one new file match).
+ * real path of its folder plus its name (so two spellings of one new file match). Devices and
+ * pipes get an identity of their own.
  */
 async function identityOf(file: WrittenFile): Promise<string> {
   try {
     const s = await stat(file.path);
+    // A device or pipe (/dev/null) is not overwritten by being written twice: never a conflict.
+    if (!s.isFile() && !s.isDirectory()) return `device:${file.label}`;
     return `${s.dev}:${s.ino}`;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
