@@ -7,3 +7,4 @@ export * from './clients/index.js';
 export * from './download/index.js';
 export * from './engine/index.js';
 export * from './cli/index.js';
+export * from './lock/index.js';

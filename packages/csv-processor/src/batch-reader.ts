@@ -89,17 +89,25 @@ export class BatchReader<R> {
   }
 }
 
-/** Groups items into batches of `size` rows (rejects ride along without counting). */
+/**
+ * Groups items into batches of `size` rows (rejects ride along without counting). A read error
+ * comes after a last batch of the items read before it, so they are written as usual.
+ */
 async function* readBatches(source: Source, size: number): AsyncGenerator<SourceItem[]> {
   let batch: SourceItem[] = [];
   let rows = 0;
-  for await (const item of source.items) {
-    batch.push(item);
-    if (item.kind === 'row' && ++rows >= size) {
-      yield batch;
-      batch = [];
-      rows = 0;
+  try {
+    for await (const item of source.items) {
+      batch.push(item);
+      if (item.kind === 'row' && ++rows >= size) {
+        yield batch;
+        batch = [];
+        rows = 0;
+      }
     }
+  } catch (err) {
+    if (batch.length > 0) yield batch;
+    throw err;
   }
   if (batch.length > 0) yield batch;
 }

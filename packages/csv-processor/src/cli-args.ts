@@ -28,8 +28,11 @@ Options:
   --country <CC>            country for rows without one, e.g. DE
   --include <list>          ${ADDRESS_INCLUDE_VALUES.join(', ')}
   --delimiter <char>        CSV delimiter, default ','; '\\t' for tab
-  --encoding <enc>          utf8 (default) | latin1 | windows-1252; the output is always UTF-8
+  --encoding <enc>          utf8 (default) | latin1 | windows-1252; a file with a UTF-16 byte order
+                            mark is read as UTF-16; the output is always UTF-8
   --format <fmt>            csv | json | ndjson; default from the input's extension
+  --spreadsheet-safe        prefix ' to every cell starting with = + - @ tab or CR (output and
+                            rejects), for files opened in a spreadsheet; default: values as read
   --resume                  continue an interrupted run from its checkpoint (fresh if none)
   --dry-run                 read and check the whole file; print rows, rejects, distinct inputs,
                             API calls and the time at the rate limit; call nothing
@@ -41,8 +44,10 @@ ${ENGINE_FLAGS_USAGE}
   --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
   --help                    this text
 
-Exit codes: 0 done, 1 unexpected error, 2 bad usage, 3 key/account/quota stopped the run
-(fix, then --resume), 4 done but --max-failed passed, 75 platform unavailable (retry --resume).
+Exit codes: 0 done, 1 unexpected error, 2 bad usage (also: an output that is the input, a
+missing output folder, invalid input), 3 key/account/quota stopped the run (fix, then
+--resume), 4 done but --max-failed passed, 75 platform unavailable (retry --resume) or another
+run writing the same output (its pid is named).
 
 Example:
   DQ_BASE_URL=https://api.example.com DQ_API_KEY=... dq-csv validate \\
@@ -72,7 +77,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         input: { type: 'string' }, output: { type: 'string' }, rejects: { type: 'string' },
         map: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' },
         include: { type: 'string' }, delimiter: { type: 'string' }, encoding: { type: 'string' },
-        format: { type: 'string' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
+        format: { type: 'string' }, 'spreadsheet-safe': { type: 'boolean' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
         'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, ...ENGINE_FLAG_OPTIONS,
         'base-url': { type: 'string' }, 'realtime-url': { type: 'string' }, 'api-key': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -111,6 +116,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     delimiter,
     encoding: v.encoding === undefined ? undefined : oneOf('--encoding', v.encoding, ENCODINGS),
     format: v.format === undefined ? undefined : oneOf('--format', v.format, FORMATS),
+    spreadsheetSafe: v['spreadsheet-safe'] ?? false,
     resume: v.resume ?? false,
     dryRun: v['dry-run'] ?? false,
     maxFailed: v['max-failed'] === undefined ? 0 : number('--max-failed', v['max-failed'], 0, 1, false),

@@ -11,11 +11,15 @@ export const csvErrorExitCodes = {
   'input-unreadable': ExitCode.USAGE,
   /** the output, rejects or checkpoint file cannot be written */
   'output-unwritable': ExitCode.USAGE,
+  /** an output, rejects or side file would be the input, or two of them the same file */
+  'path-conflict': ExitCode.USAGE,
+  /** another live run is writing the same output (its lock names the pid): try again later */
+  'output-locked': ExitCode.TEMPFAIL,
   /** the input has no header row (CSV) */
   'input-empty': ExitCode.USAGE,
   /** a mapped column is missing from the input, or an input column collides with a dq_ column */
   'bad-mapping': ExitCode.USAGE,
-  /** a line longer than the record limit with no line break: probably not CSV/NDJSON */
+  /** the header line is longer than the record limit: probably not CSV */
   'record-too-large': ExitCode.USAGE,
   /** a JSON array input is not valid JSON (an array cannot be resynchronised after an error) */
   'invalid-json': ExitCode.USAGE,

@@ -38,6 +38,12 @@ export interface ProcessFileOptions {
   realtimeUrl?: string;
   /** API key; never logged. */
   apiKey?: string;
+  /**
+   * Prefix `'` to every CSV cell (output and rejects) that starts with `=`, `+`, `-`, `@`, tab or
+   * CR, so a spreadsheet shows it as text instead of running it as a formula. Default off: values
+   * come out exactly as they came in.
+   */
+  spreadsheetSafe?: boolean;
   /** Rows per batch: the unit of output writes and checkpoints; default 500. */
   batchSize?: number;
   /** Engine settings passed through (threads, concurrency, rate limits, retry, timeout). */
@@ -57,6 +63,8 @@ export interface RunPaths {
   readonly rejects: string;
   readonly checkpoint: string;
   readonly cache: string;
+  /** Held while a run writes the output: a second run on the same output is refused. */
+  readonly lock: string;
 }
 
 /** Absolute paths of every file a run touches. */
@@ -69,6 +77,7 @@ export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 
     rejects: resolve(options.rejects ?? `${stem}.rejects.csv`),
     checkpoint: `${output}.checkpoint.json`,
     cache: `${output}.cache.ndjson`,
+    lock: `${output}.lock`,
   };
 }
 

@@ -7,6 +7,7 @@ import { CsvError } from './errors.js';
 import { inferFieldMap, recordMapper } from './mapping.js';
 import { formatFromPath, runPaths, type ProcessFileOptions, type RunPaths } from './options.js';
 import { openResumeCache } from './resume-cache.js';
+import { claimRunFiles } from './run-files.js';
 import { resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
 import { openSource } from './source/index.js';
@@ -38,6 +39,16 @@ const UNAVAILABLE_BATCH_MIN = 20; // records: a batch this large all unavailable
  * end up in the summary's `error` and `exitCode`; usage problems throw a {@link CsvError}.
  */
 export async function processFile(options: ProcessFileOptions): Promise<RunSummary> {
+  if (options.dryRun) return runFile(options);
+  const claim = await claimRunFiles(runPaths(options));
+  try {
+    return await runFile(options);
+  } finally {
+    await claim.release();
+  }
+}
+
+async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
   const started = Date.now();
   const paths = runPaths(options);
   const format = options.format ?? formatFromPath(paths.input);
@@ -57,6 +68,7 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
     input: paths.input, inputSize: inputStat.size, inputMtimeMs: inputStat.mtimeMs, output: paths.output,
     rejects: paths.rejects, format, encoding: options.encoding ?? 'utf8', delimiter, mode,
     map: options.map ?? null, country: options.country ?? null, include: options.include ?? [],
+    ...(options.spreadsheetSafe ? { spreadsheetSafe: true } : {}),
   };
   const optionsHash = hashOptions(identity);
   const checkpoint = await readCheckpoint(paths.checkpoint);
@@ -90,7 +102,7 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
       mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
       defaultCountry: options.country, include: options.include, cache, logger: options.logger, ...options.engine,
     });
-    sink = await Sink.open({ outputPath: paths.output, rejectsPath: paths.rejects, format, delimiter, header: source.header, columns, resume: checkpoint?.sink });
+    sink = await Sink.open({ outputPath: paths.output, rejectsPath: paths.rejects, format, delimiter, header: source.header, columns, spreadsheetSafe: options.spreadsheetSafe, resume: checkpoint?.sink });
 
     // A window of batches with the engine: while the oldest one's last answers arrive and it is
     // written and checkpointed, the later ones keep the engine's calls (and the rate limit) busy.

@@ -103,9 +103,9 @@ describe('the edge-case corpus', () => {
     expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'broken-quoting']]);
   });
 
-  it('neutralises cells a spreadsheet would run as formulas', async () => {
+  it('neutralises cells a spreadsheet would run as formulas when asked to', async () => {
     const text = HEADER + '=1+2;Hauptstraße;5;10115;Berlin\n';
-    const { summary } = await clean('formula', text);
+    const { summary } = await clean('formula', text, { spreadsheetSafe: true });
     const raw = await readFile(summary.paths.output, 'utf8');
     expect(raw.split('\n')[1]?.startsWith("'=1+2;")).toBe(true);
   });

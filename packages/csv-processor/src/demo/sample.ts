@@ -21,7 +21,7 @@ export function makeSampleCsv(rows = 1000, seed = 7): string {
   const random = mulberry32(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
   const inputs = generateDirtyInputs(rows, { seed, country: 'DE' });
-  let csv = formatCsvLine(SAMPLE_COLUMNS, ';', false);
+  let csv = formatCsvLine(SAMPLE_COLUMNS, ';');
   for (let i = 0; i < rows; i++) {
     // Some customers share an address with an earlier one (colleagues, family): dedup saves those calls.
     const source = i > 20 && random() < 0.1 ? inputs[Math.floor(random() * i)] : inputs[i];
@@ -38,7 +38,7 @@ export function makeSampleCsv(rows = 1000, seed = 7): string {
     const name = random() < 0.25 ? `${pick(LAST)} ${pick(FIRMS)}` : person;
     const telefon = random() < 0.7 ? `+49 ${pick(AREA)} ${String(Math.floor(random() * 9_000_000) + 1_000_000)}` : '';
     const day = new Date(Date.UTC(2015, 0, 1) + Math.floor(random() * 3650) * 86_400_000).toISOString().slice(0, 10);
-    csv += formatCsvLine([`K${String(100_000 + i)}`, name, strasse, plz, ort, input.country, telefon, day], ';', false);
+    csv += formatCsvLine([`K${String(100_000 + i)}`, name, strasse, plz, ort, input.country, telefon, day], ';');
   }
   return csv;
 }

@@ -26,6 +26,8 @@ export interface SinkOptions {
   /** CSV input header; the output header is this plus the result columns. */
   readonly header?: readonly string[];
   readonly columns: ResultColumns;
+  /** Neutralise formula-like cells of the output and the rejects (see formatCell). */
+  readonly spreadsheetSafe?: boolean;
   /** Resume: truncate both files to these lengths and go on from there. */
   readonly resume?: SinkState;
 }
@@ -54,11 +56,11 @@ export class Sink {
     const sink = new Sink(options, output, rejects);
     if (!options.resume) {
       if (options.format === 'csv') {
-        output.append(formatCsvLine([...(options.header ?? []), ...options.columns.names], options.delimiter));
+        output.append(formatCsvLine([...(options.header ?? []), ...options.columns.names], options.delimiter, options.spreadsheetSafe));
       } else if (options.format === 'json') {
         output.append('[');
       }
-      rejects.append(formatCsvLine(REJECT_COLUMNS, ','));
+      rejects.append(formatCsvLine(REJECT_COLUMNS, ',', options.spreadsheetSafe));
       await sink.commit();
     }
     return sink;
@@ -68,7 +70,7 @@ export class Sink {
   row(row: SourceRow, result: RecordResult): void {
     const values = this.#options.columns.values(result);
     if (this.#options.format === 'csv') {
-      this.#output.append(formatCsvLine([...(row.cells ?? []), ...values], this.#options.delimiter));
+      this.#output.append(formatCsvLine([...(row.cells ?? []), ...values], this.#options.delimiter, this.#options.spreadsheetSafe));
     } else {
       const object: Record<string, unknown> = { ...row.object };
       this.#options.columns.names.forEach((name, i) => {
@@ -84,7 +86,7 @@ export class Sink {
   /** Buffers one reject. */
   reject(reject: SourceReject): void {
     const cells: CellValue[] = [reject.line, reject.code, reject.reason, reject.raw];
-    this.#rejects.append(formatCsvLine(cells, ','));
+    this.#rejects.append(formatCsvLine(cells, ',', this.#options.spreadsheetSafe));
   }
 
   /** Writes and fsyncs both files (rejects first, then output). */

@@ -1,27 +1,27 @@
-import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { stat } from 'node:fs/promises';
 import { CsvError } from '../errors.js';
 import { fieldSplitter } from './csv-fields.js';
 import { bomLength, lossyDecode, recordDecoder } from './decode.js';
-import { frameRecords, type RawRecord } from './framer.js';
+import { inputBytes } from './input-bytes.js';
+import { DEFAULT_MAX_RECORD_BYTES, frameRecords, type RawRecord } from './framer.js';
 import type { Source, SourceItem, SourceOptions, SourcePosition } from './types.js';
-
-const READ_CHUNK = 256 * 1024; // bytes
 
 /**
  * Opens a CSV file: reads the header row, then (from `options.start` when resuming) yields each
  * record as a row or, when it cannot be parsed, a reject naming its line and the reason.
  */
 export async function openCsvSource(options: SourceOptions): Promise<Source> {
-  const encoding = options.encoding ?? 'utf8';
   const delimiter = options.delimiter ?? ',';
+  const input = await inputBytes(options.path, options.encoding ?? 'utf8', await fileSize(options.path));
+  const { encoding, totalBytes } = input;
   const decode = recordDecoder(encoding);
   const split = fieldSplitter(delimiter);
-  const totalBytes = await fileSize(options.path);
 
-  const headerStream = createReadStream(options.path, { highWaterMark: READ_CHUNK });
+  const headerStream = input.stream();
   const headerFrames = frameRecords(headerStream, { quotes: true, maxRecordBytes: options.maxRecordBytes });
   const first = await headerFrames.next().catch((err: unknown) => {
+    if (err instanceof CsvError) throw err;
     throw new CsvError('input-unreadable', `cannot read ${options.path}: ${(err as Error).message}`, { cause: err });
   });
   if (first.done) {
@@ -29,6 +29,14 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
     throw new CsvError('input-empty', `${options.path} is empty: a header row naming the columns is needed`);
   }
   const headerRecord = first.value;
+  if (headerRecord.tooLarge) {
+    headerStream.destroy();
+    throw new CsvError('record-too-large', `the header row of ${options.path} is ${headerRecord.tooLarge.length} bytes long, over the limit of ${maxRecordBytes(options)} bytes: is the input really CSV, with this --delimiter?`);
+  }
+  if (headerRecord.bytes.includes(0)) {
+    headerStream.destroy();
+    throw new CsvError('input-unreadable', `the header row of ${options.path} holds NUL bytes: the file looks like UTF-16 without a byte order mark; save it as UTF-8 (or as UTF-16 with a byte order mark) and run again`);
+  }
   const headerText = decode(headerRecord.bytes.subarray(bomLength(headerRecord.bytes)));
   if (headerText === undefined) {
     headerStream.destroy();
@@ -43,12 +51,12 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
   }
 
   let frames: AsyncGenerator<RawRecord> = headerFrames;
-  let stream = headerStream;
+  let stream: Readable = headerStream;
   let records = 0; // data records handed out; the header is not one
   if (options.start && options.start.records > 0) {
     headerStream.destroy();
     await headerFrames.return(undefined);
-    stream = createReadStream(options.path, { start: options.start.offset, highWaterMark: READ_CHUNK });
+    stream = input.stream(options.start.offset);
     frames = frameRecords(stream, {
       quotes: true,
       startOffset: options.start.offset,
@@ -63,6 +71,10 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
       for await (const record of frames) {
         records += 1;
         const position: SourcePosition = { records, offset: record.nextOffset, line: record.endLine + 1 };
+        if (record.tooLarge) {
+          yield reject(record, position, 'record-too-large', tooLargeReason(record, options));
+          continue;
+        }
         const text = decode(record.bytes);
         if (text === undefined) {
           yield reject(record, position, 'undecodable-bytes', `bytes that are not valid UTF-8; if the file is Latin-1 or Windows-1252, pass --encoding latin1 or --encoding windows-1252`);
@@ -102,8 +114,19 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
   };
 }
 
+/** Largest record of `options`, in bytes. */
+export function maxRecordBytes(options: SourceOptions): number {
+  return options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+}
+
+/** Why a record that is too large is rejected, and what the rejects file holds of it. */
+export function tooLargeReason(record: RawRecord, options: SourceOptions): string {
+  const { length, offset } = record.tooLarge!;
+  return `the record at byte offset ${offset} is ${length} bytes long, over the limit of ${maxRecordBytes(options)} bytes; raw holds only its first ${record.bytes.length} bytes`;
+}
+
 function rejectOf(
-  code: 'column-count' | 'broken-quoting' | 'undecodable-bytes',
+  code: 'column-count' | 'broken-quoting' | 'undecodable-bytes' | 'record-too-large',
   reason: string,
   record: RawRecord,
   position: SourcePosition,

@@ -5,8 +5,6 @@
  * Windows-1252, and each record's exact byte offset is known (the checkpoint stores it).
  */
 
-import { CsvError } from '../errors.js';
-
 const LF = 0x0a;
 const CR = 0x0d;
 const QUOTE = 0x22;
@@ -23,7 +21,18 @@ export interface RawRecord {
   readonly nextOffset: number;
   /** Set when the record was cut short because a quote was never closed. */
   readonly unclosedQuote?: true;
+  /**
+   * Set when the record is longer than `maxRecordBytes`: its full length and start offset; `bytes`
+   * then holds only its first {@link OVERSIZED_SAMPLE_BYTES} bytes (the rest was not kept).
+   */
+  readonly tooLarge?: { readonly length: number; readonly offset: number };
 }
+
+/** Default largest record, in bytes. */
+export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
+
+/** Bytes kept of a record that is too large, to show in the rejects file. */
+export const OVERSIZED_SAMPLE_BYTES = 1024;
 
 /** Options of {@link frameRecords}. */
 export interface FramerOptions {
@@ -36,7 +45,9 @@ export interface FramerOptions {
   /**
    * Largest record in bytes (default 1 MiB). A quoted field still open after this many bytes is
    * taken to be a stray quote: the record's first line is given back alone, marked
-   * `unclosedQuote`, and framing restarts on the next line, so memory stays bounded.
+   * `unclosedQuote`, and framing restarts on the next line, so memory stays bounded. Any other
+   * record longer than this is read through to its end without being kept and given back with
+   * `tooLarge` set.
    */
   readonly maxRecordBytes?: number;
 }
@@ -49,7 +60,7 @@ export async function* frameRecords(
   chunks: AsyncIterable<Buffer>,
   options: FramerOptions,
 ): AsyncGenerator<RawRecord> {
-  const maxRecordBytes = options.maxRecordBytes ?? 1024 * 1024;
+  const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   let pending: Buffer = Buffer.alloc(0);
   let pendingOffset = options.startOffset ?? 0; // absolute offset of pending[0]
   let line = options.startLine ?? 1;
@@ -57,6 +68,8 @@ export async function* frameRecords(
   let scan = 0;
   let inQuote = false;
   let newlines = 0;
+  // A record past maxRecordBytes being read through: its start, and the bytes and LFs dropped so far.
+  let skip: { head: Buffer; line: number; offset: number; bytes: number; lf: number } | undefined;
 
   function* drain(final: boolean): Generator<RawRecord> {
     for (;;) {
@@ -86,24 +99,53 @@ export async function* frameRecords(
           }
         }
       }
-      if (end === -1 && inQuote && (pending.length > maxRecordBytes || final) && newlines > 0) {
+      if (!skip && end === -1 && inQuote && (pending.length > maxRecordBytes || final) && newlines > 0) {
         // A quote opened and never closed: give back the first line alone and reframe the rest.
         const firstLf = pending.indexOf(LF);
         yield* emit(firstLf, true);
         continue;
       }
       if (end === -1) {
-        if (final && pending.length > 0) yield* emit(pending.length, inQuote);
-        else if (pending.length > maxRecordBytes) {
-          throw new CsvError(
-            'record-too-large',
-            `line ${line} is longer than ${maxRecordBytes} bytes without a line break: is the input really ${options.quotes ? 'CSV' : 'NDJSON'}?`,
-          );
-        }
+        if (final && skip) yield* emitTooLarge(pending.length);
+        else if (final && pending.length > 0) yield* emit(pending.length, inQuote);
+        else if (skip || pending.length > maxRecordBytes) dropScanned();
         return;
       }
-      yield* emit(end, false);
+      if (skip) yield* emitTooLarge(end);
+      else yield* emit(end, false);
     }
+  }
+
+  /** Drops the scanned bytes of a record that is too large, keeping its first bytes aside. */
+  function dropScanned(): void {
+    skip ??= { head: Buffer.from(pending.subarray(0, OVERSIZED_SAMPLE_BYTES)), line, offset: pendingOffset, bytes: 0, lf: 0 };
+    skip.bytes += scan;
+    skip.lf += countLf(pending, 0, scan);
+    pending = pending.subarray(scan);
+    pendingOffset += scan;
+    scan = 0;
+  }
+
+  function* emitTooLarge(end: number): Generator<RawRecord> {
+    const started = skip!;
+    skip = undefined;
+    const next = Math.min(end + 1, pending.length);
+    const lines = started.lf + countLf(pending, 0, end);
+    const length = started.bytes + (end > 0 && pending[end - 1] === CR ? end - 1 : end);
+    const record: RawRecord = {
+      bytes: started.head,
+      line: started.line,
+      endLine: started.line + lines,
+      nextOffset: pendingOffset + next,
+      tooLarge: { length, offset: started.offset },
+    };
+    line = started.line + lines + (end < pending.length ? 1 : 0);
+    pending = pending.subarray(next);
+    pendingOffset += next;
+    scan = 0;
+    inQuote = false;
+    newlines = 0;
+    yield record;
   }
 
   function* emit(end: number, unclosedQuote: boolean): Generator<RawRecord> {

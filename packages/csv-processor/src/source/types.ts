@@ -22,7 +22,8 @@ export type RejectCode =
   | 'broken-quoting'
   | 'undecodable-bytes'
   | 'invalid-json'
-  | 'not-an-object';
+  | 'not-an-object'
+  | 'record-too-large';
 
 /** A parsed row: CSV cells aligned with the header, or a JSON object. */
 export interface SourceRow {

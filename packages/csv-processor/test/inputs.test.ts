@@ -1,0 +1,167 @@
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
+import { openSource, type SourceItem } from '@dq/csv-processor';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
+
+let sandbox: Sandbox;
+let dir: string;
+let cleanup: () => Promise<void>;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } });
+  ({ dir, cleanup } = await tempDir());
+});
+afterAll(async () => {
+  await sandbox.close();
+  await cleanup();
+});
+
+const env = () => ({ DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+
+/** Writes `content` as `name` in a folder of its own; returns the folder and the file. */
+async function inputFile(name: string, content: string | Buffer): Promise<{ folder: string; input: string }> {
+  const folder = join(dir, name.replace(/\W+/g, '-'));
+  await mkdir(folder);
+  const input = join(folder, name);
+  await writeFile(input, content);
+  return { folder, input };
+}
+
+const element = (i: number) => ({ id: i, street: `Hauptstraße ${i}`, postalCode: '10115', locality: 'Berlin' });
+const JSON_ARGS = ['--country', 'DE', '--map', 'addressLine=street,postalCode=postalCode,locality=locality', '--batch-size', '100'];
+
+/** The objects of a JSON array output that a stopped run left unclosed (one element per line). */
+async function unclosedArray(path: string): Promise<Record<string, unknown>[]> {
+  const lines = (await readFile(path, 'utf8')).split('\n').slice(1).filter(Boolean);
+  return lines.map((l) => JSON.parse(l.replace(/,$/, '')) as Record<string, unknown>);
+}
+
+describe('a JSON input that is not valid', () => {
+  it('refuses a file that is not an array with exit 2 naming the byte offset, leaving no file behind', async () => {
+    const { folder, input } = await inputFile('object.json', '\n  {"id": 1, "street": "Hauptstraße 5"}\n');
+    const run = await runCli(['validate', '--input', input, '--output', join(folder, 'out.json'), ...JSON_ARGS], env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('is not a JSON array: at byte offset 3 (line 2)');
+    expect(run.stderr).toContain('--format ndjson');
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(await readdir(folder)).toEqual(['object.json']);
+  });
+
+  it('refuses a syntax error in the first element with exit 2 and leaves no file behind', async () => {
+    const { folder, input } = await inputFile('first.json', '[\n  {id: 1}\n]\n');
+    const run = await runCli(['validate', '--input', input, '--output', join(folder, 'out.json'), ...JSON_ARGS], env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('is not valid JSON at byte offset 5, line 2: expected an object key; no element before it was read');
+    expect(await readdir(folder)).toEqual(['first.json']);
+  });
+
+  it('writes and checkpoints the elements before a syntax error, then exits 2 naming its offset and line', async () => {
+    const good = Array.from({ length: 250 }, (_, i) => JSON.stringify(element(i + 1)));
+    const after = Array.from({ length: 50 }, (_, i) => JSON.stringify(element(i + 252)));
+    const text = `[\n${good.join(',\n')},\n{"id": 251, "street": 'Lindenweg'},\n${after.join(',\n')}\n]\n`;
+    const { folder, input } = await inputFile('syntax.json', text);
+    const output = join(folder, 'out.json');
+    const run = await runCli(['validate', '--input', input, '--output', output, ...JSON_ARGS], env());
+    expect(run.code, run.stderr).toBe(2);
+    const offset = text.indexOf("'Lindenweg'");
+    expect(run.stderr).toContain(`is not valid JSON at byte offset ${Buffer.byteLength(text.slice(0, offset))}, line 252: expected a value`);
+    expect(run.stderr).toContain('the 250 elements before it are written to the output');
+    expect((await unclosedArray(output)).map((o) => o['id'])).toEqual(good.map((_, i) => i + 1));
+    const checkpoint = JSON.parse(await readFile(`${output}.checkpoint.json`, 'utf8')) as { position: { records: number } };
+    expect(checkpoint.position.records).toBe(250);
+  });
+
+  it('tells a wrong byte near the end from a truncated file', async () => {
+    const { folder, input } = await inputFile('near-end.json', `[${JSON.stringify(element(1))},{"id": 'x'}]`);
+    const run = await runCli(['validate', '--input', input, '--output', join(folder, 'out.json'), ...JSON_ARGS], env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(/is not valid JSON at its end \(byte offset \d+\): expected a value; the 1 element before it is written/);
+  });
+
+  it('writes the elements of a truncated array, then exits 2 saying the file is truncated', async () => {
+    const good = Array.from({ length: 120 }, (_, i) => JSON.stringify(element(i + 1)));
+    const text = `[${good.join(',')},{"id": 121, "stre`;
+    const { folder, input } = await inputFile('truncated.json', text);
+    const output = join(folder, 'out.json');
+    const run = await runCli(['validate', '--input', input, '--output', output, ...JSON_ARGS], env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`at its end (byte offset ${Buffer.byteLength(text)}): the array is not closed: the file is truncated`);
+    expect((await unclosedArray(output)).map((o) => o['id'])).toEqual(good.map((_, i) => i + 1));
+  });
+});
+
+describe('a record over the size limit', () => {
+  const big = 'x'.repeat(5 * 1024 * 1024);
+
+  it('goes to the rejects with its line and reason while the run goes on (CSV, quoted or not)', async () => {
+    const text = `id;strasse;plz;ort\n1;Hauptstraße 5;10115;Berlin\n2;${big};10115;Berlin\n3;"${big}";10115;Berlin\n4;Lindenweg 2;01067;Dresden\n5;short\n6;Goethestraße 1;60313;Frankfurt\n`;
+    const { folder, input } = await inputFile('big.csv', text);
+    const output = join(folder, 'out.csv');
+    const run = await runCli(['validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE', '--map', 'addressLine=strasse,postalCode=plz,locality=ort', '--max-failed', '0.5'], env());
+    expect(run.code, run.stderr).toBe(0);
+    expect((await readCsv(output, { delimiter: ';' })).rows.map((r) => r[0])).toEqual(['1', '4', '6']);
+    const rejects = await readCsv(join(folder, 'out.rejects.csv'));
+    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['3', 'record-too-large'], ['4', 'record-too-large'], ['6', 'column-count']]);
+    expect(rejects.rows[0]?.[2]).toContain(`the record at byte offset ${Buffer.byteLength('id;strasse;plz;ort\n1;Hauptstraße 5;10115;Berlin\n')} is ${big.length + 2 + 13} bytes long, over the limit`);
+    expect(rejects.rows[0]?.[3]?.startsWith('2;xxx')).toBe(true);
+  });
+
+  it('goes to the rejects with its line in NDJSON too', async () => {
+    const text = `${JSON.stringify(element(1))}\n${JSON.stringify({ ...element(2), note: big })}\n${JSON.stringify(element(3))}\n`;
+    const { folder, input } = await inputFile('big.ndjson', text);
+    const output = join(folder, 'out.ndjson');
+    const run = await runCli(['validate', '--input', input, '--output', output, ...JSON_ARGS, '--max-failed', '0.5'], env());
+    expect(run.code, run.stderr).toBe(0);
+    const lines = (await readFile(output, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((o) => o['id'])).toEqual([1, 3]);
+    const rejects = await readCsv(join(folder, 'out.rejects.csv'));
+    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'record-too-large']]);
+  });
+});
+
+describe('a UTF-16 input', () => {
+  const rows = [
+    ['1', 'Hauptstraße 5', '10115', 'Berlin'],
+    ['2', 'Königsallee "Kö" 1', '40212', 'Düsseldorf'],
+    ['3', 'Rue de l’Église 𝄞', '01067', 'Dresden'],
+  ];
+  const text = 'id;strasse;plz;ort\r\n' + rows.map((r) => r.map((c) => (c.includes('"') ? `"${c.replaceAll('"', '""')}"` : c)).join(';')).join('\r\n') + '\r\n';
+  const utf16be = (s: string) => Buffer.from(s, 'utf16le').swap16();
+
+  it.each([
+    ['LE', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')])],
+    ['BE', Buffer.concat([Buffer.from([0xfe, 0xff]), utf16be(text)])],
+  ])('with a %s byte order mark is read as UTF-16: the output holds its values character for character', async (name, bytes) => {
+    const { folder, input } = await inputFile(`utf16${name}.csv`, bytes);
+    const output = join(folder, 'out.csv');
+    const run = await runCli(['validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE', '--map', 'addressLine=strasse,postalCode=plz,locality=ort'], env());
+    expect(run.code, run.stderr).toBe(0);
+    expect(summaryOf(run).rows).toBe(3);
+    const out = await readCsv(output, { delimiter: ';' });
+    expect(out.header.slice(0, 4)).toEqual(['id', 'strasse', 'plz', 'ort']);
+    expect(out.rows.map((r) => r.slice(0, 4))).toEqual(rows);
+  });
+
+  it('continues from a checkpointed position with the same records as an uninterrupted read', async () => {
+    const many = 'id;strasse;plz;ort\n' + Array.from({ length: 2000 }, (_, i) => `${i};Straße ${i} 𝄞;10115;Berlin`).join('\n') + '\n';
+    const { input } = await inputFile('resume16.csv', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(many, 'utf16le')]));
+    const all: SourceItem[] = [];
+    for await (const item of (await openSource({ path: input, format: 'csv', delimiter: ';' })).items) all.push(item);
+    expect(all).toHaveLength(2000);
+    const from = all[1233]!.position;
+    const rest: SourceItem[] = [];
+    for await (const item of (await openSource({ path: input, format: 'csv', delimiter: ';', start: from })).items) rest.push(item);
+    expect(rest.map((i) => (i.kind === 'row' ? i.cells : i))).toEqual(all.slice(1234).map((i) => (i.kind === 'row' ? i.cells : i)));
+  });
+
+  it('without a byte order mark is refused with advice to save it as UTF-8, not to try Latin-1', async () => {
+    const { folder, input } = await inputFile('nobom.csv', Buffer.from(text, 'utf16le'));
+    const run = await runCli(['validate', '--input', input, '--output', join(folder, 'out.csv'), '--delimiter', ';', '--country', 'DE', '--map', 'addressLine=strasse,postalCode=plz,locality=ort'], env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('UTF-16 without a byte order mark');
+    expect(run.stderr).not.toContain('latin1');
+    expect(await stat(join(folder, 'out.csv')).catch(() => undefined)).toBeUndefined();
+  });
+});
