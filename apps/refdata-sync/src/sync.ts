@@ -1,6 +1,6 @@
 /**
  * `dq-refdata sync`: brings a target directory up to the platform's current reference-data
- * version (contract 4.4, 4.5). Safe to repeat and to interrupt: every file is verified before it
+ * version. Safe to repeat and to interrupt: every file is verified before it
  * is placed, verified files are never fetched again, cut downloads resume, and `current` switches
  * only when the version is complete.
  */
@@ -163,7 +163,7 @@ type Failure = SyncSummary['failures'][number] & { cause?: unknown };
 type State = SyncSummary & { failures: Failure[] };
 
 async function syncInstaller(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, v: ManifestVersion, version: string, s: State, signal?: AbortSignal) {
-  // Contract 4.5: the installer for the platform is fetched on every sync.
+  // The platform's rules: its installer is fetched each time reference data is downloaded, like version.txt.
   const r = await client.downloadInstaller(installerFor(cfg.platform), { destDir: join(cfg.target, version, 'installer'), ...(signal ? { signal } : {}) });
   const changed = v.installer?.sha512 !== r.sha512;
   v.installer = entry(cfg.target, r, `/download/v1/data/post/${r.fileName}`, false);
@@ -209,7 +209,7 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
   const p = softwarePath(spec);
   if (!p.ok) return; // refused when the config was read
   const source = p.value;
-  // The checksum artifact (2.6) is used when the platform offers one for the package.
+  // The checksum artifact is used when the platform offers one for the package.
   const sha512 = await client.fetchChecksum(source, { signal }).then((c) => c.sha512, (e: unknown) => {
     if (e instanceof PlatformError && e.status === 404) return undefined;
     throw e;

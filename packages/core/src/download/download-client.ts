@@ -1,5 +1,5 @@
 /**
- * The download API's client (contract 4.4, 4.5): verified, resumable downloads streamed to disk
+ * The download API's client: verified, resumable downloads streamed to disk
  * with the SHA-512 computed in the same pass, checksums, version.txt, installers and software
  * packages named by their `Content-Disposition`.
  */
@@ -251,14 +251,14 @@ export class DownloadClient {
     });
   }
 
-  /** The expected SHA-512 of an artifact from its `.sha512` (no authentication, contract 5). */
+  /** The expected SHA-512 of an artifact from its `.sha512` (the platform requires no authentication for it). */
   async fetchChecksum(artifactPath: string, options: { signal?: AbortSignal } = {}): Promise<{ sha512: string; requestId: string | undefined }> {
     const name = artifactPath.split('/').pop() ?? '';
     const { text, requestId } = await this.#text(`${artifactPath}.sha512`, false, options.signal);
     return { sha512: parseChecksumFile(text, name, `${artifactPath}.sha512`), requestId };
   }
 
-  /** The current reference-data version from version.txt (`yyyy-mm-01`, first line; NOTES.md). */
+  /** The current reference-data version from version.txt: `yyyy-mm-01` on its first line. */
   async fetchVersion(options: { signal?: AbortSignal } = {}): Promise<{ version: string; requestId: string | undefined }> {
     const { text, requestId } = await this.#text(VERSION_FILE_PATH, true, options.signal);
     const first = (text.split(/\r?\n/)[0] ?? '').trim();
@@ -272,14 +272,14 @@ export class DownloadClient {
     return { version: first, requestId };
   }
 
-  /** Downloads a software package (4.4), named by its `Content-Disposition`; bad combinations are refused locally. */
+  /** Downloads a software package, named by its `Content-Disposition`; bad combinations are refused locally. */
   async downloadSoftware(parts: SoftwarePathParts, options: Omit<DownloadOptions, 'auth'>): Promise<DownloadResult> {
     const p = softwarePath(parts);
     if (!p.ok) refuse('software download', p.violations);
     return this.download(p.value, options);
   }
 
-  /** Downloads a reference-data artifact (4.5) and verifies it against its `.sha512`. */
+  /** Downloads a reference-data artifact and verifies it against its `.sha512`. */
   async downloadData(parts: DataPathParts, options: Omit<DownloadOptions, 'auth' | 'expectedSha512'>): Promise<DownloadResult> {
     const p = dataPath(parts);
     if (!p.ok) refuse('reference data download', p.violations);
@@ -287,7 +287,7 @@ export class DownloadClient {
     return this.download(p.value, { fileName: parts.artifact, ...options, expectedSha512: sha512 });
   }
 
-  /** Downloads a reference-data installer (4.5) by name, e.g. `setupRefdata_linux_x64.sh`. */
+  /** Downloads a reference-data installer by name, e.g. `setupRefdata_linux_x64.sh`. */
   async downloadInstaller(installer: string, options: Omit<DownloadOptions, 'auth'>): Promise<DownloadResult> {
     const p = installerPath(installer);
     if (!p.ok) refuse('installer download', p.violations);

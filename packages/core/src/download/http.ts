@@ -10,7 +10,7 @@ import { PlatformError, TransportError } from '../errors/dq-error.js';
 import { abortedError } from '../transport/retry/retrier.js';
 import { parseRetryAfter } from '../transport/retry/policy.js';
 
-/** Header carrying the platform's request id (contract 1, 7.1). */
+/** Header carrying the platform's request id. */
 const REQUEST_ID = 'x-service-request-id';
 const MAX_ERROR_BODY = 64 * 1024; // bytes of an error answer worth reading
 
