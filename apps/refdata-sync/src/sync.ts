@@ -1,8 +1,8 @@
 /**
  * `dq-refdata sync`: brings a target directory up to the platform's current reference-data
- * version. Safe to repeat and to interrupt: every file is verified before it
- * is placed, verified files are never fetched again, cut downloads resume, and `current` switches
- * only when the version is complete.
+ * version. Safe to repeat and to interrupt: every file is verified before it is placed, a file
+ * already on disk is hashed and fetched again only when its content no longer matches the
+ * server's checksum, cut downloads resume, and `current` switches only when the version is complete.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
