@@ -1,6 +1,6 @@
 /**
  * The sync configuration: from a JSON file (`--config`) or flags, checked in full — including the
- * contract's download path rules (2.6) — before any request is made.
+ * platform's download path rules — before any request is made.
  */
 import { readFile } from 'node:fs/promises';
 import { DATA_PRODUCTS, DATA_RELEASES, validateSoftwarePath } from '@dq/core';
@@ -36,7 +36,7 @@ export interface SyncConfig {
   products: Array<(typeof DATA_PRODUCTS)[number]>;
   countries: string[];
   release: (typeof DATA_RELEASES)[number];
-  /** Installer platform, e.g. `linux_x64` (its installer is fetched on every sync, contract 4.5). */
+  /** Installer platform, e.g. `linux_x64` (its installer is fetched on every sync). */
   platform: string;
   /** Post levels, three digits each (default `001`). */
   levels: string[];
@@ -67,7 +67,7 @@ export const syncConfigSchema = z.strictObject({
   timeoutMs: z.coerce.number().int().positive().default(30_000),
 });
 
-/** The installer file name of a platform (contract 2.6). */
+/** The installer file name of a platform. */
 export function installerFor(platform: string): string {
   const name = PLATFORM_INSTALLER[platform];
   if (name === undefined) throw new UsageError(`unknown platform "${platform}"`);

@@ -17,7 +17,7 @@ export class LockHeldError extends DqError {
 }
 
 /**
- * The process exit code for a failure (ARCHITECTURE.md's table, applied to downloads):
+ * The process exit code for a failure (the repository's exit-code table, applied to downloads):
  * 2 usage/config or refused path combination; 3 credentials, account or service refused
  * (401/403: a person must act); 75 service unavailable, retries used up or target locked by
  * another sync (a later run may succeed); 1 checksum mismatch, a 404 for a subscribed artifact, or

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 
 export { syncDir } from '@dq/core';
@@ -9,4 +11,16 @@ export async function sizeOf(path: string): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** Lower-case hex SHA-512 of a file's content, read from disk now; undefined when the file does not exist. */
+export async function sha512OfFile(path: string): Promise<string | undefined> {
+  const hash = createHash('sha512');
+  try {
+    for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+  return hash.digest('hex');
 }

@@ -41,7 +41,7 @@ const manifestSchema = z.object({
   /** The version `current` points to, or null before the first complete sync. */
   current: z.string().nullable(),
   versions: z.record(z.string(), versionEntry),
-  /** Software packages (4.4), not tied to a data version. */
+  /** Software packages, not tied to a data version. */
   software: z.array(fileEntry),
 });
 export type Manifest = z.infer<typeof manifestSchema>;

@@ -1,5 +1,5 @@
 /**
- * `dq-refdata phone-describe`: the phone-analysis description (contract 4.6) kept in a cache file
+ * `dq-refdata phone-describe`: the phone-analysis description kept in a cache file
  * with its fetch time; served from the cache within `--max-age`, refreshed after it, and taken from
  * a stale cache (with a warning) when the service fails.
  */

@@ -1,5 +1,5 @@
 /**
- * A validator for phone-analysis parameters built from the describe response (contract 2.5), so
+ * A validator for phone-analysis parameters built from the describe response, so
  * connectors refuse bad parameters before a paid call: Enum → one of the listed codes, String → at
  * most `length` characters, Numeric → a number within `minimumValue`..`maximumValue`; defaults are
  * filled in for parameters left out.

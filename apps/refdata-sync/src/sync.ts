@@ -1,8 +1,8 @@
 /**
  * `dq-refdata sync`: brings a target directory up to the platform's current reference-data
- * version (contract 4.4, 4.5). Safe to repeat and to interrupt: every file is verified before it
- * is placed, verified files are never fetched again, cut downloads resume, and `current` switches
- * only when the version is complete.
+ * version. Safe to repeat and to interrupt: every file is verified before it is placed, a file
+ * already on disk is hashed and fetched again only when its content no longer matches the
+ * server's checksum, cut downloads resume, and `current` switches only when the version is complete.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
@@ -10,7 +10,7 @@ import { DownloadClient, PlatformError, createSilentLogger, dataPath, softwarePa
 import type { DownloadResult, Logger } from '@dq/core';
 import { installerFor, type SyncConfig } from './config.js';
 import { readCurrent, switchCurrent } from './current-pointer.js';
-import { sizeOf } from './fs-sync.js';
+import { sha512OfFile, sizeOf } from './fs-sync.js';
 import { acquireLock } from './lock.js';
 import { readManifest, upsertFile, writeManifest, type Manifest, type ManifestFile, type ManifestVersion } from './manifest.js';
 
@@ -34,7 +34,7 @@ export interface SyncSummary {
   downloaded: string[];
   /** Of those, the ones resumed from a part left by an earlier attempt or run. */
   resumed: string[];
-  /** Artifacts already verified by an earlier run and not fetched again. */
+  /** Artifacts already on disk whose content this run hashed and found equal to the server's checksum; not fetched again. */
   alreadyVerified: number;
   /** Product/country pairs the contract does not offer (e.g. autocompletion for INT_EUROPE). */
   notOffered: string[];
@@ -78,9 +78,23 @@ function entry(target: string, r: DownloadResult, source: string, verified: bool
   return { path: relative(target, r.path), source, size: r.size, sha512: r.sha512, fetchedAt: now(), verified };
 }
 
-/** Whether a file recorded in the manifest is still on disk with the digest the server announces. */
-async function stillVerified(target: string, known: ManifestFile | undefined, sha512: string | undefined): Promise<boolean> {
-  return known !== undefined && sha512 !== undefined && known.sha512 === sha512 && known.verified && (await sizeOf(join(target, known.path))) === known.size;
+/** A name as a warning shows it: JSON-quoted, with invisible and direction-changing characters as `\uXXXX`. */
+export function printableName(name: string): string {
+  return JSON.stringify(name).replace(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * Whether the file at `rel` holds the content the server's checksum names. The manifest is not
+ * trusted for this: the file is hashed now, so a file altered or damaged on disk (even at the same
+ * size) is found and fetched again, with a warning. False when there is no checksum or no file.
+ */
+async function contentMatches(target: string, rel: string, sha512: string | undefined, s: State): Promise<boolean> {
+  if (sha512 === undefined) return false;
+  const onDisk = await sha512OfFile(join(target, rel));
+  if (onDisk === undefined) return false;
+  if (onDisk === sha512) return true;
+  s.warnings.push(`${rel} on disk does not match the server's checksum (SHA-512 ${onDisk.slice(0, 16)}…, expected ${sha512.slice(0, 16)}…): downloading it again`);
+  return false;
 }
 
 /**
@@ -149,7 +163,7 @@ type Failure = SyncSummary['failures'][number] & { cause?: unknown };
 type State = SyncSummary & { failures: Failure[] };
 
 async function syncInstaller(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, v: ManifestVersion, version: string, s: State, signal?: AbortSignal) {
-  // Contract 4.5: the installer for the platform is fetched on every sync.
+  // The platform's rules: its installer is fetched each time reference data is downloaded, like version.txt.
   const r = await client.downloadInstaller(installerFor(cfg.platform), { destDir: join(cfg.target, version, 'installer'), ...(signal ? { signal } : {}) });
   const changed = v.installer?.sha512 !== r.sha512;
   v.installer = entry(cfg.target, r, `/download/v1/data/post/${r.fileName}`, false);
@@ -164,8 +178,15 @@ async function syncArtifact(client: DownloadClient, cfg: SyncConfig, manifest: M
   const rel = `${version}/${a.product}/${a.country}/${a.artifact}`;
   try {
     const { sha512 } = await client.fetchChecksum(source, { signal });
-    if (await stillVerified(cfg.target, v.files.find((f) => f.path === rel), sha512)) {
+    if (await contentMatches(cfg.target, rel, sha512, s)) {
       s.alreadyVerified++;
+      const known = v.files.find((f) => f.path === rel);
+      if (known === undefined || known.sha512 !== sha512 || !known.verified) {
+        // On disk and correct but not (or wrongly) recorded, e.g. after the manifest was lost: record it.
+        const size = (await sizeOf(join(cfg.target, rel))) ?? 0;
+        upsertFile(v.files, { path: rel, source, size, sha512, fetchedAt: known?.fetchedAt ?? now(), verified: true });
+        await writeManifest(cfg.target, manifest);
+      }
       return;
     }
     const r = await client.download(source, { destDir: join(cfg.target, dirname(rel)), fileName: a.artifact, expectedSha512: sha512, ...(signal ? { signal } : {}) });
@@ -188,19 +209,19 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
   const p = softwarePath(spec);
   if (!p.ok) return; // refused when the config was read
   const source = p.value;
-  // The checksum artifact (2.6) is used when the platform offers one for the package.
+  // The checksum artifact is used when the platform offers one for the package.
   const sha512 = await client.fetchChecksum(source, { signal }).then((c) => c.sha512, (e: unknown) => {
     if (e instanceof PlatformError && e.status === 404) return undefined;
     throw e;
   });
   const known = manifest.software.find((f) => f.source === source);
-  if (await stillVerified(cfg.target, known, sha512)) {
+  if (known !== undefined && known.sha512 === sha512 && (await contentMatches(cfg.target, known.path, sha512, s))) {
     s.alreadyVerified++;
     return;
   }
   const destDir = join(cfg.target, 'software', spec.product, spec.platform ?? 'any');
   const r = await client.download(source, { destDir, ...(sha512 ? { expectedSha512: sha512 } : {}), ...(signal ? { signal } : {}) });
-  if (r.unsafeServerName !== undefined) s.warnings.push(`unsafe file name ${JSON.stringify(r.unsafeServerName)} from ${source} saved as ${r.fileName}`);
+  if (r.unsafeServerName !== undefined) s.warnings.push(`unsafe file name ${printableName(r.unsafeServerName)} from ${source} saved as ${printableName(r.fileName)}`);
   const placed = entry(cfg.target, r, source, sha512 !== undefined);
   if (known !== undefined && known.path !== placed.path) await rm(join(cfg.target, known.path), { force: true });
   manifest.software = manifest.software.filter((f) => f.source !== source);

@@ -2,17 +2,15 @@
  * `dq-refdata verify` (re-hash every file the manifest lists and check `current`) and
  * `dq-refdata status` (what the target holds, without reading file contents).
  */
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { readCurrent } from './current-pointer.js';
-import { sizeOf } from './fs-sync.js';
+import { UsageError } from './errors.js';
+import { sha512OfFile, sizeOf } from './fs-sync.js';
 import { LOCK_FILE } from './lock.js';
-import { readManifest, type ManifestFile } from './manifest.js';
+import { MANIFEST_FILE, readManifest, type ManifestFile } from './manifest.js';
 
-/** Outcome of {@link verifyTarget}; `ok` is false when any file is missing or differs. */
+/** Outcome of {@link verifyTarget}; `ok` is false when the manifest is missing or any file is missing or differs. */
 export interface VerifySummary {
   command: 'verify';
   ok: boolean;
@@ -20,19 +18,23 @@ export interface VerifySummary {
   /** Files re-hashed. */
   checked: number;
   bytes: number;
-  problems: Array<{ path: string; problem: 'missing' | 'size-differs' | 'digest-differs' | 'current-pointer' ; detail: string }>;
+  problems: Array<{ path: string; problem: 'manifest-missing' | 'missing' | 'size-differs' | 'digest-differs' | 'current-pointer'; detail: string }>;
 }
 
-async function sha512Of(path: string): Promise<string> {
-  const hash = createHash('sha512');
-  await pipeline(createReadStream(path, { highWaterMark: 1024 * 1024 }), async (src: AsyncIterable<Buffer>) => {
-    for await (const c of src) hash.update(c);
-  });
-  return hash.digest('hex');
-}
-
-/** Re-hashes every file in the manifest (all versions, installers, software) and checks `current`. */
+/**
+ * Re-hashes every file in the manifest (all versions, installers, software) and checks `current`.
+ * A target that is not a directory is a usage error (exit 2); a target without a manifest fails
+ * verification: nothing says what its files should hold.
+ */
 export async function verifyTarget(target: string): Promise<VerifySummary> {
+  const kind = await stat(target).then((st) => (st.isDirectory() ? 'dir' : 'other'), () => 'none');
+  if (kind !== 'dir') {
+    throw new UsageError(`--target ${target} ${kind === 'none' ? 'does not exist' : 'is not a directory'}: nothing to verify; check the path (a target is the directory dq-refdata sync writes)`);
+  }
+  if ((await sizeOf(join(target, MANIFEST_FILE))) === undefined) {
+    const detail = `no ${MANIFEST_FILE} in ${target}, so nothing says what its files should hold; run dq-refdata sync on it (files on disk that match the server's checksums are kept, not downloaded again)`;
+    return { command: 'verify', ok: false, current: await readCurrent(target), checked: 0, bytes: 0, problems: [{ path: MANIFEST_FILE, problem: 'manifest-missing', detail }] };
+  }
   const manifest = await readManifest(target);
   const files: ManifestFile[] = [
     ...Object.values(manifest.versions).flatMap((v) => [...v.files, ...(v.installer ? [v.installer] : [])]),
@@ -50,10 +52,11 @@ export async function verifyTarget(target: string): Promise<VerifySummary> {
       out.problems.push({ path: f.path, problem: 'size-differs', detail: `manifest ${f.size} bytes, disk ${size}` });
       continue;
     }
-    const digest = await sha512Of(abs);
+    const digest = await sha512OfFile(abs);
     out.checked++;
     out.bytes += size;
-    if (digest !== f.sha512) out.problems.push({ path: f.path, problem: 'digest-differs', detail: `manifest ${f.sha512}, disk ${digest}` });
+    if (digest === undefined) out.problems.push({ path: f.path, problem: 'missing', detail: 'listed in the manifest but gone from disk while verifying' });
+    else if (digest !== f.sha512) out.problems.push({ path: f.path, problem: 'digest-differs', detail: `manifest ${f.sha512}, disk ${digest}` });
   }
   if (manifest.current !== null && out.current !== manifest.current) {
     out.problems.push({ path: 'current', problem: 'current-pointer', detail: `points to ${out.current ?? 'nothing'}, manifest says ${manifest.current}` });

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Sandbox } from '@dq/sandbox';
@@ -54,6 +54,38 @@ describe('dq-refdata command line', () => {
     const bad = await run(['verify', '--target', target]);
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout).problems[0]).toMatchObject({ path: '2026-11-01/post/DE/DE_001.zip', problem: 'size-differs' });
+  });
+
+  it('verify exits 1 naming the file when a placed file is corrupted at the same size (digest, not size)', async () => {
+    const target = freshTarget();
+    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    const file = join(target, '2026-11-01/post/AT/AT_001.zip');
+    const bytes = readFileSync(file);
+    bytes[100] ^= 0x01;
+    writeFileSync(file, bytes);
+    const bad = await run(['verify', '--target', target]);
+    expect(bad.code).toBe(1);
+    const out = JSON.parse(bad.stdout);
+    expect(out.ok).toBe(false);
+    expect(out.problems).toEqual([expect.objectContaining({ path: '2026-11-01/post/AT/AT_001.zip', problem: 'digest-differs' })]);
+    expect(bad.stderr).toContain('2026-11-01/post/AT/AT_001.zip: digest-differs');
+  });
+
+  it('verify fails when the manifest is gone (exit 1) and when the target does not exist (exit 2), saying why', async () => {
+    const target = freshTarget();
+    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    rmSync(join(target, 'manifest.json'));
+    const noManifest = await run(['verify', '--target', target]);
+    expect(noManifest.code).toBe(1);
+    expect(JSON.parse(noManifest.stdout)).toMatchObject({ command: 'verify', ok: false, problems: [{ path: 'manifest.json', problem: 'manifest-missing' }] });
+    expect(noManifest.stderr).toMatch(/no manifest\.json in .*run dq-refdata sync/);
+
+    const missing = join(dirname(target), 'no-such-dir');
+    const noTarget = await run(['verify', '--target', missing]);
+    expect(noTarget.code).toBe(2);
+    expect(JSON.parse(noTarget.stdout)).toMatchObject({ command: 'verify', status: 'failed', exitCode: 2 });
+    expect(noTarget.stderr).toContain(`--target ${missing} does not exist`);
+    expect(noTarget.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
 
   it('records manifest paths relative to a target given as ./dir, so verify finds every file (regression)', async () => {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { unzipSync } from 'fflate';
@@ -61,6 +61,44 @@ describe('dq-refdata sync against the sandbox', () => {
     expect(summary).toMatchObject({ status: 'up-to-date', downloaded: [], alreadyVerified: DATA_FILES.length });
     expect(downloadRequests(sandbox) - requestsBefore).toBe(2 + DATA_FILES.length);
     expect(statSync(join(target, '2026-11-01/post/DE/DE_001.zip')).mtimeMs).toBe(before);
+  });
+
+  it('hashes placed files on every sync: one corrupted on disk at the same size is downloaded again and reported, never counted up to date', async () => {
+    sandbox = await sandboxWith();
+    const target = freshTarget();
+    const cfg = syncConfig(sandbox.url, target);
+    await runSync(cfg);
+    const file = join(target, '2026-11-01/post/DE/DE_001.zip');
+    const good = readFileSync(file);
+    const bad = Buffer.from(good);
+    bad[Math.floor(bad.length / 2)] ^= 0xff; // one flipped byte: same size, same mtime resolution
+    writeFileSync(file, bad);
+    const { summary, error } = await runSync(cfg);
+    expect(error).toBeUndefined();
+    expect(summary).toMatchObject({ status: 'updated', downloaded: ['2026-11-01/post/DE/DE_001.zip'], alreadyVerified: DATA_FILES.length - 1 });
+    expect(summary.warnings.join('\n')).toMatch(/2026-11-01\/post\/DE\/DE_001\.zip on disk does not match the server's checksum/);
+    expect(readFileSync(file).equals(good)).toBe(true);
+    expect((await verifyTarget(target)).ok).toBe(true);
+  });
+
+  it('after the manifest was deleted, keeps the files whose content matches the server checksums and downloads a corrupted one again', async () => {
+    sandbox = await sandboxWith();
+    const target = freshTarget();
+    const cfg = syncConfig(sandbox.url, target, { products: 'post', countries: 'DE,AT', levels: '001' });
+    await runSync(cfg);
+    rmSync(join(target, 'manifest.json'));
+    const at = join(target, '2026-11-01/post/AT/AT_001.zip');
+    const good = readFileSync(at);
+    writeFileSync(at, Buffer.alloc(good.length, 0x41)); // same size, other content
+    const de = statSync(join(target, '2026-11-01/post/DE/DE_001.zip')).mtimeMs;
+    const { summary, error } = await runSync(cfg);
+    expect(error).toBeUndefined();
+    expect(summary).toMatchObject({ downloaded: ['2026-11-01/post/AT/AT_001.zip'], alreadyVerified: 1 });
+    expect(readFileSync(at).equals(good)).toBe(true);
+    expect(statSync(join(target, '2026-11-01/post/DE/DE_001.zip')).mtimeMs).toBe(de);
+    const files = (await readManifest(target)).versions['2026-11-01']?.files.map((f) => f.path).sort();
+    expect(files).toEqual(['2026-11-01/post/AT/AT_001.zip', '2026-11-01/post/DE/DE_001.zip']);
+    expect((await verifyTarget(target)).ok).toBe(true);
   });
 
   it('resumes bodies the sandbox cuts short and ends with every file verified', async () => {
@@ -137,6 +175,19 @@ describe('dq-refdata sync against the sandbox', () => {
     expect(existsSync(join(dirname(target), 'etc'))).toBe(false);
     expect(existsSync(join(target, 'software/etc'))).toBe(false);
     expect(summary.warnings.join(' ')).toContain('../../etc/x');
+  });
+
+  it('replaces a right-to-left override in a server file name and shows it escaped in the warning', async () => {
+    // U+202E: "\u202Egpj.exe" is displayed as "exe.jpg"
+    sandbox = await sandboxWith({ contentDispositionOverride: `attachment; filename*=UTF-8''%E2%80%AEgpj.exe; filename="uws.zip"` });
+    const target = freshTarget();
+    const { summary, error } = await runSync(syncConfig(sandbox.url, target, { products: 'post', countries: 'DE', levels: '001', software: 'uws:linux' }));
+    expect(error).toBeUndefined();
+    expect(readdirSync(join(target, 'software/uws/linux'))).toEqual(['_gpj.exe']);
+    const warning = summary.warnings.join(' ');
+    expect(warning).toContain('"\\u202egpj.exe"');
+    expect(warning).toContain('saved as "_gpj.exe"');
+    expect(warning).not.toContain('\u202E');
   });
 
   it('refuses invalid combinations before any request: uws on windows and an unknown product', async () => {

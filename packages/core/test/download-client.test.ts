@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ChecksumMismatchError, DownloadClient, DqError, LocalValidationError, PlatformError, RetriesExhaustedError } from '../src/index.js';
-import { API_KEY, startDownloadServer, type TestServer } from './download-server.js';
+import { ChecksumMismatchError, createSharedThrottle, DownloadClient, DqError, LocalValidationError, PlatformError, RetriesExhaustedError } from '../src/index.js';
+import { API_KEY, SPLIT_TITLE, startDownloadServer, type TestServer } from './download-server.js';
 
 const root = mkdtempSync(join(tmpdir(), 'dq-download-client-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -136,6 +136,56 @@ describe('DownloadClient.download', () => {
     expect((err as RetriesExhaustedError).cause).toBeInstanceOf(PlatformError);
     expect(server.seen.length).toBe(3);
   });
+
+  it('decodes an error body whole: a UTF-8 character split across two chunks comes out intact', async () => {
+    server.faults = ['problem-split'];
+    const err = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PlatformError);
+    expect((err as PlatformError).status).toBe(404);
+    expect((err as Error).message).toContain(SPLIT_TITLE);
+    expect((err as Error).message).not.toContain('\uFFFD');
+  });
+
+  it('on a 429 slows the shared throttle: nobody sharing it sends before Retry-After; then the download is retried and placed', async () => {
+    const throttle = createSharedThrottle({ limits: { download: 100 } });
+    const a = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: fast, timeoutMs: 5_000, throttle });
+    const b = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: fast, timeoutMs: 5_000, throttle });
+    try {
+      server.faults = ['429'];
+      server.retryAfter = '2';
+      const downloading = a.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+      // Wait until the 429 has reached client A's throttle (or give up after 500 ms), then let client B ask.
+      const until = performance.now() + 500;
+      while (throttle.currentRate('download') >= 99 && performance.now() < until) await new Promise((r) => setTimeout(r, 5));
+      expect(throttle.currentRate('download')).toBeLessThan(99); // the endpoint's rate went down
+      const checksum = b.fetchChecksum(ARTIFACT);
+      const r = await downloading;
+      await checksum;
+      expect(r.attempts).toBe(2);
+      expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+      const [first, ...later] = server.seen;
+      expect(later.map((s) => s.path).sort()).toEqual([ARTIFACT, `${ARTIFACT}.sha512`]);
+      for (const s of later) expect(s.at - (first?.at ?? 0)).toBeGreaterThanOrEqual(1_900);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('caps a long Retry-After by the retry policy, in its own wait and in the throttle it slows', async () => {
+    const throttle = createSharedThrottle({ limits: { download: 100 } });
+    const a = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: { ...fast, maxRetryAfterMs: 300 }, timeoutMs: 5_000, throttle });
+    try {
+      server.faults = ['429'];
+      server.retryAfter = '3600';
+      const r = await a.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+      expect(r.attempts).toBe(2);
+      const [first, second] = server.seen;
+      expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(250);
+    } finally {
+      await a.close();
+    }
+  }, 20_000);
 
   it('sends a 404 exactly once and names the path', async () => {
     const err = await client.download('/download/v1/data/post/DE/release-v3/2026-11-01/DE_009.zip', { destDir: dest }).catch((e: unknown) => e);

@@ -20,6 +20,15 @@ describe('parseContentDisposition', () => {
     expect(parseContentDisposition(`attachment; filename*=koi8-r''%C1; filename="ok.zip"`)?.filename).toBe('ok.zip');
   });
 
+  it('falls back to filename when an ISO-8859-1 or UTF-8 filename* is not percent-encoded as RFC 8187 requires', () => {
+    // a stray %, a bad escape, raw spaces or raw bytes: the server's encoding is unknown, so its name is not guessed at
+    expect(parseContentDisposition(`attachment; filename*=iso-8859-1''%E4%ZZrger.zip; filename="aerger.zip"`)?.filename).toBe('aerger.zip');
+    expect(parseContentDisposition(`attachment; filename*=ISO-8859-1''50%.zip; filename="fifty.zip"`)?.filename).toBe('fifty.zip');
+    expect(parseContentDisposition(`attachment; filename*="ISO-8859-1''two words.zip"; filename="two.zip"`)?.filename).toBe('two.zip');
+    expect(parseContentDisposition(`attachment; filename*=UTF-8''caf\u00e9.zip; filename="cafe.zip"`)?.filename).toBe('cafe.zip');
+    expect(parseContentDisposition(`attachment; filename*=iso-8859-1''; filename="empty.zip"`)?.filename).toBe('empty.zip');
+  });
+
   it('returns undefined for a missing or unreadable header and no name for a bare type', () => {
     expect(parseContentDisposition(undefined)).toBeUndefined();
     expect(parseContentDisposition('')).toBeUndefined();
@@ -45,6 +54,28 @@ describe('safeFileName', () => {
   it('replaces control characters and characters Windows forbids', () => {
     expect(safeFileName('bad\u0000name\n\r.zip', 'f.zip').name).toBe('bad_name__.zip');
     expect(safeFileName('c:report?.zip', 'f.zip').name).toBe('c_report_.zip');
+  });
+
+  it('replaces bidirectional overrides and invisible format characters and reports the name as changed', () => {
+    // U+202E shows "\u202Egpj.exe" as "exe.jpg"
+    expect(safeFileName('\u202Egpj.exe', 'f.zip')).toEqual({ name: '_gpj.exe', changed: true });
+    expect(safeFileName('invoice\u202Dfdp.exe', 'f.zip')).toEqual({ name: 'invoice_fdp.exe', changed: true });
+    expect(safeFileName('a\u2066b\u2069\u200Fc.zip', 'f.zip')).toEqual({ name: 'a_b__c.zip', changed: true });
+    // zero-width space, non-joiner, joiner, word joiner, BOM, soft hyphen, line separator
+    expect(safeFileName('setup\u200B\u200C\u200D\u2060\uFEFF\u00AD\u2028.zip', 'f.zip')).toEqual({ name: 'setup_______.zip', changed: true });
+    // visible non-ASCII letters stay
+    expect(safeFileName('Größe-€.zip', 'f.zip')).toEqual({ name: 'Größe-€.zip', changed: false });
+  });
+
+  it('leaves no trailing space or dot after shortening a long name', () => {
+    for (const [raw, ext] of [[`${'a'.repeat(195)} ${'b'.repeat(20)}`, ''], [`${'a'.repeat(199)}.${'b'.repeat(20)}`, ''], [`${'a'.repeat(195)}    ${'b'.repeat(20)}.zip`, '.zip'], [`${'ä'.repeat(97)} .${'b'.repeat(20)}.zip`, '.zip']] as const) {
+      const { name, changed } = safeFileName(raw, 'f.zip');
+      expect(changed).toBe(true);
+      expect(Buffer.byteLength(name)).toBeLessThanOrEqual(200);
+      expect(name).not.toMatch(/[.\s]$/);
+      expect(name.slice(0, name.length - ext.length)).not.toMatch(/[.\s]$/);
+      expect(name.endsWith(ext)).toBe(true);
+    }
   });
 
   it('removes leading dots so nothing becomes a hidden file', () => {

@@ -5,7 +5,10 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type Fault = 'ok' | '503' | 'cut' | 'ignore-range' | 'stall';
+export type Fault = 'ok' | '503' | 'cut' | 'ignore-range' | 'stall' | '429' | 'problem-split';
+
+/** Title of the problem+json 404 that the `problem-split` fault sends with a UTF-8 character cut between two writes. */
+export const SPLIT_TITLE = 'Datei für Größe nicht gefunden';
 
 export interface ServedFile {
   body: Buffer;
@@ -19,6 +22,8 @@ export interface SeenRequest {
   path: string;
   range: string | undefined;
   authorization: string | undefined;
+  /** `performance.now()` when the request arrived. */
+  at: number;
 }
 
 export interface TestServer {
@@ -27,6 +32,8 @@ export interface TestServer {
   /** Faults used by the next requests, in order; `ok` once the list is empty. */
   faults: Fault[];
   seen: SeenRequest[];
+  /** `Retry-After` sent with the `429` fault (default `1`). */
+  retryAfter: string;
   /** Bytes of file bodies sent. */
   bytesSent: number;
   close(): Promise<void>;
@@ -35,14 +42,25 @@ export interface TestServer {
 export const API_KEY = 'test-key-5ecret-ABC';
 
 export async function startDownloadServer(): Promise<TestServer> {
-  const state = { files: new Map<string, ServedFile>(), faults: [] as Fault[], seen: [] as SeenRequest[], bytesSent: 0 };
+  const state = { files: new Map<string, ServedFile>(), faults: [] as Fault[], seen: [] as SeenRequest[], retryAfter: '1', bytesSent: 0 };
   const server: Server = createServer((req: IncomingMessage, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    state.seen.push({ path, range: req.headers.range, authorization: req.headers.authorization });
+    state.seen.push({ path, range: req.headers.range, authorization: req.headers.authorization, at: performance.now() });
     const fault = state.faults.shift() ?? 'ok';
     res.setHeader('X-Service-Request-Id', `req-${state.seen.length}`);
     if (fault === '503') {
       res.writeHead(503, { 'content-type': 'text/plain' }).end('busy');
+      return;
+    }
+    if (fault === '429') {
+      res.writeHead(429, { 'content-type': 'text/plain', 'retry-after': state.retryAfter }).end('slow down');
+      return;
+    }
+    if (fault === 'problem-split') {
+      const bytes = Buffer.from(JSON.stringify({ status: 404, type: 'https://docs.example.invalid/download/problems#file-withdrawn', title: SPLIT_TITLE }));
+      const cut = bytes.indexOf(Buffer.from('ü')) + 1; // after the first of the two bytes of ü
+      res.writeHead(404, { 'content-type': 'application/problem+json', 'content-length': bytes.length });
+      res.write(bytes.subarray(0, cut), () => setTimeout(() => res.end(bytes.subarray(cut)), 50));
       return;
     }
     const file = state.files.get(path);

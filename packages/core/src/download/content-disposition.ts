@@ -48,7 +48,7 @@ export function parseContentDisposition(header: string | undefined): ContentDisp
     if (!params.has(key)) params.set(key, value); // first occurrence wins (RFC 6266 4.1 leaves repeats undefined)
   }
   const extended = params.has('filename*') ? decodeExtValue(params.get('filename*') ?? '') : undefined;
-  return { type: type.toLowerCase(), filename: extended ?? params.get('filename') };
+  return { type: type.toLowerCase(), filename: extended || params.get('filename') };
 }
 
 function readQuoted(s: string): { value: string; length: number } | undefined {
@@ -68,6 +68,9 @@ function decodeExtValue(v: string): string | undefined {
   if (m === null) return undefined;
   const charset = (m[1] ?? '').toLowerCase();
   const encoded = m[2] ?? '';
+  // RFC 8187 value-chars: attr-char or %XX, nothing else. A value breaking that (a stray `%`, raw
+  // bytes, spaces) was not encoded as the RFC says, so guessing at it could produce any name.
+  if (!/^(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9!#$&+\-.^_`|~])*$/.test(encoded)) return undefined;
   try {
     if (charset === 'utf-8') return decodeURIComponent(encoded);
     if (charset === 'iso-8859-1') {
@@ -91,10 +94,14 @@ const MAX_NAME_BYTES = 200;
 
 /**
  * Makes a server-chosen file name safe to create in a target directory: only the part after the
- * last `/` or `\` is kept, control characters and `<>:"|?*` are replaced with `_`, leading dots and
- * trailing dots/spaces are removed, any remaining `..` is collapsed, and the name is shortened to
- * 200 bytes keeping its extension. If nothing usable is left, `fallback` (itself sanitised the same
- * way, and `download` as a last resort) is used. `../../etc/x` becomes `x`.
+ * last `/` or `\` is kept; control characters, `<>:"|?*`, and invisible format characters
+ * (bidirectional overrides and isolates such as U+202E, which shows `\u202Egpj.exe` as
+ * "exe.jpg", zero-width spaces and joiners, soft hyphens, byte order marks, line and paragraph
+ * separators) are replaced with `_`; leading dots and trailing dots/spaces are removed, any
+ * remaining `..` is collapsed, and the name is shortened to 200 bytes keeping its extension (and
+ * trimmed again, so shortening leaves no trailing dot or space). If nothing usable is left,
+ * `fallback` (itself sanitised the same way, and `download` as a last resort) is used.
+ * `../../etc/x` becomes `x`.
  */
 export function safeFileName(raw: string | undefined, fallback: string): SafeFileName {
   const cleaned = raw === undefined ? '' : clean(raw);
@@ -103,18 +110,24 @@ export function safeFileName(raw: string | undefined, fallback: string): SafeFil
   return { name: fb === '' ? 'download' : fb, changed: true };
 }
 
+// Cc: controls; Cf: format characters (bidi marks, overrides and isolates, zero-width characters,
+// soft hyphen, BOM); Cs: lone surrogates; Zl/Zp: line and paragraph separators.
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}<>:"|?*]/gu;
+
+/** Leading dots and spaces (hidden files) and trailing ones (Windows drops them) removed. */
+const trim = (name: string): string => name.replace(/\.{2,}/g, '.').replace(/^[.\s]+/, '').replace(/[.\s]+$/, '');
+
 function clean(raw: string): string {
   let name = raw.normalize('NFC');
   name = name.split(/[/\\]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
-  name = name.replace(/[\u0000-\u001f\u007f-\u009f<>:"|?*]/g, '_');
-  name = name.replace(/\.{2,}/g, '.').replace(/^[.\s]+/, '').replace(/[.\s]+$/, '');
+  name = trim(name.replace(UNSAFE, '_'));
   if (Buffer.byteLength(name) > MAX_NAME_BYTES) {
     const dot = name.lastIndexOf('.');
     const ext = dot > 0 && name.length - dot <= 16 ? name.slice(dot) : '';
     const stem = Array.from(name.slice(0, name.length - ext.length));
     while (Buffer.byteLength(stem.join('') + ext) > MAX_NAME_BYTES) stem.pop();
-    name = stem.join('') + ext;
+    // The cut may end the stem on a space or dot ("report .zip", "report..zip"): trim again.
+    name = trim(stem.join('').replace(/[.\s]+$/, '') + ext);
   }
   return name;
 }

@@ -1,5 +1,5 @@
 /**
- * The download API's client (contract 4.4, 4.5): verified, resumable downloads streamed to disk
+ * The download API's client: verified, resumable downloads streamed to disk
  * with the SHA-512 computed in the same pass, checksums, version.txt, installers and software
  * packages named by their `Content-Disposition`.
  */
@@ -8,18 +8,18 @@ import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Agent, type Dispatcher } from 'undici';
-import { DqError, LocalValidationError } from '../errors/dq-error.js';
+import { DqError, LocalValidationError, PlatformError } from '../errors/dq-error.js';
 import type { Violation } from '../errors/dq-error.js';
 import { createSilentLogger, type Logger } from '../log/logger.js';
 import { dataPath, installerPath, softwarePath, VERSION_FILE_PATH } from '../schemas/download.js';
 import type { DataPathParts, SoftwarePathParts } from '../schemas/download.js';
 import type { Throttle } from '../throttle/types.js';
-import type { RetryOptions } from '../transport/retry/policy.js';
+import { resolveRetryOptions, type RetryOptions } from '../transport/retry/policy.js';
 import { retry } from '../transport/retry/retrier.js';
 import { parseChecksumFile } from './checksum.js';
 import { parseContentDisposition, safeFileName } from './content-disposition.js';
 import { ChecksumMismatchError, DOWNLOAD_CODES } from './errors.js';
-import { classifyFailure, dump, get, text as bodyText } from './http.js';
+import { classifyFailure, dump, get, text as bodyText, type GetRequest, type GetResponse } from './http.js';
 import { PartialFile } from './partial-file.js';
 import { inlineHasher, Sha512Worker, type BlockHasher } from './sha512-hasher.js';
 
@@ -33,7 +33,11 @@ export interface DownloadClientOptions {
   timeoutMs?: number;
   /** Retry policy of the core retrier (default: 6 attempts, 15 minutes in total per file). */
   retry?: Partial<RetryOptions>;
-  /** Rate limiter consulted (endpoint `download`) before every attempt (default: none). */
+  /**
+   * Rate limiter consulted (endpoint `download`) before every attempt, and told of every 429 (with
+   * its `Retry-After`, capped by the retry policy) so that it slows every sender sharing it
+   * (default: none).
+   */
   throttle?: Throttle;
   /** Logger for retries and renamed files (default: silent). The API key is registered with its redactor. */
   logger?: Logger;
@@ -108,6 +112,8 @@ export class DownloadClient {
   readonly #apiKey: string | undefined;
   readonly #timeoutMs: number;
   readonly #retry: Partial<RetryOptions>;
+  /** The retry policy's cap on a `Retry-After`, passed on to the throttle too. */
+  readonly #maxRetryAfterMs: number;
   readonly #throttle: Throttle | undefined;
   readonly #logger: Logger;
   readonly #dispatcher: Dispatcher;
@@ -132,6 +138,7 @@ export class DownloadClient {
     this.#apiKey = options.apiKey;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.#maxRetryAfterMs = resolveRetryOptions(this.#retry).maxRetryAfterMs;
     this.#throttle = options.throttle;
     this.#logger = options.logger ?? createSilentLogger();
     if (options.apiKey) this.#logger.redactor.add(options.apiKey);
@@ -168,7 +175,7 @@ export class DownloadClient {
         await this.#throttle?.acquire('download', signal);
         const { offset, total: knownTotal } = await part.resumeOffset();
         const req = { url, headers: offset > 0 ? { ...headers, range: `bytes=${offset}-` } : headers, dispatcher: this.#dispatcher, timeoutMs: this.#timeoutMs, signal };
-        const res = await get(req);
+        const res = await this.#get(req);
         let start = offset;
         const total = await this.#checkResume(res, part, offset, knownTotal, urlPath);
         if (res.status === 416) return { res, total, resumedFrom: total }; // a previous run got every byte
@@ -244,14 +251,14 @@ export class DownloadClient {
     });
   }
 
-  /** The expected SHA-512 of an artifact from its `.sha512` (no authentication, contract 5). */
+  /** The expected SHA-512 of an artifact from its `.sha512` (the platform requires no authentication for it). */
   async fetchChecksum(artifactPath: string, options: { signal?: AbortSignal } = {}): Promise<{ sha512: string; requestId: string | undefined }> {
     const name = artifactPath.split('/').pop() ?? '';
     const { text, requestId } = await this.#text(`${artifactPath}.sha512`, false, options.signal);
     return { sha512: parseChecksumFile(text, name, `${artifactPath}.sha512`), requestId };
   }
 
-  /** The current reference-data version from version.txt (`yyyy-mm-01`, first line; NOTES.md). */
+  /** The current reference-data version from version.txt: `yyyy-mm-01` on its first line. */
   async fetchVersion(options: { signal?: AbortSignal } = {}): Promise<{ version: string; requestId: string | undefined }> {
     const { text, requestId } = await this.#text(VERSION_FILE_PATH, true, options.signal);
     const first = (text.split(/\r?\n/)[0] ?? '').trim();
@@ -265,14 +272,14 @@ export class DownloadClient {
     return { version: first, requestId };
   }
 
-  /** Downloads a software package (4.4), named by its `Content-Disposition`; bad combinations are refused locally. */
+  /** Downloads a software package, named by its `Content-Disposition`; bad combinations are refused locally. */
   async downloadSoftware(parts: SoftwarePathParts, options: Omit<DownloadOptions, 'auth'>): Promise<DownloadResult> {
     const p = softwarePath(parts);
     if (!p.ok) refuse('software download', p.violations);
     return this.download(p.value, options);
   }
 
-  /** Downloads a reference-data artifact (4.5) and verifies it against its `.sha512`. */
+  /** Downloads a reference-data artifact and verifies it against its `.sha512`. */
   async downloadData(parts: DataPathParts, options: Omit<DownloadOptions, 'auth' | 'expectedSha512'>): Promise<DownloadResult> {
     const p = dataPath(parts);
     if (!p.ok) refuse('reference data download', p.violations);
@@ -280,7 +287,7 @@ export class DownloadClient {
     return this.download(p.value, { fileName: parts.artifact, ...options, expectedSha512: sha512 });
   }
 
-  /** Downloads a reference-data installer (4.5) by name, e.g. `setupRefdata_linux_x64.sh`. */
+  /** Downloads a reference-data installer by name, e.g. `setupRefdata_linux_x64.sh`. */
   async downloadInstaller(installer: string, options: Omit<DownloadOptions, 'auth'>): Promise<DownloadResult> {
     const p = installerPath(installer);
     if (!p.ok) refuse('installer download', p.violations);
@@ -300,7 +307,7 @@ export class DownloadClient {
       async () => {
         await this.#throttle?.acquire('download', signal);
         const req = { url, headers, dispatcher: this.#dispatcher, timeoutMs: this.#timeoutMs, signal };
-        const res = await get(req);
+        const res = await this.#get(req);
         let text: string;
         try {
           text = await bodyText(res.body);
@@ -311,6 +318,22 @@ export class DownloadClient {
       },
       { ...this.#retry, signal },
     );
+  }
+
+  /**
+   * One GET. A 429 slows the shared throttle for every sender of the endpoint (and holds them back
+   * until its `Retry-After`, capped by the retry policy) before the retrier waits and repeats, as
+   * the transport does for the other calls.
+   */
+  async #get(req: GetRequest): Promise<GetResponse> {
+    try {
+      return await get(req);
+    } catch (error) {
+      if (error instanceof PlatformError && error.status === 429) {
+        this.#throttle?.backoff('download', error.retryAfterMs === undefined ? undefined : Math.min(error.retryAfterMs, this.#maxRetryAfterMs));
+      }
+      throw error;
+    }
   }
 
   #url(urlPath: string): URL {

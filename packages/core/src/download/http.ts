@@ -10,7 +10,7 @@ import { PlatformError, TransportError } from '../errors/dq-error.js';
 import { abortedError } from '../transport/retry/retrier.js';
 import { parseRetryAfter } from '../transport/retry/policy.js';
 
-/** Header carrying the platform's request id (contract 1, 7.1). */
+/** Header carrying the platform's request id. */
 const REQUEST_ID = 'x-service-request-id';
 const MAX_ERROR_BODY = 64 * 1024; // bytes of an error answer worth reading
 
@@ -140,14 +140,19 @@ export async function get(r: GetRequest): Promise<GetResponse> {
   if ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 416) {
     return { status: res.statusCode, headers, requestId, body: new EarlyBody(res.body) };
   }
-  let text = '';
+  // Decoded once, whole: a UTF-8 character split between two chunks must not turn into U+FFFD twice.
+  const chunks: Buffer[] = [];
+  let kept = 0;
   try {
-    for await (const chunk of res.body) {
-      if (text.length < MAX_ERROR_BODY) text += String(chunk);
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      if (kept >= MAX_ERROR_BODY) continue; // read on, so the connection can be reused
+      chunks.push(chunk);
+      kept += chunk.length;
     }
   } catch {
     // the status is what matters; a broken error body changes nothing
   }
+  const text = Buffer.concat(chunks).subarray(0, MAX_ERROR_BODY).toString('utf8');
   const decoded = decodeErrorAnswer({
     status: res.statusCode,
     body: parseJson(text),
