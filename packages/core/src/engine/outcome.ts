@@ -1,4 +1,4 @@
-import { DqError, errorToData, isRunStop, rootCause } from '../errors/index.js';
+import { DqError, TransportError, errorToData, isRunStop, rootCause } from '../errors/index.js';
 import type { Candidate, CompanyRecord } from '../schemas/index.js';
 import type { CallOutcome } from './messages.js';
 import type { CachedResult, PolicyStatus, RecordError, ResultClass } from './types.js';
@@ -51,6 +51,8 @@ export function vatOutcome(code: 'VALID_VAT_ID' | 'INVALID_VAT_ID', requestId: s
  * else that the platform or the network did (retries exhausted, 500 country not available, a body
  * breaking the schema, an unexpected 4xx) makes it `unavailable`. The error code is the underlying
  * failure's (e.g. `country-not-available`, `timeout`), the message says how many attempts were made.
+ * An `unavailable` outcome carries `unreachableAt` (now) when the platform gave no answer of its own
+ * (see {@link unreachable}), so the engine can tell an outage from a record that failed on its own.
  * Anything that is not a `DqError` is a bug and is rethrown.
  */
 export function errorOutcome(e: unknown): CallOutcome {
@@ -64,5 +66,16 @@ export function errorOutcome(e: unknown): CallOutcome {
   if (requestId !== undefined) error.requestId = requestId;
   const result: CachedResult = { status: e.scope === 'record' ? 'invalid-input' : 'unavailable', error };
   if (requestId !== undefined) result.requestId = requestId;
+  if (result.status === 'unavailable' && unreachable(cause)) return { kind: 'result', result, unreachableAt: Date.now() };
   return { kind: 'result', result };
+}
+
+/**
+ * Whether a failure (the last one, after retries) means the platform could not be reached: no
+ * connection, a reset, a timeout, or a 5xx that is not an answer about the request itself (500
+ * `country-not-available` is the platform answering that this record's country has no data).
+ */
+export function unreachable(cause: unknown): boolean {
+  if (cause instanceof TransportError) return cause.code === 'connection-error' || cause.code === 'timeout' || cause.code === 'dns-error';
+  return cause instanceof DqError && cause.status !== undefined && cause.status >= 500 && cause.code !== 'country-not-available';
 }
