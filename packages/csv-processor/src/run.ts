@@ -85,7 +85,9 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
     if (!options.baseUrl) throw new CsvError('usage', 'a platform URL is needed: pass --base-url or set DQ_BASE_URL (npm run demo starts a local sandbox by itself)');
     if (!options.apiKey) throw new CsvError('usage', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
 
-    const cache = await openResumeCache(paths.cache, checkpoint === undefined);
+    // A resume keeps every answer a stopped or killed run paid for, even one stopped before its
+    // first checkpoint (the cache's keys hold the request and the settings that shape the answer).
+    const cache = await openResumeCache(paths.cache, !options.resume);
     engine = createEngine({
       mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
       defaultCountry: options.country, include: options.include, cache, logger: options.logger, ...options.engine,
