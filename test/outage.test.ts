@@ -56,9 +56,9 @@ function expectUnreachable(e: DqError): void {
 }
 
 describe('engine: the platform unreachable', () => {
-  it('stops with platform-unreachable (exit 75) when every call of a window gets a 5xx, marks no record unavailable, and answers them all once the platform is back', async () => {
+  it.each([0, 1])('stops with platform-unreachable (exit 75) when every call of a window gets a 5xx, marks no record unavailable, and answers them all once the platform is back (threads: %i)', async (threads) => {
     sandbox = await sandboxWith({ rateLimits: { batch: null } }, { faults: { batch: { errorRate: 1, errorStatuses: [500, 503] } } });
-    const e = engineOn(sandbox.url);
+    const e = engineOn(sandbox.url, { threads });
     expectUnreachable(await rejection(e.process(records)));
     expect(e.report().byStatus.unavailable).toBe(0);
     expect(e.report().failures).toEqual([]);
