@@ -30,7 +30,8 @@ Options:
   --delimiter <char>        CSV delimiter, default ','; '\\t' for tab
   --encoding <enc>          utf8 (default) | latin1 | windows-1252; the output is always UTF-8
   --format <fmt>            csv | json | ndjson; default from the input's extension
-  --resume                  continue an interrupted run from its checkpoint (fresh if none)
+  --resume                  continue an interrupted run from its checkpoint (from the first row
+                            if none); answers the interrupted run paid for are not bought again
   --dry-run                 read and check the whole file; print rows, rejects, distinct inputs,
                             API calls and the time at the rate limit; call nothing
   --max-failed <share>      exit 4 when rejected + unavailable rows exceed this share, default 0
@@ -42,7 +43,8 @@ ${ENGINE_FLAGS_USAGE}
   --help                    this text
 
 Exit codes: 0 done, 1 unexpected error, 2 bad usage, 3 key/account/quota stopped the run
-(fix, then --resume), 4 done but --max-failed passed, 75 platform unavailable (retry --resume).
+(fix, then --resume), 4 done but --max-failed passed, 75 platform unreachable or interrupted
+(retry --resume).
 
 Example:
   DQ_BASE_URL=https://api.example.com DQ_API_KEY=... dq-csv validate \\

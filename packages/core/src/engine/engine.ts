@@ -277,7 +277,7 @@ class ValidationEngine implements Engine {
       this.#report.addFailure(result.requestId === undefined ? failure : { ...failure, requestId: result.requestId });
       this.#logger.warn('record unavailable', { ...failure, requestId: result.requestId });
     }
-    this.#settle(call, { kind: 'result', result });
+    this.#settle(call, outcome);
   }
 
   /**
