@@ -33,7 +33,8 @@ Options:
   --format <fmt>            csv | json | ndjson; default from the input's extension
   --spreadsheet-safe        prefix ' to every cell starting with = + - @ tab or CR (output and
                             rejects), for files opened in a spreadsheet; default: values as read
-  --resume                  continue an interrupted run from its checkpoint (fresh if none)
+  --resume                  continue an interrupted run from its checkpoint (from the first row
+                            if none); answers the interrupted run paid for are not bought again
   --dry-run                 read and check the whole file; print rows, rejects, distinct inputs,
                             API calls and the time at the rate limit; call nothing
   --max-failed <share>      exit 4 when rejected + unavailable rows exceed this share, default 0
@@ -46,8 +47,8 @@ ${ENGINE_FLAGS_USAGE}
 
 Exit codes: 0 done, 1 unexpected error, 2 bad usage (also: an output that is the input, a
 missing output folder, invalid input), 3 key/account/quota stopped the run (fix, then
---resume), 4 done but --max-failed passed, 75 platform unavailable (retry --resume) or another
-run writing the same output (its pid is named).
+--resume), 4 done but --max-failed passed, 75 platform unreachable or interrupted (retry
+--resume), or another run writing the same output (its pid is named).
 
 Example:
   DQ_BASE_URL=https://api.example.com DQ_API_KEY=... dq-csv validate \\

@@ -30,8 +30,6 @@ export interface RunSummary {
   readonly plan?: DryRunPlan;
 }
 
-const UNAVAILABLE_BATCH_MIN = 20; // records: a batch this large all unavailable means the service is down
-
 /**
  * Cleans one file: streams it, sends mapped records through the @dq/core engine in batches,
  * writes every row with result columns appended (rejects aside), and checkpoints after each
@@ -97,7 +95,9 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     if (!options.baseUrl) throw new CsvError('usage', 'a platform URL is needed: pass --base-url or set DQ_BASE_URL (npm run demo starts a local sandbox by itself)');
     if (!options.apiKey) throw new CsvError('usage', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
 
-    const cache = await openResumeCache(paths.cache, checkpoint === undefined);
+    // A resume keeps every answer a stopped or killed run paid for, even one stopped before its
+    // first checkpoint (the cache's keys hold the request and the settings that shape the answer).
+    const cache = await openResumeCache(paths.cache, !options.resume);
     engine = createEngine({
       mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
       defaultCountry: options.country, include: options.include, cache, logger: options.logger, ...options.engine,
@@ -116,12 +116,9 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     });
     for (let current = await reader.next(); current; current = await reader.next()) {
       const { items } = current;
+      // The engine rejects (the run stops, the checkpoint stays at the last batch written) when the
+      // platform cannot be reached; an unavailable result is a record that failed on its own.
       const results = await current.results;
-      const answered = results.filter((r) => r.status !== 'invalid-input');
-      if (answered.length >= UNAVAILABLE_BATCH_MIN && answered.every((r) => r.status === 'unavailable')) {
-        const firstError = answered[0]?.error;
-        throw new CsvError('service-unavailable', `the platform answered none of ${answered.length} records (${firstError?.code ?? 'unavailable'}: ${firstError?.message ?? ''}${firstError?.requestId ? `, request id ${firstError.requestId}` : ''}); try again later with --resume`);
-      }
       let r = 0;
       for (const item of items) {
         if (item.kind === 'row') {
@@ -145,7 +142,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     await removeCheckpoint(paths.checkpoint);
     return { outcome: 'done', exitCode: exitCodeOf(totals, options.maxFailed ?? 0), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined };
   } catch (err) {
-    if (err instanceof CsvError && err.code !== 'service-unavailable') throw err;
+    if (err instanceof CsvError) throw err;
     const totals = totalsNow();
     return {
       outcome: 'stopped', exitCode: err instanceof CsvError ? err.exitCode : stopExitCode(err, options.signal), paths, totals,
@@ -180,9 +177,11 @@ function describeStop(err: unknown, records: number): RunSummary['error'] {
   const where = `input records 1-${records} are written and checkpointed`;
   if (err instanceof CsvError) return { code: err.code, message: `${err.message}; ${where}` };
   if (err instanceof DqError) {
-    const action = isRunStop(err)
-      ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
-      : 'rerun with --resume';
+    const action = !isRunStop(err)
+      ? 'rerun with --resume'
+      : err.retriable
+        ? 'rerun with --resume once the platform is reachable again (answers already paid for are not bought again)'
+        : 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume';
     return {
       code: err.code,
       message: `${err.message}${err.requestId ? ` (request id ${err.requestId})` : ''}; ${where}; ${action}`,

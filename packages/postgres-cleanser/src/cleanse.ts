@@ -138,7 +138,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     }
     const error = await runWorkers(shared, slots, options.signal);
     if (error !== undefined) {
-      const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error), ExitCode.STOP) : undefined;
+      // A run stop: exit 3 for key, account or quota; 75 when the platform could not be reached.
+      const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error, run.runId), exitCodeForError(error)) : undefined;
       if (!halt) throw error;
       await Promise.all(slots.map((q) => q.queue.release().catch(() => undefined)));
       await stopRun(client, run.runId, halt.error);
@@ -189,8 +190,9 @@ async function runWorkers(shared: Omit<WorkContext, 'store' | 'worker' | 'stoppi
   return failure?.error;
 }
 
-function stopData(e: DqError): { code: string; message: string; requestId?: string } {
-  return { code: e.code, message: e.message, ...(e.requestId ? { requestId: e.requestId } : {}) };
+function stopData(e: DqError, runId: string): { code: string; message: string; requestId?: string } {
+  const message = e.retriable ? `${e.message}; rerun with --run-id ${runId}` : e.message;
+  return { code: e.code, message, ...(e.requestId ? { requestId: e.requestId } : {}) };
 }
 
 /** Reads and validates the whole selection, writes nothing, reports each row that would change. */

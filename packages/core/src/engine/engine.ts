@@ -13,6 +13,7 @@ import { Control } from './messages.js';
 import type { CallOutcome, WorkerInit } from './messages.js';
 import { mapRecord, requestKey } from './record-mapping.js';
 import type { RequestFields } from './record-mapping.js';
+import { OutageWatch, type Verdict } from './outage-watch.js';
 import { PendingCall } from './pending-call.js';
 import { RunReportBuilder } from './run-report.js';
 import { createCallPool, type CallPool } from './worker-pool.js';
@@ -52,6 +53,12 @@ class ValidationEngine implements Engine {
   /** Control words of the batches running now; a run stop sets them all. */
   readonly #running = new Set<Int32Array>();
   #stopped: Error | undefined;
+  /** Tells an outage of the platform from a call that failed on its own. */
+  readonly #outage = new OutageWatch();
+  /** Chunks handed to the pool and not yet answered. */
+  #chunksOut = 0;
+  /** Batches failed by an outage, with its error; later batches may try again. */
+  readonly #interrupted = new WeakMap<Int32Array, Error>();
   #closing: Promise<void> | undefined;
 
   constructor(cfg: ResolvedEngineConfig, cache: ResultCache, logger: Logger) {
@@ -140,6 +147,8 @@ class ValidationEngine implements Engine {
         }
       }
       if (this.#stopped) throw this.#stopped;
+      const outage = this.#interrupted.get(control);
+      if (outage) throw outage;
       if (Atomics.load(control, 0) === Control.ABORT) throw signal?.reason ?? new DqError('aborted', { code: 'aborted', retriable: false });
     }
     return results as RecordResult[];
@@ -203,30 +212,39 @@ class ValidationEngine implements Engine {
     return settled;
   }
 
-  /** Sends one chunk to a worker and settles its calls; cache writes are awaited before returning. */
+  /**
+   * Sends one chunk to a worker and settles its calls. Definitive results are in the cache before
+   * any batch sees them (a kill right after loses no paid answer); a call that could not reach the
+   * platform is settled only once the {@link OutageWatch} has decided whether the record failed on
+   * its own (`unavailable`) or the platform is down (the running batches fail, nothing is final).
+   */
   async #dispatch(chunk: PendingCall[], control: Int32Array): Promise<void> {
     let outcomes: CallOutcome[];
+    this.#chunksOut += 1;
     try {
       const answer = await this.#pool.run({ control, requests: chunk.map((c) => c.fields) });
       this.#report.addCalls(answer.calls, answer.retries);
+      this.#outage.answered(answer.answered, answer.lastAnswerAt);
       outcomes = answer.outcomes;
     } catch (e) {
+      this.#chunksOut -= 1;
+      this.#decideOutage();
       for (const call of chunk) this.#settle(call, { kind: 'skipped' });
       throw e;
     }
+    this.#chunksOut -= 1;
     const writes: Promise<void>[] = [];
+    const held: Array<{ call: PendingCall; outcome: Extract<CallOutcome, { kind: 'result' }>; verdict: Promise<Verdict> }> = [];
     try {
       for (let i = 0; i < chunk.length; i++) {
         const call = chunk[i] as PendingCall;
         const outcome: CallOutcome = outcomes[i] ?? { kind: 'skipped' };
-        this.#settle(call, outcome);
         if (outcome.kind === 'result') {
           const { result } = outcome;
-          if (result.status === 'unavailable') {
-            const failure = { code: result.error?.code ?? 'unavailable', message: result.error?.message ?? 'unavailable' };
-            this.#report.addFailure(result.requestId === undefined ? failure : { ...failure, requestId: result.requestId });
-            this.#logger.warn('record unavailable', { ...failure, requestId: result.requestId });
-          } else {
+          if (outcome.unreachableAt !== undefined) {
+            const failure = `${result.error?.code ?? 'unavailable'}: ${result.error?.message ?? ''}`;
+            held.push({ call, outcome, verdict: this.#outage.failed(outcome.unreachableAt, failure) });
+          } else if (result.status !== 'unavailable') {
             const written = this.#cache.set(call.key, result);
             if (written instanceof Promise) writes.push(written);
           }
@@ -234,11 +252,47 @@ class ValidationEngine implements Engine {
           this.#halt(errorFromData(outcome.error));
         }
       }
+      this.#decideOutage();
+      if (writes.length > 0) await Promise.all(writes);
+      for (let i = 0; i < chunk.length; i++) {
+        const outcome = outcomes[i];
+        if (outcome?.kind === 'result' && outcome.unreachableAt === undefined) this.#finish(chunk[i] as PendingCall, outcome);
+      }
+      for (const { call, outcome, verdict } of held) {
+        if ((await verdict) === 'isolated') this.#finish(call, outcome);
+      }
     } finally {
-      // A cache that throws must not leave calls unsettled (settling twice is a no-op).
+      // A cache that throws must not leave calls unsettled (settling twice is a no-op); a call the
+      // outage left without an answer is skipped, to be asked again by a later run.
       for (const call of chunk) this.#settle(call, { kind: 'skipped' });
+      this.#decideOutage(); // a throw above must not leave other chunks' calls held
     }
-    if (writes.length > 0) await Promise.all(writes);
+  }
+
+  /** Settles a call with its final result; an `unavailable` one is reported and logged once. */
+  #finish(call: PendingCall, outcome: Extract<CallOutcome, { kind: 'result' }>): void {
+    const { result } = outcome;
+    if (result.status === 'unavailable') {
+      const failure = { code: result.error?.code ?? 'unavailable', message: result.error?.message ?? 'unavailable' };
+      this.#report.addFailure(result.requestId === undefined ? failure : { ...failure, requestId: result.requestId });
+      this.#logger.warn('record unavailable', { ...failure, requestId: result.requestId });
+    }
+    this.#settle(call, outcome);
+  }
+
+  /**
+   * Lets the outage watch decide the calls it holds (all of them when no chunk is out that could
+   * still tell); on an outage, every running batch fails with its error and starts no further call.
+   */
+  #decideOutage(): void {
+    const error = this.#outage.decide(this.#chunksOut === 0);
+    if (!error) return;
+    for (const control of this.#running) {
+      if (!this.#interrupted.has(control)) this.#interrupted.set(control, error);
+      Atomics.compareExchange(control, 0, Control.RUN, Control.STOP);
+      Atomics.notify(control, 0);
+    }
+    this.#logger.error('platform unreachable: the running batches stop', { error });
   }
 
   #settle(call: PendingCall, outcome: CallOutcome): void {

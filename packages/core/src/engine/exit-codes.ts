@@ -3,12 +3,12 @@ import { ExitCode } from './types.js';
 import type { RunReport } from './types.js';
 
 /**
- * The exit code for an error that ended a run (ARCHITECTURE.md "Exit codes"): 3 when credentials,
- * account or quota stopped it, 2 for bad configuration, 75 when the platform could not be reached
- * at all, 1 for anything else.
+ * The exit code for an error that ended a run: 3 when credentials, account or quota stopped it, 2
+ * for bad configuration, 75 when the platform could not be reached (a retriable run stop such as
+ * the engine's `platform-unreachable`, or a connection failure), 1 for anything else.
  */
 export function exitCodeForError(e: unknown): ExitCode {
-  if (isRunStop(e)) return ExitCode.STOP;
+  if (isRunStop(e)) return e.retriable ? ExitCode.TEMPFAIL : ExitCode.STOP;
   if (e instanceof DqError) {
     if (e.code === 'config-invalid') return ExitCode.USAGE;
     if (e.code === 'connection-error' || e.code === 'timeout' || e.code === 'dns-error') return ExitCode.TEMPFAIL;

@@ -27,4 +27,5 @@ export type { MemoryCacheOptions } from './memory-cache.js';
 export { openFileCache } from './file-cache.js';
 export type { FileCache } from './file-cache.js';
 export { exitCodeForError, exitCodeForReport } from './exit-codes.js';
+export { OUTAGE_WINDOW, PLATFORM_UNREACHABLE } from './outage-watch.js';
 export type { ExitPolicy } from './exit-codes.js';

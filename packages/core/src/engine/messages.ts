@@ -46,8 +46,11 @@ export interface CallTask {
 
 /** What became of one request of a task. */
 export type CallOutcome =
-  /** A definitive or `unavailable` result of a request that was sent. */
-  | { kind: 'result'; result: CachedResult }
+  /**
+   * A definitive or `unavailable` result of a request that was sent; `unreachableAt` (epoch ms) when
+   * it is `unavailable` because the platform could not be reached (connection, timeout, 5xx).
+   */
+  | { kind: 'result'; result: CachedResult; unreachableAt?: number }
   /** A run-scope error: the whole run must stop. */
   | { kind: 'stop'; error: ErrorData }
   /** Not started because the batch was stopped or aborted. */
@@ -60,4 +63,7 @@ export interface TaskResult {
   calls: number;
   /** Extra attempts made by the worker's transport since its previous answer. */
   retries: number;
+  /** Requests the platform answered (any answer, errors included), and when the last of them ended (epoch ms). */
+  answered: number;
+  lastAnswerAt: number;
 }

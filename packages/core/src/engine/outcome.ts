@@ -1,4 +1,4 @@
-import { DqError, errorToData, isRunStop, rootCause } from '../errors/index.js';
+import { DqError, TransportError, errorToData, isRunStop, rootCause } from '../errors/index.js';
 import type { Candidate, CompanyRecord } from '../schemas/index.js';
 import type { CallOutcome } from './messages.js';
 import type { CachedResult, PolicyStatus, RecordError, RecordStatus, ResultClass } from './types.js';
@@ -71,7 +71,9 @@ export function vatOutcome(code: 'VALID_VAT_ID' | 'INVALID_VAT_ID', requestId: s
  * record's country); everything else that the platform or the network did (retries exhausted, a
  * body breaking the schema, an unexpected 4xx) makes it `unavailable`. The error code is the
  * underlying failure's (e.g. `field-error`, `timeout`), the message says how many attempts were
- * made. Anything that is not a `DqError` is a bug and is rethrown.
+ * made. An `unavailable` outcome carries `unreachableAt` (now) when the platform gave no answer of
+ * its own (see {@link unreachable}), so the engine can tell an outage from a record that failed on
+ * its own. Anything that is not a `DqError` is a bug and is rethrown.
  */
 export function errorOutcome(e: unknown): CallOutcome {
   if (isRunStop(e)) return { kind: 'stop', error: errorToData(e) };
@@ -84,6 +86,7 @@ export function errorOutcome(e: unknown): CallOutcome {
   if (requestId !== undefined) error.requestId = requestId;
   const result: CachedResult = { status: e.scope === 'record' ? (RECORD_STATUS[code] ?? 'invalid-input') : 'unavailable', error };
   if (requestId !== undefined) result.requestId = requestId;
+  if (result.status === 'unavailable' && unreachable(cause)) return { kind: 'result', result, unreachableAt: Date.now() };
   return { kind: 'result', result };
 }
 
@@ -91,3 +94,13 @@ export function errorOutcome(e: unknown): CallOutcome {
 const RECORD_STATUS: Partial<Record<string, RecordStatus>> = {
   'country-not-available': 'unsupported-country',
 };
+
+/**
+ * Whether a failure (the last one, after retries) means the platform could not be reached: no
+ * connection, a reset, a timeout, or a 5xx that is not an answer about the request itself (500
+ * `country-not-available` is the platform answering that this record's country has no data).
+ */
+export function unreachable(cause: unknown): boolean {
+  if (cause instanceof TransportError) return cause.code === 'connection-error' || cause.code === 'timeout' || cause.code === 'dns-error';
+  return cause instanceof DqError && cause.status !== undefined && cause.status >= 500 && cause.code !== 'country-not-available';
+}

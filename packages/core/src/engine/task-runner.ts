@@ -86,7 +86,14 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     next(); // the slot passes on: inFlight stays the same
   };
 
-  const callOne = async (task: CallTask, index: number, signal: AbortSignal): Promise<CallOutcome> => {
+  /** Calls the platform answered in one task, and when the last of them ended. */
+  type Answers = { count: number; lastAt: number };
+  const answered = (answers: Answers): void => {
+    answers.count += 1;
+    answers.lastAt = Date.now();
+  };
+
+  const callOne = async (task: CallTask, index: number, signal: AbortSignal, answers: Answers): Promise<CallOutcome> => {
     const fields = task.requests[index];
     const slot = acquireSlot();
     if (slot !== undefined) await slot;
@@ -95,11 +102,13 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
       try {
         const { outcome, attempts } = await call(fields, String(index), signal);
         unreportedRetries += attempts - 1;
+        answered(answers);
         return outcome;
       } catch (e) {
         if (signal.aborted) return { kind: 'skipped' };
         if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
         const outcome = errorOutcome(e);
+        if (outcome.kind === 'result' && outcome.unreachableAt === undefined) answered(answers);
         // Tell sibling calls and threads at once; the engine also stops every other batch.
         if (outcome.kind === 'stop' && Atomics.compareExchange(task.control, 0, Control.RUN, Control.STOP) === Control.RUN) {
           Atomics.notify(task.control, 0);
@@ -115,10 +124,12 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     /** Outcomes in request order. */
     async run(task) {
       const signal = controlSignal(task.control);
-      const outcomes = await Promise.all(task.requests.map((_, i) => callOne(task, i, signal)));
+      const answers: Answers = { count: 0, lastAt: 0 };
+      const outcomes = await Promise.all(task.requests.map((_, i) => callOne(task, i, signal, answers)));
       const retries = unreportedRetries;
       unreportedRetries = 0;
-      return { outcomes, calls: outcomes.filter((o) => o.kind !== 'skipped').length, retries };
+      const calls = outcomes.filter((o) => o.kind !== 'skipped').length;
+      return { outcomes, calls, retries, answered: answers.count, lastAnswerAt: answers.lastAt };
     },
     close: () => transport.close(),
   };

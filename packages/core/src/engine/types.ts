@@ -134,6 +134,12 @@ export interface Engine {
    * Results in input order. Rejects with a run-stop `DqError` (`isRunStop`) on 401/403 account, key,
    * service, feature or quota: no further calls are started; calls already in flight finish, and
    * their results are dropped. Later `process` calls reject with the same error.
+   *
+   * When the platform cannot be reached (the last calls all failed with connection errors, timeouts
+   * or 5xx after their retries, none answered in between) every running call rejects with a
+   * run-stop `DqError` of code `platform-unreachable`, `retriable` (exit code 75), instead of
+   * marking those records `unavailable`; a later `process` call tries again. `unavailable` is left
+   * for a record whose own call failed while the platform answered others.
    */
   process(records: readonly EngineRecord[], opts?: ProcessOptions): Promise<RecordResult[]>;
   /** Estimate without calling: distinct inputs, API calls needed, invalid-input count. */

@@ -1,0 +1,84 @@
+import { DqError } from '../errors/index.js';
+
+/** Calls in a row that must all fail to reach the platform (after their retries) to call it an outage. */
+export const OUTAGE_WINDOW = 8;
+
+/** What becomes of a call that could not reach the platform. */
+export type Verdict = 'isolated' | 'outage';
+
+/** Code of the error `Engine.process` rejects with when the platform cannot be reached. */
+export const PLATFORM_UNREACHABLE = 'platform-unreachable';
+
+interface Held {
+  readonly at: number;
+  readonly resolve: (verdict: Verdict) => void;
+}
+
+/**
+ * Tells an outage of the platform from a record whose own call failed. Every call that ends
+ * without an answer from the platform (connection refused or reset, timeout, a 5xx, after the
+ * transport's retries) is held until one of these decides it:
+ * - the platform answers another call that ended after it: it failed on its own (`isolated`, the
+ *   record is `unavailable`);
+ * - {@link OUTAGE_WINDOW} calls in a row ended without an answer, none answered in between
+ *   (`outage`: the run stops so that the records are asked again later, none is finalised);
+ * - no call is left running that could tell: `outage` when every call since the engine started
+ *   failed (fewer than the window), else `isolated`.
+ * Times are the wall clock of the moment each call ended, in any thread.
+ */
+export class OutageWatch {
+  /** End of the last call the platform answered (0: none yet). */
+  #lastAnswerAt = 0;
+  /** Calls that ended so far, answered or not. */
+  #ended = 0;
+  /** End times of the calls that failed after the last answer. */
+  #streak: number[] = [];
+  #held: Held[] = [];
+  #lastFailure = '';
+
+  /** Calls of a chunk the platform answered; `lastAnswerAt` the end of the last of them. */
+  answered(count: number, lastAnswerAt: number): void {
+    this.#ended += count;
+    if (count === 0 || lastAnswerAt <= this.#lastAnswerAt) return;
+    this.#lastAnswerAt = lastAnswerAt;
+    this.#streak = this.#streak.filter((at) => at > lastAnswerAt);
+    const still: Held[] = [];
+    for (const h of this.#held) {
+      if (h.at < lastAnswerAt) h.resolve('isolated');
+      else still.push(h);
+    }
+    this.#held = still;
+  }
+
+  /** A call that ended at `at` without an answer; resolves with its verdict. */
+  failed(at: number, failure: string): Promise<Verdict> {
+    this.#ended += 1;
+    this.#lastFailure = failure;
+    if (at < this.#lastAnswerAt) return Promise.resolve('isolated');
+    this.#streak.push(at);
+    return new Promise<Verdict>((resolve) => this.#held.push({ at, resolve }));
+  }
+
+  /**
+   * Decides what can be decided; `quiet` when no call is running that could still tell. Returns the
+   * run-stop error when this is an outage (the held calls are then resolved `outage`).
+   */
+  decide(quiet: boolean): DqError | undefined {
+    if (this.#held.length === 0) return undefined;
+    const down = this.#streak.length >= OUTAGE_WINDOW || (quiet && this.#streak.length >= this.#ended);
+    if (!down && !quiet) return undefined;
+    const held = this.#held;
+    this.#held = [];
+    for (const h of held) h.resolve(down ? 'outage' : 'isolated');
+    return down ? this.#error() : undefined;
+  }
+
+  #error(): DqError {
+    const since = new Date(this.#streak.reduce((a, b) => Math.min(a, b))).toISOString();
+    const last = this.#lastAnswerAt === 0 ? 'no call was answered before' : `the last answer came at ${new Date(this.#lastAnswerAt).toISOString()}`;
+    return new DqError(
+      `the platform could not be reached since ${since}: the last ${this.#streak.length} calls all failed after their retries (${this.#lastFailure}); ${last}. No record was marked unavailable for it; try again later`,
+      { code: PLATFORM_UNREACHABLE, retriable: true, scope: 'run' },
+    );
+  }
+}
