@@ -32,7 +32,7 @@ function runInWorker(buffer: SharedArrayBuffer, body: string, data: unknown = {}
 }
 
 describe('shared throttle', () => {
-  it('four worker threads sharing a 30/s budget for 10 s send no more than 30 × 10 plus the configured burst, and use at least 95 % of it', async () => {
+  it('four worker threads sharing a 30/s budget for 10 s send no more than 30 × 10 plus the configured burst, and use most of it', async () => {
     const arrivals: number[] = [];
     const server = createServer((req, res) => {
       arrivals.push(performance.now());
@@ -65,7 +65,9 @@ describe('shared throttle', () => {
       const total = sent.reduce((s, n) => s + n, 0);
       expect(arrivals.length).toBe(total);
       expect(total).toBeLessThanOrEqual(30 * 10 + burst);
-      expect(total).toBeGreaterThanOrEqual(0.95 * 30 * 10);
+      // 98 % pacing allows 294; a thread woken later than the margin allows for gives its slot up,
+      // which on a machine loaded by other tests costs up to a sixth of the budget.
+      expect(total).toBeGreaterThanOrEqual(0.8 * 30 * 10);
       // Every thread got a share: the budget is shared, not grabbed by one.
       for (const n of sent) expect(n).toBeGreaterThan(30);
     } finally {
@@ -97,7 +99,7 @@ describe('shared throttle', () => {
     const t0 = performance.now();
     for (let i = 0; i < 11; i++) await throttle.acquire('company');
     const elapsed = performance.now() - t0;
-    // 20/s after the decrease: 10 intervals of 50 ms (99 % pacing margin makes them ~50.5 ms).
+    // 20/s after the decrease: 10 intervals of 50 ms (the 2 % pacing margin makes them ~51 ms).
     expect(elapsed).toBeGreaterThanOrEqual(495);
     expect(elapsed).toBeLessThan(700);
   });
@@ -113,7 +115,7 @@ describe('shared throttle', () => {
       }
       return at.map((t, i) => t - (at[i - 1] ?? 0));
     };
-    // 99 % of 100/s: 10.1 ms apart, plus the gap after the first request.
+    // 98 % of 100/s: 10.2 ms apart, plus the gap after the first request.
     const cold = await gaps(4);
     expect(cold[0]).toBeLessThan(5);
     expect(cold[1]).toBeGreaterThanOrEqual(89);
@@ -147,6 +149,37 @@ describe('shared throttle', () => {
       `await throttle.acquire('autocomplete'); return Date.now();`,
     )) as number;
     expect(sentAt - heldFrom).toBeGreaterThanOrEqual(995);
+  });
+
+  it('holds back for a Retry-After only as long as maxHoldMs: an hour-long one does not stall every thread for an hour', async () => {
+    const throttle = createSharedThrottle({ limits: { batch: 100 }, maxHoldMs: 400 });
+    await throttle.acquire('batch');
+    const heldFrom = Date.now();
+    throttle.backoff('batch', 3_600_000);
+    const sentAt = (await runInWorker(throttle.buffer, `await throttle.acquire('batch'); return Date.now();`)) as number;
+    expect(sentAt - heldFrom).toBeGreaterThanOrEqual(395);
+    expect(sentAt - heldFrom).toBeLessThan(5_000);
+  });
+
+  it('a request woken too late for the platform\'s one-second window takes a fresh slot: any limit + 1 requests span over a second', async () => {
+    // 10/s at 2 % margin: slots 102 ms apart, so 11 requests span 1020 ms when on time.
+    const throttle = createSharedThrottle({ limits: { phone: 10 }, margin: 0.02, coldStartGapMs: 0 });
+    const sent: number[] = [];
+    for (let i = 0; i < 24; i++) {
+      if (i === 5) {
+        // The event loop stalls for 60 ms just before this request's slot (a busy machine): it wakes
+        // 50 ms late, later than the margin's 20 ms of slack allow for.
+        const stallAt = performance.now() + 92;
+        setTimeout(() => {
+          while (performance.now() < stallAt + 60);
+        }, 92);
+      }
+      await throttle.acquire('phone');
+      sent.push(performance.now());
+    }
+    expect(sent[5]! - sent[4]!).toBeGreaterThan(130);
+    // The platform counts 10 requests in any second: request i and request i + 10 are over 1000 ms apart.
+    for (let i = 0; i + 10 < sent.length; i++) expect(sent[i + 10]! - sent[i]!).toBeGreaterThan(1000);
   });
 
   it('rejects a waiting acquire with the abort reason and gives the slot back', async () => {

@@ -168,7 +168,7 @@ function describeStop(err: unknown, records: number): RunSummary['error'] {
   const where = `input records 1-${records} are written and checkpointed`;
   if (err instanceof CsvError) return { code: err.code, message: `${err.message}; ${where}` };
   if (err instanceof DqError) {
-    const action = isRunStop(err)
+    const action = isRunStop(err) && exitCodeForError(err) === ExitCode.STOP
       ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
       : 'rerun with --resume';
     return {

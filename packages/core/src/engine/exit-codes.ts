@@ -1,14 +1,14 @@
-import { DqError, isRunStop } from '../errors/index.js';
+import { DqError, isRunStop, LOCAL_CODES } from '../errors/index.js';
 import { ExitCode } from './types.js';
 import type { RunReport } from './types.js';
 
 /**
- * The exit code for an error that ended a run (ARCHITECTURE.md "Exit codes"): 3 when credentials,
+ * The exit code for an error that ended a run (the exit code table of the README): 3 when credentials,
  * account or quota stopped it, 2 for bad configuration, 75 when the platform could not be reached
- * at all, 1 for anything else.
+ * at all or asked us to come back later than the retry policy waits, 1 for anything else.
  */
 export function exitCodeForError(e: unknown): ExitCode {
-  if (isRunStop(e)) return ExitCode.STOP;
+  if (isRunStop(e)) return e.code === LOCAL_CODES.retryAfterTooLong ? ExitCode.TEMPFAIL : ExitCode.STOP;
   if (e instanceof DqError) {
     if (e.code === 'config-invalid') return ExitCode.USAGE;
     if (e.code === 'connection-error' || e.code === 'timeout' || e.code === 'dns-error') return ExitCode.TEMPFAIL;

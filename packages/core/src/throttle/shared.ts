@@ -6,14 +6,14 @@ import type { EndpointId, Throttle } from './types.js';
 /**
  * Layout of the shared memory (BigInt64Array slots).
  * Header: magic, layout version, burst, margin, decrease, floor, recovery per second (the last four
- * in parts per million), decrease cooldown (ms), cold-start gap (µs).
+ * in parts per million), decrease cooldown (ms), cold-start gap (µs), longest Retry-After hold (µs).
  * Per endpoint, four slots: theoretical arrival time (TAT, µs on the monotonic clock), limit (milli
  * requests per second, 0 = unlimited), rate state (factor in ppm << 43 | time of the last decrease
  * in ms), spare.
  */
 const MAGIC = 0x4451_5448n; // "DQTH"
-const LAYOUT_VERSION = 2n;
-const HEADER = 9;
+const LAYOUT_VERSION = 3n;
+const HEADER = 10;
 const PER_ENDPOINT = 4;
 const PPM = 1_000_000;
 const TIME_BITS = 43n;
@@ -31,16 +31,27 @@ export interface SharedThrottle extends Throttle {
   currentRate(endpoint: EndpointId): number;
 }
 
+/**
+ * How late after its slot a request may go: half the slack the margin leaves in a second (`limit`
+ * slots span more than 1000 ms by that much; the other half is for the network and the platform's
+ * own clock), and never more than one interval.
+ */
+const lateAllowanceUs = (limit: number, interval: bigint): bigint => {
+  const slack = BigInt(Math.max(1, Math.floor(limit))) * interval - 1_000_000n;
+  const half = slack > 0n ? slack / 2n : 0n;
+  return half < interval ? half : interval;
+};
+
 const pack = (factorPpm: bigint, atMs: bigint): bigint => (factorPpm << TIME_BITS) | (atMs & TIME_MASK);
 
 /**
  * Creates a GCRA rate limiter in a SharedArrayBuffer: one budget per endpoint for all threads of
- * this process. Defaults: the contract's limits (see `DEFAULT_RATE_LIMITS`), burst 1, margin 1 %.
+ * this process. Defaults: the contract's limits (see `DEFAULT_RATE_LIMITS`), burst 1, margin 2 %.
  */
 export function createSharedThrottle(options: ThrottleOptions = {}): SharedThrottle {
   const o = resolveThrottleOptions(options);
   const slots = new BigInt64Array(new SharedArrayBuffer((HEADER + PER_ENDPOINT * ENDPOINT_IDS.length) * 8));
-  const header = [MAGIC, LAYOUT_VERSION, BigInt(o.burst), ppm(o.margin), ppm(o.decrease), ppm(o.floor), ppm(o.recoveryPerSecond), BigInt(Math.round(o.decreaseCooldownMs)), BigInt(Math.round(o.coldStartGapMs * 1000))];
+  const header = [MAGIC, LAYOUT_VERSION, BigInt(o.burst), ppm(o.margin), ppm(o.decrease), ppm(o.floor), ppm(o.recoveryPerSecond), BigInt(Math.round(o.decreaseCooldownMs)), BigInt(Math.round(o.coldStartGapMs * 1000)), BigInt(Math.round(o.maxHoldMs * 1000))];
   header.forEach((v, i) => (slots[i] = v));
   ENDPOINT_IDS.forEach((endpoint, e) => {
     const base = HEADER + e * PER_ENDPOINT;
@@ -70,6 +81,7 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
   const recovery = Number(a[6]);
   const cooldownMs = a[7] ?? 0n;
   const coldGapUs = a[8] ?? 0n;
+  const maxHoldUs = a[9] ?? 0n;
 
   const baseOf = (endpoint: EndpointId): number => {
     const e = ENDPOINT_IDS.indexOf(endpoint);
@@ -116,9 +128,12 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
           Atomics.compareExchange(a, base, next, start);
           throw err;
         }
-        // Woken more than one interval late (a stalled event loop): sending now would land on top of
-        // the next slot's request, a burst the platform may answer with 429. Take a fresh slot instead.
-        if (monotonicMicros() - (start - tolerance) > interval && attempt < MAX_STALE_RETRIES) continue;
+        // Woken late (a stalled event loop, a busy machine): the platform counts `limit` requests in
+        // any second by when they arrive, and this request would arrive closer than a second to the
+        // one `limit` slots after it. Up to half the margin's slack (and at most one interval, so no
+        // burst lands on the next slot) is allowed for; later than that, take a fresh slot.
+        const late = monotonicMicros() - (start - tolerance);
+        if (late > lateAllowanceUs(limit, interval) && attempt < MAX_STALE_RETRIES) continue;
         return;
       }
     },
@@ -134,8 +149,9 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         if (Atomics.compareExchange(a, base + 2, state, pack(BigInt(next), nowMs)) === state) break;
       }
       if (retryAfterMs !== undefined && retryAfterMs > 0) {
-        // Nobody in this process sends to the endpoint before Retry-After has passed.
-        const until = nowUs + BigInt(Math.round(retryAfterMs * 1000));
+        // Nobody in this process sends to the endpoint before Retry-After has passed, or `maxHoldMs`.
+        const holdUs = BigInt(Math.round(retryAfterMs * 1000));
+        const until = nowUs + (holdUs < maxHoldUs ? holdUs : maxHoldUs);
         for (;;) {
           const tat = Atomics.load(a, base);
           if (tat >= until || Atomics.compareExchange(a, base, tat, until) === tat) break;

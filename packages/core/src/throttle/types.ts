@@ -15,6 +15,9 @@ export type EndpointId =
 export interface Throttle {
   /** Resolves when one request to `endpoint` may be sent; rejects if `signal` aborts first. */
   acquire(endpoint: EndpointId, signal?: AbortSignal): Promise<void>;
-  /** A 429 came back: slow this endpoint's shared rate down; it recovers gradually afterwards. */
+  /**
+   * A 429 came back: slow this endpoint's shared rate down (it recovers gradually afterwards) and,
+   * given `retryAfterMs`, hold every sender back that long, but never longer than `maxHoldMs`.
+   */
   backoff(endpoint: EndpointId, retryAfterMs?: number): void;
 }
