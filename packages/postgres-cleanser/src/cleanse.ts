@@ -117,7 +117,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary> 
     }
     const error = await runWorkers(shared, slots, options.signal);
     if (error !== undefined) {
-      const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error), ExitCode.STOP) : undefined;
+      const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error), exitCodeForError(error)) : undefined;
       if (!halt) throw error;
       await Promise.all(slots.map((q) => q.queue.release().catch(() => undefined)));
       await stopRun(client, run.runId, halt.error);
