@@ -39,11 +39,10 @@ export interface ThrottleOptions {
   burst?: number;
   /**
    * Fraction of each limit kept unused. The platform allows exactly `limit` requests in any sliding
-   * second, counted when they arrive, and forgives nothing: paced at 98 % (the default, 0.02), the
-   * `limit` + 1 requests from any one to the one `limit` places after it are sent 1000/0.98 ≈
-   * 1020 ms apart, so 20 ms of jitter fit in between. Half of that is for our own late sends (a
-   * request woken later than that takes a fresh slot), half for the network and the platform's
-   * clock. Pacing at 99 % left 10 ms, and a busy machine took more: 1 × 429 in 1,500 calls.
+   * second, counted when they arrive, and forgives nothing. Paced at 99 % (the default, 0.01), the
+   * requests one second's worth apart are sent 1010 ms apart, and their answers (which come after
+   * the platform counted them) normally arrive within those 10 ms; when one does not (a late send,
+   * a stalled platform), `answered` moves the later slots back, so jitter never costs a 429.
    */
   margin?: number;
   /** After a 429 the endpoint's rate is multiplied by this. Default 0.5. */
@@ -107,7 +106,7 @@ export function resolveThrottleOptions(opts: ThrottleOptions = {}): ResolvedThro
   return {
     limits,
     burst,
-    margin: fraction('margin', opts.margin ?? 0.02, 0, 0.5),
+    margin: fraction('margin', opts.margin ?? 0.01, 0, 0.5),
     decrease: fraction('decrease', opts.decrease ?? 0.5, 0.01, 1),
     floor: fraction('floor', opts.floor ?? 0.1, 0.001, 1),
     recoveryPerSecond: fraction('recoveryPerSecond', opts.recoveryPerSecond ?? 0.2, 0, 1000),

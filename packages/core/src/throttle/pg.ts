@@ -143,7 +143,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       batch.forEach((w, k) => {
         const slotLocalMs = (firstUs + k * interval + (k > 0 ? gapUs : 0) - toleranceUs) / 1000 - offsetMs;
         sleep(Math.max(0, Math.ceil(slotLocalMs - now)), w.signal).then(() => {
-          // Woken later than the margin allows for (see the shared throttle): take a fresh slot.
+          // Woken later than half the slack the margin leaves in a second: take a fresh slot.
           if (performance.now() - slotLocalMs > lateAllowanceMs && w.stale < MAX_STALE_RETRIES) {
             w.stale++;
             queue(endpoint).waiters.unshift(w);

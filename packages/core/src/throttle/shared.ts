@@ -9,7 +9,7 @@ import type { EndpointId, Throttle } from './types.js';
  * in parts per million), decrease cooldown (ms), cold-start gap (µs), longest Retry-After hold (µs).
  * Per endpoint, four slots: theoretical arrival time (TAT, µs on the monotonic clock), limit (milli
  * requests per second, 0 = unlimited), rate state (factor in ppm << 43 | time of the last decrease
- * in ms), spare.
+ * in ms), number of slots handed out so far (the next ticket).
  */
 const MAGIC = 0x4451_5448n; // "DQTH"
 const LAYOUT_VERSION = 3n;
@@ -31,16 +31,9 @@ export interface SharedThrottle extends Throttle {
   currentRate(endpoint: EndpointId): number;
 }
 
-/**
- * How late after its slot a request may go: half the slack the margin leaves in a second (`limit`
- * slots span more than 1000 ms by that much; the other half is for the network and the platform's
- * own clock), and never more than one interval.
- */
-const lateAllowanceUs = (limit: number, interval: bigint): bigint => {
-  const slack = BigInt(Math.max(1, Math.floor(limit))) * interval - 1_000_000n;
-  const half = slack > 0n ? slack / 2n : 0n;
-  return half < interval ? half : interval;
-};
+const SECOND_US = 1_000_000n;
+/** Clock granularity between the platform's arrival stamp and our reading of the answer. */
+const ANSWER_GUARD_US = 1_000n;
 
 const pack = (factorPpm: bigint, atMs: bigint): bigint => (factorPpm << TIME_BITS) | (atMs & TIME_MASK);
 
@@ -119,8 +112,9 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         // The first request after an idle spell goes now; the ones after it keep the cold-start gap.
         const next = start + interval + (now - tat > IDLE_US ? coldGapUs : 0n);
         if (Atomics.compareExchange(a, base, tat, next) !== tat) continue;
+        const ticket = Number(Atomics.add(a, base + 3, 1n));
         const waitUs = start - tolerance - now;
-        if (waitUs <= 0n) return;
+        if (waitUs <= 0n) return ticket;
         try {
           await sleep(Math.ceil(Number(waitUs) / 1000), signal);
         } catch (err) {
@@ -128,13 +122,33 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
           Atomics.compareExchange(a, base, next, start);
           throw err;
         }
-        // Woken late (a stalled event loop, a busy machine): the platform counts `limit` requests in
-        // any second by when they arrive, and this request would arrive closer than a second to the
-        // one `limit` slots after it. Up to half the margin's slack (and at most one interval, so no
-        // burst lands on the next slot) is allowed for; later than that, take a fresh slot.
-        const late = monotonicMicros() - (start - tolerance);
-        if (late > lateAllowanceUs(limit, interval) && attempt < MAX_STALE_RETRIES) continue;
-        return;
+        // Woken more than one interval late (a stalled event loop): sending now would land on top of
+        // the next slot's request, a burst the platform may answer with 429. Take a fresh slot instead.
+        if (monotonicMicros() - (start - tolerance) > interval && attempt < MAX_STALE_RETRIES) continue;
+        return ticket;
+      }
+    },
+    answered(endpoint, ticket) {
+      if (typeof ticket !== 'number') return;
+      const base = baseOf(endpoint);
+      const limit = limitOf(base);
+      if (limit <= 0) return;
+      // The platform allows `window` requests in any second, counted when each arrives: some moment
+      // before now for this one. So every slot from `window` tickets after this one on must be at
+      // least a second from now. The margin normally keeps them further apart than that; a late
+      // send, a slow network or a stalled platform does not, and then the slots not yet handed out
+      // move back by the difference. (A slot already handed out that far ahead, with more callers
+      // waiting than a second's worth, cannot move: the margin alone covers it.)
+      const window = BigInt(Math.max(1, Math.floor(limit)));
+      const nowUs = monotonicMicros();
+      const factor = factorAt(Atomics.load(a, base + 2), nowUs / 1000n) / PPM;
+      const interval = BigInt(Math.max(1, Math.round(1e6 / (limit * (1 - margin) * factor))));
+      const ahead = Atomics.load(a, base + 3) - BigInt(ticket);
+      if (ahead >= window) return;
+      const floorUs = nowUs + SECOND_US + ANSWER_GUARD_US - (window - ahead) * interval;
+      for (;;) {
+        const tat = Atomics.load(a, base);
+        if (tat >= floorUs || Atomics.compareExchange(a, base, tat, floorUs) === tat) return;
       }
     },
     backoff(endpoint, retryAfterMs) {

@@ -73,7 +73,7 @@ export function createTransport(options: TransportOptions): Transport {
       let token = country === undefined ? apiKey : await sessions.token(country, signal);
       for (;;) {
         attempts++;
-        await throttle?.acquire(req.endpoint, signal);
+        const ticket = await throttle?.acquire(req.endpoint, signal);
         const started = debug ? performance.now() : 0;
         try {
           const res = await sendOnce({
@@ -87,6 +87,7 @@ export function createTransport(options: TransportOptions): Transport {
             signal,
             redact,
           });
+          throttle?.answered?.(req.endpoint, ticket);
           if (debug) {
             logger.debug('http answer', {
               endpoint: req.endpoint,
@@ -100,6 +101,8 @@ export function createTransport(options: TransportOptions): Transport {
           }
           return res;
         } catch (error) {
+          // Any answer tells the throttle by when the platform had counted the request.
+          if (error instanceof DqError && error.status !== undefined) throttle?.answered?.(req.endpoint, ticket);
           // Every sender of the endpoint holds back for Retry-After, but never longer than the retry
           // policy waits: a longer Retry-After stops the run in the retrier instead.
           if (error instanceof PlatformError && error.status === 429) {
