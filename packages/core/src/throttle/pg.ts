@@ -136,15 +136,12 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       const gapUs = Number(row.gap_us);
       const firstUs = Number(BigInt(row.tat_us)) - Math.round(batch.length * interval) - gapUs;
       const toleranceUs = (o.burst - 1) * interval;
-      // Half the slack `limit` slots leave beyond one second, and at most one interval.
-      const slackUs = Math.max(1, Math.floor(o.limits[endpoint])) * interval - 1e6;
-      const lateAllowanceMs = Math.min(interval, Math.max(0, slackUs / 2)) / 1000;
       const now = performance.now();
       batch.forEach((w, k) => {
         const slotLocalMs = (firstUs + k * interval + (k > 0 ? gapUs : 0) - toleranceUs) / 1000 - offsetMs;
         sleep(Math.max(0, Math.ceil(slotLocalMs - now)), w.signal).then(() => {
-          // Woken later than half the slack the margin leaves in a second: take a fresh slot.
-          if (performance.now() - slotLocalMs > lateAllowanceMs && w.stale < MAX_STALE_RETRIES) {
+          // Woken more than one interval late: take a fresh slot rather than burst onto the next one.
+          if (performance.now() - slotLocalMs > interval / 1000 && w.stale < MAX_STALE_RETRIES) {
             w.stale++;
             queue(endpoint).waiters.unshift(w);
             void pump(endpoint);
