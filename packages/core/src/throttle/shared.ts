@@ -102,6 +102,7 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
       const base = baseOf(endpoint);
       const limit = limitOf(base);
       if (limit <= 0) return;
+      const window = BigInt(Math.max(1, Math.floor(limit)));
       for (let attempt = 1; ; attempt++) {
         const now = monotonicMicros();
         const factor = factorAt(Atomics.load(a, base + 2), now / 1000n) / PPM;
@@ -109,6 +110,14 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         const tolerance = (burst - 1n) * interval;
         const tat = Atomics.load(a, base);
         const start = tat > now ? tat : now;
+        // Hand out slots less than a second's worth ahead, so that `answered` can still move the
+        // slot a second's worth after any request in flight (more callers than `limit` wait here).
+        const horizon = (window - 1n) * interval;
+        if (start - now > horizon) {
+          await sleep(Math.ceil(Number(start - now - horizon) / 1000), signal);
+          attempt--;
+          continue;
+        }
         // The first request after an idle spell goes now; the ones after it keep the cold-start gap.
         const next = start + interval + (now - tat > IDLE_US ? coldGapUs : 0n);
         if (Atomics.compareExchange(a, base, tat, next) !== tat) continue;
@@ -144,7 +153,7 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
       const factor = factorAt(Atomics.load(a, base + 2), nowUs / 1000n) / PPM;
       const interval = BigInt(Math.max(1, Math.round(1e6 / (limit * (1 - margin) * factor))));
       const ahead = Atomics.load(a, base + 3) - BigInt(ticket);
-      if (ahead >= window) return;
+      if (ahead > window) return;
       const floorUs = nowUs + SECOND_US + ANSWER_GUARD_US - (window - ahead) * interval;
       for (;;) {
         const tat = Atomics.load(a, base);
