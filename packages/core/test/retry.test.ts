@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from 'vitest';
-import { PlatformError, RetriesExhaustedError, TransportError } from '../src/errors/index.js';
+import { DqError, PlatformError, RetriesExhaustedError, TransportError, errorFromData, errorToData, isRunStop } from '../src/errors/index.js';
+import { exitCodeForError } from '../src/engine/index.js';
 import type { EndpointId, Throttle } from '../src/throttle/index.js';
 import { createTransport, parseRetryAfter, retry, retryDelay, DEFAULT_RETRY } from '../src/transport/index.js';
 import type { Transport, TransportOptions } from '../src/transport/index.js';
@@ -62,14 +63,38 @@ describe('retries over HTTP', () => {
     expect(throttle.acquired).toEqual(['validate', 'validate']);
   });
 
-  test('a Retry-After beyond the cap is waited only up to the cap', async () => {
+  test('a Retry-After longer than the policy waits stops the run at once, naming the time to come back; the throttle holds back only up to the cap', async () => {
+    const throttle = recordingThrottle();
     const t = await setup(sequence(problem(429, 'too-many-requests', {}, { 'retry-after': '3600' }), { body: CLASS_A }), {
-      retry: { maxRetryAfterMs: 50 },
+      throttle,
+      retry: { maxRetryAfterMs: 5_000 },
     });
     const started = performance.now();
-    await validate(t);
+    const e = (await validate(t).catch((x: unknown) => x)) as DqError;
     expect(performance.now() - started).toBeLessThan(2000);
-    expect(server?.requests).toHaveLength(2);
+    expect(isRunStop(e)).toBe(true);
+    expect(e.code).toBe('retry-after-too-long');
+    expect(e.requestId).toBe('req-1');
+    expect(exitCodeForError(e)).toBe(75);
+    const at = /come back at (\S+Z)/.exec(e.message)?.[1];
+    expect(Math.abs(Date.parse(at!) - (Date.now() + 3_600_000))).toBeLessThan(10_000);
+    expect(e.message).toContain('req-1');
+    // Crosses a worker thread as a run stop with its code.
+    const copy = errorFromData(errorToData(e)) as DqError;
+    expect(isRunStop(copy)).toBe(true);
+    expect(exitCodeForError(copy)).toBe(75);
+    expect(server?.requests).toHaveLength(1);
+    expect(throttle.backoffs).toEqual([5_000]);
+  });
+
+  test('a Retry-After within the policy is waited out in full', async () => {
+    const t = await setup(sequence(problem(429, 'too-many-requests', {}, { 'retry-after': '2' }), { body: CLASS_A }), {
+      retry: { maxRetryAfterMs: 2_000 },
+    });
+    const res = await validate(t);
+    expect(res.attempts).toBe(2);
+    const [first, second] = server?.requests ?? [];
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(1995);
   });
 
   test('total retry time is bounded even with attempts to spare', async () => {

@@ -70,6 +70,23 @@ describe('Postgres-backed throttle', () => {
     }
   });
 
+  it('a Retry-After longer than maxHoldMs holds the processes back only that long', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const a = await createPgThrottle({ pool, account: 'umbrella', limits: { validate: 40 }, maxHoldMs: 400 });
+    const b = await createPgThrottle({ pool, account: 'umbrella', limits: { validate: 40 }, maxHoldMs: 400 });
+    try {
+      const t0 = performance.now();
+      a.backoff('validate', 3_600_000);
+      await a.close(); // waits for the backoff write
+      await b.acquire('validate');
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(350);
+      expect(performance.now() - t0).toBeLessThan(5_000);
+    } finally {
+      await b.close();
+      await pool.end();
+    }
+  });
+
   it('after an idle second the first slot goes at once and the next keeps the cold-start gap, across processes', async () => {
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     // A table as the previous version made it, without the cold-start column.

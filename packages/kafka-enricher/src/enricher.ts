@@ -262,7 +262,8 @@ class KafkaEnricher implements Enricher {
   #fail(err: unknown): void {
     if (this.#fatal === undefined) {
       this.#fatal = err;
-      this.#logger.error(isRunStop(err) ? 'run stopped by the platform: fix the key, account or quota, then restart' : 'run failed', { error: err as Error });
+      const why = !isRunStop(err) ? 'run failed' : exitCodeForError(err) === ExitCode.STOP ? 'run stopped by the platform: fix the key, account or quota, then restart' : 'run stopped by the platform: restart after the time it names';
+      this.#logger.error(why, { error: err as Error });
     }
     this.#stopRequested();
   }

@@ -138,7 +138,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     }
     const error = await runWorkers(shared, slots, options.signal);
     if (error !== undefined) {
-      // A run stop: exit 3 for key, account or quota; 75 when the platform could not be reached.
+      // A run stop: exit 3 for key, account or quota; 75 when the platform could not be reached or
+      // asked us to come back later than the retry policy waits.
       const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error, run.runId), exitCodeForError(error)) : undefined;
       if (!halt) throw error;
       await Promise.all(slots.map((q) => q.queue.release().catch(() => undefined)));

@@ -41,7 +41,9 @@ const rate = z.number().min(0).max(100_000).nullable();
 const faultSpecSchema = z.strictObject({
   /** Share of requests (0–1) answered with one of errorStatuses. */
   errorRate: z.number().min(0).max(1).default(0),
-  errorStatuses: z.array(z.union([z.literal(500), z.literal(502), z.literal(503), z.literal(504)])).min(1).default([500, 503]),
+  errorStatuses: z.array(z.union([z.literal(429), z.literal(500), z.literal(502), z.literal(503), z.literal(504)])).min(1).default([500, 503]),
+  /** `Retry-After` (seconds) sent with every injected error; none when absent. */
+  retryAfterSeconds: z.number().int().min(0).max(86_400).optional(),
   /** Share of requests (0–1) whose connection is reset before any response. */
   resetRate: z.number().min(0).max(1).default(0),
   /** Share of requests (0–1) whose body is cut short (Content-Length promises more). */
@@ -100,6 +102,11 @@ export const sandboxConfigSchema = z
     /** File that quota warnings are appended to, one JSON line each; null = log event only. */
     outbox: z.string().min(1).nullable().default(null),
     faults: faultsSchema.default({}),
+    /**
+     * Requests accepted above each rate limit in any sliding second. 0 (default): exactly `limit`
+     * per second, as strict as the platform; a positive value forgives that many extra.
+     */
+    rateLimitSlack: z.number().int().min(0).max(1000).default(0),
     /** Options for the download store (see the download module). */
     download: z.record(z.string(), z.unknown()).default({}),
   })

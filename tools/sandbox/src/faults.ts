@@ -4,7 +4,7 @@ import { mulberry32, seedFor } from './prng.js';
 /** What fault injection decided for one request. */
 export type FaultDecision =
   | { kind: 'none'; latencyMs: number }
-  | { kind: 'error'; status: number; latencyMs: number }
+  | { kind: 'error'; status: number; latencyMs: number; retryAfterSeconds?: number }
   | { kind: 'reset'; latencyMs: number }
   | { kind: 'truncate'; latencyMs: number };
 
@@ -48,7 +48,9 @@ export class FaultInjector {
     if (r < spec.resetRate) return { kind: 'reset', latencyMs };
     if (r < spec.resetRate + spec.errorRate) {
       const status = spec.errorStatuses[Math.floor(pick * spec.errorStatuses.length)] ?? 500;
-      return { kind: 'error', status, latencyMs };
+      return spec.retryAfterSeconds === undefined
+        ? { kind: 'error', status, latencyMs }
+        : { kind: 'error', status, latencyMs, retryAfterSeconds: spec.retryAfterSeconds };
     }
     if (r < spec.resetRate + spec.errorRate + spec.truncateRate) return { kind: 'truncate', latencyMs };
     return { kind: 'none', latencyMs };

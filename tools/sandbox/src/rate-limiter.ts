@@ -1,20 +1,22 @@
-/** Requests accepted above the limit within one second, to absorb arrival jitter. */
-export const JITTER_SLACK = 1;
-
 /**
  * Sliding-window rate limit per (account, endpoint), the literal reading of "N requests per
- * second" (contract part 8): a request is refused when `limit + JITTER_SLACK` requests were
- * accepted in the last 1000 ms. A burst of `limit` at one instant is accepted; the one request of
- * slack absorbs arrival jitter (a client paced exactly at the limit whose request arrives late, a
- * stall of the server's event loop), so a client that keeps to the limit is not refused for it.
+ * second" (contract part 8): a request is refused when `limit + slack` requests were accepted in
+ * the last 1000 ms. A burst of `limit` at one instant is accepted. `slack` is 0 by default, so the
+ * sandbox is as strict as the platform: exactly `limit` requests in any sliding second. A client
+ * that keeps to the limit must keep its own margin for arrival jitter; a positive slack (sandbox
+ * config `rateLimitSlack`) forgives that many extra requests per second.
  */
 export class RateLimiter {
   /** Per key: accepted timestamps (ms, monotonic) in a ring of `size` slots. */
   readonly #windows = new Map<string, { size: number; ring: Float64Array; head: number; count: number }>();
   readonly #now: () => number;
+  readonly #slack: number;
 
-  constructor(now: () => number = () => performance.now()) {
+  constructor(options: { now?: () => number; slack?: number } = {}) {
+    const { now = () => performance.now(), slack = 0 } = options;
+    if (!Number.isInteger(slack) || slack < 0) throw new RangeError(`rate limit slack must be an integer ≥ 0; got ${slack}`);
     this.#now = now;
+    this.#slack = slack;
   }
 
   /**
@@ -24,7 +26,7 @@ export class RateLimiter {
    */
   take(key: string, limit: number): number {
     if (!(limit > 0)) return 0;
-    const size = Math.max(1, Math.floor(limit)) + JITTER_SLACK;
+    const size = Math.max(1, Math.floor(limit)) + this.#slack;
     const now = this.#now();
     let w = this.#windows.get(key);
     if (w === undefined || w.size !== size) {

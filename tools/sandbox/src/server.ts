@@ -89,7 +89,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     baseUrl: '',
     accounts: new AccountRegistry(config, stats, log),
     sessions: new SessionTokens(),
-    limiter: new RateLimiter(),
+    limiter: new RateLimiter({ slack: config.rateLimitSlack }),
     faults: new FaultInjector(seed, config.faults),
     initialFaults: config.faults,
     stats,

@@ -69,7 +69,7 @@ class ValidationEngine implements Engine {
     // A digest: the scope is part of every key, and a short key is cheaper to hash and to keep.
     const scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company]);
     this.#scope = createHash('sha256').update(scope).digest('base64url').slice(0, 16);
-    const throttle = createSharedThrottle({ limits: cfg.rateLimits });
+    const throttle = createSharedThrottle({ limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs });
     this.#logRelay = openLogRelay(logger);
     const init: WorkerInit = {
       mode: cfg.mode,

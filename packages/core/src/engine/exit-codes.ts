@@ -1,14 +1,16 @@
-import { DqError, isRunStop } from '../errors/index.js';
+import { DqError, isRunStop, LOCAL_CODES } from '../errors/index.js';
 import { ExitCode } from './types.js';
 import type { RunReport } from './types.js';
 
 /**
- * The exit code for an error that ended a run: 3 when credentials, account or quota stopped it, 2
- * for bad configuration, 75 when the platform could not be reached (a retriable run stop such as
- * the engine's `platform-unreachable`, or a connection failure), 1 for anything else.
+/**
+ * The exit code for an error that ended a run (the README's exit code table): 3 when credentials,
+ * account or quota stopped it, 2 for bad configuration, 75 when the platform could not be reached
+ * (a retriable run stop such as the engine's `platform-unreachable`, or a connection failure) or
+ * asked us to come back later than the retry policy waits, 1 for anything else.
  */
 export function exitCodeForError(e: unknown): ExitCode {
-  if (isRunStop(e)) return e.retriable ? ExitCode.TEMPFAIL : ExitCode.STOP;
+  if (isRunStop(e)) return e.retriable || e.code === LOCAL_CODES.retryAfterTooLong ? ExitCode.TEMPFAIL : ExitCode.STOP;
   if (e instanceof DqError) {
     if (e.code === 'config-invalid') return ExitCode.USAGE;
     if (e.code === 'connection-error' || e.code === 'timeout' || e.code === 'dns-error') return ExitCode.TEMPFAIL;

@@ -88,6 +88,8 @@ export const LOCAL_CODES = {
   aborted: 'aborted',
   /** the retrier gave up; `cause` holds the last failure */
   retriesExhausted: 'retries-exhausted',
+  /** a Retry-After longer than the retry policy waits: the run stops (exit 75) until that time */
+  retryAfterTooLong: 'retry-after-too-long',
 } as const;
 
 /** Every code a {@link DqError} raised by core can carry. */

@@ -38,8 +38,13 @@ export interface ThrottleOptions {
    */
   burst?: number;
   /**
-   * Fraction of each limit kept unused so network jitter cannot land N + 1 requests inside one
-   * second at the platform. Default 0.01 (pace at 99 % of the limit).
+   * Fraction of each limit kept unused. The platform allows exactly `limit` requests in any sliding
+   * second, counted when they arrive, and forgives nothing. Paced at 99 % (the default, 0.01), the
+   * requests one second's worth apart are sent 1010 ms apart, and their answers (which come after
+   * the platform counted them) normally arrive within those 10 ms; when one does not (a late send,
+   * a stalled platform), the shared throttle's `answered` moves the later slots back, so jitter
+   * does not cost a 429. The Postgres-backed throttle has no `answered`: there the margin alone
+   * covers jitter.
    */
   margin?: number;
   /** After a 429 the endpoint's rate is multiplied by this. Default 0.5. */
@@ -58,6 +63,12 @@ export interface ThrottleOptions {
    * together with the requests sent a second later, and answers 429. Default 50.
    */
   coldStartGapMs?: number;
+  /**
+   * Longest a 429's `Retry-After` holds every sender of the endpoint back, in ms. Default 30 000,
+   * the retry policy's default `maxRetryAfterMs`: the transport stops the run rather than wait
+   * longer, and one answer must not stall every thread (or every process) for an hour.
+   */
+  maxHoldMs?: number;
 }
 
 /** {@link ThrottleOptions} with every default filled in and checked. */
@@ -70,6 +81,7 @@ export interface ResolvedThrottleOptions {
   recoveryPerSecond: number;
   decreaseCooldownMs: number;
   coldStartGapMs: number;
+  maxHoldMs: number;
 }
 
 function fraction(name: string, value: number, min: number, max: number): number {
@@ -102,5 +114,6 @@ export function resolveThrottleOptions(opts: ThrottleOptions = {}): ResolvedThro
     recoveryPerSecond: fraction('recoveryPerSecond', opts.recoveryPerSecond ?? 0.2, 0, 1000),
     decreaseCooldownMs: fraction('decreaseCooldownMs', opts.decreaseCooldownMs ?? 1000, 0, 3_600_000),
     coldStartGapMs: fraction('coldStartGapMs', opts.coldStartGapMs ?? 50, 0, 60_000),
+    maxHoldMs: fraction('maxHoldMs', opts.maxHoldMs ?? 30_000, 0, 86_400_000),
   };
 }

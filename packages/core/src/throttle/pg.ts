@@ -175,7 +175,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       const p = pool
         .query(backoffSql, [
           options.account, endpoint, o.decrease, o.floor, recoveryPerUs,
-          Math.round(o.decreaseCooldownMs * 1000), Math.round(Math.max(0, retryAfterMs ?? 0) * 1000),
+          Math.round(o.decreaseCooldownMs * 1000), Math.round(Math.min(o.maxHoldMs, Math.max(0, retryAfterMs ?? 0)) * 1000),
         ])
         // A lost backoff write only means the shared rate stays higher; the caller's retry still waits.
         .catch(() => undefined);

@@ -6,14 +6,14 @@ import type { EndpointId, Throttle } from './types.js';
 /**
  * Layout of the shared memory (BigInt64Array slots).
  * Header: magic, layout version, burst, margin, decrease, floor, recovery per second (the last four
- * in parts per million), decrease cooldown (ms), cold-start gap (µs).
+ * in parts per million), decrease cooldown (ms), cold-start gap (µs), longest Retry-After hold (µs).
  * Per endpoint, four slots: theoretical arrival time (TAT, µs on the monotonic clock), limit (milli
  * requests per second, 0 = unlimited), rate state (factor in ppm << 43 | time of the last decrease
- * in ms), spare.
+ * in ms), number of slots handed out so far (the next ticket).
  */
 const MAGIC = 0x4451_5448n; // "DQTH"
-const LAYOUT_VERSION = 2n;
-const HEADER = 9;
+const LAYOUT_VERSION = 3n;
+const HEADER = 10;
 const PER_ENDPOINT = 4;
 const PPM = 1_000_000;
 const TIME_BITS = 43n;
@@ -31,16 +31,20 @@ export interface SharedThrottle extends Throttle {
   currentRate(endpoint: EndpointId): number;
 }
 
+const SECOND_US = 1_000_000n;
+/** Clock granularity between the platform's arrival stamp and our reading of the answer. */
+const ANSWER_GUARD_US = 1_000n;
+
 const pack = (factorPpm: bigint, atMs: bigint): bigint => (factorPpm << TIME_BITS) | (atMs & TIME_MASK);
 
 /**
  * Creates a GCRA rate limiter in a SharedArrayBuffer: one budget per endpoint for all threads of
- * this process. Defaults: the contract's limits (see `DEFAULT_RATE_LIMITS`), burst 1, margin 1 %.
+ * this process. Defaults: the contract's limits (see `DEFAULT_RATE_LIMITS`), burst 1, margin 2 %.
  */
 export function createSharedThrottle(options: ThrottleOptions = {}): SharedThrottle {
   const o = resolveThrottleOptions(options);
   const slots = new BigInt64Array(new SharedArrayBuffer((HEADER + PER_ENDPOINT * ENDPOINT_IDS.length) * 8));
-  const header = [MAGIC, LAYOUT_VERSION, BigInt(o.burst), ppm(o.margin), ppm(o.decrease), ppm(o.floor), ppm(o.recoveryPerSecond), BigInt(Math.round(o.decreaseCooldownMs)), BigInt(Math.round(o.coldStartGapMs * 1000))];
+  const header = [MAGIC, LAYOUT_VERSION, BigInt(o.burst), ppm(o.margin), ppm(o.decrease), ppm(o.floor), ppm(o.recoveryPerSecond), BigInt(Math.round(o.decreaseCooldownMs)), BigInt(Math.round(o.coldStartGapMs * 1000)), BigInt(Math.round(o.maxHoldMs * 1000))];
   header.forEach((v, i) => (slots[i] = v));
   ENDPOINT_IDS.forEach((endpoint, e) => {
     const base = HEADER + e * PER_ENDPOINT;
@@ -70,6 +74,7 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
   const recovery = Number(a[6]);
   const cooldownMs = a[7] ?? 0n;
   const coldGapUs = a[8] ?? 0n;
+  const maxHoldUs = a[9] ?? 0n;
 
   const baseOf = (endpoint: EndpointId): number => {
     const e = ENDPOINT_IDS.indexOf(endpoint);
@@ -97,6 +102,7 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
       const base = baseOf(endpoint);
       const limit = limitOf(base);
       if (limit <= 0) return;
+      const window = BigInt(Math.max(1, Math.floor(limit)));
       for (let attempt = 1; ; attempt++) {
         const now = monotonicMicros();
         const factor = factorAt(Atomics.load(a, base + 2), now / 1000n) / PPM;
@@ -104,11 +110,20 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         const tolerance = (burst - 1n) * interval;
         const tat = Atomics.load(a, base);
         const start = tat > now ? tat : now;
+        // Hand out slots less than a second's worth ahead, so that `answered` can still move the
+        // slot a second's worth after any request in flight (more callers than `limit` wait here).
+        const horizon = (window - 1n) * interval;
+        if (start - now > horizon) {
+          await sleep(Math.ceil(Number(start - now - horizon) / 1000), signal);
+          attempt--;
+          continue;
+        }
         // The first request after an idle spell goes now; the ones after it keep the cold-start gap.
         const next = start + interval + (now - tat > IDLE_US ? coldGapUs : 0n);
         if (Atomics.compareExchange(a, base, tat, next) !== tat) continue;
+        const ticket = Number(Atomics.add(a, base + 3, 1n));
         const waitUs = start - tolerance - now;
-        if (waitUs <= 0n) return;
+        if (waitUs <= 0n) return ticket;
         try {
           await sleep(Math.ceil(Number(waitUs) / 1000), signal);
         } catch (err) {
@@ -119,7 +134,30 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         // Woken more than one interval late (a stalled event loop): sending now would land on top of
         // the next slot's request, a burst the platform may answer with 429. Take a fresh slot instead.
         if (monotonicMicros() - (start - tolerance) > interval && attempt < MAX_STALE_RETRIES) continue;
-        return;
+        return ticket;
+      }
+    },
+    answered(endpoint, ticket) {
+      if (typeof ticket !== 'number') return;
+      const base = baseOf(endpoint);
+      const limit = limitOf(base);
+      if (limit <= 0) return;
+      // The platform allows `window` requests in any second, counted when each arrives: some moment
+      // before now for this one. So every slot from `window` tickets after this one on must be at
+      // least a second from now. The margin normally keeps them further apart than that; a late
+      // send, a slow network or a stalled platform does not, and then the slots not yet handed out
+      // move back by the difference. (A slot already handed out that far ahead, with more callers
+      // waiting than a second's worth, cannot move: the margin alone covers it.)
+      const window = BigInt(Math.max(1, Math.floor(limit)));
+      const nowUs = monotonicMicros();
+      const factor = factorAt(Atomics.load(a, base + 2), nowUs / 1000n) / PPM;
+      const interval = BigInt(Math.max(1, Math.round(1e6 / (limit * (1 - margin) * factor))));
+      const ahead = Atomics.load(a, base + 3) - BigInt(ticket);
+      if (ahead > window) return;
+      const floorUs = nowUs + SECOND_US + ANSWER_GUARD_US - (window - ahead) * interval;
+      for (;;) {
+        const tat = Atomics.load(a, base);
+        if (tat >= floorUs || Atomics.compareExchange(a, base, tat, floorUs) === tat) return;
       }
     },
     backoff(endpoint, retryAfterMs) {
@@ -134,8 +172,9 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         if (Atomics.compareExchange(a, base + 2, state, pack(BigInt(next), nowMs)) === state) break;
       }
       if (retryAfterMs !== undefined && retryAfterMs > 0) {
-        // Nobody in this process sends to the endpoint before Retry-After has passed.
-        const until = nowUs + BigInt(Math.round(retryAfterMs * 1000));
+        // Nobody in this process sends to the endpoint before Retry-After has passed, or `maxHoldMs`.
+        const holdUs = BigInt(Math.round(retryAfterMs * 1000));
+        const until = nowUs + (holdUs < maxHoldUs ? holdUs : maxHoldUs);
         for (;;) {
           const tat = Atomics.load(a, base);
           if (tat >= until || Atomics.compareExchange(a, base, tat, until) === tat) break;

@@ -65,6 +65,7 @@ export function createTransport(options: TransportOptions): Transport {
     const country = typeof auth === 'object' ? auth.session : undefined;
     const perAttemptMs = req.timeoutMs ?? timeoutMs;
     const { signal } = req;
+    const policy = policyFor(req.retry);
     let attempts = 0;
     let renewed = false;
 
@@ -72,7 +73,7 @@ export function createTransport(options: TransportOptions): Transport {
       let token = country === undefined ? apiKey : await sessions.token(country, signal);
       for (;;) {
         attempts++;
-        await throttle?.acquire(req.endpoint, signal);
+        const ticket = await throttle?.acquire(req.endpoint, signal);
         const started = debug ? performance.now() : 0;
         try {
           const res = await sendOnce({
@@ -86,6 +87,7 @@ export function createTransport(options: TransportOptions): Transport {
             signal,
             redact,
           });
+          throttle?.answered?.(req.endpoint, ticket);
           if (debug) {
             logger.debug('http answer', {
               endpoint: req.endpoint,
@@ -99,7 +101,14 @@ export function createTransport(options: TransportOptions): Transport {
           }
           return res;
         } catch (error) {
-          if (error instanceof PlatformError && error.status === 429) throttle?.backoff(req.endpoint, error.retryAfterMs);
+          // Any answer tells the throttle by when the platform had counted the request.
+          if (error instanceof DqError && error.status !== undefined) throttle?.answered?.(req.endpoint, ticket);
+          // Every sender of the endpoint holds back for Retry-After, but never longer than the retry
+          // policy waits: a longer Retry-After stops the run in the retrier instead.
+          if (error instanceof PlatformError && error.status === 429) {
+            const hold = error.retryAfterMs === undefined ? undefined : Math.min(error.retryAfterMs, policy.maxRetryAfterMs);
+            throttle?.backoff(req.endpoint, hold);
+          }
           // Contract 3: an expired token is replaced by a new session and the request repeated, once.
           const expired = error instanceof PlatformError && error.code === 'expired-session-token';
           if (expired && country !== undefined && token !== undefined && !renewed) {
@@ -125,7 +134,7 @@ export function createTransport(options: TransportOptions): Transport {
         requestId: e?.requestId,
       });
     };
-    const res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policyFor(req.retry), { signal, onRetry });
+    const res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, { signal, onRetry });
     return { data: res.data, status: res.status, requestId: res.requestId, headers: res.headers, attempts };
   }
 

@@ -9,7 +9,7 @@ import { readBody, resetConnection, type Exchange } from './exchange.js';
  * status (answered through `answerError`) or a truncated body (flagged on the exchange).
  * @returns true when the request has been answered (or dropped) and the handler must stop.
  */
-export async function applyFault(ctx: SandboxContext, ex: Exchange, group: FaultGroup, answerError: (status: number) => void): Promise<boolean> {
+export async function applyFault(ctx: SandboxContext, ex: Exchange, group: FaultGroup, answerError: (status: number, headers?: Record<string, string>) => void): Promise<boolean> {
   const d = ctx.faults.decide(group);
   if (d.latencyMs > 0) {
     ctx.stats.fault(group, 'delayed');
@@ -26,7 +26,7 @@ export async function applyFault(ctx: SandboxContext, ex: Exchange, group: Fault
       ctx.stats.fault(group, 'errors');
       // Read the body first so that a keep-alive connection stays usable after the error.
       await readBody(ex.req);
-      answerError(d.status);
+      answerError(d.status, d.retryAfterSeconds === undefined ? undefined : { 'Retry-After': String(d.retryAfterSeconds) });
       return true;
     case 'truncate':
       ctx.stats.fault(group, 'truncations');

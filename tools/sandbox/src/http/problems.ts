@@ -43,6 +43,8 @@ export interface Violation {
 /** Problem fragment for a 5xx status chosen by fault injection. */
 export function fragmentForStatus(status: number): ProblemFragment {
   switch (status) {
+    case 429:
+      return 'too-many-requests';
     case 502:
       return 'bad-gateway';
     case 503:

@@ -23,7 +23,7 @@ export async function handleAddress(ctx: SandboxContext, ex: Exchange, endpoint:
     sendProblem(ex, docs, 'method-not-allowed', { headers: { Allow: 'POST' } });
     return;
   }
-  if (await applyFault(ctx, ex, endpoint, (status) => sendProblem(ex, docs, fragmentForStatus(status)))) return;
+  if (await applyFault(ctx, ex, endpoint, (status, headers) => sendProblem(ex, docs, fragmentForStatus(status), headers && { headers }))) return;
 
   const caller = authenticateAddress(ctx, ex.req, endpoint);
   if (typeof caller === 'string') {

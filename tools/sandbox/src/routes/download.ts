@@ -52,7 +52,7 @@ export async function handleDownload(ctx: SandboxContext, ex: Exchange): Promise
     sendProblem(ex, docs, 'method-not-allowed', { area, headers: { Allow: 'GET, HEAD' } });
     return;
   }
-  if (await applyFault(ctx, ex, 'download', (status) => sendProblem(ex, docs, fragmentForStatus(status), { area }))) return;
+  if (await applyFault(ctx, ex, 'download', (status, headers) => sendProblem(ex, docs, fragmentForStatus(status), { area, ...(headers && { headers }) }))) return;
   const found = ctx.downloads.lookup(ex.path);
   if ('notFound' in found) {
     sendProblem(ex, docs, 'not-found', { area, detail: found.message });

@@ -10,7 +10,10 @@ export interface RetryOptions {
   baseDelayMs: number;
   /** Upper bound of one backoff wait in ms (default 10 000). */
   maxDelayMs: number;
-  /** Upper bound honoured for a `Retry-After` header in ms (default 30 000). */
+  /**
+   * Longest `Retry-After` waited out, in ms (default 30 000). A longer one stops the run with code
+   * `retry-after-too-long` (exit 75) instead: the platform asked us to come back later.
+   */
   maxRetryAfterMs: number;
   /** Source of randomness in [0, 1) for the jitter (default `Math.random`). */
   random: () => number;
@@ -29,7 +32,8 @@ export const DEFAULT_RETRY: Readonly<RetryOptions> = {
 /**
  * How to repeat a failed attempt, decided from the error alone:
  * - `never`: 4xx, local refusals, aborts, contract violations, errors of unknown origin;
- * - `retry-after`: the platform said when (429 with `Retry-After`), honour it up to the cap;
+ * - `retry-after`: the platform said when (429 with `Retry-After`): honour it if the policy waits
+ *   that long, else the retrier stops the run;
  * - `backoff`: 5xx, 429 without `Retry-After`, timeouts, connection resets.
  */
 export type RetryDecision = { kind: 'never' } | { kind: 'backoff' } | { kind: 'retry-after'; ms: number };

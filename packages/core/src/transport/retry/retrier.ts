@@ -1,4 +1,5 @@
 import { DqError, RetriesExhaustedError, TransportError } from '../../errors/dq-error.js';
+import { LOCAL_CODES } from '../../errors/problem-table.js';
 import { sleep as abortableSleep } from '../../throttle/sleep.js';
 import { decideRetry, resolveRetryOptions, retryDelay } from './policy.js';
 import type { RetryDecision, RetryOptions } from './policy.js';
@@ -61,6 +62,12 @@ export async function retryResolved<T>(
       const decision = decideRetry(error);
       // With retries switched off (maxAttempts 1) the caller gets the failure itself.
       if (decision.kind === 'never' || policy.maxAttempts === 1) throw error;
+      // The platform asked for a longer pause than this policy waits: no retry can succeed before
+      // then, and every other request to that endpoint would get the same answer. Stop the run
+      // (exit 75, checkpoint kept) instead of holding every caller for that long.
+      if (decision.kind === 'retry-after' && decision.ms > policy.maxRetryAfterMs) {
+        throw comeBackLater(error, decision.ms, policy.maxRetryAfterMs, now());
+      }
       const delayMs = retryDelay(decision, n, policy);
       const elapsed = now() - started;
       if (n >= policy.maxAttempts || elapsed + delayMs >= policy.maxTotalMs) {
@@ -70,6 +77,24 @@ export async function retryResolved<T>(
       await sleep(delayMs, signal);
     }
   }
+}
+
+/**
+ * The run stop for a `Retry-After` longer than the policy's `maxRetryAfterMs`: scope `run`, code
+ * `retry-after-too-long` (exit code 75: worth a rerun after the time it names).
+ */
+export function comeBackLater(error: unknown, waitMs: number, maxMs: number, nowMs: number): DqError {
+  const last = error instanceof DqError ? error : undefined;
+  const at = new Date(nowMs + waitMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const answer = `HTTP ${last?.status ?? '?'}, Retry-After ${seconds(waitMs)}, request id ${last?.requestId ?? 'none'}`;
+  return new DqError(
+    `the platform asked us to come back at ${at} (${answer}), later than the retry policy waits (${seconds(maxMs)}); the run stops here: run it again after that time`,
+    { code: LOCAL_CODES.retryAfterTooLong, retriable: false, scope: 'run', status: last?.status, requestId: last?.requestId, cause: error },
+  );
+}
+
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
 }
 
 function exhausted(error: unknown, attempts: number, elapsedMs: number, limit: 'attempts' | 'time'): RetriesExhaustedError {

@@ -1,0 +1,109 @@
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { makeSampleCsv } from '../dist/demo/sample.js';
+import { readCsv, runCli, startCli, summaryOf, tempDir, type CliRun } from './helpers.js';
+
+// A 429's Retry-After is waited out when the retry policy waits that long (30 s by default); a
+// longer one stops the run at once with exit 75 and a checkpoint, naming the time to come back.
+const ROWS = 600;
+let dir: string;
+let cleanup: () => Promise<void>;
+let sandbox: Sandbox | undefined;
+
+beforeAll(async () => {
+  ({ dir, cleanup } = await tempDir());
+});
+afterEach(async () => {
+  await sandbox?.close();
+  sandbox = undefined;
+});
+afterAll(async () => cleanup());
+
+const config = { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] };
+const env = () => ({ DQ_BASE_URL: sandbox!.url, DQ_API_KEY: DEFAULT_API_KEY });
+const args = (input: string, output: string, ...more: string[]) => [
+  'validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE',
+  '--map', 'addressLine=strasse,postalCode=plz,locality=ort,country=land', '--batch-size', '50', ...more,
+];
+const billable = () => Object.values(sandbox!.stats().billable).reduce((a, b) => a + b, 0);
+
+/** Runs the CLI until it exits; `during` is called once its checkpoint holds at least `atRecords`. */
+async function runUntil(cliArgs: string[], checkpoint: string, atRecords: number, during: () => void): Promise<CliRun & { afterMs: number }> {
+  const child = startCli(cliArgs, env());
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  let done = false;
+  void exited.then(() => (done = true));
+  while (!done) {
+    const text = await readFile(checkpoint, 'utf8').catch(() => undefined);
+    if (text !== undefined && (JSON.parse(text) as { position: { records: number } }).position.records >= atRecords) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  if (done) throw new Error(`the run ended before ${atRecords} records were checkpointed: ${stderr}`);
+  during();
+  const from = performance.now();
+  const code = await exited;
+  return { code, signal: null, stdout, stderr, afterMs: performance.now() - from };
+}
+
+describe('Retry-After from the platform', () => {
+  it('a Retry-After longer than the retry policy waits stops the run at once with exit 75, the time to come back and a checkpoint; --resume later finishes without paying again', async () => {
+    sandbox = await startSandbox({ port: 0, config });
+    const input = join(dir, 'long.csv');
+    const output = join(dir, 'long.out.csv');
+    await writeFile(input, makeSampleCsv(ROWS, 21));
+    // 50 calls/s: the run would take 12 s; an hour's Retry-After arrives once 100 rows are done.
+    const stopped = await runUntil(args(input, output, '--rate-limit', '50', '--resume'), `${output}.checkpoint.json`, 100, () =>
+      sandbox!.setFaults({ batch: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 3600 } }),
+    );
+    const comeBack = Date.now() + 3600_000;
+    expect(stopped.code, stopped.stderr).toBe(75);
+    // Not after an hour, nor after the 30 s the policy would wait: the first such answer stops it.
+    expect(stopped.afterMs).toBeLessThan(15_000);
+    const at = /come back at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)/.exec(stopped.stderr)?.[1];
+    expect(at, stopped.stderr).toBeDefined();
+    expect(Math.abs(Date.parse(at!) - comeBack)).toBeLessThan(60_000);
+    expect(stopped.stderr).toContain('--resume');
+    expect(stopped.stderr).not.toMatch(/\n\s+at /);
+    expect(stopped.stderr).not.toContain(DEFAULT_API_KEY);
+    const partial = summaryOf(stopped);
+    expect(partial.outcome).toBe('stopped');
+    expect(partial.rows).toBeGreaterThanOrEqual(100);
+    expect(partial.rows).toBeLessThan(ROWS);
+    expect((await readCsv(output, { delimiter: ';' })).rows.length).toBe(partial.rows);
+    expect((await stat(`${output}.checkpoint.json`)).isFile()).toBe(true);
+
+    // The platform takes calls again: the rerun finishes the file, paying no answer twice.
+    const paidBefore = billable();
+    sandbox.setFaults({});
+    const finished = await runCli(args(input, output, '--rate-limit', '0', '--resume'), env());
+    expect(finished.code, finished.stderr).toBe(0);
+    const out = await readCsv(output, { delimiter: ';' });
+    expect(out.rows.map((r) => r[0])).toEqual(Array.from({ length: ROWS }, (_, i) => `K${100_000 + i}`));
+    expect(billable() - paidBefore).toBeLessThanOrEqual(ROWS - partial.rows);
+    expect(billable()).toBeLessThanOrEqual(ROWS);
+  });
+
+  it('a Retry-After the policy allows is waited out: the run finishes with every row answered', async () => {
+    sandbox = await startSandbox({ port: 0, config: { ...config, faults: { batch: { errorRate: 0.2, errorStatuses: [429], retryAfterSeconds: 1 } } } });
+    const input = join(dir, 'short.csv');
+    const output = join(dir, 'short.out.csv');
+    await writeFile(input, makeSampleCsv(200, 22));
+    const started = performance.now();
+    const run = await runCli(args(input, output, '--rate-limit', '0'), env());
+    expect(run.code, run.stderr).toBe(0);
+    expect(sandbox.stats().requests['batch']?.byStatus['429']).toBeGreaterThan(0);
+    // Every 429 held the senders back for its second.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1000);
+    const out = await readCsv(output, { delimiter: ';' });
+    const status = out.header.indexOf('dq_status');
+    expect(out.rows).toHaveLength(200);
+    expect(out.rows.filter((r) => r[status] === 'unavailable')).toEqual([]);
+    expect(summaryOf(run).retries).toBeGreaterThan(0);
+  });
+});
