@@ -6,7 +6,7 @@ import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith, transportOn } from './support/platform.js';
 
-// Reliability (ARCHITECTURE.md "Error handling"): 5xx and connection resets are retried with
+// Reliability (docs/architecture.md "Error handling"): 5xx and connection resets are retried with
 // backoff, bounded; what still fails is `unavailable`, never lost and never a wrong answer.
 const inputs = generateDirtyInputs(500, { seed: 5 }).map((d) => ({ ...d.input }));
 const matcher = createAddressMatcher();

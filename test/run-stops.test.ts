@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AccountInput } from './support/platform.js';
 import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith } from './support/platform.js';
 
-// ARCHITECTURE.md "Error handling": a 401/403 of key, account, service, feature or quota stops the
+// docs/architecture.md "Error handling": a 401/403 of key, account, service, feature or quota stops the
 // whole run (exit code 3) instead of failing record after record.
 const records = knownAddresses(40);
 

@@ -5,7 +5,7 @@ import type { Sandbox } from '@dq/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
 import { answered, knownAddresses, requestsTo, sandboxWith, transportOn } from './support/platform.js';
 
-// Contract 3 and 5, NOTES.md: one token per country, used verbatim, renewed before it runs out and
+// Contract 3 and 5, docs/platform-contract.md: one token per country, used verbatim, renewed before it runs out and
 // once on 403 Expired Session Token. The sandbox's lifetime is shortened so expiry happens in-test.
 const [home] = knownAddresses(1);
 if (home === undefined) throw new Error('no known address');

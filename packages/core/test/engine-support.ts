@@ -33,7 +33,7 @@ export interface ScriptedPlatform {
 
 const DOCS = 'https://docs.example.test/location/problems#';
 
-/** A problem+json answer (contract 7.1) with the type fragment of NOTES.md. */
+/** A problem+json answer (contract 7.1) with the type fragment of docs/platform-contract.md. */
 export function problem(status: number, fragment: string, extra: Record<string, unknown> = {}): Answer {
   return {
     status,

@@ -42,7 +42,7 @@ function emptyProgress(): CleanseProgress {
 }
 
 /**
- * Cleans the mapped columns of a table in place (issue 5). Pre-flight checks run before any API
+ * Cleans the mapped columns of a table in place. Pre-flight checks run before any API
  * call and throw {@link CleanseError}s. Then pages of `batchSize` rows are read in key order from
  * claimed key ranges, validated by the engine and written with their audit, results and checkpoint
  * in one transaction each. Several processes with the same `runId` share the ranges; rerunning a

@@ -22,7 +22,7 @@ export interface CleanseOptions {
   mode?: Mode;
   /** Country for address rows without one. */
   country?: string;
-  /** Result classes whose corrections are written; default A, B, C (ARCHITECTURE.md result policy). */
+  /** Result classes whose corrections are written; default A, B, C (docs/architecture.md result policy). */
   accept?: readonly ResultClass[];
   /** Address `_options.include` values. */
   include?: string[];

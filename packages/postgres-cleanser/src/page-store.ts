@@ -40,7 +40,7 @@ export interface PageCounts {
 
 /**
  * The page read: next `$n` rows after a key, in key order, with no snapshot kept between pages
- * (issue 5: keyset pagination). Parameters: [$1 after-key][, $2 upper key], then the limit.
+ * (keyset pagination). Parameters: [$1 after-key][, $2 upper key], then the limit.
  */
 export function pageReadSql(target: TargetTable, where: string | undefined, lower: boolean, upper: boolean): string {
   const k = target.key.quoted;
@@ -75,7 +75,7 @@ export function pageWriteParamTypes(target: TargetTable): string[] {
 }
 
 /**
- * The page write, one statement and so one transaction (issue 5): the range's checkpoint moves
+ * The page write, one statement and so one transaction: the range's checkpoint moves
  * from the key the page was read after to its last key; a guarded `UPDATE … FROM unnest(…)` touches
  * only rows whose mapped columns still hold the values read (`IS NOT DISTINCT FROM`, so NULLs
  * compare too; old values cast to the column's type so `char(n)` padding compares as stored); and

@@ -74,7 +74,7 @@ interface ColumnRow {
 }
 
 /**
- * The pre-flight checks, all before any API call (issue 5): the table and columns exist, the key has
+ * The pre-flight checks, all before any API call: the table and columns exist, the key has
  * a single-column unique index (or is the primary key) and no NULLs, mapped columns are text-like
  * (type category S, domains resolved) and not generated, the `where` predicate parses, and the user
  * may read (and, unless dry-run, update) the table. Each failure is a {@link CleanseError} naming

@@ -64,7 +64,7 @@ SELECT (SELECT max(row_key) FROM a) AS last, (SELECT count(*) FROM upd)::int AS 
 }
 
 /**
- * Restores the values a run overwrote, from its audit (issue 5): a row changed again since the run
+ * Restores the values a run overwrote, from its audit: a row changed again since the run
  * wrote it is not clobbered but reported as a conflict (and tried again by a later rollback).
  * Refuses while a process is still working on the run.
  */

@@ -55,7 +55,7 @@ function correctedValue(mode: Mode, field: string, result: RecordResult): string
 }
 
 /**
- * Decides a row (ARCHITECTURE.md "Result policy"): only `accepted` results overwrite, field by field
+ * Decides a row (docs/architecture.md "Result policy"): only `accepted` results overwrite, field by field
  * from the best candidate; a field the result has no value for keeps its value, and an empty value
  * never replaces a NULL. A row whose values would not change is `unchanged` and is not written.
  */

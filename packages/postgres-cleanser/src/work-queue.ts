@@ -14,7 +14,7 @@ export interface ClaimedRange {
 }
 
 /**
- * Hands out the key ranges of a run to the processes working on it (issue 5, scale-out). A range
+ * Hands out the key ranges of a run to the processes working on it (scale-out). A range
  * is claimed with `SELECT … FOR UPDATE SKIP LOCKED` on its `ranges` row, in a transaction kept open
  * on a connection of its own for as long as the range is worked on: two processes never hold the
  * same range, and when a process dies its connection closes, the lock goes and another process (or

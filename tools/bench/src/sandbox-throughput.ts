@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { generateDirtyInputs } from '@dq/sandbox';
 import { firstLine, stop } from './child.js';
 
-const TARGET = 3000; // validate requests per second (issue 3)
+const TARGET = 3000; // validate requests per second
 const KEY = 'bench-key-0000001';
 const SELF = fileURLToPath(import.meta.url);
 const require = createRequire(import.meta.url);

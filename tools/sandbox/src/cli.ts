@@ -21,7 +21,7 @@ Options:
 
 Exit codes: 0 stopped by a signal; 1 could not listen or failed; 2 bad flags or config.`;
 
-/** Exit codes (ARCHITECTURE.md). */
+/** Exit codes (docs/architecture.md). */
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 function usageError(message: string): never {

@@ -50,7 +50,7 @@ describe('phone describe (contract 2.5, 4.6)', () => {
   });
 });
 
-describe('phone analysis (NOTES.md)', () => {
+describe('phone analysis (docs/platform-contract.md)', () => {
   it('analyses a Berlin landline in international form', async () => {
     const r = await analyse({ in_phone: '+49 30 12345678' });
     expect(r.body).toEqual({ out_syntax: 'VALID', out_format: '+49 30 12345678', out_type: 'FIXED_LINE', out_city: 'Berlin' });

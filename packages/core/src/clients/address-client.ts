@@ -70,7 +70,7 @@ export class AddressClient {
 
   /**
    * POST /location/v1/validate/batch/sync: one address tagged with `customerAddressId`, the bulk
-   * endpoint (100 requests/s, NOTES.md). The echoed id is checked against the one sent.
+   * endpoint (100 requests/s, docs/platform-contract.md). The echoed id is checked against the one sent.
    */
   async batchSync(req: AddressRequest, customerAddressId: string, opts: CallOptions = {}): Promise<TransportResponse<BatchResult>> {
     const body = { ...req, customerAddressId };

@@ -30,9 +30,9 @@ export interface EngineConfig {
   apiKey: string;
   /** Country for address records without one (two upper-case letters). */
   defaultCountry?: string;
-  /** Address `_options.include` values (contract 2.1, NOTES.md). */
+  /** Address `_options.include` values (contract 2.1, docs/platform-contract.md). */
   include?: string[];
-  /** Address endpoint; default `batch` (batch/sync is the bulk endpoint, NOTES.md). */
+  /** Address endpoint; default `batch` (batch/sync is the bulk endpoint, docs/platform-contract.md). */
   addressEndpoint?: AddressEndpoint;
   /** Status per result class; default A, B, C accepted; D, E review; F invalid. */
   policy?: Partial<Record<ResultClass, PolicyStatus>>;

@@ -25,7 +25,7 @@ type Group = { key: string; fields: RequestFields; indices: number[] };
 type Settled = { group: Group; source: Source; outcome: CallOutcome };
 
 /**
- * Creates the validation engine (ARCHITECTURE.md "One engine, three adapters"): records are mapped
+ * Creates the validation engine (docs/architecture.md "One engine, three adapters"): records are mapped
  * to requests, refused locally when they break the contract's rules, deduplicated by normalised
  * input (within and across batches, and through the cache), called in a piscina pool whose workers
  * share one throttle, and answered in input order with the result policy applied.

@@ -65,7 +65,7 @@ export function vatOutcome(code: 'VALID_VAT_ID' | 'INVALID_VAT_ID', requestId: s
 }
 
 /**
- * A failed call → its outcome (ARCHITECTURE.md "Error handling"): run-scope errors stop the run;
+ * A failed call → its outcome (docs/architecture.md "Error handling"): run-scope errors stop the run;
  * record-scope ones make the record `invalid-input` (400 field errors, refused input) or
  * `unsupported-country` (500 country not available: the platform has no reference data for the
  * record's country); everything else that the platform or the network did (retries exhausted, a

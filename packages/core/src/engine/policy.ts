@@ -1,7 +1,7 @@
 import type { PolicyStatus, ResultClass } from './types.js';
 
 /**
- * The default result policy (ARCHITECTURE.md "Result policy"): A, B, C are accepted and their
+ * The default result policy (docs/architecture.md "Result policy"): A, B, C are accepted and their
  * corrected values may be written; D and E go to review; F is invalid.
  */
 export const DEFAULT_POLICY: Readonly<Record<ResultClass, PolicyStatus>> = Object.freeze({

@@ -13,7 +13,7 @@ export type PolicyStatus = Extract<RecordStatus, 'accepted' | 'review' | 'invali
 /** Request fields of one record, already extracted by the connector through its mapping. */
 export type EngineRecord = Readonly<Record<string, string | number | null | undefined>>;
 
-/** Process exit codes (ARCHITECTURE.md): schedulers branch on these. */
+/** Process exit codes (docs/architecture.md): schedulers branch on these. */
 export const ExitCode = {
   /** done */
   OK: 0,
@@ -30,7 +30,7 @@ export const ExitCode = {
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-/** Which address endpoint the engine calls; bulk work uses batch/sync (NOTES.md). */
+/** Which address endpoint the engine calls; bulk work uses batch/sync (docs/platform-contract.md). */
 export type AddressEndpoint = 'batch' | 'validate';
 
 /** Company search options sent as query parameters (contract 4.7); checked when the engine is created. */

@@ -49,7 +49,7 @@ export function createCaller(init: WorkerInit, transport: Transport): Caller {
         signal,
       });
       if (res.data.customerAddressId !== customerAddressId) {
-        // The echo is how batch results are matched to requests (NOTES.md); a wrong one is a contract break.
+        // The echo is how batch results are matched to requests (docs/platform-contract.md); a wrong one is a contract break.
         throw new ContractError(
           `batch/sync answered for customerAddressId ${JSON.stringify(res.data.customerAddressId)} instead of ${JSON.stringify(customerAddressId)} [request id ${res.requestId ?? 'none'}]`,
           { status: res.status, requestId: res.requestId },

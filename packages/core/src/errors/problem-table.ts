@@ -1,7 +1,7 @@
 /**
  * The contract's error rows (platform-api.md 7.1 and 7.2) in one table. Address-API rows are keyed
  * by their problem type fragment (`{docs_url}/location/problems#<fragment>`, fragments from
- * NOTES.md); company-envelope rows (2.4) by a `company-*` code of our own.
+ * docs/platform-contract.md); company-envelope rows (2.4) by a `company-*` code of our own.
  *
  * `scope` says how far a failure reaches:
  * - `record`: only the input that caused it (the engine marks the record `invalid-input`, or

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CountryCodeSchema, oneOf } from './fields.js';
 import { hasText, violationsFromZod, type Violation } from './violations.js';
 
-/** `_options.include` values: contract 2.1 plus the ones NOTES.md lists from the vendor docs. */
+/** `_options.include` values: contract 2.1 plus the ones docs/platform-contract.md lists from the vendor docs. */
 export const ADDRESS_INCLUDE_VALUES = [
   'coordinates-wgs84',
   'metadata',
@@ -18,9 +18,9 @@ export type AddressInclude = (typeof ADDRESS_INCLUDE_VALUES)[number];
 export const RESULT_CLASSES = ['A', 'B', 'C', 'D', 'E', 'F'] as const;
 export const ResultClassSchema = oneOf(RESULT_CLASSES);
 
-/** Known `coordinates.wgs84.precision` values (NOTES.md); others are accepted from the platform. */
+/** Known `coordinates.wgs84.precision` values (docs/platform-contract.md); others are accepted from the platform. */
 export const COORDINATE_PRECISIONS = ['locality', 'street', 'house-number-range', 'house-number'] as const;
-/** Known `addressType` values (NOTES.md); others are accepted from the platform. */
+/** Known `addressType` values (docs/platform-contract.md); others are accepted from the platform. */
 export const ADDRESS_TYPES = ['delivery', 'po-box', 'major-customer'] as const;
 
 /**
@@ -61,7 +61,7 @@ function withLocalityRule<T extends z.ZodType>(schema: T) {
 export const AddressRequestSchema = withLocalityRule(AddressFieldsSchema);
 export type AddressRequest = z.infer<typeof AddressFieldsSchema>;
 
-/** Batch validation request: one address plus the client's `customerAddressId` (NOTES.md). */
+/** Batch validation request: one address plus the client's `customerAddressId` (docs/platform-contract.md). */
 const BatchFieldsSchema = AddressFieldsSchema.extend({ customerAddressId: z.string().min(1) });
 export const BatchRequestSchema = withLocalityRule(BatchFieldsSchema);
 export type BatchRequest = AddressRequest & { customerAddressId: string };
@@ -83,7 +83,7 @@ export const CoordinatesSchema = z.looseObject({
   }),
 });
 
-/** `_meta` of a candidate when `metadata` was requested (shape from NOTES.md). */
+/** `_meta` of a candidate when `metadata` was requested (shape from docs/platform-contract.md). */
 export const CandidateMetaSchema = z.looseObject({
   fields: z
     .record(z.string(), z.looseObject({ relevance: z.string().optional(), status: z.string().optional() }))
@@ -116,11 +116,11 @@ export const AddressResultSchema = z.looseObject({
 });
 export type AddressResult = z.infer<typeof AddressResultSchema>;
 
-/** 200 body of batch/sync: the result plus the echoed `customerAddressId` (NOTES.md). */
+/** 200 body of batch/sync: the result plus the echoed `customerAddressId` (docs/platform-contract.md). */
 export const BatchResultSchema = AddressResultSchema.extend({ customerAddressId: z.string() });
 export type BatchResult = z.infer<typeof BatchResultSchema>;
 
-/** Body of POST /location/v1/start-session (NOTES.md). */
+/** Body of POST /location/v1/start-session (docs/platform-contract.md). */
 export const StartSessionRequestSchema = z.strictObject({ country: CountryCodeSchema });
 export type StartSessionRequest = z.infer<typeof StartSessionRequestSchema>;
 
@@ -129,7 +129,7 @@ export const StartSessionResponseSchema = z.looseObject({ _sessionToken: z.strin
 export type StartSessionResponse = z.infer<typeof StartSessionResponseSchema>;
 
 /**
- * Autocomplete request — the project's own choice of shape (NOTES.md): `country` (equal to the
+ * Autocomplete request — the project's own choice of shape (docs/platform-contract.md): `country` (equal to the
  * session's country) and free text `query` and/or structured fields; at least one must carry text.
  */
 export const AutocompleteRequestSchema = z
@@ -149,7 +149,7 @@ export const AutocompleteRequestSchema = z
   });
 export type AutocompleteRequest = z.infer<typeof AutocompleteRequestSchema>;
 
-/** 200 body of autocomplete: candidates of the validation shape (NOTES.md). */
+/** 200 body of autocomplete: candidates of the validation shape (docs/platform-contract.md). */
 export const AutocompleteResponseSchema = z.looseObject({ results: z.array(CandidateSchema) });
 export type AutocompleteResponse = z.infer<typeof AutocompleteResponseSchema>;
 

@@ -8,7 +8,7 @@ export type StartSession = (country: string) => Promise<string>;
 export interface SessionManagerOptions {
   /** Calls start-session; the manager makes sure concurrent callers share one call per country. */
   start: StartSession;
-  /** Token lifetime in ms, counted from when start-session was sent (default 180 000, NOTES.md). */
+  /** Token lifetime in ms, counted from when start-session was sent (default 180 000, docs/platform-contract.md). */
   lifetimeMs?: number;
   /** Renew this many ms before the lifetime ends (default 30 000). */
   renewBeforeMs?: number;

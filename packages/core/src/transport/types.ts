@@ -70,7 +70,7 @@ export interface TransportOptions {
   throttle?: Throttle;
   /** Retry policy (defaults in {@link DEFAULT_RETRY}). */
   retry?: Partial<RetryOptions>;
-  /** Session token lifetime in ms (default 180 000, NOTES.md). */
+  /** Session token lifetime in ms (default 180 000, docs/platform-contract.md). */
   sessionLifetimeMs?: number;
   /** Renew a session token this many ms before it expires (default 30 000). */
   sessionRenewBeforeMs?: number;

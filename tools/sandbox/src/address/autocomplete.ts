@@ -1,5 +1,5 @@
 /**
- * Autocomplete over one country's streets (NOTES.md: the request shape is the project's own
+ * Autocomplete over one country's streets (docs/platform-contract.md: the request shape is the project's own
  * choice). Every word of the query must start a word of the street, its town or its district,
  * and at least one must start a word of the street; a number of the country's postal-code length
  * filters by postal code, a shorter one is taken as the house number.

@@ -25,7 +25,7 @@ export interface HouseNumberRange {
   step: 'even' | 'odd';
 }
 
-/** Precision of a coordinate, as listed in NOTES.md. */
+/** Precision of a coordinate, as listed in docs/platform-contract.md. */
 export type CoordinatePrecision = 'locality' | 'street' | 'house-number-range' | 'house-number';
 
 /** How an input field matched the reference data (`_meta.fields.<name>.status`). */
@@ -39,7 +39,7 @@ export interface CandidateMeta {
   fields: Record<string, { relevance: FieldRelevance; status: FieldStatus }>;
 }
 
-/** A candidate address, shaped as contract 2.2 plus the NOTES.md facts. */
+/** A candidate address, shaped as contract 2.2 plus the docs/platform-contract.md facts. */
 export interface Candidate {
   addressType: 'delivery';
   country: string;
@@ -62,7 +62,7 @@ export interface MatchResult {
   results: Candidate[];
 }
 
-/** An autocomplete request body (NOTES.md: the project's own choice). */
+/** An autocomplete request body (docs/platform-contract.md: the project's own choice). */
 export interface AutocompleteRequest {
   country: string;
   /** Free text such as `"Hauptstr 12 Berl"`; words match prefixes of street, town and district. */

@@ -1,7 +1,7 @@
 import { ISO_COUNTRIES } from './iso-countries.js';
 import type { Violation } from './problems.js';
 
-/** Include values the platform knows (contract 2.1 and NOTES.md). */
+/** Include values the platform knows (contract 2.1 and docs/platform-contract.md). */
 export const INCLUDE_VALUES: ReadonlySet<string> = new Set([
   'coordinates-wgs84',
   'metadata',
@@ -21,7 +21,7 @@ export interface CheckedAddress {
   include: ReadonlySet<string>;
 }
 
-/** An autocomplete request that passed the 400 rules (NOTES.md shape). */
+/** An autocomplete request that passed the 400 rules (docs/platform-contract.md shape). */
 export interface CheckedAutocomplete {
   request: { country: string } & Partial<Record<(typeof AUTOCOMPLETE_FIELDS)[number], string>>;
   include: ReadonlySet<string>;

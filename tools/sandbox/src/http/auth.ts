@@ -75,7 +75,7 @@ export interface RealtimeRefusal {
 
 /**
  * The API key of a real-time call: `Authorization: Bearer <key>`, `X-Auth-Token: <key>`, or HTTP
- * Basic with the key as password (NOTES.md). Null when none was sent.
+ * Basic with the key as password (docs/platform-contract.md). Null when none was sent.
  */
 export function realtimeKeyOf(req: IncomingMessage): string | null {
   const bearer = bearerOf(req);

@@ -1,6 +1,6 @@
 /**
  * The address API's problem types (contract 7.1). Fragments are the kebab-case names decided in
- * NOTES.md; the two the contract shows (`no-auth-data`, `field-error`) keep their titles.
+ * docs/platform-contract.md; the two the contract shows (`no-auth-data`, `field-error`) keep their titles.
  */
 export const PROBLEMS = {
   'field-error': { status: 400, title: 'Field Validation Error' },

@@ -1,7 +1,7 @@
 import { PHONE_LANGUAGES, PHONE_PARAMETERS } from './describe.js';
 import { COUNTRY_BY_CALLING_CODE, longestPrefix, PLANS, type PhoneType } from './numbering.js';
 
-/** Parameters of one analysis request (NOTES.md: `language`, `country`, `par_*`, `in_*`). */
+/** Parameters of one analysis request (docs/platform-contract.md: `language`, `country`, `par_*`, `in_*`). */
 export interface PhoneQuery {
   language: string;
   /** Country for numbers written in national form (`030 …`). */

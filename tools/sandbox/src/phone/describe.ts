@@ -1,6 +1,6 @@
 /** Path of the describe request (contract 4.6). */
 export const PHONE_DESCRIBE_PATH = '/rest/describe/phone_number_analysis/analyse_phone';
-/** Path of the analysis request itself (NOTES.md). */
+/** Path of the analysis request itself (docs/platform-contract.md). */
 export const PHONE_ANALYSE_PATH = '/rest/phone_number_analysis/analyse_phone';
 
 /** The language parameter's codes by label (contract 2.5: codes de, en, fr). */

@@ -68,7 +68,7 @@ function validate(ctx: SandboxContext, ex: Exchange, caller: AddressCaller, endp
   const violations = checked.ok ? [] : checked.violations;
   if (endpoint === 'batch' && isObject(body)) {
     const id = body['customerAddressId'];
-    // NOTES.md: the id is how a client matches a batch result to its record, so it is required.
+    // docs/platform-contract.md: the id is how a client matches a batch result to its record, so it is required.
     if (typeof id === 'string' && id !== '') customerAddressId = id;
     else violations.push({ fieldName: 'customerAddressId', message: 'customerAddressId must be a non-empty string; it is echoed in the result.' });
   }

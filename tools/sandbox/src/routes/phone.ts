@@ -7,7 +7,7 @@ import { analysePhone, parsePhoneQuery } from '../phone/analyse.js';
 import { phoneDescribe } from '../phone/describe.js';
 
 /**
- * GET describe (contract 4.6) or analyse (NOTES.md): 405 → injected fault (group `phone`) →
+ * GET describe (contract 4.6) or analyse (docs/platform-contract.md): 405 → injected fault (group `phone`) →
  * 401/403 in the 2.4 envelope → 429 → 400 for bad parameters → 200. Neither is billable.
  */
 export async function handlePhone(ctx: SandboxContext, ex: Exchange, kind: 'describe' | 'analyse'): Promise<void> {
