@@ -68,6 +68,16 @@ describe('phone-describe cache', () => {
     expect(existsSync(file)).toBe(false);
   });
 
+  it('fails at once with exit code 75 when a 429 asks to come back later than the retry policy waits', async () => {
+    sandbox = await sandboxWith();
+    sandbox.setFaults({ phone: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 3600 } });
+    const started = Date.now();
+    const err = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: cacheFile(), maxAgeMs: DAY, retry: fast }).catch((e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect((err as Error).message).toMatch(/come back at/);
+    expect(exitCodeFor(err)).toBe(75);
+  });
+
   it('does not hide a refused API key behind the cache', async () => {
     sandbox = await sandboxWith();
     const file = cacheFile();

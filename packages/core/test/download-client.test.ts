@@ -172,18 +172,30 @@ describe('DownloadClient.download', () => {
     }
   });
 
-  it('caps a long Retry-After by the retry policy, in its own wait and in the throttle it slows', async () => {
+  it('stops at once on a Retry-After longer than the retry policy waits, and holds the shared throttle no longer than the policy allows', async () => {
     const throttle = createSharedThrottle({ limits: { download: 100 } });
     const a = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: { ...fast, maxRetryAfterMs: 300 }, timeoutMs: 5_000, throttle });
+    const b = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: fast, timeoutMs: 5_000, throttle });
     try {
       server.faults = ['429'];
       server.retryAfter = '3600';
-      const r = await a.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
-      expect(r.attempts).toBe(2);
+      const started = performance.now();
+      const err = (await a.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) }).catch((e: unknown) => e)) as DqError;
+      expect(err).toBeInstanceOf(DqError);
+      expect(err.code).toBe('retry-after-too-long');
+      expect(err.scope).toBe('run');
+      expect(err.message).toMatch(/come back at \d{4}-\d{2}-\d{2}T/);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(server.seen.length).toBe(1);
+      // The other client sharing the throttle waits out the capped hold, not the hour.
+      const r = await b.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+      expect(r.attempts).toBe(1);
       const [first, second] = server.seen;
       expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(250);
+      expect((second?.at ?? 0) - (first?.at ?? 0)).toBeLessThan(5_000);
     } finally {
       await a.close();
+      await b.close();
     }
   }, 20_000);
 
