@@ -1,4 +1,4 @@
-import { AddressClient, RetriesExhaustedError, createEngine, mapRecord, rootCause } from '@dq/core';
+import { AddressClient, DqError, RetriesExhaustedError, createEngine, mapRecord, rootCause } from '@dq/core';
 import type { Engine, RecordResult } from '@dq/core';
 import type { AddressInput } from '@dq/sandbox';
 import { createAddressMatcher, generateDirtyInputs } from '@dq/sandbox';
@@ -114,7 +114,7 @@ describe('a 503 whose problem type the contract does not list', () => {
   });
   afterAll(() => sandbox.close());
 
-  it('is retried, and the record that stays unavailable says server-error with the status, not an unknown problem', async () => {
+  it('is retried, and the failure it reports says server-error with the status, not an unknown problem', async () => {
     const engine = createEngine({
       mode: 'address',
       baseUrl: sandbox.url,
@@ -124,15 +124,17 @@ describe('a 503 whose problem type the contract does not list', () => {
       logger: captureLogger('info').logger,
     });
     try {
-      const [result] = await engine.process([{ ...home }]);
-      expect(result).toMatchObject({ status: 'unavailable', error: { code: 'server-error' } });
-      expect(result?.error?.message).toContain('Gave up after 3 attempts');
-      expect(result?.error?.message).toContain('HTTP 503');
-      expect(result?.error?.message).not.toContain('unknown-problem');
+      // Every call fails, so the engine takes the platform to be down and names the last failure.
+      const err = (await engine.process([{ ...home }]).catch((e: unknown) => e)) as DqError;
+      expect(err).toBeInstanceOf(DqError);
+      expect(err.code).toBe('platform-unreachable');
+      expect(err.message).toMatch(/server-error: Gave up after 3 attempts.*HTTP 503/);
+      expect(err.message).not.toContain('unknown-problem');
       expect(requestsTo(sandbox, 'batch')).toBe(3);
       expect(engine.report().retries).toBe(2);
     } finally {
       await engine.close();
     }
   });
+
 });
