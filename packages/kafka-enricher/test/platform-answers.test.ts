@@ -24,7 +24,7 @@ it('enriches a message of a country without reference data with status unsupport
   if (known === undefined) throw new Error('no known address');
   const addresses = [known.input, { street: 'Rue de Rivoli', houseNumber: '99', postalCode: '75001', locality: 'Paris', country: 'FR' }];
   await produce(kafka.brokers, names.input, addresses.map((address, i) => ({ key: 'k', value: JSON.stringify({ id: i, address }) })));
-  run = spawnEnricher(cliArgs(kafka.brokers, kafka.external, names, ['--metrics-port', '0']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
   const port = await metricsPort(run);
 
   const { outs } = await readResults(kafka.brokers, names, 2, 0, 60_000);
