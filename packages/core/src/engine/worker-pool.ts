@@ -54,24 +54,35 @@ class InlinePool implements CallPool {
   }
 }
 
-/** The piscina pool of call workers of one engine. */
+/**
+ * The piscina pool of call workers of one engine. The threads start with the first call, not with
+ * the engine: an engine closed before it called anything (a pre-flight refusal, a usage error)
+ * starts and tears down no thread. (The test suite once saw a process abort in Node 20's
+ * synchronous ESM loader in a worker thread of such a short-lived engine.)
+ */
 class WorkerPool implements CallPool {
-  readonly #pool: Piscina<CallTask, TaskResult>;
+  readonly #init: WorkerInit;
   readonly #threads: number;
+  #pool: Piscina<CallTask, TaskResult> | undefined;
 
   constructor(init: WorkerInit, threads: number) {
+    this.#init = init;
     this.#threads = threads;
-    this.#pool = new Piscina<CallTask, TaskResult>({
+  }
+
+  #started(): Piscina<CallTask, TaskResult> {
+    this.#pool ??= new Piscina<CallTask, TaskResult>({
       // Built JS next to this file; tests and connectors load core from dist, so this resolves.
       filename: new URL('./worker.js', import.meta.url).href,
-      minThreads: threads,
-      maxThreads: threads,
+      minThreads: this.#threads,
+      maxThreads: this.#threads,
       concurrentTasksPerWorker: TASKS_PER_WORKER,
       // Tasks are async and keep sockets open between them: the worker must not block in Atomics.wait.
       atomics: 'disabled',
       idleTimeout: Number.POSITIVE_INFINITY,
-      workerData: init,
+      workerData: this.#init,
     });
+    return this.#pool;
   }
 
   /**
@@ -83,10 +94,10 @@ class WorkerPool implements CallPool {
   }
 
   run(task: CallTask): Promise<TaskResult> {
-    return this.#pool.run(task);
+    return this.#started().run(task);
   }
 
   async close(): Promise<void> {
-    await this.#pool.close();
+    await this.#pool?.close();
   }
 }
