@@ -27,8 +27,6 @@ export const csvErrorExitCodes = {
   'resume-mismatch': ExitCode.USAGE,
   /** a checkpoint exists but --resume was not given: refuse to throw away paid-for work */
   'checkpoint-exists': ExitCode.USAGE,
-  /** every record of a batch came back unavailable: the service is down, worth a later retry */
-  'service-unavailable': ExitCode.TEMPFAIL,
 } as const satisfies Record<string, ExitCode>;
 
 /** Code of a {@link CsvError}. */

@@ -1,4 +1,3 @@
-import { ExitCode } from '@dq/core';
 import type { Engine, Logger, Mode, RecordResult } from '@dq/core';
 import type { CleanseOptions, CleanseProgress } from './options.js';
 import { planPage } from './page-plan.js';
@@ -70,18 +69,6 @@ const settle = async (p: Promise<unknown> | null): Promise<void> => {
   await p?.catch(() => undefined);
 };
 
-/** Halts when the platform answered none of the page: the page stays unwritten for the resumed run. */
-function haltIfUnanswered(ctx: WorkContext, page: ReadyPage, after: string | null): void {
-  const { counts } = page.plan;
-  const answerable = page.rows.length - counts.invalidInput;
-  if (counts.unavailable === 0 || counts.unavailable !== answerable) return;
-  const first = page.results.find((r) => r.status === 'unavailable')?.error;
-  throw new RunHalt(
-    { code: 'service-unavailable', message: `every row of the page after key ${after ?? '(start)'} came back unavailable (${first?.code ?? 'unknown'}); rerun with --run-id ${ctx.runId} later`, ...(first?.requestId ? { requestId: first.requestId } : {}) },
-    ExitCode.TEMPFAIL,
-  );
-}
-
 /**
  * Works one claimed range page by page from its checkpoint until it is done, taken over, or the
  * process stops. Pages are written one at a time, in key order, each moving the checkpoint from
@@ -96,7 +83,6 @@ export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<
   while (next !== null) {
     const page: ReadyPage = await next;
     next = null;
-    haltIfUnanswered(ctx, page, last);
     const { rows, plan } = page;
     const done = rows.length < ctx.batchSize;
     const lastKey = rows.at(-1)?.key ?? last;
