@@ -10,6 +10,7 @@ const { oneOf, number, url } = flags;
 
 /** The `--help` text. */
 export const USAGE = `Usage: dq-csv validate --input <file> --output <file> [options]
+       dq-csv review export|apply ...   (rows left for a person: see dq-csv review --help)
 
 Cleans a CSV, JSON or NDJSON file with the data-quality platform. Every input row is written to
 the output, in order, with dq_* result columns appended; rows that cannot be parsed go to the

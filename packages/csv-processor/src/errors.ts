@@ -27,6 +27,8 @@ export const csvErrorExitCodes = {
   'resume-mismatch': ExitCode.USAGE,
   /** a checkpoint exists but --resume was not given: refuse to throw away paid-for work */
   'checkpoint-exists': ExitCode.USAGE,
+  /** dq-csv review: the review file cannot be read, or was exported from another cleaned file */
+  'review-file': ExitCode.USAGE,
 } as const satisfies Record<string, ExitCode>;
 
 /** Code of a {@link CsvError}. */

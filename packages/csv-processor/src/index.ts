@@ -27,3 +27,7 @@ export type { DryRunPlan } from './dry-run.js';
 export type { Checkpoint } from './checkpoint.js';
 export { openResumeCache } from './resume-cache.js';
 export type { ResumeCache, ResumeCacheOptions } from './resume-cache.js';
+export { exportReview } from './review/export.js';
+export type { ReviewExportOptions, ReviewExportSummary } from './review/export.js';
+export { applyReview } from './review/apply.js';
+export type { ReviewApplyOptions, ReviewApplySummary, SkippedDecision } from './review/apply.js';

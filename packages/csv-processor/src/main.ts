@@ -2,6 +2,7 @@ import { createLogger, ExitCode } from '@dq/core';
 import { parseCli, USAGE } from './cli-args.js';
 import { CsvError } from './errors.js';
 import { createProgress } from './progress.js';
+import { reviewMain } from './review/cli.js';
 import { processFile } from './run.js';
 import { summaryJson, summaryTable } from './summary.js';
 
@@ -10,6 +11,7 @@ import { summaryJson, summaryTable } from './summary.js';
  * and the table go to stderr; the JSON summary line goes to stdout.
  */
 export async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'review') return reviewMain(argv.slice(1));
   try {
     const command = parseCli(argv);
     if (command.help) {

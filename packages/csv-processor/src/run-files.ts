@@ -5,7 +5,7 @@ import { CsvError } from './errors.js';
 import type { RunPaths } from './options.js';
 
 /** A file a run writes, and how to name it to the user. */
-interface WrittenFile {
+export interface WrittenFile {
   readonly path: string;
   readonly label: string;
 }
@@ -58,7 +58,7 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
  * real path of its folder plus its name (so two spellings of one new file match). Devices and
  * pipes get an identity of their own.
  */
-async function identityOf(file: WrittenFile): Promise<string> {
+export async function identityOf(file: WrittenFile): Promise<string> {
   try {
     const s = await stat(file.path);
     // A device or pipe (/dev/null) is not overwritten by being written twice: never a conflict.

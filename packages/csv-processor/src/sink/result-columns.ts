@@ -16,7 +16,10 @@ export interface ResultColumns {
  * - company / tr: status, the best hit (id, name, address, register court/type/number, status,
  *   score), the hit count and, for a review (several hits, no clear winner), every hit as JSON;
  * - vat: status and the check code.
- * Every mode ends with `dq_request_id` and `dq_error` (`code: message`, violations appended).
+ * Every mode ends with `dq_request_id` and `dq_error` (`code: message`, violations appended);
+ * address, company and tr modes then have `dq_review_candidates` (address: every candidate of a
+ * `review` row, as JSON; empty on other rows) and `dq_review_decision` (empty: filled in by
+ * `dq-csv review apply`, so applying decisions changes only the decided rows).
  */
 export function resultColumns(mode: Mode, include: readonly string[] = []): ResultColumns {
   const columns: [string, (r: RecordResult) => CellValue][] = [['dq_status', (r) => r.status]];
@@ -67,6 +70,10 @@ export function resultColumns(mode: Mode, include: readonly string[] = []): Resu
     ['dq_request_id', (r) => r.requestId ?? r.error?.requestId],
     ['dq_error', (r) => errorText(r)],
   );
+  if (mode === 'address') {
+    columns.push(['dq_review_candidates', (r) => (r.status === 'review' ? JSON.stringify(r.candidates ?? (r.address ? [r.address] : [])) : undefined)]);
+  }
+  if (mode !== 'vat') columns.push(['dq_review_decision', () => undefined]);
   const getters = columns.map(([, get]) => get);
   return {
     names: columns.map(([name]) => name),

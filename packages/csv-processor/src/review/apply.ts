@@ -1,0 +1,301 @@
+import { open, stat } from 'node:fs/promises';
+import { ExitCode } from '@dq/core';
+import { CsvError } from '../errors.js';
+import { formatCsvLine, type CellValue } from '../sink/csv-format.js';
+import { openSource } from '../source/index.js';
+import { openCleanedFile, type CleanedFile } from './cleaned-file.js';
+import { refuseSameFiles, writeAtomically } from './files.js';
+import { cleanedLayout, DECISION_COLUMN, LINE_COLUMN, parseCandidates, REQUEST_ID_COLUMN, restore, type CleanedLayout } from './layout.js';
+
+/** Options of {@link applyReview}. */
+export interface ReviewApplyOptions {
+  /** The review file with its `decision` column filled in. */
+  readonly input: string;
+  /** The cleaned file the review file was exported from. */
+  readonly output: string;
+  /** The new file: the cleaned file with the decisions applied. */
+  readonly to: string;
+  /** The cleaned file's delimiter; default: read from its header. */
+  readonly delimiter?: string;
+}
+
+/** A decision that was not applied, and why. */
+export interface SkippedDecision {
+  /** Line of the review file (its header is line 1). */
+  readonly reviewLine: number;
+  /** Data row of the cleaned file it is for, when the review file says. */
+  readonly row?: number;
+  readonly decision: string;
+  readonly reason: string;
+}
+
+/** What `review apply` did. */
+export interface ReviewApplySummary {
+  readonly event: 'review-apply';
+  /** 0 every decision applied; 4 some decision was bad or in conflict (the rest is applied). */
+  readonly exitCode: ExitCode;
+  /** Rows given one of their candidates (status `accepted`). */
+  readonly applied: number;
+  /** Rows kept with their current values (status `kept`). */
+  readonly kept: number;
+  /** Rows marked invalid. */
+  readonly invalid: number;
+  /** Rows of the cleaned file that changed since the export: left as they are. */
+  readonly conflicts: number;
+  /** Decision cells that are not a decision (or not one this row can take): skipped. */
+  readonly bad: number;
+  /** Review rows without a decision. */
+  readonly undecided: number;
+  readonly conflictRows: readonly SkippedDecision[];
+  readonly badDecisions: readonly SkippedDecision[];
+  readonly to: string;
+}
+
+type Decision = { kind: 'candidate'; n: number } | { kind: 'keep' } | { kind: 'invalid' };
+
+interface Pending {
+  readonly reviewLine: number;
+  readonly row: number;
+  readonly text: string;
+  readonly decision: Decision;
+  readonly current: readonly string[];
+  readonly requestId: string;
+}
+
+/** A decided row's new text, and where the old one ends. */
+interface Replacement {
+  readonly previousEnd: number;
+  readonly nextOffset: number;
+  readonly oldLength: number;
+  readonly text: string;
+}
+
+/**
+ * Writes `to`: the cleaned file with the decisions of the review file applied, every other byte
+ * as it was. A candidate number writes that candidate's fields (from the cleaned file's own
+ * candidates cell) into the dq_ result columns and sets `accepted`; `keep` sets `kept`;
+ * `invalid` sets `invalid`; `dq_review_decision` records which. A row whose input values,
+ * request id or status differ from the export's is a conflict and stays as it is; a decision
+ * cell that is not a decision the row can take is bad and skipped, never guessed.
+ */
+export async function applyReview(options: ReviewApplyOptions): Promise<ReviewApplySummary> {
+  await refuseSameFiles(
+    [{ path: options.output, label: `the cleaned file ${options.output}` }, { path: options.input, label: `the review file ${options.input}` }],
+    { path: options.to, label: `--to ${options.to}` },
+    '--to (a new file: the cleaned file is never changed in place)',
+  );
+  const before = await stat(options.output).catch((err: NodeJS.ErrnoException) => {
+    throw new CsvError('input-unreadable', `cannot read the cleaned file ${options.output}: ${err.code ?? err.message}`, { cause: err });
+  });
+  const file = await openCleanedFile(options.output, options.delimiter);
+  const conflictRows: SkippedDecision[] = [];
+  const badDecisions: SkippedDecision[] = [];
+  const replacements: Replacement[] = [];
+  let undecided = 0;
+  const counts = { applied: 0, kept: 0, invalid: 0 };
+  try {
+    const layout = cleanedLayout(file.header, options.output);
+    const pending = await readDecisions(options.input, layout, badDecisions, () => (undecided += 1));
+    for await (const record of file.records) {
+      const decided = pending.get(record.row);
+      if (!decided) continue;
+      pending.delete(record.row);
+      const outcome = decide(file, layout, record, decided);
+      if ('conflict' in outcome) conflictRows.push(skipped(decided, outcome.conflict));
+      else if ('bad' in outcome) badDecisions.push(skipped(decided, outcome.bad));
+      else {
+        replacements.push({ previousEnd: record.previousEnd, nextOffset: record.raw.nextOffset, oldLength: record.raw.bytes.length, text: outcome.text });
+        counts[decided.decision.kind === 'candidate' ? 'applied' : decided.decision.kind === 'keep' ? 'kept' : 'invalid'] += 1;
+      }
+    }
+    for (const decided of pending.values()) {
+      conflictRows.push(skipped(decided, `the cleaned file has no data row ${decided.row}: it is not the file this review was exported from, or rows were removed since`));
+    }
+  } finally {
+    file.close();
+  }
+  await writeApplied(options.output, options.to, replacements, before);
+  conflictRows.sort((a, b) => a.reviewLine - b.reviewLine);
+  badDecisions.sort((a, b) => a.reviewLine - b.reviewLine);
+  return {
+    event: 'review-apply',
+    exitCode: conflictRows.length > 0 || badDecisions.length > 0 ? ExitCode.MAX_FAILED : ExitCode.OK,
+    ...counts,
+    conflicts: conflictRows.length,
+    bad: badDecisions.length,
+    undecided,
+    conflictRows,
+    badDecisions,
+    to: options.to,
+  };
+}
+
+function skipped(decided: Pending, reason: string): SkippedDecision {
+  return { reviewLine: decided.reviewLine, row: decided.row, decision: decided.text, reason };
+}
+
+/**
+ * Reads the decisions of the review file (UTF-8 with or without BOM, UTF-16 with BOM, CRLF or LF,
+ * `,` or the `;`/tab a spreadsheet may save with), checking that it was exported from a file
+ * with the cleaned file's input columns.
+ */
+async function readDecisions(path: string, layout: CleanedLayout, bad: SkippedDecision[], onUndecided: () => void): Promise<Map<number, Pending>> {
+  const delimiter = await reviewDelimiter(path);
+  const source = await openSource({ path, format: 'csv', delimiter }).catch((err: unknown) => {
+    if (err instanceof CsvError) throw new CsvError('review-file', `the review file ${path}: ${err.message}`, { cause: err });
+    throw err;
+  });
+  const pending = new Map<number, Pending>();
+  try {
+    const header = (source.header ?? []).map(restore);
+    const inputs = layout.header.slice(0, layout.inputColumns);
+    const decisionAt = header.lastIndexOf(DECISION_COLUMN);
+    const requestAt = header.indexOf(REQUEST_ID_COLUMN, 1 + inputs.length);
+    if (header[0] !== LINE_COLUMN || inputs.some((name, i) => header[1 + i] !== name) || decisionAt < 0 || requestAt < 0) {
+      throw new CsvError('review-file', `${path} is not a review file of ${layout.header.length > 0 ? 'this cleaned file' : 'a cleaned file'}: its header should start with ${[LINE_COLUMN, ...inputs].join(',')} and have ${REQUEST_ID_COLUMN} and ${DECISION_COLUMN} columns (write one with dq-csv review export)`);
+    }
+    const firstLine = new Map<number, number>();
+    for await (const item of source.items) {
+      if (item.kind === 'reject') {
+        bad.push({ reviewLine: item.line, decision: '', reason: `the line cannot be read (${item.reason}); fix it in the review file` });
+        continue;
+      }
+      const cells = item.cells!.map(restore);
+      const text = (cells[decisionAt] ?? '').trim();
+      if (text === '') {
+        onUndecided();
+        continue;
+      }
+      const lineText = cells[0] ?? '';
+      const row = /^\d+$/.test(lineText) ? Number(lineText) : NaN;
+      if (!(row >= 1)) {
+        bad.push({ reviewLine: item.line, decision: text, reason: `its ${LINE_COLUMN} cell "${lineText}" is not a row number; was it edited?` });
+        continue;
+      }
+      const decision = parseDecision(text);
+      if (decision === undefined) {
+        bad.push({ reviewLine: item.line, row, decision: text, reason: `"${text}" is not a decision: write a candidate number (1, 2, ...), keep or invalid` });
+        continue;
+      }
+      const earlier = firstLine.get(row);
+      if (earlier !== undefined) {
+        bad.push({ reviewLine: item.line, row, decision: text, reason: `row ${row} is decided on review line ${earlier} already` });
+        continue;
+      }
+      firstLine.set(row, item.line);
+      pending.set(row, { reviewLine: item.line, row, text, decision, current: cells.slice(1, 1 + inputs.length), requestId: cells[requestAt] ?? '' });
+    }
+  } finally {
+    await source.close();
+  }
+  return pending;
+}
+
+function parseDecision(text: string): Decision | undefined {
+  if (/^[1-9]\d*$/.test(text)) return { kind: 'candidate', n: Number(text) };
+  const word = text.toLowerCase();
+  if (word === 'keep') return { kind: 'keep' };
+  if (word === 'invalid') return { kind: 'invalid' };
+  return undefined;
+}
+
+/** The delimiter after the review file's first header cell (`line`); `,` when none follows it. */
+async function reviewDelimiter(path: string): Promise<string> {
+  let handle;
+  try {
+    handle = await open(path, 'r');
+  } catch (err) {
+    throw new CsvError('review-file', `cannot read the review file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+  }
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(64), 0, 64, 0);
+    const head = buffer.subarray(0, bytesRead);
+    const text = head[0] === 0xff && head[1] === 0xfe ? head.subarray(2).toString('utf16le')
+      : head[0] === 0xfe && head[1] === 0xff ? Buffer.from(head.subarray(2)).swap16().toString('utf16le')
+        : head.toString('utf8').replace(/^\uFEFF/, '');
+    const match = /^"?line"?([,;\t|])/.exec(text);
+    return match?.[1] ?? ',';
+  } finally {
+    await handle.close();
+  }
+}
+
+type Outcome = { text: string } | { conflict: string } | { bad: string };
+
+function decide(file: CleanedFile, layout: CleanedLayout, record: Parameters<CleanedFile['cells']>[0], decided: Pending): Outcome {
+  const cells = file.cells(record);
+  if (typeof cells === 'string') return { conflict: `row ${decided.row} of the cleaned file cannot be read: ${cells}` };
+  for (let i = 0; i < layout.inputColumns; i++) {
+    if (cells[i] !== decided.current[i]) {
+      return { conflict: `row ${decided.row} of the cleaned file changed since the export: ${layout.header[i]} is now ${JSON.stringify(cells[i])}, the review file has ${JSON.stringify(decided.current[i])}` };
+    }
+  }
+  if (cells[layout.requestId] !== decided.requestId) {
+    return { conflict: `row ${decided.row} of the cleaned file holds another result (request id ${cells[layout.requestId]}, the review file has ${decided.requestId})` };
+  }
+  if (cells[layout.status] !== 'review') {
+    return { conflict: `row ${decided.row} of the cleaned file is no longer awaiting review (dq_status ${cells[layout.status]}${cells[layout.decision] ? `, decided: ${cells[layout.decision]}` : ''})` };
+  }
+  const next: CellValue[] = [...cells];
+  const { decision } = decided;
+  if (decision.kind === 'candidate') {
+    const candidates = parseCandidates(cells[layout.candidates]);
+    if (typeof candidates === 'string') return { conflict: `row ${decided.row} of the cleaned file: ${candidates}` };
+    const candidate = candidates[decision.n - 1];
+    if (candidate === undefined) {
+      return { bad: `candidate ${decision.n} does not exist: row ${decided.row} has ${candidates.length === 1 ? 'one candidate' : `candidates 1-${candidates.length}`}` };
+    }
+    for (const [column, value] of layout.chosenValues(candidate)) next[column] = value;
+    next[layout.status] = 'accepted';
+    next[layout.decision] = `candidate ${decision.n}`;
+  } else {
+    next[layout.status] = decision.kind === 'keep' ? 'kept' : 'invalid';
+    next[layout.decision] = decision.kind;
+  }
+  return { text: formatCsvLine(next, file.delimiter).slice(0, -1) };
+}
+
+/**
+ * Copies the cleaned file to `to`, replacing only the decided records' bytes (their line
+ * terminators and everything between records are copied as they are). Refuses when the cleaned
+ * file changed while this ran.
+ */
+async function writeApplied(from: string, to: string, replacements: readonly Replacement[], before: { size: number; mtimeMs: number }): Promise<void> {
+  const source = await open(from, 'r');
+  try {
+    await writeAtomically(to, async (target) => {
+      const chunk = Buffer.alloc(1 << 20);
+      let position = 0;
+      const copy = async (end: number) => {
+        while (position < end) {
+          const { bytesRead } = await source.read(chunk, 0, Math.min(chunk.length, end - position), position);
+          if (bytesRead === 0) throw new CsvError('input-unreadable', `${from} became shorter while the decisions were applied; run review apply again`);
+          await target.write(chunk, 0, bytesRead);
+          position += bytesRead;
+        }
+      };
+      for (const r of replacements) {
+        // The terminator the framer left out: LF, CRLF, or none at the end of the file.
+        const tail = Buffer.alloc(2);
+        const from2 = Math.max(r.previousEnd, r.nextOffset - 2);
+        const { bytesRead } = await source.read(tail, 0, r.nextOffset - from2, from2);
+        const last = tail.subarray(0, bytesRead);
+        let terminator = 0;
+        if (last[last.length - 1] === 0x0a) terminator = last.length === 2 && last[0] === 0x0d ? 2 : 1;
+        else if (last[last.length - 1] === 0x0d) terminator = 1;
+        const end = r.nextOffset - terminator;
+        await copy(end - r.oldLength);
+        await target.write(Buffer.from(r.text, 'utf8'));
+        position = end;
+      }
+      const { size } = await source.stat();
+      await copy(size);
+      const after = await stat(from);
+      if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) {
+        throw new CsvError('input-unreadable', `${from} changed while the decisions were applied; nothing was written; run review apply again`);
+      }
+    });
+  } finally {
+    await source.close();
+  }
+}

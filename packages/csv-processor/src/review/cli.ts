@@ -1,0 +1,99 @@
+import { parseArgs } from 'node:util';
+import { ExitCode } from '@dq/core';
+import { CsvError, usageError } from '../errors.js';
+import { applyReview } from './apply.js';
+import { exportReview } from './export.js';
+import { refuseSameFiles } from './files.js';
+
+/** The `dq-csv review --help` text. */
+export const REVIEW_USAGE = `Usage: dq-csv review export --input <cleaned file> --output <review.csv> [--classes D,E]
+       dq-csv review apply --input <review.csv> --output <cleaned file> --to <new file>
+
+Closes the loop on rows dq-csv validate left for a person (dq_status review: class D or E, or a
+company search without a clear winner).
+
+export   writes one row per record awaiting a decision: line (data row number in the cleaned
+         file), every input column, class, request_id, candidate_1_... candidate_N_... and an
+         empty decision column. UTF-8 with BOM, CRLF; cells starting with = + - @ tab CR or '
+         get a leading ' (taken off again by apply). Open it in a spreadsheet, fill in decision.
+apply    writes --to: the cleaned file with the decisions applied, every other row byte for byte.
+         decision: a candidate number (its fields go into the dq_ columns, dq_status accepted),
+         keep (dq_status kept: the input values stand), invalid (dq_status invalid), or empty
+         (undecided, left as is). dq_review_decision records the decision. Rows changed in the
+         cleaned file since the export are conflicts and left as they are; a decision that is
+         not one of these is named with its review-file line and skipped.
+
+Options:
+  --input <file>        export: the cleaned file (output of dq-csv validate); apply: the review file
+  --output <file>       export: the review file to write; apply: the cleaned file
+  --to <file>           apply: the new file (never the cleaned file or the review file)
+  --classes <list>      export: result classes to export, default D,E
+  --delimiter <char>    the cleaned file's delimiter; default: read from its header
+  --help                this text
+
+Prints one JSON summary line on stdout. Exit codes: 0 done; 2 bad usage, unreadable files, a
+review file of another cleaned file, --to naming the cleaned or review file; 4 applied, but
+some decisions were bad or in conflict (listed on stderr and in the summary); 1 unexpected.
+`;
+
+/** Runs `dq-csv review …` with the arguments after `review`; returns the exit code. */
+export async function reviewMain(argv: readonly string[]): Promise<number> {
+  try {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: [...argv],
+        allowPositionals: true,
+        strict: true,
+        options: {
+          input: { type: 'string' }, output: { type: 'string' }, to: { type: 'string' },
+          classes: { type: 'string' }, delimiter: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        },
+      });
+    } catch (err) {
+      throw usageError('arguments', (err as Error).message);
+    }
+    const { values: v, positionals } = parsed;
+    if (v.help || positionals[0] === 'help') {
+      process.stdout.write(REVIEW_USAGE);
+      return ExitCode.OK;
+    }
+    const command = positionals[0];
+    if ((command !== 'export' && command !== 'apply') || positionals.length > 1) {
+      throw usageError('review', `expected "export" or "apply", got ${positionals.length === 0 ? 'nothing' : `"${positionals.join(' ')}"`}`);
+    }
+    const delimiter = v.delimiter === '\\t' ? '\t' : v.delimiter;
+    if (delimiter !== undefined && (delimiter.length !== 1 || /["\r\n]/.test(delimiter))) {
+      throw usageError('--delimiter', `"${v.delimiter}" must be one character other than a quote or line break`);
+    }
+    if (!v.input) throw usageError('--input', command === 'export' ? 'required: the cleaned file (output of dq-csv validate)' : 'required: the review file with decisions');
+    if (!v.output) throw usageError('--output', command === 'export' ? 'required: where to write the review file' : 'required: the cleaned file the review file was exported from');
+    if (command === 'export') {
+      if (v.to) throw usageError('--to', 'is for review apply');
+      const classes = (v.classes ?? 'D,E').split(',').map((s) => s.trim().toUpperCase()).filter(Boolean);
+      for (const c of classes) if (!/^[A-F]$/.test(c)) throw usageError('--classes', `"${c}" is not a result class (A-F), e.g. --classes D,E`);
+      await refuseOutputIsInput(v.input, v.output);
+      const summary = await exportReview({ input: v.input, output: v.output, classes, delimiter });
+      process.stdout.write(JSON.stringify(summary) + '\n');
+      return ExitCode.OK;
+    }
+    if (v.classes) throw usageError('--classes', 'is for review export');
+    if (!v.to) throw usageError('--to', 'required: the new file to write (the cleaned file is never changed in place)');
+    const summary = await applyReview({ input: v.input, output: v.output, to: v.to, delimiter });
+    for (const c of summary.conflictRows) process.stderr.write(`dq-csv: review line ${c.reviewLine}: conflict, left as it is: ${c.reason}\n`);
+    for (const b of summary.badDecisions) process.stderr.write(`dq-csv: review line ${b.reviewLine}: bad decision${b.decision ? ` "${b.decision}"` : ''}, skipped: ${b.reason}\n`);
+    process.stdout.write(JSON.stringify(summary) + '\n');
+    return summary.exitCode;
+  } catch (err) {
+    if (err instanceof CsvError) {
+      process.stderr.write(`dq-csv: ${err.code}: ${err.message}\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(`dq-csv: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
+    return ExitCode.UNEXPECTED;
+  }
+}
+
+async function refuseOutputIsInput(input: string, output: string): Promise<void> {
+  await refuseSameFiles([{ path: input, label: `the cleaned file ${input}` }], { path: output, label: `--output ${output}` }, '--output');
+}

@@ -1,0 +1,236 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseString } from '@fast-csv/parse';
+import { writeToString } from '@fast-csv/format';
+import { createCompanyService, DEFAULT_API_KEY, generateDirtyInputs, startSandbox, type Sandbox } from '@dq/sandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCsv, runCli, tempDir } from './helpers.js';
+
+// The review loop with the real CLI (dist/), the sandbox over real HTTP and real files:
+// validate → review export → decisions filled in (as a person, or a spreadsheet, would) → review apply.
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let sandbox: Sandbox;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  ({ dir, cleanup } = await tempDir());
+  sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } });
+  env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+});
+afterAll(async () => {
+  await sandbox.close();
+  await cleanup();
+});
+
+const COLUMNS = ['id', 'note', 'street', 'houseNumber', 'addressLine', 'postalCode', 'locality', 'localityLine', 'country'] as const;
+// Input values a spreadsheet would run, or that need quoting: they must come back byte for byte.
+const NOTES = ['=SUM(A1:A9)', '-5', "'quoted", '+49 711 1', '@home', 'a, "b"', 'plain'];
+
+/** An input CSV of labelled sandbox inputs (A, D and E), with awkward notes; the text written. */
+function addressCsv(n: number): string {
+  const rows = generateDirtyInputs(n, { seed: 5, country: 'DE' }).filter((d) => ['A', 'D', 'E'].includes(d.intendedClass));
+  const quote = (v: string) => (/[",\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
+  const lines = rows.map((d, i) => {
+    const input = d.input as Record<string, string | undefined>;
+    const cells = COLUMNS.map((c) => (c === 'id' ? String(i + 1) : c === 'note' ? NOTES[i % NOTES.length]! : input[c] ?? ''));
+    return cells.map(quote).join(',');
+  });
+  return `${COLUMNS.join(',')}\n${lines.join('\n')}\n`;
+}
+
+/** Raw data records of a CSV without quoted newlines: the header and one line per row, terminators kept. */
+function rawRows(text: string): { header: string; rows: string[] } {
+  const parts = text.split(/(?<=\n)/);
+  return { header: parts[0]!, rows: parts.slice(1) };
+}
+
+async function parseCsvText(text: string): Promise<string[][]> {
+  return new Promise((resolve, reject) => {
+    const rows: string[][] = [];
+    parseString(text.replace(/^\uFEFF/, ''), { headers: false })
+      .on('data', (row: string[]) => rows.push(row))
+      .on('error', reject)
+      .on('end', () => resolve(rows));
+  });
+}
+
+async function validate(name: string, csv: string, ...more: string[]) {
+  const input = join(dir, `${name}.csv`);
+  const output = join(dir, `${name}.out.csv`);
+  await writeFile(input, csv);
+  const run = await runCli(['validate', '--input', input, '--output', output, ...more], env);
+  expect(run.code, run.stderr).toBe(0);
+  return { input, output };
+}
+
+describe('dq-csv review: export, decide, apply', () => {
+  it('applies a candidate, keep and invalid; lists a conflict and names bad decisions; leaves every other row byte for byte', async () => {
+    const { input, output } = await validate('loop', addressCsv(160), '--country', 'DE');
+    const cleaned = await readCsv(output);
+    const col = (name: string) => cleaned.header.indexOf(name);
+    // Item 1: a review row carries its candidates' full fields; other rows leave the column empty.
+    for (const row of cleaned.rows) {
+      if (row[col('dq_status')] === 'review') {
+        const candidates = JSON.parse(row[col('dq_review_candidates')]!) as { street?: string }[];
+        expect(candidates.length).toBe(Number(row[col('dq_candidates')]));
+        expect(candidates[0]?.street).toBe(row[col('dq_street')]);
+      } else {
+        expect(row[col('dq_review_candidates')]).toBe('');
+      }
+      expect(row[col('dq_review_decision')]).toBe('');
+    }
+    const classes = cleaned.rows.filter((r) => r[col('dq_status')] === 'review').map((r) => r[col('dq_result_class')]);
+    expect(classes).toContain('D');
+    expect(classes).toContain('E');
+
+    const review = join(dir, 'loop.review.csv');
+    const exported = await runCli(['review', 'export', '--input', output, '--output', review]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const exportText = await readFile(review, 'utf8');
+    expect(exportText.startsWith('\uFEFF')).toBe(true);
+    expect(exportText.replaceAll('\r\n', '')).not.toContain('\n');
+    const [header, ...rows] = await parseCsvText(exportText);
+    expect(JSON.parse(exported.stdout)).toMatchObject({ event: 'review-export', rows: classes.length });
+    expect(header!.slice(0, COLUMNS.length + 3)).toEqual(['line', ...COLUMNS, 'class', 'request_id']);
+    expect(header!.slice(COLUMNS.length + 3, COLUMNS.length + 9)).toEqual(['candidate_1_street', 'candidate_1_house_number', 'candidate_1_postal_code', 'candidate_1_locality', 'candidate_1_sub_locality', 'candidate_1_country']);
+    expect(header!.at(-1)).toBe('decision');
+    const h = (name: string) => header!.indexOf(name);
+    // Current values: the cleaned file's, formula-like ones behind a '.
+    for (const row of rows) {
+      const line = Number(row[0]);
+      const original = cleaned.rows[line - 1]!;
+      expect(row[h('note')]).toBe(/^[=+\-@']/.test(original[1]!) ? `'${original[1]}` : original[1]);
+      expect(row[h('request_id')]).toBe(original[col('dq_request_id')]);
+    }
+
+    // Decisions, as a person writes them.
+    const byClass = (c: string) => rows.filter((r) => r[h('class')] === c);
+    const [e1, e2] = byClass('E') as [string[], string[]];
+    const [d1, d2, d3] = byClass('D') as [string[], string[], string[]];
+    const candidateCount = (r: string[]) => header!.filter((name, i) => /^candidate_\d+_street$/.test(name) && r[i] !== '').length;
+    expect(candidateCount(e1)).toBeGreaterThanOrEqual(2);
+    const decide: [string[], string][] = [[e1, '2'], [d1, 'Keep'], [e2, 'invalid'], [d2, '2x'], [d3, String(candidateCount(d3) + 1)]];
+    const conflictRow = rows.find((r) => !decide.some(([d]) => d === r) && r[h('street')] !== '')!;
+    decide.push([conflictRow, '1']);
+    for (const [row, decision] of decide) row[h('decision')] = decision;
+    // Saved back with LF and without a BOM: still applies.
+    await writeFile(review, await writeToString([header!, ...rows], { rowDelimiter: '\n' }));
+
+    // The cleaned file is edited after the export: the conflict row's street changes.
+    const before = rawRows(await readFile(output, 'utf8'));
+    const conflictLine = Number(conflictRow[0]);
+    const editedRow = before.rows[conflictLine - 1]!.replace(`,${cleaned.rows[conflictLine - 1]![col('street')]},`, ',Edited Street,');
+    expect(editedRow).not.toBe(before.rows[conflictLine - 1]);
+    before.rows[conflictLine - 1] = editedRow;
+    await writeFile(output, before.header + before.rows.join(''));
+
+    const applied = join(dir, 'loop.applied.csv');
+    const run = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', applied]);
+    expect(run.code, run.stderr).toBe(4);
+    const summary = JSON.parse(run.stdout) as Record<string, any>;
+    expect(summary).toMatchObject({ event: 'review-apply', exitCode: 4, applied: 1, kept: 1, invalid: 1, conflicts: 1, bad: 2, undecided: rows.length - decide.length });
+    // The review file's lines (header = line 1, one line per row here) are named.
+    const reviewLine = (r: string[]) => rows.indexOf(r) + 2;
+    expect(summary.conflictRows).toEqual([expect.objectContaining({ reviewLine: reviewLine(conflictRow), row: conflictLine })]);
+    expect(summary.conflictRows[0].reason).toMatch(/street is now "Edited Street"/);
+    expect(summary.badDecisions.map((b: any) => [b.reviewLine, b.decision]).sort()).toEqual([[reviewLine(d2), '2x'], [reviewLine(d3), String(candidateCount(d3) + 1)]].sort());
+    expect(run.stderr).toContain(`review line ${reviewLine(d2)}: bad decision "2x"`);
+    expect(run.stderr).toContain(`review line ${reviewLine(conflictRow)}: conflict`);
+
+    const after = rawRows(await readFile(applied, 'utf8'));
+    expect(after.header).toBe(before.header);
+    expect(after.rows.length).toBe(before.rows.length);
+    const decided = new Map([[Number(e1[0]), e1], [Number(d1[0]), d1], [Number(e2[0]), e2]]);
+    after.rows.forEach((raw, i) => {
+      if (!decided.has(i + 1)) expect(raw, `row ${i + 1}`).toBe(before.rows[i]);
+    });
+    const out = await readCsv(applied);
+    const outRow = (r: string[]) => out.rows[Number(r[0]) - 1]!;
+    // Input columns unchanged in the decided rows too.
+    for (const r of decided.values()) expect(outRow(r).slice(0, COLUMNS.length)).toEqual(cleaned.rows[Number(r[0]) - 1]!.slice(0, COLUMNS.length));
+    // Candidate 2: exactly the exported candidate 2's fields.
+    const chosen = outRow(e1);
+    for (const [field, column] of [['street', 'dq_street'], ['house_number', 'dq_house_number'], ['postal_code', 'dq_postal_code'], ['locality', 'dq_locality'], ['sub_locality', 'dq_sub_locality'], ['country', 'dq_country'], ['address_type', 'dq_address_type']] as const) {
+      expect(chosen[col(column)], column).toBe(e1[h(`candidate_2_${field}`)]);
+    }
+    expect(chosen[col('dq_status')]).toBe('accepted');
+    expect(chosen[col('dq_result_class')]).toBe('E');
+    expect(chosen[col('dq_review_decision')]).toBe('candidate 2');
+    expect(outRow(d1)[col('dq_status')]).toBe('kept');
+    expect(outRow(d1)[col('dq_review_decision')]).toBe('keep');
+    expect(outRow(e2)[col('dq_status')]).toBe('invalid');
+    expect(outRow(e2)[col('dq_review_decision')]).toBe('invalid');
+    // The cleaned file itself is untouched, and --to may not be it.
+    expect(await readFile(output, 'utf8')).toBe(before.header + before.rows.join(''));
+    const inPlace = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', output]);
+    expect(inPlace.code).toBe(2);
+    expect(inPlace.stderr).toMatch(/path-conflict: --to .* is the cleaned file/);
+    expect(input).not.toBe(output);
+  });
+
+  it('applies a review file re-saved by a spreadsheet: CRLF, every cell quoted, BOM or not, neutralised values restored exactly', async () => {
+    const { output } = await validate('sheet', addressCsv(160), '--country', 'DE');
+    const review = join(dir, 'sheet.review.csv');
+    expect((await runCli(['review', 'export', '--input', output, '--output', review])).code).toBe(0);
+    const [header, ...rows] = await parseCsvText(await readFile(review, 'utf8'));
+    const h = (name: string) => header!.indexOf(name);
+    const formula = rows.find((r) => r[h('note')]!.startsWith("'="))!;
+    const apostrophe = rows.find((r) => r[h('note')] === "''quoted")!;
+    expect(formula, 'a review row with a formula-like note').toBeDefined();
+    expect(apostrophe, "a review row with a note starting with '").toBeDefined();
+    formula[h('decision')] = '1';
+    apostrophe[h('decision')] = 'keep';
+    const cleanedText = await readFile(output, 'utf8');
+    for (const bom of [true, false]) {
+      await writeFile(review, await writeToString([header!, ...rows], { rowDelimiter: '\r\n', quoteColumns: true, quoteHeaders: true, writeBOM: bom }));
+      const applied = join(dir, `sheet.applied.${bom}.csv`);
+      const run = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', applied]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ applied: 1, kept: 1, conflicts: 0, bad: 0 });
+      const out = await readCsv(applied);
+      const row = out.rows[Number(formula[0]) - 1]!;
+      expect(row[1]).toBe('=SUM(A1:A9)');
+      expect(row[out.header.indexOf('dq_status')]).toBe('accepted');
+      expect(out.rows[Number(apostrophe[0]) - 1]![1]).toBe("'quoted");
+      // Only the two decided rows differ from the cleaned file.
+      const a = rawRows(await readFile(applied, 'utf8')).rows;
+      const b = rawRows(cleanedText).rows;
+      expect(a.filter((line, i) => line !== b[i]).length).toBe(2);
+    }
+  });
+
+  it('company mode: exports every hit of an ambiguous search and writes the chosen one into the dq_company_ columns', async () => {
+    const byName = new Map<string, { id: number; company: string; zip: number }[]>();
+    for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
+    const [a, b] = [...byName.values()].find((same) => same.length === 2) ?? [];
+    if (a === undefined || b === undefined) throw new Error('the register has no two active companies of one name');
+    const { output } = await validate('company', `name;plz\n${a.company};\n${b.company};${b.zip}\n`, '--delimiter', ';', '--mode', 'company', '--map', 'company=name,zip=plz');
+    const review = join(dir, 'company.review.csv');
+    const exported = await runCli(['review', 'export', '--input', output, '--output', review]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const [header, ...rows] = await parseCsvText(await readFile(review, 'utf8'));
+    expect(rows.length).toBe(1);
+    const h = (name: string) => header!.indexOf(name);
+    expect(header!.slice(0, 3)).toEqual(['line', 'name', 'plz']);
+    expect(header).toEqual(expect.arrayContaining(['candidate_1_company_id', 'candidate_1_name', 'candidate_1_street', 'candidate_1_zip', 'candidate_1_city', 'candidate_2_company_id']));
+    const row = rows[0]!;
+    row[h('decision')] = '2';
+    await writeFile(review, await writeToString([header!, ...rows], { rowDelimiter: '\r\n', writeBOM: true }));
+    const applied = join(dir, 'company.applied.csv');
+    const run = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', applied]);
+    expect(run.code, run.stderr).toBe(0);
+    const out = await readCsv(applied, { delimiter: ';' });
+    const chosen = out.rows[0]!;
+    const c = (name: string) => chosen[out.header.indexOf(name)];
+    expect(c('dq_status')).toBe('accepted');
+    expect(c('dq_company_id')).toBe(row[h('candidate_2_company_id')]);
+    expect(c('dq_company_name')).toBe(row[h('candidate_2_name')]);
+    expect(c('dq_company_zip')).toBe(row[h('candidate_2_zip')]);
+    expect(c('dq_company_city')).toBe(row[h('candidate_2_city')]);
+    expect(c('dq_company_street')).toBe(row[h('candidate_2_street')]);
+    expect(c('dq_review_decision')).toBe('candidate 2');
+    expect(rawRows(await readFile(applied, 'utf8')).rows[1]).toBe(rawRows(await readFile(output, 'utf8')).rows[1]);
+  });
+});
