@@ -1,11 +1,11 @@
 import { open, stat } from 'node:fs/promises';
 import { ExitCode } from '@dq/core';
 import { CsvError } from '../errors.js';
-import { formatCsvLine, type CellValue } from '../sink/csv-format.js';
 import { openSource } from '../source/index.js';
-import { openCleanedFile, type CleanedFile } from './cleaned-file.js';
+import type { InputFormat } from '../source/types.js';
+import { openCleanedFile, type CleanedFile, type CleanedRecord } from './cleaned-file.js';
 import { refuseSameFiles, writeAtomically } from './files.js';
-import { cleanedLayout, DECISION_COLUMN, LINE_COLUMN, parseCandidates, REQUEST_ID_COLUMN, restore, type CleanedLayout } from './layout.js';
+import { CLASS_COLUMN, cleanedLayout, DECISION_COLUMN, LINE_COLUMN, parseCandidates, REQUEST_ID_COLUMN, restore, type CleanedLayout } from './layout.js';
 
 /** Options of {@link applyReview}. */
 export interface ReviewApplyOptions {
@@ -17,6 +17,8 @@ export interface ReviewApplyOptions {
   readonly to: string;
   /** The cleaned file's delimiter; default: read from its header. */
   readonly delimiter?: string;
+  /** The cleaned file's format; default from its extension. */
+  readonly format?: InputFormat;
 }
 
 /** A decision that was not applied, and why. */
@@ -87,20 +89,21 @@ export async function applyReview(options: ReviewApplyOptions): Promise<ReviewAp
   const before = await stat(options.output).catch((err: NodeJS.ErrnoException) => {
     throw new CsvError('input-unreadable', `cannot read the cleaned file ${options.output}: ${err.code ?? err.message}`, { cause: err });
   });
-  const file = await openCleanedFile(options.output, options.delimiter);
+  const file = await openCleanedFile(options.output, { delimiter: options.delimiter, format: options.format });
   const conflictRows: SkippedDecision[] = [];
   const badDecisions: SkippedDecision[] = [];
   const replacements: Replacement[] = [];
   let undecided = 0;
   const counts = { applied: 0, kept: 0, invalid: 0 };
   try {
-    const layout = cleanedLayout(file.header, options.output);
-    const pending = await readDecisions(options.input, layout, badDecisions, () => (undecided += 1));
+    const layout = cleanedLayout(file.names, options.output);
+    const inputs = file.format === 'csv' ? file.names.slice(0, file.names.indexOf('dq_status')) : undefined;
+    const { pending, names } = await readDecisions(options.input, layout, inputs, badDecisions, () => (undecided += 1));
     for await (const record of file.records) {
       const decided = pending.get(record.row);
       if (!decided) continue;
       pending.delete(record.row);
-      const outcome = decide(file, layout, record, decided);
+      const outcome = decide(file, layout, names, record, decided);
       if ('conflict' in outcome) conflictRows.push(skipped(decided, outcome.conflict));
       else if ('bad' in outcome) badDecisions.push(skipped(decided, outcome.bad));
       else {
@@ -139,20 +142,28 @@ function skipped(decided: Pending, reason: string): SkippedDecision {
  * `,` or the `;`/tab a spreadsheet may save with), checking that it was exported from a file
  * with the cleaned file's input columns.
  */
-async function readDecisions(path: string, layout: CleanedLayout, bad: SkippedDecision[], onUndecided: () => void): Promise<Map<number, Pending>> {
+async function readDecisions(
+  path: string, layout: CleanedLayout, inputs: readonly string[] | undefined, bad: SkippedDecision[], onUndecided: () => void,
+): Promise<{ pending: Map<number, Pending>; names: readonly string[] }> {
   const delimiter = await reviewDelimiter(path);
   const source = await openSource({ path, format: 'csv', delimiter }).catch((err: unknown) => {
     if (err instanceof CsvError) throw new CsvError('review-file', `the review file ${path}: ${err.message}`, { cause: err });
     throw err;
   });
   const pending = new Map<number, Pending>();
+  let names: string[];
   try {
     const header = (source.header ?? []).map(restore);
-    const inputs = layout.header.slice(0, layout.inputColumns);
+    // line, <input columns>, class, request_id, candidate_N_… (any number), decision, [columns a person added]
     const decisionAt = header.lastIndexOf(DECISION_COLUMN);
-    const requestAt = header.indexOf(REQUEST_ID_COLUMN, 1 + inputs.length);
-    if (header[0] !== LINE_COLUMN || inputs.some((name, i) => header[1 + i] !== name) || decisionAt < 0 || requestAt < 0) {
-      throw new CsvError('review-file', `${path} is not a review file of ${layout.header.length > 0 ? 'this cleaned file' : 'a cleaned file'}: its header should start with ${[LINE_COLUMN, ...inputs].join(',')} and have ${REQUEST_ID_COLUMN} and ${DECISION_COLUMN} columns (write one with dq-csv review export)`);
+    let first = decisionAt;
+    while (first > 0 && /^candidate_\d+_/.test(header[first - 1]!)) first -= 1;
+    const requestAt = first - 1;
+    names = header.slice(1, Math.max(1, requestAt - 1));
+    const fits = header[0] === LINE_COLUMN && decisionAt > 0 && header[requestAt] === REQUEST_ID_COLUMN && header[requestAt - 1] === CLASS_COLUMN
+      && (inputs ? inputs.length === names.length && inputs.every((name, i) => names[i] === name) : names.every((name) => !layout.resultNames.has(name)));
+    if (!fits) {
+      throw new CsvError('review-file', `${path} is not a review file of this cleaned file: its header should be ${[LINE_COLUMN, ...(inputs ?? ['<input columns>']), CLASS_COLUMN, REQUEST_ID_COLUMN, 'candidate_1_…', DECISION_COLUMN].join(',')} (write one with dq-csv review export)`);
     }
     const firstLine = new Map<number, number>();
     for await (const item of source.items) {
@@ -183,12 +194,12 @@ async function readDecisions(path: string, layout: CleanedLayout, bad: SkippedDe
         continue;
       }
       firstLine.set(row, item.line);
-      pending.set(row, { reviewLine: item.line, row, text, decision, current: cells.slice(1, 1 + inputs.length), requestId: cells[requestAt] ?? '' });
+      pending.set(row, { reviewLine: item.line, row, text, decision, current: cells.slice(1, 1 + names.length), requestId: cells[requestAt] ?? '' });
     }
   } finally {
     await source.close();
   }
-  return pending;
+  return { pending, names };
 }
 
 function parseDecision(text: string): Decision | undefined {
@@ -222,37 +233,38 @@ async function reviewDelimiter(path: string): Promise<string> {
 
 type Outcome = { text: string } | { conflict: string } | { bad: string };
 
-function decide(file: CleanedFile, layout: CleanedLayout, record: Parameters<CleanedFile['cells']>[0], decided: Pending): Outcome {
-  const cells = file.cells(record);
-  if (typeof cells === 'string') return { conflict: `row ${decided.row} of the cleaned file cannot be read: ${cells}` };
-  for (let i = 0; i < layout.inputColumns; i++) {
-    if (cells[i] !== decided.current[i]) {
-      return { conflict: `row ${decided.row} of the cleaned file changed since the export: ${layout.header[i]} is now ${JSON.stringify(cells[i])}, the review file has ${JSON.stringify(decided.current[i])}` };
+function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string[], record: CleanedRecord, decided: Pending): Outcome {
+  const view = file.view(record, layout.resultNames);
+  if (typeof view === 'string') return { conflict: `row ${decided.row} of the cleaned file cannot be read: ${view}` };
+  for (let i = 0; i < names.length; i++) {
+    const now = view.text(names[i]!);
+    if (now !== decided.current[i]) {
+      return { conflict: `row ${decided.row} of the cleaned file changed since the export: ${names[i]} is now ${JSON.stringify(now)}, the review file has ${JSON.stringify(decided.current[i])}` };
     }
   }
-  if (cells[layout.requestId] !== decided.requestId) {
-    return { conflict: `row ${decided.row} of the cleaned file holds another result (request id ${cells[layout.requestId]}, the review file has ${decided.requestId})` };
+  if (view.text('dq_request_id') !== decided.requestId) {
+    return { conflict: `row ${decided.row} of the cleaned file holds another result (request id ${view.text('dq_request_id')}, the review file has ${decided.requestId})` };
   }
-  if (cells[layout.status] !== 'review') {
-    return { conflict: `row ${decided.row} of the cleaned file is no longer awaiting review (dq_status ${cells[layout.status]}${cells[layout.decision] ? `, decided: ${cells[layout.decision]}` : ''})` };
+  if (view.text('dq_status') !== 'review') {
+    const earlier = view.text('dq_review_decision');
+    return { conflict: `row ${decided.row} of the cleaned file is no longer awaiting review (dq_status ${view.text('dq_status')}${earlier ? `, decided: ${earlier}` : ''})` };
   }
-  const next: CellValue[] = [...cells];
   const { decision } = decided;
   if (decision.kind === 'candidate') {
-    const candidates = parseCandidates(cells[layout.candidates]);
+    const candidates = parseCandidates(view.text(layout.candidates));
     if (typeof candidates === 'string') return { conflict: `row ${decided.row} of the cleaned file: ${candidates}` };
     const candidate = candidates[decision.n - 1];
     if (candidate === undefined) {
       return { bad: `candidate ${decision.n} does not exist: row ${decided.row} has ${candidates.length === 1 ? 'one candidate' : `candidates 1-${candidates.length}`}` };
     }
-    for (const [column, value] of layout.chosenValues(candidate)) next[column] = value;
-    next[layout.status] = 'accepted';
-    next[layout.decision] = `candidate ${decision.n}`;
+    for (const [name, value] of layout.chosenValues(candidate)) view.set(name, value);
+    view.set('dq_status', 'accepted');
+    view.set('dq_review_decision', `candidate ${decision.n}`);
   } else {
-    next[layout.status] = decision.kind === 'keep' ? 'kept' : 'invalid';
-    next[layout.decision] = decision.kind;
+    view.set('dq_status', decision.kind === 'keep' ? 'kept' : 'invalid');
+    view.set('dq_review_decision', decision.kind);
   }
-  return { text: formatCsvLine(next, file.delimiter).slice(0, -1) };
+  return { text: view.serialise() };
 }
 
 /**

@@ -29,12 +29,16 @@ Options:
   --to <file>           apply: the new file (never the cleaned file or the review file)
   --classes <list>      export: result classes to export, default D,E
   --delimiter <char>    the cleaned file's delimiter; default: read from its header
+  --format <fmt>        the cleaned file's format: csv, json, ndjson; default from its extension
+                        (the review file is always CSV)
   --help                this text
 
 Prints one JSON summary line on stdout. Exit codes: 0 done; 2 bad usage, unreadable files, a
 review file of another cleaned file, --to naming the cleaned or review file; 4 applied, but
 some decisions were bad or in conflict (listed on stderr and in the summary); 1 unexpected.
 `;
+
+const FORMATS = ['csv', 'json', 'ndjson'] as const;
 
 /** Runs `dq-csv review …` with the arguments after `review`; returns the exit code. */
 export async function reviewMain(argv: readonly string[]): Promise<number> {
@@ -47,7 +51,7 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
         strict: true,
         options: {
           input: { type: 'string' }, output: { type: 'string' }, to: { type: 'string' },
-          classes: { type: 'string' }, delimiter: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+          classes: { type: 'string' }, delimiter: { type: 'string' }, format: { type: 'string' }, help: { type: 'boolean', short: 'h' },
         },
       });
     } catch (err) {
@@ -66,6 +70,8 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
     if (delimiter !== undefined && (delimiter.length !== 1 || /["\r\n]/.test(delimiter))) {
       throw usageError('--delimiter', `"${v.delimiter}" must be one character other than a quote or line break`);
     }
+    const format = v.format === undefined ? undefined : FORMATS.find((f) => f === v.format);
+    if (v.format !== undefined && format === undefined) throw usageError('--format', `"${v.format}" is not one of ${FORMATS.join(', ')}`);
     if (!v.input) throw usageError('--input', command === 'export' ? 'required: the cleaned file (output of dq-csv validate)' : 'required: the review file with decisions');
     if (!v.output) throw usageError('--output', command === 'export' ? 'required: where to write the review file' : 'required: the cleaned file the review file was exported from');
     if (command === 'export') {
@@ -73,13 +79,13 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
       const classes = (v.classes ?? 'D,E').split(',').map((s) => s.trim().toUpperCase()).filter(Boolean);
       for (const c of classes) if (!/^[A-F]$/.test(c)) throw usageError('--classes', `"${c}" is not a result class (A-F), e.g. --classes D,E`);
       await refuseOutputIsInput(v.input, v.output);
-      const summary = await exportReview({ input: v.input, output: v.output, classes, delimiter });
+      const summary = await exportReview({ input: v.input, output: v.output, classes, delimiter, format });
       process.stdout.write(JSON.stringify(summary) + '\n');
       return ExitCode.OK;
     }
     if (v.classes) throw usageError('--classes', 'is for review export');
     if (!v.to) throw usageError('--to', 'required: the new file to write (the cleaned file is never changed in place)');
-    const summary = await applyReview({ input: v.input, output: v.output, to: v.to, delimiter });
+    const summary = await applyReview({ input: v.input, output: v.output, to: v.to, delimiter, format });
     for (const c of summary.conflictRows) process.stderr.write(`dq-csv: review line ${c.reviewLine}: conflict, left as it is: ${c.reason}\n`);
     for (const b of summary.badDecisions) process.stderr.write(`dq-csv: review line ${b.reviewLine}: bad decision${b.decision ? ` "${b.decision}"` : ''}, skipped: ${b.reason}\n`);
     process.stdout.write(JSON.stringify(summary) + '\n');

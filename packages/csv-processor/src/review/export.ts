@@ -1,5 +1,6 @@
 import { writeToBuffer } from '@fast-csv/format';
 import { CsvError } from '../errors.js';
+import type { InputFormat } from '../source/types.js';
 import { openCleanedFile } from './cleaned-file.js';
 import { writeFileAtomically } from './files.js';
 import { CLASS_COLUMN, cleanedLayout, DECISION_COLUMN, LINE_COLUMN, neutralise, parseCandidates, REQUEST_ID_COLUMN } from './layout.js';
@@ -14,6 +15,8 @@ export interface ReviewExportOptions {
   readonly classes?: readonly string[];
   /** The cleaned file's delimiter; default: read from its header. */
   readonly delimiter?: string;
+  /** The cleaned file's format; default from its extension. */
+  readonly format?: InputFormat;
 }
 
 /** What an export wrote. */
@@ -37,50 +40,50 @@ export interface ReviewExportSummary {
  */
 export async function exportReview(options: ReviewExportOptions): Promise<ReviewExportSummary> {
   const classes = new Set(options.classes ?? ['D', 'E']);
-  const file = await openCleanedFile(options.input, options.delimiter);
-  const rows: string[][] = [];
+  const file = await openCleanedFile(options.input, { delimiter: options.delimiter, format: options.format });
+  const rows: { row: number; inputs: Map<string, string>; rest: string[] }[] = [];
+  const inputNames = new Map<string, true>();
   const byClass: Record<string, number> = {};
   let widest = 0;
   let layout;
   try {
-    layout = cleanedLayout(file.header, options.input);
+    layout = cleanedLayout(file.names, options.input);
     for await (const record of file.records) {
-      const cells = file.cells(record);
-      if (typeof cells === 'string') {
-        throw new CsvError('input-unreadable', `row ${record.row} (line ${record.line}, byte offset ${record.previousEnd}) of ${options.input} cannot be read: ${cells}; was the file edited? Fix that row or run dq-csv validate again`);
+      const view = file.view(record, layout.resultNames);
+      if (typeof view === 'string') {
+        throw new CsvError('input-unreadable', `row ${record.row} (line ${record.line}, byte offset ${record.previousEnd}) of ${options.input} cannot be read: ${view}; was the file edited? Fix that row or run dq-csv validate again`);
       }
-      if (cells[layout.status] !== 'review') continue;
-      const resultClass = layout.resultClass >= 0 ? cells[layout.resultClass]! : '';
+      if (view.text('dq_status') !== 'review') continue;
+      const resultClass = view.text('dq_result_class');
       if (layout.mode === 'address' && !classes.has(resultClass)) continue;
-      const candidates = parseCandidates(cells[layout.candidates]);
+      const candidates = parseCandidates(view.text(layout.candidates));
       if (typeof candidates === 'string') {
         throw new CsvError('input-unreadable', `row ${record.row} (line ${record.line}) of ${options.input} is a review row but ${candidates}; was the file edited? Run dq-csv validate again`);
       }
       widest = Math.max(widest, candidates.length);
       byClass[resultClass || '-'] = (byClass[resultClass || '-'] ?? 0) + 1;
-      rows.push([
-        String(record.row),
-        ...cells.slice(0, layout.inputColumns),
-        resultClass,
-        cells[layout.requestId] ?? '',
-        ...candidates.flatMap((c) => layout!.candidateCells(c)),
-      ]);
+      const inputs = new Map<string, string>();
+      for (const name of view.inputNames()) {
+        inputNames.set(name, true);
+        inputs.set(name, view.text(name));
+      }
+      rows.push({ row: record.row, inputs, rest: [resultClass, view.text('dq_request_id'), ...candidates.flatMap((c) => layout!.candidateCells(c))] });
     }
   } finally {
     file.close();
   }
+  // CSV: the header's input columns, also when no row is exported; JSON: every key seen, in order.
+  const names = file.format === 'csv' ? file.names.slice(0, file.names.indexOf('dq_status')) : [...inputNames.keys()];
   const candidateHeader: string[] = [];
   for (let n = 1; n <= widest; n++) for (const suffix of layout.fieldSuffixes) candidateHeader.push(`candidate_${n}_${suffix}`);
-  const header = [LINE_COLUMN, ...file.header.slice(0, layout.inputColumns), CLASS_COLUMN, REQUEST_ID_COLUMN, ...candidateHeader, DECISION_COLUMN];
-  const width = header.length;
-  const padded = rows.map((row) => {
-    const out = row.map(neutralise);
-    while (out.length < width - 1) out.push('');
-    out.push('');
+  const header = [LINE_COLUMN, ...names, CLASS_COLUMN, REQUEST_ID_COLUMN, ...candidateHeader, DECISION_COLUMN];
+  const lines = rows.map(({ row, inputs, rest }) => {
+    const out = [String(row), ...names.map((name) => inputs.get(name) ?? ''), ...rest].map(neutralise);
+    while (out.length < header.length) out.push('');
     return out;
   });
   // RFC 4180: CRLF line ends, quotes only where needed; a BOM so spreadsheets read it as UTF-8.
-  const bytes = await writeToBuffer([header.map(neutralise), ...padded], { writeBOM: true, rowDelimiter: '\r\n', includeEndRowDelimiter: true });
+  const bytes = await writeToBuffer([header.map(neutralise), ...lines], { writeBOM: true, rowDelimiter: '\r\n', includeEndRowDelimiter: true });
   await writeFileAtomically(options.output, bytes);
   return { event: 'review-export', mode: layout.mode, rows: rows.length, byClass, candidateColumns: widest, output: options.output };
 }

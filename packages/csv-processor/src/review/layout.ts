@@ -49,61 +49,49 @@ const COMPANY_FIELDS: readonly CandidateField<CompanyRecord>[] = [
   { suffix: 'score', get: (c) => c.searchScore },
 ];
 
-/** What the review commands need to know about a cleaned file's header. */
+/** What the review commands need to know about a cleaned file's columns. */
 export interface CleanedLayout {
   readonly mode: ReviewMode;
-  readonly header: readonly string[];
-  /** Number of input columns: every column before `dq_status`. */
-  readonly inputColumns: number;
-  readonly status: number;
-  /** `dq_result_class` (address mode), else -1. */
-  readonly resultClass: number;
-  readonly requestId: number;
+  /** Every result column dq-csv writes in this mode: the rest of a row is the input's. */
+  readonly resultNames: ReadonlySet<string>;
   /** `dq_review_candidates` (address) or `dq_company_candidates` (company, tr). */
-  readonly candidates: number;
-  readonly decision: number;
+  readonly candidates: string;
   /** Candidate fields as the review file shows them. */
   readonly fieldSuffixes: readonly string[];
   /** The dq_ columns a chosen candidate is written into, with the value for each. */
-  chosenValues(candidate: unknown): Map<number, CellValue>;
+  chosenValues(candidate: unknown): Map<string, CellValue>;
   /** A candidate's fields as the review file shows them, as text. */
   candidateCells(candidate: unknown): string[];
 }
 
 /**
- * Reads the layout from the header of a finished `dq-csv validate` output. Throws a usage error
- * saying what is missing when the file is not one (or was written by a dq-csv without review columns).
+ * Reads the layout from the column names (CSV header, JSON keys) of a finished `dq-csv validate`
+ * output. Throws a usage error saying what is missing when the file is not one (or was written
+ * by a dq-csv without review columns).
  */
-export function cleanedLayout(header: readonly string[], path: string): CleanedLayout {
-  const at = (name: string) => header.indexOf(name);
-  const status = at('dq_status');
-  if (status < 0) {
-    throw new CsvError('bad-mapping', `${path} has no dq_status column: it is not an output of dq-csv validate (or its delimiter is not the one given with --delimiter)`);
+export function cleanedLayout(names: readonly string[], path: string): CleanedLayout {
+  const has = (name: string) => names.includes(name);
+  if (!has('dq_status')) {
+    throw new CsvError('bad-mapping', `${path} has no dq_status column: it is not an output of dq-csv validate (or its delimiter or format is not the one given)`);
   }
-  const address = at('dq_review_candidates');
-  const company = at('dq_company_candidates');
-  const decision = at('dq_review_decision');
-  if ((address < 0 && company < 0) || decision < 0) {
-    throw new CsvError('bad-mapping', `${path} has no ${address < 0 && company < 0 ? 'dq_review_candidates (or dq_company_candidates)' : 'dq_review_decision'} column: it was written by an older dq-csv, or in vat mode; run dq-csv validate again to get the review columns`);
+  const address = has('dq_review_candidates');
+  const company = has('dq_company_candidates');
+  if ((!address && !company) || !has('dq_review_decision')) {
+    throw new CsvError('bad-mapping', `${path} has no ${!address && !company ? 'dq_review_candidates (or dq_company_candidates)' : 'dq_review_decision'} column: it was written by an older dq-csv, or in vat mode; run dq-csv validate again to get the review columns`);
   }
-  const mode: ReviewMode = address >= 0 ? 'address' : 'company';
-  const include = [at('dq_latitude') >= 0 ? 'coordinates-wgs84' : '', at('dq_meta') >= 0 ? 'metadata' : ''].filter(Boolean);
+  const mode: ReviewMode = address ? 'address' : 'company';
+  const include = [has('dq_latitude') ? 'coordinates-wgs84' : '', has('dq_meta') ? 'metadata' : ''].filter(Boolean);
   const columns = resultColumns(mode, include);
   // The dq_ columns that describe the chosen address or company (status, counts and ids stay).
   const chosen = mode === 'address'
     ? ['dq_street', 'dq_house_number', 'dq_postal_code', 'dq_locality', 'dq_sub_locality', 'dq_country', 'dq_address_type', 'dq_latitude', 'dq_longitude', 'dq_coordinate_precision', 'dq_meta']
     : ['dq_company_id', 'dq_company_name', 'dq_company_zip', 'dq_company_city', 'dq_company_street', 'dq_tr_court', 'dq_tr_type', 'dq_tr_no', 'dq_tr_status', 'dq_score'];
-  const targets = chosen.map((name) => ({ name, column: at(name), value: columns.names.indexOf(name) })).filter((t) => t.column >= 0 && t.value >= 0);
+  const targets = chosen.map((name) => ({ name, value: columns.names.indexOf(name) })).filter((t) => has(t.name) && t.value >= 0);
   const fields = (mode === 'address' ? ADDRESS_FIELDS : COMPANY_FIELDS) as readonly CandidateField<unknown>[];
   return {
     mode,
-    header,
-    inputColumns: status,
-    status,
-    resultClass: at('dq_result_class'),
-    requestId: at('dq_request_id'),
-    candidates: mode === 'address' ? address : company,
-    decision,
+    resultNames: new Set(columns.names),
+    candidates: address ? 'dq_review_candidates' : 'dq_company_candidates',
     fieldSuffixes: fields.map((f) => f.suffix),
     chosenValues(candidate) {
       // The same getters validate used, so a chosen candidate reads exactly like an accepted answer.
@@ -111,7 +99,7 @@ export function cleanedLayout(header: readonly string[], path: string): CleanedL
         ? { status: 'accepted', source: 'local', address: candidate as AddressCandidate }
         : { status: 'accepted', source: 'local', company: candidate as CompanyRecord };
       const values = columns.values(result);
-      return new Map(targets.map((t) => [t.column, values[t.value]]));
+      return new Map(targets.map((t) => [t.name, values[t.value]]));
     },
     candidateCells(candidate) {
       return fields.map((f) => text(f.get(candidate)));
