@@ -233,4 +233,42 @@ describe('dq-csv review: export, decide, apply', () => {
     expect(c('dq_review_decision')).toBe('candidate 2');
     expect(rawRows(await readFile(applied, 'utf8')).rows[1]).toBe(rawRows(await readFile(output, 'utf8')).rows[1]);
   });
+
+  for (const format of ['ndjson', 'json'] as const) {
+    it(`${format} output: exports the review rows and applies decisions to the decided lines only`, async () => {
+      const objects = generateDirtyInputs(120, { seed: 5, country: 'DE' })
+        .filter((d) => ['A', 'D', 'E'].includes(d.intendedClass))
+        .map((d, i) => ({ id: i + 1, note: NOTES[i % NOTES.length], ...d.input }));
+      const input = join(dir, `objects.${format}`);
+      const output = join(dir, `objects.out.${format}`);
+      await writeFile(input, format === 'ndjson' ? objects.map((o) => JSON.stringify(o)).join('\n') + '\n' : JSON.stringify(objects, null, 1));
+      const run = await runCli(['validate', '--input', input, '--output', output, '--country', 'DE'], env);
+      expect(run.code, run.stderr).toBe(0);
+      const review = join(dir, `objects.${format}.review.csv`);
+      const exported = await runCli(['review', 'export', '--input', output, '--output', review]);
+      expect(exported.code, exported.stderr).toBe(0);
+      const [header, ...rows] = await parseCsvText(await readFile(review, 'utf8'));
+      const h = (name: string) => header!.indexOf(name);
+      expect(header!.slice(0, 3)).toEqual(['line', 'id', 'note']);
+      const e = rows.find((r) => r[h('class')] === 'E' && r[h('candidate_2_street')] !== '')!;
+      const d = rows.find((r) => r[h('class')] === 'D')!;
+      e[h('decision')] = '2';
+      d[h('decision')] = 'keep';
+      await writeFile(review, await writeToString([header!, ...rows], { rowDelimiter: '\r\n', writeBOM: true }));
+      const applied = join(dir, `objects.applied.${format}`);
+      const done = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', applied]);
+      expect(done.code, done.stderr).toBe(0);
+      expect(JSON.parse(done.stdout)).toMatchObject({ applied: 1, kept: 1, conflicts: 0, bad: 0 });
+      const before = (await readFile(output, 'utf8')).split('\n');
+      const after = (await readFile(applied, 'utf8')).split('\n');
+      expect(after.length).toBe(before.length);
+      const offset = format === 'json' ? 1 : 0; // the line holding "["
+      const changed = after.map((line, i) => (line === before[i] ? -1 : i - offset + 1)).filter((i) => i > 0);
+      expect(changed.sort((a, b) => a - b)).toEqual([Number(e[0]), Number(d[0])].sort((a, b) => a - b));
+      const elements = format === 'json' ? (JSON.parse(after.join('\n')) as Record<string, unknown>[]) : after.filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const chosen = elements[Number(e[0]) - 1]!;
+      expect(chosen).toMatchObject({ id: Number(e[h('id')]), dq_status: 'accepted', dq_review_decision: 'candidate 2', dq_street: e[h('candidate_2_street')], dq_postal_code: e[h('candidate_2_postal_code')], dq_locality: e[h('candidate_2_locality')] });
+      expect(elements[Number(d[0]) - 1]).toMatchObject({ dq_status: 'kept', dq_review_decision: 'keep' });
+    });
+  }
 });
