@@ -170,7 +170,7 @@ describe('dq-csv review: export, decide, apply', () => {
     expect(input).not.toBe(output);
   });
 
-  it('applies a review file re-saved by a spreadsheet: CRLF, every cell quoted, BOM or not, neutralised values restored exactly', async () => {
+  it('applies a review file re-saved by a spreadsheet: CRLF, every cell quoted, BOM or not, ; or tab, UTF-16; neutralised values restored exactly', async () => {
     const { output } = await validate('sheet', addressCsv(160), '--country', 'DE');
     const review = join(dir, 'sheet.review.csv');
     expect((await runCli(['review', 'export', '--input', output, '--output', review])).code).toBe(0);
@@ -183,9 +183,15 @@ describe('dq-csv review: export, decide, apply', () => {
     formula[h('decision')] = '1';
     apostrophe[h('decision')] = 'keep';
     const cleanedText = await readFile(output, 'utf8');
-    for (const bom of [true, false]) {
-      await writeFile(review, await writeToString([header!, ...rows], { rowDelimiter: '\r\n', quoteColumns: true, quoteHeaders: true, writeBOM: bom }));
-      const applied = join(dir, `sheet.applied.${bom}.csv`);
+    const saves = [
+      { name: 'utf8-bom', delimiter: ',', bom: true, utf16: false },
+      { name: 'utf8-semicolon', delimiter: ';', bom: false, utf16: false },
+      { name: 'utf16-tab', delimiter: '\t', bom: false, utf16: true }, // a spreadsheet's "Unicode text"
+    ];
+    for (const save of saves) {
+      const text = await writeToString([header!, ...rows], { rowDelimiter: '\r\n', quoteColumns: true, quoteHeaders: true, writeBOM: save.bom, delimiter: save.delimiter });
+      await writeFile(review, save.utf16 ? Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]) : text);
+      const applied = join(dir, `sheet.applied.${save.name}.csv`);
       const run = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', applied]);
       expect(run.code, run.stderr).toBe(0);
       expect(JSON.parse(run.stdout)).toMatchObject({ applied: 1, kept: 1, conflicts: 0, bad: 0 });
