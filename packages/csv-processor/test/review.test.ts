@@ -213,6 +213,8 @@ describe('dq-csv review: export, decide, apply', () => {
     const [a, b] = [...byName.values()].find((same) => same.length === 2) ?? [];
     if (a === undefined || b === undefined) throw new Error('the register has no two active companies of one name');
     const { output } = await validate('company', `name;plz\n${a.company};\n${b.company};${b.zip}\n`, '--delimiter', ';', '--mode', 'company', '--map', 'company=name,zip=plz');
+    // Saved once with CRLF line ends (as an editor may): apply keeps each row's own terminator.
+    await writeFile(output, (await readFile(output, 'utf8')).replaceAll('\n', '\r\n'));
     const review = join(dir, 'company.review.csv');
     const exported = await runCli(['review', 'export', '--input', output, '--output', review]);
     expect(exported.code, exported.stderr).toBe(0);
@@ -237,7 +239,9 @@ describe('dq-csv review: export, decide, apply', () => {
     expect(c('dq_company_city')).toBe(row[h('candidate_2_city')]);
     expect(c('dq_company_street')).toBe(row[h('candidate_2_street')]);
     expect(c('dq_review_decision')).toBe('candidate 2');
-    expect(rawRows(await readFile(applied, 'utf8')).rows[1]).toBe(rawRows(await readFile(output, 'utf8')).rows[1]);
+    const [decidedRow, otherRow] = rawRows(await readFile(applied, 'utf8')).rows as [string, string];
+    expect(otherRow).toBe(rawRows(await readFile(output, 'utf8')).rows[1]);
+    expect(decidedRow.endsWith(';candidate 2\r\n')).toBe(true);
   });
 
   for (const format of ['ndjson', 'json'] as const) {
