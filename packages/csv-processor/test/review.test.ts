@@ -281,4 +281,23 @@ describe('dq-csv review: export, decide, apply', () => {
       expect(elements[Number(d[0]) - 1]).toMatchObject({ dq_status: 'kept', dq_review_decision: 'keep' });
     });
   }
+
+  it('refuses to export or apply the output of a run that has not finished (checkpoint or resume cache left), exit 2', async () => {
+    const input = join(dir, 'unfinished.csv');
+    const output = join(dir, 'unfinished.out.csv');
+    await writeFile(input, addressCsv(20));
+    sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
+    try {
+      const run = await runCli(['validate', '--input', input, '--output', output, '--country', 'DE'], env);
+      expect(run.code, run.stderr).toBe(75);
+    } finally {
+      sandbox.setFaults({});
+    }
+    const exported = await runCli(['review', 'export', '--input', output, '--output', join(dir, 'unfinished.review.csv')]);
+    expect(exported.code).toBe(2);
+    expect(exported.stderr).toMatch(/the dq-csv validate run writing .*unfinished\.out\.csv has not finished \(.* is there\): finish it with --resume first/);
+    const applied = await runCli(['review', 'apply', '--input', join(dir, 'loop.review.csv'), '--output', output, '--to', join(dir, 'unfinished.applied.csv')]);
+    expect(applied.code).toBe(2);
+    expect(applied.stderr).toContain('has not finished');
+  });
 });

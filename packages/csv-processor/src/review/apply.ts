@@ -4,7 +4,7 @@ import { CsvError } from '../errors.js';
 import { openSource } from '../source/index.js';
 import type { InputFormat } from '../source/types.js';
 import { openCleanedFile, type CleanedFile, type CleanedRecord } from './cleaned-file.js';
-import { refuseSameFiles, writeAtomically } from './files.js';
+import { holdFinishedOutput, refuseSameFiles, writeAtomically } from './files.js';
 import { CLASS_COLUMN, cleanedLayout, DECISION_COLUMN, LINE_COLUMN, parseCandidates, REQUEST_ID_COLUMN, restore, type CleanedLayout } from './layout.js';
 
 /** Options of {@link applyReview}. */
@@ -86,6 +86,15 @@ export async function applyReview(options: ReviewApplyOptions): Promise<ReviewAp
     { path: options.to, label: `--to ${options.to}` },
     '--to (a new file: the cleaned file is never changed in place)',
   );
+  const lock = await holdFinishedOutput(options.output);
+  try {
+    return await applyTo(options);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function applyTo(options: ReviewApplyOptions): Promise<ReviewApplySummary> {
   const before = await stat(options.output).catch((err: NodeJS.ErrnoException) => {
     throw new CsvError('input-unreadable', `cannot read the cleaned file ${options.output}: ${err.code ?? err.message}`, { cause: err });
   });

@@ -2,7 +2,7 @@ import { writeToBuffer } from '@fast-csv/format';
 import { CsvError } from '../errors.js';
 import type { InputFormat } from '../source/types.js';
 import { openCleanedFile } from './cleaned-file.js';
-import { writeFileAtomically } from './files.js';
+import { holdFinishedOutput, writeFileAtomically } from './files.js';
 import { CLASS_COLUMN, cleanedLayout, DECISION_COLUMN, LINE_COLUMN, neutralise, parseCandidates, REQUEST_ID_COLUMN } from './layout.js';
 
 /** Options of {@link exportReview}. */
@@ -40,6 +40,15 @@ export interface ReviewExportSummary {
  */
 export async function exportReview(options: ReviewExportOptions): Promise<ReviewExportSummary> {
   const classes = new Set(options.classes ?? ['D', 'E']);
+  const lock = await holdFinishedOutput(options.input);
+  try {
+    return await exportFrom(options, classes);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function exportFrom(options: ReviewExportOptions, classes: ReadonlySet<string>): Promise<ReviewExportSummary> {
   const file = await openCleanedFile(options.input, { delimiter: options.delimiter, format: options.format });
   const rows: { row: number; inputs: Map<string, string>; rest: string[] }[] = [];
   const inputNames = new Map<string, true>();

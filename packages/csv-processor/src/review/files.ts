@@ -1,6 +1,8 @@
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
+import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core';
 import { randomBytes } from 'node:crypto';
 import { CsvError } from '../errors.js';
+import { runPaths } from '../options.js';
 import { identityOf, type WrittenFile } from '../run-files.js';
 
 /**
@@ -49,4 +51,30 @@ export function writeFileAtomically(path: string, bytes: Buffer): Promise<void> 
   return writeAtomically(path, async (handle) => {
     await handle.writeFile(bytes);
   });
+}
+
+/**
+ * Holds a finished dq-csv output while review reads it: refuses one whose run has not finished
+ * (its checkpoint or resume cache is still there: the output is partial) and takes the output's lock, so no
+ * validate run writes it meanwhile (a live one holding it: exit 75, naming its pid; a folder it
+ * cannot create the lock in is read without it).
+ */
+export async function holdFinishedOutput(path: string): Promise<HeldFileLock> {
+  const paths = runPaths({ input: path, output: path });
+  // A run removes both when it finishes; one stopped before its first checkpoint leaves the cache.
+  for (const left of [paths.checkpoint, paths.cache]) {
+    if (await stat(left).then(() => true, () => false)) {
+      throw new CsvError('checkpoint-exists', `the dq-csv validate run writing ${path} has not finished (${left} is there): finish it with --resume first, then review its output`);
+    }
+  }
+  try {
+    return await acquireFileLock(paths.lock);
+  } catch (err) {
+    if (err instanceof FileLockHeldError) {
+      const who = err.owner ? `pid ${err.owner.pid} on ${err.owner.host}, started ${err.owner.startedAt}` : `the lock ${paths.lock} names no process`;
+      throw new CsvError('output-locked', `a dq-csv run is writing ${path} (${who}); try again when it has finished`);
+    }
+    // A folder review may not write to (a read-only share): read without the lock.
+    return { release: async () => undefined } as unknown as HeldFileLock;
+  }
 }
