@@ -1,3 +1,4 @@
+import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { ExitCode } from '@dq/core';
 import { CsvError } from '../errors.js';
@@ -277,46 +278,70 @@ function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string
 }
 
 /**
- * Copies the cleaned file to `to`, replacing only the decided records' bytes (their line
- * terminators and everything between records are copied as they are). Refuses when the cleaned
- * file changed while this ran.
+ * Copies the cleaned file to `to` in one sequential read, replacing only the decided records'
+ * bytes (their line terminators and everything between records are copied as they are).
+ * Refuses when the cleaned file changed while this ran.
  */
 async function writeApplied(from: string, to: string, replacements: readonly Replacement[], before: { size: number; mtimeMs: number }): Promise<void> {
-  const source = await open(from, 'r');
-  try {
-    await writeAtomically(to, async (target) => {
-      const chunk = Buffer.alloc(1 << 20);
-      let position = 0;
-      const copy = async (end: number) => {
-        while (position < end) {
-          const { bytesRead } = await source.read(chunk, 0, Math.min(chunk.length, end - position), position);
-          if (bytesRead === 0) throw new CsvError('input-unreadable', `${from} became shorter while the decisions were applied; run review apply again`);
-          await target.write(chunk, 0, bytesRead);
-          position += bytesRead;
+  await writeAtomically(to, async (target) => {
+    const pending: Buffer[] = [];
+    let buffered = 0;
+    const out = async (bytes: Buffer, flush = false) => {
+      if (bytes.length > 0) {
+        pending.push(bytes);
+        buffered += bytes.length;
+      }
+      if (buffered >= 1 << 20 || (flush && buffered > 0)) {
+        await target.write(Buffer.concat(pending, buffered));
+        pending.length = 0;
+        buffered = 0;
+      }
+    };
+    let position = 0; // of the chunk's first byte in the file
+    let next = 0; // the replacement to come
+    let segment: Buffer[] = []; // bytes of the decided record being read
+    for await (const chunk of createReadStream(from, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+      let offset = 0;
+      while (offset < chunk.length) {
+        const r = replacements[next];
+        const at = position + offset;
+        if (r === undefined || at < r.previousEnd) {
+          const n = r === undefined ? chunk.length - offset : Math.min(chunk.length - offset, r.previousEnd - at);
+          await out(chunk.subarray(offset, offset + n));
+          offset += n;
+          continue;
         }
-      };
-      for (const r of replacements) {
-        // The terminator the framer left out: LF, CRLF, or none at the end of the file.
-        const tail = Buffer.alloc(2);
-        const from2 = Math.max(r.previousEnd, r.nextOffset - 2);
-        const { bytesRead } = await source.read(tail, 0, r.nextOffset - from2, from2);
-        const last = tail.subarray(0, bytesRead);
-        let terminator = 0;
-        if (last[last.length - 1] === 0x0a) terminator = last.length === 2 && last[0] === 0x0d ? 2 : 1;
-        else if (last[last.length - 1] === 0x0d) terminator = 1;
-        const end = r.nextOffset - terminator;
-        await copy(end - r.oldLength);
-        await target.write(Buffer.from(r.text, 'utf8'));
-        position = end;
+        const n = Math.min(chunk.length - offset, r.nextOffset - at);
+        segment.push(chunk.subarray(offset, offset + n));
+        offset += n;
+        if (at + n === r.nextOffset) {
+          await out(replaced(Buffer.concat(segment), r));
+          segment = [];
+          next += 1;
+        }
       }
-      const { size } = await source.stat();
-      await copy(size);
-      const after = await stat(from);
-      if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) {
-        throw new CsvError('input-unreadable', `${from} changed while the decisions were applied; nothing was written; run review apply again`);
-      }
-    });
-  } finally {
-    await source.close();
-  }
+      position += chunk.length;
+    }
+    if (next < replacements.length) {
+      throw new CsvError('input-unreadable', `${from} became shorter while the decisions were applied; nothing was written; run review apply again`);
+    }
+    await out(Buffer.alloc(0), true);
+    const after = await stat(from);
+    if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) {
+      throw new CsvError('input-unreadable', `${from} changed while the decisions were applied; nothing was written; run review apply again`);
+    }
+  });
+}
+
+/**
+ * A decided record's bytes from the end of the record before it: empty lines kept, the record
+ * replaced, its terminator (LF, CRLF, or none at the end of the file) kept.
+ */
+function replaced(segment: Buffer, r: Replacement): Buffer {
+  let terminator = 0;
+  const last = segment[segment.length - 1];
+  if (last === 0x0a) terminator = segment.length >= 2 && segment[segment.length - 2] === 0x0d ? 2 : 1;
+  else if (last === 0x0d) terminator = 1;
+  const end = segment.length - terminator;
+  return Buffer.concat([segment.subarray(0, end - r.oldLength), Buffer.from(r.text, 'utf8'), segment.subarray(end)]);
 }
