@@ -105,6 +105,14 @@ describe('dq-csv review: export, decide, apply', () => {
       expect(row[h('request_id')]).toBe(original[col('dq_request_id')]);
     }
 
+    // --classes picks the classes to export.
+    const onlyE = join(dir, 'loop.review-e.csv');
+    const eRun = await runCli(['review', 'export', '--input', output, '--output', onlyE, '--classes', 'e']);
+    expect(eRun.code, eRun.stderr).toBe(0);
+    const [, ...eRows] = await parseCsvText(await readFile(onlyE, 'utf8'));
+    expect(eRows.map((r) => r[h('class')])).toEqual(rows.filter((r) => r[h('class')] === 'E').map(() => 'E'));
+    expect(eRows.length).toBeGreaterThan(0);
+
     // Decisions, as a person writes them.
     const byClass = (c: string) => rows.filter((r) => r[h('class')] === c);
     const [e1, e2] = byClass('E') as [string[], string[]];
@@ -299,5 +307,8 @@ describe('dq-csv review: export, decide, apply', () => {
     const applied = await runCli(['review', 'apply', '--input', join(dir, 'loop.review.csv'), '--output', output, '--to', join(dir, 'unfinished.applied.csv')]);
     expect(applied.code).toBe(2);
     expect(applied.stderr).toContain('has not finished');
+    const help = await runCli(['review', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('dq-csv review apply --input <review.csv> --output <cleaned file> --to <new file>');
   });
 });
