@@ -291,6 +291,27 @@ describe('dq-pg review export / apply', () => {
     expect(await rowTexts(owner)).toEqual(before);
   });
 
+  it('a run recorded by the layout before review runs (version 2) is exported once its owner ran dq-pg init; until then the ETL role is told to', async () => {
+    const owner = await env.pg.createDatabase();
+    await createCustomers(owner, 80);
+    await cleaned('c-old', 80, false, owner, owner);
+    // The layout as dq-pg wrote it before review runs: no kind, no review_of, version 2.
+    await withClient(owner, (c) => c.query(`ALTER TABLE dq_cleanse.runs DROP COLUMN kind, DROP COLUMN review_of; UPDATE dq_cleanse.schema_version SET version = 2`));
+    const etl = await createEtlRole(owner);
+    const status = await runCli(['status', '--db', etl, '--run', 'c-old', '--json']);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ runId: 'c-old', kind: 'cleanse', state: 'done' });
+    const out = join(dir, 'old.csv');
+    const refused = await runCli(['review', 'export', '--db', etl, '--run', 'c-old', '--output', out]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/permission-denied: .*may not upgrade schema dq_cleanse from layout version 2 to 3.*dq-pg init/);
+    const init = await runCli(['init', '--db', owner]);
+    expect(JSON.parse(init.stdout)).toMatchObject({ version: 3 });
+    const exported = await runCli(['review', 'export', '--db', etl, '--run', 'c-old', '--output', out]);
+    expect(exported.code).toBe(0);
+    expect(json(exported)['rows']).toBe((await reviewRows(owner, 'c-old')).filter((r) => r.cls === 'D' || r.cls === 'E').length);
+  });
+
   it('export: exit 2 for an unknown run or a run of another table; exit 0 and a header-only file when nothing awaits review', async () => {
     const db = await cleaned('c-small', 40, false);
     await withClient(db, (c) => c.query('CREATE TABLE other (id bigint PRIMARY KEY, street text)'));
