@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { writeToString } from '@fast-csv/format';
 import { parseString } from '@fast-csv/parse';
 import pg from 'pg';
+import { createCompanyService } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanseArgs, createCustomers, createEtlRole, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
@@ -310,6 +311,44 @@ describe('dq-pg review export / apply', () => {
     const exported = await runCli(['review', 'export', '--db', etl, '--run', 'c-old', '--output', out]);
     expect(exported.code).toBe(0);
     expect(json(exported)['rows']).toBe((await reviewRows(owner, 'c-old')).filter((r) => r.cls === 'D' || r.cls === 'E').length);
+  });
+
+  it('company mode: an ambiguous name goes to review, and the hit picked lands in the mapped columns', async () => {
+    const byName = new Map<string, { id: number; company: string }[]>();
+    for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
+    const [a] = [...byName.values()].find((same) => same.length === 2) ?? [];
+    if (a === undefined) throw new Error('the register has no two active companies of one name');
+    const db = await env.pg.createDatabase();
+    await withClient(db, async (c) => {
+      await c.query('CREATE TABLE firms (id int PRIMARY KEY, name text, zip text, city text, street text)');
+      await c.query('INSERT INTO firms (id, name) VALUES (1, $1)', [a.company]);
+    });
+    const run = await runCli(['cleanse', '--db', db, '--table', 'public.firms', '--key', 'id', '--map', 'company=name,zip=zip,city=city,street=street',
+      '--mode', 'company', '--base-url', env.sandbox.url, '--rate-limit', '0', '--threads', '0', '--run-id', 'firms']);
+    expect(run.code, run.stderr).toBe(0);
+    const file = join(dir, 'firms.csv');
+    const classes = await runCli(['review', 'export', '--db', db, '--run', 'firms', '--classes', 'E', '--output', file]);
+    expect(classes.code).toBe(2);
+    expect(classes.stderr).toMatch(/--classes: run firms is a company run/);
+    const exported = await runCli(['review', 'export', '--db', db, '--run', 'firms', '--output', file]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    expect(headers).toEqual(expect.arrayContaining(['name', 'zip', 'city', 'street', 'candidate_2_company', 'candidate_2_zip', 'candidate_2_city', 'candidate_2_street', 'candidate_2_id']));
+    expect(rows).toHaveLength(1);
+    const second = { id: rows[0]?.['candidate_2_id'], company: rows[0]?.['candidate_2_company'], zip: rows[0]?.['candidate_2_zip'], city: rows[0]?.['candidate_2_city'], street: rows[0]?.['candidate_2_street'] };
+    expect(second.company).toBe(a.company);
+    const before = await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows);
+    await saveCsv(file, headers, rows, new Map([['1', '2']]), { bom: true, delimiter: ',', quoteAll: true });
+    const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'firms-review']);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(json(applied)).toMatchObject({ applied: 1, conflicts: 0, badDecisions: 0 });
+    const stored = await withClient(db, async (c) => (await c.query<{ candidates: { id: number }[] }>(`SELECT candidates FROM dq_cleanse.results WHERE run_id = 'firms-review'`)).rows[0]);
+    expect(String(stored?.candidates[0]?.id)).toBe(second.id);
+    await withClient(db, async (c) => {
+      expect((await c.query('SELECT id, name, zip, city, street FROM firms')).rows).toEqual([{ id: 1, name: second.company, zip: second.zip, city: second.city, street: second.street }]);
+    });
+    expect((await runCli(['rollback', '--db', db, '--run', 'firms-review'])).code).toBe(0);
+    expect(await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows)).toEqual(before);
   });
 
   it('export: exit 2 for an unknown run or a run of another table; exit 0 and a header-only file when nothing awaits review', async () => {
