@@ -365,5 +365,18 @@ describe('dq-pg review export / apply', () => {
     expect(none.code).toBe(0);
     expect(none.stderr).toMatch(/nothing awaits review in run c-small/);
     expect((await readFile(out, 'utf8')).split('\r\n').filter(Boolean)).toHaveLength(1);
+    // Applying that file does nothing, and says so.
+    const apply = await runCli(['review', 'apply', '--db', db, '--input', out]);
+    expect(apply.code).toBe(0);
+    expect(apply.stderr).toMatch(/nothing to apply/);
+    // A file that is not a review export is refused, naming what is wrong.
+    await writeFile(out, 'a,b\r\n1,2\r\n');
+    const foreign = await runCli(['review', 'apply', '--db', db, '--input', out]);
+    expect(foreign.code).toBe(2);
+    expect(foreign.stderr).toMatch(/review-file: .* has no run_id column/);
+    await writeFile(out, Buffer.from([0x72, 0x75, 0x6e, 0x5f, 0x69, 0x64, 0x0d, 0x0a, 0x4b, 0xf6, 0x6c, 0x6e, 0x0d, 0x0a]));
+    const latin1 = await runCli(['review', 'apply', '--db', db, '--input', out]);
+    expect(latin1.code).toBe(2);
+    expect(latin1.stderr).toMatch(/is not UTF-8 text; save it from the spreadsheet as "CSV UTF-8"/);
   });
 });

@@ -41,11 +41,11 @@ export interface BadDecision {
 
 /** What {@link reviewApply} did. */
 export interface ReviewApplySummary {
-  /** The review run (roll it back with `dq-pg rollback --run`). */
-  runId: string;
+  /** The review run (roll it back with `dq-pg rollback --run`); null for a file without rows (nothing done). */
+  runId: string | null;
   /** The cleanse run whose review rows were decided. */
-  reviewOf: string;
-  table: string;
+  reviewOf: string | null;
+  table: string | null;
   /** Rows given the values of the candidate picked. */
   applied: number;
   /** Rows whose values were confirmed as they are (`keep`). */
@@ -100,11 +100,19 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
   const db = dbTarget(options.db, logger.redactor);
   const batchSize = options.batchSize ?? 500;
   const file = await readReviewFile(options.input);
+  if (file.runId === null) {
+    // An export with nothing to review: nothing to decide, which is not an error for a scheduler.
+    return {
+      runId: null, reviewOf: null, table: null, applied: 0, kept: 0, invalid: 0, conflicts: 0, conflictKeys: [], badDecisions: 0, bad: [], skipped: 0,
+      alreadyApplied: 0, state: 'done', exitCode: ExitCode.OK,
+    };
+  }
   const client = await connect(db);
   let claim: pg.Client | undefined;
   let runId: string | undefined;
   try {
-    const { run, target } = await loadReviewedRun(client, file.runId, `${options.input}: ${REVIEW_COLUMNS.run}`, { write: true });
+    const reviewOf = file.runId;
+    const { run, target } = await loadReviewedRun(client, reviewOf, `${options.input}: ${REVIEW_COLUMNS.run}`, { write: true });
     const missing = [target.key.column, ...target.columns.map((c) => c.column), REVIEW_COLUMNS.decision].filter((h) => !file.headers.includes(h));
     if (missing.length > 0) {
       throw new CleanseError('review-file', `${options.input}: no column ${missing.join(', ')}; the file must keep the columns dq-pg review export wrote`);
@@ -303,7 +311,8 @@ async function planReviewPage(client: pg.Client, target: TargetTable, run: Revie
 interface ReviewFile {
   headers: string[];
   records: Record<string, string>[];
-  runId: string;
+  /** Null when the file has no rows (an export with nothing to review). */
+  runId: string | null;
 }
 
 /**
@@ -341,8 +350,9 @@ async function readReviewFile(path: string): Promise<ReviewFile> {
     throw new CleanseError('review-file', `${path} has no ${REVIEW_COLUMNS.run} column; apply a file written by dq-pg review export`);
   }
   const ids = new Set(records.map((r) => restore(r[REVIEW_COLUMNS.run] ?? '')).filter((id) => id !== ''));
+  if (ids.size === 0 && records.every((r) => Object.values(r).every((cell) => cell.trim() === ''))) return { headers, records, runId: null };
   if (ids.size !== 1) {
-    throw new CleanseError('review-file', `${path}: ${ids.size === 0 ? 'no row names' : `rows name ${ids.size} different`} runs in ${REVIEW_COLUMNS.run}; apply the rows of one export, unchanged in that column`);
+    throw new CleanseError('review-file', `${path}: ${ids.size === 0 ? 'no row names a run' : `rows name ${ids.size} different runs`} in column ${REVIEW_COLUMNS.run}; apply the rows of one export, unchanged in that column`);
   }
   return { headers, records, runId: [...ids][0] as string };
 }

@@ -38,6 +38,7 @@ export async function reviewCommand(
     if (summary.badDecisions > summary.bad.length) err(`bad-decision: … and ${summary.badDecisions - summary.bad.length} more`);
     for (const k of summary.conflictKeys) err(`conflict: key ${k} changed in ${summary.table} since the export; not written (export again to decide it)`);
     if (summary.conflicts > summary.conflictKeys.length) err(`conflict: … and ${summary.conflicts - summary.conflictKeys.length} more`);
+    if (summary.runId === null) err(`nothing to apply: ${cmd.input} has no rows`);
     if (summary.state === 'stopped') err(`interrupted: rerun dq-pg review apply --input ${cmd.input} --run-id ${summary.runId} to finish`);
     out({ type: 'summary', ...summary });
     return summary.exitCode;
