@@ -159,6 +159,14 @@ describe('dq-pg review export / apply', () => {
     const again = await runCli(['review', 'export', '--db', db, '--run', 'c1', '--output', join(dir, 'again.csv')]);
     expect(json(again)['rows']).toBe(review.length - 3);
 
+    // The same file applied again as another review run: the rows rv1 decided are not decided twice.
+    const twice = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv1-again']);
+    expect(twice.code).toBe(4);
+    expect(json(twice)).toMatchObject({ applied: 0, kept: 0, invalid: 0, conflicts: 1, badDecisions: 5 });
+    expect(twice.stderr).toContain(`line ${line(pick!.key)} (key ${pick!.key}): review run rv1 decided this row already`);
+    expect(await rowTexts(db)).toEqual(nowTexts);
+    expect((await runCli(['rollback', '--db', db, '--run', 'rv1-again'])).code).toBe(0);
+
     const undo = await runCli(['rollback', '--db', db, '--run', 'rv1']);
     expect(undo.code).toBe(0);
     expect(JSON.parse(undo.stdout)).toMatchObject({ restored: 3, conflicts: 0 });

@@ -117,10 +117,15 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     if (missing.length > 0) {
       throw new CleanseError('review-file', `${options.input}: no column ${missing.join(', ')}; the file must keep the columns dq-pg review export wrote`);
     }
-    const reviewRows = await loadReviewRows(client, run.runId);
-    const { decided, bad, skipped } = readDecisions(file.records, run, target, reviewRows);
-
     runId = options.runId ?? newRunId();
+    const reviewRows = await loadReviewRows(client, run.runId);
+    const decidedBefore = new Map((await client.query<{ row_key: string; run_id: string }>(
+      `SELECT d.row_key, d.run_id FROM ${STATE_SCHEMA}.results d JOIN ${STATE_SCHEMA}.runs rr ON rr.run_id = d.run_id
+        WHERE rr.kind = 'review' AND rr.review_of = $1 AND rr.state <> 'rolled-back' AND d.outcome <> 'conflict' AND d.run_id <> $2`,
+      [run.runId, runId],
+    )).rows.map((r) => [r.row_key, r.run_id]));
+    const { decided, bad, skipped } = readDecisions(file.records, run, target, reviewRows, decidedBefore);
+
     await holdRun(client, runId);
     const opened = await openRun(client, target, {
       mode: run.mode, country: undefined, accept: [], where: undefined, include: undefined, statusColumns: run.statusColumns, reviewOf: run.runId,
@@ -213,6 +218,8 @@ async function loadReviewRows(client: pg.Client, runId: string): Promise<Map<str
 /** The file's rows with a decision, the bad decision cells, and how many rows had none. */
 function readDecisions(
   records: readonly Record<string, string>[], run: ReviewedRun, target: TargetTable, reviewRows: ReadonlyMap<string, ReviewRow>,
+  /** Rows another review run (not rolled back) decided already: key → that run. */
+  decidedBefore: ReadonlyMap<string, string>,
 ): { decided: DecidedRow[]; bad: BadDecision[]; skipped: number } {
   const decided: DecidedRow[] = [];
   const bad: BadDecision[] = [];
@@ -229,6 +236,8 @@ function readDecisions(
     const review = reviewRows.get(key);
     const fail = (message: string): void => void bad.push({ line, key, message });
     if (!review) return fail(`no row with ${target.key.column} ${JSON.stringify(key)} awaits review in run ${run.runId}; decide only rows of the exported file`);
+    const other = decidedBefore.get(key);
+    if (other !== undefined) return fail(`review run ${other} decided this row already; roll that run back to decide it again, or leave the cell empty`);
     const earlier = firstLine.get(key);
     if (earlier !== undefined) return fail(`the row was decided already on line ${earlier}; decide each row once`);
     const count = review.candidates.length;
