@@ -208,6 +208,38 @@ describe('dq-pg review export / apply', () => {
     if (c1.street) expect((await row(db, chooser.key))['street']).toBe(c1.street);
   });
 
+  it('with status columns, a kept row another transaction changes while the apply waits for it is a conflict, not silently left undecided', async () => {
+    const db = await cleaned('c-race', 120);
+    const [raced] = await reviewRows(db, 'c-race') as [ReviewRow];
+    const file = join(dir, 'race.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'c-race', '--output', file])).code).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    await saveCsv(file, headers, rows, new Map([[raced.key, 'keep']]), { bom: true, delimiter: ',', quoteAll: true });
+    const other = new pg.Client({ connectionString: db });
+    await other.connect();
+    let applied: CliResult;
+    try {
+      await other.query('BEGIN');
+      await other.query(`UPDATE customers SET city = 'Raced' WHERE id = $1`, [raced.key]);
+      const { done } = spawnCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-race']);
+      for (let i = 0; ; i += 1) {
+        const { rows: waiting } = await other.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'dq-pg' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`);
+        if (waiting.length > 0) break;
+        if (i > 1000) throw new Error('the apply never waited for the row');
+        await other.query('SELECT pg_stat_clear_snapshot()');
+        await sleep(20);
+      }
+      await other.query('COMMIT');
+      applied = await done;
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined);
+      await other.end();
+    }
+    expect(applied.code).toBe(4);
+    expect(json(applied)).toMatchObject({ kept: 0, conflicts: 1, conflictKeys: [raced.key] });
+    expect(await row(db, raced.key)).toMatchObject({ city: 'Raced', dq_status: 'review' });
+  });
+
   it('resumes after kill -9 during apply without writing any row twice', async () => {
     const db = await cleaned('c-kill', 300, false);
     const review = await reviewRows(db, 'c-kill');
