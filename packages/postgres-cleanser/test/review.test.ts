@@ -281,6 +281,14 @@ describe('dq-pg review export / apply', () => {
       await other.end();
     }
     expect(killed.signal).toBe('SIGKILL');
+    // The statement the killed process had sent still runs to its end once the lock is gone (its
+    // server session only notices the dead client afterwards): count once that session is gone.
+    for (let i = 0; ; i += 1) {
+      const left = await withClient(db, async (c) => (await c.query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%'`)).rowCount);
+      if (left === 0) break;
+      if (i > 500) throw new Error('the killed apply\'s database sessions did not end');
+      await sleep(20);
+    }
     const atKill = await withClient(db, async (c) => (await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'rv-kill'`)).rows[0]?.n ?? 0);
     expect(atKill).toBeGreaterThan(0);
     expect(atKill).toBeLessThan(review.length);
