@@ -14,7 +14,7 @@ export const USAGE = `Usage:
   dq-pg status --db <url> [--run <id>] [--json]
   dq-pg init --db <url>
   dq-pg review export --db <url> --run <id> [--classes D,E] [--table <name>] --output <file.csv>
-  dq-pg review apply --db <url> --input <file.csv> [--run-id <id>]
+  dq-pg review apply --db <url> --input <file.csv> [--run-id <id>] [--batch-size <rows>]
 
 Cleans text columns of a PostgreSQL table in place with the data-quality platform. Rows are read
 in key order, a page at a time; corrected values are written only where the row still holds what
