@@ -12,9 +12,11 @@ export const RANGE_TAKEN = 'DQ001';
  * Version of the bookkeeping layout this dq-pg writes, kept in `schema_version`. A run only reads
  * it; DDL runs only when it is missing or older (so a role that does not own the schema, with the
  * grants the README lists, can run every command). 1: the layout before versioning; 2: the audit
- * covers every row a run updated (status columns included), not only rows with corrections.
+ * covers every row a run updated (status columns included), not only rows with corrections; 3: runs
+ * have a `kind` (`cleanse`, or `review` for a `dq-pg review apply`) and `review_of` (the run whose
+ * review rows a review run decided).
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /**
  * Bookkeeping tables, created when missing. Keys are stored as text (the key column's text form)
@@ -88,7 +90,9 @@ CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.results (
   rolled_back_at timestamptz,
   PRIMARY KEY (run_id, row_key)
 );
-CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.schema_version (version integer NOT NULL);`;
+CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.schema_version (version integer NOT NULL);
+ALTER TABLE ${STATE_SCHEMA}.runs ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'cleanse';
+ALTER TABLE ${STATE_SCHEMA}.runs ADD COLUMN IF NOT EXISTS review_of text;`;
 
 /** Objects replaced (not only created) when the version changes: only the schema's owner may. */
 const OBJECTS = `

@@ -13,6 +13,8 @@ export const USAGE = `Usage:
   dq-pg rollback --db <url> --run <id>
   dq-pg status --db <url> [--run <id>] [--json]
   dq-pg init --db <url>
+  dq-pg review export --db <url> --run <id> [--classes D,E] [--table <name>] --output <file.csv>
+  dq-pg review apply --db <url> --input <file.csv> [--run-id <id>] [--batch-size <rows>]
 
 Cleans text columns of a PostgreSQL table in place with the data-quality platform. Rows are read
 in key order, a page at a time; corrected values are written only where the row still holds what
@@ -52,6 +54,15 @@ ${ENGINE_FLAGS_USAGE}
 
 rollback options:  --db <url>  --run <id>
 status options:    --db <url>  [--run <id>]  [--json]
+review export:     one CSV row per row of cleanse run --run awaiting a decision (status review,
+                   of --classes, default D,E; company runs: every review row), with its current
+                   values, class, request id, each candidate as candidate_<n>_<field> columns and
+                   an empty decision column; for spreadsheets (UTF-8 with BOM, CRLF, formula-like
+                   cells get a leading '). Nothing to review: a header-only file, exit 0
+review apply:      applies the decision column: a candidate number, keep or invalid (empty:
+                   skipped), as review run --run-id (default a new id; rerun it to resume), guarded,
+                   audited, undone by rollback. Exit 4 when a decision cell was bad or a row had
+                   changed since the export (each named on stderr), 0 when every decision applied
 init:              creates (or upgrades) the bookkeeping schema dq_cleanse; run it once as the
                    role that is to own it, then grant the ETL role what the README lists
 
@@ -67,7 +78,9 @@ export type CliCommand =
   | { command: 'cleanse'; options: Omit<CleanseOptions, 'baseUrl' | 'apiKey'> & { baseUrl?: string; apiKey?: string } }
   | { command: 'rollback'; db: string | undefined; runId: string }
   | { command: 'status'; db: string | undefined; runId?: string; json: boolean }
-  | { command: 'init'; db: string | undefined };
+  | { command: 'init'; db: string | undefined }
+  | { command: 'review-export'; db: string | undefined; runId: string; output: string; classes?: ResultClass[]; table?: string }
+  | { command: 'review-apply'; db: string | undefined; input: string; runId?: string; batchSize?: number };
 
 const MODES: readonly Mode[] = ['address', 'company', 'tr', 'vat'];
 const CLASSES: readonly ResultClass[] = ['A', 'B', 'C', 'D', 'E', 'F'];
@@ -91,6 +104,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         'run-id': { type: 'string' }, run: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' },
         'max-failed': { type: 'string' }, ...ENGINE_FLAG_OPTIONS, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
         'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        classes: { type: 'string' }, output: { type: 'string' }, input: { type: 'string' },
       },
     });
   } catch (err) {
@@ -101,6 +115,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   if (v.help || positionals[0] === 'help') return { command: 'help' };
   const envOf = (name: string) => (env[name] === '' ? undefined : env[name]);
   const db = v.db ?? envOf('DQ_DATABASE_URL');
+  if (positionals[0] === 'review') return parseReview(positionals.slice(1), v, db);
   const [command, ...rest] = positionals;
   if (rest.length > 0) throw usageError('command', `unexpected "${rest.join(' ')}" after "${command}"`);
   if (command === 'init') return { command, db };
@@ -111,7 +126,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     return { command, db, runId };
   }
   if (command !== 'cleanse') {
-    throw usageError('command', `expected cleanse, rollback, status or init, got ${command === undefined ? 'nothing' : `"${command}"`}`);
+    throw usageError('command', `expected cleanse, rollback, status, review or init, got ${command === undefined ? 'nothing' : `"${command}"`}`);
   }
   if (!v.table) throw usageError('--table', 'required: the table to clean');
   const mode = oneOf('--mode', v.mode ?? 'address', MODES);
@@ -151,6 +166,31 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   if (realtimeUrl !== undefined) options.realtimeUrl = realtimeUrl;
   if (apiKey !== undefined) options.apiKey = apiKey;
   return { command: 'cleanse', options };
+}
+
+/** `review export …` / `review apply …`. */
+function parseReview(rest: readonly string[], v: Record<string, string | boolean | undefined>, db: string | undefined): CliCommand {
+  const [sub, ...extra] = rest;
+  if (extra.length > 0) throw usageError('command', `unexpected "${extra.join(' ')}" after "review ${sub}"`);
+  const text = (name: string): string | undefined => (typeof v[name] === 'string' ? (v[name] as string) : undefined);
+  if (sub === 'export') {
+    const runId = text('run');
+    if (!runId) throw usageError('--run', 'required: the cleanse run whose review rows to export (dq-pg status lists them)');
+    const output = text('output');
+    if (!output) throw usageError('--output', 'required: the CSV file to write, e.g. review.csv');
+    const classes = list(text('classes'))?.map((c) => oneOf('--classes', c.toUpperCase(), CLASSES));
+    if (classes?.length === 0) throw usageError('--classes', 'names no class; e.g. D,E');
+    const table = text('table');
+    return { command: 'review-export', db, runId, output, ...(classes ? { classes } : {}), ...(table ? { table } : {}) };
+  }
+  if (sub === 'apply') {
+    const input = text('input');
+    if (!input) throw usageError('--input', 'required: the review file with its decision column filled in');
+    const runId = text('run-id');
+    const batch = text('batch-size');
+    return { command: 'review-apply', db, input, ...(runId ? { runId: runIdOf(runId) } : {}), ...(batch ? { batchSize: number('--batch-size', batch, 1, 100_000, true) } : {}) };
+  }
+  throw usageError('command', `expected "review export" or "review apply", got ${sub === undefined ? '"review" alone' : `"review ${sub}"`}`);
 }
 
 /** `street=strasse,postalCode=plz` → { street: 'strasse', postalCode: 'plz' }. */

@@ -29,6 +29,10 @@ export const cleanseErrorExitCodes = {
   'run-mismatch': ExitCode.USAGE,
   /** rollback of a run id that does not exist */
   'run-not-found': ExitCode.USAGE,
+  /** another process is applying the same review run (`dq-pg review apply`): retry once it ended */
+  'run-busy': ExitCode.TEMPFAIL,
+  /** the review file cannot be read: not UTF-8, not CSV, or not a file of `dq-pg review export` */
+  'review-file': ExitCode.USAGE,
 } as const satisfies Record<string, ExitCode>;
 
 /** Code of a {@link CleanseError}. */

@@ -18,3 +18,7 @@ export { main } from './main.js';
 export type { CliIo } from './main.js';
 export { parseCli, parseMap, USAGE } from './cli-args.js';
 export type { CliCommand } from './cli-args.js';
+export { reviewExport } from './review/export.js';
+export type { ReviewExportOptions, ReviewExportSummary } from './review/export.js';
+export { reviewApply } from './review/apply.js';
+export type { ReviewApplyOptions, ReviewApplySummary, BadDecision } from './review/apply.js';

@@ -6,6 +6,7 @@ import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { usageError } from './errors.js';
 import { rollback } from './rollback.js';
+import { reviewCommand } from './review/command.js';
 import { status } from './status.js';
 import type { RunStatus } from './status.js';
 
@@ -55,6 +56,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       out(summary);
       return summary.exitCode;
     }
+    if (cmd.command === 'review-export' || cmd.command === 'review-apply') return await reviewCommand(cmd, logger, io, out);
     const o = cmd.options;
     dbTarget(o.db, logger.redactor);
     if (!o.baseUrl) throw usageError('--base-url', 'required: the platform URL (or set DQ_BASE_URL); dq-sandbox serves one locally');
@@ -97,9 +99,9 @@ function report(err: unknown, logger: Logger, io: CliIo): number {
 
 function statusTable(runs: readonly RunStatus[]): string {
   if (runs.length === 0) return 'no dq-pg runs in this database\n';
-  const head = ['run', 'table', 'state', 'rows', 'written', 'unchanged', 'conflicts', 'review', 'invalid', 'unavail', 'calls', 'ranges', 'restored'];
+  const head = ['run', 'kind', 'table', 'state', 'rows', 'written', 'unchanged', 'conflicts', 'review', 'invalid', 'unavail', 'calls', 'ranges', 'restored'];
   const body = runs.map((r) => [
-    r.runId, r.table, r.lastError ? `${r.state} (${r.lastError.code})` : r.state, r.rows, r.written, r.unchanged, r.conflicts,
+    r.runId, r.kind, r.table, r.lastError ? `${r.state} (${r.lastError.code})` : r.state, r.rows, r.written, r.unchanged, r.conflicts,
     r.review, r.invalid + r.invalidInput, r.unavailable, r.apiCalls, `${r.rangesDone}/${r.ranges}`, r.restored,
   ].map(String));
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]?.length ?? 0)));

@@ -86,7 +86,8 @@ export function pageWriteParamTypes(target: TargetTable): string[] {
  * whatever the table's size (see the EXPLAIN test).
  *
  * Parameters: see {@link pageWriteParams}. Returns one row: `written` (count) and `conflicts`
- * (keys of rows to write that had changed since they were read).
+ * (keys of rows to update — with status columns every row of the page — that had changed since
+ * they were read).
  */
 export function pageWriteSql(target: TargetTable): string {
   const { key, qualified, columns } = target;
@@ -121,6 +122,10 @@ export function pageWriteSql(target: TargetTable): string {
   // value is the text of what the UPDATE stored (RETURNING shows the new row).
   const before = `ARRAY[${[...columns.map((_, i) => `v.o${i}`), ...target.status.map((_, i) => `v.s${i}`)].join(', ')}]::text[]`;
   const after = `ARRAY[${[...columns.map((_, i) => `COALESCE(v.n${i}, v.o${i})`), ...target.status.map((_, i) => `u.s${i}`)].join(', ')}]::text[]`;
+  // A conflict is a row that was to be updated and was not: it no longer held the values read.
+  // With status columns that is every row of the page, corrected or not.
+  const conflictCount = withStatus ? '(SELECT count(*) FROM v) - (SELECT count(*) FROM upd)' : '(SELECT count(*) FROM v WHERE v.w) - (SELECT count(*) FROM wr)';
+  const conflictRows = withStatus ? 'NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = v.k)' : 'v.w AND NOT EXISTS (SELECT 1 FROM wr WHERE wr.k = v.k)';
   const returned = ['t.' + key.quoted + ' AS k', 'v.w AS w', ...target.status.map((s, i) => `t.${s.quoted}::text AS s${i}`)].join(', ');
   return `WITH v AS (SELECT * FROM unnest(${arrays.join(', ')}) AS v(${names.join(', ')})),
 upd AS (
@@ -131,7 +136,7 @@ wr AS (SELECT k FROM upd WHERE w),
 prog AS (
   UPDATE ${STATE_SCHEMA}.progress SET last_key = $16, done = $17, worker = $3, rows_read = rows_read + $18,
          written = written + (SELECT count(*) FROM wr),
-         conflicts = conflicts + (SELECT count(*) FROM v WHERE v.w) - (SELECT count(*) FROM wr),
+         conflicts = conflicts + ${conflictCount},
          unchanged = unchanged + $19, accepted = accepted + $20, review = review + $21, invalid = invalid + $22,
          invalid_input = invalid_input + $23, unavailable = unavailable + $24, api_calls = api_calls + $25, updated_at = now()
    WHERE run_id = $1 AND range_no = $14 AND last_key IS NOT DISTINCT FROM $15 AND NOT done
@@ -139,13 +144,13 @@ prog AS (
 res AS (
   INSERT INTO ${STATE_SCHEMA}.results (run_id, row_key, status, result_class, outcome, request_id, candidates, detail, error, checked_at, worker, before, after)
   SELECT $1, v.k::text, v.status, v.class,
-         CASE WHEN u.w THEN 'written' WHEN v.w THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
+         CASE WHEN u.w THEN 'written' WHEN ${withStatus ? 'v.w OR u.k IS NULL' : 'v.w'} THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
          v.rid, v.cand, v.detail, v.err, $2, $3,
          CASE WHEN u.k IS NOT NULL THEN ${before} END, CASE WHEN u.k IS NOT NULL THEN ${after} END
     FROM v LEFT JOIN upd u ON u.k = v.k)
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM prog) THEN ${STATE_SCHEMA}.range_taken($1, $14) END AS taken,
        (SELECT count(*) FROM wr)::int AS written,
-       ARRAY(SELECT v.k::text FROM v WHERE v.w AND NOT EXISTS (SELECT 1 FROM wr WHERE wr.k = v.k)) AS conflicts`;
+       ARRAY(SELECT v.k::text FROM v WHERE ${conflictRows}) AS conflicts`;
 }
 
 const NEEDS_ESCAPE = /["\\]/;

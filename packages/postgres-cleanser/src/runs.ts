@@ -15,6 +15,8 @@ export interface RunSettings {
   include: readonly string[] | undefined;
   /** `--status-columns`: result → column; these columns are written and audited too. */
   statusColumns?: Readonly<Record<string, string>> | undefined;
+  /** For a review run (`dq-pg review apply`): the run whose review rows it decides. */
+  reviewOf?: string | undefined;
 }
 
 /** A run as stored in `dq_cleanse.runs`. */
@@ -45,6 +47,7 @@ function describe(target: TargetTable, settings: RunSettings): Record<string, un
     include: settings.include ? [...settings.include].sort() : null,
     // Only when given, so that runs made without status columns keep the settings hash they had.
     ...(settings.statusColumns ? { statusColumns: settings.statusColumns } : {}),
+    ...(settings.reviewOf ? { kind: 'review', reviewOf: settings.reviewOf } : {}),
   };
 }
 
@@ -65,9 +68,10 @@ export async function openRun(
   const options = describe(target, settings);
   const hash = createHash('sha256').update(JSON.stringify(options)).digest('hex');
   const inserted = await client.query(
-    `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, columns, options, options_hash, range_rows, state)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'running') ON CONFLICT (run_id) DO NOTHING`,
-    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), [...target.columns, ...target.status].map((c) => c.column), JSON.stringify(options), hash, rangeRows],
+    `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, columns, options, options_hash, range_rows, state, kind, review_of)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'running', $10, $11) ON CONFLICT (run_id) DO NOTHING`,
+    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), [...target.columns, ...target.status].map((c) => c.column), JSON.stringify(options), hash, rangeRows,
+      settings.reviewOf ? 'review' : 'cleanse', settings.reviewOf ?? null],
   );
   const { rows } = await client.query<{ options: Record<string, unknown>; options_hash: string; state: RunRecord['state']; range_rows: number }>(
     `SELECT options, options_hash, state, range_rows FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,

@@ -9,6 +9,8 @@ import { runHeldSql } from './runs.js';
 /** One run as `dq-pg status` shows it; counts are over all processes of the run. */
 export interface RunStatus {
   runId: string;
+  /** `cleanse`, or `review` for a `dq-pg review apply` (which `rollback` undoes like a cleanse). */
+  kind: string;
   table: string;
   /**
    * `running` (a live process works on it), `interrupted` (recorded as running, but no process
@@ -60,6 +62,7 @@ export async function status(options: { db: string; runId?: string; logger?: Log
 async function readStatus(client: pg.Client, runId: string | undefined): Promise<RunStatus[]> {
   const { rows } = await client.query<Record<string, unknown>>(
     `SELECT r.run_id, r.table_name, r.state, r.created_at, r.updated_at, r.last_error, r.key_column, r.options, ${runHeldSql('r')} AS held,
+            COALESCE(to_jsonb(r) ->> 'kind', 'cleanse') AS kind,
             count(p.range_no)::int AS ranges, (count(p.range_no) FILTER (WHERE p.done))::int AS ranges_done,
             COALESCE(sum(p.rows_read), 0)::float8 AS rows, COALESCE(sum(p.written), 0)::float8 AS written,
             COALESCE(sum(p.unchanged), 0)::float8 AS unchanged, COALESCE(sum(p.conflicts), 0)::float8 AS conflicts,
@@ -76,11 +79,13 @@ async function readStatus(client: pg.Client, runId: string | undefined): Promise
   return rows.map((r) => {
     const stored = r['state'] as string;
     const state = stored === 'running' && r['held'] !== true ? 'interrupted' : stored;
+    const kind = r['kind'] as string;
     const resume = state === 'interrupted' || state === 'stopped'
-      ? resumeCommand(r['run_id'] as string, r['table_name'] as string, r['key_column'] as string, r['options'] as Record<string, unknown>)
+      ? kind === 'review' ? `dq-pg review apply --input <the review file> --run-id ${shellWord(r['run_id'] as string)}` : resumeCommand(r['run_id'] as string, r['table_name'] as string, r['key_column'] as string, r['options'] as Record<string, unknown>)
       : undefined;
     return {
     runId: r['run_id'] as string,
+    kind,
     table: r['table_name'] as string,
     state,
     ...(resume ? { resume } : {}),

@@ -70,6 +70,47 @@ describe('guarded page writes', () => {
     }
   });
 
+  it('with --status-columns, a row without corrections that another transaction changed while its page was in flight is a conflict too', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 120);
+    await withClient(db, (c) => c.query('ALTER TABLE customers ADD COLUMN dq_status text'));
+    const wouldChange = new Set<string>();
+    await cleanse(options(db, { dryRun: true, onChange: (c) => wouldChange.add(c.key) }));
+    // Rows the run would only give a status: no corrections.
+    const edited = Array.from({ length: 120 }, (_, i) => String(i + 1)).filter((k) => !wouldChange.has(k)).slice(0, 6);
+    expect(edited).toHaveLength(6);
+    const other = new pg.Client({ connectionString: db });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`UPDATE customers SET house_number = 'edited-' || id WHERE id = ANY ($1::bigint[])`, [edited]);
+      const run = cleanse(options(db, { runId: 'guarded-status', batchSize: 500, statusColumns: { status: 'dq_status' } }));
+      await waitFor(async () => {
+        await other.query('SELECT pg_stat_clear_snapshot()');
+        const { rows } = await other.query(
+          `SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`,
+        );
+        return rows.length > 0;
+      });
+      await other.query('COMMIT');
+      const summary = await run;
+      expect(summary.conflicts).toBe(edited.length);
+      expect([...summary.conflictKeys].sort()).toEqual([...edited].sort());
+      const { rows } = await other.query<{ id: string; house_number: string; dq_status: string | null }>(
+        `SELECT id::text, house_number, dq_status FROM customers WHERE id = ANY ($1::bigint[])`, [edited],
+      );
+      for (const r of rows) expect(r).toEqual({ id: r.id, house_number: `edited-${r.id}`, dq_status: null });
+      const outcomes = await other.query<{ outcome: string; n: number }>(
+        `SELECT outcome, count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'guarded-status' AND row_key = ANY ($1) GROUP BY outcome`, [edited],
+      );
+      expect(outcomes.rows).toEqual([{ outcome: 'conflict', n: edited.length }]);
+      const status = await other.query<{ n: number }>(`SELECT sum(conflicts)::int AS n FROM dq_cleanse.progress WHERE run_id = 'guarded-status'`);
+      expect(status.rows[0]?.n).toBe(edited.length);
+    } finally {
+      await other.end();
+    }
+  });
+
   it('clobbers none of the values another connection keeps writing during a whole run', async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 600);

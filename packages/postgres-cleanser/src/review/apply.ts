@@ -1,0 +1,367 @@
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { parseString } from '@fast-csv/parse';
+import { createLogger, ExitCode } from '@dq/core';
+import type { Logger, RecordResult } from '@dq/core';
+import type pg from 'pg';
+import { STATE_SCHEMA } from '../bookkeeping.js';
+import { connect, dbTarget } from '../db.js';
+import { CleanseError, connectionLost, usageError } from '../errors.js';
+import { PageStore } from '../page-store.js';
+import type { PageCounts, PageWrite } from '../page-store.js';
+import type { TargetTable } from '../preflight.js';
+import { decideRow } from '../row-values.js';
+import { finishRun, holdRun, newRunId, openRun, stopRun } from '../runs.js';
+import { restore } from './cells.js';
+import { REVIEW_COLUMNS } from './export.js';
+import { loadReviewedRun } from './stored-run.js';
+import type { ReviewedRun } from './stored-run.js';
+
+/** Options of {@link reviewApply} (`dq-pg review apply`). */
+export interface ReviewApplyOptions {
+  db: string;
+  /** A review file of `dq-pg review export`, decided (also re-saved by a spreadsheet). */
+  input: string;
+  /** The review run to create or resume; default a new id. */
+  runId?: string;
+  /** Rows per page (one guarded statement each); default 500. */
+  batchSize?: number;
+  logger?: Logger;
+  /** Stops after the page in flight is written (exit 75; rerun with the same run id). */
+  signal?: AbortSignal;
+}
+
+/** A decision cell that was not applied: where it is and why. */
+export interface BadDecision {
+  /** Line of the file (the header is line 1; the spreadsheet's row number). */
+  line: number;
+  key: string;
+  message: string;
+}
+
+/** What {@link reviewApply} did. */
+export interface ReviewApplySummary {
+  /** The review run (roll it back with `dq-pg rollback --run`); null for a file without rows (nothing done). */
+  runId: string | null;
+  /** The cleanse run whose review rows were decided. */
+  reviewOf: string | null;
+  table: string | null;
+  /** Rows given the values of the candidate picked. */
+  applied: number;
+  /** Rows whose values were confirmed as they are (`keep`). */
+  kept: number;
+  /** Rows marked invalid. */
+  invalid: number;
+  /** Rows changed since the export: not written. */
+  conflicts: number;
+  conflictKeys: string[];
+  /** Decision cells that are not a decision for their row (each named in `bad`). */
+  badDecisions: number;
+  bad: BadDecision[];
+  /** Rows with an empty decision cell. */
+  skipped: number;
+  /** Decided rows this review run had already applied before (a rerun, a resumed run). */
+  alreadyApplied: number;
+  state: 'done' | 'stopped';
+  exitCode: number;
+}
+
+type Decision = { kind: 'candidate'; n: number } | { kind: 'keep' } | { kind: 'invalid' };
+
+/** One decided row of the file. */
+interface DecidedRow {
+  line: number;
+  key: string;
+  decision: Decision;
+  /** The mapped columns' values as exported (neutralisation undone), in mapping order. */
+  values: string[];
+  review: ReviewRow;
+}
+
+interface ReviewRow {
+  resultClass: string | null;
+  requestId: string | null;
+  candidates: Record<string, unknown>[];
+}
+
+const MAX_LISTED = 100;
+
+/**
+ * Applies the decisions of a review file as a run of its own (kind `review`): each decided row
+ * gets the candidate picked, is confirmed (`keep`) or marked `invalid`, through the cleanse's
+ * guarded page statement — written only where the row still holds every value the file shows
+ * (else a conflict, never overwritten), audited before/after, checkpointed per page and undone by
+ * `dq-pg rollback`. Status columns of the cleanse run are set too. Rows this review run already
+ * has a result for are not applied again, so a rerun with the same run id resumes. A decision cell
+ * that is no decision for its row is reported with its line and key and skipped, never guessed.
+ */
+export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewApplySummary> {
+  const logger = options.logger ?? createLogger({ level: 'warn' });
+  const db = dbTarget(options.db, logger.redactor);
+  const batchSize = options.batchSize ?? 500;
+  const file = await readReviewFile(options.input);
+  if (file.runId === null) {
+    // An export with nothing to review: nothing to decide, which is not an error for a scheduler.
+    return {
+      runId: null, reviewOf: null, table: null, applied: 0, kept: 0, invalid: 0, conflicts: 0, conflictKeys: [], badDecisions: 0, bad: [], skipped: 0,
+      alreadyApplied: 0, state: 'done', exitCode: ExitCode.OK,
+    };
+  }
+  const client = await connect(db);
+  let claim: pg.Client | undefined;
+  let runId: string | undefined;
+  try {
+    const reviewOf = file.runId;
+    const { run, target } = await loadReviewedRun(client, reviewOf, `${options.input}: ${REVIEW_COLUMNS.run}`, { write: true });
+    const missing = [target.key.column, ...target.columns.map((c) => c.column), REVIEW_COLUMNS.decision].filter((h) => !file.headers.includes(h));
+    if (missing.length > 0) {
+      throw new CleanseError('review-file', `${options.input}: no column ${missing.join(', ')}; the file must keep the columns dq-pg review export wrote`);
+    }
+    runId = options.runId ?? newRunId();
+    const reviewRows = await loadReviewRows(client, run.runId);
+    const decidedBefore = new Map((await client.query<{ row_key: string; run_id: string }>(
+      `SELECT d.row_key, d.run_id FROM ${STATE_SCHEMA}.results d JOIN ${STATE_SCHEMA}.runs rr ON rr.run_id = d.run_id
+        WHERE rr.kind = 'review' AND rr.review_of = $1 AND rr.state <> 'rolled-back' AND d.outcome <> 'conflict' AND d.run_id <> $2`,
+      [run.runId, runId],
+    )).rows.map((r) => [r.row_key, r.run_id]));
+    const { decided, bad, skipped } = readDecisions(file.records, run, target, reviewRows, decidedBefore);
+
+    await holdRun(client, runId);
+    const opened = await openRun(client, target, {
+      mode: run.mode, country: undefined, accept: [], where: undefined, include: undefined, statusColumns: run.statusColumns, reviewOf: run.runId,
+    }, runId, batchSize);
+    if (opened.state === 'rolled-back') throw usageError('--run-id', `review run ${runId} was rolled back; apply the file with a new --run-id`);
+    await client.query(
+      `WITH r AS (INSERT INTO ${STATE_SCHEMA}.ranges (run_id, range_no) VALUES ($1, 1) ON CONFLICT DO NOTHING)
+       INSERT INTO ${STATE_SCHEMA}.progress (run_id, range_no) VALUES ($1, 1) ON CONFLICT DO NOTHING`,
+      [runId],
+    );
+    await client.query(`UPDATE ${STATE_SCHEMA}.runs SET exhausted = true WHERE run_id = $1`, [runId]);
+    claim = await connect(db, 'dq-pg claim');
+    await claimRun(claim, runId);
+
+    const done = new Set((await client.query<{ row_key: string }>(`SELECT row_key FROM ${STATE_SCHEMA}.results WHERE run_id = $1`, [runId])).rows.map((r) => r.row_key));
+    const todo = decided.filter((d) => !done.has(d.key));
+    const summary: ReviewApplySummary = {
+      runId, reviewOf: run.runId, table: target.qualified, applied: 0, kept: 0, invalid: 0, conflicts: 0, conflictKeys: [],
+      badDecisions: bad.length, bad: bad.slice(0, MAX_LISTED), skipped, alreadyApplied: decided.length - todo.length, state: 'done', exitCode: ExitCode.OK,
+    };
+    if (todo.length > 0) {
+      await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'running', updated_at = now() WHERE run_id = $1`, [runId]);
+      await client.query(`UPDATE ${STATE_SCHEMA}.progress SET done = false WHERE run_id = $1 AND range_no = 1`, [runId]);
+    }
+    // Pages in key order (the key type's order: the page statement bounds each page by its first and last key).
+    const sorted = todo.length === 0 ? [] : (await client.query<{ k: string }>(
+      `SELECT k FROM unnest($1::text[]) AS k ORDER BY k::${target.key.type}`, [todo.map((d) => d.key)],
+    )).rows.map((r) => r.k);
+    const byKey = new Map(todo.map((d) => [d.key, d]));
+    const store = new PageStore(client, target, undefined);
+    const worker = `${hostname()}:${process.pid}`;
+    let prevKey = (await client.query<{ last_key: string | null }>(`SELECT last_key FROM ${STATE_SCHEMA}.progress WHERE run_id = $1 AND range_no = 1`, [runId])).rows[0]?.last_key ?? null;
+    for (let start = 0; start < sorted.length; start += batchSize) {
+      if (options.signal?.aborted) {
+        const error = { code: 'interrupted', message: `interrupted; rerun dq-pg review apply with --run-id ${runId} to finish` };
+        await stopRun(client, runId, error);
+        return { ...summary, state: 'stopped', exitCode: ExitCode.TEMPFAIL };
+      }
+      const rows = sorted.slice(start, start + batchSize).map((k) => byKey.get(k) as DecidedRow);
+      const last = start + batchSize >= sorted.length;
+      const { page, counts } = await planReviewPage(client, target, run, rows);
+      const lastKey = rows.at(-1)?.key ?? prevKey;
+      const res = await store.commit(runId, worker, page, { rangeNo: 1, prevKey, lastKey, done: last, counts });
+      if (res.taken) throw new CleanseError('run-busy', `review run ${runId}: another process applied part of it meanwhile; rerun with --run-id ${runId} once it ended`);
+      const conflicts = new Set(res.conflicts);
+      for (const d of rows) {
+        if (conflicts.has(d.key)) {
+          summary.conflicts += 1;
+          if (summary.conflictKeys.length < MAX_LISTED) summary.conflictKeys.push(d.key);
+        } else if (d.decision.kind === 'candidate') summary.applied += 1;
+        else if (d.decision.kind === 'keep') summary.kept += 1;
+        else summary.invalid += 1;
+      }
+      prevKey = lastKey;
+    }
+    await finishRun(client, runId);
+    // Done, but rows need a person: a bad decision cell or a row changed since the export (exit 4).
+    summary.exitCode = summary.badDecisions > 0 || summary.conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK;
+    return summary;
+  } catch (e) {
+    throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `every page committed is kept: rerun with --run-id ${runId} to finish`);
+  } finally {
+    await claim?.end().catch(() => undefined);
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Holds run `runId`'s range row for this session (another apply of it, or a rollback, waits for it to end). */
+async function claimRun(claim: pg.Client, runId: string): Promise<void> {
+  await claim.query('BEGIN');
+  try {
+    await claim.query(`SELECT 1 FROM ${STATE_SCHEMA}.ranges WHERE run_id = $1 AND range_no = 1 FOR UPDATE NOWAIT`, [runId]);
+  } catch (e) {
+    if ((e as { code?: string }).code !== '55P03') throw e;
+    throw new CleanseError('run-busy', `review run ${runId}: another dq-pg review apply is working on it; retry once it ended`, { cause: e });
+  }
+}
+
+/** The review rows of cleanse run `runId` by key. */
+async function loadReviewRows(client: pg.Client, runId: string): Promise<Map<string, ReviewRow>> {
+  const { rows } = await client.query<{ row_key: string; result_class: string | null; request_id: string | null; candidates: unknown }>(
+    `SELECT row_key, result_class, request_id, candidates FROM ${STATE_SCHEMA}.results WHERE run_id = $1 AND status = 'review'`,
+    [runId],
+  );
+  return new Map(rows.map((r) => [r.row_key, {
+    resultClass: r.result_class, requestId: r.request_id, candidates: Array.isArray(r.candidates) ? (r.candidates as Record<string, unknown>[]) : [],
+  }]));
+}
+
+/** The file's rows with a decision, the bad decision cells, and how many rows had none. */
+function readDecisions(
+  records: readonly Record<string, string>[], run: ReviewedRun, target: TargetTable, reviewRows: ReadonlyMap<string, ReviewRow>,
+  /** Rows another review run (not rolled back) decided already: key → that run. */
+  decidedBefore: ReadonlyMap<string, string>,
+): { decided: DecidedRow[]; bad: BadDecision[]; skipped: number } {
+  const decided: DecidedRow[] = [];
+  const bad: BadDecision[] = [];
+  const firstLine = new Map<string, number>();
+  let skipped = 0;
+  records.forEach((record, i) => {
+    const line = i + 2;
+    const cell = restore(record[REVIEW_COLUMNS.decision] ?? '').trim();
+    if (cell === '') {
+      skipped += 1;
+      return;
+    }
+    const key = restore(record[target.key.column] ?? '');
+    const review = reviewRows.get(key);
+    const fail = (message: string): void => void bad.push({ line, key, message });
+    if (!review) return fail(`no row with ${target.key.column} ${JSON.stringify(key)} awaits review in run ${run.runId}; decide only rows of the exported file`);
+    const other = decidedBefore.get(key);
+    if (other !== undefined) return fail(`review run ${other} decided this row already; roll that run back to decide it again, or leave the cell empty`);
+    const earlier = firstLine.get(key);
+    if (earlier !== undefined) return fail(`the row was decided already on line ${earlier}; decide each row once`);
+    const count = review.candidates.length;
+    const choices = `${count > 0 ? `a candidate number (${count === 1 ? '1' : `1–${count}`}), ` : ''}keep or invalid`;
+    const word = cell.toLowerCase();
+    let decision: Decision;
+    if (word === 'keep' || word === 'invalid') decision = { kind: word };
+    else if (/^[0-9]+$/.test(word)) {
+      const n = Number(word);
+      if (n < 1 || n > count) return fail(`"${cell}" is not a candidate of this row: it has ${count === 0 ? 'none' : count}; write ${choices}`);
+      decision = { kind: 'candidate', n };
+    } else return fail(`"${cell}" is not a decision; write ${choices}`);
+    firstLine.set(key, line);
+    decided.push({ line, key, decision, values: target.columns.map((c) => restore(record[c.column] ?? '')), review });
+  });
+  return { decided, bad, skipped };
+}
+
+/**
+ * The page statement's input for decided rows (in key order): a row is written where its values
+ * change (a candidate picked) and, with status columns, every row gets its status; the guard
+ * holds each row to the values the file shows. A row whose table values no longer are what the
+ * file shows (or that is gone) is sent as a write guarded by the file's values, which fails: the
+ * statement records it as a conflict and writes nothing to it.
+ */
+async function planReviewPage(client: pg.Client, target: TargetTable, run: ReviewedRun, rows: readonly DecidedRow[]): Promise<{ page: PageWrite; counts: PageCounts }> {
+  const t = 'dq_t';
+  const { rows: current } = await client.query<unknown[]>({
+    text: `SELECT ${t}.${target.key.quoted}::text, ${[...target.columns.map((c) => `${t}.${c.quoted}`), ...target.status.map((s) => `${t}.${s.quoted}::text`)].join(', ')}
+             FROM ${target.qualified} AS ${t} WHERE ${t}.${target.key.quoted} = ANY ($1::${target.key.type}[])`,
+    values: [rows.map((r) => r.key)],
+    rowMode: 'array',
+  });
+  const m = target.columns.length;
+  const now = new Map(current.map((r) => [r[0] as string, { values: r.slice(1, 1 + m) as (string | null)[], status: r.slice(1 + m) as (string | null)[] }]));
+  const page: PageWrite = {
+    keys: [], write: [], status: [], resultClass: [], requestId: [], candidates: [], detail: [], error: [],
+    before: target.columns.map(() => []), after: target.columns.map(() => []), statusBefore: target.status.map(() => []),
+  };
+  const counts: PageCounts = { rowsRead: rows.length, unchanged: 0, accepted: 0, review: 0, invalid: 0, invalidInput: 0, unavailable: 0, apiCalls: 0 };
+  for (const d of rows) {
+    const held = now.get(d.key);
+    // A CSV cell cannot tell NULL from '': either matches an empty cell, and the guard then gets the value the table holds.
+    const same = held !== undefined && d.values.every((v, i) => v === (held.values[i] ?? ''));
+    const before: (string | null)[] = same ? held.values : d.values;
+    let after: (string | null)[] = before;
+    let chosen: Record<string, unknown> | null = null;
+    if (d.decision.kind === 'candidate') {
+      chosen = d.review.candidates[d.decision.n - 1] ?? null;
+      const result = (run.mode === 'address' ? { status: 'accepted', address: chosen } : { status: 'accepted', company: chosen }) as RecordResult;
+      after = decideRow(run.mode, { key: d.key, values: before }, target.columns, result).after;
+    }
+    const changes = after.some((v, i) => v !== before[i]);
+    const write = !same || changes;
+    const status = d.decision.kind === 'invalid' ? 'invalid' : 'accepted';
+    if (status === 'invalid') counts.invalid += 1;
+    else {
+      counts.accepted += 1;
+      if (!write) counts.unchanged += 1;
+    }
+    page.keys.push(d.key);
+    page.write.push(write);
+    page.status.push(status);
+    page.resultClass.push(d.review.resultClass);
+    page.requestId.push(d.review.requestId);
+    page.candidates.push(chosen ? JSON.stringify([chosen]) : null);
+    const decision = d.decision.kind === 'candidate' ? `candidate ${d.decision.n}` : d.decision.kind;
+    page.detail.push(JSON.stringify({ decision, reviewOf: run.runId, line: d.line }));
+    page.error.push(null);
+    target.columns.forEach((_, i) => {
+      (page.before[i] as (string | null)[]).push(before[i] ?? null);
+      (page.after[i] as (string | null)[]).push(same && after[i] !== before[i] ? (after[i] ?? null) : null);
+    });
+    target.status.forEach((_, i) => (page.statusBefore?.[i] as (string | null)[]).push(held?.status[i] ?? null));
+  }
+  return { page, counts };
+}
+
+/** A review file read: its header, its records, and the cleanse run it belongs to. */
+interface ReviewFile {
+  headers: string[];
+  records: Record<string, string>[];
+  /** Null when the file has no rows (an export with nothing to review). */
+  runId: string | null;
+}
+
+/**
+ * Reads a review file as written by `review export` or re-saved by a spreadsheet: UTF-8 with or
+ * without a byte order mark, CRLF or LF, quoted or not, `,` (or, as some spreadsheets save it,
+ * `;` or tab) between cells.
+ */
+async function readReviewFile(path: string): Promise<ReviewFile> {
+  if (!path) throw usageError('--input', 'required: the decided review file, e.g. review.csv');
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (e) {
+    throw usageError('--input', `cannot read ${path} (${(e as { code?: string }).code ?? (e as Error).message})`);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    throw new CleanseError('review-file', `${path} is not UTF-8 text; save it from the spreadsheet as "CSV UTF-8"`);
+  }
+  const firstLine = text.slice(0, text.search(/\r?\n|$/));
+  const count = (d: string): number => firstLine.split(d).length - 1;
+  const delimiter = [',', ';', '\t'].reduce((best, d) => (count(d) > count(best) ? d : best), ',');
+  const headers: string[] = [];
+  const records: Record<string, string>[] = [];
+  await new Promise<void>((resolve, reject) => {
+    parseString(text, { headers: true, delimiter, ignoreEmpty: true })
+      .on('headers', (h: string[]) => headers.push(...h))
+      .on('data', (r: Record<string, string>) => void records.push(r))
+      .on('error', (e: Error) => reject(new CleanseError('review-file', `${path} is not a CSV file dq-pg can read (after line ${records.length + 1}: ${e.message})`)))
+      .on('end', () => resolve());
+  });
+  if (!headers.includes(REVIEW_COLUMNS.run)) {
+    throw new CleanseError('review-file', `${path} has no ${REVIEW_COLUMNS.run} column; apply a file written by dq-pg review export`);
+  }
+  const ids = new Set(records.map((r) => restore(r[REVIEW_COLUMNS.run] ?? '')).filter((id) => id !== ''));
+  if (ids.size === 0 && records.every((r) => Object.values(r).every((cell) => cell.trim() === ''))) return { headers, records, runId: null };
+  if (ids.size !== 1) {
+    throw new CleanseError('review-file', `${path}: ${ids.size === 0 ? 'no row names a run' : `rows name ${ids.size} different runs`} in column ${REVIEW_COLUMNS.run}; apply the rows of one export, unchanged in that column`);
+  }
+  return { headers, records, runId: [...ids][0] as string };
+}

@@ -1,0 +1,49 @@
+
+import type { Logger } from '@dq/core';
+import type { CliCommand } from '../cli-args.js';
+import type { CliIo } from '../main.js';
+import { reviewApply } from './apply.js';
+import { reviewExport } from './export.js';
+
+/**
+ * `dq-pg review export` and `dq-pg review apply`: the summary as one JSON line on stdout; each bad
+ * decision cell and each row changed since the export as a line on stderr naming it.
+ */
+export async function reviewCommand(
+  cmd: Extract<CliCommand, { command: 'review-export' | 'review-apply' }>, logger: Logger, io: CliIo, out: (value: unknown) => void,
+): Promise<number> {
+  const err = (text: string): void => io.err(logger.redactor.redact(`dq-pg: ${text}\n`));
+  if (cmd.command === 'review-export') {
+    const summary = await reviewExport({
+      db: cmd.db ?? '', runId: cmd.runId, output: cmd.output, logger, ...(cmd.classes ? { classes: cmd.classes } : {}), ...(cmd.table ? { table: cmd.table } : {}),
+    });
+    if (summary.missing > 0) err(`warning: ${summary.missing} review row(s) of run ${summary.runId} are no longer in ${summary.table} and were not exported`);
+    if (summary.rows === 0) err(`nothing awaits review in run ${summary.runId}: ${summary.output} has the header only`);
+    out({ type: 'summary', ...summary });
+    return summary.exitCode;
+  }
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    err(`${signal}: stopping after the page in flight is written`);
+    controller.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const summary = await reviewApply({
+      db: cmd.db ?? '', input: cmd.input, logger, signal: controller.signal,
+      ...(cmd.runId ? { runId: cmd.runId } : {}), ...(cmd.batchSize ? { batchSize: cmd.batchSize } : {}),
+    });
+    for (const b of summary.bad) err(`bad-decision: ${cmd.input} line ${b.line} (key ${b.key}): ${b.message}`);
+    if (summary.badDecisions > summary.bad.length) err(`bad-decision: … and ${summary.badDecisions - summary.bad.length} more`);
+    for (const k of summary.conflictKeys) err(`conflict: key ${k} changed in ${summary.table} since the export; not written (export again to decide it)`);
+    if (summary.conflicts > summary.conflictKeys.length) err(`conflict: … and ${summary.conflicts - summary.conflictKeys.length} more`);
+    if (summary.runId === null) err(`nothing to apply: ${cmd.input} has no rows`);
+    if (summary.state === 'stopped') err(`interrupted: rerun dq-pg review apply --input ${cmd.input} --run-id ${summary.runId} to finish`);
+    out({ type: 'summary', ...summary });
+    return summary.exitCode;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}

@@ -1,0 +1,132 @@
+import { createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import { format } from '@fast-csv/format';
+import { createLogger } from '@dq/core';
+import type { Logger, ResultClass } from '@dq/core';
+import { STATE_SCHEMA } from '../bookkeeping.js';
+import { connect, dbTarget } from '../db.js';
+import { CleanseError, connectionLost, usageError } from '../errors.js';
+import { candidateFields, candidateText, neutralise, snake } from './cells.js';
+import { DECIDED_KEYS_SQL, loadReviewedRun } from './stored-run.js';
+
+/** Options of {@link reviewExport} (`dq-pg review export`). */
+export interface ReviewExportOptions {
+  db: string;
+  /** The cleanse run whose review rows are exported. */
+  runId: string;
+  /** Result classes to export (address runs); default D and E. */
+  classes?: readonly ResultClass[];
+  /** When given, the run must be of this table. */
+  table?: string;
+  /** The CSV file to write (replaced atomically). */
+  output: string;
+  logger?: Logger;
+}
+
+/** What {@link reviewExport} wrote. */
+export interface ReviewExportSummary {
+  runId: string;
+  table: string;
+  output: string;
+  /** Rows written, one per row awaiting a decision. */
+  rows: number;
+  /** Candidate sets per row in the file (the widest row's count). */
+  candidates: number;
+  /** Review rows of the run whose table row no longer exists: not exported. */
+  missing: number;
+  exitCode: number;
+}
+
+/** Fixed columns of the review file besides the key and the mapped columns. */
+export const REVIEW_COLUMNS = { run: 'run_id', class: 'class', requestId: 'request_id', decision: 'decision' } as const;
+
+/** `candidate_<n>_<field>`. */
+export const candidateColumn = (n: number, field: string): string => `candidate_${n}_${snake(field)}`;
+
+/**
+ * Writes one CSV row per row of cleanse run `runId` that awaits a decision: status `review`, of
+ * the given classes, not yet decided by a review run. Each row has the run id, the key, the mapped
+ * columns as the table holds them now, the class, the request id, every stored candidate as a
+ * numbered set of fields, and an empty `decision` column. The file is for spreadsheets: UTF-8 with
+ * a byte order mark, CRLF, every cell quoted, and cells that would start a formula neutralised
+ * (see cells.ts; `review apply` undoes exactly that). With nothing to review it writes the header
+ * only and returns `rows: 0` (exit 0).
+ */
+export async function reviewExport(options: ReviewExportOptions): Promise<ReviewExportSummary> {
+  const logger = options.logger ?? createLogger({ level: 'warn' });
+  const db = dbTarget(options.db, logger.redactor);
+  if (!options.output) throw usageError('--output', 'required: the CSV file to write, e.g. review.csv');
+  const client = await connect(db);
+  try {
+    const { run, target } = await loadReviewedRun(client, options.runId, '--run', { ...(options.table ? { table: options.table } : {}), write: false });
+    const byClass = run.mode === 'address';
+    if (!byClass && options.classes) throw usageError('--classes', `run ${run.runId} is a ${run.mode} run; its review rows have no result class (leave --classes out)`);
+    const classes = options.classes ?? ['D', 'E'];
+    const fixed = Object.values(REVIEW_COLUMNS) as string[];
+    for (const name of [target.key.column, ...target.columns.map((c) => c.column)]) {
+      if (fixed.includes(name) || name.startsWith('candidate_')) {
+        throw new CleanseError('usage', `column "${name}" of ${target.qualified} has the name of a column of the review file; review export cannot tell them apart`);
+      }
+    }
+    const t = 'dq_t';
+    const k = `${t}.${target.key.quoted}`;
+    const select = `FROM ${STATE_SCHEMA}.results r JOIN ${target.qualified} AS ${t} ON ${k} = r.row_key::${target.key.type}
+      WHERE r.run_id = $1 AND r.status = 'review' AND ($2::text[] IS NULL OR r.result_class = ANY ($2))
+        AND r.row_key NOT IN (${DECIDED_KEYS_SQL})`;
+    const params = [run.runId, byClass ? classes : null];
+    const { rows } = await client.query<unknown[]>({
+      text: `SELECT r.row_key, r.result_class, r.request_id, r.candidates, ${target.columns.map((c) => `${t}.${c.quoted}`).join(', ')} ${select} ORDER BY ${k}`,
+      values: params,
+      rowMode: 'array',
+    });
+    const missing = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${STATE_SCHEMA}.results r WHERE r.run_id = $1 AND r.status = 'review' AND ($2::text[] IS NULL OR r.result_class = ANY ($2))
+          AND NOT EXISTS (SELECT 1 FROM ${target.qualified} AS ${t} WHERE ${k} = r.row_key::${target.key.type})`,
+      params,
+    );
+    const widest = rows.reduce<number>((m, r) => Math.max(m, Array.isArray(r[3]) ? r[3].length : 0), 0);
+    const fields = candidateFields(run.mode);
+    const header = [
+      REVIEW_COLUMNS.run, target.key.column, ...target.columns.map((c) => c.column), REVIEW_COLUMNS.class, REVIEW_COLUMNS.requestId,
+      ...Array.from({ length: widest }, (_, i) => fields.map((f) => candidateColumn(i + 1, f))).flat(), REVIEW_COLUMNS.decision,
+    ];
+    await writeCsv(options.output, header, rows.map((r) => {
+      const candidates = (Array.isArray(r[3]) ? r[3] : []) as Record<string, unknown>[];
+      const cells = [run.runId, r[0] as string, ...target.columns.map((_, i) => r[4 + i] as string | null), r[1] as string | null, r[2] as string | null];
+      for (let n = 0; n < widest; n += 1) {
+        const c = candidates[n];
+        for (const f of fields) cells.push(c ? candidateText(c, f) : null);
+      }
+      cells.push(null);
+      return cells.map(neutralise);
+    }));
+    return { runId: run.runId, table: target.qualified, output: options.output, rows: rows.length, candidates: widest, missing: missing.rows[0]?.n ?? 0, exitCode: 0 };
+  } catch (e) {
+    throw connectionLost(e, db.where);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Writes the file under a temporary name and renames it into place: a reader never sees half a file. */
+async function writeCsv(path: string, header: string[], rows: string[][]): Promise<void> {
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  try {
+    const out = createWriteStream(temp);
+    const csv = format({ headers: header, writeBOM: true, rowDelimiter: '\r\n', quoteColumns: true, quoteHeaders: true, includeEndRowDelimiter: true, alwaysWriteHeaders: true });
+    csv.pipe(out);
+    for (const row of rows) csv.write(row);
+    csv.end();
+    await finished(out);
+    await rename(temp, path);
+  } catch (e) {
+    await rm(temp, { force: true });
+    const code = (e as { code?: string }).code;
+    if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR' || code === 'ENOTDIR') {
+      throw usageError('--output', `cannot write ${path} (${code}): check that its folder exists and is writable`);
+    }
+    throw e;
+  }
+}

@@ -1,0 +1,430 @@
+import { readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { writeToString } from '@fast-csv/format';
+import { parseString } from '@fast-csv/parse';
+import pg from 'pg';
+import { createCompanyService } from '@dq/sandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanseArgs, createCustomers, createEtlRole, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import type { CliResult, TestEnv } from './support.js';
+
+// The review loop end to end: a real PostgreSQL, the sandbox over HTTP, the CLI from dist/ as a
+// child process. The sandbox's labelled dirty inputs give class D and E answers, which the default
+// policy leaves for review.
+let env: TestEnv;
+let dir: string;
+beforeAll(async () => {
+  env = await startEnv();
+  dir = await mkdtemp(join(tmpdir(), 'dq-review-'));
+});
+afterAll(async () => {
+  await env?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Candidate { street?: string; houseNumber?: string; postalCode?: string; locality?: string; country?: string }
+interface ReviewRow { key: string; cls: string; candidates: Candidate[] }
+
+/** Each row's full text form (every column, exactly as stored), by id. */
+async function rowTexts(db: string): Promise<Map<string, string>> {
+  return withClient(db, async (c) => {
+    const { rows } = await c.query<{ id: string; t: string }>('SELECT id::text AS id, c::text AS t FROM customers c ORDER BY id');
+    return new Map(rows.map((r) => [r.id, r.t]));
+  });
+}
+
+async function row(db: string, id: string): Promise<Record<string, string | null>> {
+  return withClient(db, async (c) => (await c.query<Record<string, string | null>>('SELECT * FROM customers WHERE id = $1', [id])).rows[0] ?? {});
+}
+
+async function reviewRows(db: string, runId: string): Promise<ReviewRow[]> {
+  return withClient(db, async (c) =>
+    (await c.query<{ key: string; cls: string; candidates: Candidate[] }>(
+      `SELECT row_key AS key, result_class AS cls, candidates FROM dq_cleanse.results WHERE run_id = $1 AND status = 'review' ORDER BY row_key::bigint`, [runId],
+    )).rows,
+  );
+}
+
+/** A file's header and rows (cells as strings), read the way a spreadsheet would. */
+async function readCsv(path: string): Promise<{ headers: string[]; rows: Record<string, string>[] }> {
+  const text = await readFile(path, 'utf8');
+  const headers: string[] = [];
+  const rows: Record<string, string>[] = [];
+  await new Promise<void>((resolve, reject) => {
+    parseString(text, { headers: true }).on('headers', (h: string[]) => headers.push(...h)).on('data', (r: Record<string, string>) => rows.push(r))
+      .on('error', reject).on('end', () => resolve());
+  });
+  return { headers, rows };
+}
+
+/** The rows written back with `decisions` (key → cell), as a spreadsheet would save them. */
+async function saveCsv(path: string, headers: string[], rows: Record<string, string>[], decisions: Map<string, string>, how: { bom: boolean; delimiter: string; quoteAll: boolean }): Promise<void> {
+  const body = await writeToString(rows.map((r) => headers.map((h) => (h === 'decision' ? decisions.get(r['id'] ?? '') ?? '' : r[h] ?? ''))), {
+    headers, rowDelimiter: '\r\n', delimiter: how.delimiter, quoteColumns: how.quoteAll, quoteHeaders: how.quoteAll, includeEndRowDelimiter: true,
+  });
+  await writeFile(path, `${how.bom ? '\uFEFF' : ''}${body}`);
+}
+
+function json(r: CliResult): Record<string, unknown> {
+  return summaryOf(r);
+}
+
+/** A table with status columns, cleaned by run `runId` (as the role of `db`). */
+async function cleaned(runId: string, rows = 200, statusColumns = true, db?: string, owner?: string): Promise<string> {
+  const ownerDb = owner ?? db ?? (await env.pg.createDatabase());
+  if (!owner) {
+    await createCustomers(ownerDb, rows);
+    if (statusColumns) await withClient(ownerDb, (c) => c.query('ALTER TABLE customers ADD COLUMN dq_status text, ADD COLUMN dq_class text'));
+  }
+  const run = await runCli(cleanseArgs(db ?? ownerDb, env.sandbox, ['--run-id', runId, '--batch-size', '50', ...(statusColumns ? ['--status-columns', 'status=dq_status,class=dq_class'] : [])]));
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  return ownerDb;
+}
+
+const full = (c: Candidate | undefined): c is Required<Pick<Candidate, 'street' | 'houseNumber' | 'postalCode' | 'locality'>> & Candidate =>
+  !!c && !!c.street && !!c.houseNumber && !!c.postalCode && !!c.locality;
+
+describe('dq-pg review export / apply', () => {
+  it('exports D and E rows, applies a candidate, keep and invalid, reports a bad decision and a conflict, and rollback restores the table exactly', async () => {
+    const db = await cleaned('c1');
+    const review = await reviewRows(db, 'c1');
+    expect(new Set(review.map((r) => r.cls))).toEqual(new Set(['D', 'E']));
+
+    const file = join(dir, 'review.csv');
+    const exported = await runCli(['review', 'export', '--db', db, '--run', 'c1', '--output', file]);
+    expect(exported.stderr).toBe('');
+    expect(exported.code).toBe(0);
+    expect(json(exported)).toMatchObject({ rows: review.length, runId: 'c1' });
+    const bytes = await readFile(file);
+    expect([...bytes.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+    expect(bytes.toString('utf8').split('\r\n').length).toBe(review.length + 2);
+    const { headers, rows } = await readCsv(file);
+    const widest = Math.max(...review.map((r) => r.candidates.length));
+    expect(widest).toBeGreaterThan(1);
+    expect(headers.slice(0, 11)).toEqual(['run_id', 'id', 'street', 'house_number', 'postal_code', 'city', 'address_line', 'locality_line', 'country', 'class', 'request_id']);
+    expect(headers).toContain(`candidate_${widest}_postal_code`);
+    expect(headers.at(-1)).toBe('decision');
+    expect(rows.map((r) => r['id'])).toEqual(review.map((r) => r.key));
+
+    // A row whose second candidate is complete (else a first one), a keep, an invalid, two bad
+    // cells and a row changed in the table after the export.
+    const pick = review.find((r) => full(r.candidates[1])) ?? review.find((r) => full(r.candidates[0]));
+    expect(pick).toBeDefined();
+    const n = full(pick?.candidates[1]) ? 2 : 1;
+    const others = review.filter((r) => r !== pick);
+    const [keep, invalid, typo, tooHigh, changed] = others as [ReviewRow, ReviewRow, ReviewRow, ReviewRow, ReviewRow];
+    const decisions = new Map([[pick!.key, String(n)], [keep.key, 'keep'], [invalid.key, 'Invalid'], [typo.key, 'kep'], [tooHigh.key, String(tooHigh.candidates.length + 1)], [changed.key, '1']]);
+    await saveCsv(file, headers, rows, decisions, { bom: true, delimiter: ',', quoteAll: true });
+    await withClient(db, (c) => c.query(`UPDATE customers SET city = 'Changed after export' WHERE id = $1`, [changed.key]));
+
+    const beforeApply = await rowTexts(db);
+    const before = await row(db, pick!.key);
+    const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv1']);
+    // Some rows need a person: exit 4, each named on stderr.
+    expect(applied.code).toBe(4);
+    expect(json(applied)).toMatchObject({
+      runId: 'rv1', reviewOf: 'c1', applied: 1, kept: 1, invalid: 1, conflicts: 1, conflictKeys: [changed.key], badDecisions: 2, skipped: review.length - 6, state: 'done',
+    });
+    const line = (key: string) => rows.findIndex((r) => r['id'] === key) + 2;
+    expect(applied.stderr).toContain(`line ${line(typo.key)} (key ${typo.key}): "kep" is not a decision`);
+    expect(applied.stderr).toContain(`line ${line(tooHigh.key)} (key ${tooHigh.key}): "${tooHigh.candidates.length + 1}" is not a candidate of this row: it has ${tooHigh.candidates.length}`);
+    expect(applied.stderr).toContain(`conflict: key ${changed.key} changed`);
+    expect(applied.stderr).not.toMatch(/\n\s+at /);
+
+    // The candidate's exact fields in the mapped columns; status columns say decided.
+    const chosen = pick!.candidates[n - 1] as Candidate;
+    const after = await row(db, pick!.key);
+    expect(after).toMatchObject({ street: chosen.street, house_number: chosen.houseNumber, postal_code: chosen.postalCode, city: chosen.locality, dq_status: 'accepted', dq_class: pick!.cls });
+    expect(await row(db, keep.key)).toMatchObject({ dq_status: 'accepted', dq_class: keep.cls });
+    expect(await row(db, invalid.key)).toMatchObject({ dq_status: 'invalid' });
+    const nowTexts = await rowTexts(db);
+    for (const [id, text] of beforeApply) if (![pick!.key, keep.key, invalid.key].includes(id)) expect(nowTexts.get(id)).toBe(text);
+    expect(nowTexts.get(keep.key)?.replace(',accepted,', ',review,')).toBe(beforeApply.get(keep.key));
+
+    // Audit: before → after of every row the apply wrote.
+    const audit = await withClient(db, async (c) => (await c.query<{ row_key: string; before: Record<string, string | null>; after: Record<string, string | null> }>(
+      `SELECT row_key, before, after FROM dq_cleanse.audit WHERE run_id = 'rv1' ORDER BY row_key`)).rows);
+    expect(audit.map((a) => a.row_key).sort()).toEqual([pick!.key, keep.key, invalid.key].sort());
+    const a = audit.find((x) => x.row_key === pick!.key)!;
+    expect(a.before).toMatchObject({ street: before['street'], house_number: before['house_number'], city: before['city'], dq_status: 'review' });
+    expect(a.after).toMatchObject({ street: chosen.street, house_number: chosen.houseNumber, postal_code: chosen.postalCode, city: chosen.locality, dq_status: 'accepted' });
+
+    const status = await runCli(['status', '--db', db, '--run', 'rv1', '--json']);
+    expect(JSON.parse(status.stdout)).toMatchObject({ runId: 'rv1', kind: 'review', state: 'done' });
+
+    // Decided rows are no longer exported; the conflict and the bad cells are.
+    const again = await runCli(['review', 'export', '--db', db, '--run', 'c1', '--output', join(dir, 'again.csv')]);
+    expect(json(again)['rows']).toBe(review.length - 3);
+
+    // The same file applied again as another review run: the rows rv1 decided are not decided twice.
+    const twice = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv1-again']);
+    expect(twice.code).toBe(4);
+    expect(json(twice)).toMatchObject({ applied: 0, kept: 0, invalid: 0, conflicts: 1, badDecisions: 5 });
+    expect(twice.stderr).toContain(`line ${line(pick!.key)} (key ${pick!.key}): review run rv1 decided this row already`);
+    expect(await rowTexts(db)).toEqual(nowTexts);
+    expect((await runCli(['rollback', '--db', db, '--run', 'rv1-again'])).code).toBe(0);
+
+    const undo = await runCli(['rollback', '--db', db, '--run', 'rv1']);
+    expect(undo.code).toBe(0);
+    expect(JSON.parse(undo.stdout)).toMatchObject({ restored: 3, conflicts: 0 });
+    expect(await rowTexts(db)).toEqual(beforeApply);
+    const third = await runCli(['review', 'export', '--db', db, '--run', 'c1', '--output', join(dir, 'third.csv')]);
+    expect(json(third)['rows']).toBe(review.length);
+  });
+
+  it.each([
+    { how: 'BOM, ";" between cells, quoted only where needed, CRLF', bom: true, delimiter: ';', quoteAll: false },
+    { how: 'no BOM, ",", quoted only where needed, CRLF', bom: false, delimiter: ',', quoteAll: false },
+  ])('applies a file re-saved by a spreadsheet ($how), undoing the neutralisation of formula-like values exactly', async ({ bom, delimiter, quoteAll }) => {
+    const runId = `c-${delimiter === ';' ? 'semi' : 'comma'}`;
+    const db = await cleaned(runId, 120);
+    const review = await reviewRows(db, runId);
+    const [risky, quote, chooser] = review as [ReviewRow, ReviewRow, ReviewRow];
+    // Values a spreadsheet would take for formulas, and one that already starts with an apostrophe.
+    await withClient(db, async (c) => {
+      await c.query(`UPDATE customers SET street = '=HYPERLINK("http://x")', house_number = '-12', city = E'\\tTab' WHERE id = $1`, [risky.key]);
+      await c.query(`UPDATE customers SET street = '''s-Hertogenbosch', address_line = '@home' WHERE id = $1`, [quote.key]);
+    });
+    const file = join(dir, `${runId}.csv`);
+    expect((await runCli(['review', 'export', '--db', db, '--run', runId, '--output', file])).code).toBe(0);
+    const raw = await readFile(file, 'utf8');
+    expect(raw).toContain(`"'=HYPERLINK(""http://x"")"`);
+    expect(raw).toContain(`"'-12"`);
+    expect(raw).toContain(`"''s-Hertogenbosch"`);
+    const { headers, rows } = await readCsv(file);
+    const c1 = chooser.candidates[0] as Candidate;
+    await saveCsv(file, headers, rows, new Map([[risky.key, 'keep'], [quote.key, ' KEEP '], [chooser.key, '1']]), { bom, delimiter, quoteAll });
+    expect((await readFile(file, 'utf8')).includes('\r\n')).toBe(true);
+
+    const applied = await runCli(['review', 'apply', '--db', db, '--input', file]);
+    expect(applied.stderr).toBe('');
+    expect(applied.code).toBe(0);
+    expect(json(applied)).toMatchObject({ applied: 1, kept: 2, conflicts: 0, badDecisions: 0 });
+    expect(await row(db, risky.key)).toMatchObject({ street: '=HYPERLINK("http://x")', house_number: '-12', city: '\tTab', dq_status: 'accepted' });
+    expect(await row(db, quote.key)).toMatchObject({ street: "'s-Hertogenbosch", address_line: '@home', dq_status: 'accepted' });
+    if (c1.street) expect((await row(db, chooser.key))['street']).toBe(c1.street);
+  });
+
+  it('with status columns, a kept row another transaction changes while the apply waits for it is a conflict, not silently left undecided', async () => {
+    const db = await cleaned('c-race', 120);
+    const [raced] = await reviewRows(db, 'c-race') as [ReviewRow];
+    const file = join(dir, 'race.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'c-race', '--output', file])).code).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    await saveCsv(file, headers, rows, new Map([[raced.key, 'keep']]), { bom: true, delimiter: ',', quoteAll: true });
+    const other = new pg.Client({ connectionString: db });
+    await other.connect();
+    let applied: CliResult;
+    try {
+      await other.query('BEGIN');
+      await other.query(`UPDATE customers SET city = 'Raced' WHERE id = $1`, [raced.key]);
+      const { done } = spawnCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-race']);
+      for (let i = 0; ; i += 1) {
+        const { rows: waiting } = await other.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'dq-pg' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`);
+        if (waiting.length > 0) break;
+        if (i > 1000) throw new Error('the apply never waited for the row');
+        await other.query('SELECT pg_stat_clear_snapshot()');
+        await sleep(20);
+      }
+      await other.query('COMMIT');
+      applied = await done;
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined);
+      await other.end();
+    }
+    expect(applied.code).toBe(4);
+    expect(json(applied)).toMatchObject({ kept: 0, conflicts: 1, conflictKeys: [raced.key] });
+    expect(await row(db, raced.key)).toMatchObject({ city: 'Raced', dq_status: 'review' });
+  });
+
+  it('resumes after kill -9 during apply without writing any row twice', async () => {
+    const db = await cleaned('c-kill', 300, false);
+    const review = await reviewRows(db, 'c-kill');
+    expect(review.length).toBeGreaterThan(20);
+    // Counts every UPDATE of each row.
+    await withClient(db, async (c) => {
+      await c.query(`CREATE TABLE writes (id bigint, n int NOT NULL DEFAULT 0, PRIMARY KEY (id))`);
+      await c.query(`CREATE FUNCTION count_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                       INSERT INTO writes (id, n) VALUES (NEW.id, 1) ON CONFLICT (id) DO UPDATE SET n = writes.n + 1; RETURN NEW; END $$`);
+      await c.query(`CREATE TRIGGER count_write AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION count_write()`);
+    });
+    const file = join(dir, 'kill.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'c-kill', '--output', file])).code).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    // Every row decided: candidate 1 where it differs from the row, else invalid.
+    const decisions = new Map(review.map((r) => [r.key, r.candidates.length > 0 ? '1' : 'invalid']));
+    await saveCsv(file, headers, rows, decisions, { bom: true, delimiter: ',', quoteAll: true });
+
+    // Another session holds a row half-way: the apply blocks on its page, and is killed there.
+    const blocked = review[Math.floor(review.length / 2)]!.key;
+    const other = new pg.Client({ connectionString: db });
+    await other.connect();
+    let killed: CliResult;
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM customers WHERE id = $1 FOR UPDATE', [blocked]);
+      const { child, done } = spawnCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-kill', '--batch-size', '3']);
+      for (let i = 0; ; i += 1) {
+        const { rows: waiting } = await other.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'dq-pg' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`);
+        if (waiting.length > 0) break;
+        if (i > 1000) throw new Error('the apply never reached the locked row');
+        await other.query('SELECT pg_stat_clear_snapshot()');
+        await sleep(20);
+      }
+      child.kill('SIGKILL');
+      killed = await done;
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined);
+      await other.end();
+    }
+    expect(killed.signal).toBe('SIGKILL');
+    // The statement the killed process had sent still runs to its end once the lock is gone (its
+    // server session only notices the dead client afterwards): count once that session is gone.
+    for (let i = 0; ; i += 1) {
+      const left = await withClient(db, async (c) => (await c.query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%'`)).rowCount);
+      if (left === 0) break;
+      if (i > 500) throw new Error('the killed apply\'s database sessions did not end');
+      await sleep(20);
+    }
+    const atKill = await withClient(db, async (c) => (await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'rv-kill'`)).rows[0]?.n ?? 0);
+    expect(atKill).toBeGreaterThan(0);
+    expect(atKill).toBeLessThan(review.length);
+    const status = await runCli(['status', '--db', db, '--run', 'rv-kill', '--json']);
+    expect(JSON.parse(status.stdout)).toMatchObject({ kind: 'review', state: 'interrupted' });
+
+    const resumed = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-kill']);
+    expect(resumed.stderr).toBe('');
+    expect(resumed.code).toBe(0);
+    const s = json(resumed) as { applied: number; invalid: number; alreadyApplied: number };
+    expect(s.alreadyApplied).toBe(atKill);
+    expect(s.applied + s.invalid + s.alreadyApplied).toBe(review.length);
+    await withClient(db, async (c) => {
+      const twice = await c.query(`SELECT id FROM writes WHERE n > 1`);
+      expect(twice.rows).toEqual([]);
+      const results = await c.query<{ n: number; distinct: number }>(`SELECT count(*)::int AS n, count(DISTINCT row_key)::int AS distinct FROM dq_cleanse.results WHERE run_id = 'rv-kill'`);
+      expect(results.rows[0]).toEqual({ n: review.length, distinct: review.length });
+      const written = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM writes`);
+      const audited = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.audit WHERE run_id = 'rv-kill'`);
+      expect(audited.rows[0]?.n).toBe(written.rows[0]?.n);
+    });
+    // A third run with the same id has nothing left to do.
+    const third = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-kill']);
+    expect(json(third)).toMatchObject({ applied: 0, invalid: 0, alreadyApplied: review.length });
+  });
+
+  it('runs export, apply and rollback as the ETL role with the documented grants', async () => {
+    const owner = await env.pg.createDatabase();
+    await createCustomers(owner, 150);
+    const init = await runCli(['init', '--db', owner]);
+    expect(init.code).toBe(0);
+    const etl = await createEtlRole(owner);
+    await cleaned('c-etl', 150, false, etl, owner);
+    const review = await reviewRows(owner, 'c-etl');
+    const file = join(dir, 'etl.csv');
+    const exported = await runCli(['review', 'export', '--db', etl, '--run', 'c-etl', '--output', file]);
+    expect(exported.stderr).toBe('');
+    expect(exported.code).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    const withCandidate = review.filter((r) => r.candidates.length > 0).slice(0, 5);
+    await saveCsv(file, headers, rows, new Map(withCandidate.map((r) => [r.key, '1'])), { bom: true, delimiter: ',', quoteAll: true });
+    const before = await rowTexts(owner);
+    const applied = await runCli(['review', 'apply', '--db', etl, '--input', file, '--run-id', 'rv-etl']);
+    expect(applied.stderr).toBe('');
+    expect(applied.code).toBe(0);
+    expect(json(applied)).toMatchObject({ applied: withCandidate.length });
+    const undo = await runCli(['rollback', '--db', etl, '--run', 'rv-etl']);
+    expect(undo.code).toBe(0);
+    expect(await rowTexts(owner)).toEqual(before);
+  });
+
+  it('a run recorded by the layout before review runs (version 2) is exported once its owner ran dq-pg init; until then the ETL role is told to', async () => {
+    const owner = await env.pg.createDatabase();
+    await createCustomers(owner, 80);
+    await cleaned('c-old', 80, false, owner, owner);
+    // The layout as dq-pg wrote it before review runs: no kind, no review_of, version 2.
+    await withClient(owner, (c) => c.query(`ALTER TABLE dq_cleanse.runs DROP COLUMN kind, DROP COLUMN review_of; UPDATE dq_cleanse.schema_version SET version = 2`));
+    const etl = await createEtlRole(owner);
+    const status = await runCli(['status', '--db', etl, '--run', 'c-old', '--json']);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ runId: 'c-old', kind: 'cleanse', state: 'done' });
+    const out = join(dir, 'old.csv');
+    const refused = await runCli(['review', 'export', '--db', etl, '--run', 'c-old', '--output', out]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/permission-denied: .*may not upgrade schema dq_cleanse from layout version 2 to 3.*dq-pg init/);
+    const init = await runCli(['init', '--db', owner]);
+    expect(JSON.parse(init.stdout)).toMatchObject({ version: 3 });
+    const exported = await runCli(['review', 'export', '--db', etl, '--run', 'c-old', '--output', out]);
+    expect(exported.code).toBe(0);
+    expect(json(exported)['rows']).toBe((await reviewRows(owner, 'c-old')).filter((r) => r.cls === 'D' || r.cls === 'E').length);
+  });
+
+  it('company mode: an ambiguous name goes to review, and the hit picked lands in the mapped columns', async () => {
+    const byName = new Map<string, { id: number; company: string }[]>();
+    for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
+    const [a] = [...byName.values()].find((same) => same.length === 2) ?? [];
+    if (a === undefined) throw new Error('the register has no two active companies of one name');
+    const db = await env.pg.createDatabase();
+    await withClient(db, async (c) => {
+      await c.query('CREATE TABLE firms (id int PRIMARY KEY, name text, zip text, city text, street text)');
+      await c.query('INSERT INTO firms (id, name) VALUES (1, $1)', [a.company]);
+    });
+    const run = await runCli(['cleanse', '--db', db, '--table', 'public.firms', '--key', 'id', '--map', 'company=name,zip=zip,city=city,street=street',
+      '--mode', 'company', '--base-url', env.sandbox.url, '--rate-limit', '0', '--threads', '0', '--run-id', 'firms']);
+    expect(run.code, run.stderr).toBe(0);
+    const file = join(dir, 'firms.csv');
+    const classes = await runCli(['review', 'export', '--db', db, '--run', 'firms', '--classes', 'E', '--output', file]);
+    expect(classes.code).toBe(2);
+    expect(classes.stderr).toMatch(/--classes: run firms is a company run/);
+    const exported = await runCli(['review', 'export', '--db', db, '--run', 'firms', '--output', file]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    expect(headers).toEqual(expect.arrayContaining(['name', 'zip', 'city', 'street', 'candidate_2_company', 'candidate_2_zip', 'candidate_2_city', 'candidate_2_street', 'candidate_2_id']));
+    expect(rows).toHaveLength(1);
+    const second = { id: rows[0]?.['candidate_2_id'], company: rows[0]?.['candidate_2_company'], zip: rows[0]?.['candidate_2_zip'], city: rows[0]?.['candidate_2_city'], street: rows[0]?.['candidate_2_street'] };
+    expect(second.company).toBe(a.company);
+    const before = await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows);
+    await saveCsv(file, headers, rows, new Map([['1', '2']]), { bom: true, delimiter: ',', quoteAll: true });
+    const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'firms-review']);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(json(applied)).toMatchObject({ applied: 1, conflicts: 0, badDecisions: 0 });
+    const stored = await withClient(db, async (c) => (await c.query<{ candidates: { id: number }[] }>(`SELECT candidates FROM dq_cleanse.results WHERE run_id = 'firms-review'`)).rows[0]);
+    expect(String(stored?.candidates[0]?.id)).toBe(second.id);
+    await withClient(db, async (c) => {
+      expect((await c.query('SELECT id, name, zip, city, street FROM firms')).rows).toEqual([{ id: 1, name: second.company, zip: second.zip, city: second.city, street: second.street }]);
+    });
+    expect((await runCli(['rollback', '--db', db, '--run', 'firms-review'])).code).toBe(0);
+    expect(await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows)).toEqual(before);
+  });
+
+  it('export: exit 2 for an unknown run or a run of another table; exit 0 and a header-only file when nothing awaits review', async () => {
+    const db = await cleaned('c-small', 40, false);
+    await withClient(db, (c) => c.query('CREATE TABLE other (id bigint PRIMARY KEY, street text)'));
+    const out = join(dir, 'small.csv');
+    const unknown = await runCli(['review', 'export', '--db', db, '--run', 'nope', '--output', out]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/run-not-found: --run nope/);
+    const otherTable = await runCli(['review', 'export', '--db', db, '--run', 'c-small', '--table', 'other', '--output', out]);
+    expect(otherTable.code).toBe(2);
+    expect(otherTable.stderr).toMatch(/run c-small cleaned "public"."customers", not that table/);
+    const none = await runCli(['review', 'export', '--db', db, '--run', 'c-small', '--classes', 'F', '--output', out]);
+    expect(none.code).toBe(0);
+    expect(none.stderr).toMatch(/nothing awaits review in run c-small/);
+    expect((await readFile(out, 'utf8')).split('\r\n').filter(Boolean)).toHaveLength(1);
+    // Applying that file does nothing, and says so.
+    const apply = await runCli(['review', 'apply', '--db', db, '--input', out]);
+    expect(apply.code).toBe(0);
+    expect(apply.stderr).toMatch(/nothing to apply/);
+    // A file that is not a review export is refused, naming what is wrong.
+    await writeFile(out, 'a,b\r\n1,2\r\n');
+    const foreign = await runCli(['review', 'apply', '--db', db, '--input', out]);
+    expect(foreign.code).toBe(2);
+    expect(foreign.stderr).toMatch(/review-file: .* has no run_id column/);
+    await writeFile(out, Buffer.from([0x72, 0x75, 0x6e, 0x5f, 0x69, 0x64, 0x0d, 0x0a, 0x4b, 0xf6, 0x6c, 0x6e, 0x0d, 0x0a]));
+    const latin1 = await runCli(['review', 'apply', '--db', db, '--input', out]);
+    expect(latin1.code).toBe(2);
+    expect(latin1.stderr).toMatch(/is not UTF-8 text; save it from the spreadsheet as "CSV UTF-8"/);
+  });
+});
