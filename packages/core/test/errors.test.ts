@@ -39,16 +39,49 @@ const addressRows = Object.entries(PROBLEMS).filter(([code]) => !code.startsWith
   [ProblemFragment, (typeof PROBLEMS)[ProblemFragment]]
 >;
 
+/**
+ * The address API's error rows as docs/platform-contract.md section 7.1 lists them, written out here
+ * (not read from the code's table): HTTP status, and whether repeating the request can help. 4xx
+ * answers repeat identically; a 429 is waited out and a 500 Internal Error retried with backoff;
+ * Country not available is a permanent answer about the record; an expired session token is
+ * repeated only through a new session, never as is.
+ */
+const CONTRACT_ROWS: Record<string, { status: number; retriable: boolean }> = {
+  'field-error': { status: 400, retriable: false },
+  'no-auth-data': { status: 401, retriable: false },
+  'api-key-invalid': { status: 401, retriable: false },
+  'origin-invalid': { status: 401, retriable: false },
+  'missing-session-token': { status: 401, retriable: false },
+  'invalid-session-token': { status: 401, retriable: false },
+  'account-disabled': { status: 403, retriable: false },
+  'service-disabled': { status: 403, retriable: false },
+  'feature-disabled': { status: 403, retriable: false },
+  'quota-expired': { status: 403, retriable: false },
+  'quota-exhausted': { status: 403, retriable: false },
+  'expired-session-token': { status: 403, retriable: false },
+  'not-found': { status: 404, retriable: false },
+  'method-not-allowed': { status: 405, retriable: false },
+  'unsupported-media-type': { status: 415, retriable: false },
+  'too-many-requests': { status: 429, retriable: true },
+  'internal-error': { status: 500, retriable: true },
+  'country-not-available': { status: 500, retriable: false },
+};
+
 describe('address API problems (contract 7.1)', () => {
+  test('the code knows exactly the contract\'s rows', () => {
+    expect(addressRows.map(([code]) => code).sort()).toEqual(Object.keys(CONTRACT_ROWS).sort());
+  });
+
   test.each(addressRows)('a %s answer becomes a PlatformError with that code and the request id', async (fragment, row) => {
     const violations = fragment === 'field-error' ? [{ fieldName: 'country', message: 'invalid country code' }] : undefined;
-    const e = await answerOnce(problem(row.status, fragment, violations ? { violations } : {}));
+    const e = await answerOnce(problem(CONTRACT_ROWS[fragment]?.status ?? 599, fragment, violations ? { violations } : {}));
     expect(e).toBeInstanceOf(PlatformError);
     const err = e as PlatformError;
     expect(err.code).toBe(fragment);
-    expect(err.status).toBe(row.status);
+    expect(err.status).toBe(CONTRACT_ROWS[fragment]?.status);
     expect(err.requestId).toBe('req-1');
-    expect(err.retriable).toBe(row.retriable);
+    // Retriable as the contract says, not as the code's own table says.
+    expect(err.retriable).toBe(CONTRACT_ROWS[fragment]?.retriable);
     expect(err.scope).toBe(row.scope);
     expect(err.message).toContain('req-1');
     if (violations) expect(err.violations).toEqual(violations);

@@ -4,6 +4,7 @@ import { startPostgres } from '../../../test/support/pg.js';
 import type { TestPostgres } from '../../../test/support/pg.js';
 import { createPgThrottle } from '../src/throttle/pg.js';
 import type { PgThrottle } from '../src/throttle/pg.js';
+import { bestOf } from './timing.js';
 
 let server: TestPostgres;
 let url: string;
@@ -60,10 +61,11 @@ describe('Postgres-backed throttle', () => {
       const t0 = performance.now();
       await b.acquire('validate');
       expect(performance.now() - t0).toBeGreaterThanOrEqual(400);
-      const sent = await drive(b, 2, 1000);
-      // 20/s after halving, not 40/s.
-      expect(sent).toBeGreaterThanOrEqual(17);
-      expect(sent).toBeLessThanOrEqual(22);
+      // 20/s after halving (and no recovery), not 40/s: never more in any attempt; and not much
+      // less either in at least one second of three (a loaded machine can stall any one of them).
+      const { results, fast } = await bestOf(3, () => drive(b, 2, 1000), (sent) => sent >= 17);
+      for (const sent of results) expect(sent).toBeLessThanOrEqual(22);
+      expect(fast, `sent per second: ${results.join(', ')}`).toBeDefined();
     } finally {
       await b.close();
       await pool.end();
@@ -92,23 +94,31 @@ describe('Postgres-backed throttle', () => {
     // A table as the previous version made it, without the cold-start column.
     await pool.query(`CREATE TABLE dq_throttle_old (account text NOT NULL, endpoint text NOT NULL, tat_us bigint NOT NULL,
       factor double precision NOT NULL DEFAULT 1, factor_at_us bigint NOT NULL DEFAULT 0, PRIMARY KEY (account, endpoint))`);
-    const opts = { pool, account: 'hooli', table: 'dq_throttle_old', limits: { batch: 100 }, coldStartGapMs: 80 };
-    const a = await createPgThrottle(opts);
-    const b = await createPgThrottle(opts);
     try {
-      const t0 = performance.now();
-      await a.acquire('batch');
-      const first = performance.now() - t0;
-      await b.acquire('batch');
-      const second = performance.now() - t0;
-      await a.acquire('batch');
-      const third = performance.now() - t0;
-      expect(first).toBeLessThan(60); // one round trip to the database
+      // Each attempt with an account of its own, so each starts idle. The gap's lower bound holds on
+      // every attempt; the round trips' upper bounds (nothing waited that should not) on one of five.
+      let n = 0;
+      const { results, fast } = await bestOf(5, async () => {
+        const opts = { pool, account: `hooli-${n++}`, table: 'dq_throttle_old', limits: { batch: 100 }, coldStartGapMs: 80 };
+        const a = await createPgThrottle(opts);
+        const b = await createPgThrottle(opts);
+        try {
+          const t0 = performance.now();
+          await a.acquire('batch');
+          const first = performance.now() - t0;
+          await b.acquire('batch');
+          const second = performance.now() - t0;
+          await a.acquire('batch');
+          const third = performance.now() - t0;
+          return { first, gap: second - first, next: third - second };
+        } finally {
+          await Promise.all([a.close(), b.close()]);
+        }
+      }, (r) => r.first < 60 && r.next < 60); // one round trip to the database each
       // 10.1 ms of pacing plus the 80 ms gap, whichever process takes the slot.
-      expect(second - first).toBeGreaterThanOrEqual(70);
-      expect(third - second).toBeLessThan(60);
+      for (const r of results) expect(r.gap).toBeGreaterThanOrEqual(70);
+      expect(fast, JSON.stringify(results)).toBeDefined();
     } finally {
-      await Promise.all([a.close(), b.close()]);
       await pool.end();
     }
   });

@@ -21,7 +21,8 @@ describe('several processes on one run', () => {
     const calls = billable(env.sandbox);
     // One range worker each, so the split shows per process (workers of one process: next test).
     const args = cleanseArgs(db, env.sandbox, ['--run-id', 'shared', '--batch-size', '30', '--pages-per-claim', '2', '--concurrency', '8', '--workers', '1']);
-    const [a, b] = await Promise.all([spawnCli(args).done, spawnCli(args).done]);
+    const [pa, pb] = [spawnCli(args), spawnCli(args)];
+    const [a, b] = await Promise.all([pa.done, pb.done]);
     expect([a.code, b.code]).toEqual([0, 0]);
     const sa = summaryOf(a);
     const sb = summaryOf(b);
@@ -43,7 +44,9 @@ describe('several processes on one run', () => {
       const [first, second] = [...byWorker.values()] as [Set<string>, Set<string>];
       expect([...first].filter((k) => second.has(k))).toEqual([]);
       expect(new Set([...first, ...second])).toEqual(new Set(before.keys()));
-      expect(first.size).toBe(sa['rows'] === first.size ? sa['rows'] : sb['rows']);
+      // Each process reports the rows it did itself: its results carry its pid in the worker name.
+      const ofProcess = (pid: number | undefined) => rows.filter((r) => r.worker.split(':')[1] === String(pid)).length;
+      expect([ofProcess(pa.child.pid), ofProcess(pb.child.pid)]).toEqual([sa['rows'], sb['rows']]);
 
       const ranges = await c.query<{ n: number; workers: number }>(
         `SELECT count(*)::int AS n, count(DISTINCT worker)::int AS workers FROM dq_cleanse.progress WHERE run_id = 'shared' AND done`,

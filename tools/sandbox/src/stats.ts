@@ -26,6 +26,11 @@ export interface SandboxStats {
   faults: Record<string, { errors: number; resets: number; truncations: number; delayed: number }>;
   /** Quota warnings recorded (75 % of a plan), per account id. */
   quotaWarnings: Record<string, number>;
+  /**
+   * Requests being handled at once, per endpoint: `now`, and `max`, the most at any moment since the
+   * last reset (from the request's arrival until its response finished or its connection closed).
+   */
+  concurrent: Record<string, { now: number; max: number }>;
 }
 
 /** In-memory counters; every method is O(1). */
@@ -33,7 +38,7 @@ export class StatsRecorder {
   #stats: SandboxStats = StatsRecorder.#empty();
 
   static #empty(): SandboxStats {
-    return { requests: {}, billable: {}, faults: {}, quotaWarnings: {} };
+    return { requests: {}, billable: {}, faults: {}, quotaWarnings: {}, concurrent: {} };
   }
 
   /** Counts one finished request. */
@@ -42,6 +47,19 @@ export class StatsRecorder {
     e.total += 1;
     const key = String(outcome);
     e.byStatus[key] = (e.byStatus[key] ?? 0) + 1;
+  }
+
+  /** A request of `endpoint` started being handled; returns the function that ends it (call once). */
+  started(endpoint: EndpointKey): () => void {
+    const c = (this.#stats.concurrent[endpoint] ??= { now: 0, max: 0 });
+    c.now += 1;
+    if (c.now > c.max) c.max = c.now;
+    const stats = this.#stats;
+    return () => {
+      // A reset in between started a new count: the request is not in it.
+      if (this.#stats !== stats) return;
+      c.now -= 1;
+    };
   }
 
   /** Counts one billable call of an account. */

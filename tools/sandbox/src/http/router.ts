@@ -9,6 +9,7 @@ import { DOWNLOAD_PREFIX, handleDownload } from '../routes/download.js';
 import { handlePhone } from '../routes/phone.js';
 import { PHONE_ANALYSE_PATH, PHONE_DESCRIBE_PATH } from '../phone/describe.js';
 import { sendEnvelopeError, sendProblem, type Exchange } from './exchange.js';
+import type { EndpointKey } from '../stats.js';
 
 /**
  * Answers a request the HTTP parser refused (malformed, headers too large), still with a request
@@ -33,47 +34,55 @@ export function createRequestListener(ctx: SandboxContext): (req: IncomingMessag
     res.setHeader('X-Service-Request-Id', requestId);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
     const ex: Exchange = {
       req,
       res,
       requestId,
-      path: q === -1 ? url : url.slice(0, q),
+      path,
       search: q === -1 ? '' : url.slice(q + 1),
       stats: ctx.stats,
-      endpoint: 'other',
+      endpoint: endpointOf(path),
       truncate: false,
       done: false,
     };
+    // Counted from arrival until the response is finished or the connection closed.
+    res.once('close', ctx.stats.started(ex.endpoint));
     route(ctx, ex).catch((err: unknown) => failed(ctx, ex, err));
   };
 }
 
-function route(ctx: SandboxContext, ex: Exchange): Promise<void> {
-  const path = ex.path;
+/** The stats key of a request path (`other` for paths no route serves). */
+function endpointOf(path: string): EndpointKey {
   const address = ADDRESS_ROUTES[path];
-  if (address !== undefined) {
-    ex.endpoint = address;
-    return handleAddress(ctx, ex, address);
+  if (address !== undefined) return address;
+  if (path === COMPANY_PATH) return 'company';
+  if (path === PHONE_DESCRIBE_PATH) return 'phone-describe';
+  if (path === PHONE_ANALYSE_PATH) return 'phone';
+  if (path.startsWith(DOWNLOAD_PREFIX)) return 'download';
+  if (path.startsWith(ADMIN_PREFIX)) return 'admin';
+  return 'other';
+}
+
+function route(ctx: SandboxContext, ex: Exchange): Promise<void> {
+  const endpoint = ex.endpoint;
+  switch (endpoint) {
+    case 'company':
+      return handleCompany(ctx, ex);
+    case 'phone-describe':
+      return handlePhone(ctx, ex, 'describe');
+    case 'phone':
+      return handlePhone(ctx, ex, 'analyse');
+    case 'download':
+      return handleDownload(ctx, ex);
+    case 'admin':
+      return handleAdmin(ctx, ex);
+    case 'other':
+      notFound(ctx, ex);
+      return Promise.resolve();
+    default:
+      return handleAddress(ctx, ex, endpoint);
   }
-  if (path === COMPANY_PATH) {
-    ex.endpoint = 'company';
-    return handleCompany(ctx, ex);
-  }
-  if (path === PHONE_DESCRIBE_PATH || path === PHONE_ANALYSE_PATH) {
-    const describe = path === PHONE_DESCRIBE_PATH;
-    ex.endpoint = describe ? 'phone-describe' : 'phone';
-    return handlePhone(ctx, ex, describe ? 'describe' : 'analyse');
-  }
-  if (path.startsWith(DOWNLOAD_PREFIX)) {
-    ex.endpoint = 'download';
-    return handleDownload(ctx, ex);
-  }
-  if (path.startsWith(ADMIN_PREFIX)) {
-    ex.endpoint = 'admin';
-    return handleAdmin(ctx, ex);
-  }
-  notFound(ctx, ex);
-  return Promise.resolve();
 }
 
 function notFound(ctx: SandboxContext, ex: Exchange): void {
