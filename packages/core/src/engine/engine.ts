@@ -223,7 +223,7 @@ class ValidationEngine implements Engine {
     this.#chunksOut += 1;
     try {
       const answer = await this.#pool.run({ control, requests: chunk.map((c) => c.fields) });
-      this.#report.addCalls(answer.calls, answer.retries);
+      this.#report.addCalls(answer.calls, answer.retries, answer.callSeconds);
       this.#outage.answered(answer.answered, answer.lastAnswerAt);
       outcomes = answer.outcomes;
     } catch (e) {

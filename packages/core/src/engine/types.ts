@@ -109,6 +109,11 @@ export interface RunReport {
   failuresOmitted: number;
   /** Wall time during which at least one `process` call was running, in milliseconds. */
   durationMs: number;
+  /**
+   * Calls made over time: `counts[i]` calls ended in the `bucketSeconds` seconds starting at epoch
+   * second `startSecond + i * bucketSeconds` (at most 240 buckets; longer runs get wider ones).
+   */
+  callsPerSecond?: { startSecond: number; bucketSeconds: number; counts: number[] };
 }
 
 /** Estimate of a batch without calling anything. */
