@@ -1,0 +1,10 @@
+import { rename, writeFile } from 'node:fs/promises';
+import { renderReport } from './render.js';
+import type { ReportPage } from './model.js';
+
+/** Renders `page` and writes it to `path` (a temp file renamed into place: never half a page). */
+export async function writeReport(path: string, page: ReportPage): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, renderReport(page), 'utf8');
+  await rename(tmp, path);
+}
