@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderReport, writeReport } from '@dq/core';
 import type { ReportPage } from '@dq/core';
 import type { Browser } from '@dq/core/report-browser';
-import { launchChromium, loadReport } from './report-browser-support.js';
+import { launchChromium, openReport as loadReport } from '@dq/core/report-browser';
 
 const EVIL = '<script>document.title="pwned"</script><img src="https://evil.example/x.png">';
 

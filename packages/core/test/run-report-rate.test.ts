@@ -27,6 +27,7 @@ describe('run report: calls per second', () => {
     expect(callsPerSecond).toBeDefined();
     const { counts, bucketSeconds, startSecond } = callsPerSecond!;
     expect(bucketSeconds).toBe(1);
+    expect(callsPerSecond!.limit).toBe(20);
     expect(counts.reduce((a, b) => a + b, 0)).toBe(50);
     // 50 calls at 20/s take at least 2.5 s: three or more seconds, none above the limit plus the second's edges.
     expect(counts.length).toBeGreaterThanOrEqual(3);

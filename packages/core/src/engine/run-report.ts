@@ -19,10 +19,12 @@ export class RunReportBuilder {
   #active = 0;
   #since = 0;
   #rate = new CallRateHistogram();
+  readonly #rateLimit: number | undefined;
 
   /** @param maxFailures most failures listed in the report (default 100); the rest are only counted. */
-  constructor(maxFailures = 100) {
+  constructor(maxFailures = 100, rateLimit?: number) {
     this.#maxFailures = maxFailures;
+    this.#rateLimit = rateLimit;
   }
 
   /** A `process` call started; the report's duration covers the time any call is running. */
@@ -72,7 +74,7 @@ export class RunReportBuilder {
       failures: this.#failures.map((f) => ({ ...f })),
       failuresOmitted: this.#failuresOmitted,
       durationMs: Math.round(this.#busyMs + running),
-      callsPerSecond: this.#rate.snapshot(),
+      callsPerSecond: { ...this.#rate.snapshot(), ...(this.#rateLimit ? { limit: this.#rateLimit } : {}) },
     };
   }
 }
@@ -112,7 +114,7 @@ export class CallRateHistogram {
     this.#counts[index] = (this.#counts[index] ?? 0) + count;
   }
 
-  snapshot(): NonNullable<RunReport['callsPerSecond']> {
+  snapshot(): { startSecond: number; bucketSeconds: number; counts: number[] } {
     return { startSecond: this.#start ?? 0, bucketSeconds: this.#width, counts: [...this.#counts] };
   }
 }

@@ -111,9 +111,10 @@ export interface RunReport {
   durationMs: number;
   /**
    * Calls made over time: `counts[i]` calls ended in the `bucketSeconds` seconds starting at epoch
-   * second `startSecond + i * bucketSeconds` (at most 240 buckets; longer runs get wider ones).
+   * second `startSecond + i * bucketSeconds` (at most 240 buckets; longer runs get wider ones);
+   * `limit` is the client-side rate limit of the endpoint the engine calls (absent when off).
    */
-  callsPerSecond?: { startSecond: number; bucketSeconds: number; counts: number[] };
+  callsPerSecond?: { startSecond: number; bucketSeconds: number; counts: number[]; limit?: number };
 }
 
 /** Estimate of a batch without calling anything. */
