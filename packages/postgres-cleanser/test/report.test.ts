@@ -1,0 +1,102 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, openReport } from '@dq/core/report-browser';
+import type { Browser, LoadedReport } from '@dq/core/report-browser';
+import { API_KEY, cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
+import type { TestEnv } from './support.js';
+
+let env: TestEnv;
+let browser: Browser;
+let dir: string;
+beforeAll(async () => {
+  env = await startEnv();
+  // The test starts chromium itself; without it, this fails saying to install it.
+  browser = await launchChromium();
+  dir = await mkdtemp(join(tmpdir(), 'dq-pg-report-'));
+});
+afterAll(async () => {
+  await browser?.close();
+  await env?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function at(summary: Record<string, unknown>, path: string): string {
+  return String(path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k], summary));
+}
+
+/** Every marked number on the page equals the summary's at the same path; the counts are all there. */
+function expectNumbersOf(page: LoadedReport, summary: Record<string, unknown>): void {
+  for (const [path, values] of Object.entries(page.metrics)) for (const v of values) expect(v, path).toBe(at(summary, path));
+  for (const path of ['rows', 'written', 'unchanged', 'conflicts', 'apiCalls', ...Object.keys(summary['byStatus'] as object).map((s) => `byStatus.${s}`)]) {
+    expect(page.metrics[path], path).toBeDefined();
+  }
+}
+
+describe('dq-pg run report', () => {
+  it('cleanse --report and report --run render the run\'s own numbers, corrections from the audit, no password and no markup from the data', async () => {
+    const db = await env.pg.createDatabase();
+    const password = decodeURIComponent(new URL(db).password);
+    expect(password.length).toBeGreaterThan(3);
+    await createCustomers(db, 150);
+    await withClient(db, async (c) => {
+      await c.query(`UPDATE customers SET street = '<script>alert(1)</script>Hauptstr.', house_number = '5', address_line = NULL WHERE id = 1`);
+      await c.query(`UPDATE customers SET street = NULL, house_number = NULL, postal_code = NULL, city = NULL, address_line = NULL, locality_line = NULL, country = NULL WHERE id = 2`);
+    });
+    const first = join(dir, 'cleanse.html');
+    const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'nightly', '--batch-size', '40', '--max-failed', '1', '--report', first]));
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(`report written to ${first}`);
+    const summary = summaryOf(result);
+
+    const page = await openReport(browser, first);
+    expect(page.consoleErrors).toEqual([]);
+    expect(page.requests).toEqual([]);
+    expect(page.scripts).toBe(0);
+    expect(page.overflowsPhone).toBe(false);
+    expectNumbersOf(page, summary);
+    expect(page.details['rate.calls']).toEqual([String(summary['apiCalls'])]);
+
+    // Corrections per column, counted independently from the audit view.
+    const audit = await withClient(db, async (c) => (await c.query<{ col: string; n: number }>(
+      `SELECT k AS col, count(*)::int AS n FROM dq_cleanse.audit a, jsonb_object_keys(a.before) k
+        WHERE a.run_id = 'nightly' AND a.before->k IS DISTINCT FROM a.after->k GROUP BY 1`)).rows);
+    expect(audit.length).toBeGreaterThan(0);
+    const shown = Object.fromEntries(Object.entries(page.details).filter(([k]) => k.startsWith('corrections.') && k !== 'corrections.rows')
+      .map(([k, v]) => [/\((.*)\)$/.exec(k)?.[1], Number(v[0])]));
+    expect(shown).toEqual(Object.fromEntries(audit.map((r) => [r.col, r.n])));
+    expect(page.text).toContain('dq-pg review export --run nightly --output review.csv');
+    expect(page.text).toContain('dq-pg status --run nightly');
+    expect(Object.keys(page.details).filter((k) => k.startsWith('code.')), JSON.stringify(summary)).not.toEqual([]);
+
+    // The same run from the database alone, by another process.
+    const second = join(dir, 'run.html');
+    const again = await runCli(['report', '--db', db, '--run', 'nightly', '--output', second]);
+    expect(again.code, again.stderr).toBe(0);
+    const printed = JSON.parse(again.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
+    const page2 = await openReport(browser, second);
+    expect(page2.consoleErrors).toEqual([]);
+    expect(page2.requests).toEqual([]);
+    expectNumbersOf(page2, summary);
+    expectNumbersOf(page2, printed);
+
+    for (const file of [first, second]) {
+      const html = await readFile(file, 'utf8');
+      expect(html).not.toContain(password);
+      expect(html).not.toContain(API_KEY);
+      expect(html).not.toContain('<script>');
+    }
+    expect(page.text + page2.text).not.toContain(password);
+  });
+
+  it('report --run names a run that is not there (exit 2) and a missing --output', async () => {
+    const db = await env.pg.createDatabase();
+    const missing = await runCli(['report', '--db', db, '--run', 'nope', '--output', join(dir, 'x.html')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('nope');
+    const noOutput = await runCli(['report', '--db', db, '--run', 'nope']);
+    expect(noOutput.code).toBe(2);
+    expect(noOutput.stderr).toContain('--output');
+  });
+});
