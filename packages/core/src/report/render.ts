@@ -73,7 +73,8 @@ td.bar svg{display:block;width:100%;height:14px}
 .rate svg{display:block;width:100%;height:160px;background:var(--card);border-radius:4px}
 .legend{display:flex;flex-wrap:wrap;gap:4px 16px;color:var(--muted);font-size:.85rem;margin-top:4px}
 .sw{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
-@media (max-width:700px){.grid2{grid-template-columns:1fr}body{font-size:14px}td.bar{min-width:60px}}
+@media (max-width:700px){.grid2{grid-template-columns:1fr}body{font-size:14px}td.bar{min-width:60px}
+table.stack thead{display:none}table.stack tr{display:grid;grid-template-columns:1fr auto 35%;border-bottom:1px solid var(--line)}table.stack td{border:0}table.stack td.ex{grid-column:1/-1;padding-top:0}}
 @media print{body{font-size:11pt}header,main{max-width:none;padding:0}h2{break-after:avoid}section,table,tr{break-inside:avoid}.card{border:1px solid var(--line)}.scroll{overflow:visible}}
 `;
 
@@ -126,7 +127,7 @@ function correctionsSection(d: ReportDetails): string {
   if (c.fields.length === 0) return `<section id="corrections"><h2>Corrections</h2><p>No value was changed.</p>${c.note ? `<p class="hint">${esc(c.note)}</p>` : ''}</section>`;
   const max = Math.max(1, ...c.fields.map((f) => f.changed));
   const rows = c.fields.map((f) => `<tr><td>${esc(f.field)}</td><td class="num"><span data-detail="corrections.${esc(f.field)}" data-value="${f.changed}">${fmt(f.changed)}</span></td><td class="bar">${bar(f.changed / max, '#2f6fde', `${f.field}: ${fmt(f.changed)}`)}</td><td class="ex">${examples(f.examples)}</td></tr>`);
-  return `<section id="corrections"><h2>Corrections per field</h2><p><span data-detail="corrections.rows" data-value="${c.rows}">${fmt(c.rows)}</span> accepted records had at least one value changed.</p>${c.note ? `<p class="hint">${esc(c.note)}</p>` : ''}<div class="scroll"><table><thead><tr><th>field</th><th class="num">changed</th><th></th><th>first examples (before → after)</th></tr></thead><tbody>${rows.join('')}</tbody></table></div></section>`;
+  return `<section id="corrections"><h2>Corrections per field</h2><p><span data-detail="corrections.rows" data-value="${c.rows}">${fmt(c.rows)}</span> accepted records had at least one value changed.</p>${c.note ? `<p class="hint">${esc(c.note)}</p>` : ''}<div class="scroll"><table class="stack"><thead><tr><th>field</th><th class="num">changed</th><th></th><th>first examples (before → after)</th></tr></thead><tbody>${rows.join('')}</tbody></table></div></section>`;
 }
 
 function examples(list: readonly ReportExample[]): string {
@@ -150,8 +151,8 @@ function reviewSection(s: Record<string, unknown>, d: ReportDetails): string {
 }
 
 function groupTable(groups: readonly CodeGroup[]): string {
-  const rows = groups.map((g) => `<tr><td><code>${esc(g.code)}</code></td><td class="num"><span data-detail="code.${esc(g.code)}" data-value="${g.count}">${fmt(g.count)}</span></td><td class="ex">${examples(g.examples)}${g.requestIds.length ? `<div class="hint">request ids: ${g.requestIds.map((id) => `<code>${esc(id)}</code>`).join(' ')}</div>` : ''}</td></tr>`);
-  return `<div class="scroll"><table><thead><tr><th>code</th><th class="num">records</th><th>first examples</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
+  const rows = groups.map((g) => `<tr><td><code>${esc(g.code)}</code></td><td class="num"><span data-detail="code.${esc(g.code)}" data-value="${g.count}">${fmt(g.count)}</span></td><td></td><td class="ex">${examples(g.examples)}${g.requestIds.length ? `<div class="hint">request ids: ${g.requestIds.map((id) => `<code>${esc(id)}</code>`).join(' ')}</div>` : ''}</td></tr>`);
+  return `<div class="scroll"><table class="stack"><thead><tr><th>code</th><th class="num">records</th><th></th><th>first examples</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
 }
 
 function failuresSection(d: ReportDetails): string {
