@@ -82,6 +82,31 @@ describe('dq-csv validate --report', () => {
     if (page.text.includes('alert(1)')) expect(page.text).toContain('<script>alert(1)</script>');
   });
 
+  it('writes the report of a run the quota stopped (exit 3): what stopped it, and the counts so far', async () => {
+    const limited = await startSandbox({ port: 0, config: { accounts: [{ id: 'q', apiKeys: [KEY], plan: { quota: 40, validUntil: null } }] } });
+    try {
+      const input = join(dir, 'quota.csv');
+      await writeFile(input, makeSampleCsv(300, 5));
+      const report = join(dir, 'quota.html');
+      const map = Object.entries(SAMPLE_MAP).map(([f, c]) => `${f}=${c}`).join(',');
+      const run = await runCli(['validate', '--input', input, '--output', join(dir, 'quota.out.csv'), '--delimiter', ';', '--map', map, '--country', 'DE', '--batch-size', '50', '--report', report],
+        { DQ_BASE_URL: limited.url, DQ_API_KEY: KEY });
+      expect(run.code, run.stderr).toBe(3);
+      const summary = summaryOf(run);
+      expect(summary.outcome).toBe('stopped');
+      const page = await openReport(browser, report);
+      expect(page.consoleErrors).toEqual([]);
+      expect(page.requests).toEqual([]);
+      for (const [path, values] of Object.entries(page.metrics)) for (const v of values) expect(v, path).toBe(at(summary, path));
+      expect(page.metrics['exitCode']).toContain('3');
+      expect(page.metrics['error.code']).toEqual([summary.error.code]);
+      expect(page.text).toContain('The run stopped');
+      expect(await readFile(report, 'utf8')).not.toContain(KEY);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('refuses a report path in a missing folder before the run, naming the flag (exit 2)', async () => {
     const before = sandbox.stats().requests['batch']?.total ?? 0;
     const input = join(dir, 'small.csv');

@@ -10,6 +10,7 @@ export function renderReport(page: ReportPage): string {
   const s = page.summary;
   const d = page.details;
   const sections = [
+    stopSection(s),
     totalsSection(s),
     statusSection(s, d),
     correctionsSection(d),
@@ -52,6 +53,7 @@ header{padding-top:20px}
 h1{font-size:1.5rem;margin:0 0 4px}
 h1 .subject{font-weight:400;color:var(--muted);word-break:break-all}
 h2{font-size:1.15rem;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+.stop{border-left:4px solid var(--bad);padding-left:12px}
 .meta,.hint{color:var(--muted);margin:4px 0}
 code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:var(--card);padding:1px 4px;border-radius:3px;word-break:break-all}
 pre{background:var(--card);padding:8px 10px;border-radius:4px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
@@ -90,6 +92,14 @@ const TOTALS: [path: string, label: string][] = [
   ['callsSavedByCache', 'calls saved by cache'], ['savedByStore', 'calls saved by the result store'], ['storeHitRate', 'result store hit rate'],
   ['retries', 'retries'], ['failedShare', 'failed share'], ['durationMs', 'duration (ms)'], ['runs', 'runs (1 + resumes)'],
 ];
+
+/** Why the run stopped early, when it did (the summary's `error`). */
+function stopSection(s: Record<string, unknown>): string {
+  const e = record(s['error']);
+  if (!e) return '';
+  const id = typeof e['requestId'] === 'string' ? ` (request id <code>${esc(e['requestId'])}</code>)` : '';
+  return `<section id="stopped" class="stop"><h2>The run stopped</h2><p><code data-metric="error.code" data-value="${esc(e['code'])}">${esc(e['code'])}</code>: ${esc(e['message'])}${id}</p></section>`;
+}
 
 function totalsSection(s: Record<string, unknown>): string {
   const cards = TOTALS.filter(([p]) => typeof s[p] === 'number').map(([p, label]) => `<div class="card"><span class="n">${metric(s, p)}</span><span class="l">${esc(label)}</span></div>`);
