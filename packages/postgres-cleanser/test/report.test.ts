@@ -1,10 +1,14 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSilentLogger } from '@dq/core';
+import { cleanse } from '../src/index.js';
 import { launchChromium, openReport } from '@dq/core/report-browser';
 import type { Browser, LoadedReport } from '@dq/core/report-browser';
-import { API_KEY, cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
+import { API_KEY, MAP, cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -88,6 +92,46 @@ describe('dq-pg run report', () => {
       expect(html).not.toContain('<script>');
     }
     expect(page.text + page2.text).not.toContain(password);
+  });
+
+  it('shows the conflicts of a run (rows another session changed while the run read them), with their keys and how to see them', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 80);
+    const map = Object.fromEntries(MAP.split(',').map((p) => p.split('=') as [string, string]));
+    const base = { db, table: 'customers', key: 'id', map, baseUrl: env.sandbox.url, apiKey: API_KEY, logger: createSilentLogger(), engine: { threads: 1, rateLimits: { batch: 0 } } };
+    const wouldChange: string[] = [];
+    await cleanse({ ...base, dryRun: true, onChange: (c) => wouldChange.push(c.key) });
+    const edited = wouldChange.filter((_, i) => i % 3 === 0);
+    expect(edited.length).toBeGreaterThan(3);
+    const other = new pg.Client({ connectionString: db });
+    await other.connect();
+    let summary;
+    try {
+      await other.query('BEGIN');
+      await other.query(`UPDATE customers SET house_number = 'edited-' || id WHERE id = ANY ($1::bigint[])`, [edited]);
+      const run = cleanse({ ...base, runId: 'conflicted', batchSize: 500 });
+      for (const until = Date.now() + 20_000; ;) {
+        await other.query('SELECT pg_stat_clear_snapshot()');
+        const { rows } = await other.query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`);
+        if (rows.length > 0) break;
+        if (Date.now() > until) throw new Error('the run never waited for the other session');
+        await sleep(20);
+      }
+      await other.query('COMMIT');
+      summary = await run;
+    } finally {
+      await other.end();
+    }
+    expect(summary.conflicts).toBe(edited.length);
+    const file = join(dir, 'conflicts.html');
+    const result = await runCli(['report', '--db', db, '--run', 'conflicted', '--output', file]);
+    expect(result.code, result.stderr).toBe(0);
+    const page = await openReport(browser, file);
+    expect(page.consoleErrors).toEqual([]);
+    expect(new Set(page.metrics['conflicts'])).toEqual(new Set([String(edited.length)]));
+    const first = [...edited].sort()[0]!;
+    expect(page.text).toContain('dq-pg status --run conflicted');
+    expect(page.text).toContain(first);
   });
 
   it('report --run names a run that is not there (exit 2) and a missing --output', async () => {
