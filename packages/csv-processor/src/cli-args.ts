@@ -98,6 +98,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   }
   if (!v.input) throw usageError('--input', 'required: the file to clean');
   if (!v.output && !v['dry-run']) throw usageError('--output', 'required: where to write the cleaned file');
+  if (v.report !== undefined && v['dry-run']) throw usageError('--report', 'a dry run calls nothing and has no report to write; drop --report or --dry-run');
 
   const mode = oneOf('--mode', v.mode ?? 'address', MODES);
   const country = v.country?.trim().toUpperCase();
