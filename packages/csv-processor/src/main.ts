@@ -5,7 +5,7 @@ import { parseCli, USAGE } from './cli-args.js';
 import { CsvError, usageError } from './errors.js';
 import { createProgress } from './progress.js';
 import { processFile } from './run.js';
-import { summaryJson, summaryTable } from './summary.js';
+import { summaryObject, summaryTable } from './summary.js';
 import { writeCsvReport } from './report.js';
 
 /**
@@ -34,10 +34,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     progress.done();
     if (process.stderr.isTTY) process.stderr.write(summaryTable(summary));
     if (summary.error) process.stderr.write(logger.redactor.redact(`dq-csv: ${summary.error.code}: ${summary.error.message}\n`));
-    process.stdout.write(logger.redactor.redact(summaryJson(summary)) + '\n');
+    const printed = summaryObject(summary);
+    process.stdout.write(logger.redactor.redact(JSON.stringify(printed)) + '\n');
     if (command.options.report && summary.outcome !== 'dry-run') {
       try {
-        await writeCsvReport(command.options.report, summary, (t) => logger.redactor.redact(t));
+        await writeCsvReport(command.options.report, summary, (t) => logger.redactor.redact(t), printed);
         process.stderr.write(`dq-csv: report written to ${command.options.report}\n`);
       } catch (err) {
         process.stderr.write(`dq-csv: report-unwritable: cannot write the report ${command.options.report}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; the run itself is complete as summarised\n`);

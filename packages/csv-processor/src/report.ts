@@ -65,14 +65,17 @@ export class CsvReportDetails {
   }
 }
 
-/** Writes the run report of `summary` to `path`, every line passed through `redact`. */
-export async function writeCsvReport(path: string, summary: RunSummary, redact: (text: string) => string): Promise<void> {
+/**
+ * Writes the run report of `summary` to `path`, every line passed through `redact`; its numbers
+ * come from `printed`, the object of the JSON summary line (built from `summary` when not given).
+ */
+export async function writeCsvReport(path: string, summary: RunSummary, redact: (text: string) => string, printed = summaryObject(summary)): Promise<void> {
   const html = renderReport({
     tool: 'dq-csv validate',
     subject: summary.paths.input,
     run: summary.paths.output,
     generatedAt: new Date().toISOString(),
-    summary: summaryObject(summary),
+    summary: printed,
     details: summary.details ?? {},
   });
   const tmp = `${path}.${process.pid}.tmp`;
