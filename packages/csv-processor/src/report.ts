@@ -1,5 +1,4 @@
-import { writeFile, rename } from 'node:fs/promises';
-import { ReportCollector, renderReport } from '@dq/core';
+import { ReportCollector, writeReport } from '@dq/core';
 import type { EngineRecord, Mode, RecordResult, ReportDetails, RunReport } from '@dq/core';
 import type { ResultColumns } from './sink/result-columns.js';
 import type { SourceReject, SourceRow } from './source/types.js';
@@ -70,17 +69,14 @@ export class CsvReportDetails {
  * come from `printed`, the object of the JSON summary line (built from `summary` when not given).
  */
 export async function writeCsvReport(path: string, summary: RunSummary, redact: (text: string) => string, printed = summaryObject(summary)): Promise<void> {
-  const html = renderReport({
+  await writeReport(path, {
     tool: 'dq-csv validate',
     subject: summary.paths.input,
     run: summary.paths.output,
     generatedAt: new Date().toISOString(),
     summary: printed,
     details: summary.details ?? {},
-  });
-  const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, redact(html), 'utf8');
-  await rename(tmp, path);
+  }, redact);
 }
 
 function shellWord(text: string): string {

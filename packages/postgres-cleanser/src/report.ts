@@ -1,7 +1,7 @@
-import { rename, stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type pg from 'pg';
-import { renderReport } from '@dq/core';
+import { writeReport } from '@dq/core';
 import type { CodeGroup, FieldCorrections, ReportDetails, RunReport } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
@@ -100,12 +100,7 @@ export async function checkReportPath(path: string, flag: string): Promise<void>
   if (!ok) throw usageError(flag, `the folder ${folder} does not exist; create it or write the report elsewhere`);
 }
 
-/** Renders and writes a report (temp file, then rename), every character through `redact`. */
-export async function writePgReport(path: string, page: Parameters<typeof renderReport>[0], redact: (t: string) => string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, redact(renderReport(page)), 'utf8');
-  await rename(tmp, path);
-}
+
 
 /**
  * The report of a cleanse that just ended: its numbers are its summary's (the object printed as
@@ -126,7 +121,7 @@ export async function reportAfterCleanse(
     }
   }
   if (engine?.callsPerSecond) details = { ...details, rate: engine.callsPerSecond };
-  await writePgReport(path, {
+  await writeReport(path, {
     tool: 'dq-pg cleanse', subject: String(summary['table'] ?? ''), ...(typeof runId === 'string' ? { run: runId } : {}),
     generatedAt: new Date().toISOString(), summary, details,
   }, (t) => logger.redactor.redact(t));
@@ -150,7 +145,7 @@ export async function reportOfRun(options: { db: string; runId: string; output: 
       unchanged: run.unchanged, conflicts: run.conflicts, apiCalls: run.apiCalls, byStatus,
       ...(run.lastError ? { error: run.lastError } : {}), output: options.output,
     };
-    await writePgReport(options.output, {
+    await writeReport(options.output, {
       tool: 'dq-pg report', subject: run.table, run: run.runId, generatedAt: new Date().toISOString(), summary,
       details: { ...details, notes: ['Calls per second are kept only by the process that made them: pass --report to dq-pg cleanse to have them in its report.'] },
     }, (t) => options.logger.redactor.redact(t));
