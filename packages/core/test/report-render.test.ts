@@ -31,22 +31,23 @@ function page(): ReportPage {
   };
 }
 
-let browser: Browser;
+let launched: Promise<Browser> | undefined;
+/** Chromium, started by the test on first use: when it is missing, every test fails saying how to install it (nothing is skipped). */
+const chromium = (): Promise<Browser> => (launched ??= launchChromium());
 let dir: string;
 beforeAll(async () => {
-  browser = await launchChromium();
   dir = await mkdtemp(join(tmpdir(), 'dq-report-'));
 });
 afterAll(async () => {
-  await browser?.close();
-  await rm(dir, { recursive: true, force: true });
+  await (await launched?.catch(() => undefined))?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe('run report page', () => {
   it('renders user values as text: a <script> or an <img> in an address runs nothing and loads nothing', async () => {
     const file = join(dir, 'evil.html');
     await writeReport(file, page());
-    const seen = await loadReport(browser, file);
+    const seen = await loadReport(await chromium(), file);
     expect(seen.scripts).toBe(0);
     expect(seen.requests).toEqual([]);
     expect(seen.consoleErrors).toEqual([]);
@@ -61,7 +62,7 @@ describe('run report page', () => {
   it('marks every summary number with its path and exact value, store fields included when present', async () => {
     const file = join(dir, 'metrics.html');
     await writeReport(file, page());
-    const { metrics, details } = await loadReport(browser, file);
+    const { metrics, details } = await loadReport(await chromium(), file);
     expect(metrics['rows']).toContain('7');
     expect(metrics['byStatus.review']).toContain('2');
     expect(metrics['byClass.F']).toContain('1');

@@ -14,16 +14,16 @@ const EVIL = '<script>alert(1)</script>Hauptstr. 5';
 let dir: string;
 let cleanup: () => Promise<void>;
 let sandbox: Sandbox;
-let browser: Browser;
+let launched: Promise<Browser> | undefined;
+/** Chromium, started by the test on first use: when it is missing, every test fails saying how to install it (nothing is skipped). */
+const chromium = (): Promise<Browser> => (launched ??= launchChromium());
 
 beforeAll(async () => {
   ({ dir, cleanup } = await tempDir());
   sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'r', apiKeys: [KEY] }] } });
-  // The test starts chromium itself; without it, this fails saying to install it.
-  browser = await launchChromium();
 });
 afterAll(async () => {
-  await browser?.close();
+  await (await launched?.catch(() => undefined))?.close();
   await sandbox?.close();
   await cleanup();
 });
@@ -47,7 +47,7 @@ describe('dq-csv validate --report', () => {
     expect(run.stderr).toContain(`report written to ${report}`);
     const summary = summaryOf(run);
 
-    const page = await openReport(browser, report);
+    const page = await openReport(await chromium(), report);
     expect(page.consoleErrors).toEqual([]);
     expect(page.requests).toEqual([]);
     expect(page.scripts).toBe(0);
@@ -94,7 +94,7 @@ describe('dq-csv validate --report', () => {
       expect(run.code, run.stderr).toBe(3);
       const summary = summaryOf(run);
       expect(summary.outcome).toBe('stopped');
-      const page = await openReport(browser, report);
+      const page = await openReport(await chromium(), report);
       expect(page.consoleErrors).toEqual([]);
       expect(page.requests).toEqual([]);
       for (const [path, values] of Object.entries(page.metrics)) for (const v of values) expect(v, path).toBe(at(summary, path));

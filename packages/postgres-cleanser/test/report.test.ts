@@ -12,18 +12,18 @@ import { API_KEY, MAP, cleanseArgs, createCustomers, runCli, startEnv, summaryOf
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
-let browser: Browser;
+let launched: Promise<Browser> | undefined;
+/** Chromium, started by the test on first use: when it is missing, every test fails saying how to install it (nothing is skipped). */
+const chromium = (): Promise<Browser> => (launched ??= launchChromium());
 let dir: string;
 beforeAll(async () => {
   env = await startEnv();
-  // The test starts chromium itself; without it, this fails saying to install it.
-  browser = await launchChromium();
   dir = await mkdtemp(join(tmpdir(), 'dq-pg-report-'));
 });
 afterAll(async () => {
-  await browser?.close();
+  await (await launched?.catch(() => undefined))?.close();
   await env?.stop();
-  await rm(dir, { recursive: true, force: true });
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 function at(summary: Record<string, unknown>, path: string): string {
@@ -54,7 +54,7 @@ describe('dq-pg run report', () => {
     expect(result.stderr).toContain(`report written to ${first}`);
     const summary = summaryOf(result);
 
-    const page = await openReport(browser, first);
+    const page = await openReport(await chromium(), first);
     expect(page.consoleErrors).toEqual([]);
     expect(page.requests).toEqual([]);
     expect(page.scripts).toBe(0);
@@ -79,7 +79,7 @@ describe('dq-pg run report', () => {
     const again = await runCli(['report', '--db', db, '--run', 'nightly', '--output', second]);
     expect(again.code, again.stderr).toBe(0);
     const printed = JSON.parse(again.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
-    const page2 = await openReport(browser, second);
+    const page2 = await openReport(await chromium(), second);
     expect(page2.consoleErrors).toEqual([]);
     expect(page2.requests).toEqual([]);
     expectNumbersOf(page2, summary);
@@ -126,7 +126,7 @@ describe('dq-pg run report', () => {
     const file = join(dir, 'conflicts.html');
     const result = await runCli(['report', '--db', db, '--run', 'conflicted', '--output', file]);
     expect(result.code, result.stderr).toBe(0);
-    const page = await openReport(browser, file);
+    const page = await openReport(await chromium(), file);
     expect(page.consoleErrors).toEqual([]);
     expect(new Set(page.metrics['conflicts'])).toEqual(new Set([String(edited.length)]));
     const first = [...edited].sort()[0]!;
