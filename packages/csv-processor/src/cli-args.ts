@@ -38,6 +38,8 @@ Options:
                             if none); answers the interrupted run paid for are not bought again
   --dry-run                 read and check the whole file; print rows, rejects, distinct inputs,
                             API calls and the time at the rate limit; call nothing
+  --report <file.html>      write the run report there: one HTML page (counts, corrections per
+                            field, review queue, failures, cost), also when the run stops
   --max-failed <share>      exit 4 when rejected + unavailable rows exceed this share, default 0
   --batch-size <rows>       rows per durable batch and checkpoint, default 500
 ${ENGINE_FLAGS_USAGE}
@@ -80,6 +82,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         map: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' },
         include: { type: 'string' }, delimiter: { type: 'string' }, encoding: { type: 'string' },
         format: { type: 'string' }, 'spreadsheet-safe': { type: 'boolean' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
+        report: { type: 'string' },
         'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, ...ENGINE_FLAG_OPTIONS,
         'base-url': { type: 'string' }, 'realtime-url': { type: 'string' }, 'api-key': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -96,6 +99,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   }
   if (!v.input) throw usageError('--input', 'required: the file to clean');
   if (!v.output && !v['dry-run']) throw usageError('--output', 'required: where to write the cleaned file');
+  if (v.report !== undefined && v['dry-run']) throw usageError('--report', 'a dry run calls nothing and has no report to write; drop --report or --dry-run');
 
   const mode = oneOf('--mode', v.mode ?? 'address', MODES);
   const country = v.country?.trim().toUpperCase();
@@ -121,6 +125,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     spreadsheetSafe: v['spreadsheet-safe'] ?? false,
     resume: v.resume ?? false,
     dryRun: v['dry-run'] ?? false,
+    ...(v.report !== undefined ? { report: v.report } : {}),
     maxFailed: v['max-failed'] === undefined ? 0 : number('--max-failed', v['max-failed'], 0, 1, false),
     batchSize: v['batch-size'] === undefined ? undefined : number('--batch-size', v['batch-size'], 1, 100_000, true),
     baseUrl: url('--base-url', v['base-url'] ?? env_('DQ_BASE_URL')),

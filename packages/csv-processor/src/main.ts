@@ -1,10 +1,13 @@
+import { stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { createLogger, ExitCode } from '@dq/core';
 import { parseCli, USAGE } from './cli-args.js';
-import { CsvError } from './errors.js';
+import { CsvError, usageError } from './errors.js';
 import { createProgress } from './progress.js';
 import { reviewMain } from './review/cli.js';
 import { processFile } from './run.js';
-import { summaryJson, summaryTable } from './summary.js';
+import { summaryObject, summaryTable } from './summary.js';
+import { writeCsvReport } from './report.js';
 
 /**
  * Runs `dq-csv` with `argv` (without node and script) and returns the exit code. Progress, logs
@@ -25,6 +28,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     };
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+    if (command.options.report) await checkReportFolder(command.options.report);
     const progress = createProgress();
     const logger = createLogger({ level: 'warn' });
     if (command.options.apiKey) logger.redactor.add(command.options.apiKey);
@@ -32,7 +36,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     progress.done();
     if (process.stderr.isTTY) process.stderr.write(summaryTable(summary));
     if (summary.error) process.stderr.write(logger.redactor.redact(`dq-csv: ${summary.error.code}: ${summary.error.message}\n`));
-    process.stdout.write(logger.redactor.redact(summaryJson(summary)) + '\n');
+    const printed = summaryObject(summary);
+    process.stdout.write(logger.redactor.redact(JSON.stringify(printed)) + '\n');
+    if (command.options.report && summary.outcome !== 'dry-run') {
+      try {
+        await writeCsvReport(command.options.report, summary, (t) => logger.redactor.redact(t), printed);
+        process.stderr.write(`dq-csv: report written to ${command.options.report}\n`);
+      } catch (err) {
+        process.stderr.write(`dq-csv: report-unwritable: cannot write the report ${command.options.report}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; the run itself is complete as summarised\n`);
+        return summary.exitCode === ExitCode.OK ? ExitCode.USAGE : summary.exitCode;
+      }
+    }
     return summary.exitCode;
   } catch (err) {
     if (err instanceof CsvError) {
@@ -42,4 +56,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`dq-csv: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
     return ExitCode.UNEXPECTED;
   }
+}
+
+/** A report in a folder that does not exist is refused before the run pays for anything. */
+async function checkReportFolder(path: string): Promise<void> {
+  const folder = dirname(resolve(path));
+  const ok = await stat(folder).then((s) => s.isDirectory(), () => false);
+  if (!ok) throw usageError('--report', `the folder ${folder} does not exist; create it or write the report elsewhere`);
 }

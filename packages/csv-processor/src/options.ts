@@ -44,6 +44,8 @@ export interface ProcessFileOptions {
    * come out exactly as they came in.
    */
   spreadsheetSafe?: boolean;
+  /** Write the run report (one HTML page) here at the end of the run. */
+  report?: string;
   /** Rows per batch: the unit of output writes and checkpoints; default 500. */
   batchSize?: number;
   /** Engine settings passed through (threads, concurrency, rate limits, retry, timeout). */

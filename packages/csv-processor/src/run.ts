@@ -12,6 +12,8 @@ import { resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
 import { openSource } from './source/index.js';
 import { countResult, emptyTotals, failedShare, withEngineReport, type RunTotals } from './totals.js';
+import { CsvReportDetails } from './report.js';
+import type { ReportDetails } from '@dq/core';
 
 /** What a run did; the CLI prints it as a table and one JSON line. */
 export interface RunSummary {
@@ -28,6 +30,8 @@ export interface RunSummary {
   readonly error?: { readonly code: string; readonly message: string; readonly requestId?: string };
   /** Dry run only: what a run would cost. */
   readonly plan?: DryRunPlan;
+  /** With `report`: what the run report shows beside the summary's counts. */
+  readonly details?: ReportDetails;
 }
 
 /**
@@ -86,10 +90,13 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
   const counted: RunTotals = structuredClone(base);
   const totalsNow = () => withEngineReport(base, counted, engine?.report(), Date.now() - started);
   let position = checkpoint?.position ?? { records: 0, offset: 0, line: 1 };
+  let report: CsvReportDetails | undefined;
+  const details = () => report?.details(paths.output, engine?.report(), checkpoint !== undefined);
   try {
     const map = options.map ?? inferFieldMap(mode, source.header);
     const toRecord = recordMapper(map, source.header);
     const columns = resultColumns(mode, options.include);
+    report = options.report ? new CsvReportDetails(mode, columns) : undefined;
     const clash = columns.names.find((name) => source.header?.includes(name));
     if (clash) throw new CsvError('bad-mapping', `the input already has a column ${clash} (is it an output of dq-csv?); rename it or clean the original file`);
     if (!options.baseUrl) throw new CsvError('usage', 'a platform URL is needed: pass --base-url or set DQ_BASE_URL (npm run demo starts a local sandbox by itself)');
@@ -125,8 +132,10 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
           const result = results[r++]!;
           sink.row(item, result);
           countResult(counted, result);
+          report?.row(item, toRecord(item), result);
         } else {
           sink.reject(item);
+          report?.reject(item);
           counted.rejects += 1;
         }
       }
@@ -137,16 +146,18 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     }
     await sink.finish();
     const totals = totalsNow();
+    const done = details();
     await engine.close();
     await cache.remove();
     await removeCheckpoint(paths.checkpoint);
-    return { outcome: 'done', exitCode: exitCodeOf(totals, options.maxFailed ?? 0), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined };
+    return { outcome: 'done', exitCode: exitCodeOf(totals, options.maxFailed ?? 0), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined, ...(done ? { details: done } : {}) };
   } catch (err) {
     if (err instanceof CsvError) throw err;
     const totals = totalsNow();
     return {
       outcome: 'stopped', exitCode: err instanceof CsvError ? err.exitCode : stopExitCode(err, options.signal), paths, totals,
       failedShare: failedShare(totals), resumed: checkpoint !== undefined, error: describeStop(err, position.records),
+      ...(report ? { details: details() } : {}),
     };
   } finally {
     await reader?.stop();

@@ -5,8 +5,13 @@ import type { RunSummary } from './run.js';
  * resident memory of this process (all its threads) so far, in MiB.
  */
 export function summaryJson(summary: RunSummary): string {
+  return JSON.stringify(summaryObject(summary));
+}
+
+/** The object {@link summaryJson} prints (the run report renders its numbers from it). */
+export function summaryObject(summary: RunSummary): Record<string, unknown> {
   const { totals, paths } = summary;
-  return JSON.stringify({
+  return {
     event: 'summary',
     outcome: summary.outcome,
     exitCode: summary.exitCode,
@@ -26,7 +31,7 @@ export function summaryJson(summary: RunSummary): string {
     ...(summary.outcome === 'dry-run' ? { plan: { ...summary.plan, totals: undefined } } : { output: paths.output, rejectsFile: paths.rejects }),
     ...(summary.outcome === 'stopped' ? { checkpoint: paths.checkpoint } : {}),
     ...(summary.error ? { error: summary.error } : {}),
-  });
+  };
 }
 
 /** A table for people (printed on a TTY). */

@@ -34,6 +34,7 @@ describe('the dq-csv command line', () => {
     [['validate', '--input', 'a.csv', '--output', 'x.csv', '--threads', '-1'], '--threads'],
     [['validate', '--input', 'a.csv', '--output', 'x.csv', '--colour'], 'colour'],
     [['clean', '--input', 'a.csv'], 'validate'],
+    [['validate', '--input', 'a.csv', '--dry-run', '--report', 'r.html'], '--report'],
   ])('exits 2 naming the flag for %j', async (args, flag) => {
     const run = await runCli(args);
     expect(run.code).toBe(2);

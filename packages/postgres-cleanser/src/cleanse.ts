@@ -153,6 +153,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     // Every page committed with its checkpoint, so the run resumes where the connection went.
     throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`);
   } finally {
+    if (engine) options.onEngineReport?.(engine.report());
     await engine?.close().catch(() => undefined);
     await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
     await client.end().catch(() => undefined);

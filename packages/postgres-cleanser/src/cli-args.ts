@@ -12,6 +12,7 @@ export const USAGE = `Usage:
   dq-pg cleanse --db <url> --table <schema.table> [--key <column>] [--map <field>=<column>,...] [options]
   dq-pg rollback --db <url> --run <id>
   dq-pg status --db <url> [--run <id>] [--json]
+  dq-pg report --db <url> --run <id> --output <file.html>
   dq-pg init --db <url>
   dq-pg review export --db <url> --run <id> [--classes D,E] [--table <name>] --output <file.csv>
   dq-pg review apply --db <url> --input <file.csv> [--run-id <id>] [--batch-size <rows>]
@@ -47,6 +48,9 @@ cleanse options:
   --dry-run                 write nothing; print each row that would change (NDJSON) and the counts
                             (the summary's wouldWrite: rows a run would write)
   --max-failed <share>      exit 4 when unavailable rows exceed this share, default 0
+  --report <file.html>      write the run report there at the end (also when the run stops): one
+                            HTML page with counts, corrections per column, review queue,
+                            failures, conflicts and calls per second
 ${ENGINE_FLAGS_USAGE}
   --base-url <url>          address API host (env DQ_BASE_URL)
   --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
@@ -63,6 +67,8 @@ review apply:      applies the decision column: a candidate number, keep or inva
                    skipped), as review run --run-id (default a new id; rerun it to resume), guarded,
                    audited, undone by rollback. Exit 4 when a decision cell was bad or a row had
                    changed since the export (each named on stderr), 0 when every decision applied
+report options:    --db <url>  --run <id>  --output <file.html>: the run report of a recorded run
+                   (every process and resume of it), from the database
 init:              creates (or upgrades) the bookkeeping schema dq_cleanse; run it once as the
                    role that is to own it, then grant the ETL role what the README lists
 
@@ -80,7 +86,8 @@ export type CliCommand =
   | { command: 'status'; db: string | undefined; runId?: string; json: boolean }
   | { command: 'init'; db: string | undefined }
   | { command: 'review-export'; db: string | undefined; runId: string; output: string; classes?: ResultClass[]; table?: string }
-  | { command: 'review-apply'; db: string | undefined; input: string; runId?: string; batchSize?: number };
+  | { command: 'review-apply'; db: string | undefined; input: string; runId?: string; batchSize?: number }
+  | { command: 'report'; db: string | undefined; runId: string; output: string };
 
 const MODES: readonly Mode[] = ['address', 'company', 'tr', 'vat'];
 const CLASSES: readonly ResultClass[] = ['A', 'B', 'C', 'D', 'E', 'F'];
@@ -103,7 +110,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         workers: { type: 'string' }, 'read-ahead': { type: 'string' }, 'status-columns': { type: 'string' },
         'run-id': { type: 'string' }, run: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' },
         'max-failed': { type: 'string' }, ...ENGINE_FLAG_OPTIONS, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
-        'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' }, report: { type: 'string' },
         classes: { type: 'string' }, output: { type: 'string' }, input: { type: 'string' },
       },
     });
@@ -125,8 +132,14 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     if (!runId) throw usageError('--run', 'required: the id of the run to roll back (dq-pg status lists them)');
     return { command, db, runId };
   }
+  if (command === 'report') {
+    const runId = v.run ?? v['run-id'];
+    if (!runId) throw usageError('--run', 'required: the id of the run to report on (dq-pg status lists them)');
+    if (!v.output) throw usageError('--output', 'required: the HTML file to write, e.g. --output run.html');
+    return { command, db, runId, output: v.output };
+  }
   if (command !== 'cleanse') {
-    throw usageError('command', `expected cleanse, rollback, status, review or init, got ${command === undefined ? 'nothing' : `"${command}"`}`);
+    throw usageError('command', `expected cleanse, rollback, status, report, review or init, got ${command === undefined ? 'nothing' : `"${command}"`}`);
   }
   if (!v.table) throw usageError('--table', 'required: the table to clean');
   const mode = oneOf('--mode', v.mode ?? 'address', MODES);
@@ -159,6 +172,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   if (v.workers !== undefined) options.workers = number('--workers', v.workers, 1, 64, true);
   if (v['read-ahead'] !== undefined) options.readAhead = number('--read-ahead', v['read-ahead'], 0, 1, true) === 1;
   if (v['run-id'] !== undefined) options.runId = runIdOf(v['run-id']);
+  if (v.report !== undefined) options.report = v.report;
   const baseUrl = url('--base-url', v['base-url'] ?? envOf('DQ_BASE_URL'));
   const realtimeUrl = url('--realtime-url', v['realtime-url'] ?? envOf('DQ_REALTIME_URL'));
   const apiKey = v['api-key'] ?? envOf('DQ_API_KEY');

@@ -9,6 +9,8 @@ import { rollback } from './rollback.js';
 import { reviewCommand } from './review/command.js';
 import { status } from './status.js';
 import type { RunStatus } from './status.js';
+import { checkReportPath, reportAfterCleanse, reportOfRun } from './report.js';
+import type { RunReport } from '@dq/core';
 
 /** Where the CLI writes: stdout for results (JSON lines), stderr for logs and messages. */
 export interface CliIo {
@@ -42,6 +44,13 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       else io.out(statusTable(runs));
       return ExitCode.OK;
     }
+    if (cmd.command === 'report') {
+      await checkReportPath(cmd.output, '--output');
+      const summary = await reportOfRun({ db: cmd.db ?? '', runId: cmd.runId, output: cmd.output, logger });
+      out(summary);
+      io.err(`dq-pg: report written to ${cmd.output}\n`);
+      return ExitCode.OK;
+    }
     if (cmd.command === 'init') {
       const client = await connect(dbTarget(cmd.db, logger.redactor));
       try {
@@ -62,6 +71,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     if (!o.baseUrl) throw usageError('--base-url', 'required: the platform URL (or set DQ_BASE_URL); dq-sandbox serves one locally');
     if (!o.apiKey) throw usageError('--api-key', 'required: the API key (prefer DQ_API_KEY)');
     logger.redactor.add(o.apiKey);
+    if (o.report !== undefined) await checkReportPath(o.report, '--report');
+    let engineReport: RunReport | undefined;
     const controller = new AbortController();
     const onSignal = (signal: NodeJS.Signals): void => {
       io.err(`dq-pg: ${signal}: stopping after the page in flight is written\n`);
@@ -74,9 +85,15 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
         ...o, baseUrl: o.baseUrl, apiKey: o.apiKey, logger, signal: controller.signal,
         onChange: (change) => out({ type: 'change', ...change }),
         onHint: (text) => io.err(logger.redactor.redact(`dq-pg: hint: ${text}\n`)),
+        onEngineReport: (r) => void (engineReport = r),
       });
       if (!summary.dryRun && summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
-      out({ type: 'summary', ...summary });
+      const printed = { type: 'summary', ...summary };
+      out(printed);
+      if (o.report !== undefined) {
+        await reportAfterCleanse(o.report, o.db, printed, engineReport, logger);
+        io.err(`dq-pg: report written to ${o.report}\n`);
+      }
       return summary.exitCode;
     } finally {
       process.off('SIGINT', onSignal);

@@ -1,3 +1,4 @@
+import type { RunReport } from '@dq/core';
 import type { EngineConfig, Logger, Mode, RecordStatus, ResultClass } from '@dq/core';
 
 /** Options of {@link cleanse} (the `dq-pg cleanse` flags). */
@@ -66,6 +67,10 @@ export interface CleanseOptions {
    * only invalid-input rows); default: logged as a warning.
    */
   onHint?: (text: string) => void;
+  /** Write the run report (one HTML page) here when the run ends (the CLI's --report). */
+  report?: string;
+  /** Called with the engine's run report (calls per second included) before the engine closes. */
+  onEngineReport?: (report: RunReport) => void;
 }
 
 /** A row a run would change (dry-run) with values per column. */

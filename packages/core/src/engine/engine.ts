@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { DqError, errorFromData } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import type { Logger } from '../log/index.js';
-import { createSharedThrottle } from '../throttle/index.js';
+import { createSharedThrottle, DEFAULT_RATE_LIMITS } from '../throttle/index.js';
 import { resolveEngineConfig } from './config.js';
 import type { EngineConfig, ResolvedEngineConfig } from './config.js';
 import { localRefusal, localViolations } from './local-checks.js';
@@ -65,7 +65,8 @@ class ValidationEngine implements Engine {
     this.#cfg = cfg;
     this.#cache = cache;
     this.#logger = logger;
-    this.#report = new RunReportBuilder(cfg.maxReportedFailures);
+    const endpoint = cfg.mode === 'address' ? cfg.addressEndpoint : 'company';
+    this.#report = new RunReportBuilder(cfg.maxReportedFailures, cfg.rateLimits[endpoint] ?? DEFAULT_RATE_LIMITS[endpoint]);
     // A digest: the scope is part of every key, and a short key is cheaper to hash and to keep.
     const scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company]);
     this.#scope = createHash('sha256').update(scope).digest('base64url').slice(0, 16);
@@ -223,7 +224,7 @@ class ValidationEngine implements Engine {
     this.#chunksOut += 1;
     try {
       const answer = await this.#pool.run({ control, requests: chunk.map((c) => c.fields) });
-      this.#report.addCalls(answer.calls, answer.retries);
+      this.#report.addCalls(answer.calls, answer.retries, answer.callSeconds);
       this.#outage.answered(answer.answered, answer.lastAnswerAt);
       outcomes = answer.outcomes;
     } catch (e) {

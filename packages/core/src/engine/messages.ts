@@ -66,4 +66,6 @@ export interface TaskResult {
   /** Requests the platform answered (any answer, errors included), and when the last of them ended (epoch ms). */
   answered: number;
   lastAnswerAt: number;
+  /** Calls sent, by the epoch second their attempts ended: `[second, count]` pairs. */
+  callSeconds?: [number, number][];
 }

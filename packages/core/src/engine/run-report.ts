@@ -18,10 +18,13 @@ export class RunReportBuilder {
   #busyMs = 0;
   #active = 0;
   #since = 0;
+  #rate = new CallRateHistogram();
+  readonly #rateLimit: number | undefined;
 
   /** @param maxFailures most failures listed in the report (default 100); the rest are only counted. */
-  constructor(maxFailures = 100) {
+  constructor(maxFailures = 100, rateLimit?: number) {
     this.#maxFailures = maxFailures;
+    this.#rateLimit = rateLimit;
   }
 
   /** A `process` call started; the report's duration covers the time any call is running. */
@@ -36,9 +39,10 @@ export class RunReportBuilder {
   }
 
   /** Requests sent to the platform by workers, and the extra attempts they needed. */
-  addCalls(calls: number, retries: number): void {
+  addCalls(calls: number, retries: number, seconds: readonly (readonly [number, number])[] = []): void {
     this.#apiCalls += calls;
     this.#retries += retries;
+    for (const [second, count] of seconds) this.#rate.add(second, count);
   }
 
   /** Counts one record's final result. */
@@ -70,6 +74,47 @@ export class RunReportBuilder {
       failures: this.#failures.map((f) => ({ ...f })),
       failuresOmitted: this.#failuresOmitted,
       durationMs: Math.round(this.#busyMs + running),
+      callsPerSecond: { ...this.#rate.snapshot(), ...(this.#rateLimit ? { limit: this.#rateLimit } : {}) },
     };
+  }
+}
+
+/** At most this many buckets: past it, buckets double in width (a long run stays a few KB). */
+export const MAX_RATE_BUCKETS = 240;
+
+/**
+ * Calls made per second of wall time, bounded: `counts[i]` calls ended in the `bucketSeconds`
+ * seconds from `startSecond + i * bucketSeconds`. When a run outlasts {@link MAX_RATE_BUCKETS}
+ * buckets, neighbouring buckets are merged and the width doubles, so a report of a week-long run
+ * is as small as one of four minutes.
+ */
+export class CallRateHistogram {
+  #start: number | undefined;
+  #width = 1;
+  #counts: number[] = [];
+
+  add(second: number, count: number): void {
+    if (count <= 0) return;
+    if (this.#start === undefined) this.#start = second;
+    if (second < this.#start) {
+      // A chunk that ended earlier than the first one seen (threads answer out of order): grow to the left.
+      const shift = Math.ceil((this.#start - second) / this.#width);
+      this.#counts = [...new Array<number>(shift).fill(0), ...this.#counts];
+      this.#start -= shift * this.#width;
+    }
+    let index = Math.floor((second - this.#start) / this.#width);
+    while (index >= MAX_RATE_BUCKETS) {
+      const merged: number[] = [];
+      for (let i = 0; i < this.#counts.length; i += 2) merged.push((this.#counts[i] ?? 0) + (this.#counts[i + 1] ?? 0));
+      this.#counts = merged;
+      this.#width *= 2;
+      index = Math.floor((second - this.#start) / this.#width);
+    }
+    while (this.#counts.length <= index) this.#counts.push(0);
+    this.#counts[index] = (this.#counts[index] ?? 0) + count;
+  }
+
+  snapshot(): { startSecond: number; bucketSeconds: number; counts: number[] } {
+    return { startSecond: this.#start ?? 0, bucketSeconds: this.#width, counts: [...this.#counts] };
   }
 }

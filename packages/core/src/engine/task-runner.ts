@@ -87,10 +87,15 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
   };
 
   /** Calls the platform answered in one task, and when the last of them ended. */
-  type Answers = { count: number; lastAt: number };
+  type Answers = { count: number; lastAt: number; seconds: Map<number, number> };
   const answered = (answers: Answers): void => {
     answers.count += 1;
     answers.lastAt = Date.now();
+  };
+  /** Counts a sent call in the (epoch) second its attempt ended, for the run report's calls-per-second histogram. */
+  const sent = (answers: Answers): void => {
+    const second = Math.floor(Date.now() / 1000);
+    answers.seconds.set(second, (answers.seconds.get(second) ?? 0) + 1);
   };
 
   const callOne = async (task: CallTask, index: number, signal: AbortSignal, answers: Answers): Promise<CallOutcome> => {
@@ -103,9 +108,11 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
         const { outcome, attempts } = await call(fields, String(index), signal);
         unreportedRetries += attempts - 1;
         answered(answers);
+        sent(answers);
         return outcome;
       } catch (e) {
         if (signal.aborted) return { kind: 'skipped' };
+        sent(answers);
         if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
         const outcome = errorOutcome(e);
         if (outcome.kind === 'result' && outcome.unreachableAt === undefined) answered(answers);
@@ -124,12 +131,12 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     /** Outcomes in request order. */
     async run(task) {
       const signal = controlSignal(task.control);
-      const answers: Answers = { count: 0, lastAt: 0 };
+      const answers: Answers = { count: 0, lastAt: 0, seconds: new Map() };
       const outcomes = await Promise.all(task.requests.map((_, i) => callOne(task, i, signal, answers)));
       const retries = unreportedRetries;
       unreportedRetries = 0;
       const calls = outcomes.filter((o) => o.kind !== 'skipped').length;
-      return { outcomes, calls, retries, answered: answers.count, lastAnswerAt: answers.lastAt };
+      return { outcomes, calls, retries, answered: answers.count, lastAnswerAt: answers.lastAt, callSeconds: [...answers.seconds] };
     },
     close: () => transport.close(),
   };

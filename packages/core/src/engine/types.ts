@@ -109,6 +109,12 @@ export interface RunReport {
   failuresOmitted: number;
   /** Wall time during which at least one `process` call was running, in milliseconds. */
   durationMs: number;
+  /**
+   * Calls made over time: `counts[i]` calls ended in the `bucketSeconds` seconds starting at epoch
+   * second `startSecond + i * bucketSeconds` (at most 240 buckets; longer runs get wider ones);
+   * `limit` is the client-side rate limit of the endpoint the engine calls (absent when off).
+   */
+  callsPerSecond?: { startSecond: number; bucketSeconds: number; counts: number[]; limit?: number };
 }
 
 /** Estimate of a batch without calling anything. */
