@@ -8,3 +8,4 @@ export * from './download/index.js';
 export * from './engine/index.js';
 export * from './cli/index.js';
 export * from './lock/index.js';
+export * from './store/index.js';
