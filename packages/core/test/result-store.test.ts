@@ -207,7 +207,9 @@ describe('the Postgres result store', () => {
     expect(platform.seen).toHaveLength(60); // only the 10 new inputs
     expect(again.filter((r) => r.source === 'store')).toHaveLength(50);
     expect(queries.filter((q) => /SELECT key, result/.test(q))).toHaveLength(1);
-    expect(queries.filter((q) => /INSERT INTO dq_store/.test(q))).toHaveLength(1);
+    const upserts = queries.filter((q) => /INSERT INTO dq_store/.test(q)).length;
+    expect(upserts).toBeGreaterThanOrEqual(1);
+    expect(upserts).toBeLessThanOrEqual(10); // answers arriving together share an upsert
 
     const shown = (await openStore(url))!;
     cleanups.push(() => shown.close());

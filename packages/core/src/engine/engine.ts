@@ -240,8 +240,21 @@ class ValidationEngine implements Engine {
   async #dispatch(chunk: PendingCall[], control: Int32Array): Promise<void> {
     let outcomes: CallOutcome[];
     this.#chunksOut += 1;
+    // Each definitive answer goes to the store the moment it arrives (on the engine's thread; a
+    // worker thread's arrive with its chunk), so a kill loses at most the calls in flight.
+    const stored = new Map<number, Promise<void>>();
+    const store = this.#store;
+    const onOutcome = store
+      ? (i: number, outcome: CallOutcome): void => {
+          if (outcome.kind !== 'result' || outcome.unreachableAt !== undefined || outcome.result.status === 'unavailable') return;
+          outcome.result.checkedAt ??= new Date().toISOString();
+          const written = Promise.resolve(store.set((chunk[i] as PendingCall).key, outcome.result));
+          written.catch(() => undefined); // awaited below
+          stored.set(i, written);
+        }
+      : undefined;
     try {
-      const answer = await this.#pool.run({ control, requests: chunk.map((c) => c.fields) });
+      const answer = await this.#pool.run({ control, requests: chunk.map((c) => c.fields) }, onOutcome);
       const checkedAt = new Date().toISOString();
       for (const outcome of answer.outcomes) if (outcome.kind === 'result') outcome.result.checkedAt ??= checkedAt;
       this.#report.addCalls(answer.calls, answer.retries);
@@ -269,7 +282,7 @@ class ValidationEngine implements Engine {
             const written = this.#cache.set(call.key, result);
             if (written instanceof Promise) writes.push(written);
             // In the store before any batch sees it: a kill from here on loses no paid answer.
-            if (this.#store) writes.push(this.#store.set(call.key, result) as Promise<void>);
+            if (store) writes.push(stored.get(i) ?? Promise.resolve(store.set(call.key, result)));
           }
         } else if (outcome.kind === 'stop') {
           this.#halt(errorFromData(outcome.error));

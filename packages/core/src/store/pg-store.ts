@@ -104,15 +104,15 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       if (queued === undefined) {
         const batch = new Map<string, { json: string; at: string }>();
         queued = batch;
-        // Everything stored in this engine step (the engine stores a chunk's answers synchronously)
-        // goes in one upsert; the step's sets all resolve when it is committed.
-        const previous = flushing ?? Promise.resolve();
-        flushing = new Promise<void>((resolve) => setImmediate(resolve))
-          .then(() => {
-            queued = undefined;
-            return previous.catch(() => undefined);
-          })
-          .then(() => flush(batch));
+        // Answers stored in this engine step, and while the previous upsert runs, go in one
+        // upsert; their sets all resolve when it is committed.
+        const previous = flushing;
+        flushing = (async () => {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          if (previous) await previous.catch(() => undefined);
+          queued = undefined;
+          await flush(batch);
+        })();
       }
       queued.set(storeKey(key), { json: JSON.stringify(value), at: value.checkedAt ?? new Date().toISOString() });
       return flushing as Promise<void>;
