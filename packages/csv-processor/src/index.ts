@@ -25,5 +25,3 @@ export { summaryJson, summaryTable } from './summary.js';
 export type { RunTotals } from './totals.js';
 export type { DryRunPlan } from './dry-run.js';
 export type { Checkpoint } from './checkpoint.js';
-export { openResumeCache } from './resume-cache.js';
-export type { ResumeCache, ResumeCacheOptions } from './resume-cache.js';
