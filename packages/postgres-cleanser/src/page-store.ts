@@ -76,7 +76,7 @@ const FIXED_TYPES = ['text', 'timestamptz', 'text', 'KEY', 'KEY', 'KEY[]', 'bool
 /** SQL types of the parameters of {@link pageWriteSql}, in order (for PREPARE). */
 export function pageWriteParamTypes(target: TargetTable): string[] {
   const fixed = FIXED_TYPES.map((t) => t.replace('KEY', target.key.type));
-  return [...fixed, ...target.columns.flatMap(() => ['text[]', 'text[]']), ...target.status.map(() => 'text[]')];
+  return [...fixed, ...target.columns.flatMap(() => ['text[]', 'text[]']), ...target.status.map(() => 'text[]'), 'timestamptz[]'];
 }
 
 /**
