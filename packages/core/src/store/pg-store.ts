@@ -40,11 +40,12 @@ export interface PgStoreOptions {
  * on a normal run).
  */
 export async function openPgStore(options: PgStoreOptions): Promise<ResultStore> {
-  const { db, location, maxAgeMs } = options;
+  const { location, maxAgeMs } = options;
+  const db = serialised(options.db);
   try {
-    await ensureStoreSchema(db);
+    await ensureStoreSchema(options.db);
   } catch (e) {
-    if (options.owned) await db.end?.().catch(() => undefined);
+    if (options.owned) await options.db.end?.().catch(() => undefined);
     throw storeError(location, e);
   }
   /** Answers stored in this engine step, written by one upsert. */
@@ -141,12 +142,28 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     close() {
       closed ??= (async () => {
         await flushing?.catch(() => undefined);
-        if (options.owned) await db.end?.();
+        if (options.owned) await options.db.end?.();
       })();
       return closed;
     },
   };
   return store;
+}
+
+/**
+ * `db` for the store's queries: a pool as it is (its connections run them side by side); one
+ * client with its queries one after another (a client runs one query at a time, and pg no longer
+ * queues them for the caller).
+ */
+function serialised(db: PgQueryable): PgQueryable {
+  if ('totalCount' in db) return db;
+  let last: Promise<unknown> = Promise.resolve();
+  const query = (...args: unknown[]): Promise<unknown> => {
+    const next = last.then(() => (db.query as (...a: unknown[]) => Promise<unknown>)(...args));
+    last = next.catch(() => undefined);
+    return next;
+  };
+  return { query: query as PgQueryable['query'] };
 }
 
 /**
