@@ -17,8 +17,9 @@ export const ENGINE_FLAGS_USAGE = `  --concurrency <n>         HTTP calls in fli
   --rate-limit <rps>        platform requests per second, default the contract's (batch/sync
                             100, validate 30); 0 = no client-side limit
   --store <dir|url|off>     result store: answers kept across runs are not bought again; a
-                            folder (default ~/.cache/dq-connectors/store), postgres://… (one
-                            store for every process and machine), or off
+                            folder (default ~/.cache/dq-connectors/store; dq-pg: its own
+                            database), postgres://… (one store for every process and machine),
+                            or off. It holds addresses and company names: see the README
   --max-age <age>           reuse stored answers younger than this, e.g. 30d, 12h, 3600 (s);
                             default 30d; 0 = call everything (fresh answers are still stored)`;
 
