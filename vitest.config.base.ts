@@ -10,5 +10,7 @@ export default defineConfig({
     pool: 'forks',
     fileParallelism: false,
     retry: 0,
+    // The result store's default folder is a fresh temporary one per test, never the home cache.
+    setupFiles: [new URL('./test/support/isolated-store.ts', import.meta.url).pathname],
   },
 });

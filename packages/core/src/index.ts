@@ -9,3 +9,4 @@ export * from './engine/index.js';
 export * from './cli/index.js';
 export * from './lock/index.js';
 export * from './report/index.js';
+export * from './store/index.js';

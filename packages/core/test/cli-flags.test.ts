@@ -26,6 +26,13 @@ describe('command-line flag checks', () => {
     expect(() => flags.url('--base-url', 'localhost:8080x y')).toThrow(UsageProblem);
   });
 
+  it('keeps --store as given (resolved by openStore) and reads --max-age as an age, refusing other text', () => {
+    expect(flags.engine({ store: 'postgres://etl@db/crm', 'max-age': '12h' })).toEqual({ store: 'postgres://etl@db/crm', maxAgeMs: 12 * 3_600_000 });
+    expect(flags.engine({ store: 'off', 'max-age': '0' })).toEqual({ store: 'off', maxAgeMs: 0 });
+    expect(() => flags.engine({ 'max-age': 'a month' })).toThrow(/--max-age: "a month" is not an age/);
+    expect(() => flags.engine({ store: ' ' })).toThrow(/--store: is empty/);
+  });
+
   it('turns the engine flags every CLI shares into engine settings, leaving out the ones not given', () => {
     expect(flags.engine({})).toEqual({});
     expect(flags.engine({ concurrency: '8', threads: '0', 'rate-limit': '50' })).toEqual({

@@ -1,8 +1,5 @@
-import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, createMemoryCache, createSilentLogger, openFileCache } from '@dq/core';
+import { createEngine, createMemoryCache, createSilentLogger } from '@dq/core';
 import type { CachedResult, Engine, ResultCache } from '@dq/core';
 import { addresses, batchAnswer, startScriptedPlatform } from './engine-support.js';
 import type { ScriptedPlatform } from './engine-support.js';
@@ -28,12 +25,6 @@ function start(url: string, cache: ResultCache): Engine {
   });
   cleanups.push(() => engine.close());
   return engine;
-}
-
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'dq-engine-cache-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
 }
 
 const accepted: CachedResult = { status: 'accepted', resultClass: 'A' };
@@ -64,44 +55,6 @@ describe('result caches', () => {
     expect(cache.get('k299')).toEqual(accepted);
   });
 
-  it('lets a resumed run skip the calls a previous run made, through the file cache', async () => {
-    platform = await startScriptedPlatform((req) =>
-      req.body['street'] === 'Street 3' ? { status: 503, body: '' } : batchAnswer(req, 'C'),
-    );
-    const path = join(await tempDir(), 'nested', 'cache.ndjson');
-
-    const first = start(platform.url, await openFileCache(path));
-    const before = await first.process(addresses(10));
-    expect(before[3]?.status).toBe('unavailable');
-    await first.close();
-    expect(platform.seen).toHaveLength(11); // 9 answered, Street 3 tried twice
-
-    const reopened = await openFileCache(path);
-    expect(reopened.size).toBe(9); // the unavailable result was not stored
-    const second = start(platform.url, reopened);
-    // One new record beside them: the platform answers it, so Street 3 failed on its own (unavailable).
-    const after = await second.process(addresses(11));
-    expect(after.filter((r) => r.source === 'cache')).toHaveLength(9);
-    expect(after[3]).toMatchObject({ source: 'api', status: 'unavailable' });
-    expect(after[0]).toMatchObject({ status: 'accepted', resultClass: 'C', address: { street: 'Street 0' } });
-    expect(platform.seen).toHaveLength(14);
-  });
-
-  it('skips a torn last line of the file cache and keeps the rest', async () => {
-    const path = join(await tempDir(), 'cache.ndjson');
-    const cache = await openFileCache(path);
-    await cache.set('k1', accepted);
-    await cache.set('k2', { status: 'invalid', resultClass: 'F' });
-    await cache.close();
-    await appendFile(path, '{"k":"k3","v":{"status":"acc');
-    const reopened = await openFileCache(path);
-    cleanups.push(() => reopened.close());
-    expect(reopened.size).toBe(2);
-    expect(reopened.skippedLines).toBe(1);
-    expect(reopened.get('k2')).toEqual({ status: 'invalid', resultClass: 'F' });
-    expect((await readFile(path, 'utf8')).split('\n').filter(Boolean)).toHaveLength(3);
-  });
-
   it('works with an asynchronous cache', async () => {
     platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
     const store = new Map<string, CachedResult>();
@@ -120,7 +73,7 @@ describe('result caches', () => {
     expect(store.size).toBe(5);
     const again = await engine.process(addresses(5));
     expect(again.every((r) => r.source === 'cache')).toBe(true);
-    expect(engine.plan(addresses(5)).calls).toBe(5); // an async cache cannot be asked while planning
+    expect((await engine.plan(addresses(5))).calls).toBe(0); // the plan asks an asynchronous cache too
     expect(platform.seen).toHaveLength(5);
   });
 
@@ -137,6 +90,7 @@ describe('result caches', () => {
       hits: 2,
       vatCode: 'VALID_VAT_ID',
       requestId: 'req-1',
+      checkedAt: '2026-01-02T03:04:05.000Z',
       error: { code: 'x', message: 'y' },
     };
     const engine = start(platform.url, { get: () => full, set: () => undefined });

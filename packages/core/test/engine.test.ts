@@ -108,10 +108,11 @@ describe('engine: order, dedup and policy', () => {
     expect(results[2]).toMatchObject({ status: 'accepted', source: 'api' });
     expect(platform.seen).toHaveLength(1);
     expect(platform.seen[0]?.body).toMatchObject({ localityLine: '10117 Berlin', country: 'DE' });
-    expect(e.plan([{ street: 'x' }, ...addresses(3), ...addresses(2)])).toEqual({
+    expect(await e.plan([{ street: 'x' }, ...addresses(3), ...addresses(2)])).toEqual({
       records: 6,
       distinct: 3,
       calls: 3,
+      fromStore: 0,
       invalidInput: 1,
     });
   });
@@ -137,7 +138,7 @@ describe('engine: order, dedup and policy', () => {
     platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
     const e = start(platform.url);
     await e.process(addresses(10));
-    expect(e.plan([...addresses(15), ...addresses(5)])).toEqual({ records: 20, distinct: 15, calls: 5, invalidInput: 0 });
+    expect(await e.plan([...addresses(15), ...addresses(5)])).toEqual({ records: 20, distinct: 15, calls: 5, fromStore: 0, invalidInput: 0 });
     expect(platform.seen).toHaveLength(10);
   });
 

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { mapRecord, validateAddressRequest, validateCompanyBody, type Mode } from '@dq/core';
+import { createEngine, openStore, type Engine, type EngineRecord, type Mode } from '@dq/core';
 import { inferFieldMap, recordMapper } from './mapping.js';
 import type { ProcessFileOptions, RunPaths } from './options.js';
 import { openSource } from './source/index.js';
@@ -14,7 +13,9 @@ export interface DryRunPlan {
   readonly invalidInput: number;
   /** Distinct normalised inputs among the other rows. */
   readonly distinct: number;
-  /** API calls a run would make (one per distinct input). */
+  /** Distinct inputs the result store answers (younger than --max-age). */
+  readonly fromStore: number;
+  /** API calls a run would make (one per distinct input the store does not answer). */
   readonly calls: number;
   /** Endpoint the calls go to. */
   readonly endpoint: 'batch' | 'validate' | 'company';
@@ -27,11 +28,15 @@ export interface DryRunPlan {
 /** Contract part 8: requests per second per endpoint (company: not shown). */
 const CONTRACT_LIMITS = { batch: 100, validate: 30 } as const;
 
+/** Records planned per engine call: bounds the memory of one step and the store's lookups. */
+const PLAN_BATCH = 5_000;
+
 /**
- * Reads and checks the whole file like a run would: parses every record (rejects counted),
- * maps and locally validates each row, and counts distinct inputs as the engine's dedup would
- * (whitespace and case folded). Distinct keys are held as 16-byte digests: about 70 MB per million
- * distinct rows.
+ * Reads and checks the whole file like a run would: parses every record (rejects counted), and
+ * has the engine plan each batch of rows (local checks, distinct inputs by the engine's own key,
+ * and the inputs the result store would answer), so the calls counted are the calls a run would
+ * make after the store. Nothing is called; the distinct keys are held in memory (about 150 MB per
+ * million distinct rows).
  */
 export async function planFile(
   options: ProcessFileOptions & { format: InputFormat; mode: Mode; delimiter: string },
@@ -43,35 +48,52 @@ export async function planFile(
   const started = Date.now();
   const seen = new Set<string>();
   let invalidInput = 0;
+  let distinct = 0;
+  let calls = 0;
+  let fromStore = 0;
+  const { store, maxAgeMs, ...engineSettings } = options.engine ?? {};
+  let engine: Engine | undefined;
   try {
     const map = options.map ?? inferFieldMap(options.mode, source.header);
     const toRecord = recordMapper(map, source.header);
+    const resultStore = await openStore(store, { maxAgeMs });
+    // Planning never calls: the URL and key are placeholders when a dry run is given none, and
+    // with no thread the engine starts no worker.
+    engine = createEngine({
+      ...engineSettings, threads: 0, mode: options.mode, baseUrl: options.baseUrl ?? 'http://dry-run.invalid',
+      apiKey: options.apiKey ?? 'dry-run', defaultCountry: options.country, include: options.include, resultStore,
+    });
+    let batch: EngineRecord[] = [];
+    const plan = async (): Promise<void> => {
+      const p = await engine!.plan(batch, { seen });
+      invalidInput += p.invalidInput;
+      distinct += p.distinct;
+      calls += p.calls;
+      fromStore += p.fromStore;
+      batch = [];
+    };
     for await (const item of source.items) {
       if (item.kind === 'reject') {
         totals.rejects += 1;
         continue;
       }
       totals.rows += 1;
-      const fields = mapRecord(options.mode, toRecord(item), options.country);
-      const violations = options.mode === 'address' ? validateAddressRequest(fields) : validateCompanyBody(options.mode, fields);
-      if (violations.length > 0) {
-        invalidInput += 1;
-        continue;
-      }
-      const key = Object.keys(fields).sort().map((k) => `${k}=${fields[k]!.replace(/\s+/g, ' ').toLowerCase()}`).join('\u0000');
-      seen.add(createHash('sha256').update(key).digest('base64').slice(0, 22));
+      batch.push(toRecord(item));
+      if (batch.length >= PLAN_BATCH) await plan();
     }
+    await plan();
   } finally {
+    await engine?.close();
     await source.close();
   }
   totals.durationMs = Date.now() - started;
   const endpoint = options.mode === 'address' ? (options.engine?.addressEndpoint ?? 'batch') : 'company';
   const limit = endpoint === 'company' ? options.engine?.rateLimits?.company : (options.engine?.rateLimits?.[endpoint] ?? CONTRACT_LIMITS[endpoint]);
-  const calls = seen.size;
   return {
     totals,
     invalidInput,
-    distinct: seen.size,
+    distinct,
+    fromStore,
     calls,
     endpoint,
     ...(limit ? { rateLimitPerSecond: limit, secondsAtRateLimit: Math.ceil(calls / limit) } : {}),

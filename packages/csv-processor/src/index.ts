@@ -25,8 +25,6 @@ export { summaryJson, summaryTable } from './summary.js';
 export type { RunTotals } from './totals.js';
 export type { DryRunPlan } from './dry-run.js';
 export type { Checkpoint } from './checkpoint.js';
-export { openResumeCache } from './resume-cache.js';
-export type { ResumeCache, ResumeCacheOptions } from './resume-cache.js';
 export { exportReview } from './review/export.js';
 export type { ReviewExportOptions, ReviewExportSummary } from './review/export.js';
 export { applyReview } from './review/apply.js';

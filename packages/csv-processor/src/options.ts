@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import type { EngineConfig, Logger, Mode } from '@dq/core';
+import type { EngineConfig, EngineFlagSettings, Logger, Mode } from '@dq/core';
 import type { FieldMap } from './mapping.js';
 import type { ProgressReporter } from './progress.js';
 import type { InputEncoding, InputFormat } from './source/types.js';
@@ -48,8 +48,13 @@ export interface ProcessFileOptions {
   report?: string;
   /** Rows per batch: the unit of output writes and checkpoints; default 500. */
   batchSize?: number;
-  /** Engine settings passed through (threads, concurrency, rate limits, retry, timeout). */
-  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company'>>;
+  /**
+   * Engine settings passed through (threads, concurrency, rate limits, retry, timeout), and the
+   * result store: `store` (a folder, a postgres:// URL or `off`; default the user's cache folder)
+   * and `maxAgeMs` (default 30 days).
+   */
+  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company'>> &
+    Pick<EngineFlagSettings, 'store' | 'maxAgeMs'>;
   /** Progress reporter; default none. */
   progress?: ProgressReporter;
   /** Logger handed to the engine. */
@@ -64,7 +69,6 @@ export interface RunPaths {
   readonly output: string;
   readonly rejects: string;
   readonly checkpoint: string;
-  readonly cache: string;
   /** Held while a run writes the output: a second run on the same output is refused. */
   readonly lock: string;
 }
@@ -78,7 +82,6 @@ export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 
     output,
     rejects: resolve(options.rejects ?? `${stem}.rejects.csv`),
     checkpoint: `${output}.checkpoint.json`,
-    cache: `${output}.cache.ndjson`,
     lock: `${output}.lock`,
   };
 }

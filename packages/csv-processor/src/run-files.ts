@@ -12,7 +12,7 @@ export interface WrittenFile {
 
 /**
  * Checks every file a run writes before anything is written, then takes the output's lock:
- * - no written file (output, rejects, checkpoint, resume cache, lock) is the input, by device and
+ * - no written file (output, rejects, checkpoint, lock) is the input, by device and
  *   inode, so a symlink or hard link to the input is caught too; no two of them are one file;
  * - the folder of each exists (else a usage error naming the folder);
  * - no other live run writes the same output (else `output-locked`, exit 75, naming its pid); the
@@ -29,7 +29,6 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
     { path: paths.rejects, label: `the rejects file ${paths.rejects}` },
     { path: paths.checkpoint, label: `the checkpoint ${paths.checkpoint}` },
     { path: `${paths.checkpoint}.tmp`, label: `the checkpoint's temporary file ${paths.checkpoint}.tmp` },
-    { path: paths.cache, label: `the resume cache ${paths.cache}` },
     { path: paths.lock, label: `the lock ${paths.lock}` },
   ];
   const seen = new Map<string, WrittenFile>();

@@ -1,12 +1,11 @@
 import { stat } from 'node:fs/promises';
-import { createEngine, DqError, exitCodeForError, ExitCode, isRunStop, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import { createEngine, DqError, exitCodeForError, ExitCode, isRunStop, openStore, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planFile, type DryRunPlan } from './dry-run.js';
 import { CsvError } from './errors.js';
 import { inferFieldMap, recordMapper } from './mapping.js';
 import { formatFromPath, runPaths, type ProcessFileOptions, type RunPaths } from './options.js';
-import { openResumeCache } from './resume-cache.js';
 import { claimRunFiles } from './run-files.js';
 import { resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
@@ -102,18 +101,20 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     if (!options.baseUrl) throw new CsvError('usage', 'a platform URL is needed: pass --base-url or set DQ_BASE_URL (npm run demo starts a local sandbox by itself)');
     if (!options.apiKey) throw new CsvError('usage', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
 
-    // A resume keeps every answer a stopped or killed run paid for, even one stopped before its
-    // first checkpoint (the cache's keys hold the request and the settings that shape the answer).
-    const cache = await openResumeCache(paths.cache, !options.resume);
+    // The result store keeps every answer a stopped or killed run paid for (even one stopped
+    // before its first checkpoint), so a resume, and any later run over the same inputs, finds
+    // them instead of buying them again (its keys hold the request and the settings that shape the answer).
+    const { store, maxAgeMs, ...engineSettings } = options.engine ?? {};
+    const resultStore = await openStore(store, { maxAgeMs });
     engine = createEngine({
       mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
-      defaultCountry: options.country, include: options.include, cache, logger: options.logger, ...options.engine,
+      defaultCountry: options.country, include: options.include, resultStore, logger: options.logger, ...engineSettings,
     });
     sink = await Sink.open({ outputPath: paths.output, rejectsPath: paths.rejects, format, delimiter, header: source.header, columns, spreadsheetSafe: options.spreadsheetSafe, resume: checkpoint?.sink });
 
     // A window of batches with the engine: while the oldest one's last answers arrive and it is
     // written and checkpointed, the later ones keep the engine's calls (and the rate limit) busy.
-    // Calls paid for by any of them are in the resume cache, so a kill costs no second payment.
+    // Calls paid for by any of them are in the result store, so a kill costs no second payment.
     reader = new BatchReader<RecordResult>(source, batchSize, batchesInFlight(batchSize), (items) => {
       const records: EngineRecord[] = [];
       for (const item of items) if (item.kind === 'row') records.push(toRecord(item));
@@ -148,7 +149,6 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     const totals = totalsNow();
     const done = details();
     await engine.close();
-    await cache.remove();
     await removeCheckpoint(paths.checkpoint);
     return { outcome: 'done', exitCode: exitCodeOf(totals, options.maxFailed ?? 0), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined, ...(done ? { details: done } : {}) };
   } catch (err) {

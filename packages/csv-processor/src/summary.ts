@@ -22,6 +22,8 @@ export function summaryObject(summary: RunSummary): Record<string, unknown> {
     apiCalls: totals.apiCalls,
     callsSavedByDedup: totals.callsSavedByDedup,
     callsSavedByCache: totals.callsSavedByCache,
+    callsSavedByStore: totals.callsSavedByStore,
+    storeHitRate: storeHitRate(totals),
     retries: totals.retries,
     failedShare: Number(summary.failedShare.toFixed(4)),
     durationMs: totals.durationMs,
@@ -44,7 +46,7 @@ export function summaryTable(summary: RunSummary): string {
   ];
   if (summary.plan) {
     const p = summary.plan;
-    lines.push(['invalid input (no call)', n(p.invalidInput)], ['distinct inputs', n(p.distinct)], ['API calls needed', n(p.calls)]);
+    lines.push(['invalid input (no call)', n(p.invalidInput)], ['distinct inputs', n(p.distinct)], ['answered by the store', n(p.fromStore)], ['API calls needed', n(p.calls)]);
     lines.push(['time at rate limit', p.secondsAtRateLimit === undefined ? 'unknown (no published limit)' : `${n(p.secondsAtRateLimit)} s at ${p.rateLimitPerSecond}/s`]);
   } else {
     for (const [status, count] of Object.entries(totals.byStatus)) lines.push([`  ${status}`, n(count)]);
@@ -52,7 +54,8 @@ export function summaryTable(summary: RunSummary): string {
     if (classes) lines.push(['result classes', classes]);
     lines.push(
       ['API calls', n(totals.apiCalls)],
-      ['calls saved', `${n(totals.callsSavedByDedup)} by dedup, ${n(totals.callsSavedByCache)} by cache`],
+      ['calls saved', `${n(totals.callsSavedByDedup)} by dedup, ${n(totals.callsSavedByCache)} by cache, ${n(totals.callsSavedByStore)} by the store`],
+      ['store hit rate', `${(storeHitRate(totals) * 100).toFixed(1)} %`],
       ['retries', n(totals.retries)],
       ['duration', `${(totals.durationMs / 1000).toFixed(1)} s${totals.runs > 1 ? ` over ${totals.runs} runs` : ''}`],
       ['output', summary.paths.output],
@@ -61,4 +64,9 @@ export function summaryTable(summary: RunSummary): string {
   }
   const width = Math.max(...lines.map(([k]) => k.length));
   return lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n';
+}
+
+/** Share of the inputs looked up in the result store that it answered, over all runs of the file. */
+function storeHitRate(totals: RunSummary['totals']): number {
+  return totals.storeLookups > 0 ? Number((totals.storeHits / totals.storeLookups).toFixed(4)) : 0;
 }

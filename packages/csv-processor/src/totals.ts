@@ -12,6 +12,11 @@ export interface RunTotals {
   apiCalls: number;
   callsSavedByDedup: number;
   callsSavedByCache: number;
+  /** Records answered from the result store (answers of earlier runs). */
+  callsSavedByStore: number;
+  /** Inputs looked up in the result store, and how many it answered (for the hit rate). */
+  storeLookups: number;
+  storeHits: number;
   /** Repeated attempts (429, 5xx, timeouts, resets). */
   retries: number;
   /** Wall time of all runs, in milliseconds. */
@@ -30,6 +35,9 @@ export function emptyTotals(): RunTotals {
     apiCalls: 0,
     callsSavedByDedup: 0,
     callsSavedByCache: 0,
+    callsSavedByStore: 0,
+    storeLookups: 0,
+    storeHits: 0,
     retries: 0,
     durationMs: 0,
     runs: 0,
@@ -51,6 +59,10 @@ export function withEngineReport(base: RunTotals, counted: RunTotals, report: Ru
     apiCalls: base.apiCalls + (report?.apiCalls ?? 0),
     callsSavedByDedup: base.callsSavedByDedup + (report?.callsSavedByDedup ?? 0),
     callsSavedByCache: base.callsSavedByCache + (report?.callsSavedByCache ?? 0),
+    // `?? 0`: totals of a checkpoint written before the store existed lack these counts.
+    callsSavedByStore: (base.callsSavedByStore ?? 0) + (report?.callsSavedByStore ?? 0),
+    storeLookups: (base.storeLookups ?? 0) + (report?.storeLookups ?? 0),
+    storeHits: (base.storeHits ?? 0) + (report?.storeHits ?? 0),
     retries: base.retries + (report?.retries ?? 0),
     durationMs: base.durationMs + durationMs,
     runs: base.runs + 1,

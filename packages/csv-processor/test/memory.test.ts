@@ -31,12 +31,15 @@ function instantServer(): Server {
   });
 }
 
-/** A CSV of `rows` distinct addresses (no dedup, no cache hit: every row is a call). */
+/**
+ * A CSV of `rows` distinct addresses (no dedup, no cache hit: every row is a call); the two files
+ * share no address, so the second is not answered from the result store the first one filled.
+ */
 async function writeInput(path: string, rows: number): Promise<void> {
   const out = createWriteStream(path);
   out.write('id,street,houseNumber,postalCode,locality\n');
   for (let i = 0; i < rows; i++) {
-    if (!out.write(`${i},Straße ${Math.floor(i / 200)},${1 + (i % 200)},10117,Berlin\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
+    if (!out.write(`${i},Straße ${rows}-${Math.floor(i / 200)},${1 + (i % 200)},10117,Berlin\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
   }
   await new Promise<void>((r) => out.end(() => r()));
 }

@@ -43,10 +43,6 @@ describe('files a run would write over', () => {
     ['--rejects is the input', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', input]],
     ['--rejects is --output', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv')]],
     ['--rejects is the checkpoint', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv.checkpoint.json')]],
-    ['the resume cache would be the input', async (f: string, input: string) => {
-      await link(input, join(f, 'out.csv.cache.ndjson'));
-      return ['--input', join(f, 'out.csv.cache.ndjson'), '--format', 'csv', '--output', join(f, 'out.csv')];
-    }],
   ])('refuses with exit 2 and writes nothing when %s', async (name, argsFor) => {
     const { folder, input, content } = await caseDir(name.replace(/\W+/g, '-'));
     await mkdir(join(folder, 'sub'));

@@ -1,4 +1,4 @@
-import { createEngine, createLogger, DqError, ExitCode, exitCodeForError, isRunStop, resolveRetryOptions, retryDelay, sleep } from '@dq/core';
+import { createEngine, createLogger, DqError, ExitCode, exitCodeForError, isRunStop, openStore, resolveRetryOptions, retryDelay, sleep } from '@dq/core';
 import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
@@ -121,9 +121,13 @@ class KafkaEnricher implements Enricher {
     this.#state = 'starting';
     const o = this.#o;
     try {
+      // The result store: a redelivered or repeated message (after a crash, a rebalance, or in a
+      // later night's topic) is answered from it instead of being bought again.
+      const { store, maxAgeMs, ...engineSettings } = o.engine ?? {};
+      const resultStore = await openStore(store, { maxAgeMs });
       this.#engine = createEngine({
         mode: o.mode, baseUrl: o.baseUrl, realtimeUrl: o.realtimeUrl, apiKey: o.apiKey, defaultCountry: o.country,
-        include: o.include, logger: this.#logger, ...o.engine,
+        include: o.include, logger: this.#logger, resultStore, ...engineSettings,
       });
       const engine = this.#engine;
       this.metrics.useEngineReport(() => engine.report());
@@ -334,6 +338,7 @@ function emptyReport(): RunReport {
     records: 0,
     byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, 'unsupported-country': 0, unavailable: 0 },
     byClass: { A: 0, B: 0, C: 0, D: 0, E: 0, F: 0 },
-    apiCalls: 0, callsSavedByDedup: 0, callsSavedByCache: 0, retries: 0, failures: [], failuresOmitted: 0, durationMs: 0,
+    apiCalls: 0, callsSavedByDedup: 0, callsSavedByCache: 0, callsSavedByStore: 0, storeLookups: 0, storeHits: 0, storeHitRate: 0,
+    retries: 0, failures: [], failuresOmitted: 0, durationMs: 0,
   };
 }

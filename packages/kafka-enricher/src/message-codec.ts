@@ -53,7 +53,8 @@ export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
 
 /**
  * The enriched message: same key and headers, the original value with a `dqField` member added
- * (replacing one of that name): status, class, the corrected address or company hit, the request id
+ * (replacing one of that name): status, class, the corrected address or company hit, the request id,
+ * when the platform gave the answer (`checkedAt`; an answer from the result store keeps its own)
  * and the input position. The original members keep their exact text (number precision, order,
  * spacing) unless a `dqField` member had to be replaced.
  */
@@ -69,6 +70,7 @@ export function enrichedMessage(decoded: Extract<Decoded, { kind: 'record' }>, r
   if (result.hits !== undefined) dq['hits'] = result.hits;
   if (result.vatCode !== undefined) dq['vatCode'] = result.vatCode;
   if (result.requestId !== undefined) dq['requestId'] = result.requestId;
+  if (result.checkedAt !== undefined) dq['checkedAt'] = result.checkedAt;
   dq['source'] = { topic: source.topic, partition: source.partition, offset: source.offset };
   const { message } = decoded;
   return { key: message.key, value: withMember(decoded, dqField, dq), headers: copyHeaders(message.headers) };

@@ -22,6 +22,9 @@ export const METRIC = {
   batchRetries: 'dq_kafka_batch_retries_total',
   apiCalls: 'dq_kafka_api_calls_total',
   apiRetries: 'dq_kafka_api_retries_total',
+  savedByDedup: 'dq_kafka_calls_saved_by_dedup_total',
+  savedByStore: 'dq_kafka_calls_saved_by_store_total',
+  storeHitRate: 'dq_kafka_store_hit_rate',
   up: 'dq_kafka_up',
 } as const;
 
@@ -38,6 +41,9 @@ const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string
   [METRIC.batchRetries]: ['counter', 'Batches repeated because records came back unavailable (5xx, timeouts, 429).'],
   [METRIC.apiCalls]: ['counter', 'Distinct requests sent to the platform.'],
   [METRIC.apiRetries]: ['counter', 'Repeated HTTP attempts made by the transport (429, 5xx, timeouts).'],
+  [METRIC.savedByDedup]: ['counter', 'Records answered by sharing the call of an identical input.'],
+  [METRIC.savedByStore]: ['counter', 'Records answered from the result store (answers bought earlier).'],
+  [METRIC.storeHitRate]: ['gauge', 'Share of the inputs looked up in the result store that it answered.'],
   [METRIC.up]: ['gauge', '1 while the consumer is in its group and consuming, else 0.'],
 };
 
@@ -82,6 +88,9 @@ export class Metrics {
       const r = this.#report();
       this.set(METRIC.apiCalls, {}, r.apiCalls);
       this.set(METRIC.apiRetries, {}, r.retries);
+      this.set(METRIC.savedByDedup, {}, r.callsSavedByDedup);
+      this.set(METRIC.savedByStore, {}, r.callsSavedByStore);
+      this.set(METRIC.storeHitRate, {}, r.storeHitRate);
     }
     const lines: string[] = [];
     for (const [name, family] of this.#families) {

@@ -1,5 +1,5 @@
 import type { ConnectionOptions } from 'node:tls';
-import type { EngineConfig, Logger, Mode } from '@dq/core';
+import type { EngineConfig, EngineFlagSettings, Logger, Mode } from '@dq/core';
 import type { FieldMap } from './field-map.js';
 import type { Metrics } from './metrics.js';
 
@@ -63,7 +63,8 @@ export interface EnricherOptions {
   ssl?: boolean | ConnectionOptions;
   sasl?: SaslOptions;
   /** Engine settings passed through (threads, concurrency, rate limits, retry, timeout). */
-  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company'>>;
+  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company'>> &
+    Pick<EngineFlagSettings, 'store' | 'maxAgeMs'>;
   /** JSON-lines logger (default: core's, level info, on stderr). */
   logger?: Logger;
   /** Metrics to count into (default: a new set, see `Enricher.metrics`). */

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { createEngine, createLogger, DqError, exitCodeForError, exitCodeForReport, ExitCode, isRunStop, resolvePolicy } from '@dq/core';
+import { createEngine, createLogger, DqError, exitCodeForError, exitCodeForReport, ExitCode, isRunStop, openStore, resolvePolicy } from '@dq/core';
 import type { Engine, Mode, PolicyStatus, ResultClass } from '@dq/core';
 import { ensureSchema } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
@@ -35,7 +35,7 @@ function copy(p: CleanseProgress): CleanseProgress {
 
 function emptyProgress(): CleanseProgress {
   return {
-    rows: 0, written: 0, unchanged: 0, conflicts: 0, apiCalls: 0,
+    rows: 0, written: 0, unchanged: 0, conflicts: 0, apiCalls: 0, callsSavedByDedup: 0, callsSavedByStore: 0, storeHitRate: 0,
     byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, 'unsupported-country': 0, unavailable: 0 },
     timings: { readMs: 0, validateMs: 0, writeMs: 0 },
   };
@@ -91,19 +91,33 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       userOnPage?.(p);
     };
     options = { ...options, onPage };
-    const makeEngine = (): Engine =>
-      createEngine({
-        ...options.engine, mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
-        defaultCountry: options.country, include: options.include, policy: acceptPolicy(accept), logger,
+    const makeEngine = async (): Promise<Engine> => {
+      // The result store: by default a table of this database (schema dq_store), on a connection
+      // of its own, so a later run (a new run id, another machine) does not pay again for answers
+      // it has; --store names another (a folder, another database) or turns it off.
+      const { store, maxAgeMs, ...engineSettings } = options.engine ?? {};
+      let defaultDb: { db: pg.Client; location: string } | undefined;
+      if (store === undefined) {
+        const storeClient = await connect(db, 'dq-pg store');
+        connections.push(storeClient);
+        defaultDb = { db: storeClient, location: `${db.where} (schema dq_store)` };
+      }
+      const resultStore = await openStore(store, { maxAgeMs, defaultDb });
+      return createEngine({
+        ...engineSettings, mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
+        defaultCountry: options.country, include: options.include, policy: acceptPolicy(accept), logger, resultStore,
       });
+    };
     const base = { table: target.qualified, conflictKeys };
     const rounded = (): CleanseProgress => {
       const t = progress.timings;
-      return { ...copy(progress), timings: { readMs: Math.round(t.readMs), validateMs: Math.round(t.validateMs), writeMs: Math.round(t.writeMs) } };
+      const r = engine?.report();
+      const saved = r ? { callsSavedByDedup: r.callsSavedByDedup, callsSavedByStore: r.callsSavedByStore, storeHitRate: r.storeHitRate } : {};
+      return { ...copy(progress), ...saved, timings: { readMs: Math.round(t.readMs), validateMs: Math.round(t.validateMs), writeMs: Math.round(t.writeMs) } };
     };
 
     if (options.dryRun) {
-      engine = makeEngine();
+      engine = await makeEngine();
       await dryRun(engine, new PageStore(client, target, options.where), target, mode, batchSize, progress, options);
       const exitCode = exitCodeForReport(engine.report(), { maxFailed: options.maxFailed ?? 0 });
       const { written, conflicts: _none, ...counts } = rounded();
@@ -121,7 +135,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     });
     if (run.state === 'done' || run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
 
-    engine = makeEngine();
+    engine = await makeEngine();
     const processId = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
     const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, conflictKeys, logger, options };
     // Each range worker gets connections of its own: one holding its claim, one reading, one writing

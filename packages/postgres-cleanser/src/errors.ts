@@ -79,6 +79,9 @@ export function isConnectionLoss(e: unknown): boolean {
   if (e instanceof CleanseError) return e.code === 'db-unreachable';
   const code = typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : '';
   if (UNREACHABLE_ERRNO.has(code) || code.startsWith('08') || code.startsWith('57P')) return true;
+  // The result store's error (its own connection to this database) carries the lost connection as its cause.
+  const cause = (e as { cause?: unknown })?.cause;
+  if (cause !== undefined && cause !== e && e instanceof DqError && isConnectionLoss(cause)) return true;
   return code === '' && e instanceof Error && LOST_CONNECTION_MESSAGE.test(e.message);
 }
 

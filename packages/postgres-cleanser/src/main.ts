@@ -2,6 +2,7 @@ import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { cleanse, exitCodeFor } from './cleanse.js';
 import { parseCli, USAGE } from './cli-args.js';
+import { ensureStoreSchema, STORE_SCHEMA } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { usageError } from './errors.js';
@@ -55,6 +56,9 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       const client = await connect(dbTarget(cmd.db, logger.redactor));
       try {
         out({ schema: STATE_SCHEMA, version: await ensureSchema(client) });
+        // The result store's schema, created here too, so an ETL role without CREATE can use it.
+        await ensureStoreSchema(client);
+        out({ schema: STORE_SCHEMA, created: true });
       } finally {
         await client.end().catch(() => undefined);
       }

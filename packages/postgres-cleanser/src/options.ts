@@ -1,5 +1,4 @@
-import type { RunReport } from '@dq/core';
-import type { EngineConfig, Logger, Mode, RecordStatus, ResultClass } from '@dq/core';
+import type { EngineConfig, EngineFlagSettings, Logger, Mode, RecordStatus, ResultClass, RunReport } from '@dq/core';
 
 /** Options of {@link cleanse} (the `dq-pg cleanse` flags). */
 export interface CleanseOptions {
@@ -52,7 +51,8 @@ export interface CleanseOptions {
   realtimeUrl?: string;
   apiKey: string;
   /** Engine settings passed through (threads, concurrency, rate limits, retry, timeouts, cache). */
-  engine?: Partial<Omit<EngineConfig, 'mode' | 'baseUrl' | 'realtimeUrl' | 'apiKey' | 'defaultCountry' | 'include' | 'policy' | 'logger'>>;
+  engine?: Partial<Omit<EngineConfig, 'mode' | 'baseUrl' | 'realtimeUrl' | 'apiKey' | 'defaultCountry' | 'include' | 'policy' | 'logger'>> &
+    Pick<EngineFlagSettings, 'store' | 'maxAgeMs'>;
   /** Largest share (0–1) of unavailable rows before the exit code is 4; default 0. */
   maxFailed?: number;
   logger?: Logger;
@@ -89,6 +89,12 @@ export interface CleanseProgress {
   conflicts: number;
   byStatus: Record<RecordStatus, number>;
   apiCalls: number;
+  /** Records answered by sharing the call of an identical input (this process). */
+  callsSavedByDedup: number;
+  /** Records answered from the result store: answers bought by earlier runs or other processes. */
+  callsSavedByStore: number;
+  /** Share of the inputs looked up in the result store that it answered. */
+  storeHitRate: number;
   /** Where the time went, in milliseconds: reading pages, validating them (engine), writing them. */
   timings: { readMs: number; validateMs: number; writeMs: number };
 }

@@ -32,7 +32,7 @@ export function planPage(
   if (results.length !== n) throw new Error(`the engine returned ${results.length} results for ${n} rows`);
   const sized = <T>(): T[] => new Array<T>(n);
   const write: PageWrite = {
-    keys: sized(), write: sized(), status: sized(), resultClass: sized(), requestId: sized(), candidates: sized(), detail: sized(), error: sized(),
+    keys: sized(), write: sized(), status: sized(), resultClass: sized(), requestId: sized(), checkedAt: sized(), candidates: sized(), detail: sized(), error: sized(),
     before: columns.map(() => sized()), after: columns.map(() => sized()),
     statusBefore: Array.from({ length: statusColumns }, () => sized()),
   };
@@ -55,6 +55,7 @@ export function planPage(
     write.status[i] = result.status;
     write.resultClass[i] = result.resultClass ?? null;
     write.requestId[i] = result.requestId ?? result.error?.requestId ?? null;
+    write.checkedAt![i] = result.checkedAt ?? null;
     write.candidates[i] = json(reviewCandidates(result));
     write.detail[i] = json(resultDetail(result));
     write.error[i] = json(result.error);

@@ -11,6 +11,11 @@ export interface PageWrite {
   status: string[];
   resultClass: (string | null)[];
   requestId: (string | null)[];
+  /**
+   * When the platform gave each row's answer (ISO time; null: no answer, e.g. refused locally,
+   * then the page's write time). An answer from the result store keeps its own.
+   */
+  checkedAt?: (string | null)[];
   /** JSON texts (or null) for the results table. */
   candidates: (string | null)[];
   detail: (string | null)[];
@@ -71,7 +76,7 @@ const FIXED_TYPES = ['text', 'timestamptz', 'text', 'KEY', 'KEY', 'KEY[]', 'bool
 /** SQL types of the parameters of {@link pageWriteSql}, in order (for PREPARE). */
 export function pageWriteParamTypes(target: TargetTable): string[] {
   const fixed = FIXED_TYPES.map((t) => t.replace('KEY', target.key.type));
-  return [...fixed, ...target.columns.flatMap(() => ['text[]', 'text[]']), ...target.status.map(() => 'text[]')];
+  return [...fixed, ...target.columns.flatMap(() => ['text[]', 'text[]']), ...target.status.map(() => 'text[]'), 'timestamptz[]'];
 }
 
 /**
@@ -111,7 +116,11 @@ export function pageWriteSql(target: TargetTable): string {
   // With status columns every row of the page is updated (its status, and its corrections if it
   // has any); without, only the rows with corrections. Either way only rows still holding the
   // values read (the guard); `wr` are the rows whose corrections were written.
-  const statusValue: Record<string, string> = { status: 'v.status', class: 'v.class', requestId: 'v.rid', checkedAt: '$2' };
+  // The answer's own check time (from the result store it is that of the call that bought it).
+  const checked = `$${firstStatus + target.status.length}::timestamptz[]`;
+  arrays.push(checked);
+  names.push('chk');
+  const statusValue: Record<string, string> = { status: 'v.status', class: 'v.class', requestId: 'v.rid', checkedAt: 'COALESCE(v.chk, $2)' };
   const withStatus = target.status.length > 0;
   const set = [
     ...columns.map((c, i) => (withStatus ? `${c.quoted} = CASE WHEN v.w THEN COALESCE(v.n${i}, v.o${i}) ELSE t.${c.quoted} END` : `${c.quoted} = COALESCE(v.n${i}, v.o${i})`)),
@@ -145,7 +154,7 @@ res AS (
   INSERT INTO ${STATE_SCHEMA}.results (run_id, row_key, status, result_class, outcome, request_id, candidates, detail, error, checked_at, worker, before, after)
   SELECT $1, v.k::text, v.status, v.class,
          CASE WHEN u.w THEN 'written' WHEN ${withStatus ? 'v.w OR u.k IS NULL' : 'v.w'} THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
-         v.rid, v.cand, v.detail, v.err, $2, $3,
+         v.rid, v.cand, v.detail, v.err, COALESCE(v.chk, $2), $3,
          CASE WHEN u.k IS NOT NULL THEN ${before} END, CASE WHEN u.k IS NOT NULL THEN ${after} END
     FROM v LEFT JOIN upd u ON u.k = v.k)
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM prog) THEN ${STATE_SCHEMA}.range_taken($1, $14) END AS taken,
@@ -200,6 +209,7 @@ export function pageWriteParams(runId: string, worker: string, checkedAt: Date, 
   ];
   page.before.forEach((old, i) => params.push(textArrayParam(old), textArrayParam(page.after[i] ?? [])));
   for (const old of page.statusBefore ?? []) params.push(textArrayParam(old));
+  params.push(textArrayParam(page.checkedAt ?? []));
   return params;
 }
 

@@ -141,6 +141,8 @@ export async function createEtlRole(ownerUrl: string, tables: readonly string[] 
     await c.query(`GRANT USAGE ON SCHEMA dq_cleanse TO ${name}`);
     await c.query(`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dq_cleanse TO ${name}`);
     for (const table of tables) await c.query(`GRANT SELECT, UPDATE ON ${table} TO ${name}`);
+    await c.query(`GRANT USAGE ON SCHEMA dq_store TO ${name}`);
+    await c.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA dq_store TO ${name}`);
   });
   const url = new URL(ownerUrl);
   url.username = name;

@@ -94,7 +94,7 @@ async function runOnce(input: string, output: string, inProcess: boolean): Promi
   try {
     const baseUrl = local?.url ?? remote!.url;
     const t0 = performance.now();
-    const summary = await processFile({ input, output, baseUrl, apiKey: DEFAULT_API_KEY, country: 'DE', logger: createSilentLogger() });
+    const summary = await processFile({ input, output, baseUrl, apiKey: DEFAULT_API_KEY, country: 'DE', logger: createSilentLogger(), engine: { store: 'off' } });
     const seconds = (performance.now() - t0) / 1000;
     const counts = local ? countsOf(local) : await remote!.counts();
     return { ...counts, seconds, exitCode: summary.exitCode };

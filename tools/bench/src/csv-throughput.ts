@@ -73,7 +73,8 @@ async function rawPipeline(url: string, input: string, output: string): Promise<
 async function dqPipeline(url: string, input: string, output: string): Promise<void> {
   const summary = await processFile({
     input, output, baseUrl: url, apiKey: 'bench-key', country: 'DE', logger: createSilentLogger(),
-    engine: { concurrency: CONCURRENCY, rateLimits: { batch: 0 } },
+    // No result store: every row is a call, as in the raw pipeline (store-rerun measures the store).
+    engine: { concurrency: CONCURRENCY, rateLimits: { batch: 0 }, store: 'off' },
   });
   if (summary.exitCode !== 0 || summary.totals.byStatus.accepted !== summary.totals.rows) throw new Error(`dq-csv run: ${JSON.stringify(summary.error ?? summary.totals.byStatus)}`);
 }

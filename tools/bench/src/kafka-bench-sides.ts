@@ -146,7 +146,7 @@ function processCpuMicros(pid: number | undefined): number | null {
 export async function dqRun(brokers: string[], endpoint: string, input: string, n: number, extraArgs: string[], profileDir?: string, cli = CLI): Promise<Sample> {
   const child: ChildProcess = spawn(process.execPath, [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), cli, 'enrich',
     '--brokers', brokers.join(','), '--group', `dq-${input}`, '--input', input, '--output', `dq-${input}-out`, '--dlq', `dq-${input}-dlq`, '--map', MAP,
-    '--session-timeout-ms', '6000', '--rate-limit', '0', '--metrics-port', '0', '--base-url', endpoint, ...extraArgs],
+    '--session-timeout-ms', '6000', '--rate-limit', '0', '--metrics-port', '0', '--base-url', endpoint, '--store', 'off', ...extraArgs],
   { env: { ...process.env, DQ_API_KEY: 'bench-key', DQ_KAFKA_LOG_LEVEL: 'info', KAFKAJS_NO_PARTITIONER_WARNING: '1' }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr!.on('data', (c: Buffer) => (log += c.toString()));

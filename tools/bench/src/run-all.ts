@@ -21,6 +21,10 @@ const BENCHMARKS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['pg-cleanse', ['1000000', '5']],
   ['download', []],
   ['kafka-throughput', ['20000', '3']],
+  ['store-choice', ['1000000', '5']],
+  ['store-overhead', ['20000', '5']],
+  ['store-rerun', ['1000000', '5']],
+  ['store-pg-rerun', ['1000000', '5']],
 ];
 
 const only = process.argv.slice(2);

@@ -1,10 +1,13 @@
 import type { EndpointId } from '../throttle/types.js';
+import { parseAge } from '../store/age.js';
 
 /** The engine flags every connector's CLI takes, as `util.parseArgs` options. */
 export const ENGINE_FLAG_OPTIONS = {
   concurrency: { type: 'string' },
   threads: { type: 'string' },
   'rate-limit': { type: 'string' },
+  store: { type: 'string' },
+  'max-age': { type: 'string' },
 } as const;
 
 /** The `--help` lines of {@link ENGINE_FLAG_OPTIONS}. */
@@ -12,13 +15,23 @@ export const ENGINE_FLAGS_USAGE = `  --concurrency <n>         HTTP calls in fli
   --threads <n>             engine worker threads (0: calls on the main thread), default one
                             per core beyond the first, 0 on a machine of 1–2 cores
   --rate-limit <rps>        platform requests per second, default the contract's (batch/sync
-                            100, validate 30); 0 = no client-side limit`;
+                            100, validate 30); 0 = no client-side limit
+  --store <dir|url|off>     result store: answers kept across runs are not bought again; a
+                            folder (default ~/.cache/dq-connectors/store; dq-pg: its own
+                            database), postgres://… (one store for every process and machine),
+                            or off. It holds addresses and company names: see the README
+  --max-age <age>           reuse stored answers younger than this, e.g. 30d, 12h, 3600 (s);
+                            default 30d; 0 = call everything (fresh answers are still stored)`;
 
 /** The engine settings the engine flags give; flags not given are left out. */
 export interface EngineFlagSettings {
   concurrency?: number;
   threads?: number;
   rateLimits?: Partial<Record<EndpointId, number>>;
+  /** `--store` as given (a folder, a postgres:// URL, or `off`); resolved by `openStore`. */
+  store?: string;
+  /** `--max-age` in milliseconds. */
+  maxAgeMs?: number;
 }
 
 /** Checks of command-line flag values, shared by every connector's CLI. */
@@ -33,7 +46,13 @@ export interface FlagParsers {
    * The engine flags' values (undefined: not given) as engine settings; `--rate-limit` applies to
    * whichever validation endpoint the mode calls (batch/sync, validate, company).
    */
-  engine(values: { concurrency?: string | undefined; threads?: string | undefined; 'rate-limit'?: string | undefined }): EngineFlagSettings;
+  engine(values: {
+    concurrency?: string | undefined;
+    threads?: string | undefined;
+    'rate-limit'?: string | undefined;
+    store?: string | undefined;
+    'max-age'?: string | undefined;
+  }): EngineFlagSettings;
 }
 
 /**
@@ -72,6 +91,16 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
       if (rate !== undefined) {
         const perSecond = parsers.number('--rate-limit', rate, 0, 100_000, false);
         out.rateLimits = { batch: perSecond, validate: perSecond, company: perSecond };
+      }
+      if (values.store !== undefined) {
+        if (values.store.trim() === '') throw fail('--store', 'is empty: give a folder, a postgres:// URL, or off');
+        out.store = values.store;
+      }
+      const age = values['max-age'];
+      if (age !== undefined) {
+        const ms = parseAge(age);
+        if (ms === undefined) throw fail('--max-age', `"${age}" is not an age: use e.g. 30d, 12h, 90m or seconds (0 = never reuse)`);
+        out.maxAgeMs = ms;
       }
       return out;
     },

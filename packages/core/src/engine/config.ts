@@ -5,6 +5,7 @@ import type { Logger } from '../log/index.js';
 import { ADDRESS_INCLUDE_VALUES, CountryCodeSchema, validateCompanyQuery } from '../schemas/index.js';
 import type { EndpointId } from '../throttle/index.js';
 import type { RetryOptions } from '../transport/index.js';
+import type { ResultStore } from '../store/types.js';
 import { resolvePolicy } from './policy.js';
 import type {
   AddressEndpoint,
@@ -45,8 +46,14 @@ export interface EngineConfig {
   concurrency?: number;
   /** Requests per second per endpoint, shared by all workers; 0 = unlimited; default the contract's limits. */
   rateLimits?: Partial<Record<EndpointId, number>>;
-  /** Result cache; default an in-memory LRU of 100 000 entries ({@link createMemoryCache}). */
+  /** Result cache of this run; default an in-memory LRU of 100 000 entries ({@link createMemoryCache}). */
   cache?: ResultCache;
+  /**
+   * The result store, asked (once per batch) for inputs the cache does not hold, and written with
+   * every definitive answer before it is used; its answers have source `store`. Closed by the
+   * engine. Default none (see `openStore`).
+   */
+  resultStore?: ResultStore;
   /** Company search options (company and tr modes). */
   company?: CompanySearchOptions;
   /** Per-request timeout in milliseconds; default 30 000. */

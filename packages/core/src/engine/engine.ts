@@ -17,7 +17,8 @@ import { OutageWatch, type Verdict } from './outage-watch.js';
 import { PendingCall } from './pending-call.js';
 import { RunReportBuilder } from './run-report.js';
 import { createCallPool, type CallPool } from './worker-pool.js';
-import type { CachedResult, Engine, EngineRecord, ProcessOptions, RecordResult, ResultCache, RunPlan, RunReport } from './types.js';
+import type { ResultStore } from '../store/types.js';
+import type { CachedResult, Engine, EngineRecord, PlanOptions, ProcessOptions, RecordResult, ResultCache, RunPlan, RunReport } from './types.js';
 
 type Source = RecordResult['source'];
 /** Distinct inputs of one batch: request fields and the positions of the records sharing them. */
@@ -36,12 +37,14 @@ export function createEngine(config: EngineConfig): Engine {
   const resolved = resolveEngineConfig(config);
   const logger = config.logger ?? createLogger({ level: 'info' });
   logger.redactor.add(resolved.apiKey);
-  return new ValidationEngine(resolved, config.cache ?? createMemoryCache(), logger);
+  return new ValidationEngine(resolved, config.cache ?? createMemoryCache(), config.resultStore, logger);
 }
 
 class ValidationEngine implements Engine {
   readonly #cfg: ResolvedEngineConfig;
   readonly #cache: ResultCache;
+  /** The result store: answers of earlier runs and other processes, asked once per batch. */
+  readonly #store: ResultStore | undefined;
   readonly #logger: Logger;
   readonly #pool: CallPool;
   readonly #report: RunReportBuilder;
@@ -61,9 +64,10 @@ class ValidationEngine implements Engine {
   readonly #interrupted = new WeakMap<Int32Array, Error>();
   #closing: Promise<void> | undefined;
 
-  constructor(cfg: ResolvedEngineConfig, cache: ResultCache, logger: Logger) {
+  constructor(cfg: ResolvedEngineConfig, cache: ResultCache, store: ResultStore | undefined, logger: Logger) {
     this.#cfg = cfg;
     this.#cache = cache;
+    this.#store = store;
     this.#logger = logger;
     const endpoint = cfg.mode === 'address' ? cfg.addressEndpoint : 'company';
     this.#report = new RunReportBuilder(cfg.maxReportedFailures, cfg.rateLimits[endpoint] ?? DEFAULT_RATE_LIMITS[endpoint]);
@@ -139,7 +143,7 @@ class ValidationEngine implements Engine {
       for (const { group, source, outcome } of settled) {
         if (outcome.kind === 'result') {
           group.indices.forEach((index, n) => {
-            const shared: Source = source === 'cache' ? 'cache' : n === 0 ? source : 'dedup';
+            const shared: Source = source === 'cache' || source === 'store' ? source : n === 0 ? source : 'dedup';
             results[index] = withSource(outcome.result, shared);
           });
         } else if (outcome.kind === 'skipped' && !this.#stopped && Atomics.load(control, 0) === Control.RUN) {
@@ -156,8 +160,8 @@ class ValidationEngine implements Engine {
   }
 
   /**
-   * Answers each group from a call in flight, the cache, or a new call; resolves when all have
-   * settled. Works without a promise per group: a batch may hold hundreds of thousands.
+   * Answers each group from a call in flight, the cache, the store (one lookup for the batch's
+   * misses), or a new call; resolves when all have settled. Works without a promise per group: a batch may hold hundreds of thousands.
    */
   async #resolve(groups: readonly Group[], control: Int32Array): Promise<Settled[]> {
     const settled: Settled[] = [];
@@ -166,12 +170,17 @@ class ValidationEngine implements Engine {
     const join = (group: Group, call: PendingCall): void => {
       joins.push(call.wait().then((outcome) => void settled.push({ group, source: 'dedup', outcome })));
     };
-    const place = (group: Group, cached: CachedResult | undefined): void => {
+    const misses: Group[] = [];
+    const place = (group: Group, cached: CachedResult | undefined, source: Source = 'cache'): void => {
       if (cached) {
-        settled.push({ group, source: 'cache', outcome: { kind: 'result', result: cached } });
+        settled.push({ group, source, outcome: { kind: 'result', result: cached } });
         return;
       }
-      // An async cache lookup may have let another batch start the call meanwhile.
+      if (this.#store && source === 'cache') {
+        misses.push(group);
+        return;
+      }
+      // An async lookup may have let another batch start the call meanwhile.
       const raced = this.#inflight.get(group.key);
       if (raced) return join(group, raced);
       const call = new PendingCall(group.key, group.fields);
@@ -189,9 +198,19 @@ class ValidationEngine implements Engine {
       if (cached instanceof Promise) lookups.push(cached.then((value) => place(group, value)));
       else place(group, cached);
     }
-    if (lookups.length > 0) {
+    if (lookups.length > 0 || misses.length > 0) {
       try {
         await Promise.all(lookups);
+        if (this.#store && misses.length > 0) {
+          const found = await this.#store.getMany(misses.map((g) => g.key));
+          this.#report.addStoreLookups(misses.length, found.size);
+          for (const group of misses) {
+            const stored = found.get(group.key);
+            // Kept in the run's cache too: a repeat later in this run does not ask the store again.
+            if (stored) void Promise.resolve(this.#cache.set(group.key, stored)).catch(() => undefined);
+            place(group, stored, stored ? 'store' : 'api');
+          }
+        }
       } catch (e) {
         // Nothing was sent: release the calls registered so far, or batches joining them would wait forever.
         for (const { call } of own) this.#settle(call, { kind: 'skipped' });
@@ -222,8 +241,23 @@ class ValidationEngine implements Engine {
   async #dispatch(chunk: PendingCall[], control: Int32Array): Promise<void> {
     let outcomes: CallOutcome[];
     this.#chunksOut += 1;
+    // Each definitive answer goes to the store the moment it arrives (on the engine's thread; a
+    // worker thread's arrive with its chunk), so a kill loses at most the calls in flight.
+    const stored = new Map<number, Promise<void>>();
+    const store = this.#store;
+    const onOutcome = store
+      ? (i: number, outcome: CallOutcome): void => {
+          if (outcome.kind !== 'result' || outcome.unreachableAt !== undefined || outcome.result.status === 'unavailable') return;
+          outcome.result.checkedAt ??= new Date().toISOString();
+          const written = Promise.resolve(store.set((chunk[i] as PendingCall).key, outcome.result));
+          written.catch(() => undefined); // awaited below
+          stored.set(i, written);
+        }
+      : undefined;
     try {
-      const answer = await this.#pool.run({ control, requests: chunk.map((c) => c.fields) });
+      const answer = await this.#pool.run({ control, requests: chunk.map((c) => c.fields) }, onOutcome);
+      const checkedAt = new Date().toISOString();
+      for (const outcome of answer.outcomes) if (outcome.kind === 'result') outcome.result.checkedAt ??= checkedAt;
       this.#report.addCalls(answer.calls, answer.retries, answer.callSeconds);
       this.#outage.answered(answer.answered, answer.lastAnswerAt);
       outcomes = answer.outcomes;
@@ -248,6 +282,8 @@ class ValidationEngine implements Engine {
           } else if (result.status !== 'unavailable') {
             const written = this.#cache.set(call.key, result);
             if (written instanceof Promise) writes.push(written);
+            // In the store before any batch sees it: a kill from here on loses no paid answer.
+            if (store) writes.push(stored.get(i) ?? Promise.resolve(store.set(call.key, result)));
           }
         } else if (outcome.kind === 'stop') {
           this.#halt(errorFromData(outcome.error));
@@ -312,27 +348,27 @@ class ValidationEngine implements Engine {
     this.#logger.error('run stopped', { error });
   }
 
-  plan(records: readonly EngineRecord[]): RunPlan {
+  async plan(records: readonly EngineRecord[], options: PlanOptions = {}): Promise<RunPlan> {
     const keys = new Set<string>();
     let invalidInput = 0;
     for (const record of records) {
       const fields = mapRecord(this.#cfg.mode, record, this.#cfg.defaultCountry);
-      if (localViolations(this.#cfg.mode, fields).length > 0) invalidInput += 1;
-      else keys.add(requestKey(this.#scope, fields));
+      if (localViolations(this.#cfg.mode, fields).length > 0) {
+        invalidInput += 1;
+        continue;
+      }
+      const key = requestKey(this.#scope, fields);
+      if (options.seen?.has(key)) continue;
+      options.seen?.add(key);
+      keys.add(key);
     }
-    let calls = 0;
+    const unknown: string[] = [];
     for (const key of keys) {
       if (this.#inflight.has(key)) continue;
-      const cached = this.#cache.get(key);
-      if (cached instanceof Promise) {
-        // An async cache cannot be asked synchronously: count the call as needed.
-        cached.catch(() => undefined);
-        calls += 1;
-      } else if (cached === undefined) {
-        calls += 1;
-      }
+      if ((await this.#cache.get(key)) === undefined) unknown.push(key);
     }
-    return { records: records.length, distinct: keys.size, calls, invalidInput };
+    const fromStore = this.#store && unknown.length > 0 ? (await this.#store.getMany(unknown)).size : 0;
+    return { records: records.length, distinct: keys.size, calls: unknown.length - fromStore, fromStore, invalidInput };
   }
 
   report(): RunReport {
@@ -345,7 +381,11 @@ class ValidationEngine implements Engine {
         await this.#pool.close();
       } finally {
         this.#logRelay.close();
-        await this.#cache.close?.();
+        try {
+          await this.#cache.close?.();
+        } finally {
+          await this.#store?.close();
+        }
       }
     })();
     return this.#closing;
@@ -353,7 +393,7 @@ class ValidationEngine implements Engine {
 }
 
 /** The optional fields of a result, in the order {@link withSource} copies them. */
-const RESULT_FIELDS = ['resultClass', 'address', 'candidates', 'company', 'companies', 'hits', 'vatCode', 'requestId', 'error'] as const;
+const RESULT_FIELDS = ['resultClass', 'address', 'candidates', 'company', 'companies', 'hits', 'vatCode', 'requestId', 'checkedAt', 'error'] as const;
 // A field added to CachedResult but not to RESULT_FIELDS fails the build here (it would be dropped).
 const allFieldsCopied: [Exclude<keyof CachedResult, 'status' | (typeof RESULT_FIELDS)[number]>] extends [never] ? true : never = true;
 void allFieldsCopied;

@@ -13,6 +13,7 @@ export type {
   RunReport,
   RunPlan,
   ProcessOptions,
+  PlanOptions,
   Engine,
 } from './types.js';
 export { ExitCode } from './types.js';
@@ -24,8 +25,6 @@ export { MODE_FIELDS, mapRecord } from './record-mapping.js';
 export type { RequestFields } from './record-mapping.js';
 export { createMemoryCache } from './memory-cache.js';
 export type { MemoryCacheOptions } from './memory-cache.js';
-export { openFileCache } from './file-cache.js';
-export type { FileCache } from './file-cache.js';
 export { exitCodeForError, exitCodeForReport } from './exit-codes.js';
 export { OUTAGE_WINDOW, PLATFORM_UNREACHABLE } from './outage-watch.js';
 export type { ExitPolicy } from './exit-codes.js';

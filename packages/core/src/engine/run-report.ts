@@ -12,6 +12,9 @@ export class RunReportBuilder {
   #apiCalls = 0;
   #savedByDedup = 0;
   #savedByCache = 0;
+  #savedByStore = 0;
+  #storeLookups = 0;
+  #storeHits = 0;
   #retries = 0;
   #failures: RunReport['failures'] = [];
   #failuresOmitted = 0;
@@ -52,6 +55,13 @@ export class RunReportBuilder {
     if (result.resultClass) this.#byClass[result.resultClass] += 1;
     if (result.source === 'dedup') this.#savedByDedup += 1;
     if (result.source === 'cache') this.#savedByCache += 1;
+    if (result.source === 'store') this.#savedByStore += 1;
+  }
+
+  /** Distinct inputs looked up in the result store, and how many it answered. */
+  addStoreLookups(lookups: number, hits: number): void {
+    this.#storeLookups += lookups;
+    this.#storeHits += hits;
   }
 
   /** Lists a failed call once (not once per record sharing it). */
@@ -70,6 +80,10 @@ export class RunReportBuilder {
       apiCalls: this.#apiCalls,
       callsSavedByDedup: this.#savedByDedup,
       callsSavedByCache: this.#savedByCache,
+      callsSavedByStore: this.#savedByStore,
+      storeLookups: this.#storeLookups,
+      storeHits: this.#storeHits,
+      storeHitRate: this.#storeLookups === 0 ? 0 : Number((this.#storeHits / this.#storeLookups).toFixed(4)),
       retries: this.#retries,
       failures: this.#failures.map((f) => ({ ...f })),
       failuresOmitted: this.#failuresOmitted,

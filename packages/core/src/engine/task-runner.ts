@@ -16,7 +16,8 @@ import { createCaller } from './worker-calls.js';
 
 /** Runs tasks; `close` releases the HTTP connections. */
 export interface TaskRunner {
-  run(task: CallTask): Promise<TaskResult>;
+  /** `onOutcome` (same thread only) hears each call's outcome as it ends, before the chunk's. */
+  run(task: CallTask, onOutcome?: OutcomeListener): Promise<TaskResult>;
   close(): Promise<void>;
 }
 
@@ -37,6 +38,9 @@ function controlSignal(control: Int32Array): AbortSignal {
   else void wait.value.then(() => Atomics.load(control, 0) !== Control.RUN && controller.abort());
   return controller.signal;
 }
+
+/** Hears the outcome of request `index` of a task as soon as it ends. */
+export type OutcomeListener = (index: number, outcome: CallOutcome) => void;
 
 /** A runner with its own transport (keep-alive pool of `init.concurrency` connections). */
 export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
@@ -98,7 +102,13 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     answers.seconds.set(second, (answers.seconds.get(second) ?? 0) + 1);
   };
 
-  const callOne = async (task: CallTask, index: number, signal: AbortSignal, answers: Answers): Promise<CallOutcome> => {
+  const callOne = async (task: CallTask, index: number, signal: AbortSignal, answers: Answers, onOutcome?: OutcomeListener): Promise<CallOutcome> => {
+    const outcome = await attempt(task, index, signal, answers);
+    onOutcome?.(index, outcome);
+    return outcome;
+  };
+
+  const attempt = async (task: CallTask, index: number, signal: AbortSignal, answers: Answers): Promise<CallOutcome> => {
     const fields = task.requests[index];
     const slot = acquireSlot();
     if (slot !== undefined) await slot;
@@ -129,10 +139,10 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
 
   return {
     /** Outcomes in request order. */
-    async run(task) {
+    async run(task, onOutcome) {
       const signal = controlSignal(task.control);
       const answers: Answers = { count: 0, lastAt: 0, seconds: new Map() };
-      const outcomes = await Promise.all(task.requests.map((_, i) => callOne(task, i, signal, answers)));
+      const outcomes = await Promise.all(task.requests.map((_, i) => callOne(task, i, signal, answers, onOutcome)));
       const retries = unreportedRetries;
       unreportedRetries = 0;
       const calls = outcomes.filter((o) => o.kind !== 'skipped').length;

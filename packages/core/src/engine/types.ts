@@ -71,9 +71,14 @@ export interface RecordResult {
   vatCode?: 'VALID_VAT_ID' | 'INVALID_VAT_ID';
   /** `X-Service-Request-Id` of the call that produced this result. */
   requestId?: string;
+  /** When the platform gave this answer (ISO time); an answer from the result store keeps its own. */
+  checkedAt?: string;
   error?: RecordError;
-  /** Where the result came from: a call of its own, a call shared with an identical input, the cache, or local validation. */
-  source: 'api' | 'dedup' | 'cache' | 'local';
+  /**
+   * Where the result came from: a call of its own, a call shared with an identical input, the
+   * in-run cache, the result store (an answer of an earlier run or another process), or local validation.
+   */
+  source: 'api' | 'dedup' | 'cache' | 'store' | 'local';
 }
 
 /** What a cache holds for one normalised input: a definitive result without its source. */
@@ -99,8 +104,16 @@ export interface RunReport {
   apiCalls: number;
   /** Records answered by sharing another record's call (within or across batches). */
   callsSavedByDedup: number;
-  /** Records answered from the result cache. */
+  /** Records answered from the in-run result cache. */
   callsSavedByCache: number;
+  /** Records answered from the result store (answers of earlier runs or other processes). */
+  callsSavedByStore: number;
+  /** Distinct inputs looked up in the result store (those the run's cache did not hold). */
+  storeLookups: number;
+  /** Of those, the ones the store answered (younger than the max age). */
+  storeHits: number;
+  /** storeHits ÷ storeLookups, 0 without lookups. */
+  storeHitRate: number;
   /** Repeated attempts made by the transport (429, 5xx, timeouts, renewed sessions). */
   retries: number;
   /** Failed calls (unavailable) with their request ids; capped at `maxFailures` entries, oldest kept. */
@@ -122,10 +135,21 @@ export interface RunPlan {
   records: number;
   /** Distinct normalised inputs among the valid records. */
   distinct: number;
-  /** Calls still needed: distinct inputs neither cached (synchronously known) nor in flight. */
+  /** Calls still needed: distinct inputs neither cached, in the result store, nor in flight. */
   calls: number;
+  /** Distinct inputs the result store would answer. */
+  fromStore: number;
   /** Records refused by local validation. */
   invalidInput: number;
+}
+
+/** Options of {@link Engine.plan}. */
+export interface PlanOptions {
+  /**
+   * Keys planned by earlier calls, to estimate a source read in batches: inputs already in it are
+   * left out of `distinct` and `calls`, and this call's keys are added.
+   */
+  seen?: Set<string>;
 }
 
 /** Options of one `process` call. */
@@ -148,8 +172,8 @@ export interface Engine {
    * for a record whose own call failed while the platform answered others.
    */
   process(records: readonly EngineRecord[], opts?: ProcessOptions): Promise<RecordResult[]>;
-  /** Estimate without calling: distinct inputs, API calls needed, invalid-input count. */
-  plan(records: readonly EngineRecord[]): RunPlan;
+  /** Estimate without calling: distinct inputs, API calls needed after the cache and the store, invalid-input count. */
+  plan(records: readonly EngineRecord[], options?: PlanOptions): Promise<RunPlan>;
   /** Counts so far. */
   report(): RunReport;
   /** Stops the worker pool and closes the cache. Idempotent. */

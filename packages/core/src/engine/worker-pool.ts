@@ -1,7 +1,7 @@
 import { Piscina } from 'piscina';
 import type { Logger } from '../log/index.js';
 import type { CallTask, TaskResult, WorkerInit } from './messages.js';
-import { createTaskRunner, type TaskRunner } from './task-runner.js';
+import { createTaskRunner, type OutcomeListener, type TaskRunner } from './task-runner.js';
 
 /** Largest number of requests sent to a worker in one message: amortises messaging, bounds latency. */
 export const MAX_CHUNK = 64;
@@ -13,7 +13,11 @@ const TASKS_PER_WORKER = 4;
 export interface CallPool {
   /** Size of the chunks `n` requests are cut into. */
   chunkSize(n: number): number;
-  run(task: CallTask): Promise<TaskResult>;
+  /**
+   * `onOutcome` hears each call's outcome as it ends, on the engine's thread only (`threads: 0`);
+   * a worker thread hands its chunk's outcomes back together.
+   */
+  run(task: CallTask, onOutcome?: OutcomeListener): Promise<TaskResult>;
   /** Waits for running tasks and releases threads and connections. */
   close(): Promise<void>;
 }
@@ -40,8 +44,8 @@ class InlinePool implements CallPool {
     return Math.max(1, Math.min(MAX_CHUNK, n));
   }
 
-  run(task: CallTask): Promise<TaskResult> {
-    const p = this.#runner.run(task);
+  run(task: CallTask, onOutcome?: OutcomeListener): Promise<TaskResult> {
+    const p = this.#runner.run(task, onOutcome);
     this.#running.add(p);
     const forget = (): void => void this.#running.delete(p);
     p.then(forget, forget);

@@ -55,14 +55,14 @@ export function writeFileAtomically(path: string, bytes: Buffer): Promise<void> 
 
 /**
  * Holds a finished dq-csv output while review reads it: refuses one whose run has not finished
- * (its checkpoint or resume cache is still there: the output is partial) and takes the output's lock, so no
+ * (its checkpoint is still there: the output is partial) and takes the output's lock, so no
  * validate run writes it meanwhile (a live one holding it: exit 75, naming its pid; a folder it
  * cannot create the lock in is read without it).
  */
 export async function holdFinishedOutput(path: string): Promise<HeldFileLock> {
   const paths = runPaths({ input: path, output: path });
-  // A run removes both when it finishes; one stopped before its first checkpoint leaves the cache.
-  for (const left of [paths.checkpoint, paths.cache]) {
+  // A run removes its checkpoint when it finishes.
+  for (const left of [paths.checkpoint]) {
     if (await stat(left).then(() => true, () => false)) {
       throw new CsvError('checkpoint-exists', `the dq-csv validate run writing ${path} has not finished (${left} is there): finish it with --resume first, then review its output`);
     }

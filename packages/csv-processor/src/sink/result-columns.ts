@@ -16,7 +16,8 @@ export interface ResultColumns {
  * - company / tr: status, the best hit (id, name, address, register court/type/number, status,
  *   score), the hit count and, for a review (several hits, no clear winner), every hit as JSON;
  * - vat: status and the check code.
- * Every mode ends with `dq_request_id` and `dq_error` (`code: message`, violations appended);
+ * Every mode ends with `dq_request_id`, `dq_checked_at` (when the platform gave the answer, ISO time;
+ * an answer from the result store keeps its own) and `dq_error` (`code: message`, violations appended);
  * address, company and tr modes then have `dq_review_candidates` (address: every candidate of a
  * `review` row, as JSON; empty on other rows) and `dq_review_decision` (empty: filled in by
  * `dq-csv review apply`, so applying decisions changes only the decided rows).
@@ -68,6 +69,7 @@ export function resultColumns(mode: Mode, include: readonly string[] = []): Resu
   }
   columns.push(
     ['dq_request_id', (r) => r.requestId ?? r.error?.requestId],
+    ['dq_checked_at', (r) => r.checkedAt],
     ['dq_error', (r) => errorText(r)],
   );
   if (mode === 'address') {

@@ -1,0 +1,90 @@
+import { parseArgs } from 'node:util';
+import { DqError } from '../errors/index.js';
+import { formatAge, parseAge } from './age.js';
+import { defaultStoreDir, openStore, redactUrl } from './open.js';
+
+/** The `--help` text of dq-store. */
+export const STORE_USAGE = `Usage: dq-store <info|prune|clear> [--store <dir|postgres-url>] [options]
+
+Shows and trims the result store: the platform's answers kept so that later runs do not buy
+them again. It holds addresses and company names (personal data) as the platform answered them.
+
+Commands:
+  info                      location, size, entries, oldest and newest check
+  prune --older-than <age>  removes entries checked longer ago than <age> (30d, 12h, 3600)
+  clear                     removes every entry
+
+Options:
+  --store <dir|url>         the store: a folder, or postgres://… (env DQ_STORE); default
+                            ${defaultStoreDir().replace(process.env['HOME'] ?? '\u0000', '~')}
+  --json                    one JSON line instead of text
+  --help                    this text
+
+Exit codes: 0 done, 1 unexpected error, 2 bad usage or a store that cannot be opened, 75 the
+store's database is unreachable.
+`;
+
+/** Runs dq-store with `argv` (without node and script); returns the exit code. */
+export async function runStoreCli(
+  argv: readonly string[],
+  io: { out(text: string): void; err(text: string): void } = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) },
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<number> {
+  let values: { store?: string; 'older-than'?: string; json?: boolean; help?: boolean };
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: { store: { type: 'string' }, 'older-than': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    }));
+  } catch (e) {
+    io.err(`dq-store: ${(e as Error).message}\n${STORE_USAGE}`);
+    return 2;
+  }
+  const [command, ...rest] = positionals;
+  if (values.help || command === 'help') {
+    io.out(STORE_USAGE);
+    return 0;
+  }
+  const usage = (message: string): number => {
+    io.err(`dq-store: ${message}; see dq-store --help\n`);
+    return 2;
+  };
+  if (command !== 'info' && command !== 'prune' && command !== 'clear') return usage(`expected info, prune or clear, got ${command === undefined ? 'nothing' : `"${command}"`}`);
+  if (rest.length > 0) return usage(`unexpected "${rest.join(' ')}" after "${command}"`);
+  let olderThan: number | undefined;
+  if (command === 'prune') {
+    if (values['older-than'] === undefined) return usage('prune needs --older-than <age>, e.g. 30d');
+    olderThan = parseAge(values['older-than']);
+    if (olderThan === undefined) return usage(`--older-than: "${values['older-than']}" is not an age: use e.g. 30d, 12h, 90m or seconds`);
+  }
+  const spec = values.store ?? (env['DQ_STORE'] || undefined);
+  if (spec === 'off') return usage('--store off names no store');
+  const shown = spec !== undefined && /^postgres(ql)?:/i.test(spec) ? redactUrl(spec) : (spec ?? defaultStoreDir(env));
+  try {
+    const store = (await openStore(spec, { env }))!;
+    try {
+      if (command === 'info') {
+        const info = await store.info();
+        if (values.json) io.out(`${JSON.stringify(info)}\n`);
+        else {
+          io.out(`store    ${info.location}\nsize     ${(info.bytes / 1024 / 1024).toFixed(1)} MiB\nentries  ${info.entries.toLocaleString('en')}\n`);
+          io.out(info.entries === 0 ? 'oldest   -\nnewest   -\n' : `oldest   ${info.oldest}\nnewest   ${info.newest}\n`);
+        }
+      } else {
+        const removed = command === 'prune' ? await store.prune(olderThan!) : await store.clear();
+        if (values.json) io.out(`${JSON.stringify({ command, removed, ...(olderThan === undefined ? {} : { olderThan: formatAge(olderThan) }) })}\n`);
+        else io.out(`removed ${removed.toLocaleString('en')} entr${removed === 1 ? 'y' : 'ies'}${olderThan === undefined ? '' : ` checked more than ${formatAge(olderThan)} ago`} from ${store.location}\n`);
+      }
+    } finally {
+      await store.close();
+    }
+    return 0;
+  } catch (e) {
+    const message = e instanceof DqError ? e.message : `the result store ${shown} cannot be used (${(e as Error).message})`;
+    io.err(`dq-store: ${message}\n`);
+    return e instanceof DqError && e.retriable ? 75 : 2;
+  }
+}

@@ -1,0 +1,75 @@
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DqError } from '../errors/index.js';
+import { DEFAULT_MAX_AGE_MS } from './age.js';
+import { openLmdbStore } from './lmdb-store.js';
+import { openPgStore, type PgQueryable } from './pg-store.js';
+import type { ResultStore } from './types.js';
+
+/** Options of {@link openStore}. */
+export interface OpenStoreOptions {
+  /** Answers older than this are called again; 0 = never reuse (still writes). Default 30 days. */
+  maxAgeMs?: number;
+  /**
+   * The connector's own database, used when `spec` is undefined (dq-pg: the store lives next to
+   * its bookkeeping). Not closed by the store.
+   */
+  defaultDb?: { db: PgQueryable; location: string };
+  /** Environment for the default folder; default `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * The embedded store's default folder: `$XDG_CACHE_HOME/dq-connectors/store`, else
+ * `~/.cache/dq-connectors/store`.
+ */
+export function defaultStoreDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const cache = env['XDG_CACHE_HOME'] || join(homedir(), '.cache');
+  return join(cache, 'dq-connectors', 'store');
+}
+
+/** A Postgres URL with its password replaced by `***`, safe to print. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://…';
+  }
+}
+
+const isPostgresUrl = (spec: string): boolean => /^postgres(ql)?:\/\//i.test(spec);
+
+/**
+ * Opens the result store the `--store` setting names, the one place that setting is resolved:
+ * - `off`: none (undefined): every input is called;
+ * - `postgres://…` / `postgresql://…`: the shared store in that database (schema `dq_store`);
+ * - any other text: the embedded store in that folder;
+ * - undefined: `defaultDb` when given (dq-pg), else the embedded store in {@link defaultStoreDir}.
+ *
+ * @throws DqError `store-io` when the store cannot be opened (the message names where, never a password).
+ */
+export async function openStore(spec: string | undefined, options: OpenStoreOptions = {}): Promise<ResultStore | undefined> {
+  const maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS;
+  if (spec === 'off') return undefined;
+  if (spec === undefined && options.defaultDb) {
+    return openPgStore({ db: options.defaultDb.db, owned: false, location: options.defaultDb.location, maxAgeMs });
+  }
+  if (spec !== undefined && isPostgresUrl(spec)) {
+    let pg: typeof import('pg');
+    try {
+      pg = (await import('pg')).default as unknown as typeof import('pg');
+    } catch (e) {
+      throw new DqError('a Postgres store needs the "pg" package: npm install pg', { code: 'config-invalid', retriable: false, cause: e });
+    }
+    const pool = new pg.Pool({ connectionString: spec, max: 4 });
+    // An idle connection that drops must not crash the process; the next query reports it.
+    pool.on('error', () => undefined);
+    return openPgStore({ db: pool, owned: true, location: redactUrl(spec), maxAgeMs });
+  }
+  if (spec !== undefined && spec.trim() === '') {
+    throw new DqError('--store is empty: give a folder, a postgres:// URL or off', { code: 'config-invalid', retriable: false });
+  }
+  return openLmdbStore(resolve(spec ?? defaultStoreDir(options.env)), maxAgeMs);
+}

@@ -1,0 +1,218 @@
+import type pg from 'pg';
+import { DqError } from '../errors/index.js';
+import type { CachedResult } from '../engine/types.js';
+import { storeKey } from './key.js';
+import type { ResultStore, StoreInfo } from './types.js';
+
+/** Schema of the shared result store. */
+export const STORE_SCHEMA = 'dq_store';
+/** Layout version of the store's table, kept in `dq_store.schema_version`. */
+export const STORE_SCHEMA_VERSION = 1;
+
+const TABLES = `
+CREATE TABLE IF NOT EXISTS ${STORE_SCHEMA}.results (
+  key        text COLLATE "C" PRIMARY KEY,
+  result     jsonb NOT NULL,
+  checked_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_checked_at ON ${STORE_SCHEMA}.results (checked_at);
+CREATE TABLE IF NOT EXISTS ${STORE_SCHEMA}.schema_version (version integer NOT NULL);`;
+
+/** A Postgres connection the store may use: a pool, or one client it does not own. */
+export type PgQueryable = Pick<pg.Pool, 'query'>;
+
+/** Options of {@link openPgStore}. */
+export interface PgStoreOptions {
+  /** The database (a pool or a client); it is not closed by the store unless `owned`. */
+  db: PgQueryable & { end?: () => Promise<void> };
+  /** Close `db` when the store is closed. */
+  owned: boolean;
+  /** Printed location (a URL without its password). */
+  location: string;
+  maxAgeMs: number;
+}
+
+/**
+ * The shared result store: one table `dq_store.results` in a Postgres database every process and
+ * machine of an account can reach. Lookups are one `= ANY($1)` query per engine batch; the answers
+ * stored in one engine step are written with one upsert (the later check wins). The schema is
+ * created when missing, under an advisory lock; when it is there only its version is read (no DDL
+ * on a normal run).
+ */
+export async function openPgStore(options: PgStoreOptions): Promise<ResultStore> {
+  const { location, maxAgeMs } = options;
+  const db = serialised(options.db);
+  try {
+    await ensureStoreSchema(options.db);
+  } catch (e) {
+    if (options.owned) await options.db.end?.().catch(() => undefined);
+    throw storeError(location, e);
+  }
+  /** Answers stored in this engine step, written by one upsert. */
+  let queued: Map<string, { json: string; at: string }> | undefined;
+  let flushing: Promise<void> | undefined;
+  let closed: Promise<void> | undefined;
+
+  const flush = async (batch: Map<string, { json: string; at: string }>): Promise<void> => {
+    const keys: string[] = [];
+    const values: string[] = [];
+    const times: string[] = [];
+    for (const [key, { json, at }] of batch) {
+      keys.push(key);
+      values.push(json);
+      times.push(at);
+    }
+    try {
+      await db.query(
+        `INSERT INTO ${STORE_SCHEMA}.results (key, result, checked_at)
+         SELECT * FROM unnest($1::text[], $2::jsonb[], $3::timestamptz[])
+         ON CONFLICT (key) DO UPDATE SET result = EXCLUDED.result, checked_at = EXCLUDED.checked_at
+          WHERE ${STORE_SCHEMA}.results.checked_at <= EXCLUDED.checked_at`,
+        [keys, values, times],
+      );
+    } catch (e) {
+      throw storeError(location, e);
+    }
+  };
+
+  const store: ResultStore = {
+    location,
+    async get(key) {
+      return (await store.getMany([key])).get(key);
+    },
+    async getMany(keys) {
+      const found = new Map<string, CachedResult>();
+      if (maxAgeMs <= 0 || keys.length === 0) return found;
+      const byStored = new Map<string, string>();
+      for (const key of keys) byStored.set(storeKey(key), key);
+      let rows: { key: string; result: CachedResult }[];
+      try {
+        ({ rows } = await db.query<{ key: string; result: CachedResult }>(
+          `SELECT key, result FROM ${STORE_SCHEMA}.results WHERE key = ANY($1::text[]) AND checked_at > $2`,
+          [[...byStored.keys()], new Date(Date.now() - maxAgeMs).toISOString()],
+        ));
+      } catch (e) {
+        throw storeError(location, e);
+      }
+      for (const row of rows) {
+        const key = byStored.get(row.key);
+        if (key !== undefined) found.set(key, row.result);
+      }
+      return found;
+    },
+    set(key, value) {
+      if (closed) return Promise.reject(new DqError(`the result store ${location} is closed`, { code: 'store-closed', retriable: false }));
+      if (queued === undefined) {
+        const batch = new Map<string, { json: string; at: string }>();
+        queued = batch;
+        // Answers stored in this engine step, and while the previous upsert runs, go in one
+        // upsert; their sets all resolve when it is committed.
+        const previous = flushing;
+        flushing = (async () => {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          if (previous) await previous.catch(() => undefined);
+          queued = undefined;
+          await flush(batch);
+        })();
+      }
+      queued.set(storeKey(key), { json: JSON.stringify(value), at: value.checkedAt ?? new Date().toISOString() });
+      return flushing as Promise<void>;
+    },
+    async info(): Promise<StoreInfo> {
+      const { rows } = await db.query<{ entries: string; oldest: Date | null; newest: Date | null; bytes: string }>(
+        `SELECT count(*) AS entries, min(checked_at) AS oldest, max(checked_at) AS newest,
+                pg_total_relation_size('${STORE_SCHEMA}.results') AS bytes FROM ${STORE_SCHEMA}.results`,
+      );
+      const row = rows[0]!;
+      const info: StoreInfo = { location, bytes: Number(row.bytes), entries: Number(row.entries) };
+      if (row.oldest) info.oldest = row.oldest.toISOString();
+      if (row.newest) info.newest = row.newest.toISOString();
+      return info;
+    },
+    async prune(olderThanMs) {
+      const { rowCount } = await db.query(`DELETE FROM ${STORE_SCHEMA}.results WHERE checked_at < $1`, [
+        new Date(Date.now() - olderThanMs).toISOString(),
+      ]);
+      return rowCount ?? 0;
+    },
+    async clear() {
+      const { rowCount } = await db.query(`DELETE FROM ${STORE_SCHEMA}.results`);
+      return rowCount ?? 0;
+    },
+    close() {
+      closed ??= (async () => {
+        await flushing?.catch(() => undefined);
+        if (options.owned) await options.db.end?.();
+      })();
+      return closed;
+    },
+  };
+  return store;
+}
+
+/**
+ * `db` for the store's queries: a pool as it is (its connections run them side by side); one
+ * client with its queries one after another (a client runs one query at a time, and pg no longer
+ * queues them for the caller).
+ */
+function serialised(db: PgQueryable): PgQueryable {
+  if ('totalCount' in db) return db;
+  let last: Promise<unknown> = Promise.resolve();
+  const query = (...args: unknown[]): Promise<unknown> => {
+    const next = last.then(() => (db.query as (...a: unknown[]) => Promise<unknown>)(...args));
+    last = next.catch(() => undefined);
+    return next;
+  };
+  return { query: query as PgQueryable['query'] };
+}
+
+/**
+ * Creates the store's schema when it is missing (or older); when it is there, only reads its
+ * version: no DDL on a normal run, so a role with only SELECT/INSERT/UPDATE/DELETE on the table
+ * can use it.
+ */
+export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
+  if ((await storedVersion(db)) >= STORE_SCHEMA_VERSION) return;
+  // One connection for the transaction: a pool hands out a client, a client is used as it is.
+  const pool = db as Partial<pg.Pool>;
+  const client: PgQueryable & { release?: () => void } = typeof pool.connect === 'function' && 'totalCount' in pool ? await pool.connect() : db;
+  try {
+    await client.query('BEGIN');
+    try {
+      await client.query(`SELECT pg_advisory_xact_lock(hashtext('${STORE_SCHEMA}'))`);
+      if ((await storedVersion(client)) < STORE_SCHEMA_VERSION) {
+        const schema = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = '${STORE_SCHEMA}'`);
+        // CREATE SCHEMA IF NOT EXISTS checks the database's CREATE privilege even when the schema exists.
+        if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${STORE_SCHEMA}`);
+        await client.query(TABLES);
+        await client.query(`DELETE FROM ${STORE_SCHEMA}.schema_version`);
+        await client.query(`INSERT INTO ${STORE_SCHEMA}.schema_version (version) VALUES (${STORE_SCHEMA_VERSION})`);
+      }
+      await client.query('COMMIT');
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    }
+  } finally {
+    client.release?.();
+  }
+}
+
+async function storedVersion(db: PgQueryable): Promise<number> {
+  const { rows } = await db.query<{ versioned: boolean }>(`SELECT to_regclass('${STORE_SCHEMA}.schema_version') IS NOT NULL AS versioned`);
+  if (!rows[0]?.versioned) return 0;
+  const v = await db.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${STORE_SCHEMA}.schema_version`);
+  return v.rows[0]?.version ?? 0;
+}
+
+function storeError(location: string, cause: unknown): DqError {
+  const e = cause as { code?: string; message?: string };
+  const reason = e.code === '42501'
+    ? `permission denied: create schema ${STORE_SCHEMA} once as a role allowed to, or grant this user SELECT, INSERT, UPDATE, DELETE on ${STORE_SCHEMA}.results`
+    : (e.message ?? String(cause));
+  return new DqError(`the result store ${location} cannot be used (${reason}); fix it or pass --store off`, {
+    code: 'store-io',
+    retriable: e.code !== '42501' && e.code !== '28P01',
+    cause,
+  });
+}

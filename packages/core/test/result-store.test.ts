@@ -1,0 +1,219 @@
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createEngine, createSilentLogger, openPgStore, openStore, parseAge } from '@dq/core';
+import type { Engine, ResultStore } from '@dq/core';
+import { startPostgres, type TestPostgres } from '../../../test/support/pg.js';
+import { addresses, batchAnswer, problem, startScriptedPlatform } from './engine-support.js';
+import type { ScriptedPlatform } from './engine-support.js';
+
+const API_KEY = 'secret-key-7f3a9c';
+let platform: ScriptedPlatform | undefined;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  await platform?.close();
+  platform = undefined;
+});
+
+function start(url: string, resultStore: ResultStore | undefined): Engine {
+  const engine = createEngine({
+    mode: 'address', baseUrl: url, apiKey: API_KEY, rateLimits: { batch: 0 }, threads: 0,
+    retry: { maxAttempts: 2, baseDelayMs: 1 }, logger: createSilentLogger(), resultStore,
+  });
+  cleanups.push(() => engine.close());
+  return engine;
+}
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'dq-store-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describe('the embedded result store', () => {
+  it('answers a later run from what an earlier one paid for, with the stored request id and check time', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'B'));
+    const dir = join(await tempDir(), 'store');
+    const first = start(platform.url, await openStore(dir));
+    const paid = await first.process(addresses(20));
+    await first.close();
+    expect(platform.seen).toHaveLength(20);
+    expect(paid.every((r) => r.source === 'api' && typeof r.checkedAt === 'string')).toBe(true);
+
+    const second = start(platform.url, await openStore(dir));
+    const again = await second.process(addresses(20));
+    expect(platform.seen).toHaveLength(20); // no call
+    expect(again.map((r) => ({ ...r, source: 'api' }))).toEqual(paid);
+    expect(again.every((r) => r.source === 'store')).toBe(true);
+    expect(second.report()).toMatchObject({ apiCalls: 0, callsSavedByStore: 20, storeLookups: 20, storeHits: 20, storeHitRate: 1 });
+  });
+
+  it('keeps its files private and never holds the API key', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const dir = join(await tempDir(), 'a', 'store');
+    const engine = start(platform.url, await openStore(dir));
+    await engine.process(addresses(5));
+    await engine.close();
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    for (const file of await readdir(dir)) {
+      expect((await stat(join(dir, file))).mode & 0o777).toBe(0o600);
+      expect((await readFile(join(dir, file))).includes(API_KEY)).toBe(false);
+    }
+  });
+
+  it('stores field errors the platform answered, but not 5xx, 429 or a refused key', async () => {
+    let refuse = false;
+    platform = await startScriptedPlatform((req) => {
+      if (refuse) return problem(401, 'api-key-invalid');
+      const street = String(req.body['street']);
+      if (street === 'Street 1') return problem(400, 'field-error', { violations: [{ fieldName: 'houseNumber', message: 'not a house number' }] });
+      if (street === 'Street 2') return { status: 503, body: '' };
+      if (street === 'Street 3') return { status: 429, body: '', headers: { 'retry-after': '0' } };
+      return batchAnswer(req, 'A');
+    });
+    const dir = join(await tempDir(), 'store');
+    const first = start(platform.url, await openStore(dir));
+    const results = await first.process(addresses(4));
+    expect(results.map((r) => r.status)).toEqual(['accepted', 'invalid-input', 'unavailable', 'unavailable']);
+    await first.close();
+    const calls = platform.seen.length;
+
+    const second = start(platform.url, await openStore(dir));
+    const again = await second.process(addresses(4));
+    expect(again.map((r) => r.source)).toEqual(['store', 'store', 'api', 'api']);
+    expect(again[1]?.error?.violations?.[0]?.fieldName).toBe('houseNumber');
+    expect(platform.seen.length - calls).toBe(4); // Street 2 and 3 asked again (each twice: maxAttempts 2)
+    await second.close();
+
+    // A refused key stops the run and stores nothing: the new input is asked again next time.
+    refuse = true;
+    const third = start(platform.url, await openStore(dir));
+    await expect(third.process(addresses(1, 100))).rejects.toMatchObject({ code: expect.stringMatching(/key|credential|unauthor/i) });
+    await third.close();
+    refuse = false;
+    const fourth = start(platform.url, await openStore(dir));
+    const before = platform.seen.length;
+    expect((await fourth.process(addresses(1, 100)))[0]?.source).toBe('api');
+    expect(platform.seen.length - before).toBe(1);
+  });
+
+  it('calls again an answer older than the max age; max age 0 calls everything and still stores', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const dir = join(await tempDir(), 'store');
+    const first = start(platform.url, await openStore(dir, { maxAgeMs: 0 }));
+    await first.process(addresses(5));
+    await first.close();
+    const never = start(platform.url, await openStore(dir, { maxAgeMs: 0 }));
+    await never.process(addresses(5));
+    await never.close();
+    expect(platform.seen).toHaveLength(10); // max age 0: nothing reused
+
+    // What max age 0 wrote is there for a run that reuses.
+    const young = start(platform.url, await openStore(dir, { maxAgeMs: 60_000 }));
+    expect((await young.process(addresses(5))).every((r) => r.source === 'store')).toBe(true);
+    await young.close();
+    expect(platform.seen).toHaveLength(10);
+
+    await new Promise((r) => setTimeout(r, 1_200));
+    const aged = start(platform.url, await openStore(dir, { maxAgeMs: 1_000 }));
+    expect((await aged.process(addresses(5))).every((r) => r.source === 'api')).toBe(true);
+    expect(platform.seen).toHaveLength(15);
+  });
+
+  it('--store off is no store', async () => {
+    expect(await openStore('off')).toBeUndefined();
+  });
+
+  it('plans after the store: stored inputs need no call', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const dir = join(await tempDir(), 'store');
+    const first = start(platform.url, await openStore(dir));
+    await first.process(addresses(10));
+    await first.close();
+    const second = start(platform.url, await openStore(dir));
+    expect(await second.plan(addresses(15))).toEqual({ records: 15, distinct: 15, calls: 5, fromStore: 10, invalidInput: 0 });
+  });
+
+  it('shows its size, entries and age, prunes old entries and clears', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const dir = join(await tempDir(), 'store');
+    const engine = start(platform.url, await openStore(dir));
+    await engine.process(addresses(3));
+    await new Promise((r) => setTimeout(r, 1_100));
+    await engine.process(addresses(2, 10));
+    await engine.close();
+    const store = (await openStore(dir))!;
+    cleanups.push(() => store.close());
+    const info = await store.info();
+    expect(info).toMatchObject({ location: dir, entries: 5 });
+    expect(info.bytes).toBeGreaterThan(0);
+    expect(Date.parse(info.newest!) - Date.parse(info.oldest!)).toBeGreaterThanOrEqual(1_000);
+    expect(await store.prune(1_000)).toBe(3);
+    expect((await store.info()).entries).toBe(2);
+    expect(await store.clear()).toBe(2);
+    expect((await store.info()).entries).toBe(0);
+  });
+});
+
+describe('ages', () => {
+  it('reads days, hours, minutes and seconds', () => {
+    expect(parseAge('30d')).toBe(30 * 86_400_000);
+    expect(parseAge('12h')).toBe(12 * 3_600_000);
+    expect(parseAge('90m')).toBe(90 * 60_000);
+    expect(parseAge('3600')).toBe(3_600_000);
+    expect(parseAge('0')).toBe(0);
+    expect(parseAge('soon')).toBeUndefined();
+    expect(parseAge('-1d')).toBeUndefined();
+  });
+});
+
+describe('the Postgres result store', () => {
+  let server: TestPostgres;
+  let url: string;
+  beforeAll(async () => {
+    server = await startPostgres();
+    url = await server.createDatabase();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('shares answers between processes with one lookup per batch, and never shows the password', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'C'));
+    const first = start(platform.url, await openStore(url));
+    await first.process(addresses(50));
+    await first.close();
+    expect(platform.seen).toHaveLength(50);
+
+    // A second process (its own pool), counting the queries it sends.
+    const pool = new pg.Pool({ connectionString: url });
+    const queries: string[] = [];
+    const counting = {
+      query: ((text: string, values?: unknown[]) => {
+        queries.push(text);
+        return pool.query(text, values);
+      }) as pg.Pool['query'],
+      end: () => pool.end(),
+    };
+    const store = await openPgStore({ db: counting, owned: true, location: 'counted', maxAgeMs: 86_400_000 });
+    queries.length = 0;
+    const second = start(platform.url, store);
+    const again = await second.process(addresses(60));
+    expect(platform.seen).toHaveLength(60); // only the 10 new inputs
+    expect(again.filter((r) => r.source === 'store')).toHaveLength(50);
+    expect(queries.filter((q) => /SELECT key, result/.test(q))).toHaveLength(1);
+    const upserts = queries.filter((q) => /INSERT INTO dq_store/.test(q)).length;
+    expect(upserts).toBeGreaterThanOrEqual(1);
+    expect(upserts).toBeLessThanOrEqual(10); // answers arriving together share an upsert
+
+    const shown = (await openStore(url))!;
+    cleanups.push(() => shown.close());
+    expect(shown.location).not.toContain(new URL(url).password);
+    expect((await shown.info()).entries).toBe(60);
+  });
+});

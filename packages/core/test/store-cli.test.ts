@@ -1,0 +1,68 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '@dq/core';
+
+const BIN = fileURLToPath(new URL('../bin/dq-store.js', import.meta.url));
+let dir: string;
+
+function dqStore(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, DQ_STORE: '' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dq-store-cli-'));
+  const store = (await openStore(join(dir, 'store')))!;
+  const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
+  await Promise.all([
+    store.set('k-old', { status: 'accepted', resultClass: 'A', requestId: 'r1', checkedAt: old }),
+    store.set('k-new-1', { status: 'accepted', resultClass: 'A', requestId: 'r2', checkedAt: new Date().toISOString() }),
+    store.set('k-new-2', { status: 'invalid', resultClass: 'F', requestId: 'r3', checkedAt: new Date().toISOString() }),
+  ]);
+  await store.close();
+});
+afterAll(async () => rm(dir, { recursive: true, force: true }));
+
+describe('dq-store', () => {
+  it('shows entries and age, prunes what is older than an age, and clears', async () => {
+    const store = join(dir, 'store');
+    const info = await dqStore(['info', '--store', store, '--json']);
+    expect(info.code, info.stderr).toBe(0);
+    const shown = JSON.parse(info.stdout) as { entries: number; oldest: string; newest: string; bytes: number };
+    expect(shown.entries).toBe(3);
+    expect(Date.now() - Date.parse(shown.oldest)).toBeGreaterThan(39 * 86_400_000);
+    expect(Date.now() - Date.parse(shown.newest)).toBeLessThan(86_400_000);
+
+    const pruned = await dqStore(['prune', '--older-than', '30d', '--store', store]);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toContain('removed 1 entry');
+    const cleared = await dqStore(['clear', '--store', store, '--json']);
+    expect(JSON.parse(cleared.stdout)).toMatchObject({ command: 'clear', removed: 2 });
+    expect(JSON.parse((await dqStore(['info', '--store', store, '--json'])).stdout)).toMatchObject({ entries: 0 });
+  });
+
+  it('exits 2 naming the problem for bad usage, and never prints a database password', async () => {
+    const noAge = await dqStore(['prune', '--store', join(dir, 'store')]);
+    expect(noAge.code).toBe(2);
+    expect(noAge.stderr).toContain('--older-than');
+    const badAge = await dqStore(['prune', '--older-than', 'soon', '--store', join(dir, 'store')]);
+    expect(badAge.code).toBe(2);
+    expect(badAge.stderr).toContain('"soon" is not an age');
+    // Nothing listens on port 1: the store cannot be opened, and the message does not hold the password.
+    const unreachable = await dqStore(['info', '--store', 'postgres://etl:s3cret-pw@127.0.0.1:1/crm']);
+    expect([2, 75]).toContain(unreachable.code);
+    expect(unreachable.stderr).toContain('cannot be used');
+    expect(unreachable.stderr).not.toContain('s3cret-pw');
+    expect(unreachable.stderr).not.toMatch(/\n\s+at /);
+  });
+});

@@ -1,0 +1,119 @@
+/**
+ * Result store overhead: records/s of the engine on all-miss input (every input new, so every
+ * answer is called and then written to the store) against an instant local server, with the
+ * embedded store (LMDB) ÷ the same engine without a store. Target ratio ≥ 0.8. The same with the
+ * Postgres store (an embedded PostgreSQL on this machine) is reported beside it.
+ *
+ * Fairness: the server runs in a child process; the sides use the same engine settings
+ * (concurrency 32, default threads, no rate limit), distinct inputs every run, and alternate their
+ * order run by run; figures are medians with their spread (min–max).
+ *
+ * Run: `node tools/bench/dist/store-overhead.js [records=20000] [runs=5] [pg=1]`
+ */
+import { fork } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createEngine, createSilentLogger, defaultThreads, openStore } from '@dq/core';
+import type { ResultStore } from '@dq/core';
+import { launchPostgres } from './pg-launch.js';
+
+const CONCURRENCY = 32;
+
+/** Child: answers every batch/sync at once with a class-A body echoing customerAddressId. */
+function serve(): void {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const { customerAddressId, street, houseNumber } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
+      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${street}` });
+      res.end(JSON.stringify({ customerAddressId, resultClass: 'A', results: [{ addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street, houseNumber }] }));
+    });
+  });
+  server.keepAliveTimeout = 120_000;
+  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+}
+
+function records(n: number, run: string): Array<Record<string, string>> {
+  return Array.from({ length: n }, (_, i) => ({ street: `Street ${run}-${i}`, houseNumber: String(1 + (i % 200)), postalCode: '10117', locality: 'Berlin', country: 'DE' }));
+}
+
+/** Records/s of one engine over `n` new inputs (batches of 500, as the connectors send them). */
+async function measure(url: string, store: ResultStore | undefined, n: number, run: string): Promise<number> {
+  const engine = createEngine({ mode: 'address', baseUrl: url, apiKey: 'bench-key', concurrency: CONCURRENCY, rateLimits: { batch: 0 }, logger: createSilentLogger(), resultStore: store });
+  try {
+    await engine.process(records(500, `${run}-warm`));
+    const input = records(n, run);
+    const t0 = performance.now();
+    for (let i = 0; i < n; i += 500) await engine.process(input.slice(i, i + 500));
+    const seconds = (performance.now() - t0) / 1000;
+    if (engine.report().apiCalls !== n + 500) throw new Error(`expected ${n + 500} calls, made ${engine.report().apiCalls}`);
+    return n / seconds;
+  } finally {
+    await engine.close();
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
+
+async function main(): Promise<void> {
+  const n = Number(process.argv[2] ?? 20_000);
+  const runs = Math.max(5, Number(process.argv[3] ?? 5));
+  const withPg = (process.argv[4] ?? '1') !== '0';
+  const child = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
+  const port = await new Promise<number>((resolve) => child.once('message', (m) => resolve(Number(m))));
+  const url = `http://127.0.0.1:${port}`;
+  const dir = await mkdtemp(join(tmpdir(), 'dq-bench-store-'));
+  const pg = withPg ? await launchPostgres() : undefined;
+  try {
+    const sides: Record<string, number[]> = { none: [], lmdb: [], pg: [] };
+    for (let run = 0; run < runs; run += 1) {
+      const order = run % 2 === 0 ? ['none', 'lmdb', 'pg'] : ['pg', 'lmdb', 'none'];
+      for (const side of order) {
+        if (side === 'pg' && !pg) continue;
+        const store = side === 'none' ? undefined : await openStore(side === 'lmdb' ? join(dir, 'store') : pg!.url);
+        sides[side]!.push(await measure(url, store, n, `${run}-${side}`));
+      }
+      console.log(`run ${run + 1}/${runs}: none ${Math.round(sides['none']!.at(-1)!)} rec/s, lmdb ${Math.round(sides['lmdb']!.at(-1)!)} rec/s${pg ? `, pg ${Math.round(sides['pg']!.at(-1)!)} rec/s` : ''}`);
+    }
+    const none = median(sides['none']!);
+    const result = {
+      benchmark: 'store-overhead',
+      records: n,
+      runs,
+      concurrency: CONCURRENCY,
+      threads: defaultThreads(),
+      cpus: availableParallelism(),
+      node: process.version,
+      noStoreRecordsPerSecond: Math.round(none),
+      lmdbRecordsPerSecond: Math.round(median(sides['lmdb']!)),
+      ratio: Number((median(sides['lmdb']!) / none).toFixed(3)),
+      target: 0.8,
+      ...(pg ? { pgRecordsPerSecond: Math.round(median(sides['pg']!)), pgRatio: Number((median(sides['pg']!) / none).toFixed(3)) } : {}),
+      spread: { none: spread(sides['none']!), lmdb: spread(sides['lmdb']!), ...(pg ? { pg: spread(sides['pg']!) } : {}) },
+      loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
+      measuredAt: new Date().toISOString(),
+    };
+    console.log(`all-miss, instant server: no store ${result.noStoreRecordsPerSecond} rec/s | LMDB store ${result.lmdbRecordsPerSecond} rec/s, ratio ${result.ratio} (target ≥ 0.8)` +
+      (pg ? ` | Postgres store ${result.pgRecordsPerSecond} rec/s, ratio ${result.pgRatio}` : '') + ` | medians of ${runs}, load ${result.loadAverage.join(' ')}`);
+    const out = fileURLToPath(new URL('../results/', import.meta.url));
+    await mkdir(out, { recursive: true });
+    await writeFile(`${out}store-overhead.json`, `${JSON.stringify(result, null, 2)}\n`);
+  } finally {
+    child.kill();
+    await pg?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv.includes('--serve')) serve();
+else await main();

@@ -1,0 +1,137 @@
+/**
+ * All-hit rerun: dq-csv over a file whose every answer is in the result store (a nightly rerun of
+ * unchanged data), ÷ the same run against an instant server with no store (the fastest a run that
+ * calls can be). Target ratio ≥ 1.0. Also the run that fills the store (all-miss, embedded store)
+ * ÷ the no-store run: the store's cost on a first run, end to end.
+ *
+ * Each measured run is a child process (this file with a mode flag); the server is one too. The
+ * sides alternate order; figures are medians with their spread (min–max).
+ *
+ * Run: `node tools/bench/dist/store-rerun.js [rows=1000000] [runs=5]`
+ */
+import { fork } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createSilentLogger } from '@dq/core';
+import { processFile } from '@dq/csv-processor';
+
+const CONCURRENCY = 32;
+const self = fileURLToPath(import.meta.url);
+
+/** Child: answers every batch/sync at once with a class-A body echoing customerAddressId; counts calls. */
+function serve(): void {
+  let calls = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      calls += 1;
+      const { customerAddressId, street, houseNumber, postalCode, locality } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
+      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${calls}` });
+      res.end(JSON.stringify({ customerAddressId, resultClass: 'A', results: [{ addressType: 'delivery', country: 'DE', postalCode, locality, street, houseNumber }] }));
+    });
+  });
+  server.keepAliveTimeout = 120_000;
+  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+  process.on('message', () => process.send?.(calls));
+}
+
+/** Child: one dq-csv run; reports its seconds and API calls. */
+async function child(url: string, input: string, output: string, store: string): Promise<void> {
+  const t0 = performance.now();
+  const summary = await processFile({
+    input, output, baseUrl: url, apiKey: 'bench-key', country: 'DE', logger: createSilentLogger(),
+    engine: { concurrency: CONCURRENCY, rateLimits: { batch: 0 }, store },
+  });
+  if (summary.exitCode !== 0 || summary.totals.byStatus.accepted !== summary.totals.rows) throw new Error(`dq-csv run: ${JSON.stringify(summary.error ?? summary.totals.byStatus)}`);
+  process.send?.({ seconds: (performance.now() - t0) / 1000, apiCalls: summary.totals.apiCalls });
+  process.disconnect?.();
+}
+
+function run(url: string, input: string, output: string, store: string, rows: number): Promise<{ rowsPerSecond: number; apiCalls: number }> {
+  return new Promise((resolve, reject) => {
+    const c = fork(self, ['--run', url, input, output, store], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    c.once('message', (m) => {
+      const { seconds, apiCalls } = m as { seconds: number; apiCalls: number };
+      resolve({ rowsPerSecond: rows / seconds, apiCalls });
+    });
+    c.once('exit', (code) => code !== 0 && reject(new Error(`dq-csv run exited ${code}`)));
+  });
+}
+
+async function writeInput(path: string, rows: number): Promise<void> {
+  const out = createWriteStream(path);
+  out.write('id,street,houseNumber,postalCode,locality\n');
+  for (let i = 0; i < rows; i++) {
+    if (!out.write(`${i},Straße ${Math.floor(i / 200)},${1 + (i % 200)},10117,Berlin\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
+  }
+  await new Promise<void>((r) => out.end(() => r()));
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
+
+async function main(): Promise<void> {
+  const rows = Number(process.argv[2] ?? 1_000_000);
+  const runs = Math.max(5, Number(process.argv[3] ?? 5));
+  const server = fork(self, ['--serve'], { stdio: 'inherit' });
+  const port = await new Promise<number>((resolve) => server.once('message', (m) => resolve(Number(m))));
+  const url = `http://127.0.0.1:${port}`;
+  const dir = await mkdtemp(join(tmpdir(), 'dq-store-rerun-'));
+  try {
+    const input = join(dir, 'in.csv');
+    await writeInput(input, rows);
+    const store = join(dir, 'store');
+    const fill = await run(url, input, join(dir, 'fill.csv'), store, rows);
+    if (fill.apiCalls !== rows) throw new Error(`the fill run made ${fill.apiCalls} calls for ${rows} rows`);
+    const hit: number[] = [];
+    const none: number[] = [];
+    for (let i = 0; i < runs; i += 1) {
+      for (const side of i % 2 === 0 ? ['hit', 'none'] : ['none', 'hit']) {
+        const r = await run(url, input, join(dir, `${side}-${i}.csv`), side === 'hit' ? store : 'off', rows);
+        if (side === 'hit' && r.apiCalls !== 0) throw new Error(`the all-hit run made ${r.apiCalls} calls`);
+        (side === 'hit' ? hit : none).push(r.rowsPerSecond);
+      }
+      console.log(`run ${i + 1}/${runs}: all-hit ${Math.round(hit.at(-1)!)} rows/s, no store (instant server) ${Math.round(none.at(-1)!)} rows/s`);
+    }
+    const result = {
+      benchmark: 'store-rerun',
+      rows,
+      runs,
+      concurrency: CONCURRENCY,
+      cpus: availableParallelism(),
+      node: process.version,
+      allHitRowsPerSecond: Math.round(median(hit)),
+      noStoreRowsPerSecond: Math.round(median(none)),
+      ratio: Number((median(hit) / median(none)).toFixed(3)),
+      target: 1.0,
+      // The first run, filling the store (one run, all-miss) ÷ the no-store median.
+      fillRowsPerSecond: Math.round(fill.rowsPerSecond),
+      fillRatio: Number((fill.rowsPerSecond / median(none)).toFixed(3)),
+      spread: { allHit: spread(hit), noStore: spread(none) },
+      loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
+      measuredAt: new Date().toISOString(),
+    };
+    console.log(`dq-csv ${rows} rows: all-hit rerun ${result.allHitRowsPerSecond} rows/s | no store, instant server ${result.noStoreRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 1.0) | filling run ${result.fillRowsPerSecond} rows/s (ratio ${result.fillRatio}) | medians of ${runs}, load ${result.loadAverage.join(' ')}`);
+    const out = fileURLToPath(new URL('../results/', import.meta.url));
+    await mkdir(out, { recursive: true });
+    await writeFile(`${out}store-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);
+  } finally {
+    server.kill();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const mode = process.argv[2];
+if (mode === '--serve') serve();
+else if (mode === '--run') await child(process.argv[3]!, process.argv[4]!, process.argv[5]!, process.argv[6]!);
+else await main();
