@@ -111,6 +111,9 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       defaultCountry: options.country, include: options.include, resultStore, logger: options.logger, ...engineSettings,
     });
     sink = await Sink.open({ outputPath: paths.output, rejectsPath: paths.rejects, format, delimiter, header: source.header, columns, spreadsheetSafe: options.spreadsheetSafe, resume: checkpoint?.sink });
+    // The output exists from here on: a checkpoint marks it unfinished at once, so a run stopped or
+    // killed before its first batch leaves an output that `--resume` continues and review refuses.
+    if (!checkpoint) await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, sink.state, totalsNow()));
 
     // A window of batches with the engine: while the oldest one's last answers arrive and it is
     // written and checkpointed, the later ones keep the engine's calls (and the rate limit) busy.
