@@ -15,3 +15,4 @@ export { decodeErrorAnswer } from './decode.js';
 export type { ErrorAnswer } from './decode.js';
 export { errorToData, errorFromData, rootCause } from './error-data.js';
 export type { ErrorData, ErrorKind } from './error-data.js';
+export { abortedError } from './aborted.js';
