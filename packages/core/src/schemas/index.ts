@@ -51,6 +51,7 @@ export {
   COMPANY_BODY_SCHEMAS,
   CompanyRecordSchema,
   CompanySuccessSchema,
+  CompanySearchAnswerSchema,
   VatResultSchema,
   CompanyErrorBodySchema,
   validateCompanyQuery,
@@ -65,6 +66,7 @@ export type {
   CompanyBodies,
   CompanyRecord,
   CompanySuccess,
+  CompanySearchAnswer,
   VatResult,
   CompanyErrorBody,
 } from './company.js';
