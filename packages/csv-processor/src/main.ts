@@ -1,6 +1,5 @@
-import { createLogger, ExitCode } from '@dq/core';
+import { cliFailure, createLogger, ExitCode } from '@dq/core';
 import { parseCli, USAGE } from './cli-args.js';
-import { CsvError } from './errors.js';
 import { createProgress } from './progress.js';
 import { processFile } from './run.js';
 import { summaryJson, summaryTable } from './summary.js';
@@ -33,11 +32,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(logger.redactor.redact(summaryJson(summary)) + '\n');
     return summary.exitCode;
   } catch (err) {
-    if (err instanceof CsvError) {
-      process.stderr.write(`dq-csv: ${err.code}: ${err.message}\n`);
-      return err.exitCode;
-    }
-    process.stderr.write(`dq-csv: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
-    return ExitCode.UNEXPECTED;
+    const failure = cliFailure('dq-csv', err);
+    process.stderr.write(failure.text);
+    return failure.exitCode;
   }
 }
