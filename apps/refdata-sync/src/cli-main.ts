@@ -4,10 +4,9 @@
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { ExitCode, createLogger, type Logger } from '@dq/core';
+import { ExitCode, createLogger, exitCodeFor, parseFlags, type Logger } from '@dq/core';
 import { readConfigFile, resolveSyncConfig } from './config.js';
-import { exitCodeFor, UsageError } from './errors.js';
+import { UsageError } from './errors.js';
 import { describePhone, parseDuration } from './phone-describe.js';
 import { runSync } from './sync.js';
 import { targetStatus, verifyTarget } from './verify.js';
@@ -62,12 +61,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   const logger = createLogger({ level: 'warn', write: (l) => io.stderr(l.trimEnd()) });
   let command = 'unknown';
   try {
-    let parsed;
-    try {
-      parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
-    } catch (e) {
-      throw new UsageError((e as Error).message);
-    }
+    const parsed = parseFlags(argv, OPTIONS, (_flag, problem) => new UsageError(problem));
     const { values, positionals } = parsed;
     if (values.help) {
       io.stdout(USAGE);

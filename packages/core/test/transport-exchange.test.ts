@@ -109,4 +109,23 @@ describe('one HTTP exchange', () => {
     await transport.request({ endpoint: 'company', method: 'GET', path: 'companies/v2' });
     expect(urls).toEqual(['/gateway/companies/v2?searchMethod=company&q=M%C3%BCller+%26+S%C3%B6hne', '/gateway/companies/v2']);
   });
+
+  test('an answer cut short of its Content-Length is a connection failure: retried, and the retry answers', async () => {
+    let seen = 0;
+    ({ server } = await rawServer((_req, res) => {
+      seen++;
+      if (seen === 1) {
+        // promises more bytes than it sends, then closes: undici reports a content-length mismatch
+        const promised = Buffer.byteLength(CLASS_A) + 40;
+        res.socket?.end(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${promised}\r\nConnection: close\r\n\r\n${CLASS_A}`);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'req-second' }).end(CLASS_A);
+    }));
+    transport = createTransport({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: 'k', retry: { maxAttempts: 3, baseDelayMs: 1 } });
+    const res = await validate(transport);
+    expect(res.data.results[0]?.locality).toBe('Köln');
+    expect(res.attempts).toBe(2);
+    expect(res.requestId).toBe('req-second');
+  });
 });

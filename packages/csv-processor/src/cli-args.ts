@@ -1,5 +1,4 @@
-import { parseArgs } from 'node:util';
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, type Mode } from '@dq/core';
+import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, MODES, type Mode } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './mapping.js';
 import type { ProcessFileOptions } from './options.js';
@@ -62,7 +61,6 @@ Example:
 /** The parsed command line: either help, or the options of a run. */
 export type CliCommand = { help: true } | { help: false; options: ProcessFileOptions };
 
-const MODES: readonly Mode[] = ['address', 'company', 'tr', 'vat'];
 const FORMATS: readonly InputFormat[] = ['csv', 'json', 'ndjson'];
 const ENCODINGS: readonly InputEncoding[] = ['utf8', 'latin1', 'windows-1252'];
 
@@ -71,27 +69,16 @@ const ENCODINGS: readonly InputEncoding[] = ['utf8', 'latin1', 'windows-1252'];
  * code `usage` naming the flag at fault.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        input: { type: 'string' }, output: { type: 'string' }, rejects: { type: 'string' },
-        map: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' },
-        include: { type: 'string' }, delimiter: { type: 'string' }, encoding: { type: 'string' },
-        format: { type: 'string' }, 'spreadsheet-safe': { type: 'boolean' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
-        report: { type: 'string' },
-        'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, ...ENGINE_FLAG_OPTIONS,
-        'base-url': { type: 'string' }, 'realtime-url': { type: 'string' }, 'api-key': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    // parseArgs names the flag in its message; it has no finer code than ERR_PARSE_ARGS_*.
-    throw usageError('arguments', (err as Error).message);
-  }
+  const parsed = parseFlags(argv, {
+    input: { type: 'string' }, output: { type: 'string' }, rejects: { type: 'string' },
+    map: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' },
+    include: { type: 'string' }, delimiter: { type: 'string' }, encoding: { type: 'string' },
+    format: { type: 'string' }, 'spreadsheet-safe': { type: 'boolean' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
+    report: { type: 'string' },
+    'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, ...ENGINE_FLAG_OPTIONS,
+    'base-url': { type: 'string' }, 'realtime-url': { type: 'string' }, 'api-key': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  }, usageError);
   const { values: v, positionals } = parsed;
   if (v.help || positionals[0] === 'help') return { help: true };
   if (positionals[0] !== 'validate' || positionals.length > 1) {

@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { createLogger, ExitCode } from '@dq/core';
+import { cliFailure, createLogger, ExitCode } from '@dq/core';
 import { parseCli, USAGE } from './cli-args.js';
-import { CsvError, usageError } from './errors.js';
+import { usageError } from './errors.js';
 import { createProgress } from './progress.js';
 import { reviewMain } from './review/cli.js';
 import { processFile } from './run.js';
@@ -49,12 +49,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     return summary.exitCode;
   } catch (err) {
-    if (err instanceof CsvError) {
-      process.stderr.write(`dq-csv: ${err.code}: ${err.message}\n`);
-      return err.exitCode;
-    }
-    process.stderr.write(`dq-csv: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
-    return ExitCode.UNEXPECTED;
+    const failure = cliFailure('dq-csv', err);
+    process.stderr.write(failure.text);
+    return failure.exitCode;
   }
 }
 

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { createEngine, DqError, exitCodeForError, ExitCode, isRunStop, openStore, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import { createEngine, DqError, exitCodeFor, ExitCode, isRunStop, openStore, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planFile, type DryRunPlan } from './dry-run.js';
@@ -153,12 +153,12 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     const done = details();
     await engine.close();
     await removeCheckpoint(paths.checkpoint);
-    return { outcome: 'done', exitCode: exitCodeOf(totals, options.maxFailed ?? 0), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined, ...(done ? { details: done } : {}) };
+    return { outcome: 'done', exitCode: exitCodeFor({ report: { records: totals.rows, byStatus: totals.byStatus }, rejects: totals.rejects, maxFailed: options.maxFailed ?? 0 }), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined, ...(done ? { details: done } : {}) };
   } catch (err) {
     if (err instanceof CsvError) throw err;
     const totals = totalsNow();
     return {
-      outcome: 'stopped', exitCode: err instanceof CsvError ? err.exitCode : stopExitCode(err, options.signal), paths, totals,
+      outcome: 'stopped', exitCode: options.signal?.aborted && !(err instanceof CsvError) ? ExitCode.TEMPFAIL : exitCodeFor(err), paths, totals,
       failedShare: failedShare(totals), resumed: checkpoint !== undefined, error: describeStop(err, position.records),
       ...(report ? { details: details() } : {}),
     };
@@ -174,26 +174,13 @@ function checkpointOf(optionsHash: string, options: Record<string, unknown>, pos
   return { version: 1, optionsHash, options, position, sink, totals, writtenAt: new Date().toISOString() };
 }
 
-/** 75 when every record that needed the platform stayed unavailable; 4 past maxFailed; else 0. */
-function exitCodeOf(totals: RunTotals, maxFailed: number): ExitCode {
-  const unavailable = totals.byStatus.unavailable;
-  const answerable = totals.rows - totals.byStatus['invalid-input'] - (totals.byStatus['unsupported-country'] ?? 0);
-  if (unavailable > 0 && unavailable >= answerable) return ExitCode.TEMPFAIL;
-  return failedShare(totals) > maxFailed ? ExitCode.MAX_FAILED : ExitCode.OK;
-}
-
-function stopExitCode(err: unknown, signal: AbortSignal | undefined): ExitCode {
-  if (signal?.aborted) return ExitCode.TEMPFAIL;
-  return exitCodeForError(err);
-}
-
 function describeStop(err: unknown, records: number): RunSummary['error'] {
   const where = `input records 1-${records} are written and checkpointed`;
   if (err instanceof CsvError) return { code: err.code, message: `${err.message}; ${where}` };
   if (err instanceof DqError) {
     const action = !isRunStop(err)
       ? 'rerun with --resume'
-      : exitCodeForError(err) === ExitCode.STOP
+      : exitCodeFor(err) === ExitCode.STOP
         ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
         : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
     return {

@@ -1,26 +1,15 @@
-import type { RecordResult, RecordStatus, ResultClass, RunReport } from '@dq/core';
+import { zeroByClass, zeroByStatus } from '@dq/core';
+import type { RecordResult, RunReport } from '@dq/core';
 
-/** Counts of a whole file, added up over the runs that a resume joins together. */
-export interface RunTotals {
+/**
+ * Counts of a whole file, added up over the runs that a resume joins together: the engine's
+ * {@link RunReport} counts (summed over the runs), with the file's rows and rejects.
+ */
+export interface RunTotals extends Pick<RunReport, 'byStatus' | 'byClass' | 'apiCalls' | 'callsSavedByDedup' | 'callsSavedByCache' | 'callsSavedByStore' | 'storeLookups' | 'storeHits' | 'retries' | 'durationMs'> {
   /** Output rows (= input rows that could be parsed). */
   rows: number;
   /** Input records sent to the rejects file. */
   rejects: number;
-  byStatus: Record<RecordStatus, number>;
-  byClass: Record<ResultClass, number>;
-  /** Requests sent to the platform. */
-  apiCalls: number;
-  callsSavedByDedup: number;
-  callsSavedByCache: number;
-  /** Records answered from the result store (answers of earlier runs). */
-  callsSavedByStore: number;
-  /** Inputs looked up in the result store, and how many it answered (for the hit rate). */
-  storeLookups: number;
-  storeHits: number;
-  /** Repeated attempts (429, 5xx, timeouts, resets). */
-  retries: number;
-  /** Wall time of all runs, in milliseconds. */
-  durationMs: number;
   /** Number of runs (1 + resumes). */
   runs: number;
 }
@@ -30,8 +19,8 @@ export function emptyTotals(): RunTotals {
   return {
     rows: 0,
     rejects: 0,
-    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, 'unsupported-country': 0, unavailable: 0 },
-    byClass: { A: 0, B: 0, C: 0, D: 0, E: 0, F: 0 },
+    byStatus: zeroByStatus(),
+    byClass: zeroByClass(),
     apiCalls: 0,
     callsSavedByDedup: 0,
     callsSavedByCache: 0,

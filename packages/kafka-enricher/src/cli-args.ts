@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, ENGINE_FLAGS_USAGE, isCountryCode } from '@dq/core';
+import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAGS_USAGE, isCountryCode, MODES } from '@dq/core';
 import type { LogLevel, Mode } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './field-map.js';
@@ -76,7 +75,6 @@ export type CliCommand =
   | { help: true }
   | { help: false; options: EnricherOptions; metricsPort: number | undefined; logLevel: LogLevel };
 
-const MODES: readonly Mode[] = ['address', 'company', 'tr', 'vat'];
 const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 const SASL: readonly SaslOptions['mechanism'][] = ['plain', 'scram-sha-256', 'scram-sha-512'];
 
@@ -100,21 +98,10 @@ export function envName(flag: string): string {
  * the flag at fault.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }])),
-        ...Object.fromEntries(BOOLEAN_FLAGS.map((f) => [f, { type: 'boolean' as const }])),
-      },
-    });
-  } catch (err) {
-    // parseArgs names the flag in its message; it has no finer code than ERR_PARSE_ARGS_*.
-    throw usageError('arguments', (err as Error).message);
-  }
+  const parsed = parseFlags(argv, {
+    ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }])),
+    ...Object.fromEntries(BOOLEAN_FLAGS.map((f) => [f, { type: 'boolean' as const }])),
+  }, usageError);
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const positionals = parsed.positionals;
   if (values['help'] || positionals[0] === 'help') return { help: true };

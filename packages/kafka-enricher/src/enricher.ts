@@ -1,4 +1,4 @@
-import { createEngine, createLogger, DqError, ExitCode, exitCodeForError, isRunStop, openStore, resolveRetryOptions, retryDelay, sleep } from '@dq/core';
+import { createEngine, createLogger, emptyRunReport, DqError, ExitCode, exitCodeFor, isRunStop, openStore, resolveRetryOptions, retryDelay, sleep } from '@dq/core';
 import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
@@ -266,7 +266,7 @@ class KafkaEnricher implements Enricher {
   #fail(err: unknown): void {
     if (this.#fatal === undefined) {
       this.#fatal = err;
-      const why = !isRunStop(err) ? 'run failed' : exitCodeForError(err) === ExitCode.STOP ? 'run stopped by the platform: fix the key, account or quota, then restart' : 'run stopped by the platform: restart after the time it names';
+      const why = !isRunStop(err) ? 'run failed' : exitCodeFor(err) === ExitCode.STOP ? 'run stopped by the platform: fix the key, account or quota, then restart' : 'run stopped by the platform: restart after the time it names';
       this.#logger.error(why, { error: err as Error });
     }
     this.#stopRequested();
@@ -301,7 +301,7 @@ class KafkaEnricher implements Enricher {
   }
 
   #outcome(): EnricherOutcome {
-    const report = this.#engine?.report() ?? emptyReport();
+    const report = this.#engine?.report() ?? emptyRunReport();
     const err = this.#fatal;
     if (err === undefined && this.#undrained !== undefined) {
       // A scheduler must not read a drain cut short as success: the work is not done.
@@ -312,7 +312,7 @@ class KafkaEnricher implements Enricher {
       this.#logger.info('stopped', { records: report.records, apiCalls: report.apiCalls, consumed: this.metrics.get(METRIC.consumed), produced: this.metrics.get(METRIC.produced) });
       return { exitCode: ExitCode.OK, reason: 'stop', report };
     }
-    const exitCode = err instanceof KafkaEnricherError ? err.exitCode : exitCodeForError(err);
+    const exitCode = exitCodeFor(err);
     const e = err instanceof Error ? err : new Error(String(err));
     const code = err instanceof DqError ? err.code : 'unexpected';
     const requestId = err instanceof DqError ? err.requestId : undefined;
@@ -331,14 +331,4 @@ async function connect(what: string, step: () => Promise<void>): Promise<void> {
 
 function kafkaFailure(error: Error): KafkaEnricherError {
   return new KafkaEnricherError('kafka-failure', `the consumer stopped: ${error.message}; restart dq-kafka (uncommitted messages are re-read)`, { cause: error });
-}
-
-function emptyReport(): RunReport {
-  return {
-    records: 0,
-    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, 'unsupported-country': 0, unavailable: 0 },
-    byClass: { A: 0, B: 0, C: 0, D: 0, E: 0, F: 0 },
-    apiCalls: 0, callsSavedByDedup: 0, callsSavedByCache: 0, callsSavedByStore: 0, storeLookups: 0, storeHits: 0, storeHitRate: 0,
-    retries: 0, failures: [], failuresOmitted: 0, durationMs: 0,
-  };
 }

@@ -1,30 +1,31 @@
-import { DqError, ExitCode } from '@dq/core';
+import { defineErrorCodes, ExitCode } from '@dq/core';
 
 /**
  * Stable codes of errors raised by dq-kafka itself, with the exit code each leads to. Platform
  * errors keep @dq/core's codes. Branch on `code`, never on the message.
  */
-export const KAFKA_ERROR_EXIT_CODES = {
+const KafkaErrorBase = defineErrorCodes('dq-kafka', {
   /** a flag or environment variable is missing or has a bad value */
-  usage: ExitCode.USAGE,
+  usage: { exit: ExitCode.USAGE },
   /** records came back `unavailable` (5xx, timeouts, 429 after core's retries): retried, never dead-lettered */
-  unavailable: ExitCode.TEMPFAIL,
+  unavailable: { exit: ExitCode.TEMPFAIL },
   /** the transient-failure budget (`--retry-max-ms`) of one partition's batch is used up */
-  'retry-budget-exhausted': ExitCode.TEMPFAIL,
+  'retry-budget-exhausted': { exit: ExitCode.TEMPFAIL },
   /** the Kafka client failed for good (broker unreachable, send or commit refused after its retries) */
-  'kafka-failure': ExitCode.TEMPFAIL,
+  'kafka-failure': { exit: ExitCode.TEMPFAIL },
   /** the metrics server could not listen on --metrics-port */
-  'metrics-listen-failed': ExitCode.USAGE,
-} as const satisfies Record<string, ExitCode>;
+  'metrics-listen-failed': { exit: ExitCode.USAGE },
+});
+
+/** The exit code of each {@link KafkaEnricherError} code. */
+export const KAFKA_ERROR_EXIT_CODES = KafkaErrorBase.codes;
 
 /** Code of a {@link KafkaEnricherError}. */
 export type KafkaErrorCode = keyof typeof KAFKA_ERROR_EXIT_CODES;
 
 /** An error of dq-kafka. `exitCode` is what the CLI exits with when it ends the run. */
-export class KafkaEnricherError extends DqError {
+export class KafkaEnricherError extends KafkaErrorBase {
   override name = 'KafkaEnricherError';
-  declare readonly code: KafkaErrorCode;
-  readonly exitCode: ExitCode;
   /** Input topic, partition and offset the failure concerns, when it concerns one. */
   readonly topic: string | undefined;
   readonly partition: number | undefined;
@@ -35,8 +36,7 @@ export class KafkaEnricherError extends DqError {
     message: string,
     fields: { retriable?: boolean; cause?: unknown; requestId?: string; topic?: string; partition?: number; offset?: string } = {},
   ) {
-    super(message, { code, retriable: fields.retriable ?? false, cause: fields.cause, requestId: fields.requestId });
-    this.exitCode = KAFKA_ERROR_EXIT_CODES[code];
+    super(code, message, { retriable: fields.retriable ?? false, cause: fields.cause, requestId: fields.requestId });
     this.topic = fields.topic;
     this.partition = fields.partition;
     this.offset = fields.offset;
@@ -45,5 +45,5 @@ export class KafkaEnricherError extends DqError {
 
 /** A usage error naming the flag (and its DQ_KAFKA_* variable) at fault; exit code 2. */
 export function usageError(flag: string, problem: string): KafkaEnricherError {
-  return new KafkaEnricherError('usage', `${flag}: ${problem} (see dq-kafka --help)`);
+  return KafkaEnricherError.usage(flag, problem);
 }

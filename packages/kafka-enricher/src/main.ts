@@ -1,7 +1,6 @@
-import { createLogger, ExitCode } from '@dq/core';
+import { cliFailure, createLogger, ExitCode } from '@dq/core';
 import { parseCli, USAGE } from './cli-args.js';
 import { createEnricher } from './enricher.js';
-import { KafkaEnricherError } from './errors.js';
 import { Metrics } from './metrics.js';
 import { startMetricsServer } from './metrics-server.js';
 import type { MetricsServer } from './metrics-server.js';
@@ -18,11 +17,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     command = parseCli(argv);
   } catch (err) {
-    if (err instanceof KafkaEnricherError) {
-      process.stderr.write(`dq-kafka: ${err.code}: ${err.message}\n`);
-      return err.exitCode;
-    }
-    throw err;
+    const failure = cliFailure('dq-kafka', err);
+    process.stderr.write(failure.text);
+    return failure.exitCode;
   }
   if (command.help) {
     process.stdout.write(USAGE);
@@ -59,12 +56,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     })}\n`);
     return outcome.exitCode;
   } catch (err) {
-    if (err instanceof KafkaEnricherError) {
-      process.stderr.write(`dq-kafka: ${err.code}: ${logger.redactor.redact(err.message)}\n`);
-      return err.exitCode;
-    }
-    process.stderr.write(logger.redactor.redact(`dq-kafka: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`));
-    return ExitCode.UNEXPECTED;
+    const failure = cliFailure('dq-kafka', err, (t) => logger.redactor.redact(t));
+    process.stderr.write(failure.text);
+    return failure.exitCode;
   } finally {
     await server?.close();
   }

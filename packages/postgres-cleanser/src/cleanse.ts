@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { createEngine, createLogger, DqError, exitCodeForError, exitCodeForReport, ExitCode, isRunStop, openStore, resolvePolicy } from '@dq/core';
+import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop, openStore, resolvePolicy, RESULT_CLASSES, zeroByStatus } from '@dq/core';
 import type { Engine, Mode, PolicyStatus, ResultClass } from '@dq/core';
 import { ensureSchema } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
@@ -19,13 +19,12 @@ import { RunHalt, workRange } from './range-worker.js';
 import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
 
-const CLASSES: readonly ResultClass[] = ['A', 'B', 'C', 'D', 'E', 'F'];
 
 /** The engine policy for `--accept`: listed classes are accepted, the others keep review/invalid. */
 export function acceptPolicy(accept: readonly ResultClass[]): Record<ResultClass, PolicyStatus> {
   const base = resolvePolicy();
   return Object.fromEntries(
-    CLASSES.map((c) => [c, accept.includes(c) ? 'accepted' : base[c] === 'accepted' ? 'review' : base[c]]),
+    RESULT_CLASSES.map((c) => [c, accept.includes(c) ? 'accepted' : base[c] === 'accepted' ? 'review' : base[c]]),
   ) as Record<ResultClass, PolicyStatus>;
 }
 
@@ -36,7 +35,7 @@ function copy(p: CleanseProgress): CleanseProgress {
 function emptyProgress(): CleanseProgress {
   return {
     rows: 0, written: 0, unchanged: 0, conflicts: 0, apiCalls: 0, callsSavedByDedup: 0, callsSavedByStore: 0, storeHitRate: 0,
-    byStatus: { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, 'unsupported-country': 0, unavailable: 0 },
+    byStatus: zeroByStatus(),
     timings: { readMs: 0, validateMs: 0, writeMs: 0 },
   };
 }
@@ -119,7 +118,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     if (options.dryRun) {
       engine = await makeEngine();
       await dryRun(engine, new PageStore(client, target, options.where), target, mode, batchSize, progress, options);
-      const exitCode = exitCodeForReport(engine.report(), { maxFailed: options.maxFailed ?? 0 });
+      const exitCode = exitCodeFor({ report: engine.report(), maxFailed: options.maxFailed ?? 0 });
       const { written, conflicts: _none, ...counts } = rounded();
       return { table: target.qualified, ...counts, runId: null, dryRun: true, state: 'dry-run', wouldWrite: written, exitCode };
     }
@@ -154,7 +153,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     if (error !== undefined) {
       // A run stop: exit 3 for key, account or quota; 75 when the platform could not be reached or
       // asked us to come back later than the retry policy waits.
-      const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error, run.runId), exitCodeForError(error)) : undefined;
+      const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error, run.runId), exitCodeFor(error)) : undefined;
       if (!halt) throw error;
       await Promise.all(slots.map((q) => q.queue.release().catch(() => undefined)));
       await stopRun(client, run.runId, halt.error);
@@ -162,7 +161,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       return summary('stopped', halt.exitCode, halt.error);
     }
     const done = await finishRun(client, run.runId);
-    return summary(done ? 'done' : 'running', exitCodeForReport(engine.report(), { maxFailed: options.maxFailed ?? 0 }));
+    return summary(done ? 'done' : 'running', exitCodeFor({ report: engine.report(), maxFailed: options.maxFailed ?? 0 }));
   } catch (e) {
     // Every page committed with its checkpoint, so the run resumes where the connection went.
     throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`);
@@ -244,11 +243,4 @@ async function dryRun(
     if (rows.length < batchSize) return;
     last = rows.at(-1)?.key ?? last;
   }
-}
-
-/** The exit code for an error thrown by {@link cleanse}, {@link rollback} or {@link status}. */
-export function exitCodeFor(e: unknown): number {
-  if (e instanceof CleanseError) return e.exitCode;
-  if (isConnectionLoss(e)) return ExitCode.TEMPFAIL;
-  return exitCodeForError(e);
 }

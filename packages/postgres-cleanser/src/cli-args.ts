@@ -1,5 +1,4 @@
-import { parseArgs } from 'node:util';
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, MODE_FIELDS } from '@dq/core';
+import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, MODE_FIELDS, MODES, RESULT_CLASSES } from '@dq/core';
 import type { Mode, ResultClass } from '@dq/core';
 import { usageError } from './errors.js';
 import type { CleanseOptions } from './options.js';
@@ -89,35 +88,22 @@ export type CliCommand =
   | { command: 'review-apply'; db: string | undefined; input: string; runId?: string; batchSize?: number }
   | { command: 'report'; db: string | undefined; runId: string; output: string };
 
-const MODES: readonly Mode[] = ['address', 'company', 'tr', 'vat'];
-const CLASSES: readonly ResultClass[] = ['A', 'B', 'C', 'D', 'E', 'F'];
 
 /**
  * Parses `argv` (without node and script) and the DQ_* variables of `env`. Throws a CleanseError
  * with code `usage` naming the flag at fault.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        db: { type: 'string' }, table: { type: 'string' }, key: { type: 'string' }, map: { type: 'string' },
-        where: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' }, accept: { type: 'string' },
-        include: { type: 'string' }, 'batch-size': { type: 'string' }, 'pages-per-claim': { type: 'string' },
-        workers: { type: 'string' }, 'read-ahead': { type: 'string' }, 'status-columns': { type: 'string' },
-        'run-id': { type: 'string' }, run: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' },
-        'max-failed': { type: 'string' }, ...ENGINE_FLAG_OPTIONS, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
-        'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' }, report: { type: 'string' },
-        classes: { type: 'string' }, output: { type: 'string' }, input: { type: 'string' },
-      },
-    });
-  } catch (err) {
-    // parseArgs names the flag in its message; it has no finer code than ERR_PARSE_ARGS_*.
-    throw usageError('arguments', (err as Error).message);
-  }
+  const parsed = parseFlags(argv, {
+    db: { type: 'string' }, table: { type: 'string' }, key: { type: 'string' }, map: { type: 'string' },
+    where: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' }, accept: { type: 'string' },
+    include: { type: 'string' }, 'batch-size': { type: 'string' }, 'pages-per-claim': { type: 'string' },
+    workers: { type: 'string' }, 'read-ahead': { type: 'string' }, 'status-columns': { type: 'string' },
+    'run-id': { type: 'string' }, run: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' },
+    'max-failed': { type: 'string' }, ...ENGINE_FLAG_OPTIONS, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
+    'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' }, report: { type: 'string' },
+    classes: { type: 'string' }, output: { type: 'string' }, input: { type: 'string' },
+  }, usageError);
   const { values: v, positionals } = parsed;
   if (v.help || positionals[0] === 'help') return { command: 'help' };
   const envOf = (name: string) => (env[name] === '' ? undefined : env[name]);
@@ -147,7 +133,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   if (country !== undefined && !isCountryCode(country)) throw usageError('--country', `"${v.country}" is not a two-letter country code`);
   const include = list(v.include);
   for (const value of include ?? []) oneOf('--include', value, ADDRESS_INCLUDE_VALUES);
-  const accept = list(v.accept)?.map((c) => oneOf('--accept', c.toUpperCase(), CLASSES));
+  const accept = list(v.accept)?.map((c) => oneOf('--accept', c.toUpperCase(), RESULT_CLASSES));
   const engine: NonNullable<CleanseOptions['engine']> = flags.engine(v);
   const options: Extract<CliCommand, { command: 'cleanse' }>['options'] = {
     db: db ?? '',
@@ -192,7 +178,7 @@ function parseReview(rest: readonly string[], v: Record<string, string | boolean
     if (!runId) throw usageError('--run', 'required: the cleanse run whose review rows to export (dq-pg status lists them)');
     const output = text('output');
     if (!output) throw usageError('--output', 'required: the CSV file to write, e.g. review.csv');
-    const classes = list(text('classes'))?.map((c) => oneOf('--classes', c.toUpperCase(), CLASSES));
+    const classes = list(text('classes'))?.map((c) => oneOf('--classes', c.toUpperCase(), RESULT_CLASSES));
     if (classes?.length === 0) throw usageError('--classes', 'names no class; e.g. D,E');
     const table = text('table');
     return { command: 'review-export', db, runId, output, ...(classes ? { classes } : {}), ...(table ? { table } : {}) };

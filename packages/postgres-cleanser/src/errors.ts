@@ -1,59 +1,54 @@
-import { DqError, ExitCode } from '@dq/core';
+import { defineErrorCodes, DqError, ExitCode } from '@dq/core';
 
 /**
  * Stable codes of errors raised by dq-pg itself, with the exit code each leads to (platform errors
  * keep @dq/core's codes). Branch on `code`, never on the message.
  */
-export const cleanseErrorExitCodes = {
+const CleanseErrorBase = defineErrorCodes('dq-pg', {
   /** a flag is missing, unknown or has a bad value */
-  usage: ExitCode.USAGE,
+  usage: { exit: ExitCode.USAGE },
   /** the database refused the credentials, or the database does not exist */
-  'db-auth': ExitCode.USAGE,
+  'db-auth': { exit: ExitCode.USAGE },
   /** the database server cannot be reached (refused, reset, timed out, shutting down) */
-  'db-unreachable': ExitCode.TEMPFAIL,
+  'db-unreachable': { exit: ExitCode.TEMPFAIL },
   /** the table named by --table does not exist */
-  'table-not-found': ExitCode.USAGE,
+  'table-not-found': { exit: ExitCode.USAGE },
   /** the key or a mapped column does not exist */
-  'column-not-found': ExitCode.USAGE,
+  'column-not-found': { exit: ExitCode.USAGE },
   /** the key column has no single-column unique index or primary key */
-  'key-not-unique': ExitCode.USAGE,
+  'key-not-unique': { exit: ExitCode.USAGE },
   /** the key column is nullable and holds NULLs: those rows could not be addressed */
-  'key-has-nulls': ExitCode.USAGE,
+  'key-has-nulls': { exit: ExitCode.USAGE },
   /** a mapped column is not of a text-like type, is generated, or is the key itself */
-  'column-type': ExitCode.USAGE,
+  'column-type': { exit: ExitCode.USAGE },
   /** the --where predicate does not parse or names unknown columns */
-  'where-invalid': ExitCode.USAGE,
+  'where-invalid': { exit: ExitCode.USAGE },
   /** the database user may not read or update the table, or create the bookkeeping schema */
-  'permission-denied': ExitCode.USAGE,
+  'permission-denied': { exit: ExitCode.USAGE },
   /** --run-id names a run made with another table, key, mapping or options */
-  'run-mismatch': ExitCode.USAGE,
+  'run-mismatch': { exit: ExitCode.USAGE },
   /** rollback of a run id that does not exist */
-  'run-not-found': ExitCode.USAGE,
+  'run-not-found': { exit: ExitCode.USAGE },
   /** another process is applying the same review run (`dq-pg review apply`): retry once it ended */
-  'run-busy': ExitCode.TEMPFAIL,
+  'run-busy': { exit: ExitCode.TEMPFAIL },
   /** the review file cannot be read: not UTF-8, not CSV, or not a file of `dq-pg review export` */
-  'review-file': ExitCode.USAGE,
-} as const satisfies Record<string, ExitCode>;
+  'review-file': { exit: ExitCode.USAGE },
+});
+
+/** The exit code of each {@link CleanseError} code. */
+export const cleanseErrorExitCodes = CleanseErrorBase.codes;
 
 /** Code of a {@link CleanseError}. */
 export type CleanseErrorCode = keyof typeof cleanseErrorExitCodes;
 
-/** An error of dq-pg. `exitCode` is what the CLI exits with; messages never hold the DB password. */
-export class CleanseError extends DqError {
+/** An error of dq-pg: a `DqError` whose `exitCode` is what the CLI exits with; messages never hold the DB password. */
+export class CleanseError extends CleanseErrorBase {
   override name = 'CleanseError';
-  declare readonly code: CleanseErrorCode;
-  readonly exitCode: ExitCode;
-
-  constructor(code: CleanseErrorCode, message: string, options: { cause?: unknown } = {}) {
-    // Not scope `run`: that marks credential/quota stops (exit 3), which these are not.
-    super(message, { code, retriable: cleanseErrorExitCodes[code] === ExitCode.TEMPFAIL, cause: options.cause });
-    this.exitCode = cleanseErrorExitCodes[code];
-  }
 }
 
 /** A usage error naming the flag at fault (exit code 2). */
 export function usageError(flag: string, problem: string): CleanseError {
-  return new CleanseError('usage', `${flag}: ${problem} (see dq-pg --help)`);
+  return CleanseError.usage(flag, problem);
 }
 
 /** Network errors of a socket to the database server. */

@@ -1,4 +1,4 @@
-export { cleanse, acceptPolicy, exitCodeFor } from './cleanse.js';
+export { cleanse, acceptPolicy } from './cleanse.js';
 export type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary, RowChange } from './options.js';
 export { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 export { rollback, rollbackSql } from './rollback.js';

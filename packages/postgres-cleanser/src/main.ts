@@ -1,11 +1,11 @@
-import { createLogger, ExitCode } from '@dq/core';
+import { cliFailure, createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
-import { cleanse, exitCodeFor } from './cleanse.js';
+import { cleanse } from './cleanse.js';
 import { parseCli, USAGE } from './cli-args.js';
 import { ensureStoreSchema, STORE_SCHEMA } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
-import { usageError } from './errors.js';
+import { connectionLost, usageError } from './errors.js';
 import { rollback } from './rollback.js';
 import { reviewCommand } from './review/command.js';
 import { status } from './status.js';
@@ -109,13 +109,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
 }
 
 function report(err: unknown, logger: Logger, io: CliIo): number {
-  const code = exitCodeFor(err);
-  const e = err as { code?: unknown; message?: unknown; stack?: unknown };
-  const text = code === ExitCode.UNEXPECTED
-    ? `dq-pg: unexpected error: ${String(e?.stack ?? err)}\n`
-    : `dq-pg: ${typeof e?.code === 'string' ? `${e.code}: ` : ''}${String(e?.message ?? err)}\n`;
-  io.err(logger.redactor.redact(text));
-  return code;
+  // A raw node-postgres error of a lost connection becomes dq-pg's `db-unreachable` (exit 75).
+  const failure = cliFailure('dq-pg', connectionLost(err, 'during the command'), (t) => logger.redactor.redact(t));
+  io.err(failure.text);
+  return failure.exitCode;
 }
 
 function statusTable(runs: readonly RunStatus[]): string {

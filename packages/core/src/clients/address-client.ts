@@ -1,9 +1,6 @@
-import { ContractError } from '../errors/dq-error.js';
 import {
-  AddressResultSchema,
   AutocompleteRequestSchema,
   AutocompleteResponseSchema,
-  BatchResultSchema,
   StartSessionRequestSchema,
   StartSessionResponseSchema,
   validateAddressRequest,
@@ -17,18 +14,12 @@ import type {
   StartSessionResponse,
 } from '../schemas/index.js';
 import { violationsFromZod } from '../schemas/index.js';
-import { START_SESSION_PATH } from '../transport/transport.js';
+import { ADDRESS_PATHS, checkBatchEcho, postBatchSync, validateAddress } from './calls.js';
 import type { Transport, TransportResponse } from '../transport/types.js';
 import { callOptions, refuseInvalid } from './call-options.js';
 import type { CallOptions } from './call-options.js';
 
-/** Paths of the address API (contract 4.1–4.3). */
-export const ADDRESS_PATHS = {
-  validate: '/location/v1/validate',
-  batchSync: '/location/v1/validate/batch/sync',
-  startSession: START_SESSION_PATH,
-  autocomplete: '/location/v1/autocomplete',
-} as const;
+export { ADDRESS_PATHS };
 
 /** Options of {@link AddressClient.validate}. */
 export interface ValidateOptions extends CallOptions {
@@ -57,15 +48,8 @@ export class AddressClient {
     if (useSession && req.country === undefined) {
       refuseInvalid('Address', [{ fieldName: 'country', message: 'is required to validate with a session token' }]);
     }
-    return this.#transport.request({
-      endpoint: 'validate',
-      method: 'POST',
-      path: ADDRESS_PATHS.validate,
-      body: req,
-      schema: AddressResultSchema,
-      auth: useSession && req.country !== undefined ? { session: req.country } : 'api-key',
-      ...callOptions(opts),
-    });
+    const auth = useSession && req.country !== undefined ? { session: req.country } : 'api-key';
+    return validateAddress(this.#transport, req, auth, opts.signal, opts.timeoutMs);
   }
 
   /**
@@ -75,21 +59,7 @@ export class AddressClient {
   async batchSync(req: AddressRequest, customerAddressId: string, opts: CallOptions = {}): Promise<TransportResponse<BatchResult>> {
     const body = { ...req, customerAddressId };
     refuseInvalid('Address', validateAddressRequest(body, { batch: true }));
-    const res = await this.#transport.request({
-      endpoint: 'batch',
-      method: 'POST',
-      path: ADDRESS_PATHS.batchSync,
-      body,
-      schema: BatchResultSchema,
-      ...callOptions(opts),
-    });
-    if (res.data.customerAddressId !== customerAddressId) {
-      throw new ContractError(
-        `batch/sync answered for customerAddressId ${JSON.stringify(res.data.customerAddressId)} instead of ${JSON.stringify(customerAddressId)} [request id ${res.requestId ?? 'none'}]`,
-        { status: res.status, requestId: res.requestId },
-      );
-    }
-    return res;
+    return checkBatchEcho(await postBatchSync(this.#transport, body, opts.signal, opts.timeoutMs), customerAddressId);
   }
 
   /**

@@ -1,18 +1,12 @@
-import { z } from 'zod';
-import {
-  CompanyQuerySchema,
-  CompanyRecordSchema,
-  VatResultSchema,
-  validateCompanyBody,
-} from '../schemas/index.js';
+import { CompanyQuerySchema, validateCompanyBody } from '../schemas/index.js';
 import type { CompanyBodies, CompanyQuery, CompanyRecord, TrSearchBody, CompanySearchBody, VatCheckBody, VatResult } from '../schemas/index.js';
 import { violationsFromZod } from '../schemas/index.js';
 import type { Transport, TransportResponse } from '../transport/types.js';
-import { callOptions, refuseInvalid } from './call-options.js';
+import { COMPANY_PATH, checkVat, searchCompanies, totalCount } from './calls.js';
+import { refuseInvalid } from './call-options.js';
 import type { CallOptions } from './call-options.js';
 
-/** Path of company validation on `{realtime_url}` (contract 4.7). */
-export const COMPANY_PATH = '/companies/v2';
+export { COMPANY_PATH };
 
 /**
  * Query parameters of a company call except `searchMethod` (set by the method called). Numbers and
@@ -34,11 +28,6 @@ export interface CompanySearchResult extends TransportResponse<{ status: number;
   /** `X-Total-Count`: the number of hits in this answer (the list's length if the header is absent). */
   totalCount: number;
 }
-
-// The contract shows the 200 body "with at least one hit"; an answer without `companies` is read as none.
-const SearchAnswerSchema = z
-  .looseObject({ status: z.number().int(), companies: z.array(CompanyRecordSchema).optional() })
-  .transform((v) => ({ ...v, companies: v.companies ?? [] }));
 
 /** Options of {@link CompanyClient.pages}. */
 export interface PagingOptions extends CallOptions {
@@ -74,11 +63,7 @@ export class CompanyClient {
 
   /** Syntax check of a VAT ID (`searchMethod=vat`): `code` is VALID_VAT_ID or INVALID_VAT_ID. */
   async vat(body: VatCheckBody, params: Pick<CompanyParams, 'lang'> = {}, opts: CallOptions = {}): Promise<TransportResponse<VatResult>> {
-    return this.#transport.request({
-      ...this.#prepare('vat', body, params),
-      schema: VatResultSchema,
-      ...callOptions(opts),
-    });
+    return checkVat(this.#transport, this.#baseUrl, body, this.#query('vat', body, params), opts.signal, opts.timeoutMs);
   }
 
   /**
@@ -114,29 +99,15 @@ export class CompanyClient {
   }
 
   async #search(method: 'company' | 'tr', body: unknown, params: CompanyParams, opts: CallOptions): Promise<CompanySearchResult> {
-    const res = await this.#transport.request({
-      ...this.#prepare(method, body, params),
-      schema: SearchAnswerSchema,
-      ...callOptions(opts),
-    });
-    const header = res.headers['x-total-count'];
-    const totalCount = header !== undefined && /^\d+$/.test(header.trim()) ? Number(header) : res.data.companies.length;
-    return { ...res, totalCount };
+    const res = await searchCompanies(this.#transport, this.#baseUrl, body as object, this.#query(method, body, params), opts.signal, opts.timeoutMs);
+    return { ...res, totalCount: totalCount(res.headers) ?? res.data.companies.length };
   }
 
-  #prepare(method: keyof CompanyBodies, body: unknown, params: CompanyParams) {
+  /** The checked query of a `method` call; refuses bad parameters or body fields before sending. */
+  #query(method: keyof CompanyBodies, body: unknown, params: CompanyParams): CompanyQuery {
     const parsed = CompanyQuerySchema.safeParse({ ...params, searchMethod: method });
     const violations = [...(parsed.success ? [] : violationsFromZod(parsed.error)), ...validateCompanyBody(method, body)];
     refuseInvalid(`Company ${method} request`, violations);
-    const query: CompanyQuery = parsed.success ? parsed.data : {};
-    return {
-      endpoint: 'company' as const,
-      method: 'POST' as const,
-      baseUrl: this.#baseUrl,
-      path: COMPANY_PATH,
-      query,
-      body,
-      headers: { 'content-type': 'application/json;charset=UTF-8' },
-    };
+    return parsed.success ? parsed.data : {};
   }
 }

@@ -19,7 +19,7 @@ import { retry } from '../transport/retry/retrier.js';
 import { parseChecksumFile } from './checksum.js';
 import { parseContentDisposition, safeFileName } from './content-disposition.js';
 import { ChecksumMismatchError, DOWNLOAD_CODES } from './errors.js';
-import { classifyFailure, dump, get, text as bodyText, type GetRequest, type GetResponse } from './http.js';
+import { classifyGetFailure, dump, get, text as bodyText, type GetRequest, type GetResponse } from './http.js';
 import { PartialFile } from './partial-file.js';
 import { inlineHasher, Sha512Worker, type BlockHasher } from './sha512-hasher.js';
 
@@ -187,7 +187,7 @@ export class DownloadClient {
         try {
           await part.append(res.body, (received) => onProgress?.({ received, total, resumedFrom: start }));
         } catch (error) {
-          throw classifyFailure(error, req, res.requestId);
+          throw classifyGetFailure(error, req, res.requestId);
         }
         const { offset: size } = await part.resumeOffset();
         if (size !== total) {
@@ -312,7 +312,7 @@ export class DownloadClient {
         try {
           text = await bodyText(res.body);
         } catch (error) {
-          throw classifyFailure(error, req, res.requestId);
+          throw classifyGetFailure(error, req, res.requestId);
         }
         return { text: text.slice(0, MAX_TEXT), requestId: res.requestId };
       },

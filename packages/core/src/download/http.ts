@@ -7,11 +7,10 @@ import { request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { decodeErrorAnswer } from '../errors/decode.js';
 import { PlatformError, TransportError } from '../errors/dq-error.js';
-import { abortedError } from '../transport/retry/retrier.js';
+import { abortedError } from '../errors/aborted.js';
+import { REQUEST_ID_HEADER, classifyFailure, flattenHeaders, parseBody } from '../transport/http-failure.js';
 import { parseRetryAfter } from '../transport/retry/policy.js';
 
-/** Header carrying the platform's request id. */
-const REQUEST_ID = 'x-service-request-id';
 const MAX_ERROR_BODY = 64 * 1024; // bytes of an error answer worth reading
 
 /** A GET of the download API. */
@@ -133,10 +132,10 @@ export async function get(r: GetRequest): Promise<GetResponse> {
       bodyTimeout: r.timeoutMs,
     });
   } catch (error) {
-    throw classifyFailure(error, r, undefined);
+    throw classifyGetFailure(error, r, undefined);
   }
-  const headers = flatten(res.headers);
-  const requestId = headers[REQUEST_ID];
+  const headers = flattenHeaders(res.headers);
+  const requestId = headers[REQUEST_ID_HEADER];
   if ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 416) {
     return { status: res.statusCode, headers, requestId, body: new EarlyBody(res.body) };
   }
@@ -155,7 +154,7 @@ export async function get(r: GetRequest): Promise<GetResponse> {
   const text = Buffer.concat(chunks).subarray(0, MAX_ERROR_BODY).toString('utf8');
   const decoded = decodeErrorAnswer({
     status: res.statusCode,
-    body: parseJson(text),
+    body: parseBody(text),
     requestId,
     retryAfterMs: parseRetryAfter(headers['retry-after']),
   });
@@ -176,51 +175,19 @@ export async function get(r: GetRequest): Promise<GetResponse> {
   });
 }
 
-const CONNECTION = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH']);
-const TIMEOUT = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
-
 /**
  * Maps a failure while requesting or reading a body to a core error: the caller's abort,
  * a timeout or a connection failure (both retriable), DNS failure (not retriable); anything else
  * (e.g. a disk error while writing) is returned unchanged and so never retried.
  */
-export function classifyFailure(error: unknown, r: Pick<GetRequest, 'url' | 'signal' | 'timeoutMs'>, requestId: string | undefined): unknown {
+export function classifyGetFailure(error: unknown, r: Pick<GetRequest, 'url' | 'signal' | 'timeoutMs'>, requestId: string | undefined): unknown {
   if (r.signal?.aborted) return abortedError(r.signal, error);
   if (error instanceof PlatformError || error instanceof TransportError) return error;
-  const where = `GET ${r.url.origin}${r.url.pathname}`;
-  const rid = requestId === undefined ? '' : ` [request id ${requestId}]`;
-  const code = codeOf(error);
-  if (code !== undefined && TIMEOUT.has(code)) {
-    return new TransportError(`${where}: nothing received for ${r.timeoutMs} ms (${code})${rid}`, { code: 'timeout', retriable: true, cause: error });
-  }
-  if (code !== undefined && CONNECTION.has(code)) {
-    return new TransportError(`${where}: connection failed (${code})${rid}; the download resumes where it stopped`, { code: 'connection-error', retriable: true, cause: error });
-  }
-  if (code === 'ENOTFOUND') {
-    return new TransportError(`${where}: host not found; check the download URL`, { code: 'dns-error', retriable: false, cause: error });
-  }
-  return error;
-}
-
-function codeOf(error: unknown): string | undefined {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
-    const code: unknown = (e as Error & { code?: unknown }).code;
-    if (typeof code === 'string' && (CONNECTION.has(code) || TIMEOUT.has(code) || code === 'ENOTFOUND')) return code;
-  }
-  return undefined;
-}
-
-function parseJson(text: string): unknown {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-function flatten(headers: Record<string, string | string[] | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
-  return out;
+  return classifyFailure(error, {
+    where: `GET ${r.url.origin}${r.url.pathname}`,
+    suffix: requestId === undefined ? '' : ` [request id ${requestId}]`,
+    timeout: `nothing received for ${r.timeoutMs} ms`,
+    reconnect: 'the download resumes where it stopped',
+    url: 'download URL',
+  });
 }

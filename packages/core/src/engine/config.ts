@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { DqError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { ADDRESS_INCLUDE_VALUES, CountryCodeSchema, validateCompanyQuery } from '../schemas/index.js';
+import { ADDRESS_ENDPOINTS, ADDRESS_INCLUDE_VALUES, CountryCodeSchema, MODES, POLICY_STATUSES, RESULT_CLASSES, validateCompanyQuery } from '../schemas/index.js';
 import type { EndpointId } from '../throttle/index.js';
 import type { RetryOptions } from '../transport/index.js';
 import type { ResultStore } from '../store/types.js';
@@ -85,19 +85,19 @@ export interface ResolvedEngineConfig {
   maxReportedFailures: number;
 }
 
-const status = z.enum(['accepted', 'review', 'invalid']);
+const status = z.enum(POLICY_STATUSES);
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 const ConfigSchema = z.object({
-  mode: z.enum(['address', 'company', 'tr', 'vat']),
+  mode: z.enum(MODES),
   baseUrl: httpUrl,
   realtimeUrl: httpUrl.optional(),
   apiKey: z.string({ error: 'must be a non-empty string' }).min(1, { error: 'must be a non-empty string' }),
   defaultCountry: CountryCodeSchema.optional(),
   include: z.array(z.enum(ADDRESS_INCLUDE_VALUES)).optional(),
-  addressEndpoint: z.enum(['batch', 'validate']).default('batch'),
-  policy: z.partialRecord(z.enum(['A', 'B', 'C', 'D', 'E', 'F']), status).optional(),
+  addressEndpoint: z.enum(ADDRESS_ENDPOINTS).default('batch'),
+  policy: z.partialRecord(z.enum(RESULT_CLASSES), status).optional(),
   threads: z.number().int().min(0).max(64).default(() => defaultThreads()),
   concurrency: positiveInt(4096).default(32),
   rateLimits: z

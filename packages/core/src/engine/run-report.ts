@@ -1,14 +1,31 @@
 import type { RecordResult, RecordStatus, ResultClass, RunReport } from './types.js';
 
-const STATUSES: readonly RecordStatus[] = ['accepted', 'review', 'invalid', 'invalid-input', 'unsupported-country', 'unavailable'];
-const CLASSES: readonly ResultClass[] = ['A', 'B', 'C', 'D', 'E', 'F'];
+import { RECORD_STATUSES as STATUSES, RESULT_CLASSES as CLASSES } from '../schemas/vocabularies.js';
+
+/** Counts per record status, all zero. */
+export function zeroByStatus(): Record<RecordStatus, number> {
+  return Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<RecordStatus, number>;
+}
+
+/** Counts per result class, all zero. */
+export function zeroByClass(): Record<ResultClass, number> {
+  return Object.fromEntries(CLASSES.map((c) => [c, 0])) as Record<ResultClass, number>;
+}
+
+/** The report of a run that processed nothing. */
+export function emptyRunReport(): RunReport {
+  return {
+    records: 0, byStatus: zeroByStatus(), byClass: zeroByClass(),
+    apiCalls: 0, callsSavedByDedup: 0, callsSavedByCache: 0, callsSavedByStore: 0, storeLookups: 0, storeHits: 0, storeHitRate: 0, retries: 0, failures: [], failuresOmitted: 0, durationMs: 0,
+  };
+}
 
 /** Accumulates the run report of one engine across all its `process` calls. */
 export class RunReportBuilder {
   readonly #maxFailures: number;
   #records = 0;
-  #byStatus = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<RecordStatus, number>;
-  #byClass = Object.fromEntries(CLASSES.map((c) => [c, 0])) as Record<ResultClass, number>;
+  #byStatus = zeroByStatus();
+  #byClass = zeroByClass();
   #apiCalls = 0;
   #savedByDedup = 0;
   #savedByCache = 0;

@@ -5,33 +5,15 @@ import type { AddressCandidate, CompanyRecord } from '../schemas/index.js';
  * these types; nothing connector-specific belongs here.
  */
 
-export type Mode = 'address' | 'company' | 'tr' | 'vat';
-export type ResultClass = 'A' | 'B' | 'C' | 'D' | 'E' | 'F';
-export type RecordStatus = 'accepted' | 'review' | 'invalid' | 'invalid-input' | 'unsupported-country' | 'unavailable';
-export type PolicyStatus = Extract<RecordStatus, 'accepted' | 'review' | 'invalid'>;
+import type { AddressEndpoint, Mode, PolicyStatus, RecordStatus, ResultClass } from '../schemas/vocabularies.js';
+
+export type { AddressEndpoint, Mode, PolicyStatus, RecordStatus, ResultClass };
 
 /** Request fields of one record, already extracted by the connector through its mapping. */
 export type EngineRecord = Readonly<Record<string, string | number | null | undefined>>;
 
-/** Process exit codes (docs/architecture.md): schedulers branch on these. */
-export const ExitCode = {
-  /** done */
-  OK: 0,
-  /** unexpected error (a bug, or an environment problem we did not foresee) */
-  UNEXPECTED: 1,
-  /** bad usage or configuration */
-  USAGE: 2,
-  /** credentials, account or quota stop the run: not worth retrying until a person acts */
-  STOP: 3,
-  /** done, but the share of failed records passed --max-failed */
-  MAX_FAILED: 4,
-  /** temporarily unavailable: worth a retry by the scheduler */
-  TEMPFAIL: 75,
-} as const;
-export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+export { ExitCode } from '../errors/exit-code.js';
 
-/** Which address endpoint the engine calls; bulk work uses batch/sync (docs/platform-contract.md). */
-export type AddressEndpoint = 'batch' | 'validate';
 
 /** Company search options sent as query parameters (contract 4.7); checked when the engine is created. */
 export interface CompanySearchOptions {

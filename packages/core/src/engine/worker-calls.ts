@@ -1,5 +1,4 @@
-import { ContractError } from '../errors/index.js';
-import { AddressResultSchema, BatchResultSchema, CompanySuccessSchema, VatResultSchema } from '../schemas/index.js';
+import { checkBatchEcho, checkVat, searchCompanies, totalCount, postBatchSync, validateAddress } from '../clients/calls.js';
 import type { Transport } from '../transport/index.js';
 import type { CallOutcome, WorkerInit } from './messages.js';
 import { addressOutcome, companyOutcome, vatOutcome } from './outcome.js';
@@ -12,15 +11,10 @@ export type Caller = (
   signal: AbortSignal,
 ) => Promise<{ outcome: CallOutcome; attempts: number }>;
 
-const PATHS = {
-  batch: '/location/v1/validate/batch/sync',
-  validate: '/location/v1/validate',
-  company: '/companies/v2',
-} as const;
-
 /**
- * Builds the call of the engine's mode on `transport`. Errors are thrown as the transport raised
- * them (a `DqError`); the worker turns them into outcomes.
+ * Builds the call of the engine's mode on `transport`, on the one implementation of each platform
+ * call (`clients/calls.ts`). Errors are thrown as the transport raised them (a `DqError`); the
+ * worker turns them into outcomes.
  */
 export function createCaller(init: WorkerInit, transport: Transport): Caller {
   const { mode, policy } = init;
@@ -28,67 +22,27 @@ export function createCaller(init: WorkerInit, transport: Transport): Caller {
     const options = init.include && init.include.length > 0 ? { _options: { include: init.include } } : {};
     if (init.addressEndpoint === 'validate') {
       return async (fields, _id, signal) => {
-        const res = await transport.request({
-          endpoint: 'validate',
-          method: 'POST',
-          path: PATHS.validate,
-          body: { ...fields, ...options },
-          schema: AddressResultSchema,
-          signal,
-        });
+        const res = await validateAddress(transport, { ...fields, ...options }, undefined, signal);
         return { outcome: addressOutcome(res.data, res.requestId, policy), attempts: res.attempts };
       };
     }
     return async (fields, customerAddressId, signal) => {
-      const res = await transport.request({
-        endpoint: 'batch',
-        method: 'POST',
-        path: PATHS.batch,
-        body: { ...fields, ...options, customerAddressId },
-        schema: BatchResultSchema,
-        signal,
-      });
-      if (res.data.customerAddressId !== customerAddressId) {
-        // The echo is how batch results are matched to requests (docs/platform-contract.md); a wrong one is a contract break.
-        throw new ContractError(
-          `batch/sync answered for customerAddressId ${JSON.stringify(res.data.customerAddressId)} instead of ${JSON.stringify(customerAddressId)} [request id ${res.requestId ?? 'none'}]`,
-          { status: res.status, requestId: res.requestId },
-        );
-      }
+      const res = checkBatchEcho(await postBatchSync(transport, { ...fields, ...options, customerAddressId }, signal), customerAddressId);
       return { outcome: addressOutcome(res.data, res.requestId, policy), attempts: res.attempts };
     };
   }
 
-  const { minScore, limit, lang, includeDeleted } = init.company;
-  const query = { searchMethod: mode, minScore, limit, lang, includeDeleted };
+  const baseUrl = init.realtimeUrl;
   if (mode === 'vat') {
     return async (fields, _id, signal) => {
-      const res = await transport.request({
-        endpoint: 'company',
-        method: 'POST',
-        baseUrl: init.realtimeUrl,
-        path: PATHS.company,
-        query: { searchMethod: 'vat' },
-        body: fields,
-        schema: VatResultSchema,
-        signal,
-      });
+      const res = await checkVat(transport, baseUrl, fields, undefined, signal);
       return { outcome: vatOutcome(res.data.code, res.requestId), attempts: res.attempts };
     };
   }
+  const { minScore, limit, lang, includeDeleted } = init.company;
+  const query = { searchMethod: mode, minScore, limit, lang, includeDeleted };
   return async (fields, _id, signal) => {
-    const res = await transport.request({
-      endpoint: 'company',
-      method: 'POST',
-      baseUrl: init.realtimeUrl,
-      path: PATHS.company,
-      query,
-      body: fields,
-      schema: CompanySuccessSchema,
-      signal,
-    });
-    const total = Number(res.headers['x-total-count']);
-    const hits = Number.isInteger(total) && total >= 0 ? total : undefined;
-    return { outcome: companyOutcome(res.data.companies, hits, res.requestId), attempts: res.attempts };
+    const res = await searchCompanies(transport, baseUrl, fields, query, signal);
+    return { outcome: companyOutcome(res.data.companies, totalCount(res.headers), res.requestId), attempts: res.attempts };
   };
 }

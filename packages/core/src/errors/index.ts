@@ -15,3 +15,7 @@ export { decodeErrorAnswer } from './decode.js';
 export type { ErrorAnswer } from './decode.js';
 export { errorToData, errorFromData, rootCause } from './error-data.js';
 export type { ErrorData, ErrorKind } from './error-data.js';
+export { abortedError } from './aborted.js';
+export { ExitCode } from './exit-code.js';
+export { defineErrorCodes, hasExitCode } from './error-codes.js';
+export type { ErrorCodeSpec, ErrorCodeTable, CodedError, CodedErrorClass, CodedErrorFields } from './error-codes.js';

@@ -14,8 +14,9 @@ export const ADDRESS_INCLUDE_VALUES = [
 ] as const;
 export type AddressInclude = (typeof ADDRESS_INCLUDE_VALUES)[number];
 
-/** Quality classes of a validation result (contract 2.2). */
-export const RESULT_CLASSES = ['A', 'B', 'C', 'D', 'E', 'F'] as const;
+import { RESULT_CLASSES } from './vocabularies.js';
+
+export { RESULT_CLASSES };
 export const ResultClassSchema = oneOf(RESULT_CLASSES);
 
 /** Known `coordinates.wgs84.precision` values (docs/platform-contract.md); others are accepted from the platform. */

@@ -92,6 +92,15 @@ export const CompanySuccessSchema = z.looseObject({
 });
 export type CompanySuccess = z.infer<typeof CompanySuccessSchema>;
 
+/**
+ * 200 body of a `company` or `tr` search as read by the one company call (`clients/calls.ts`):
+ * the contract shows it "with at least one hit"; an answer without `companies` is read as none.
+ */
+export const CompanySearchAnswerSchema = z
+  .looseObject({ status: z.number().int(), companies: z.array(CompanyRecordSchema).optional() })
+  .transform((v) => (v.companies === undefined ? { ...v, companies: [] } : (v as typeof v & { companies: CompanyRecord[] })));
+export type CompanySearchAnswer = z.output<typeof CompanySearchAnswerSchema>;
+
 /** 200 body of a vat check (contract 2.4): syntax only, not ownership. */
 export const VatResultSchema = z.looseObject({
   status: z.number().int(),

@@ -1,10 +1,11 @@
+export { MODES, RESULT_CLASSES, RECORD_STATUSES, POLICY_STATUSES, ADDRESS_ENDPOINTS } from './vocabularies.js';
+export type { Mode, ResultClass, RecordStatus, PolicyStatus, AddressEndpoint } from './vocabularies.js';
 export { ViolationSchema, violationsFromZod, checkWith } from './violations.js';
 export type { Violation, Checked } from './violations.js';
 export { COUNTRY_CODES, isCountryCode } from './countries.js';
 export { CountryCodeSchema } from './fields.js';
 export {
   ADDRESS_INCLUDE_VALUES,
-  RESULT_CLASSES,
   ResultClassSchema,
   COORDINATE_PRECISIONS,
   ADDRESS_TYPES,
@@ -51,6 +52,7 @@ export {
   COMPANY_BODY_SCHEMAS,
   CompanyRecordSchema,
   CompanySuccessSchema,
+  CompanySearchAnswerSchema,
   VatResultSchema,
   CompanyErrorBodySchema,
   validateCompanyQuery,
@@ -65,6 +67,7 @@ export type {
   CompanyBodies,
   CompanyRecord,
   CompanySuccess,
+  CompanySearchAnswer,
   VatResult,
   CompanyErrorBody,
 } from './company.js';

@@ -4,11 +4,11 @@ import { decodeErrorAnswer } from '../errors/decode.js';
 import { ContractError, TransportError } from '../errors/dq-error.js';
 import { Exchange } from './exchange.js';
 import type { IncomingHttpHeaders } from './exchange.js';
-import { abortedError } from './retry/retrier.js';
+import { abortedError } from '../errors/aborted.js';
+import { REQUEST_ID_HEADER, classifyFailure, flattenHeaders, headerValue, parseBody } from './http-failure.js';
 import { parseRetryAfter } from './retry/policy.js';
 
-/** Header carrying the platform's request id on every answer (contract 1, 7.1). */
-export const REQUEST_ID_HEADER = 'x-service-request-id';
+export { REQUEST_ID_HEADER } from './http-failure.js';
 
 /** Where one request goes, worked out once per request (not per attempt). */
 export interface Target {
@@ -91,20 +91,6 @@ function checkBody<T>(body: unknown, text: string, a: Attempt<T>, status: number
   );
 }
 
-const CONNECTION_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
-
 function classify(error: unknown, a: Attempt<unknown>, exchange: Exchange): unknown {
   if (exchange.callerAborted || a.signal?.aborted) return abortedError(a.signal, error);
   const where = `${a.method} ${a.target.origin}${a.target.pathname}`;
@@ -118,50 +104,5 @@ function classify(error: unknown, a: Attempt<unknown>, exchange: Exchange): unkn
       cause: error,
     });
   }
-  const code = errorCode(error);
-  if (code !== undefined && TIMEOUT_CODES.has(code)) {
-    return new TransportError(`${where}: timed out (${code})${answered}`, { code: 'timeout', retriable: true, cause: error });
-  }
-  if (code !== undefined && CONNECTION_CODES.has(code)) {
-    return new TransportError(`${where}: connection failed (${code})${answered}; the service may be restarting`, {
-      code: 'connection-error',
-      retriable: true,
-      cause: error,
-    });
-  }
-  if (code === 'ENOTFOUND') {
-    return new TransportError(`${where}: host not found; check the base URL`, { code: 'dns-error', retriable: false, cause: error });
-  }
-  return error;
-}
-
-function errorCode(error: unknown): string | undefined {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
-    const code: unknown = (e as Error & { code?: unknown }).code;
-    if (typeof code === 'string' && (CONNECTION_CODES.has(code) || TIMEOUT_CODES.has(code) || code === 'ENOTFOUND')) return code;
-  }
-  return undefined;
-}
-
-function parseBody(text: string): unknown {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value.join(', ') : value;
-}
-
-// undici hands over lower-case names; repeated headers arrive as arrays.
-function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name in headers) {
-    const value = headerValue(headers[name]);
-    if (value !== undefined) out[name] = value;
-  }
-  return out;
+  return classifyFailure(error, { where, suffix: answered, timeout: 'timed out', reconnect: 'the service may be restarting', url: 'base URL' });
 }

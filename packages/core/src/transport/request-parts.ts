@@ -36,13 +36,15 @@ export class TargetCache {
 }
 
 /**
- * Request headers. The common case (the API key, no extra headers) reuses one frozen object per
- * body/no-body instead of building it per request; undici only reads it.
+ * Request headers. The common case (the API key, no extra headers or a frozen set of them) reuses
+ * one frozen object per body/no-body instead of building it per request; undici only reads it.
  */
 export class HeaderBuilder {
   readonly #origin: string | undefined;
   readonly #apiKey: string | undefined;
   readonly #apiKeyHeaders: readonly [Readonly<Record<string, string>>, Readonly<Record<string, string>>];
+  /** API-key headers with a constant (frozen) set of extra headers, built once per such set. */
+  readonly #withExtra = new WeakMap<object, [Readonly<Record<string, string>>?, Readonly<Record<string, string>>?]>();
 
   constructor(apiKey: string | undefined, origin: string | undefined) {
     this.#apiKey = apiKey;
@@ -56,8 +58,13 @@ export class HeaderBuilder {
     hasBody: boolean,
     extra: Readonly<Record<string, string>> | undefined,
   ): Readonly<Record<string, string>> {
-    if (extra === undefined && credential === this.#apiKey) return this.#apiKeyHeaders[hasBody ? 1 : 0];
-    return this.#build(credential, hasBody, extra);
+    if (credential !== this.#apiKey) return this.#build(credential, hasBody, extra);
+    const i = hasBody ? 1 : 0;
+    if (extra === undefined) return this.#apiKeyHeaders[i];
+    if (!Object.isFrozen(extra)) return this.#build(credential, hasBody, extra);
+    let built = this.#withExtra.get(extra);
+    if (built === undefined) this.#withExtra.set(extra, (built = []));
+    return (built[i] ??= Object.freeze(this.#build(credential, hasBody, extra)));
   }
 
   #build(credential: string | undefined, hasBody: boolean, extra: Readonly<Record<string, string>> | undefined): Record<string, string> {

@@ -1,5 +1,5 @@
 import { unwatchAbort, watchAbort, type AbortWatcher } from '../abort-watch.js';
-import { abortedError } from './retry/retrier.js';
+import { abortedError } from '../errors/aborted.js';
 
 /** Starts a session for `country` and returns its token (POST /location/v1/start-session). */
 export type StartSession = (country: string) => Promise<string>;

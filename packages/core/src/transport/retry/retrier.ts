@@ -1,5 +1,6 @@
 import { DqError, RetriesExhaustedError, TransportError } from '../../errors/dq-error.js';
 import { LOCAL_CODES } from '../../errors/problem-table.js';
+import { abortedError } from '../../errors/aborted.js';
 import { sleep as abortableSleep } from '../../throttle/sleep.js';
 import { decideRetry, resolveRetryOptions, retryDelay } from './policy.js';
 import type { RetryDecision, RetryOptions } from './policy.js';
@@ -120,12 +121,3 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortedError(signal);
 }
 
-/** The error for a caller's abort; keeps what was in flight as `cause`. */
-export function abortedError(signal: AbortSignal | undefined, inFlight?: unknown): TransportError {
-  if (inFlight instanceof TransportError && inFlight.code === 'aborted') return inFlight;
-  return new TransportError('Request aborted by the caller', {
-    code: 'aborted',
-    retriable: false,
-    cause: inFlight ?? signal?.reason,
-  });
-}

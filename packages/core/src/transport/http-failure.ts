@@ -1,0 +1,95 @@
+/**
+ * The one place that reads an HTTP exchange's failures and answers for every platform call: the
+ * API calls (`http-attempt.ts`) and the download API's GETs (`download/http.ts`) both use it, so a
+ * socket error code means the same thing to both.
+ */
+import { TransportError } from '../errors/dq-error.js';
+
+/** Header carrying the platform's request id on every answer (docs/platform-contract.md). */
+export const REQUEST_ID_HEADER = 'x-service-request-id';
+
+/** Socket/undici codes of a connection that failed or broke: retriable, the next attempt reconnects. */
+export const CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  // the body ended before (or ran past) its Content-Length: the connection broke mid-answer
+  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
+]);
+/** undici's own header/body timeouts: retriable. */
+export const TIMEOUT_CODES: ReadonlySet<string> = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/** The first known failure code (connection, timeout, DNS) on `error` or its causes. */
+export function failureCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const code: unknown = (e as Error & { code?: unknown }).code;
+    if (typeof code === 'string' && (CONNECTION_CODES.has(code) || TIMEOUT_CODES.has(code) || code === 'ENOTFOUND')) return code;
+  }
+  return undefined;
+}
+
+/** How a failure is worded for the user in one kind of call. */
+export interface FailureWording {
+  /** `METHOD origin/path`, the start of every message. */
+  where: string;
+  /** Appended after the code: e.g. the request id of an answer that had started. */
+  suffix: string;
+  /** What a timeout means here, e.g. `nothing received for 30000 ms`. */
+  timeout: string;
+  /** What happens after a broken connection, e.g. `the service may be restarting`. */
+  reconnect: string;
+  /** Which URL to check when the host is not found. */
+  url: string;
+}
+
+/**
+ * Maps a socket failure to a `TransportError`: timeout and connection failure (retriable), host not
+ * found (not retriable). Any other error is returned unchanged, and so never retried.
+ */
+export function classifyFailure(error: unknown, w: FailureWording): unknown {
+  const code = failureCode(error);
+  if (code === undefined) return error;
+  if (TIMEOUT_CODES.has(code)) {
+    return new TransportError(`${w.where}: ${w.timeout} (${code})${w.suffix}`, { code: 'timeout', retriable: true, cause: error });
+  }
+  if (CONNECTION_CODES.has(code)) {
+    return new TransportError(`${w.where}: connection failed (${code})${w.suffix}; ${w.reconnect}`, {
+      code: 'connection-error',
+      retriable: true,
+      cause: error,
+    });
+  }
+  return new TransportError(`${w.where}: host not found; check the ${w.url}`, { code: 'dns-error', retriable: false, cause: error });
+}
+
+/** An answer's body: undefined when empty, the JSON value, or the text itself when it is not JSON. */
+export function parseBody(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/** One header's value; a repeated header (an array) joined with `, `. */
+export function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** Headers as lower-case name → single string (undici hands over lower-case names; repeats as arrays). */
+export function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name in headers) {
+    const value = headerValue(headers[name]);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
