@@ -47,7 +47,7 @@ export interface ProcessFileOptions {
   /** Rows per batch: the unit of output writes and checkpoints; default 500. */
   batchSize?: number;
   /** Engine settings passed through (threads, concurrency, rate limits, retry, timeout). */
-  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company'>>;
+  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company' | 'budget' | 'account' | 'maxCalls'>>;
   /** Progress reporter; default none. */
   progress?: ProgressReporter;
   /** Logger handed to the engine. */

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { createEngine, DqError, exitCodeForError, ExitCode, isRunStop, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import { createEngine, DqError, exitCodeForError, ExitCode, isRunStop, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planFile, type DryRunPlan } from './dry-run.js';
@@ -28,6 +28,8 @@ export interface RunSummary {
   readonly error?: { readonly code: string; readonly message: string; readonly requestId?: string };
   /** Dry run only: what a run would cost. */
   readonly plan?: DryRunPlan;
+  /** The rate budget this run used (shared or local) and its billable calls against --max-calls. */
+  readonly budget?: BudgetReport;
 }
 
 /**
@@ -140,13 +142,15 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     await engine.close();
     await cache.remove();
     await removeCheckpoint(paths.checkpoint);
-    return { outcome: 'done', exitCode: exitCodeOf(totals, options.maxFailed ?? 0), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined };
+    const budget = engine.report().budget;
+    return { outcome: 'done', exitCode: exitCodeOf(totals, options.maxFailed ?? 0), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined, ...(budget ? { budget } : {}) };
   } catch (err) {
     if (err instanceof CsvError) throw err;
     const totals = totalsNow();
     return {
       outcome: 'stopped', exitCode: err instanceof CsvError ? err.exitCode : stopExitCode(err, options.signal), paths, totals,
       failedShare: failedShare(totals), resumed: checkpoint !== undefined, error: describeStop(err, position.records),
+      ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     };
   } finally {
     await reader?.stop();
@@ -179,6 +183,8 @@ function describeStop(err: unknown, records: number): RunSummary['error'] {
   if (err instanceof DqError) {
     const action = !isRunStop(err)
       ? 'rerun with --resume'
+      : exitCodeForError(err) === ExitCode.MAX_CALLS
+        ? 'rerun with --resume to continue (answers already paid for are not bought again), with a new --max-calls or none'
       : exitCodeForError(err) === ExitCode.STOP
         ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
         : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';

@@ -1,3 +1,4 @@
+import type { BudgetReport } from '@dq/core';
 import type { RunSummary } from './run.js';
 
 /**
@@ -24,6 +25,7 @@ export function summaryJson(summary: RunSummary): string {
     runs: totals.runs,
     resumed: summary.resumed,
     ...(summary.outcome === 'dry-run' ? { plan: { ...summary.plan, totals: undefined } } : { output: paths.output, rejectsFile: paths.rejects }),
+    ...(summary.budget ? { budget: summary.budget } : {}),
     ...(summary.outcome === 'stopped' ? { checkpoint: paths.checkpoint } : {}),
     ...(summary.error ? { error: summary.error } : {}),
   });
@@ -49,6 +51,7 @@ export function summaryTable(summary: RunSummary): string {
       ['API calls', n(totals.apiCalls)],
       ['calls saved', `${n(totals.callsSavedByDedup)} by dedup, ${n(totals.callsSavedByCache)} by cache`],
       ['retries', n(totals.retries)],
+      ...(summary.budget ? budgetLines(summary.budget) : []),
       ['duration', `${(totals.durationMs / 1000).toFixed(1)} s${totals.runs > 1 ? ` over ${totals.runs} runs` : ''}`],
       ['output', summary.paths.output],
       ['rejects', summary.paths.rejects],
@@ -56,4 +59,13 @@ export function summaryTable(summary: RunSummary): string {
   }
   const width = Math.max(...lines.map(([k]) => k.length));
   return lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n';
+}
+
+/** The rate budget and the spending cap, as table lines. */
+function budgetLines(b: BudgetReport): [string, string][] {
+  const n = (x: number) => x.toLocaleString('en');
+  return [
+    ['rate budget', b.scope === 'shared' ? `shared by every process of account ${b.account}` : 'this process only'],
+    ['billable calls', b.maxCalls === null ? n(b.billableCalls) : `${n(b.billableCalls)} of --max-calls ${n(b.maxCalls)}`],
+  ];
 }

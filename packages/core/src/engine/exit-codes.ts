@@ -1,16 +1,22 @@
 import { DqError, isRunStop, LOCAL_CODES } from '../errors/index.js';
+import { BUDGET_UNREACHABLE, MAX_CALLS_REACHED } from '../throttle/budget.js';
 import { ExitCode } from './types.js';
 import type { RunReport } from './types.js';
 
 /**
 /**
- * The exit code for an error that ended a run (the README's exit code table): 3 when credentials,
+ * The exit code for an error that ended a run (the README's exit code table): 5 when the spending
+ * cap (`maxCalls`) was reached, 3 when credentials,
  * account or quota stopped it, 2 for bad configuration, 75 when the platform could not be reached
- * (a retriable run stop such as the engine's `platform-unreachable`, or a connection failure) or
+ * (a retriable run stop such as the engine's `platform-unreachable`, or a connection failure; also
+ * the shared rate budget's database) or
  * asked us to come back later than the retry policy waits, 1 for anything else.
  */
 export function exitCodeForError(e: unknown): ExitCode {
-  if (isRunStop(e)) return e.retriable || e.code === LOCAL_CODES.retryAfterTooLong ? ExitCode.TEMPFAIL : ExitCode.STOP;
+  if (isRunStop(e)) {
+    if (e.code === MAX_CALLS_REACHED) return ExitCode.MAX_CALLS;
+    return e.retriable || e.code === LOCAL_CODES.retryAfterTooLong || e.code === BUDGET_UNREACHABLE ? ExitCode.TEMPFAIL : ExitCode.STOP;
+  }
   if (e instanceof DqError) {
     if (e.code === 'config-invalid') return ExitCode.USAGE;
     if (e.code === 'connection-error' || e.code === 'timeout' || e.code === 'dns-error') return ExitCode.TEMPFAIL;

@@ -25,6 +25,8 @@ export const ExitCode = {
   STOP: 3,
   /** done, but the share of failed records passed --max-failed */
   MAX_FAILED: 4,
+  /** the spending cap (--max-calls) was reached: resume to continue */
+  MAX_CALLS: 5,
   /** temporarily unavailable: worth a retry by the scheduler */
   TEMPFAIL: 75,
 } as const;
@@ -109,6 +111,20 @@ export interface RunReport {
   failuresOmitted: number;
   /** Wall time during which at least one `process` call was running, in milliseconds. */
   durationMs: number;
+  /** The rate budget and the spending cap (`RunReportBuilder` leaves it out; the engine adds it). */
+  budget?: BudgetReport;
+}
+
+/** Which rate budget the run used, and its billable calls against `maxCalls`. */
+export interface BudgetReport {
+  /** `shared`: the Postgres budget of every process of the account; `local`: this process's own. */
+  scope: 'shared' | 'local';
+  /** The account the budget belongs to (a name, or `key-` and a digest of the key: never the key). */
+  account: string;
+  /** Billable calls sent (retries included). */
+  billableCalls: number;
+  /** The spending cap, or null for none. */
+  maxCalls: number | null;
 }
 
 /** Estimate of a batch without calling anything. */
