@@ -15,8 +15,14 @@ export interface PgThrottleOptions extends ThrottleOptions {
   account: string;
   /** Table holding one row per (account, endpoint); created if missing. Default `dq_throttle`. */
   table?: string;
-  /** Most slots reserved in one round trip, for callers already waiting. Default 64. */
+  /** Most slots reserved in one round trip, for callers already waiting. Default 8. */
   maxBatch?: number;
+  /**
+   * Slots are reserved at most this far ahead (ms; a round trip's batch may reach `maxBatch`
+   * intervals further). Default 300: a request sent late is answered, and its answer moves the
+   * slot a second's worth later (see `answered`), before any process has reserved that slot.
+   */
+  horizonMs?: number;
 }
 
 /** A {@link Throttle} whose budget is shared by every process using the same table and account. */
@@ -60,7 +66,12 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     throw new RangeError(`createPgThrottle: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
   }
   if (!options.account) throw new RangeError('createPgThrottle: account is required');
-  const maxBatch = options.maxBatch ?? 64;
+  const maxBatch = options.maxBatch ?? 8;
+  const horizonUs = Math.round((options.horizonMs ?? 300) * 1000);
+  if (!(horizonUs >= 0 && horizonUs < SECOND_US)) throw new RangeError(`createPgThrottle: horizonMs must be from 0 to 999; got ${options.horizonMs}`);
+  // A waiter woken this late sends all the same: its answer comes, and moves the later slots back,
+  // before those slots are reserved (they are a second's worth later, and reserved `horizon` ahead).
+  const lateMs = (SECOND_US - horizonUs) / 2000;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new RangeError(`createPgThrottle: maxBatch must be an integer ≥ 1; got ${maxBatch}`);
   const owned = options.pool === undefined;
   const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 2 });
@@ -78,6 +89,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       tat_us = greatest(t.tat_us, (SELECT now_us FROM c))
         + round($3::int * $4::float8 / least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us)))::bigint
         + CASE WHEN t.tat_us < (SELECT now_us FROM c) - ${IDLE_US} THEN $6::bigint ELSE 0 END
+    WHERE t.tat_us < (SELECT now_us FROM c) + $7::bigint
     RETURNING t.tat_us::text AS tat_us, (SELECT now_us FROM c)::text AS now_us, t.gap_us::text AS gap_us, t.seq::text AS seq,
       least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us))::float8 AS factor`;
   const backoffSql = `
@@ -141,40 +153,52 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       if (performance.now() - syncedAt > CLOCK_SYNC_MS) await syncClock();
       const base = intervalUs(endpoint);
       const res = await pool.query<{ tat_us: string; now_us: string; gap_us: string; seq: string; factor: number }>(reserveSql, [
-        options.account, endpoint, batch.length, base, recoveryPerUs, Math.round(o.coldStartGapMs * 1000),
+        options.account, endpoint, batch.length, base, recoveryPerUs, Math.round(o.coldStartGapMs * 1000), horizonUs,
       ]);
       const row = res.rows[0];
-      if (!row) throw new Error('reservation returned no row');
-      const interval = base / row.factor;
-      const gapUs = Number(row.gap_us);
-      const firstUs = Number(BigInt(row.tat_us)) - Math.round(batch.length * interval) - gapUs;
-      const toleranceUs = (o.burst - 1) * interval;
-      const firstTicket = Number(row.seq) - batch.length;
-      const now = performance.now();
-      batch.forEach((w, k) => {
-        const slotLocalMs = (firstUs + k * interval + (k > 0 ? gapUs : 0) - toleranceUs) / 1000 - offsetMs;
-        sleep(Math.max(0, Math.ceil(slotLocalMs - now)), w.signal).then(() => {
-          // Woken more than one interval late: take a fresh slot rather than burst onto the next one.
-          if (performance.now() - slotLocalMs > interval / 1000 && w.stale < MAX_STALE_RETRIES) {
-            w.stale++;
-            queue(endpoint).waiters.unshift(w);
-            void pump(endpoint);
-          } else {
-            const ticket = firstTicket + k;
-            const i = ticket % TICKET_RING;
-            sent.ticket[i] = ticket;
-            sent.slotMs[i] = slotLocalMs;
-            sent.intervalUs[i] = interval;
-            w.resolve(ticket);
-          }
-        }, w.reject);
-      });
+      if (!row) {
+        // Every slot up to the horizon is taken: wait until the next free one is within it.
+        q.waiters.unshift(...batch);
+        const ahead = await pool.query<{ ahead_us: string }>(
+          `SELECT (tat_us - ${NOW_US})::text AS ahead_us FROM ${table} WHERE account = $1 AND endpoint = $2`,
+          [options.account, endpoint],
+        );
+        const waitMs = (Number(ahead.rows[0]?.ahead_us ?? 0) - horizonUs) / 1000;
+        if (waitMs > 0) await sleep(Math.ceil(waitMs));
+      } else {
+        const interval = base / row.factor;
+        const gapUs = Number(row.gap_us);
+        const firstUs = Number(BigInt(row.tat_us)) - Math.round(batch.length * interval) - gapUs;
+        const toleranceUs = (o.burst - 1) * interval;
+        const firstTicket = Number(row.seq) - batch.length;
+        const now = performance.now();
+        batch.forEach((w, k) => {
+          const slotLocalMs = (firstUs + k * interval + (k > 0 ? gapUs : 0) - toleranceUs) / 1000 - offsetMs;
+          sleep(Math.max(0, Math.ceil(slotLocalMs - now)), w.signal).then(() => {
+            // Woken very late (a stalled event loop): take a fresh slot rather than send a request whose
+            // answer might come after the slot a second's worth later was reserved.
+            if (performance.now() - slotLocalMs > lateMs && w.stale < MAX_STALE_RETRIES) {
+              w.stale++;
+              queue(endpoint).waiters.unshift(w);
+              void pump(endpoint);
+            } else {
+              const ticket = firstTicket + k;
+              const i = ticket % TICKET_RING;
+              sent.ticket[i] = ticket;
+              sent.slotMs[i] = slotLocalMs;
+              sent.intervalUs[i] = interval;
+              w.resolve(ticket);
+            }
+          }, w.reject);
+        });
+      }
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       const failure = new DqError(
         `throttle: the Postgres rate store failed${typeof code === 'string' ? ` (${code})` : ''}; check that the database is reachable`,
         { code: 'throttle-store-failed', retriable: true, cause: err },
       );
+      q.waiters = q.waiters.filter((w) => !batch.includes(w));
       for (const w of batch) w.reject(failure);
     } finally {
       q.busy = false;
