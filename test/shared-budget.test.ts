@@ -8,6 +8,8 @@ import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from './support/pg.js';
 import { startSandboxProcess, type SandboxProcess } from './support/sandbox-process.js';
+import { startKafka, uniqueGroup, uniqueTopic } from './support/kafka.js';
+import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher, type Running } from '../packages/kafka-enricher/test/helpers.js';
 
 // One platform account, one rate limit (batch/sync: exactly 100 in any sliding second, nothing
 // forgiven, the sandbox's default), and several processes of different connectors using it at
@@ -88,6 +90,22 @@ function sampler(sandbox: SandboxProcess) {
   };
 }
 
+/**
+ * The reference, in the same conditions: one dq-csv process alone, on a budget of its own, against
+ * the same strict limit (calls per second, at most the limit). A strict limit costs every client
+ * some of its rate when answers come late (a loaded machine); sharing the budget must cost next to
+ * nothing more.
+ */
+async function aloneRate(sandbox: SandboxProcess, input: string, env: Record<string, string>): Promise<number> {
+  await fetch(`${sandbox.url}/__admin/reset`, { method: 'POST' });
+  const alone = await run(DQ_CSV, ['validate', '--input', input, '--output', join(dir, `alone-${Date.now()}.csv`), '--delimiter', ';', '--country', 'DE',
+    '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--budget', 'off'], env);
+  expect(alone.code, alone.stderr.slice(-2000)).toBe(0);
+  const stats = (await sandbox.stats()).requests['batch']?.byStatus ?? {};
+  expect(stats['429'] ?? 0).toBe(0);
+  return Math.min(LIMIT, ((stats['200'] ?? 0) * 1000) / summary(alone).durationMs);
+}
+
 describe('one rate budget for the account, shared by every process', () => {
   it('two dq-pg processes of one run and a dq-csv job together keep to 100/s with no 429, as fast as one process alone on a budget of its own', async () => {
     const db = await server.createDatabase();
@@ -149,16 +167,7 @@ describe('one rate budget for the account, shared by every process', () => {
       expect(seconds).toBeGreaterThan(15);
       expect(perSecond).toBeLessThanOrEqual(LIMIT);
 
-      // The reference, in the same conditions: one dq-csv process alone, on a budget of its own,
-      // against the same strict limit. A strict limit costs every client some of its rate when
-      // answers come late (a loaded machine); sharing the budget must cost next to nothing more.
-      await fetch(`${sandbox.url}/__admin/reset`, { method: 'POST' });
-      const alone = await run(DQ_CSV, ['validate', '--input', input, '--output', join(dir, 'alone.csv'), '--delimiter', ';', '--country', 'DE',
-        '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--budget', 'off'], env);
-      expect(alone.code, alone.stderr.slice(-2000)).toBe(0);
-      const aloneStats = (await sandbox.stats()).requests['batch']?.byStatus ?? {};
-      expect(aloneStats['429'] ?? 0).toBe(0);
-      const reference = Math.min(LIMIT, ((aloneStats['200'] ?? 0) * 1000) / summary(alone).durationMs);
+      const reference = await aloneRate(sandbox, input, env);
       console.log(`shared: ${perSecond.toFixed(1)}/s over ${seconds.toFixed(1)} s; one process alone: ${reference.toFixed(1)}/s`);
       expect(perSecond).toBeGreaterThanOrEqual(0.95 * reference);
       expect(perSecond).toBeGreaterThan(0.5 * LIMIT);
@@ -167,4 +176,60 @@ describe('one rate budget for the account, shared by every process', () => {
       await sandbox.stop();
     }
   }, 240_000);
+
+  it('two dq-kafka instances of one group and a dq-csv job together keep to 100/s with no 429, as fast as one process alone', async () => {
+    const db = await server.createDatabase();
+    const kafka = await startKafka();
+    const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+    const MESSAGES = 2000;
+    const CSV_ROWS = 1000;
+    const input = join(dir, 'in-kafka.csv');
+    await writeFile(input, ['strasse;nr;plz;ort', ...addresses(CSV_ROWS, 'Hauptstraße').map((r) => r.join(';'))].join('\n') + '\n');
+    await produce(kafka.brokers, names.input, addresses(MESSAGES, 'Lindenweg').map(([street, houseNumber, postalCode, locality], i) => ({
+      key: `k${i % 50}`, value: JSON.stringify({ id: i, address: { street, houseNumber, postalCode, locality, country: 'DE' } }),
+    })));
+    const sandbox = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY] }] });
+    const counters = sampler(sandbox);
+    const enrichers: Running[] = [];
+    try {
+      const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+      const started = performance.now();
+      for (let i = 0; i < 2; i++) enrichers.push(spawnEnricher(cliArgs(kafka.brokers, names, ['--account-db', db, '--metrics-port', '0']), env));
+      const [csv, kafkaDoneAt] = await Promise.all([
+        run(DQ_CSV, ['validate', '--input', input, '--output', join(dir, 'out-kafka.csv'), '--delimiter', ';', '--country', 'DE',
+          '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--account-db', db], env),
+        readResults(kafka.brokers, names, MESSAGES, 0, 180_000).then(() => performance.now()),
+      ]);
+      await counters.stop();
+      expect(csv.code, csv.stderr.slice(-2000)).toBe(0);
+      const ports = await Promise.all(enrichers.map((e) => metricsPort(e)));
+      const shares = await Promise.all(ports.map((p) => metricValue(p, 'dq_kafka_billable_calls_total')));
+      for (const p of ports) expect(await metricValue(p, 'dq_kafka_rate_budget_shared')).toBe(1);
+      for (const e of enrichers) e.child.kill('SIGTERM');
+      const exits = await Promise.all(enrichers.map((e) => e.exited));
+      for (const [i, e] of exits.entries()) expect(e.code, enrichers[i]!.stderr().slice(-2000)).toBe(0);
+
+      const batch = (await sandbox.stats()).requests['batch']?.byStatus ?? {};
+      expect(batch['429'] ?? 0).toBe(0);
+      expect(batch['200']).toBe(MESSAGES + CSV_ROWS);
+      expect(summary(csv).budget).toMatchObject({ scope: 'shared', billableCalls: CSV_ROWS });
+      // Each had a real share while the three ran together.
+      for (const n of shares) expect(n).toBeGreaterThan(0.2 * (MESSAGES + CSV_ROWS));
+
+      const from = started + 6000;
+      const to = Math.min(csv.endedAt, kafkaDoneAt) - 1000;
+      const { perSecond, seconds } = counters.rate(from, to);
+      expect(seconds).toBeGreaterThan(12);
+      expect(perSecond).toBeLessThanOrEqual(LIMIT);
+      const reference = await aloneRate(sandbox, input, env);
+      console.log(`shared (kafka): ${perSecond.toFixed(1)}/s over ${seconds.toFixed(1)} s; one process alone: ${reference.toFixed(1)}/s`);
+      expect(perSecond).toBeGreaterThanOrEqual(0.95 * reference);
+      expect(perSecond).toBeGreaterThan(0.5 * LIMIT);
+    } finally {
+      for (const e of enrichers) killIfRunning(e);
+      await counters.stop();
+      await sandbox.stop();
+      await kafka.stop();
+    }
+  }, 300_000);
 });

@@ -23,6 +23,9 @@ export const METRIC = {
   apiCalls: 'dq_kafka_api_calls_total',
   apiRetries: 'dq_kafka_api_retries_total',
   up: 'dq_kafka_up',
+  billableCalls: 'dq_kafka_billable_calls_total',
+  maxCalls: 'dq_kafka_max_calls',
+  budgetShared: 'dq_kafka_rate_budget_shared',
 } as const;
 
 const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string]> = {
@@ -39,6 +42,9 @@ const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string
   [METRIC.apiCalls]: ['counter', 'Distinct requests sent to the platform.'],
   [METRIC.apiRetries]: ['counter', 'Repeated HTTP attempts made by the transport (429, 5xx, timeouts).'],
   [METRIC.up]: ['gauge', '1 while the consumer is in its group and consuming, else 0.'],
+  [METRIC.billableCalls]: ['counter', 'HTTP calls sent to billable endpoints (retries included), counted against --max-calls.'],
+  [METRIC.maxCalls]: ['gauge', 'The spending cap --max-calls (0: none); the process stops with exit 5 before exceeding it.'],
+  [METRIC.budgetShared]: ['gauge', '1 when the rate budget is shared by every process of the account (Postgres), 0 when it is this process\'s own.'],
 };
 
 /** Counters and gauges of one dq-kafka process, rendered in the Prometheus text format 0.0.4. */
@@ -82,6 +88,11 @@ export class Metrics {
       const r = this.#report();
       this.set(METRIC.apiCalls, {}, r.apiCalls);
       this.set(METRIC.apiRetries, {}, r.retries);
+      if (r.budget) {
+        this.set(METRIC.billableCalls, {}, r.budget.billableCalls);
+        this.set(METRIC.maxCalls, {}, r.budget.maxCalls ?? 0);
+        this.set(METRIC.budgetShared, {}, r.budget.scope === 'shared' ? 1 : 0);
+      }
     }
     const lines: string[] = [];
     for (const [name, family] of this.#families) {
