@@ -232,4 +232,49 @@ describe('one rate budget for the account, shared by every process', () => {
       await kafka.stop();
     }
   }, 300_000);
+
+  it('a 429 seen by one process holds back and slows the other processes of the account', async () => {
+    const db = await server.createDatabase();
+    // Process A talks to a platform that answers every call with 429 and Retry-After 2 s; process
+    // B, of the same account (--account), to one that answers at once. Only A sees the 429s.
+    const refusing = await startSandboxProcess({
+      accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY] }],
+      faults: { batch: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 2 } },
+    });
+    const answering = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] });
+    const csvIn = async (name: string, rows: number): Promise<string> => {
+      const file = join(dir, name);
+      await writeFile(file, ['strasse;nr;plz;ort', ...addresses(rows, 'Birkenweg').map((r) => r.join(';'))].join('\n') + '\n');
+      return file;
+    };
+    const [inA, inB] = await Promise.all([csvIn('a.csv', 200), csvIn('b.csv', 300)]);
+    const args = (input: string, output: string, account: string) => ['validate', '--input', input, '--output', join(dir, output),
+      '--delimiter', ';', '--country', 'DE', '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--budget', db, '--account', account];
+    const child = spawn(process.execPath, [DQ_CSV, ...args(inA, 'a.out.csv', 'acme')], {
+      env: { ...process.env, DQ_BASE_URL: refusing.url, DQ_API_KEY: DEFAULT_API_KEY }, stdio: 'ignore',
+    });
+    try {
+      // A has been refused at least once.
+      const deadline = performance.now() + 60_000;
+      while (((await refusing.stats()).requests['batch']?.byStatus['429'] ?? 0) === 0) {
+        expect(performance.now()).toBeLessThan(deadline);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const envB = { DQ_BASE_URL: answering.url, DQ_API_KEY: DEFAULT_API_KEY };
+      const held = await run(DQ_CSV, args(inB, 'b.out.csv', 'acme'), envB);
+      expect(held.code, held.stderr.slice(-2000)).toBe(0);
+      child.kill('SIGKILL');
+      // The same job on an account nobody else is using right now.
+      const free = await run(DQ_CSV, args(inB, 'b2.out.csv', 'initech'), envB);
+      expect(free.code, free.stderr.slice(-2000)).toBe(0);
+      const [heldMs, freeMs] = [summary(held).durationMs as number, summary(free).durationMs as number];
+      console.log(`300 calls while another process of the account meets 429s: ${heldMs} ms; alone: ${freeMs} ms`);
+      expect(heldMs).toBeGreaterThan(2 * freeMs);
+      expect(heldMs).toBeGreaterThan(2000); // at least one Retry-After
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await refusing.stop();
+      await answering.stop();
+    }
+  }, 240_000);
 });
