@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { DqError } from '../errors/index.js';
+import { DqError, LOCAL_CODES } from '../errors/index.js';
 import type { ThrottleOptions } from './limits.js';
 import type { PgThrottle } from './pg.js';
 import type { EndpointId, Throttle } from './types.js';
@@ -12,9 +12,9 @@ import type { EndpointId, Throttle } from './types.js';
 export const BILLABLE_ENDPOINTS: ReadonlySet<EndpointId> = new Set<EndpointId>(['validate', 'batch', 'autocomplete', 'company']);
 
 /** Error code of the run stop raised when `--max-calls` is used up (exit code 5). */
-export const MAX_CALLS_REACHED = 'max-calls-reached';
+export const MAX_CALLS_REACHED = LOCAL_CODES.maxCallsReached;
 /** Error code of the run stop raised when the shared budget's database cannot be reached (exit code 75). */
-export const BUDGET_UNREACHABLE = 'budget-unreachable';
+export const BUDGET_UNREACHABLE = LOCAL_CODES.budgetUnreachable;
 
 /**
  * The account a shared budget belongs to, when the user names none: a digest of the platform's
