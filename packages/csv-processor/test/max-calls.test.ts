@@ -53,3 +53,20 @@ describe('--max-calls, the spending cap', () => {
     expect(out.rows.map((r) => r[1])).toEqual(Array.from({ length: ROWS }, (_, i) => String(i + 1)));
   }, 120_000);
 });
+
+describe('--account-db, the shared rate budget', () => {
+  it('a budget database that cannot be reached stops the run with exit 75 and a checkpoint, its password in no output', async () => {
+    const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+    const before = await sandbox.billable();
+    const out = ['--output', join(dir, 'unreachable.csv')];
+    const run = await runCli([...args('--account-db', 'postgres://etl:budget-pw-93af@127.0.0.1:1/dq').filter((a) => !a.includes('out.csv') && a !== '--output'), ...out], env);
+    expect(run.code, run.stderr).toBe(75);
+    const summary = summaryOf(run);
+    expect(summary.outcome).toBe('stopped');
+    expect(summary.error.code).toBe('budget-unreachable');
+    expect(summary.error.message).toMatch(/rate budget's database could not be reached.*--budget off/);
+    expect(`${run.stdout}${run.stderr}`).not.toContain('budget-pw-93af');
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(await sandbox.billable()).toBe(before); // nothing sent without the budget
+  }, 60_000);
+});
