@@ -1,3 +1,4 @@
+import { ensureThrottleTable } from '@dq/core/throttle-pg';
 import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { cleanse, exitCodeFor } from './cleanse.js';
@@ -44,7 +45,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     if (cmd.command === 'init') {
       const client = await connect(dbTarget(cmd.db, logger.redactor));
       try {
-        out({ schema: STATE_SCHEMA, version: await ensureSchema(client) });
+        const version = await ensureSchema(client);
+        // The account's shared rate budget (the root README's "One rate budget per account").
+        await ensureThrottleTable(client);
+        out({ schema: STATE_SCHEMA, version });
       } finally {
         await client.end().catch(() => undefined);
       }

@@ -15,6 +15,7 @@ import type { RunReport } from './types.js';
 export function exitCodeForError(e: unknown): ExitCode {
   if (isRunStop(e)) {
     if (e.code === MAX_CALLS_REACHED) return ExitCode.MAX_CALLS;
+    if (e.code === LOCAL_CODES.budgetPermissionDenied) return ExitCode.USAGE;
     return e.retriable || e.code === LOCAL_CODES.retryAfterTooLong || e.code === BUDGET_UNREACHABLE ? ExitCode.TEMPFAIL : ExitCode.STOP;
   }
   if (e instanceof DqError) {

@@ -94,6 +94,8 @@ export const LOCAL_CODES = {
   maxCallsReached: 'max-calls-reached',
   /** the shared rate budget's database could not be reached: the run stops (exit 75) */
   budgetUnreachable: 'budget-unreachable',
+  /** the database user lacks the grants on the shared rate budget's table: the run stops (exit 2) */
+  budgetPermissionDenied: 'budget-permission-denied',
 } as const;
 
 /** Every code a {@link DqError} raised by core can carry. */

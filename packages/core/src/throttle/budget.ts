@@ -144,7 +144,14 @@ export function createBudgetThrottle(
 }
 
 function unreachable(err: unknown): DqError {
-  const code = (err as { code?: unknown }).code;
+  const code = (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code;
+  if (code === '42501') {
+    // Not a failure a retry cures: the database user lacks a grant.
+    return new DqError(
+      'the database user may not use the shared rate budget\'s table dq_throttle: create it once as its owner (dq-pg init does), then GRANT SELECT, INSERT, UPDATE ON dq_throttle TO the user; or run with --budget off to use a budget of this process only',
+      { code: LOCAL_CODES.budgetPermissionDenied, retriable: false, scope: 'run', cause: err },
+    );
+  }
   const detail = typeof code === 'string' && code !== 'throttle-store-failed' ? ` (${code})` : '';
   return new DqError(
     `the shared rate budget's database could not be reached${detail}; the run stops here: rerun (resume) once it is reachable, or run with --budget off to use a budget of this process only`,

@@ -255,7 +255,17 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   };
 }
 
-async function ensureTable(pool: pg.Pool, table: string): Promise<void> {
+/**
+ * Creates the shared budget's table (default `dq_throttle`) if it is missing or lacks a column of
+ * this version; sends no DDL when it is there, so a role with only SELECT, INSERT, UPDATE on it can
+ * use it. `dq-pg init` calls it as the database owner.
+ */
+export async function ensureThrottleTable(pool: Pick<pg.Pool, 'query'>, table = 'dq_throttle'): Promise<void> {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) throw new RangeError(`ensureThrottleTable: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
+  await ensureTable(pool, table);
+}
+
+async function ensureTable(pool: Pick<pg.Pool, 'query'>, table: string): Promise<void> {
   // No DDL when the table is there in its current shape: a role without CREATE on the schema may use it.
   const columns = await pool.query<{ n: string }>(
     `SELECT count(*)::text AS n FROM information_schema.columns WHERE table_name = $1 AND table_schema = ANY (current_schemas(false)) AND column_name IN ('gap_us', 'seq')`,
