@@ -117,6 +117,12 @@ export function createBudgetThrottle(
   return {
     async acquire(endpoint, signal) {
       if (BILLABLE_ENDPOINTS.has(endpoint)) capped();
+      if (options.limits?.[endpoint] === 0) {
+        // No limit for this endpoint (--rate-limit 0): nothing to share, no connection to open.
+        await local.acquire(endpoint, signal);
+        take(endpoint);
+        return;
+      }
       throttle ??= await open();
       let ticket: number | void;
       try {
