@@ -59,7 +59,10 @@ describe('--account-db, the shared rate budget', () => {
     const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
     const before = await sandbox.billable();
     const out = ['--output', join(dir, 'unreachable.csv')];
-    const run = await runCli([...args('--account-db', 'postgres://etl:budget-pw-93af@127.0.0.1:1/dq').filter((a) => !a.includes('out.csv') && a !== '--output'), ...out], env);
+    // The default rate limit: an endpoint without one (--rate-limit 0) has nothing to share.
+    const withoutLimitFlag = args('--account-db', 'postgres://etl:budget-pw-93af@127.0.0.1:1/dq')
+      .filter((a, i, all) => !a.includes('out.csv') && a !== '--output' && a !== '--rate-limit' && all[i - 1] !== '--rate-limit');
+    const run = await runCli([...withoutLimitFlag, ...out], env);
     expect(run.code, run.stderr).toBe(75);
     const summary = summaryOf(run);
     expect(summary.outcome).toBe('stopped');
