@@ -44,4 +44,20 @@ describe('command-line flag checks', () => {
     expect(() => flags.engine({ concurrency: '0' })).toThrow(/--concurrency/);
     expect(() => flags.engine({ 'rate-limit': 'fast' })).toThrow(/--rate-limit/);
   });
+
+  it('--account-db gives the budget and the store in one setting; --budget overrides or switches it off; URLs with a password are never echoed', () => {
+    const db = 'postgres://etl:s3cret@db.internal:5432/dq';
+    expect(flags.engine({ 'account-db': db })).toEqual({ budget: db, store: db });
+    expect(flags.engine({ 'account-db': db, store: 'postgres://other/db' })).toEqual({ budget: db });
+    expect(flags.engine({ 'account-db': db, budget: 'off' })).toEqual({ budget: 'off', store: db });
+    expect(flags.engine({ budget: 'postgresql://h/budget', account: 'acme', 'max-calls': '500' })).toEqual({
+      budget: 'postgresql://h/budget', account: 'acme', maxCalls: 500,
+    });
+    expect(() => flags.engine({ 'account-db': 'mysql://etl:s3cret@h/db' })).toThrow(/--account-db: must be a postgres:\/\//);
+    expect(() => flags.engine({ 'account-db': 'mysql://etl:s3cret@h/db' })).not.toThrow(/s3cret/);
+    expect(() => flags.engine({ budget: 'on' })).toThrow(/--budget/);
+    expect(() => flags.engine({ 'max-calls': '0' })).toThrow(/--max-calls/);
+    expect(() => flags.engine({ 'max-calls': '1.5' })).toThrow(/--max-calls/);
+    expect(() => flags.engine({ account: ' ' })).toThrow(/--account/);
+  });
 });

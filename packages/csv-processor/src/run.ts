@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { createEngine, DqError, exitCodeFor, ExitCode, isRunStop, openStore, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import { createEngine, DqError, exitCodeFor, ExitCode, isRunStop, openStore, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planFile, type DryRunPlan } from './dry-run.js';
@@ -31,6 +31,8 @@ export interface RunSummary {
   readonly plan?: DryRunPlan;
   /** With `report`: what the run report shows beside the summary's counts. */
   readonly details?: ReportDetails;
+  /** The rate budget this run used (shared or local) and its billable calls against --max-calls. */
+  readonly budget?: BudgetReport;
 }
 
 /**
@@ -153,7 +155,8 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     const done = details();
     await engine.close();
     await removeCheckpoint(paths.checkpoint);
-    return { outcome: 'done', exitCode: exitCodeFor({ report: { records: totals.rows, byStatus: totals.byStatus }, rejects: totals.rejects, maxFailed: options.maxFailed ?? 0 }), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined, ...(done ? { details: done } : {}) };
+    const budget = engine.report().budget;
+    return { outcome: 'done', exitCode: exitCodeFor({ report: { records: totals.rows, byStatus: totals.byStatus }, rejects: totals.rejects, maxFailed: options.maxFailed ?? 0 }), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined, ...(done ? { details: done } : {}), ...(budget ? { budget } : {}) };
   } catch (err) {
     if (err instanceof CsvError) throw err;
     const totals = totalsNow();
@@ -161,6 +164,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       outcome: 'stopped', exitCode: options.signal?.aborted && !(err instanceof CsvError) ? ExitCode.TEMPFAIL : exitCodeFor(err), paths, totals,
       failedShare: failedShare(totals), resumed: checkpoint !== undefined, error: describeStop(err, position.records),
       ...(report ? { details: details() } : {}),
+      ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     };
   } finally {
     await reader?.stop();
@@ -180,6 +184,8 @@ function describeStop(err: unknown, records: number): RunSummary['error'] {
   if (err instanceof DqError) {
     const action = !isRunStop(err)
       ? 'rerun with --resume'
+      : exitCodeFor(err) === ExitCode.MAX_CALLS
+        ? 'rerun with --resume to continue (answers already paid for are not bought again), with a new --max-calls or none'
       : exitCodeFor(err) === ExitCode.STOP
         ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
         : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';

@@ -1,3 +1,4 @@
+import type { BudgetReport } from '@dq/core';
 import type { RunSummary } from './run.js';
 
 /**
@@ -31,6 +32,7 @@ export function summaryObject(summary: RunSummary): Record<string, unknown> {
     runs: totals.runs,
     resumed: summary.resumed,
     ...(summary.outcome === 'dry-run' ? { plan: { ...summary.plan, totals: undefined } } : { output: paths.output, rejectsFile: paths.rejects }),
+    ...(summary.budget ? { budget: summary.budget } : {}),
     ...(summary.outcome === 'stopped' ? { checkpoint: paths.checkpoint } : {}),
     ...(summary.error ? { error: summary.error } : {}),
   };
@@ -57,6 +59,7 @@ export function summaryTable(summary: RunSummary): string {
       ['calls saved', `${n(totals.callsSavedByDedup)} by dedup, ${n(totals.callsSavedByCache)} by cache, ${n(totals.callsSavedByStore)} by the store`],
       ['store hit rate', `${(storeHitRate(totals) * 100).toFixed(1)} %`],
       ['retries', n(totals.retries)],
+      ...(summary.budget ? budgetLines(summary.budget) : []),
       ['duration', `${(totals.durationMs / 1000).toFixed(1)} s${totals.runs > 1 ? ` over ${totals.runs} runs` : ''}`],
       ['output', summary.paths.output],
       ['rejects', summary.paths.rejects],
@@ -69,4 +72,13 @@ export function summaryTable(summary: RunSummary): string {
 /** Share of the inputs looked up in the result store that it answered, over all runs of the file. */
 function storeHitRate(totals: RunSummary['totals']): number {
   return totals.storeLookups > 0 ? Number((totals.storeHits / totals.storeLookups).toFixed(4)) : 0;
+}
+
+/** The rate budget and the spending cap, as table lines. */
+function budgetLines(b: BudgetReport): [string, string][] {
+  const n = (x: number) => x.toLocaleString('en');
+  return [
+    ['rate budget', b.scope === 'shared' ? `shared by every process of account ${b.account}` : 'this process only'],
+    ['billable calls', b.maxCalls === null ? n(b.billableCalls) : `${n(b.billableCalls)} of --max-calls ${n(b.maxCalls)}`],
+  ];
 }

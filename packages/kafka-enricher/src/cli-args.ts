@@ -82,7 +82,7 @@ const STRING_FLAGS = [
   'brokers', 'group', 'input', 'output', 'dlq', 'map', 'mode', 'country', 'include', 'metrics-port', 'max-in-flight',
   'batch-size', 'concurrency', 'threads', 'rate-limit', 'retry-max-ms', 'drain-timeout-ms', 'session-timeout-ms', 'client-id',
   'dq-field', 'ssl-ca', 'ssl-cert', 'ssl-key', 'sasl-mechanism', 'sasl-username', 'sasl-password', 'base-url',
-  'realtime-url', 'api-key', 'log-level', 'store', 'max-age',
+  'realtime-url', 'api-key', 'log-level', 'store', 'max-age', 'account-db', 'budget', 'account', 'max-calls',
 ] as const;
 const BOOLEAN_FLAGS = ['from-latest', 'idempotent', 'no-idempotent', 'ssl', 'ssl-insecure', 'help'] as const;
 /** Flags read from DQ_* rather than DQ_KAFKA_*: they are shared by every dq connector. */
@@ -143,6 +143,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   if (!apiKey) throw usageError('--api-key', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
   const engine: NonNullable<EnricherOptions['engine']> = flags.engine({
     concurrency: str('concurrency'), threads: str('threads'), 'rate-limit': str('rate-limit'), store: str('store'), 'max-age': str('max-age'),
+    'account-db': str('account-db'), budget: str('budget'), account: str('account'), 'max-calls': str('max-calls'),
   });
 
   const options: EnricherOptions = {

@@ -266,7 +266,7 @@ class KafkaEnricher implements Enricher {
   #fail(err: unknown): void {
     if (this.#fatal === undefined) {
       this.#fatal = err;
-      const why = !isRunStop(err) ? 'run failed' : exitCodeFor(err) === ExitCode.STOP ? 'run stopped by the platform: fix the key, account or quota, then restart' : 'run stopped by the platform: restart after the time it names';
+      const why = !isRunStop(err) ? 'run failed' : exitCodeFor(err) === ExitCode.MAX_CALLS ? 'the spending cap (--max-calls) was reached: what was delivered is committed; restart to continue' : exitCodeFor(err) === ExitCode.STOP ? 'run stopped by the platform: fix the key, account or quota, then restart' : 'run stopped by the platform: restart after the time it names';
       this.#logger.error(why, { error: err as Error });
     }
     this.#stopRequested();

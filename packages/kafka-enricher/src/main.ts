@@ -53,6 +53,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify({
       exitCode: outcome.exitCode, reason: outcome.reason, error: outcome.error,
       records: report.records, byStatus: report.byStatus, byClass: report.byClass, apiCalls: report.apiCalls, retries: report.retries,
+      ...(report.budget ? { budget: report.budget } : {}),
     })}\n`);
     return outcome.exitCode;
   } catch (err) {

@@ -26,6 +26,9 @@ export const METRIC = {
   savedByStore: 'dq_kafka_calls_saved_by_store_total',
   storeHitRate: 'dq_kafka_store_hit_rate',
   up: 'dq_kafka_up',
+  billableCalls: 'dq_kafka_billable_calls_total',
+  maxCalls: 'dq_kafka_max_calls',
+  budgetShared: 'dq_kafka_rate_budget_shared',
 } as const;
 
 const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string]> = {
@@ -45,6 +48,9 @@ const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string
   [METRIC.savedByStore]: ['counter', 'Records answered from the result store (answers bought earlier).'],
   [METRIC.storeHitRate]: ['gauge', 'Share of the inputs looked up in the result store that it answered.'],
   [METRIC.up]: ['gauge', '1 while the consumer is in its group and consuming, else 0.'],
+  [METRIC.billableCalls]: ['counter', 'HTTP calls sent to billable endpoints (retries included), counted against --max-calls.'],
+  [METRIC.maxCalls]: ['gauge', 'The spending cap --max-calls (0: none); the process stops with exit 5 before exceeding it.'],
+  [METRIC.budgetShared]: ['gauge', '1 when the rate budget is shared by every process of the account (Postgres), 0 when it is this process\'s own.'],
 };
 
 /** Counters and gauges of one dq-kafka process, rendered in the Prometheus text format 0.0.4. */
@@ -91,6 +97,11 @@ export class Metrics {
       this.set(METRIC.savedByDedup, {}, r.callsSavedByDedup);
       this.set(METRIC.savedByStore, {}, r.callsSavedByStore);
       this.set(METRIC.storeHitRate, {}, r.storeHitRate);
+      if (r.budget) {
+        this.set(METRIC.billableCalls, {}, r.budget.billableCalls);
+        this.set(METRIC.maxCalls, {}, r.budget.maxCalls ?? 0);
+        this.set(METRIC.budgetShared, {}, r.budget.scope === 'shared' ? 1 : 0);
+      }
     }
     const lines: string[] = [];
     for (const [name, family] of this.#families) {

@@ -63,7 +63,7 @@ export interface EnricherOptions {
   ssl?: boolean | ConnectionOptions;
   sasl?: SaslOptions;
   /** Engine settings passed through (threads, concurrency, rate limits, retry, timeout). */
-  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company'>> &
+  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company' | 'budget' | 'account' | 'maxCalls'>> &
     Pick<EngineFlagSettings, 'store' | 'maxAgeMs'>;
   /** JSON-lines logger (default: core's, level info, on stderr). */
   logger?: Logger;

@@ -131,6 +131,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const run = await openRun(client, target, settings, runId, batchSize * pagesPerClaim);
     const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']): CleanseSummary => ({
       ...base, ...rounded(), runId: run.runId, dryRun: false, state, exitCode, ...(error ? { error } : {}),
+      ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     });
     if (run.state === 'done' || run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
 

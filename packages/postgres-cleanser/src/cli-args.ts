@@ -135,6 +135,9 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   for (const value of include ?? []) oneOf('--include', value, ADDRESS_INCLUDE_VALUES);
   const accept = list(v.accept)?.map((c) => oneOf('--accept', c.toUpperCase(), RESULT_CLASSES));
   const engine: NonNullable<CleanseOptions['engine']> = flags.engine(v);
+  // The processes of one run share the account's rate budget through the run's own database,
+  // unless --budget / --account-db put it elsewhere (or --budget off keeps it per process).
+  if (engine.budget === undefined && db !== undefined && /^postgres(ql)?:\/\//.test(db)) engine.budget = db;
   const options: Extract<CliCommand, { command: 'cleanse' }>['options'] = {
     db: db ?? '',
     table: v.table,

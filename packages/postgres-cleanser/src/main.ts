@@ -1,3 +1,4 @@
+import { ensureThrottleTable } from '@dq/core/throttle-pg';
 import { cliFailure, createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { cleanse } from './cleanse.js';
@@ -55,9 +56,12 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     if (cmd.command === 'init') {
       const client = await connect(dbTarget(cmd.db, logger.redactor));
       try {
-        out({ schema: STATE_SCHEMA, version: await ensureSchema(client) });
+        const version = await ensureSchema(client);
         // The result store's schema, created here too, so an ETL role without CREATE can use it.
         await ensureStoreSchema(client);
+        // The account's shared rate budget (the root README's "One rate budget per account").
+        await ensureThrottleTable(client);
+        out({ schema: STATE_SCHEMA, version });
         out({ schema: STORE_SCHEMA, created: true });
       } finally {
         await client.end().catch(() => undefined);

@@ -1,4 +1,4 @@
-import type { EngineConfig, EngineFlagSettings, Logger, Mode, RecordStatus, ResultClass, RunReport } from '@dq/core';
+import type { BudgetReport, EngineConfig, EngineFlagSettings, Logger, Mode, RecordStatus, ResultClass, RunReport } from '@dq/core';
 
 /** Options of {@link cleanse} (the `dq-pg cleanse` flags). */
 export interface CleanseOptions {
@@ -110,6 +110,8 @@ export interface CleanseSummary extends CleanseProgress {
   /** Keys of rows not written because someone changed them after they were read (first 100). */
   conflictKeys: string[];
   error?: { code: string; message: string; requestId?: string };
+  /** The rate budget this process used (shared or local) and its billable calls against --max-calls. */
+  budget?: BudgetReport;
 }
 
 /**

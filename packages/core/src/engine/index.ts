@@ -11,6 +11,7 @@ export type {
   CachedResult,
   ResultCache,
   RunReport,
+  BudgetReport,
   RunPlan,
   ProcessOptions,
   PlanOptions,

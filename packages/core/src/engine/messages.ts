@@ -6,6 +6,7 @@ import type { ErrorData } from '../errors/index.js';
 import type { RequestFields } from './record-mapping.js';
 import type { AddressEndpoint, CachedResult, CompanySearchOptions, Mode, PolicyStatus, ResultClass } from './types.js';
 import type { EngineRetryOptions } from './config.js';
+import type { BudgetSpec, CallCounter, EndpointId } from '../throttle/index.js';
 
 /** What every worker of one engine is started with (piscina `workerData`). */
 export interface WorkerInit {
@@ -24,6 +25,12 @@ export interface WorkerInit {
   concurrency: number;
   /** The engine's shared throttle state (`createSharedThrottle().buffer`). */
   throttle: SharedArrayBuffer;
+  /** The rate budget shared by every process of the account (Postgres URL), when there is one. */
+  budget: BudgetSpec;
+  /** Rate limits and longest Retry-After hold, for the Postgres budget (the shared-memory one carries its own). */
+  budgetOptions: { limits: Partial<Record<EndpointId, number>>; maxHoldMs: number | undefined };
+  /** Billable calls sent by every thread of the engine, and the spending cap (0: none). */
+  calls: CallCounter;
   /** Minimum level of the worker's log lines (redacted, relayed to the engine's logger). */
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** BroadcastChannel the worker's log lines go to (see log-relay.ts). */

@@ -6,7 +6,7 @@
  */
 import { RetriesExhaustedError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { attachSharedThrottle } from '../throttle/index.js';
+import { attachSharedThrottle, createBudgetThrottle, MAX_CALLS_REACHED } from '../throttle/index.js';
 import { createTransport } from '../transport/index.js';
 import type { Transport } from '../transport/index.js';
 import { Control } from './messages.js';
@@ -44,13 +44,14 @@ export type OutcomeListener = (index: number, outcome: CallOutcome) => void;
 
 /** A runner with its own transport (keep-alive pool of `init.concurrency` connections). */
 export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
+  const throttle = createBudgetThrottle(attachSharedThrottle(init.throttle), init.budget, init.calls, init.budgetOptions);
   const transport: Transport = createTransport({
     baseUrl: init.baseUrl,
     realtimeUrl: init.realtimeUrl,
     apiKey: init.apiKey,
     timeoutMs: init.timeoutMs,
     connections: init.concurrency,
-    throttle: attachSharedThrottle(init.throttle),
+    throttle,
     retry: init.retry,
     logger,
   });
@@ -126,8 +127,10 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
         if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
         const outcome = errorOutcome(e);
         if (outcome.kind === 'result' && outcome.unreachableAt === undefined) answered(answers);
-        // Tell sibling calls and threads at once; the engine also stops every other batch.
-        if (outcome.kind === 'stop' && Atomics.compareExchange(task.control, 0, Control.RUN, Control.STOP) === Control.RUN) {
+        // Tell sibling calls and threads at once; the engine also stops every other batch. Not when
+        // the spending cap was reached: the calls in flight were paid for and must bring their
+        // answers home, and no further call can be sent anyway (each fails at the cap, unsent).
+        if (outcome.kind === 'stop' && outcome.error.code !== MAX_CALLS_REACHED && Atomics.compareExchange(task.control, 0, Control.RUN, Control.STOP) === Control.RUN) {
           Atomics.notify(task.control, 0);
         }
         return outcome;
@@ -148,6 +151,9 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
       const calls = outcomes.filter((o) => o.kind !== 'skipped').length;
       return { outcomes, calls, retries, answered: answers.count, lastAnswerAt: answers.lastAt, callSeconds: [...answers.seconds] };
     },
-    close: () => transport.close(),
+    close: async () => {
+      await transport.close();
+      await throttle.close();
+    },
   };
 }

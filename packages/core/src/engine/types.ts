@@ -110,6 +110,20 @@ export interface RunReport {
    * `limit` is the client-side rate limit of the endpoint the engine calls (absent when off).
    */
   callsPerSecond?: { startSecond: number; bucketSeconds: number; counts: number[]; limit?: number };
+  /** The rate budget and the spending cap (`RunReportBuilder` leaves it out; the engine adds it). */
+  budget?: BudgetReport;
+}
+
+/** Which rate budget the run used, and its billable calls against `maxCalls`. */
+export interface BudgetReport {
+  /** `shared`: the Postgres budget of every process of the account; `local`: this process's own. */
+  scope: 'shared' | 'local';
+  /** The account the budget belongs to (a name, or `key-` and a digest of the key: never the key). */
+  account: string;
+  /** Billable calls sent (retries included). */
+  billableCalls: number;
+  /** The spending cap, or null for none. */
+  maxCalls: number | null;
 }
 
 /** Estimate of a batch without calling anything. */

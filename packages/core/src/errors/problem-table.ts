@@ -90,6 +90,12 @@ export const LOCAL_CODES = {
   retriesExhausted: 'retries-exhausted',
   /** a Retry-After longer than the retry policy waits: the run stops (exit 75) until that time */
   retryAfterTooLong: 'retry-after-too-long',
+  /** the spending cap (`maxCalls`) was reached: the run stops (exit 5) before the next billable call */
+  maxCallsReached: 'max-calls-reached',
+  /** the shared rate budget's database could not be reached: the run stops (exit 75) */
+  budgetUnreachable: 'budget-unreachable',
+  /** the database user lacks the grants on the shared rate budget's table: the run stops (exit 2) */
+  budgetPermissionDenied: 'budget-permission-denied',
 } as const;
 
 /** Every code a {@link DqError} raised by core can carry. */

@@ -1,0 +1,167 @@
+import { createHash } from 'node:crypto';
+import { DqError, LOCAL_CODES } from '../errors/index.js';
+import type { ThrottleOptions } from './limits.js';
+import type { PgThrottle } from './pg.js';
+import type { EndpointId, Throttle } from './types.js';
+
+/**
+ * Endpoints whose calls the platform may bill (docs/platform-contract.md, part 8 and the prepaid
+ * plans): address validation, batch/sync and autocomplete are counted against a plan's quota, and
+ * each company search is a paid search. start-session, phone describe and downloads are not.
+ */
+export const BILLABLE_ENDPOINTS: ReadonlySet<EndpointId> = new Set<EndpointId>(['validate', 'batch', 'autocomplete', 'company']);
+
+/** Error code of the run stop raised when `--max-calls` is used up (exit code 5). */
+export const MAX_CALLS_REACHED = LOCAL_CODES.maxCallsReached;
+/** Error code of the run stop raised when the shared budget's database cannot be reached (exit code 75). */
+export const BUDGET_UNREACHABLE = LOCAL_CODES.budgetUnreachable;
+
+/**
+ * The account a shared budget belongs to, when the user names none: a digest of the platform's
+ * base URL and the API key, so every process using the same key against the same platform shares
+ * one budget, and the key itself is stored nowhere (only 16 hex digits of its SHA-256).
+ */
+export function accountOf(apiKey: string, baseUrl: string): string {
+  return `key-${createHash('sha256').update(`${baseUrl.replace(/\/+$/, '')}\n${apiKey}`).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * A count of billable calls shared by every thread holding `buffer` (an engine and its workers),
+ * and the most that may be sent (`max`, 0 = no cap). A call is counted when it is about to be sent,
+ * after the rate budget let it go, so the cap stops the run before call `max + 1`.
+ */
+export interface CallCounter {
+  readonly buffer: SharedArrayBuffer;
+  readonly max: number;
+}
+
+/** A new counter at 0 with the cap `max` (0 = none). */
+export function createCallCounter(max = 0): CallCounter {
+  if (!Number.isInteger(max) || max < 0) throw new RangeError(`max calls must be an integer ≥ 0; got ${max}`);
+  return { buffer: new SharedArrayBuffer(8), max };
+}
+
+/** Billable calls sent so far (never more than the cap). */
+export function callsSent(counter: CallCounter): number {
+  const n = Number(Atomics.load(new BigInt64Array(counter.buffer), 0));
+  return counter.max > 0 ? Math.min(n, counter.max) : n;
+}
+
+/** Where a throttle's rate budget lives: this process only, or a Postgres table shared by every process of `account`. */
+export interface BudgetSpec {
+  /** `postgres://…` of the shared budget; undefined: the budget of this process only. */
+  url?: string;
+  /** Account the shared budget belongs to (see {@link accountOf}). */
+  account: string;
+}
+
+/** A throttle that may own connections: `close` releases them. */
+export interface ClosableThrottle extends Throttle {
+  close(): Promise<void>;
+}
+
+/**
+ * The throttle of one engine thread: `local` (the process's shared-memory budget) or, with a
+ * `spec.url`, the Postgres budget shared by every process of the account, opened on first use.
+ * Each billable call then takes one from `counter`; the call past the cap is not sent: it fails
+ * with a run stop `max-calls-reached`. A Postgres budget that cannot be reached stops the run
+ * with `budget-unreachable` (exit 75), rather than sending without it.
+ */
+export function createBudgetThrottle(
+  local: Throttle,
+  spec: BudgetSpec,
+  counter: CallCounter,
+  options: ThrottleOptions,
+): ClosableThrottle {
+  const url = spec.url;
+  let shared: Promise<PgThrottle> | undefined;
+  const open = (): Promise<PgThrottle> =>
+    // pg is an optional peer dependency of core: loaded only when a shared budget is asked for.
+    (shared ??= import('./pg.js').then(({ createPgThrottle }) => createPgThrottle({ ...options, connectionString: url, account: spec.account })).catch((err: unknown) => {
+      shared = undefined;
+      throw unreachable(err);
+    }));
+  const count = new BigInt64Array(counter.buffer);
+  const take = (endpoint: EndpointId): void => {
+    if (!BILLABLE_ENDPOINTS.has(endpoint)) return;
+    const before = Number(Atomics.add(count, 0, 1n));
+    if (counter.max > 0 && before >= counter.max) {
+      throw new DqError(
+        `the spending cap was reached: ${counter.max} billable calls sent (--max-calls); the run stops here: resume to continue`,
+        { code: MAX_CALLS_REACHED, retriable: false, scope: 'run' },
+      );
+    }
+  };
+  const capped = (): void => {
+    if (counter.max > 0 && Number(Atomics.load(count, 0)) >= counter.max) {
+      throw new DqError(
+        `the spending cap was reached: ${counter.max} billable calls sent (--max-calls); the run stops here: resume to continue`,
+        { code: MAX_CALLS_REACHED, retriable: false, scope: 'run' },
+      );
+    }
+  };
+  if (url === undefined) {
+    return {
+      async acquire(endpoint, signal) {
+        if (BILLABLE_ENDPOINTS.has(endpoint)) capped();
+        const ticket = await local.acquire(endpoint, signal);
+        take(endpoint);
+        return ticket;
+      },
+      answered: local.answered?.bind(local),
+      backoff: (endpoint, retryAfterMs) => local.backoff(endpoint, retryAfterMs),
+      close: async () => undefined,
+    };
+  }
+  let throttle: PgThrottle | undefined;
+  return {
+    async acquire(endpoint, signal) {
+      if (BILLABLE_ENDPOINTS.has(endpoint)) capped();
+      if (options.limits?.[endpoint] === 0) {
+        // No limit for this endpoint (--rate-limit 0): nothing to share, no connection to open.
+        await local.acquire(endpoint, signal);
+        take(endpoint);
+        return;
+      }
+      throttle ??= await open();
+      let ticket: number | void;
+      try {
+        ticket = await throttle.acquire(endpoint, signal);
+      } catch (err) {
+        if (err instanceof DqError && err.code === 'throttle-store-failed') throw unreachable(err);
+        throw err;
+      }
+      take(endpoint);
+      return ticket;
+    },
+    answered(endpoint, ticket) {
+      throttle?.answered?.(endpoint, ticket);
+    },
+    backoff(endpoint, retryAfterMs) {
+      // The backoff state lives in the shared row: a 429 seen here slows every process of the account.
+      throttle?.backoff(endpoint, retryAfterMs);
+    },
+    async close() {
+      const t = shared;
+      shared = undefined;
+      if (t) await (await t.catch(() => undefined))?.close();
+    },
+  };
+}
+
+function unreachable(err: unknown): DqError {
+  const code = (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code;
+  if (code === '42501') {
+    // Not a failure a retry cures: the database user lacks a grant.
+    return new DqError(
+      'the database user may not use the shared rate budget\'s table dq_throttle: create it once as its owner (dq-pg init does), then GRANT SELECT, INSERT, UPDATE ON dq_throttle TO the user; or run with --budget off to use a budget of this process only',
+      { code: LOCAL_CODES.budgetPermissionDenied, retriable: false, scope: 'run', cause: err },
+    );
+  }
+  const detail = typeof code === 'string' && code !== 'throttle-store-failed' ? ` (${code})` : '';
+  return new DqError(
+    `the shared rate budget's database could not be reached${detail}; the run stops here: rerun (resume) once it is reachable, or run with --budget off to use a budget of this process only`,
+    // Not retriable by the retrier (every call would wait on the same database); exit 75 all the same.
+    { code: BUDGET_UNREACHABLE, retriable: false, scope: 'run', cause: err },
+  );
+}

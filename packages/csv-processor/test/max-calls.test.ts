@@ -1,0 +1,75 @@
+import { access, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_API_KEY } from '@dq/sandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandboxProcess, type SandboxProcess } from '../../../test/support/sandbox-process.js';
+import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
+
+const ROWS = 2000;
+let dir: string;
+let cleanup: () => Promise<void>;
+let sandbox: SandboxProcess;
+
+beforeAll(async () => {
+  ({ dir, cleanup } = await tempDir());
+  // 2,000 distinct addresses: each one call.
+  const lines = ['strasse;nr;plz;ort'];
+  for (let i = 1; i <= ROWS; i++) lines.push(`Hauptstraße;${i};10115;Berlin`);
+  await writeFile(join(dir, 'in.csv'), `${lines.join('\n')}\n`);
+  // No rate limit: the cap, not the clock, must stop the run.
+  sandbox = await startSandboxProcess({ accounts: [{ id: 'cap', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0, validate: 0 } }] });
+});
+afterAll(async () => {
+  await sandbox?.stop();
+  await cleanup?.();
+});
+
+const args = (...extra: string[]): string[] => [
+  'validate', '--input', join(dir, 'in.csv'), '--output', join(dir, 'out.csv'), '--delimiter', ';', '--country', 'DE',
+  '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--rate-limit', '0', ...extra,
+];
+
+describe('--max-calls, the spending cap', () => {
+  it('stops after exactly 500 billable calls with exit 5, and the resumed run makes the other 1,500', async () => {
+    const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+    const first = await runCli(args('--max-calls', '500'), env);
+    expect(first.code, first.stderr).toBe(5);
+    expect(await sandbox.billable()).toBe(500);
+    const stopped = summaryOf(first);
+    expect(stopped.outcome).toBe('stopped');
+    expect(stopped.error.code).toBe('max-calls-reached');
+    expect(stopped.error.message).toMatch(/spending cap.*500.*--resume/);
+    expect(stopped.budget).toMatchObject({ scope: 'local', billableCalls: 500, maxCalls: 500 });
+    expect(first.stderr).not.toMatch(/\n\s+at /); // no stack trace
+
+    const resumed = await runCli(args('--resume'), env);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(await sandbox.billable()).toBe(ROWS);
+    const done = summaryOf(resumed);
+    expect(done.outcome).toBe('done');
+    expect(done.budget).toMatchObject({ billableCalls: 1500, maxCalls: null });
+    const out = await readCsv(join(dir, 'out.csv'), { delimiter: ';' });
+    expect(out.rows).toHaveLength(ROWS);
+    expect(out.rows.map((r) => r[1])).toEqual(Array.from({ length: ROWS }, (_, i) => String(i + 1)));
+  }, 120_000);
+});
+
+describe('--account-db, the shared rate budget', () => {
+  it('a budget database that cannot be reached stops the run with exit 75 and a checkpoint, its password in no output', async () => {
+    const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+    const before = await sandbox.billable();
+    const out = ['--output', join(dir, 'unreachable.csv')];
+    // The default rate limit: an endpoint without one (--rate-limit 0) has nothing to share.
+    const withoutLimitFlag = args('--account-db', 'postgres://etl:budget-pw-93af@127.0.0.1:1/dq')
+      .filter((a, i, all) => !a.includes('out.csv') && a !== '--output' && a !== '--rate-limit' && all[i - 1] !== '--rate-limit');
+    const run = await runCli([...withoutLimitFlag, ...out], env);
+    expect(run.code, run.stderr).toBe(75);
+    const summary = summaryOf(run);
+    expect(summary.outcome).toBe('stopped');
+    expect(summary.error.code).toBe('budget-unreachable');
+    expect(summary.error.message).toMatch(/rate budget's database could not be reached.*--budget off/);
+    expect(`${run.stdout}${run.stderr}`).not.toContain('budget-pw-93af');
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(await sandbox.billable()).toBe(before); // nothing sent without the budget
+  }, 60_000);
+});

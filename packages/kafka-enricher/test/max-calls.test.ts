@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DEFAULT_API_KEY } from '@dq/sandbox';
+import { startKafka, uniqueGroup, uniqueTopic } from '../../../test/support/kafka.js';
+import type { TestKafka } from '../../../test/support/kafka.js';
+import { startSandboxProcess, type SandboxProcess } from '../../../test/support/sandbox-process.js';
+import { cliArgs, committedButMissing, committedOffsets, inputOffsets, killIfRunning, produce, readResults, readTopic, sourceOffsets, spawnEnricher } from './helpers.js';
+import type { Running } from './helpers.js';
+
+let kafka: TestKafka;
+let sandbox: SandboxProcess;
+const runs: Running[] = [];
+
+beforeAll(async () => {
+  [kafka, sandbox] = await Promise.all([
+    startKafka(),
+    // No rate limit: the cap, not the clock, must stop the run.
+    startSandboxProcess({ accounts: [{ id: 'cap', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0, validate: 0 } }] }),
+  ]);
+});
+afterAll(async () => {
+  runs.forEach(killIfRunning);
+  await Promise.all([kafka?.stop(), sandbox?.stop()]);
+});
+
+it('--max-calls: stops at the cap with exit 5, commits only what it delivered, and a restart delivers the rest', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const N = 1000;
+  await produce(kafka.brokers, names.input, Array.from({ length: N }, (_, i) => ({
+    key: `k${i % 50}`,
+    value: JSON.stringify({ id: i, address: { street: 'Lindenweg', houseNumber: String(i + 1), postalCode: '10115', locality: 'Berlin', country: 'DE' } }),
+  })));
+  const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+  const first = spawnEnricher(cliArgs(kafka.brokers, names, ['--max-calls', '300', '--batch-size', '50', '--rate-limit', '0']), env);
+  runs.push(first);
+  expect((await first.exited).code, first.stderr().slice(-2000)).toBe(5);
+  // Never a call past the cap. (dq-kafka's stop cancels the batches in flight, so a few calls
+  // sent under the cap may be cut off before the platform answered them.)
+  const billed = await sandbox.billable();
+  expect(billed).toBeLessThanOrEqual(300);
+  expect(billed).toBeGreaterThan(200);
+  expect(first.stderr()).toMatch(/max-calls-reached/);
+  expect(first.stderr()).not.toMatch(/\n\s+at /);
+  const line = JSON.parse(first.stdout().trim().split('\n').pop()!) as { exitCode: number; budget: { billableCalls: number; maxCalls: number } };
+  expect(line).toMatchObject({ exitCode: 5, budget: { billableCalls: 300, maxCalls: 300 } });
+
+  // Nothing committed that is not in the output.
+  const inputs = await inputOffsets(kafka.brokers, names.input, N);
+  const committed = await committedOffsets(kafka.brokers, names.group, names.input);
+  const delivered = await readTopic(kafka.brokers, names.output, () => false, 5_000);
+  expect(delivered.length).toBeLessThanOrEqual(300);
+  expect(committedButMissing(committed, inputs, sourceOffsets(delivered, []))).toEqual([]);
+
+  const second = spawnEnricher(cliArgs(kafka.brokers, names), env);
+  runs.push(second);
+  const { outs } = await readResults(kafka.brokers, names, N, 0);
+  expect(sourceOffsets(outs, []).size).toBe(N);
+  second.child.kill('SIGTERM');
+  expect((await second.exited).code).toBe(0);
+}, 180_000);

@@ -1,0 +1,280 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { DEFAULT_API_KEY } from '@dq/sandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type TestPostgres } from './support/pg.js';
+import { startSandboxProcess, type SandboxProcess } from './support/sandbox-process.js';
+import { startKafka, uniqueGroup, uniqueTopic } from './support/kafka.js';
+import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher, type Running } from '../packages/kafka-enricher/test/helpers.js';
+
+// One platform account, one rate limit (batch/sync: exactly 100 in any sliding second, nothing
+// forgiven, the sandbox's default), and several processes of different connectors using it at
+// once, each with its default engine settings: only a budget they share keeps them under it.
+const DQ_PG = fileURLToPath(new URL('../packages/postgres-cleanser/dist/cli.js', import.meta.url));
+const DQ_CSV = fileURLToPath(new URL('../packages/csv-processor/dist/cli.js', import.meta.url));
+const LIMIT = 100;
+
+let server: TestPostgres;
+let dir: string;
+
+beforeAll(async () => {
+  server = await startPostgres();
+  dir = await mkdtemp(join(tmpdir(), 'dq-shared-budget-'));
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** When the process ended, on this process's clock (ms). */
+  endedAt: number;
+}
+
+function run(cli: string, args: string[], env: Record<string, string>): Promise<Exit> {
+  const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr, endedAt: performance.now() }));
+  });
+}
+
+/** The last JSON line of stdout with `"summary"` in it. */
+function summary(exit: Exit): Record<string, any> {
+  const line = exit.stdout.trim().split('\n').reverse().find((l) => l.includes('"summary"'));
+  if (!line) throw new Error(`no summary; exit ${exit.code}; stderr: ${exit.stderr.slice(-2000)}`);
+  return JSON.parse(line) as Record<string, any>;
+}
+
+/** `n` distinct addresses (one call each), as CSV lines `street;number;postcode;town`. */
+function addresses(n: number, street: string): string[][] {
+  return Array.from({ length: n }, (_, i) => [street, String(i + 1), '10115', 'Berlin']);
+}
+
+/** Samples the sandbox's batch/sync counters until `stop()`; `rate(from, to)` is 200-answers per second between two moments. */
+function sampler(sandbox: SandboxProcess) {
+  const samples: { at: number; ok: number; tooMany: number }[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const sent = performance.now();
+      const stats = await sandbox.stats();
+      const at = (sent + performance.now()) / 2;
+      const batch = stats.requests['batch']?.byStatus ?? {};
+      samples.push({ at, ok: batch['200'] ?? 0, tooMany: batch['429'] ?? 0 });
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  const nearest = (t: number) => samples.reduce((best, s) => (Math.abs(s.at - t) < Math.abs(best.at - t) ? s : best));
+  return {
+    async stop() {
+      running = false;
+      await loop;
+    },
+    rate(from: number, to: number): { perSecond: number; seconds: number } {
+      const a = nearest(from);
+      const b = nearest(to);
+      return { perSecond: ((b.ok - a.ok) * 1000) / (b.at - a.at), seconds: (b.at - a.at) / 1000 };
+    },
+  };
+}
+
+/**
+ * The reference, in the same conditions: one dq-csv process alone, on a budget of its own, against
+ * the same strict limit (calls per second, at most the limit). A strict limit costs every client
+ * some of its rate when answers come late (a loaded machine); sharing the budget must cost next to
+ * nothing more.
+ */
+async function aloneRate(sandbox: SandboxProcess, input: string, env: Record<string, string>): Promise<number> {
+  await fetch(`${sandbox.url}/__admin/reset`, { method: 'POST' });
+  const alone = await run(DQ_CSV, ['validate', '--input', input, '--output', join(dir, `alone-${Date.now()}.csv`), '--delimiter', ';', '--country', 'DE',
+    '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--budget', 'off'], env);
+  expect(alone.code, alone.stderr.slice(-2000)).toBe(0);
+  const stats = (await sandbox.stats()).requests['batch']?.byStatus ?? {};
+  expect(stats['429'] ?? 0).toBe(0);
+  return Math.min(LIMIT, ((stats['200'] ?? 0) * 1000) / summary(alone).durationMs);
+}
+
+describe('one rate budget for the account, shared by every process', () => {
+  it('two dq-pg processes of one run and a dq-csv job together keep to 100/s with no 429, as fast as one process alone on a budget of its own', async () => {
+    const db = await server.createDatabase();
+    const client = new pg.Client({ connectionString: db });
+    await client.connect();
+    const TABLE_ROWS = 2000;
+    const CSV_ROWS = 1000;
+    try {
+      await client.query(`CREATE TABLE customers (id bigint PRIMARY KEY, street text, house_number text, postal_code text, city text)`);
+      await client.query(
+        `INSERT INTO customers SELECT g, 'Lindenweg', g::text, '10115', 'Berlin' FROM generate_series(1, $1::int) g`,
+        [TABLE_ROWS],
+      );
+    } finally {
+      await client.end();
+    }
+    const input = join(dir, 'in.csv');
+    await writeFile(input, ['strasse;nr;plz;ort', ...addresses(CSV_ROWS, 'Hauptstraße').map((r) => r.join(';'))].join('\n') + '\n');
+
+    const sandbox = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY] }] });
+    const counters = sampler(sandbox);
+    try {
+      const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY, DQ_DATABASE_URL: db };
+      const init = await run(DQ_PG, ['init'], env);
+      expect(init.code, init.stderr).toBe(0);
+      // Small pages and claims, so that the two processes split a table of a few thousand rows.
+      const cleanse = ['cleanse', '--table', 'public.customers', '--key', 'id', '--country', 'DE', '--run-id', 'shared-budget',
+        '--batch-size', '100', '--pages-per-claim', '2',
+        '--map', 'street=street,houseNumber=house_number,postalCode=postal_code,locality=city'];
+      const started = performance.now();
+      // dq-pg shares the budget through its own database without being told; dq-csv is pointed at it.
+      const [pgA, pgB, csv] = await Promise.all([
+        run(DQ_PG, cleanse, env),
+        run(DQ_PG, cleanse, env),
+        run(DQ_CSV, ['validate', '--input', input, '--output', join(dir, 'out.csv'), '--delimiter', ';', '--country', 'DE',
+          '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--account-db', db], env),
+      ]);
+      await counters.stop();
+      for (const exit of [pgA, pgB, csv]) expect(exit.code, exit.stderr.slice(-2000)).toBe(0);
+      const stats = await sandbox.stats();
+      const batch = stats.requests['batch']?.byStatus ?? {};
+      expect(batch['429'] ?? 0).toBe(0);
+      expect(batch['200']).toBe(TABLE_ROWS + CSV_ROWS);
+
+      const [sa, sb, sc] = [summary(pgA), summary(pgB), summary(csv)];
+      for (const s of [sa, sb, sc]) expect(s.budget).toMatchObject({ scope: 'shared' });
+      expect(new Set([sa.budget.account, sb.budget.account, sc.budget.account]).size).toBe(1);
+      expect(sa.budget.account).toMatch(/^key-[0-9a-f]{16}$/);
+      // Each had a real share while the three ran together.
+      const calls = [sa.budget.billableCalls, sb.budget.billableCalls, sc.budget.billableCalls];
+      expect(calls.reduce((a, b) => a + b, 0)).toBe(TABLE_ROWS + CSV_ROWS);
+      for (const c of calls) expect(c).toBeGreaterThan(0.2 * (TABLE_ROWS + CSV_ROWS));
+
+      // The common busy time: from when all three are surely calling (start-up takes a few seconds
+      // on a loaded machine) to shortly before the first of them ended.
+      const from = started + 5000;
+      const to = Math.min(pgA.endedAt, pgB.endedAt, csv.endedAt) - 1000;
+      const { perSecond, seconds } = counters.rate(from, to);
+      expect(seconds).toBeGreaterThan(15);
+      expect(perSecond).toBeLessThanOrEqual(LIMIT);
+
+      const reference = await aloneRate(sandbox, input, env);
+      console.log(`shared: ${perSecond.toFixed(1)}/s over ${seconds.toFixed(1)} s; one process alone: ${reference.toFixed(1)}/s`);
+      expect(perSecond).toBeGreaterThanOrEqual(0.95 * reference);
+      expect(perSecond).toBeGreaterThan(0.5 * LIMIT);
+    } finally {
+      await counters.stop();
+      await sandbox.stop();
+    }
+  }, 240_000);
+
+  it('two dq-kafka instances of one group and a dq-csv job together keep to 100/s with no 429, as fast as one process alone', async () => {
+    const db = await server.createDatabase();
+    const kafka = await startKafka();
+    const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+    const MESSAGES = 2000;
+    const CSV_ROWS = 1000;
+    const input = join(dir, 'in-kafka.csv');
+    await writeFile(input, ['strasse;nr;plz;ort', ...addresses(CSV_ROWS, 'Hauptstraße').map((r) => r.join(';'))].join('\n') + '\n');
+    await produce(kafka.brokers, names.input, addresses(MESSAGES, 'Lindenweg').map(([street, houseNumber, postalCode, locality], i) => ({
+      key: `k${i % 50}`, value: JSON.stringify({ id: i, address: { street, houseNumber, postalCode, locality, country: 'DE' } }),
+    })));
+    const sandbox = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY] }] });
+    const counters = sampler(sandbox);
+    const enrichers: Running[] = [];
+    try {
+      const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+      const started = performance.now();
+      for (let i = 0; i < 2; i++) enrichers.push(spawnEnricher(cliArgs(kafka.brokers, names, ['--account-db', db, '--metrics-port', '0']), env));
+      const [csv, kafkaDoneAt] = await Promise.all([
+        run(DQ_CSV, ['validate', '--input', input, '--output', join(dir, 'out-kafka.csv'), '--delimiter', ';', '--country', 'DE',
+          '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--account-db', db], env),
+        readResults(kafka.brokers, names, MESSAGES, 0, 180_000).then(() => performance.now()),
+      ]);
+      await counters.stop();
+      expect(csv.code, csv.stderr.slice(-2000)).toBe(0);
+      const ports = await Promise.all(enrichers.map((e) => metricsPort(e)));
+      const shares = await Promise.all(ports.map((p) => metricValue(p, 'dq_kafka_billable_calls_total')));
+      for (const p of ports) expect(await metricValue(p, 'dq_kafka_rate_budget_shared')).toBe(1);
+      for (const e of enrichers) e.child.kill('SIGTERM');
+      const exits = await Promise.all(enrichers.map((e) => e.exited));
+      for (const [i, e] of exits.entries()) expect(e.code, enrichers[i]!.stderr().slice(-2000)).toBe(0);
+
+      const batch = (await sandbox.stats()).requests['batch']?.byStatus ?? {};
+      expect(batch['429'] ?? 0).toBe(0);
+      expect(batch['200']).toBe(MESSAGES + CSV_ROWS);
+      expect(summary(csv).budget).toMatchObject({ scope: 'shared', billableCalls: CSV_ROWS });
+      // Each had a real share while the three ran together.
+      for (const n of shares) expect(n).toBeGreaterThan(0.2 * (MESSAGES + CSV_ROWS));
+
+      const from = started + 6000;
+      const to = Math.min(csv.endedAt, kafkaDoneAt) - 1000;
+      const { perSecond, seconds } = counters.rate(from, to);
+      expect(seconds).toBeGreaterThan(12);
+      expect(perSecond).toBeLessThanOrEqual(LIMIT);
+      const reference = await aloneRate(sandbox, input, env);
+      console.log(`shared (kafka): ${perSecond.toFixed(1)}/s over ${seconds.toFixed(1)} s; one process alone: ${reference.toFixed(1)}/s`);
+      expect(perSecond).toBeGreaterThanOrEqual(0.95 * reference);
+      expect(perSecond).toBeGreaterThan(0.5 * LIMIT);
+    } finally {
+      for (const e of enrichers) killIfRunning(e);
+      await counters.stop();
+      await sandbox.stop();
+      await kafka.stop();
+    }
+  }, 300_000);
+
+  it('a 429 seen by one process holds back and slows the other processes of the account', async () => {
+    const db = await server.createDatabase();
+    // Process A talks to a platform that answers every call with 429 and Retry-After 2 s; process
+    // B, of the same account (--account), to one that answers at once. Only A sees the 429s.
+    const refusing = await startSandboxProcess({
+      accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY] }],
+      faults: { batch: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 2 } },
+    });
+    const answering = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] });
+    const csvIn = async (name: string, rows: number): Promise<string> => {
+      const file = join(dir, name);
+      await writeFile(file, ['strasse;nr;plz;ort', ...addresses(rows, 'Birkenweg').map((r) => r.join(';'))].join('\n') + '\n');
+      return file;
+    };
+    const [inA, inB] = await Promise.all([csvIn('a.csv', 200), csvIn('b.csv', 300)]);
+    const args = (input: string, output: string, account: string) => ['validate', '--input', input, '--output', join(dir, output),
+      '--delimiter', ';', '--country', 'DE', '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--budget', db, '--account', account];
+    const child = spawn(process.execPath, [DQ_CSV, ...args(inA, 'a.out.csv', 'acme')], {
+      env: { ...process.env, DQ_BASE_URL: refusing.url, DQ_API_KEY: DEFAULT_API_KEY }, stdio: 'ignore',
+    });
+    try {
+      // A has been refused at least once.
+      const deadline = performance.now() + 60_000;
+      while (((await refusing.stats()).requests['batch']?.byStatus['429'] ?? 0) === 0) {
+        expect(performance.now()).toBeLessThan(deadline);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const envB = { DQ_BASE_URL: answering.url, DQ_API_KEY: DEFAULT_API_KEY };
+      const held = await run(DQ_CSV, args(inB, 'b.out.csv', 'acme'), envB);
+      expect(held.code, held.stderr.slice(-2000)).toBe(0);
+      child.kill('SIGKILL');
+      // The same job on an account nobody else is using right now.
+      const free = await run(DQ_CSV, args(inB, 'b2.out.csv', 'initech'), envB);
+      expect(free.code, free.stderr.slice(-2000)).toBe(0);
+      const [heldMs, freeMs] = [summary(held).durationMs as number, summary(free).durationMs as number];
+      console.log(`300 calls while another process of the account meets 429s: ${heldMs} ms; alone: ${freeMs} ms`);
+      expect(heldMs).toBeGreaterThan(2 * freeMs);
+      expect(heldMs).toBeGreaterThan(2000); // at least one Retry-After
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await refusing.stop();
+      await answering.stop();
+    }
+  }, 240_000);
+});
