@@ -48,7 +48,7 @@ describe('command-line flag checks', () => {
   it('--account-db gives the budget and the store in one setting; --budget overrides or switches it off; URLs with a password are never echoed', () => {
     const db = 'postgres://etl:s3cret@db.internal:5432/dq';
     expect(flags.engine({ 'account-db': db })).toEqual({ budget: db, store: db });
-    expect(flags.engine({ 'account-db': db, store: 'postgres://other/db' })).toEqual({ budget: db });
+    expect(flags.engine({ 'account-db': db, store: 'postgres://other/db' })).toEqual({ budget: db, store: 'postgres://other/db' });
     expect(flags.engine({ 'account-db': db, budget: 'off' })).toEqual({ budget: 'off', store: db });
     expect(flags.engine({ budget: 'postgresql://h/budget', account: 'acme', 'max-calls': '500' })).toEqual({
       budget: 'postgresql://h/budget', account: 'acme', maxCalls: 500,
