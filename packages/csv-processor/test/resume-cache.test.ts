@@ -20,6 +20,7 @@ describe('the resume cache', () => {
   it('reads an older result back from its file once it has left the in-memory results', async () => {
     const cache = await openResumeCache(join(dir, 'older.ndjson'), true, { hotEntries: 10 });
     // As the engine stores a chunk: all sets at once, then waits for them.
+    // eslint-disable-next-line @typescript-eslint/await-thenable -- set() may return a promise (a ResultCache's may); waited for as the engine does
     await Promise.all(Array.from({ length: 500 }, (_, n) => cache.set(key(n), result(n))));
     expect(cache.size).toBe(500);
     for (const n of [0, 7, 250, 499]) expect(await cache.get(key(n))).toEqual(result(n));
@@ -41,6 +42,7 @@ describe('the resume cache', () => {
   it('finds what a killed run wrote when reopened, cutting off a torn last line', async () => {
     const path = join(dir, 'killed.ndjson');
     const first = await openResumeCache(path, true);
+    // eslint-disable-next-line @typescript-eslint/await-thenable -- set() may return a promise (a ResultCache's may); waited for as the engine does
     await Promise.all([1, 2, 3].map((n) => first.set(key(n), result(n))));
     await first.close();
     await appendFile(path, '{"k":"[\\"address\\",\\"street=torn'); // the kill tore this line
@@ -59,6 +61,7 @@ describe('the resume cache', () => {
 
   it('keeps its memory fixed: past its slots it forgets the least recently used results', async () => {
     const cache = await openResumeCache(join(dir, 'bounded.ndjson'), true, { maxEntries: 64, hotEntries: 1 });
+    // eslint-disable-next-line @typescript-eslint/await-thenable -- set() may return a promise (a ResultCache's may); waited for as the engine does
     for (let n = 0; n < 1_000; n += 50) await Promise.all(Array.from({ length: 50 }, (_, i) => cache.set(key(n + i), result(n + i))));
     expect(cache.size).toBeLessThanOrEqual(64);
     expect(await cache.get(key(999))).toEqual(result(999));
