@@ -48,7 +48,7 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: {
         // A project's own tsconfig first: the tests' program also holds the src files they import.
-        project: ['./packages/*/tsconfig.json', './apps/*/tsconfig.json', './tools/*/tsconfig.json', './tsconfig.tests.json'],
+        project: ['./packages/*/tsconfig.json', './apps/*/tsconfig.json', './tools/*/tsconfig.json', './test/support/tsconfig.json', './tsconfig.tests.json'],
         tsconfigRootDir: import.meta.dirname,
       },
     },

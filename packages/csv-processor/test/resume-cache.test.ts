@@ -1,7 +1,7 @@
 import { appendFile, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CachedResult } from '@dq/core';
-import { openResumeCache } from '@dq/csv-processor';
+import { openResumeCache } from '../src/resume-cache.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from './helpers.js';
 

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
-import { decodeMessage, dlqMessage, enrichedMessage, envName, extractRecord, Metrics, METRIC, parseCli, parseFieldMap, parsePointer, resolvePointer } from '../src/index.js';
+import { envName, parseCli } from '../src/cli-args.js';
+import { extractRecord, parseFieldMap } from '../src/field-map.js';
+import { parsePointer, resolvePointer } from '../src/json-pointer.js';
+import { decodeMessage, dlqMessage, enrichedMessage } from '../src/message-codec.js';
+import { Metrics, METRIC } from '../src/metrics.js';
 import { KafkaEnricherError } from '../src/errors.js';
 import { consumerRestartDelayMs } from '../src/enricher.js';
 
