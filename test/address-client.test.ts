@@ -2,7 +2,7 @@ import { AddressClient, ADDRESS_PATHS, PlatformError, RetriesExhaustedError, cre
 import type { AddressRequest, Transport } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith, transportOn } from './support/platform.js';
+import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith, transportOn } from '@dq/test-support/platform';
 
 let sandbox: Sandbox;
 let transport: Transport;

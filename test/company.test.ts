@@ -3,7 +3,7 @@ import type { Engine, EngineConfig, EngineRecord, RecordResult } from '@dq/core'
 import { createCompanyService, makeVatId, VAT_COUNTRIES } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_KEY, captureLogger, requestsTo, sandboxWith, transportOn } from './support/platform.js';
+import { TEST_KEY, captureLogger, requestsTo, sandboxWith, transportOn } from '@dq/test-support/platform';
 
 // Contract 4.7 and 2.3–2.4 through the engine's company, tr and vat modes and the CompanyClient,
 // with inputs taken from the register the sandbox serves (same seed, same register).

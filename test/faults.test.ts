@@ -4,7 +4,7 @@ import type { AddressInput } from '@dq/sandbox';
 import { createAddressMatcher, generateDirtyInputs } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith, transportOn } from './support/platform.js';
+import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith, transportOn } from '@dq/test-support/platform';
 
 // Reliability (docs/architecture.md "Error handling"): 5xx and connection resets are retried with
 // backoff, bounded; what still fails is `unavailable`, never lost and never a wrong answer.

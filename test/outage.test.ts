@@ -2,7 +2,7 @@ import { DqError, ExitCode, createEngine, exitCodeForError, isRunStop } from '@d
 import type { Engine, EngineConfig } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith } from './support/platform.js';
+import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith } from '@dq/test-support/platform';
 
 // When the platform cannot be reached, the engine stops the running batches with a retriable run
 // stop (exit 75) instead of turning their records into final `unavailable` results; a record whose

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { startPostgres } from './support/pg.ts';
+import { startPostgres } from '@dq/test-support/pg';
 
 const isRoot = process.getuid?.() === 0;
 

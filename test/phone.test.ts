@@ -2,7 +2,7 @@ import { PHONE_DESCRIBE_PATH, PhoneClient, PlatformError, isRunStop } from '@dq/
 import type { PhoneParameter, Transport } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandboxWith, transportOn } from './support/platform.js';
+import { sandboxWith, transportOn } from '@dq/test-support/platform';
 
 // Contract 2.5 and 4.6: the phone analysis request's description, read with our client.
 let sandbox: Sandbox;

@@ -2,7 +2,7 @@ import { createEngine } from '@dq/core';
 import type { Engine } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TEST_KEY, answered, captureLogger, knownAddresses, requestsTo, sandboxWith } from './support/platform.js';
+import { TEST_KEY, answered, captureLogger, knownAddresses, requestsTo, sandboxWith } from '@dq/test-support/platform';
 
 // Contract 8 and 7.1: 429 per account and endpoint with Retry-After. The engine must finish a run
 // when configured above the platform's limit, and cause no 429 at all when configured at it.

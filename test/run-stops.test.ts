@@ -2,8 +2,8 @@ import { DqError, ExitCode, createEngine, exitCodeForError, isRunStop } from '@d
 import type { Engine, EngineConfig } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AccountInput } from './support/platform.js';
-import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith } from './support/platform.js';
+import type { AccountInput } from '@dq/test-support/platform';
+import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith } from '@dq/test-support/platform';
 
 // docs/architecture.md "Error handling": a 401/403 of key, account, service, feature or quota stops the
 // whole run (exit code 3) instead of failing record after record.

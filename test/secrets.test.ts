@@ -3,7 +3,7 @@ import { AddressClient, CompanyClient, PhoneClient, createEngine } from '@dq/cor
 import type { Engine } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_KEY, captureLogger, knownAddresses, sandboxWith, transportOn } from './support/platform.js';
+import { TEST_KEY, captureLogger, knownAddresses, sandboxWith, transportOn } from '@dq/test-support/platform';
 
 // Common rule: API keys and session tokens never appear in a log line or an error message. The
 // flows below make the code paths that log and throw run: retries after 5xx, resets, truncated

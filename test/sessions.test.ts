@@ -3,7 +3,7 @@ import { AddressClient, isRunStop } from '@dq/core';
 import type { Transport } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
-import { answered, knownAddresses, requestsTo, sandboxWith, transportOn } from './support/platform.js';
+import { answered, knownAddresses, requestsTo, sandboxWith, transportOn } from '@dq/test-support/platform';
 
 // Contract 3 and 5, docs/platform-contract.md: one token per country, used verbatim, renewed before it runs out and
 // once on 403 Expired Session Token. The sandbox's lifetime is shortened so expiry happens in-test.

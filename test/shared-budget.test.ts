@@ -6,9 +6,9 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type TestPostgres } from './support/pg.js';
-import { startSandboxProcess, type SandboxProcess } from './support/sandbox-process.js';
-import { startKafka, uniqueGroup, uniqueTopic } from './support/kafka.js';
+import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
+import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
+import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher, type Running } from '../packages/kafka-enricher/test/helpers.js';
 
 // One platform account, one rate limit (batch/sync: exactly 100 in any sliding second, nothing

@@ -61,7 +61,7 @@ describe('dq-refdata command line', () => {
     expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
     const file = join(target, '2026-11-01/post/AT/AT_001.zip');
     const bytes = readFileSync(file);
-    bytes[100] ^= 0x01;
+    bytes[100] = bytes[100]! ^ 0x01;
     writeFileSync(file, bytes);
     const bad = await run(['verify', '--target', target]);
     expect(bad.code).toBe(1);

@@ -71,7 +71,8 @@ describe('dq-refdata sync against the sandbox', () => {
     const file = join(target, '2026-11-01/post/DE/DE_001.zip');
     const good = readFileSync(file);
     const bad = Buffer.from(good);
-    bad[Math.floor(bad.length / 2)] ^= 0xff; // one flipped byte: same size, same mtime resolution
+    const mid = Math.floor(bad.length / 2);
+    bad[mid] = bad[mid]! ^ 0xff; // one flipped byte: same size, same mtime resolution
     writeFileSync(file, bad);
     const { summary, error } = await runSync(cfg);
     expect(error).toBeUndefined();

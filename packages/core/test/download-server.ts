@@ -77,7 +77,7 @@ export async function startDownloadServer(): Promise<TestServer> {
     const headers: Record<string, string | number> = { 'content-type': file.contentType ?? 'application/zip', 'accept-ranges': 'bytes' };
     if (file.contentDisposition !== undefined) headers['content-disposition'] = file.contentDisposition;
     let start = 0;
-    let end = size - 1;
+    const end = size - 1;
     let status = 200;
     const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
     if (m !== null && fault !== 'ignore-range') {

@@ -114,7 +114,7 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
 }
 
 /** `n` distinct valid address records; record i has street `Street <i>`. */
-export function addresses(n: number, offset = 0): Array<Record<string, string>> {
+export function addresses(n: number, offset = 0): Array<{ street: string; houseNumber: string; postalCode: string; locality: string; country: string }> {
   return Array.from({ length: n }, (_, i) => ({
     street: `Street ${i + offset}`,
     houseNumber: '1',

@@ -4,7 +4,7 @@ import { errorToData } from '../src/errors/index.js';
 import { createLogger, createRedactor } from '../src/log/index.js';
 import { createTransport } from '../src/transport/index.js';
 import type { Transport } from '../src/transport/index.js';
-import { CLASS_A, companyError, problem, startServer } from './transport-test-server.js';
+import { companyError, problem, startServer } from './transport-test-server.js';
 import type { Reply, TestServer } from './transport-test-server.js';
 
 let server: TestServer | undefined;

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, createSilentLogger, openPgStore, openStore, parseAge } from '@dq/core';
 import type { Engine, ResultStore } from '@dq/core';
-import { startPostgres, type TestPostgres } from '../../../test/support/pg.js';
+import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
 import { addresses, batchAnswer, problem, startScriptedPlatform } from './engine-support.js';
 import type { ScriptedPlatform } from './engine-support.js';
 

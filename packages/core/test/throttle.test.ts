@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { bestOf } from './timing.js';
+import { bestOf } from '@dq/test-support/timing';
 import { attachSharedThrottle, createSharedThrottle } from '../src/throttle/index.js';
 
 /** Built module the worker threads load (workers run plain JS; `npx tsc -b packages/core` first). */

@@ -1,4 +1,4 @@
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, MODES, type Mode } from '@dq/core';
+import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, MODES } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './mapping.js';
 import type { ProcessFileOptions } from './options.js';

@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { askAddresses, askCompany, companyInputs, labelledAddresses, type AddressFields } from '../../../test/support/known-answers.js';
+import { askAddresses, askCompany, companyInputs, labelledAddresses, type AddressFields } from '@dq/test-support/known-answers';
 import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
 
 // What dq-csv writes, record by record, against answers worked out without the engine: each

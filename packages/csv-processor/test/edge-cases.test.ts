@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
-import { processFile } from '@dq/csv-processor';
+import { processFile } from '../src/run.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCsv, tempDir } from './helpers.js';
 

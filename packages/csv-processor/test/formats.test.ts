@@ -1,9 +1,9 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
-import { processFile } from '@dq/csv-processor';
+import { processFile } from '../src/run.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSampleCsv } from '../dist/demo/sample.js';
+import { makeSampleCsv } from '@dq/sandbox';
 import { batchCalls, readCsv, tempDir } from './helpers.js';
 
 let sandbox: Sandbox;

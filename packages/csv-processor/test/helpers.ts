@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openSource, type SourceOptions } from '@dq/csv-processor';
+import { openSource, type SourceOptions } from '../src/source/index.js';
 
 /** The built CLI (tests run against dist, like users do). */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));

@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
-import { openSource, type SourceItem } from '@dq/csv-processor';
+import { openSource, type SourceItem } from '../src/source/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
 

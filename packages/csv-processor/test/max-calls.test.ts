@@ -1,8 +1,8 @@
-import { access, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandboxProcess, type SandboxProcess } from '../../../test/support/sandbox-process.js';
+import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
 
 const ROWS = 2000;

@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSampleCsv } from '../dist/demo/sample.js';
+import { makeSampleCsv } from '@dq/sandbox';
 import { runCli, summaryOf, tempDir } from './helpers.js';
 
 // The platform allows exactly 100 batch/sync calls in any sliding second and forgives nothing; the

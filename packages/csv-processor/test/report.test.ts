@@ -5,7 +5,7 @@ import { launchChromium, openReport } from '@dq/core/report-browser';
 import type { Browser } from '@dq/core/report-browser';
 import { startSandbox } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
-import { makeSampleCsv, SAMPLE_MAP } from '../src/demo/sample.js';
+import { makeSampleCsv, SAMPLE_MAP } from '@dq/sandbox';
 import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
 
 const KEY = 'report-test-secret-key-7c1e';

@@ -2,7 +2,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSampleCsv } from '../dist/demo/sample.js';
+import { makeSampleCsv } from '@dq/sandbox';
 import { batchCalls, readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
 
 const ROWS = 3000;

@@ -2,7 +2,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { makeSampleCsv } from '../dist/demo/sample.js';
+import { makeSampleCsv } from '@dq/sandbox';
 import { readCsv, runCli, startCli, summaryOf, tempDir, type CliRun } from './helpers.js';
 
 // A 429's Retry-After is waited out when the retry policy waits that long (30 s by default); a

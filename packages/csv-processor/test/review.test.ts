@@ -33,7 +33,7 @@ function addressCsv(n: number): string {
   const rows = generateDirtyInputs(n, { seed: 5, country: 'DE' }).filter((d) => ['A', 'D', 'E'].includes(d.intendedClass));
   const quote = (v: string) => (/[",\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
   const lines = rows.map((d, i) => {
-    const input = d.input as Record<string, string | undefined>;
+    const input = d.input as unknown as Record<string, string | undefined>;
     const cells = COLUMNS.map((c) => (c === 'id' ? String(i + 1) : c === 'note' ? NOTES[i % NOTES.length]! : input[c] ?? ''));
     return cells.map(quote).join(',');
   });

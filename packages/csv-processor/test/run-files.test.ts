@@ -2,7 +2,7 @@ import { link, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:f
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSampleCsv } from '../dist/demo/sample.js';
+import { makeSampleCsv } from '@dq/sandbox';
 import { readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
 
 let sandbox: Sandbox;

@@ -2,8 +2,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSampleCsv } from '../dist/demo/sample.js';
-import { formatCsvLine } from '../dist/sink/csv-format.js';
+import { makeSampleCsv } from '@dq/sandbox';
+import { formatCsvLine } from '../src/sink/csv-format.js';
 import { readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
 
 let dir: string;

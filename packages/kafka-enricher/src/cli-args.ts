@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAGS_USAGE, isCountryCode, MODES } from '@dq/core';
-import type { LogLevel, Mode } from '@dq/core';
+import type { LogLevel } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './field-map.js';
 import type { EnricherOptions, SaslOptions } from './options.js';

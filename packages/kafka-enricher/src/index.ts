@@ -1,17 +1,14 @@
+// The package's interface: the enricher (programmatic and CLI), its options, outcome, metrics and errors.
+// Internals (field maps, JSON pointers, the message codec) are not exported: tests import them from src/.
 export { createEnricher } from './enricher.js';
 export type { Enricher, EnricherOutcome, EnricherState } from './enricher.js';
 export type { EnricherOptions, SaslOptions } from './options.js';
-export { parseFieldMap, extractRecord } from './field-map.js';
-export type { FieldMap, FieldMapping, Extracted, ExtractFailureCode } from './field-map.js';
-export { parsePointer, resolvePointer } from './json-pointer.js';
-export type { JsonPointer } from './json-pointer.js';
-export { decodeMessage, enrichedMessage, dlqMessage, DLQ_HEADERS } from './message-codec.js';
-export type { Decoded, DecodeFailureCode, DlqReason, SourcePosition } from './message-codec.js';
+export { DLQ_HEADERS } from './message-codec.js';
+export type { DlqReason } from './message-codec.js';
 export { Metrics, METRIC } from './metrics.js';
 export { startMetricsServer } from './metrics-server.js';
 export type { MetricsServer } from './metrics-server.js';
 export { KafkaEnricherError, KAFKA_ERROR_EXIT_CODES } from './errors.js';
 export type { KafkaErrorCode } from './errors.js';
-export { parseCli, envName, USAGE } from './cli-args.js';
-export type { CliCommand } from './cli-args.js';
 export { main } from './main.js';
+export { USAGE } from './cli-args.js';

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
 import type { Message } from 'kafkajs';
-import { startKafka, uniqueGroup, uniqueTopic } from '../../../test/support/kafka.js';
-import type { TestKafka } from '../../../test/support/kafka.js';
-import { askAddresses, askCompany, companyInputs, labelledAddresses } from '../../../test/support/known-answers.js';
-import type { AddressFields, KnownAddressAnswer, KnownCompanyAnswer } from '../../../test/support/known-answers.js';
+import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import type { TestKafka } from '@dq/test-support/kafka';
+import { askAddresses, askCompany, companyInputs, labelledAddresses } from '@dq/test-support/known-answers';
+import type { AddressFields, KnownAddressAnswer, KnownCompanyAnswer } from '@dq/test-support/known-answers';
 import { inputOffsets, killIfRunning, produce, readTopic, spawnEnricher } from './helpers.js';
 import type { Read, Running } from './helpers.js';
 
@@ -124,7 +124,7 @@ describe('dq-kafka writes the platform\'s answer for each message into that mess
   }, 300_000);
 
   it('company mode: status, the best hit and every hit of a review for each message', async () => {
-    const inputs = companyInputs(8).map((c) => ({ company: c.company }));
+    const inputs = companyInputs(8).map((c) => ({ company: c.company ?? '' }));
     const expected: KnownCompanyAnswer[] = await Promise.all(inputs.map((c) => askCompany(sandbox.url, DEFAULT_API_KEY, c)));
     expect(new Set(expected.map((e) => e.status))).toEqual(new Set(['accepted', 'review', 'invalid']));
     const enriched = await enrich(inputs.map((c, i) => ({ id: i, firm: { name: c.company } })), 'company=/firm/name', ['--mode', 'company']);
@@ -145,7 +145,8 @@ describe('dq-kafka writes the platform\'s answer for each message into that mess
 });
 
 /** The candidate fields a user reads (coordinates and `_meta` are not asked for). */
-function pick(c: Record<string, unknown>): Record<string, unknown> {
+function pick(candidate: object): Record<string, unknown> {
+  const c = candidate as Record<string, unknown>;
   const { street, houseNumber, postalCode, locality, subLocality, country, addressType, houseNumberChoice } = c;
   return { street, houseNumber, postalCode, locality, subLocality, country, addressType, houseNumberChoice };
 }

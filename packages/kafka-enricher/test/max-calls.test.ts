@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
-import { startKafka, uniqueGroup, uniqueTopic } from '../../../test/support/kafka.js';
-import type { TestKafka } from '../../../test/support/kafka.js';
-import { startSandboxProcess, type SandboxProcess } from '../../../test/support/sandbox-process.js';
+import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import type { TestKafka } from '@dq/test-support/kafka';
+import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { cliArgs, committedButMissing, committedOffsets, inputOffsets, killIfRunning, produce, readResults, readTopic, sourceOffsets, spawnEnricher } from './helpers.js';
 import type { Running } from './helpers.js';
 

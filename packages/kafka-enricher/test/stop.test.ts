@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
-import { startKafka, uniqueGroup, uniqueTopic } from '../../../test/support/kafka.js';
-import type { TestKafka } from '../../../test/support/kafka.js';
+import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import type { TestKafka } from '@dq/test-support/kafka';
 import {
   cliArgs, committedButMissing, committedOffsets, dataset, inputOffsets, killIfRunning, metricsPort, metricValue, produce,
   produceOverTime, readResults, readTopic, sourceOffsets, spawnEnricher,

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
-import { startKafka, uniqueGroup, uniqueTopic } from '../../../test/support/kafka.js';
-import type { TestKafka } from '../../../test/support/kafka.js';
+import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import type { TestKafka } from '@dq/test-support/kafka';
 import { cliArgs, dataset, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher } from './helpers.js';
 import type { Names, Running } from './helpers.js';
 

@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
-import { decodeMessage, dlqMessage, enrichedMessage, envName, extractRecord, Metrics, METRIC, parseCli, parseFieldMap, parsePointer, resolvePointer } from '../src/index.js';
+import { envName, parseCli } from '../src/cli-args.js';
+import { extractRecord, parseFieldMap } from '../src/field-map.js';
+import { parsePointer, resolvePointer } from '../src/json-pointer.js';
+import { decodeMessage, dlqMessage, enrichedMessage } from '../src/message-codec.js';
+import { Metrics, METRIC } from '../src/metrics.js';
 import { KafkaEnricherError } from '../src/errors.js';
 import { consumerRestartDelayMs } from '../src/enricher.js';
 
 const msg = (value: string | null, offset = '7'): KafkaMessage =>
-  ({ key: Buffer.from('k1'), value: value === null ? null : Buffer.from(value), headers: { trace: Buffer.from('t-1') }, offset, timestamp: '0', attributes: 0, size: 0 }) as KafkaMessage;
+  ({ key: Buffer.from('k1'), value: value === null ? null : Buffer.from(value), headers: { trace: Buffer.from('t-1') }, offset, timestamp: '0', attributes: 0 }) as KafkaMessage;
 
 describe('JSON pointers (RFC 6901)', () => {
   const doc = { foo: ['bar', 'baz'], '': 0, 'a/b': 1, 'm~n': 8, ' ': 7, nested: { x: { y: 'deep' } } };

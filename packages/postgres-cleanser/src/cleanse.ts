@@ -5,7 +5,7 @@ import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop, 
 import type { Engine, Mode, PolicyStatus, ResultClass } from '@dq/core';
 import { ensureSchema } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
-import { CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
+import { connectionLost, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
 import { allInvalidHint, autoMappingHint, unmappedLookalikes } from './mapping-hints.js';

@@ -1,5 +1,5 @@
 import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, MODE_FIELDS, MODES, RESULT_CLASSES } from '@dq/core';
-import type { Mode, ResultClass } from '@dq/core';
+import type { ResultClass } from '@dq/core';
 import { usageError } from './errors.js';
 import type { CleanseOptions } from './options.js';
 

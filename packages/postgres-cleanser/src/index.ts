@@ -1,23 +1,17 @@
-export { cleanse, acceptPolicy } from './cleanse.js';
+// The package's interface: the commands (programmatic and CLI) with their options, results and errors.
+// Internals (SQL builders, page store, bookkeeping schema, preflight) are not exported: tests import them from src/.
+export { cleanse } from './cleanse.js';
 export type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary, RowChange } from './options.js';
 export { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
-export { rollback, rollbackSql } from './rollback.js';
+export { rollback } from './rollback.js';
 export type { RollbackOptions, RollbackSummary } from './rollback.js';
 export { status } from './status.js';
 export type { RunStatus } from './status.js';
-export { inspectTable, splitQualified } from './preflight.js';
-export type { MappedColumn, TableSpec, TargetTable } from './preflight.js';
-export { pageReadSql, pageWriteSql, pageWriteParams, pageWriteParamTypes, PageStore, textArrayLiteral, textArrayParam } from './page-store.js';
-export type { PageWrite, PageCounts, PageCheckpoint } from './page-store.js';
-export { STATE_SCHEMA, ensureSchema } from './bookkeeping.js';
-export { CleanseError, cleanseErrorExitCodes, isConnectionLoss } from './errors.js';
+export { CleanseError, cleanseErrorExitCodes } from './errors.js';
 export type { CleanseErrorCode } from './errors.js';
-export { connect, dbTarget, quoteIdent } from './db.js';
-export type { DbTarget } from './db.js';
 export { main } from './main.js';
 export type { CliIo } from './main.js';
-export { parseCli, parseMap, USAGE } from './cli-args.js';
-export type { CliCommand } from './cli-args.js';
+export { USAGE } from './cli-args.js';
 export { reviewExport } from './review/export.js';
 export type { ReviewExportOptions, ReviewExportSummary } from './review/export.js';
 export { reviewApply } from './review/apply.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { askAddresses, askCompany, companyInputs, labelledAddresses, type AddressFields, type KnownCandidate } from '../../../test/support/known-answers.js';
+import { askAddresses, askCompany, companyInputs, labelledAddresses, type AddressFields, type KnownCandidate } from '@dq/test-support/known-answers';
 import { API_KEY, COLUMNS, MAP, runCli, summaryOf, withClient } from './support.js';
 import { startEnv, type TestEnv } from './support.js';
 

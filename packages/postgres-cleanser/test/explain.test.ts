@@ -1,9 +1,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSchema, inspectTable, pageWriteParams, pageWriteParamTypes, pageWriteSql, textArrayLiteral, textArrayParam } from '../src/index.js';
-import type { PageCheckpoint, PageWrite, TargetTable } from '../src/index.js';
-import { startPostgres } from '../../../test/support/pg.js';
-import type { TestPostgres } from '../../../test/support/pg.js';
+import { ensureSchema } from '../src/bookkeeping.js';
+import { pageWriteParams, pageWriteParamTypes, pageWriteSql, textArrayLiteral, textArrayParam } from '../src/page-store.js';
+import type { PageCheckpoint, PageWrite } from '../src/page-store.js';
+import { inspectTable } from '../src/preflight.js';
+import type { TargetTable } from '../src/preflight.js';
+import { startPostgres } from '@dq/test-support/pg';
+import type { TestPostgres } from '@dq/test-support/pg';
 
 let server: TestPostgres;
 let client: pg.Client;

@@ -40,7 +40,7 @@ describe('guarded page writes', () => {
     try {
       await other.query('BEGIN');
       await other.query(`UPDATE customers SET house_number = 'edited-' || id WHERE id = ANY ($1::bigint[])`, [edited]);
-      const run = cleanse(options(db, { runId: 'guarded', batchSize: 500 }));
+      const run = cleanse({ ...options(db, { runId: 'guarded', batchSize: 500 }), dryRun: false });
       await waitFor(async () => {
         // Activity is cached per transaction; clear it to see the current waits. The one to wait
         // for: a dq-pg connection blocked by this transaction, i.e. the guarded page UPDATE on the
@@ -84,7 +84,7 @@ describe('guarded page writes', () => {
     try {
       await other.query('BEGIN');
       await other.query(`UPDATE customers SET house_number = 'edited-' || id WHERE id = ANY ($1::bigint[])`, [edited]);
-      const run = cleanse(options(db, { runId: 'guarded-status', batchSize: 500, statusColumns: { status: 'dq_status' } }));
+      const run = cleanse({ ...options(db, { runId: 'guarded-status', batchSize: 500, statusColumns: { status: 'dq_status' } }), dryRun: false });
       await waitFor(async () => {
         await other.query('SELECT pg_stat_clear_snapshot()');
         const { rows } = await other.query(

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type TestPostgres } from '../../../test/support/pg.js';
-import { startSandboxProcess, type SandboxProcess } from '../../../test/support/sandbox-process.js';
+import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
+import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { API_KEY, runCli, summaryOf, withClient } from './support.js';
 
 const ROWS = 1000;

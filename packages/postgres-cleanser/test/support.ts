@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { DEFAULT_API_KEY, generateDirtyInputs, startSandbox } from '@dq/sandbox';
 import type { Sandbox, SandboxConfig } from '@dq/sandbox';
-import { startPostgres } from '../../../test/support/pg.js';
-import type { TestPostgres } from '../../../test/support/pg.js';
+import { startPostgres } from '@dq/test-support/pg';
+import type { TestPostgres } from '@dq/test-support/pg';
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 export const API_KEY = DEFAULT_API_KEY;

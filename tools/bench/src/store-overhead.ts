@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createEngine, createSilentLogger, defaultThreads, openStore } from '@dq/core';
 import type { ResultStore } from '@dq/core';
-import { launchPostgres } from './pg-launch.js';
+import { startPostgres } from '@dq/test-support/pg';
 
 const CONCURRENCY = 32;
 
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   const port = await new Promise<number>((resolve) => child.once('message', (m) => resolve(Number(m))));
   const url = `http://127.0.0.1:${port}`;
   const dir = await mkdtemp(join(tmpdir(), 'dq-bench-store-'));
-  const pg = withPg ? await launchPostgres() : undefined;
+  const pg = withPg ? await startPostgres() : undefined;
   try {
     const sides: Record<string, number[]> = { none: [], lmdb: [], pg: [] };
     for (let run = 0; run < runs; run += 1) {

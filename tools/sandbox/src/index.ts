@@ -70,3 +70,4 @@ export type {
 } from './company/index.js';
 export { createDownloadStore, dataArtifacts, DATA_COUNTRIES, INSTALLERS, INT_REGIONS, SOFTWARE_VERSIONS } from './download/index.js';
 export type { DownloadFile, DownloadNotFound, DownloadStore, DownloadStoreOptions } from './download/index.js';
+export { makeSampleCsv, SAMPLE_COLUMNS, SAMPLE_MAP } from './sample-csv.js';

@@ -104,7 +104,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       await db.transaction(() => {
         for (const { key, value } of db.getRange()) {
           if (value.t < cutoff) {
-            db.remove(key);
+            db.removeSync(key);
             removed += 1;
           }
         }

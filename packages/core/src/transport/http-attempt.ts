@@ -3,7 +3,6 @@ import type { z } from 'zod';
 import { decodeErrorAnswer } from '../errors/decode.js';
 import { ContractError, TransportError } from '../errors/dq-error.js';
 import { Exchange } from './exchange.js';
-import type { IncomingHttpHeaders } from './exchange.js';
 import { abortedError } from '../errors/aborted.js';
 import { REQUEST_ID_HEADER, classifyFailure, flattenHeaders, headerValue, parseBody } from './http-failure.js';
 import { parseRetryAfter } from './retry/policy.js';

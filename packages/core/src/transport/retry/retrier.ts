@@ -1,4 +1,4 @@
-import { DqError, RetriesExhaustedError, TransportError } from '../../errors/dq-error.js';
+import { DqError, RetriesExhaustedError } from '../../errors/dq-error.js';
 import { LOCAL_CODES } from '../../errors/problem-table.js';
 import { abortedError } from '../../errors/aborted.js';
 import { sleep as abortableSleep } from '../../throttle/sleep.js';

@@ -3,19 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, ExitCode } from '@dq/core';
-import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
-import { SAMPLE_MAP } from './demo/sample.js';
-import { createProgress } from './progress.js';
-import { processFile } from './run.js';
-import { summaryJson, summaryTable } from './summary.js';
-import { writeCsvReport } from './report.js';
+import { createProgress, processFile, summaryJson, summaryTable, writeCsvReport } from '@dq/csv-processor';
+import { DEFAULT_API_KEY, SAMPLE_MAP, startSandbox } from '@dq/sandbox';
 
 /**
  * `npm run demo`: starts the sandbox on a free local port, cleans the shipped sample of dirty
  * German addresses with it, prints the summary and where the output is. No network needed.
  */
 async function demo(): Promise<number> {
-  const input = fileURLToPath(new URL('../demo/addresses.csv', import.meta.url));
+  const input = fileURLToPath(new URL('../addresses.csv', import.meta.url));
   const folder = await mkdtemp(join(tmpdir(), 'dq-csv-demo-'));
   const output = join(folder, 'addresses.cleaned.csv');
   const sandbox = await startSandbox({ port: 0 });

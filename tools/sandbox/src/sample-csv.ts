@@ -1,5 +1,5 @@
-import { generateDirtyInputs } from '@dq/sandbox';
-import { formatCsvLine } from '../sink/csv-format.js';
+import { generateDirtyInputs } from './address/index.js';
+import { mulberry32 } from './prng.js';
 
 /** Columns of the shipped demo sample (a German CRM export: `;`-separated, UTF-8). */
 export const SAMPLE_COLUMNS = ['kundennr', 'name', 'strasse', 'plz', 'ort', 'land', 'telefon', 'angelegt_am'] as const;
@@ -43,13 +43,8 @@ export function makeSampleCsv(rows = 1000, seed = 7): string {
   return csv;
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+/** One `;`/`,`-separated line, cells quoted (quotes doubled) when they hold the delimiter, a quote or a line break. */
+function formatCsvLine(cells: readonly string[], delimiter: string): string {
+  const cell = (text: string): string => (/["\r\n]/.test(text) || text.includes(delimiter) ? `"${text.replaceAll('"', '""')}"` : text);
+  return `${cells.map(cell).join(delimiter)}\n`;
 }

