@@ -1,5 +1,5 @@
 // The package's interface: processing a file (programmatic and CLI), its options, summary, progress and errors.
-// Internals (sources, framer, sink formatting, resume cache) are not exported: tests import them from src/.
+// Internals (sources, framer, sink formatting) are not exported: tests import them from src/.
 export { processFile } from './run.js';
 export type { RunSummary } from './run.js';
 export type { ProcessFileOptions, RunPaths } from './options.js';

@@ -290,7 +290,7 @@ describe('dq-csv review: export, decide, apply', () => {
     });
   }
 
-  it('refuses to export or apply the output of a run that has not finished (checkpoint or resume cache left), exit 2', async () => {
+  it('refuses to export or apply the output of a run that has not finished (its checkpoint left), exit 2', async () => {
     const input = join(dir, 'unfinished.csv');
     const output = join(dir, 'unfinished.out.csv');
     await writeFile(input, addressCsv(20));

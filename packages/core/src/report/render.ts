@@ -181,7 +181,7 @@ function costSection(s: Record<string, unknown>, d: ReportDetails): string {
   const said: string[] = [];
   if (typeof s['apiCalls'] === 'number') said.push(`${metric(s, 'apiCalls')} calls made`);
   if (typeof s['callsSavedByDedup'] === 'number') said.push(`${metric(s, 'callsSavedByDedup')} saved by dedup`);
-  if (typeof s['callsSavedByCache'] === 'number') said.push(`${metric(s, 'callsSavedByCache')} saved by the resume cache`);
+  if (typeof s['callsSavedByCache'] === 'number') said.push(`${metric(s, 'callsSavedByCache')} saved by this run's cache of answers`);
   if (typeof s['savedByStore'] === 'number') said.push(`${metric(s, 'savedByStore')} saved by the result store`);
   if (typeof s['storeHitRate'] === 'number') said.push(`store hit rate ${metric(s, 'storeHitRate')}`);
   if (typeof s['retries'] === 'number') said.push(`${metric(s, 'retries')} retries`);
