@@ -100,7 +100,10 @@ export default tseslint.config(
         {
           patterns: EVERYWHERE.map((p) =>
             p.regex?.startsWith(String.raw`^(\.\./)+(packages`)
-              ? { ...p, regex: String.raw`^(\.\./)+(?!packages/[a-z-]+/test/)(packages|apps|tools|test|core|csv-processor|postgres-cleanser|kafka-enricher|refdata-sync|sandbox|bench|demo|support)(/|$)` }
+              ? {
+                  ...p,
+                  regex: String.raw`^(\.\./)+(?!packages/[a-z-]+/test/)(packages|apps|tools|test|core|csv-processor|postgres-cleanser|kafka-enricher|refdata-sync|sandbox|bench|demo|support)(/|$)`,
+                }
               : p,
           ),
         },

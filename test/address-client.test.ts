@@ -139,7 +139,11 @@ describe('AddressClient against the sandbox', () => {
       expect(results[0]).toMatchObject({ status: 'accepted', resultClass: 'A' });
       expect(results[1]).toMatchObject({ status: 'unsupported-country', error: { code: 'country-not-available' } });
       expect(results[1]?.requestId).toMatch(requestIdShape);
-      expect(results[2]).toMatchObject({ status: 'invalid-input', source: 'api', error: { code: 'field-error', violations: [expect.objectContaining({ fieldName: 'country' })] } });
+      expect(results[2]).toMatchObject({
+        status: 'invalid-input',
+        source: 'api',
+        error: { code: 'field-error', violations: [expect.objectContaining({ fieldName: 'country' })] },
+      });
       expect(results[2]?.requestId).toMatch(requestIdShape);
       // One call per record: the unsupported country was not repeated, and is no platform failure.
       expect(requestsTo(sandbox, 'batch') - before).toBe(3);

@@ -8,7 +8,10 @@ import { TEST_KEY, captureLogger, requestsTo, sandboxWith, transportOn } from '@
 // Contract 4.7 and 2.3–2.4 through the engine's company, tr and vat modes and the CompanyClient,
 // with inputs taken from the register the sandbox serves (same seed, same register).
 const register = createCompanyService({ seed: 1 }).companies;
-const active = register.filter((c) => c.trStatus === 'active').filter((_, i) => i % 401 === 0).slice(0, 6);
+const active = register
+  .filter((c) => c.trStatus === 'active')
+  .filter((_, i) => i % 401 === 0)
+  .slice(0, 6);
 const inactive = register.find((c) => c.trStatus === 'inactive');
 // Two active companies of one name in different places: a search by the name alone cannot tell them apart.
 const byName = new Map<string, typeof register>();
@@ -44,7 +47,7 @@ describe('the engine in company, tr and vat modes against the sandbox register',
     });
   });
 
-  it('reports the X-Total-Count of a search as the record\'s hits, bounded by the configured limit', async () => {
+  it("reports the X-Total-Count of a search as the record's hits, bounded by the configured limit", async () => {
     const [r] = await run('company', [{ company: 'Müller' }], { company: { minScore: 50, limit: 5 } });
     expect(r).toMatchObject({ hits: 5 });
   });
@@ -54,7 +57,12 @@ describe('the engine in company, tr and vat modes against the sandbox register',
     const [byName, byNameAndZip] = await run('company', [{ company: a.company }, { company: b.company, zip: b.zip }]);
     expect(byName).toMatchObject({ status: 'review' });
     // Both score 100 and come first; companies with similar names may follow.
-    expect(byName?.companies?.slice(0, 2).map((c) => c.id).sort()).toEqual([a.id, b.id].sort());
+    expect(
+      byName?.companies
+        ?.slice(0, 2)
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual([a.id, b.id].sort());
     expect(byName?.hits).toBe(byName?.companies?.length);
     expect(byName?.company?.id).toBe(byName?.companies?.[0]?.id);
     expect(byNameAndZip).toMatchObject({ status: 'accepted', company: { id: b.id, searchScore: 100 } });
@@ -87,7 +95,10 @@ describe('the engine in company, tr and vat modes against the sandbox register',
       const at = /B\d\d$/.test(id) ? id.length - 4 : id.length - 1;
       return id.slice(0, at) + String((Number(id[at]) + 1) % 10) + id.slice(at + 1);
     });
-    const results = await run('vat', [...valid, ...broken, 'US123456789'].map((vatId) => ({ vatId })));
+    const results = await run(
+      'vat',
+      [...valid, ...broken, 'US123456789'].map((vatId) => ({ vatId })),
+    );
     expect(results.slice(0, valid.length).map((r) => r.vatCode)).toEqual(valid.map(() => 'VALID_VAT_ID'));
     expect(results.slice(0, valid.length).every((r) => r.status === 'accepted')).toBe(true);
     expect(results.slice(valid.length, -1).map((r) => r.vatCode)).toEqual(broken.map(() => 'INVALID_VAT_ID'));

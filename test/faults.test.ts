@@ -136,5 +136,4 @@ describe('a 503 whose problem type the contract does not list', () => {
       await engine.close();
     }
   });
-
 });

@@ -56,20 +56,23 @@ function expectUnreachable(e: DqError): void {
 }
 
 describe('engine: the platform unreachable', () => {
-  it.each([0, 1])('stops with platform-unreachable (exit 75) when every call of a window gets a 5xx, marks no record unavailable, and answers them all once the platform is back (threads: %i)', async (threads) => {
-    sandbox = await sandboxWith({ rateLimits: { batch: null } }, { faults: { batch: { errorRate: 1, errorStatuses: [500, 503] } } });
-    const e = engineOn(sandbox.url, { threads });
-    expectUnreachable(await rejection(e.process(records)));
-    expect(e.report().byStatus.unavailable).toBe(0);
-    expect(e.report().failures).toEqual([]);
-    // It stopped before trying every record (3 attempts each).
-    expect(requestsTo(sandbox, 'batch')).toBeLessThan(3 * records.length);
+  it.each([0, 1])(
+    'stops with platform-unreachable (exit 75) when every call of a window gets a 5xx, marks no record unavailable, and answers them all once the platform is back (threads: %i)',
+    async (threads) => {
+      sandbox = await sandboxWith({ rateLimits: { batch: null } }, { faults: { batch: { errorRate: 1, errorStatuses: [500, 503] } } });
+      const e = engineOn(sandbox.url, { threads });
+      expectUnreachable(await rejection(e.process(records)));
+      expect(e.report().byStatus.unavailable).toBe(0);
+      expect(e.report().failures).toEqual([]);
+      // It stopped before trying every record (3 attempts each).
+      expect(requestsTo(sandbox, 'batch')).toBeLessThan(3 * records.length);
 
-    // Not a permanent stop: once the platform answers again, the same engine answers every record.
-    sandbox.setFaults({});
-    const results = await e.process(records);
-    expect(results.map((r) => r.status)).toEqual(records.map(() => 'accepted'));
-  });
+      // Not a permanent stop: once the platform answers again, the same engine answers every record.
+      sandbox.setFaults({});
+      const results = await e.process(records);
+      expect(results.map((r) => r.status)).toEqual(records.map(() => 'accepted'));
+    },
+  );
 
   it('stops with platform-unreachable when the platform goes away mid-batch (connections refused), and keeps the answers it had', async () => {
     sandbox = await sandboxWith({ rateLimits: { batch: null } }, { faults: { batch: { latencyMs: 20 } } });

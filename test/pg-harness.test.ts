@@ -25,7 +25,7 @@ describe('the PostgreSQL test harness', () => {
       try {
         const client = new pg.Client({ connectionString: server.url });
         await client.connect();
-        const { rows } = await client.query<{ v: string }>('SELECT current_setting(\'server_version_num\') AS v');
+        const { rows } = await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v");
         await client.end();
         expect(Number(rows[0]?.v)).toBeGreaterThanOrEqual(170000);
       } finally {
@@ -61,7 +61,7 @@ describe('the PostgreSQL test harness', () => {
     }
   });
 
-  it('fails at once with the server\'s own complaint when it exits on start', async () => {
+  it("fails at once with the server's own complaint when it exits on start", async () => {
     const started = Date.now();
     const error = await startPostgres({ settings: { shared_buffers: 'lots' } }).then(
       async (s) => {

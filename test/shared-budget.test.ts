@@ -9,7 +9,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher, type Running } from '../packages/kafka-enricher/test/helpers.js';
+import {
+  cliArgs,
+  killIfRunning,
+  metricsPort,
+  metricValue,
+  produce,
+  readResults,
+  spawnEnricher,
+  type Running,
+} from '../packages/kafka-enricher/test/helpers.js';
 
 // One platform account, one rate limit (batch/sync: exactly 100 in any sliding second, nothing
 // forgiven, the sandbox's default), and several processes of different connectors using it at
@@ -52,7 +61,11 @@ function run(cli: string, args: string[], env: Record<string, string>): Promise<
 
 /** The last JSON line of stdout with `"summary"` in it. */
 function summary(exit: Exit): Record<string, any> {
-  const line = exit.stdout.trim().split('\n').reverse().find((l) => l.includes('"summary"'));
+  const line = exit.stdout
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((l) => l.includes('"summary"'));
   if (!line) throw new Error(`no summary; exit ${exit.code}; stderr: ${exit.stderr.slice(-2000)}`);
   return JSON.parse(line) as Record<string, any>;
 }
@@ -98,8 +111,25 @@ function sampler(sandbox: SandboxProcess) {
  */
 async function aloneRate(sandbox: SandboxProcess, input: string, env: Record<string, string>): Promise<number> {
   await fetch(`${sandbox.url}/__admin/reset`, { method: 'POST' });
-  const alone = await run(DQ_CSV, ['validate', '--input', input, '--output', join(dir, `alone-${Date.now()}.csv`), '--delimiter', ';', '--country', 'DE',
-    '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--budget', 'off'], env);
+  const alone = await run(
+    DQ_CSV,
+    [
+      'validate',
+      '--input',
+      input,
+      '--output',
+      join(dir, `alone-${Date.now()}.csv`),
+      '--delimiter',
+      ';',
+      '--country',
+      'DE',
+      '--map',
+      'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
+      '--budget',
+      'off',
+    ],
+    env,
+  );
   expect(alone.code, alone.stderr.slice(-2000)).toBe(0);
   const stats = (await sandbox.stats()).requests['batch']?.byStatus ?? {};
   expect(stats['429'] ?? 0).toBe(0);
@@ -115,10 +145,7 @@ describe('one rate budget for the account, shared by every process', () => {
     const CSV_ROWS = 1000;
     try {
       await client.query(`CREATE TABLE customers (id bigint PRIMARY KEY, street text, house_number text, postal_code text, city text)`);
-      await client.query(
-        `INSERT INTO customers SELECT g, 'Lindenweg', g::text, '10115', 'Berlin' FROM generate_series(1, $1::int) g`,
-        [TABLE_ROWS],
-      );
+      await client.query(`INSERT INTO customers SELECT g, 'Lindenweg', g::text, '10115', 'Berlin' FROM generate_series(1, $1::int) g`, [TABLE_ROWS]);
     } finally {
       await client.end();
     }
@@ -132,16 +159,47 @@ describe('one rate budget for the account, shared by every process', () => {
       const init = await run(DQ_PG, ['init'], env);
       expect(init.code, init.stderr).toBe(0);
       // Small pages and claims, so that the two processes split a table of a few thousand rows.
-      const cleanse = ['cleanse', '--table', 'public.customers', '--key', 'id', '--country', 'DE', '--run-id', 'shared-budget',
-        '--batch-size', '100', '--pages-per-claim', '2',
-        '--map', 'street=street,houseNumber=house_number,postalCode=postal_code,locality=city'];
+      const cleanse = [
+        'cleanse',
+        '--table',
+        'public.customers',
+        '--key',
+        'id',
+        '--country',
+        'DE',
+        '--run-id',
+        'shared-budget',
+        '--batch-size',
+        '100',
+        '--pages-per-claim',
+        '2',
+        '--map',
+        'street=street,houseNumber=house_number,postalCode=postal_code,locality=city',
+      ];
       const started = performance.now();
       // dq-pg shares the budget through its own database without being told; dq-csv is pointed at it.
       const [pgA, pgB, csv] = await Promise.all([
         run(DQ_PG, cleanse, env),
         run(DQ_PG, cleanse, env),
-        run(DQ_CSV, ['validate', '--input', input, '--output', join(dir, 'out.csv'), '--delimiter', ';', '--country', 'DE',
-          '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--account-db', db], env),
+        run(
+          DQ_CSV,
+          [
+            'validate',
+            '--input',
+            input,
+            '--output',
+            join(dir, 'out.csv'),
+            '--delimiter',
+            ';',
+            '--country',
+            'DE',
+            '--map',
+            'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
+            '--account-db',
+            db,
+          ],
+          env,
+        ),
       ]);
       await counters.stop();
       for (const exit of [pgA, pgB, csv]) expect(exit.code, exit.stderr.slice(-2000)).toBe(0);
@@ -185,9 +243,14 @@ describe('one rate budget for the account, shared by every process', () => {
     const CSV_ROWS = 1000;
     const input = join(dir, 'in-kafka.csv');
     await writeFile(input, ['strasse;nr;plz;ort', ...addresses(CSV_ROWS, 'Hauptstraße').map((r) => r.join(';'))].join('\n') + '\n');
-    await produce(kafka.brokers, names.input, addresses(MESSAGES, 'Lindenweg').map(([street, houseNumber, postalCode, locality], i) => ({
-      key: `k${i % 50}`, value: JSON.stringify({ id: i, address: { street, houseNumber, postalCode, locality, country: 'DE' } }),
-    })));
+    await produce(
+      kafka.brokers,
+      names.input,
+      addresses(MESSAGES, 'Lindenweg').map(([street, houseNumber, postalCode, locality], i) => ({
+        key: `k${i % 50}`,
+        value: JSON.stringify({ id: i, address: { street, houseNumber, postalCode, locality, country: 'DE' } }),
+      })),
+    );
     const sandbox = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY] }] });
     const counters = sampler(sandbox);
     const enrichers: Running[] = [];
@@ -196,8 +259,25 @@ describe('one rate budget for the account, shared by every process', () => {
       const started = performance.now();
       for (let i = 0; i < 2; i++) enrichers.push(spawnEnricher(cliArgs(kafka.brokers, names, ['--account-db', db, '--metrics-port', '0']), env));
       const [csv, kafkaDoneAt] = await Promise.all([
-        run(DQ_CSV, ['validate', '--input', input, '--output', join(dir, 'out-kafka.csv'), '--delimiter', ';', '--country', 'DE',
-          '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--account-db', db], env),
+        run(
+          DQ_CSV,
+          [
+            'validate',
+            '--input',
+            input,
+            '--output',
+            join(dir, 'out-kafka.csv'),
+            '--delimiter',
+            ';',
+            '--country',
+            'DE',
+            '--map',
+            'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
+            '--account-db',
+            db,
+          ],
+          env,
+        ),
         readResults(kafka.brokers, names, MESSAGES, 0, 180_000).then(() => performance.now()),
       ]);
       await counters.stop();
@@ -248,10 +328,26 @@ describe('one rate budget for the account, shared by every process', () => {
       return file;
     };
     const [inA, inB] = await Promise.all([csvIn('a.csv', 200), csvIn('b.csv', 300)]);
-    const args = (input: string, output: string, account: string) => ['validate', '--input', input, '--output', join(dir, output),
-      '--delimiter', ';', '--country', 'DE', '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--budget', db, '--account', account];
+    const args = (input: string, output: string, account: string) => [
+      'validate',
+      '--input',
+      input,
+      '--output',
+      join(dir, output),
+      '--delimiter',
+      ';',
+      '--country',
+      'DE',
+      '--map',
+      'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
+      '--budget',
+      db,
+      '--account',
+      account,
+    ];
     const child = spawn(process.execPath, [DQ_CSV, ...args(inA, 'a.out.csv', 'acme')], {
-      env: { ...process.env, DQ_BASE_URL: refusing.url, DQ_API_KEY: DEFAULT_API_KEY }, stdio: 'ignore',
+      env: { ...process.env, DQ_BASE_URL: refusing.url, DQ_API_KEY: DEFAULT_API_KEY },
+      stdio: 'ignore',
     });
     try {
       // A has been refused at least once.

@@ -63,7 +63,11 @@ describe('Postgres-backed throttle', () => {
       expect(performance.now() - t0).toBeGreaterThanOrEqual(400);
       // 20/s after halving (and no recovery), not 40/s: never more in any attempt; and not much
       // less either in at least one second of three (a loaded machine can stall any one of them).
-      const { results, fast } = await bestOf(3, () => drive(b, 2, 1000), (sent) => sent >= 17);
+      const { results, fast } = await bestOf(
+        3,
+        () => drive(b, 2, 1000),
+        (sent) => sent >= 17,
+      );
       for (const sent of results) expect(sent).toBeLessThanOrEqual(22);
       expect(fast, `sent per second: ${results.join(', ')}`).toBeDefined();
     } finally {
@@ -98,23 +102,27 @@ describe('Postgres-backed throttle', () => {
       // Each attempt with an account of its own, so each starts idle. The gap's lower bound holds on
       // every attempt; the round trips' upper bounds (nothing waited that should not) on one of five.
       let n = 0;
-      const { results, fast } = await bestOf(5, async () => {
-        const opts = { pool, account: `hooli-${n++}`, table: 'dq_throttle_old', limits: { batch: 100 }, coldStartGapMs: 80 };
-        const a = await createPgThrottle(opts);
-        const b = await createPgThrottle(opts);
-        try {
-          const t0 = performance.now();
-          await a.acquire('batch');
-          const first = performance.now() - t0;
-          await b.acquire('batch');
-          const second = performance.now() - t0;
-          await a.acquire('batch');
-          const third = performance.now() - t0;
-          return { first, gap: second - first, next: third - second };
-        } finally {
-          await Promise.all([a.close(), b.close()]);
-        }
-      }, (r) => r.first < 60 && r.next < 60); // one round trip to the database each
+      const { results, fast } = await bestOf(
+        5,
+        async () => {
+          const opts = { pool, account: `hooli-${n++}`, table: 'dq_throttle_old', limits: { batch: 100 }, coldStartGapMs: 80 };
+          const a = await createPgThrottle(opts);
+          const b = await createPgThrottle(opts);
+          try {
+            const t0 = performance.now();
+            await a.acquire('batch');
+            const first = performance.now() - t0;
+            await b.acquire('batch');
+            const second = performance.now() - t0;
+            await a.acquire('batch');
+            const third = performance.now() - t0;
+            return { first, gap: second - first, next: third - second };
+          } finally {
+            await Promise.all([a.close(), b.close()]);
+          }
+        },
+        (r) => r.first < 60 && r.next < 60,
+      ); // one round trip to the database each
       // 10.1 ms of pacing plus the 80 ms gap, whichever process takes the slot.
       for (const r of results) expect(r.gap).toBeGreaterThanOrEqual(70);
       expect(fast, JSON.stringify(results)).toBeDefined();

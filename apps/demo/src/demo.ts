@@ -18,15 +18,29 @@ async function demo(): Promise<number> {
   process.stderr.write(`sandbox listening on ${sandbox.url}\ncleaning ${input}\n`);
   try {
     const summary = await processFile({
-      input, output, delimiter: ';', mode: 'address', map: SAMPLE_MAP, country: 'DE',
-      include: ['coordinates-wgs84'], baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, report: join(folder, 'report.html'),
-      progress: createProgress({ stream: process.stderr }), logger: createLogger({ level: 'warn' }),
+      input,
+      output,
+      delimiter: ';',
+      mode: 'address',
+      map: SAMPLE_MAP,
+      country: 'DE',
+      include: ['coordinates-wgs84'],
+      baseUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      report: join(folder, 'report.html'),
+      progress: createProgress({ stream: process.stderr }),
+      logger: createLogger({ level: 'warn' }),
     });
     process.stdout.write(summaryTable(summary));
     process.stdout.write(summaryJson(summary) + '\n');
     process.stdout.write(`\ncleaned file: ${summary.paths.output}\nrejects:      ${summary.paths.rejects}\n`);
     await writeCsvReport(join(folder, 'report.html'), summary, (t) => t);
-    const shot = await import('@dq/core/report-browser').then((b) => b.screenshotReport(join(folder, 'report.html'), join(folder, 'report.png'))).then(() => join(folder, 'report.png'), (e: unknown) => `none (${(e as Error).message})`);
+    const shot = await import('@dq/core/report-browser')
+      .then((b) => b.screenshotReport(join(folder, 'report.html'), join(folder, 'report.png')))
+      .then(
+        () => join(folder, 'report.png'),
+        (e: unknown) => `none (${(e as Error).message})`,
+      );
     process.stdout.write(`report:       ${join(folder, 'report.html')}\nscreenshot:   ${shot}\n`);
     return summary.exitCode;
   } finally {

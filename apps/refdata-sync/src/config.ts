@@ -49,7 +49,15 @@ export interface SyncConfig {
   timeoutMs: number;
 }
 
-const list = z.union([z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string())]);
+const list = z.union([
+  z.string().transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  ),
+  z.array(z.string()),
+]);
 
 /** The config file's shape; flags use the same names in kebab-case. */
 export const syncConfigSchema = z.strictObject({
@@ -88,9 +96,10 @@ function parseSoftware(spec: string): { value: SoftwareSpec; violations: Violati
     artifact = parts[2] ?? '';
   }
   const value: SoftwareSpec = platform === undefined ? { product, artifact } : { product, platform, artifact };
-  const violations = parts.length < 2 || parts.length > 3
-    ? [{ fieldName: 'software', message: `"${spec}" must be <product>:<platform>[:<artifact>] or <product>:<artifact>` }]
-    : validateSoftwarePath(value).map((v) => ({ fieldName: `software.${v.fieldName}`, message: `${v.message} (in "${spec}")` }));
+  const violations =
+    parts.length < 2 || parts.length > 3
+      ? [{ fieldName: 'software', message: `"${spec}" must be <product>:<platform>[:<artifact>] or <product>:<artifact>` }]
+      : validateSoftwarePath(value).map((v) => ({ fieldName: `software.${v.fieldName}`, message: `${v.message} (in "${spec}")` }));
   return { value, violations };
 }
 

@@ -84,7 +84,13 @@ export async function describePhone(o: DescribeOptions): Promise<DescribeOutcome
   if (cached !== undefined && age(cached) <= o.maxAgeMs) {
     return { source: 'cache', fetchedAt: cached.fetchedAt, ageMs: age(cached), description: cached.description };
   }
-  const transport = createTransport({ baseUrl: o.realtimeUrl, realtimeUrl: o.realtimeUrl, apiKey: o.apiKey, ...(o.retry ? { retry: o.retry } : {}), ...(o.logger ? { logger: o.logger } : {}) });
+  const transport = createTransport({
+    baseUrl: o.realtimeUrl,
+    realtimeUrl: o.realtimeUrl,
+    apiKey: o.apiKey,
+    ...(o.retry ? { retry: o.retry } : {}),
+    ...(o.logger ? { logger: o.logger } : {}),
+  });
   try {
     const res = await new PhoneClient(transport).describe(o.signal ? { signal: o.signal } : {});
     const fresh: CacheFile = { fetchedAt: new Date(now()).toISOString(), realtimeUrl: o.realtimeUrl, description: res.data };

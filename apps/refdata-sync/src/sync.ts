@@ -61,7 +61,8 @@ export function planArtifacts(cfg: Pick<SyncConfig, 'products' | 'countries' | '
   const notOffered: string[] = [];
   for (const product of cfg.products) {
     for (const country of cfg.countries) {
-      const names = product === 'post' ? cfg.levels.map((l) => `${country}_${l}.zip`) : product === 'autocompletion' ? [`AC_${country}.zip`] : [`PHONE_${country}.zip`];
+      const names =
+        product === 'post' ? cfg.levels.map((l) => `${country}_${l}.zip`) : product === 'autocompletion' ? [`AC_${country}.zip`] : [`PHONE_${country}.zip`];
       for (const artifact of names) {
         const bad = validateDataPath({ product, country, release: cfg.release, version: '2000-01-01', artifact });
         if (bad.length === 0) planned.push({ product, country, artifact });
@@ -93,7 +94,9 @@ async function contentMatches(target: string, rel: string, sha512: string | unde
   const onDisk = await sha512OfFile(join(target, rel));
   if (onDisk === undefined) return false;
   if (onDisk === sha512) return true;
-  s.warnings.push(`${rel} on disk does not match the server's checksum (SHA-512 ${onDisk.slice(0, 16)}…, expected ${sha512.slice(0, 16)}…): downloading it again`);
+  s.warnings.push(
+    `${rel} on disk does not match the server's checksum (SHA-512 ${onDisk.slice(0, 16)}…, expected ${sha512.slice(0, 16)}…): downloading it again`,
+  );
   return false;
 }
 
@@ -107,7 +110,21 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
   const { signal } = deps;
   const { target } = cfg;
   const { planned, notOffered } = planArtifacts(cfg);
-  const s: State = { command: 'sync', status: 'up-to-date', version: undefined, previous: undefined, downloaded: [], resumed: [], alreadyVerified: 0, notOffered, installer: undefined, removedVersions: [], failures: [], warnings: [], durationMs: 0 };
+  const s: State = {
+    command: 'sync',
+    status: 'up-to-date',
+    version: undefined,
+    previous: undefined,
+    downloaded: [],
+    resumed: [],
+    alreadyVerified: 0,
+    notOffered,
+    installer: undefined,
+    removedVersions: [],
+    failures: [],
+    warnings: [],
+    durationMs: 0,
+  };
   let error: unknown;
   await mkdir(target, { recursive: true });
   let lock;
@@ -171,7 +188,16 @@ async function syncInstaller(client: DownloadClient, cfg: SyncConfig, manifest: 
   await writeManifest(cfg.target, manifest);
 }
 
-async function syncArtifact(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, v: ManifestVersion, version: string, a: PlannedArtifact, s: State, signal?: AbortSignal) {
+async function syncArtifact(
+  client: DownloadClient,
+  cfg: SyncConfig,
+  manifest: Manifest,
+  v: ManifestVersion,
+  version: string,
+  a: PlannedArtifact,
+  s: State,
+  signal?: AbortSignal,
+) {
   const p = dataPath({ ...a, release: cfg.release, version });
   if (!p.ok) return; // planArtifacts only keeps valid combinations
   const source = p.value;
@@ -189,7 +215,12 @@ async function syncArtifact(client: DownloadClient, cfg: SyncConfig, manifest: M
       }
       return;
     }
-    const r = await client.download(source, { destDir: join(cfg.target, dirname(rel)), fileName: a.artifact, expectedSha512: sha512, ...(signal ? { signal } : {}) });
+    const r = await client.download(source, {
+      destDir: join(cfg.target, dirname(rel)),
+      fileName: a.artifact,
+      expectedSha512: sha512,
+      ...(signal ? { signal } : {}),
+    });
     upsertFile(v.files, entry(cfg.target, r, source, true));
     s.downloaded.push(rel);
     if (r.resumedFrom > 0) s.resumed.push(rel);
@@ -210,10 +241,13 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
   if (!p.ok) return; // refused when the config was read
   const source = p.value;
   // The checksum artifact is used when the platform offers one for the package.
-  const sha512 = await client.fetchChecksum(source, { signal }).then((c) => c.sha512, (e: unknown) => {
-    if (e instanceof PlatformError && e.status === 404) return undefined;
-    throw e;
-  });
+  const sha512 = await client.fetchChecksum(source, { signal }).then(
+    (c) => c.sha512,
+    (e: unknown) => {
+      if (e instanceof PlatformError && e.status === 404) return undefined;
+      throw e;
+    },
+  );
   const known = manifest.software.find((f) => f.source === source);
   if (known !== undefined && known.sha512 === sha512 && (await contentMatches(cfg.target, known.path, sha512, s))) {
     s.alreadyVerified++;
@@ -221,7 +255,8 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
   }
   const destDir = join(cfg.target, 'software', spec.product, spec.platform ?? 'any');
   const r = await client.download(source, { destDir, ...(sha512 ? { expectedSha512: sha512 } : {}), ...(signal ? { signal } : {}) });
-  if (r.unsafeServerName !== undefined) s.warnings.push(`unsafe file name ${printableName(r.unsafeServerName)} from ${source} saved as ${printableName(r.fileName)}`);
+  if (r.unsafeServerName !== undefined)
+    s.warnings.push(`unsafe file name ${printableName(r.unsafeServerName)} from ${source} saved as ${printableName(r.fileName)}`);
   const placed = entry(cfg.target, r, source, sha512 !== undefined);
   if (known !== undefined && known.path !== placed.path) await rm(join(cfg.target, known.path), { force: true });
   manifest.software = manifest.software.filter((f) => f.source !== source);

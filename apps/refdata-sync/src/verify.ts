@@ -27,19 +27,28 @@ export interface VerifySummary {
  * verification: nothing says what its files should hold.
  */
 export async function verifyTarget(target: string): Promise<VerifySummary> {
-  const kind = await stat(target).then((st) => (st.isDirectory() ? 'dir' : 'other'), () => 'none');
+  const kind = await stat(target).then(
+    (st) => (st.isDirectory() ? 'dir' : 'other'),
+    () => 'none',
+  );
   if (kind !== 'dir') {
-    throw new UsageError(`--target ${target} ${kind === 'none' ? 'does not exist' : 'is not a directory'}: nothing to verify; check the path (a target is the directory dq-refdata sync writes)`);
+    throw new UsageError(
+      `--target ${target} ${kind === 'none' ? 'does not exist' : 'is not a directory'}: nothing to verify; check the path (a target is the directory dq-refdata sync writes)`,
+    );
   }
   if ((await sizeOf(join(target, MANIFEST_FILE))) === undefined) {
     const detail = `no ${MANIFEST_FILE} in ${target}, so nothing says what its files should hold; run dq-refdata sync on it (files on disk that match the server's checksums are kept, not downloaded again)`;
-    return { command: 'verify', ok: false, current: await readCurrent(target), checked: 0, bytes: 0, problems: [{ path: MANIFEST_FILE, problem: 'manifest-missing', detail }] };
+    return {
+      command: 'verify',
+      ok: false,
+      current: await readCurrent(target),
+      checked: 0,
+      bytes: 0,
+      problems: [{ path: MANIFEST_FILE, problem: 'manifest-missing', detail }],
+    };
   }
   const manifest = await readManifest(target);
-  const files: ManifestFile[] = [
-    ...Object.values(manifest.versions).flatMap((v) => [...v.files, ...(v.installer ? [v.installer] : [])]),
-    ...manifest.software,
-  ];
+  const files: ManifestFile[] = [...Object.values(manifest.versions).flatMap((v) => [...v.files, ...(v.installer ? [v.installer] : [])]), ...manifest.software];
   const out: VerifySummary = { command: 'verify', ok: true, current: await readCurrent(target), checked: 0, bytes: 0, problems: [] };
   for (const f of files) {
     const abs = join(target, f.path);

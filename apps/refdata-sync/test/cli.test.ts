@@ -23,7 +23,20 @@ beforeAll(async () => {
 afterAll(() => sandbox.close());
 afterAll(removeTargets);
 
-const flags = (target: string) => ['--download-url', sandbox.url, '--target', target, '--products', 'post,autocompletion', '--countries', 'DE,AT', '--release', 'release-v3', '--platform', 'linux_x64'];
+const flags = (target: string) => [
+  '--download-url',
+  sandbox.url,
+  '--target',
+  target,
+  '--products',
+  'post,autocompletion',
+  '--countries',
+  'DE,AT',
+  '--release',
+  'release-v3',
+  '--platform',
+  'linux_x64',
+];
 
 describe('dq-refdata command line', () => {
   it('syncs with flags, prints one JSON summary line and exits 0; the API key appears nowhere', async () => {
@@ -41,13 +54,28 @@ describe('dq-refdata command line', () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ status: 'up-to-date', downloaded: [] });
 
     const status = await run(['status', '--target', target]);
-    expect(JSON.parse(status.stdout)).toMatchObject({ command: 'status', current: '2026-11-01', versions: [{ version: '2026-11-01', complete: true, files: 4 }] });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      command: 'status',
+      current: '2026-11-01',
+      versions: [{ version: '2026-11-01', complete: true, files: 4 }],
+    });
   });
 
   it('reads a config file, and verify exits 1 after a placed file was altered on disk', async () => {
     const target = freshTarget();
     const config = join(dirname(target), 'refdata.json');
-    writeFileSync(config, JSON.stringify({ downloadUrl: sandbox.url, apiKey: DEFAULT_API_KEY, target, products: ['post'], countries: ['DE'], release: 'release-v3', platform: 'linux_x64' }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        downloadUrl: sandbox.url,
+        apiKey: DEFAULT_API_KEY,
+        target,
+        products: ['post'],
+        countries: ['DE'],
+        release: 'release-v3',
+        platform: 'linux_x64',
+      }),
+    );
     expect((await run(['sync', '--config', config])).code).toBe(0);
     expect((await run(['verify', '--target', target])).code).toBe(0);
     appendFileSync(join(target, '2026-11-01/post/DE/DE_001.zip'), 'x');
@@ -122,7 +150,11 @@ describe('dq-refdata command line', () => {
     const target = freshTarget();
     const r = await run(['phone-describe', '--realtime-url', sandbox.url, '--target', target, '--max-age', '1h'], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ command: 'phone-describe', source: 'service', parameters: ['language', 'country', 'par_format', 'par_verbosity'] });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      command: 'phone-describe',
+      source: 'service',
+      parameters: ['language', 'country', 'par_format', 'par_verbosity'],
+    });
     const cached = await run(['phone-describe', '--realtime-url', sandbox.url, '--target', target], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(JSON.parse(cached.stdout)).toMatchObject({ source: 'cache' });
   });

@@ -32,7 +32,14 @@ describe('phone-describe cache', () => {
     expect(first.description.content[0]?.parameters.map((p) => p.name)).toEqual(['language', 'country', 'par_format', 'par_verbosity']);
     expect(JSON.parse(readFileSync(file, 'utf8')).fetchedAt).toBe(first.fetchedAt);
     const calls = phoneCalls(sandbox);
-    const second = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast, now: () => Date.now() + DAY / 2 });
+    const second = await describePhone({
+      realtimeUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      cacheFile: file,
+      maxAgeMs: DAY,
+      retry: fast,
+      now: () => Date.now() + DAY / 2,
+    });
     expect(second).toMatchObject({ source: 'cache', fetchedAt: first.fetchedAt });
     expect(second.ageMs).toBeGreaterThanOrEqual(DAY / 2 - 1000);
     expect(phoneCalls(sandbox)).toBe(calls);
@@ -53,7 +60,14 @@ describe('phone-describe cache', () => {
     const file = cacheFile();
     const first = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast });
     sandbox.setFaults({ phone: { errorRate: 1 } });
-    const stale = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast, now: () => Date.now() + 3 * DAY });
+    const stale = await describePhone({
+      realtimeUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      cacheFile: file,
+      maxAgeMs: DAY,
+      retry: fast,
+      now: () => Date.now() + 3 * DAY,
+    });
     expect(stale).toMatchObject({ source: 'stale-cache', fetchedAt: first.fetchedAt });
     expect(stale.warning).toMatch(/phone describe service failed.*cached description/);
     expect(stale.description).toEqual(first.description);
@@ -63,7 +77,9 @@ describe('phone-describe cache', () => {
     sandbox = await sandboxWith();
     sandbox.setFaults({ phone: { errorRate: 1 } });
     const file = cacheFile();
-    const err = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast }).catch((e: unknown) => e);
+    const err = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast }).catch(
+      (e: unknown) => e,
+    );
     expect(exitCodeFor(err)).toBe(75);
     expect(existsSync(file)).toBe(false);
   });
@@ -72,7 +88,9 @@ describe('phone-describe cache', () => {
     sandbox = await sandboxWith();
     sandbox.setFaults({ phone: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 3600 } });
     const started = Date.now();
-    const err = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: cacheFile(), maxAgeMs: DAY, retry: fast }).catch((e: unknown) => e);
+    const err = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: cacheFile(), maxAgeMs: DAY, retry: fast }).catch(
+      (e: unknown) => e,
+    );
     expect(Date.now() - started).toBeLessThan(10_000);
     expect((err as Error).message).toMatch(/come back at/);
     expect(exitCodeFor(err)).toBe(75);
@@ -82,7 +100,14 @@ describe('phone-describe cache', () => {
     sandbox = await sandboxWith();
     const file = cacheFile();
     await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast });
-    const err = await describePhone({ realtimeUrl: sandbox.url, apiKey: 'wrong-key-123', cacheFile: file, maxAgeMs: 0, retry: fast, now: () => Date.now() + 1000 }).catch((e: unknown) => e);
+    const err = await describePhone({
+      realtimeUrl: sandbox.url,
+      apiKey: 'wrong-key-123',
+      cacheFile: file,
+      maxAgeMs: 0,
+      retry: fast,
+      now: () => Date.now() + 1000,
+    }).catch((e: unknown) => e);
     expect(exitCodeFor(err)).toBe(3);
   });
 

@@ -17,7 +17,18 @@ afterEach(async () => {
 });
 
 const sha512 = (b: Buffer) => createHash('sha512').update(b).digest('hex');
-const DATA_FILES = ['post/DE/DE_001.zip', 'post/DE/DE_002.zip', 'post/AT/AT_001.zip', 'post/AT/AT_002.zip', 'post/INT_EUROPE/INT_EUROPE_001.zip', 'post/INT_EUROPE/INT_EUROPE_002.zip', 'autocompletion/DE/AC_DE.zip', 'autocompletion/AT/AC_AT.zip', 'phone/DE/PHONE_DE.zip', 'phone/AT/PHONE_AT.zip'];
+const DATA_FILES = [
+  'post/DE/DE_001.zip',
+  'post/DE/DE_002.zip',
+  'post/AT/AT_001.zip',
+  'post/AT/AT_002.zip',
+  'post/INT_EUROPE/INT_EUROPE_001.zip',
+  'post/INT_EUROPE/INT_EUROPE_002.zip',
+  'autocompletion/DE/AC_DE.zip',
+  'autocompletion/AT/AC_AT.zip',
+  'phone/DE/PHONE_DE.zip',
+  'phone/AT/PHONE_AT.zip',
+];
 
 describe('dq-refdata sync against the sandbox', () => {
   it('syncs from empty: every subscribed artifact verified against the server .sha512, manifest, installer and current', async () => {

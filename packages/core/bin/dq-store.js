@@ -1,5 +1,5 @@
 #!/usr/bin/env node
 // Launcher committed with its executable bit, so the command works as soon as `npm ci` has built dist/.
-import { runStoreCli } from "../dist/store/cli.js";
+import { runStoreCli } from '../dist/store/cli.js';
 
 process.exitCode = await runStoreCli(process.argv.slice(2));

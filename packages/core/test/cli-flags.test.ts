@@ -51,7 +51,9 @@ describe('command-line flag checks', () => {
     expect(flags.engine({ 'account-db': db, store: 'postgres://other/db' })).toEqual({ budget: db, store: 'postgres://other/db' });
     expect(flags.engine({ 'account-db': db, budget: 'off' })).toEqual({ budget: 'off', store: db });
     expect(flags.engine({ budget: 'postgresql://h/budget', account: 'acme', 'max-calls': '500' })).toEqual({
-      budget: 'postgresql://h/budget', account: 'acme', maxCalls: 500,
+      budget: 'postgresql://h/budget',
+      account: 'acme',
+      maxCalls: 500,
     });
     expect(() => flags.engine({ 'account-db': 'mysql://etl:s3cret@h/db' })).toThrow(/--account-db: must be a postgres:\/\//);
     expect(() => flags.engine({ 'account-db': 'mysql://etl:s3cret@h/db' })).not.toThrow(/s3cret/);

@@ -30,7 +30,13 @@ describe('AddressClient', () => {
   test('validate posts the address with the API key and returns the result with its request id', async () => {
     const s = await serve(() => ({ body: CLASS_A }));
     transport = createTransport({ baseUrl: s.url, apiKey: API_KEY });
-    const res = await new AddressClient(transport).validate({ street: 'Unter den Linden', houseNumber: '1', postalCode: '10117', locality: 'Berlin', country: 'DE' });
+    const res = await new AddressClient(transport).validate({
+      street: 'Unter den Linden',
+      houseNumber: '1',
+      postalCode: '10117',
+      locality: 'Berlin',
+      country: 'DE',
+    });
     expect(res.data.resultClass).toBe('A');
     expect(res.requestId).toBe('req-1');
     const [req] = s.requests;
@@ -113,7 +119,14 @@ describe('PhoneClient', () => {
   test('describe GETs the request description from the realtime host', async () => {
     const description = {
       links: [{ rel: 'self', href: '/rest/describe/phone_number_analysis/analyse_phone' }],
-      content: [{ parameters: [{ name: 'language', type: 'Enum', values: { English: 'en' }, defaultValue: 'en' }, { name: 'par_verbosity', type: 'Numeric', minimumValue: 0, maximumValue: 3, defaultValue: 2 }] }],
+      content: [
+        {
+          parameters: [
+            { name: 'language', type: 'Enum', values: { English: 'en' }, defaultValue: 'en' },
+            { name: 'par_verbosity', type: 'Numeric', minimumValue: 0, maximumValue: 3, defaultValue: 2 },
+          ],
+        },
+      ],
     };
     const realtime = await serve(() => ({ body: description }));
     transport = createTransport({ baseUrl: 'http://127.0.0.1:9', realtimeUrl: realtime.url, apiKey: API_KEY });
@@ -125,9 +138,17 @@ describe('PhoneClient', () => {
 
 describe('local validation refuses bad input before any request', () => {
   const cases: Array<[string, (t: Transport) => Promise<unknown>, string]> = [
-    ['an address without locality identification', (t) => new AddressClient(t).validate({ street: 'Hauptstr.', houseNumber: '1', country: 'DE' }), 'localityIdentificationSet'],
+    [
+      'an address without locality identification',
+      (t) => new AddressClient(t).validate({ street: 'Hauptstr.', houseNumber: '1', country: 'DE' }),
+      'localityIdentificationSet',
+    ],
     ['a lower-case country', (t) => new AddressClient(t).validate({ localityLine: 'Berlin', country: 'de' }), 'country'],
-    ['an unknown include value', (t) => new AddressClient(t).batchSync({ localityLine: 'Berlin', _options: { include: ['everything' as 'metadata'] } }, 'r1'), '_options.include.0'],
+    [
+      'an unknown include value',
+      (t) => new AddressClient(t).batchSync({ localityLine: 'Berlin', _options: { include: ['everything' as 'metadata'] } }, 'r1'),
+      '_options.include.0',
+    ],
     ['limit=51 on a company search', (t) => new CompanyClient(t).company({ company: 'ACME' }, { limit: 51 }), 'limit'],
     ['minScore=0 on a company search', (t) => new CompanyClient(t).company({ company: 'ACME' }, { minScore: '0' }), 'minScore'],
     ['a tr search without trNo', (t) => new CompanyClient(t).tr({ trCourt: 'Berlin', trType: 'HRB' } as never), 'trNo'],

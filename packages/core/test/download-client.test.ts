@@ -3,7 +3,15 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ChecksumMismatchError, createSharedThrottle, DownloadClient, DqError, LocalValidationError, PlatformError, RetriesExhaustedError } from '../src/index.js';
+import {
+  ChecksumMismatchError,
+  createSharedThrottle,
+  DownloadClient,
+  DqError,
+  LocalValidationError,
+  PlatformError,
+  RetriesExhaustedError,
+} from '../src/index.js';
 import { API_KEY, SPLIT_TITLE, startDownloadServer, type TestServer } from './download-server.js';
 
 const root = mkdtempSync(join(tmpdir(), 'dq-download-client-'));
@@ -36,7 +44,12 @@ const leftovers = () => readdirSync(dest).filter((f) => f.startsWith('.dq-downlo
 describe('DownloadClient.download', () => {
   it('streams a file to disk with its SHA-512 and places it under the given name', async () => {
     const progress: number[] = [];
-    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body).toUpperCase(), onProgress: (p) => progress.push(p.received) });
+    const r = await client.download(ARTIFACT, {
+      destDir: dest,
+      fileName: 'DE_001.zip',
+      expectedSha512: sha512(body).toUpperCase(),
+      onProgress: (p) => progress.push(p.received),
+    });
     expect(r).toMatchObject({ fileName: 'DE_001.zip', size: body.length, sha512: sha512(body), resumedFrom: 0, attempts: 1, requestId: 'req-1' });
     expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
     expect(progress.at(-1)).toBe(body.length);
@@ -61,7 +74,9 @@ describe('DownloadClient.download', () => {
   it('keeps an existing good file when the replacement does not verify', async () => {
     const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip' });
     server.files.set(ARTIFACT, { body: Buffer.from('tampered') });
-    await expect(client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: r.sha512 })).rejects.toMatchObject({ code: 'checksum-mismatch' });
+    await expect(client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: r.sha512 })).rejects.toMatchObject({
+      code: 'checksum-mismatch',
+    });
     expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
   });
 
@@ -79,7 +94,15 @@ describe('DownloadClient.download', () => {
   it('resumes in a later run from the part an aborted run left, hashing that part first', async () => {
     server.faults.push('stall');
     const ac = new AbortController();
-    const run1 = client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body), signal: ac.signal, onProgress: (p) => { if (p.received > 0) setTimeout(() => ac.abort(), 50); } });
+    const run1 = client.download(ARTIFACT, {
+      destDir: dest,
+      fileName: 'DE_001.zip',
+      expectedSha512: sha512(body),
+      signal: ac.signal,
+      onProgress: (p) => {
+        if (p.received > 0) setTimeout(() => ac.abort(), 50);
+      },
+    });
     await expect(run1).rejects.toMatchObject({ code: 'aborted' });
     expect(leftovers().length).toBeGreaterThan(0);
     const second = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: fast });
@@ -104,7 +127,15 @@ describe('DownloadClient.download', () => {
   it('does not resume a part that belongs to another expected digest', async () => {
     server.faults.push('stall');
     const ac = new AbortController();
-    await client.download(ARTIFACT, { destDir: dest, fileName: 'x.zip', expectedSha512: 'cd'.repeat(64), signal: ac.signal, onProgress: () => setTimeout(() => ac.abort(), 20) }).catch(() => undefined);
+    await client
+      .download(ARTIFACT, {
+        destDir: dest,
+        fileName: 'x.zip',
+        expectedSha512: 'cd'.repeat(64),
+        signal: ac.signal,
+        onProgress: () => setTimeout(() => ac.abort(), 20),
+      })
+      .catch(() => undefined);
     const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
     expect(r.resumedFrom).toBe(0);
     expect(server.seen.at(-1)?.range).toBeUndefined();
@@ -113,7 +144,9 @@ describe('DownloadClient.download', () => {
   it('starts over instead of mixing bytes when the file changed size since the part began', async () => {
     server.faults.push('stall');
     const ac = new AbortController();
-    await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', signal: ac.signal, onProgress: () => setTimeout(() => ac.abort(), 20) }).catch(() => undefined);
+    await client
+      .download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', signal: ac.signal, onProgress: () => setTimeout(() => ac.abort(), 20) })
+      .catch(() => undefined);
     const newer = randomBytes(body.length + 1000);
     server.files.set(ARTIFACT, { body: newer });
     const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip' });
@@ -131,7 +164,10 @@ describe('DownloadClient.download', () => {
   it('gives up with a non-retriable error that keeps the last cause when 5xx persist', async () => {
     server.faults.push('503', '503', '503');
     const c = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: { ...fast, maxAttempts: 3 } });
-    const err = await c.download(ARTIFACT, { destDir: dest }).catch((e: unknown) => e).finally(() => c.close());
+    const err = await c
+      .download(ARTIFACT, { destDir: dest })
+      .catch((e: unknown) => e)
+      .finally(() => c.close());
     expect(err).toBeInstanceOf(RetriesExhaustedError);
     expect((err as RetriesExhaustedError).cause).toBeInstanceOf(PlatformError);
     expect(server.seen.length).toBe(3);
@@ -209,7 +245,10 @@ describe('DownloadClient.download', () => {
 
   it('reports a refused API key as a run stop without showing the key', async () => {
     const c = new DownloadClient({ downloadUrl: server.url, apiKey: 'wrong-key-XYZ' });
-    const err = (await c.download(ARTIFACT, { destDir: dest }).catch((e: unknown) => e).finally(() => c.close())) as DqError;
+    const err = (await c
+      .download(ARTIFACT, { destDir: dest })
+      .catch((e: unknown) => e)
+      .finally(() => c.close())) as DqError;
     expect(err.code).toBe('api-key-invalid');
     expect(err.scope).toBe('run');
     expect(JSON.stringify({ m: err.message, s: err.stack })).not.toContain('wrong-key-XYZ');
@@ -244,7 +283,10 @@ describe('DownloadClient naming, checksums and versions', () => {
   });
 
   it('fetches a checksum without credentials and verifies a data download against it', async () => {
-    const r = await client.downloadData({ product: 'post', country: 'DE', release: 'release-v3', version: '2026-11-01', artifact: 'DE_001.zip' }, { destDir: dest });
+    const r = await client.downloadData(
+      { product: 'post', country: 'DE', release: 'release-v3', version: '2026-11-01', artifact: 'DE_001.zip' },
+      { destDir: dest },
+    );
     expect(r.sha512).toBe(sha512(body));
     expect(r.fileName).toBe('DE_001.zip');
     expect(server.seen[0]).toMatchObject({ path: `${ARTIFACT}.sha512`, authorization: undefined });

@@ -68,7 +68,12 @@ describe('safeFileName', () => {
   });
 
   it('leaves no trailing space or dot after shortening a long name', () => {
-    for (const [raw, ext] of [[`${'a'.repeat(195)} ${'b'.repeat(20)}`, ''], [`${'a'.repeat(199)}.${'b'.repeat(20)}`, ''], [`${'a'.repeat(195)}    ${'b'.repeat(20)}.zip`, '.zip'], [`${'ä'.repeat(97)} .${'b'.repeat(20)}.zip`, '.zip']] as const) {
+    for (const [raw, ext] of [
+      [`${'a'.repeat(195)} ${'b'.repeat(20)}`, ''],
+      [`${'a'.repeat(199)}.${'b'.repeat(20)}`, ''],
+      [`${'a'.repeat(195)}    ${'b'.repeat(20)}.zip`, '.zip'],
+      [`${'ä'.repeat(97)} .${'b'.repeat(20)}.zip`, '.zip'],
+    ] as const) {
       const { name, changed } = safeFileName(raw, 'f.zip');
       expect(changed).toBe(true);
       expect(Buffer.byteLength(name)).toBeLessThanOrEqual(200);

@@ -73,7 +73,15 @@ describe('DownloadClient with the digest on a worker thread', () => {
   it('resumes in a new client from the part an aborted run left, hashing that part on the thread first', async () => {
     server.faults.push('stall');
     const ac = new AbortController();
-    const run1 = client.download(LARGE, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(large), signal: ac.signal, onProgress: (p) => { if (p.received > 0) setTimeout(() => ac.abort(), 50); } });
+    const run1 = client.download(LARGE, {
+      destDir: dest,
+      fileName: 'DE_001.zip',
+      expectedSha512: sha512(large),
+      signal: ac.signal,
+      onProgress: (p) => {
+        if (p.received > 0) setTimeout(() => ac.abort(), 50);
+      },
+    });
     await expect(run1).rejects.toMatchObject({ code: 'aborted' });
     expect(leftovers().length).toBeGreaterThan(0);
     const second = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: fast });
@@ -117,7 +125,10 @@ describe('DownloadClient with the digest on a worker thread', () => {
       ranges.push(req.headers.range);
       const from = Number(/^bytes=(\d+)-$/.exec(req.headers.range ?? '')?.[1] ?? 0);
       const rest = small.subarray(from);
-      res.writeHead(from > 0 ? 206 : 200, { 'content-length': rest.length, ...(from > 0 ? { 'content-range': `bytes ${from}-${small.length - 1}/${small.length}` } : {}) });
+      res.writeHead(from > 0 ? 206 : 200, {
+        'content-length': rest.length,
+        ...(from > 0 ? { 'content-range': `bytes ${from}-${small.length - 1}/${small.length}` } : {}),
+      });
       if (ranges.length > 1) {
         res.end(rest);
         return;

@@ -17,25 +17,36 @@ afterEach(async () => {
 
 function start(url: string, extra: Partial<EngineConfig> = {}): Engine {
   engine = createEngine({
-    mode: 'address', baseUrl: url, apiKey: API_KEY, rateLimits: { batch: 0 },
-    retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 }, logger: createSilentLogger(), ...extra,
+    mode: 'address',
+    baseUrl: url,
+    apiKey: API_KEY,
+    rateLimits: { batch: 0 },
+    retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
+    logger: createSilentLogger(),
+    ...extra,
   });
   return engine;
 }
 
 describe('engine: the spending cap (maxCalls)', () => {
-  it.each([0, 2])('sends exactly maxCalls calls and stops with max-calls-reached, exit 5, letting the calls in flight finish (threads: %i)', async (threads) => {
-    // Slow answers: many calls are in flight when the cap is reached.
-    platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: 30 }));
-    const e = start(platform.url, { threads, concurrency: 16, maxCalls: 50 });
-    const error = await e.process(addresses(200)).then(() => undefined, (err: unknown) => err);
-    expect(error).toMatchObject({ code: 'max-calls-reached', scope: 'run' });
-    expect(exitCodeForError(error)).toBe(5);
-    expect(platform.seen).toHaveLength(50);
-    expect(e.report().budget).toMatchObject({ scope: 'local', billableCalls: 50, maxCalls: 50 });
-    // The engine takes no further batch once the cap is reached.
-    await expect(e.process(addresses(1))).rejects.toMatchObject({ code: 'max-calls-reached' });
-  });
+  it.each([0, 2])(
+    'sends exactly maxCalls calls and stops with max-calls-reached, exit 5, letting the calls in flight finish (threads: %i)',
+    async (threads) => {
+      // Slow answers: many calls are in flight when the cap is reached.
+      platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: 30 }));
+      const e = start(platform.url, { threads, concurrency: 16, maxCalls: 50 });
+      const error = await e.process(addresses(200)).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(error).toMatchObject({ code: 'max-calls-reached', scope: 'run' });
+      expect(exitCodeForError(error)).toBe(5);
+      expect(platform.seen).toHaveLength(50);
+      expect(e.report().budget).toMatchObject({ scope: 'local', billableCalls: 50, maxCalls: 50 });
+      // The engine takes no further batch once the cap is reached.
+      await expect(e.process(addresses(1))).rejects.toMatchObject({ code: 'max-calls-reached' });
+    },
+  );
 
   it('counts retries as billable calls: a 500 answered and repeated uses two of the cap', async () => {
     platform = await startScriptedPlatform((req, nth) => (nth === 1 ? problem(500, 'internal-error') : batchAnswer(req, 'A')));

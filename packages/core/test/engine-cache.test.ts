@@ -87,7 +87,10 @@ describe('result caches', () => {
       address: candidate,
       candidates: [candidate, { ...candidate, houseNumber: '1a' }],
       company: { id: 'c-1', company: 'Muster GmbH', searchScore: 0.98 },
-      companies: [{ id: 'c-1', company: 'Muster GmbH', searchScore: 0.98 }, { id: 'c-2', company: 'Muster AG', searchScore: 0.71 }],
+      companies: [
+        { id: 'c-1', company: 'Muster GmbH', searchScore: 0.98 },
+        { id: 'c-2', company: 'Muster AG', searchScore: 0.71 },
+      ],
       hits: 2,
       vatCode: 'VALID_VAT_ID',
       requestId: 'req-1',

@@ -65,9 +65,7 @@ describe('engine: failures per record', () => {
   });
 
   it('marks records unsupported-country when their country is not available, with that code, without retrying', async () => {
-    platform = await startScriptedPlatform((req) =>
-      req.body['country'] === 'LI' ? problem(500, 'country-not-available') : batchAnswer(req, 'A'),
-    );
+    platform = await startScriptedPlatform((req) => (req.body['country'] === 'LI' ? problem(500, 'country-not-available') : batchAnswer(req, 'A')));
     const results = await start(platform.url).process([...addresses(1), { ...addresses(1, 5)[0], country: 'LI' }]);
     expect(results[0]?.status).toBe('accepted');
     expect(results[1]).toMatchObject({ status: 'unsupported-country', error: { code: 'country-not-available' } });
@@ -137,7 +135,9 @@ describe('engine: run stop', () => {
 
   it('stops the run on 401 api-key-invalid from the first call', async () => {
     platform = await startScriptedPlatform(() => problem(401, 'api-key-invalid'));
-    const error = await start(platform.url).process(addresses(50)).catch((err: unknown) => err);
+    const error = await start(platform.url)
+      .process(addresses(50))
+      .catch((err: unknown) => err);
     expect(isRunStop(error)).toBe(true);
     expect((error as DqError).code).toBe('api-key-invalid');
     expect(String((error as Error).message)).not.toContain(API_KEY);
@@ -151,7 +151,7 @@ describe('engine: run stop', () => {
     const error = await e.process(addresses(200), { signal: controller.signal }).catch((err: unknown) => err);
     expect((error as Error).message).toBe('stop now');
     const sent = platform.seen.length;
-    console.log("SENT", threads, sent);
+    console.log('SENT', threads, sent);
     expect(sent).toBeLessThan(40);
     await new Promise((r) => setTimeout(r, 100));
     expect(platform.seen.length).toBe(sent);
@@ -163,8 +163,7 @@ describe('engine: run stop', () => {
 
 describe('engine: configuration', () => {
   it('refuses a bad configuration naming each option, without echoing the API key', () => {
-    const attempt = (): Engine =>
-      createEngine({ mode: 'address', baseUrl: 'ftp://x', apiKey: API_KEY, threads: -1, company: { limit: 51 } });
+    const attempt = (): Engine => createEngine({ mode: 'address', baseUrl: 'ftp://x', apiKey: API_KEY, threads: -1, company: { limit: 51 } });
     expect(attempt).toThrow(DqError);
     try {
       attempt();

@@ -84,9 +84,7 @@ describe('engine: company, register and VAT modes', () => {
       status,
       body: { timestamp: '2025-01-01T00:00:00Z', status, error, message: error, path: '/companies/v2' },
     });
-    platform = await startScriptedPlatform((req) =>
-      req.body['vatId'] === 'ZZ1' ? envelope(400, 'Bad Request') : envelope(403, 'Forbidden'),
-    );
+    platform = await startScriptedPlatform((req) => (req.body['vatId'] === 'ZZ1' ? envelope(400, 'Bad Request') : envelope(403, 'Forbidden')));
     const e = start('vat');
     const [bad] = await e.process([{ vatId: 'ZZ1' }]);
     expect(bad).toMatchObject({ status: 'invalid-input', error: { code: 'company-bad-request' } });
@@ -99,7 +97,14 @@ describe('engine: exit codes from the report', () => {
   const report = (records: number, unavailable: number, invalidInput = 0, unsupportedCountry = 0): RunReport =>
     ({
       records,
-      byStatus: { accepted: records - unavailable - invalidInput - unsupportedCountry, review: 0, invalid: 0, 'invalid-input': invalidInput, 'unsupported-country': unsupportedCountry, unavailable },
+      byStatus: {
+        accepted: records - unavailable - invalidInput - unsupportedCountry,
+        review: 0,
+        invalid: 0,
+        'invalid-input': invalidInput,
+        'unsupported-country': unsupportedCountry,
+        unavailable,
+      },
     }) as RunReport;
 
   it('says 0 without failures, 4 past --max-failed, 75 when nothing could be answered', () => {

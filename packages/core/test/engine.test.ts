@@ -146,9 +146,7 @@ describe('engine: order, dedup and policy', () => {
     platform = await startScriptedPlatform((req) => ({
       body: { resultClass: 'A', results: [{ street: String(req.body['street']) }] },
     }));
-    const results = await start(platform.url, { addressEndpoint: 'validate', include: ['coordinates-wgs84'] }).process(
-      addresses(2),
-    );
+    const results = await start(platform.url, { addressEndpoint: 'validate', include: ['coordinates-wgs84'] }).process(addresses(2));
     expect(results.map((r) => r.status)).toEqual(['accepted', 'accepted']);
     expect(platform.seen.map((s) => s.path)).toEqual(['/location/v1/validate', '/location/v1/validate']);
     expect(platform.seen[0]?.body['_options']).toEqual({ include: ['coordinates-wgs84'] });

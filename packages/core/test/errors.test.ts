@@ -30,14 +30,13 @@ afterEach(async () => {
 async function answerOnce(reply: Reply): Promise<unknown> {
   server = await startServer(sequence(reply));
   transport = createTransport({ baseUrl: server.url, apiKey: 'key-errors-test' });
-  return transport
-    .request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {}, retry: false })
-    .then(() => undefined, (e: unknown) => e);
+  return transport.request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {}, retry: false }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 }
 
-const addressRows = Object.entries(PROBLEMS).filter(([code]) => !code.startsWith('company-')) as Array<
-  [ProblemFragment, (typeof PROBLEMS)[ProblemFragment]]
->;
+const addressRows = Object.entries(PROBLEMS).filter(([code]) => !code.startsWith('company-')) as Array<[ProblemFragment, (typeof PROBLEMS)[ProblemFragment]]>;
 
 /**
  * The address API's error rows as docs/platform-contract.md section 7.1 lists them, written out here
@@ -68,7 +67,7 @@ const CONTRACT_ROWS: Record<string, { status: number; retriable: boolean }> = {
 };
 
 describe('address API problems (contract 7.1)', () => {
-  test('the code knows exactly the contract\'s rows', () => {
+  test("the code knows exactly the contract's rows", () => {
     expect(addressRows.map(([code]) => code).sort()).toEqual(Object.keys(CONTRACT_ROWS).sort());
   });
 
@@ -89,9 +88,21 @@ describe('address API problems (contract 7.1)', () => {
   });
 
   test('the run stops on key, account, service, feature and quota problems but not on record or request problems', () => {
-    const stopping = addressRows.filter(([, row]) => row.scope === 'run').map(([code]) => code).sort();
+    const stopping = addressRows
+      .filter(([, row]) => row.scope === 'run')
+      .map(([code]) => code)
+      .sort();
     expect(stopping).toEqual(
-      ['account-disabled', 'api-key-invalid', 'feature-disabled', 'no-auth-data', 'origin-invalid', 'quota-exhausted', 'quota-expired', 'service-disabled'].sort(),
+      [
+        'account-disabled',
+        'api-key-invalid',
+        'feature-disabled',
+        'no-auth-data',
+        'origin-invalid',
+        'quota-exhausted',
+        'quota-expired',
+        'service-disabled',
+      ].sort(),
     );
   });
 
@@ -106,9 +117,10 @@ describe('address API problems (contract 7.1)', () => {
   test('an unknown problem type on a 5xx is retried with backoff, as contract 7.1 allows for every 5xx', async () => {
     server = await startServer(sequence(problem(503, 'brand-new-outage'), { body: { resultClass: 'A', results: [] } }));
     transport = createTransport({ baseUrl: server.url, apiKey: 'key-errors-test', retry: { baseDelayMs: 1, maxAttempts: 4 } });
-    const e = (await transport
-      .request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {} })
-      .then(() => undefined, (x: unknown) => x)) as PlatformError;
+    const e = (await transport.request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {} }).then(
+      () => undefined,
+      (x: unknown) => x,
+    )) as PlatformError;
     expect(e).toBeUndefined();
     expect(server?.requests).toHaveLength(2);
   });

@@ -21,7 +21,12 @@ describe('one error and exit policy', () => {
     const locked = new ToolError('output-locked', 'out.csv is locked by pid 42');
     expect(locked).toBeInstanceOf(DqError);
     expect(locked).toBeInstanceOf(ToolError);
-    expect({ name: locked.name, code: locked.code, exit: locked.exitCode, retriable: locked.retriable }).toEqual({ name: 'ToolError', code: 'output-locked', exit: 75, retriable: true });
+    expect({ name: locked.name, code: locked.code, exit: locked.exitCode, retriable: locked.retriable }).toEqual({
+      name: 'ToolError',
+      code: 'output-locked',
+      exit: 75,
+      retriable: true,
+    });
     const usage = ToolError.usage('--mode', 'must be one of address, company');
     expect(usage).toBeInstanceOf(ToolError);
     expect(usage.message).toBe('--mode: must be one of address, company (see dq-tool --help)');

@@ -58,11 +58,7 @@ describe('no credential in any log line or error message', () => {
 
     expect(tokens).toHaveLength(2);
     expect(errors).toHaveLength(2);
-    const texts = [
-      ...lines,
-      ...errors.map((e) => (e as Error).message),
-      ...errors.map((e) => JSON.stringify(errorToData(e))),
-    ];
+    const texts = [...lines, ...errors.map((e) => (e as Error).message), ...errors.map((e) => JSON.stringify(errorToData(e)))];
     // The scenario did produce what we search: retries, session starts and the refusals.
     expect(lines.some((l) => l.includes('retrying'))).toBe(true);
     expect(lines.some((l) => l.includes('session token expired'))).toBe(true);

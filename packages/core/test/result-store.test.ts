@@ -22,8 +22,14 @@ afterEach(async () => {
 
 function start(url: string, resultStore: ResultStore | undefined): Engine {
   const engine = createEngine({
-    mode: 'address', baseUrl: url, apiKey: API_KEY, rateLimits: { batch: 0 }, threads: 0,
-    retry: { maxAttempts: 2, baseDelayMs: 1 }, logger: createSilentLogger(), resultStore,
+    mode: 'address',
+    baseUrl: url,
+    apiKey: API_KEY,
+    rateLimits: { batch: 0 },
+    threads: 0,
+    retry: { maxAttempts: 2, baseDelayMs: 1 },
+    logger: createSilentLogger(),
+    resultStore,
   });
   cleanups.push(() => engine.close());
   return engine;

@@ -19,7 +19,12 @@ describe('run report: calls per second', () => {
   it.each([0, 1])('counts every call in the second it was made, paced by the rate limit (threads: %i)', async (threads) => {
     platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
     engine = createEngine({
-      mode: 'address', baseUrl: platform.url, apiKey: 'k', threads, rateLimits: { batch: 20 }, logger: createSilentLogger(),
+      mode: 'address',
+      baseUrl: platform.url,
+      apiKey: 'k',
+      threads,
+      rateLimits: { batch: 20 },
+      logger: createSilentLogger(),
     });
     await engine.process(addresses(50));
     const { apiCalls, callsPerSecond } = engine.report();

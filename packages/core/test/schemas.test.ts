@@ -53,9 +53,7 @@ describe('address requests', () => {
   });
 
   it('treats blank locality fields as missing', () => {
-    expect(fields(validateAddressRequest({ localityLine: '  ', postalCode: '10115', locality: '' }))).toEqual([
-      'localityIdentificationSet',
-    ]);
+    expect(fields(validateAddressRequest({ localityLine: '  ', postalCode: '10115', locality: '' }))).toEqual(['localityIdentificationSet']);
     expect(AddressRequestSchema.safeParse({ localityLine: ' ' }).success).toBe(false);
   });
 

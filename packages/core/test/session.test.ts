@@ -21,10 +21,7 @@ const API_KEY = 'key-session-test';
  * verbatim); autocomplete accepts only the newest token of its country, and answers 403 Expired
  * Session Token for tokens listed in `expired`.
  */
-async function sessionPlatform(
-  options: Partial<TransportOptions> = {},
-  { autocompleteDelayMs = 0, expireEveryToken = false } = {},
-) {
+async function sessionPlatform(options: Partial<TransportOptions> = {}, { autocompleteDelayMs = 0, expireEveryToken = false } = {}) {
   const issued: string[] = [];
   const expired = new Set<string>();
   let n = 0;
@@ -46,8 +43,7 @@ async function sessionPlatform(
   return { client: new AddressClient(transport), issued, expired, server };
 }
 
-const autocompleteTokens = (s: TestServer) =>
-  s.requests.filter((r) => r.path === '/location/v1/autocomplete').map((r) => String(r.headers.authorization));
+const autocompleteTokens = (s: TestServer) => s.requests.filter((r) => r.path === '/location/v1/autocomplete').map((r) => String(r.headers.authorization));
 
 describe('sessions', () => {
   test('autocomplete starts one session per country and reuses its token verbatim', async () => {

@@ -60,9 +60,7 @@ describe('shared throttle', () => {
       await Promise.all(inFlight);
       return sent;`;
     try {
-      const sent = (await Promise.all(
-        [0, 1, 2, 3].map(() => runInWorker(throttle.buffer, body, { url, startAt })),
-      )) as number[];
+      const sent = (await Promise.all([0, 1, 2, 3].map(() => runInWorker(throttle.buffer, body, { url, startAt })))) as number[];
       const total = sent.reduce((s, n) => s + n, 0);
       expect(arrivals.length).toBe(total);
       expect(total).toBeLessThanOrEqual(30 * 10 + burst);
@@ -95,13 +93,17 @@ describe('shared throttle', () => {
   });
 
   it('paces at the lowered rate after a backoff', async () => {
-    const { results, fast } = await bestOf(5, async () => {
-      const throttle = createSharedThrottle({ limits: { company: 40 }, recoveryPerSecond: 0 });
-      throttle.backoff('company');
-      const t0 = performance.now();
-      for (let i = 0; i < 11; i++) await throttle.acquire('company');
-      return performance.now() - t0;
-    }, (elapsed) => elapsed < 700);
+    const { results, fast } = await bestOf(
+      5,
+      async () => {
+        const throttle = createSharedThrottle({ limits: { company: 40 }, recoveryPerSecond: 0 });
+        throttle.backoff('company');
+        const t0 = performance.now();
+        for (let i = 0; i < 11; i++) await throttle.acquire('company');
+        return performance.now() - t0;
+      },
+      (elapsed) => elapsed < 700,
+    );
     // 20/s after the decrease: 10 intervals of 50 ms (the 1 % pacing margin makes them ~50.5 ms);
     // never faster, and not the 40/s before the decrease (250 ms) nor much slower (30/s is 667 ms).
     for (const elapsed of results) expect(elapsed).toBeGreaterThanOrEqual(495);
@@ -120,21 +122,25 @@ describe('shared throttle', () => {
     };
     // 99 % of 100/s: 10.1 ms apart, plus the gap after the first request. The gaps' lower bounds hold
     // on every attempt; the upper ones (nothing waited that should not) on one attempt of five.
-    const { results, fast } = await bestOf(5, async () => {
-      const throttle = createSharedThrottle({ limits: { batch: 100 }, coldStartGapMs: 80 });
-      const cold = await gaps(throttle, 4);
-      // Busy since: no gap.
-      const warm = await gaps(throttle, 3);
-      // Idle for over a second again: the gap is back.
-      await new Promise((r) => setTimeout(r, 1100));
-      const again = await gaps(throttle, 2);
-      // Switched off.
-      const plain = createSharedThrottle({ limits: { batch: 100 }, coldStartGapMs: 0 });
-      const p0 = performance.now();
-      await plain.acquire('batch');
-      await plain.acquire('batch');
-      return { cold, warm, again, plain: performance.now() - p0 };
-    }, (r) => r.cold[0]! < 5 && r.cold[1]! < 120 && r.cold[2]! < 40 && Math.max(...r.warm) < 40 && r.again[0]! < 5 && r.plain < 40);
+    const { results, fast } = await bestOf(
+      5,
+      async () => {
+        const throttle = createSharedThrottle({ limits: { batch: 100 }, coldStartGapMs: 80 });
+        const cold = await gaps(throttle, 4);
+        // Busy since: no gap.
+        const warm = await gaps(throttle, 3);
+        // Idle for over a second again: the gap is back.
+        await new Promise((r) => setTimeout(r, 1100));
+        const again = await gaps(throttle, 2);
+        // Switched off.
+        const plain = createSharedThrottle({ limits: { batch: 100 }, coldStartGapMs: 0 });
+        const p0 = performance.now();
+        await plain.acquire('batch');
+        await plain.acquire('batch');
+        return { cold, warm, again, plain: performance.now() - p0 };
+      },
+      (r) => r.cold[0]! < 5 && r.cold[1]! < 120 && r.cold[2]! < 40 && Math.max(...r.warm) < 40 && r.again[0]! < 5 && r.plain < 40,
+    );
     for (const r of results) {
       expect(r.cold[1]).toBeGreaterThanOrEqual(89);
       expect(r.again[1]).toBeGreaterThanOrEqual(89);
@@ -149,10 +155,7 @@ describe('shared throttle', () => {
     // time must not count against the hold.
     const heldFrom = Date.now();
     throttle.backoff('autocomplete', 1000);
-    const sentAt = (await runInWorker(
-      throttle.buffer,
-      `await throttle.acquire('autocomplete'); return Date.now();`,
-    )) as number;
+    const sentAt = (await runInWorker(throttle.buffer, `await throttle.acquire('autocomplete'); return Date.now();`)) as number;
     expect(sentAt - heldFrom).toBeGreaterThanOrEqual(995);
   });
 
@@ -166,7 +169,7 @@ describe('shared throttle', () => {
     expect(sentAt - heldFrom).toBeLessThan(5_000);
   });
 
-  it('an answer later than the margin allows for moves the later slots: the request a second\'s worth of slots after it goes a second after that answer', async () => {
+  it("an answer later than the margin allows for moves the later slots: the request a second's worth of slots after it goes a second after that answer", async () => {
     // 10/s at 99 %: slots 101 ms apart, so the 11th slot is 1010 ms after the first.
     const throttle = createSharedThrottle({ limits: { phone: 10 }, coldStartGapMs: 0 });
     const first = await throttle.acquire('phone');

@@ -36,7 +36,12 @@ describe('one HTTP exchange', () => {
       res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'req-slow-body' });
       res.write('{"resultClass":'); // and nothing more
     }));
-    transport = createTransport({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: 'k', timeoutMs: 150, retry: { maxAttempts: 1 } });
+    transport = createTransport({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      apiKey: 'k',
+      timeoutMs: 150,
+      retry: { maxAttempts: 1 },
+    });
     const started = performance.now();
     const e = await validate(transport).catch((err: unknown) => err);
     expect(e).toBeInstanceOf(TransportError);
@@ -105,7 +110,12 @@ describe('one HTTP exchange', () => {
     }));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/gateway/`;
     transport = createTransport({ baseUrl: base, apiKey: 'k' });
-    await transport.request({ endpoint: 'company', method: 'GET', path: '/companies/v2', query: { searchMethod: 'company', q: 'Müller & Söhne', skip: undefined } });
+    await transport.request({
+      endpoint: 'company',
+      method: 'GET',
+      path: '/companies/v2',
+      query: { searchMethod: 'company', q: 'Müller & Söhne', skip: undefined },
+    });
     await transport.request({ endpoint: 'company', method: 'GET', path: 'companies/v2' });
     expect(urls).toEqual(['/gateway/companies/v2?searchMethod=company&q=M%C3%BCller+%26+S%C3%B6hne', '/gateway/companies/v2']);
   });
@@ -122,7 +132,11 @@ describe('one HTTP exchange', () => {
       }
       res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'req-second' }).end(CLASS_A);
     }));
-    transport = createTransport({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: 'k', retry: { maxAttempts: 3, baseDelayMs: 1 } });
+    transport = createTransport({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      apiKey: 'k',
+      retry: { maxAttempts: 3, baseDelayMs: 1 },
+    });
     const res = await validate(transport);
     expect(res.data.results[0]?.locality).toBe('Köln');
     expect(res.attempts).toBe(2);

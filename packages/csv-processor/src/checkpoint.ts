@@ -42,7 +42,9 @@ export async function readCheckpoint(path: string): Promise<Checkpoint | undefin
     if (checkpoint.version !== 1 || typeof checkpoint.optionsHash !== 'string') throw new Error('unknown checkpoint version');
     return checkpoint;
   } catch (err) {
-    throw new CsvError('resume-mismatch', `the checkpoint ${path} is not readable (${(err as Error).message}); delete it and the output to start over`, { cause: err });
+    throw new CsvError('resume-mismatch', `the checkpoint ${path} is not readable (${(err as Error).message}); delete it and the output to start over`, {
+      cause: err,
+    });
   }
 }
 
@@ -65,7 +67,9 @@ export async function writeCheckpoint(path: string, checkpoint: Checkpoint): Pro
       await folder.close();
     }
   } catch (err) {
-    throw new CsvError('output-unwritable', `cannot write the checkpoint ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    throw new CsvError('output-unwritable', `cannot write the checkpoint ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

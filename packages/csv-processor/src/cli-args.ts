@@ -69,16 +69,33 @@ const ENCODINGS: readonly InputEncoding[] = ['utf8', 'latin1', 'windows-1252'];
  * code `usage` naming the flag at fault.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
-  const parsed = parseFlags(argv, {
-    input: { type: 'string' }, output: { type: 'string' }, rejects: { type: 'string' },
-    map: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' },
-    include: { type: 'string' }, delimiter: { type: 'string' }, encoding: { type: 'string' },
-    format: { type: 'string' }, 'spreadsheet-safe': { type: 'boolean' }, resume: { type: 'boolean' }, 'dry-run': { type: 'boolean' },
-    report: { type: 'string' },
-    'max-failed': { type: 'string' }, 'batch-size': { type: 'string' }, ...ENGINE_FLAG_OPTIONS,
-    'base-url': { type: 'string' }, 'realtime-url': { type: 'string' }, 'api-key': { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  }, usageError);
+  const parsed = parseFlags(
+    argv,
+    {
+      input: { type: 'string' },
+      output: { type: 'string' },
+      rejects: { type: 'string' },
+      map: { type: 'string' },
+      mode: { type: 'string' },
+      country: { type: 'string' },
+      include: { type: 'string' },
+      delimiter: { type: 'string' },
+      encoding: { type: 'string' },
+      format: { type: 'string' },
+      'spreadsheet-safe': { type: 'boolean' },
+      resume: { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
+      report: { type: 'string' },
+      'max-failed': { type: 'string' },
+      'batch-size': { type: 'string' },
+      ...ENGINE_FLAG_OPTIONS,
+      'base-url': { type: 'string' },
+      'realtime-url': { type: 'string' },
+      'api-key': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    usageError,
+  );
   const { values: v, positionals } = parsed;
   if (v.help || positionals[0] === 'help') return { help: true };
   if (positionals[0] !== 'validate' || positionals.length > 1) {
@@ -91,7 +108,10 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   const mode = oneOf('--mode', v.mode ?? 'address', MODES);
   const country = v.country?.trim().toUpperCase();
   if (country !== undefined && !isCountryCode(country)) throw usageError('--country', `"${v.country}" is not a two-letter country code`);
-  const include = v.include?.split(',').map((s) => s.trim()).filter(Boolean);
+  const include = v.include
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const value of include ?? []) oneOf('--include', value, ADDRESS_INCLUDE_VALUES);
   const delimiter = v.delimiter === '\\t' ? '\t' : v.delimiter;
   if (delimiter !== undefined && (delimiter.length !== 1 || delimiter.charCodeAt(0) > 0x7f || /["\r\n]/.test(delimiter))) {
@@ -122,4 +142,3 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   };
   return { help: false, options };
 }
-

@@ -38,10 +38,7 @@ const PLAN_BATCH = 5_000;
  * make after the store. Nothing is called; the distinct keys are held in memory (about 150 MB per
  * million distinct rows).
  */
-export async function planFile(
-  options: ProcessFileOptions & { format: InputFormat; mode: Mode; delimiter: string },
-  paths: RunPaths,
-): Promise<DryRunPlan> {
+export async function planFile(options: ProcessFileOptions & { format: InputFormat; mode: Mode; delimiter: string }, paths: RunPaths): Promise<DryRunPlan> {
   const source = await openSource({ path: paths.input, format: options.format, encoding: options.encoding, delimiter: options.delimiter });
   const totals = emptyTotals();
   totals.runs = 1;
@@ -60,8 +57,14 @@ export async function planFile(
     // Planning never calls: the URL and key are placeholders when a dry run is given none, and
     // with no thread the engine starts no worker.
     engine = createEngine({
-      ...engineSettings, threads: 0, mode: options.mode, baseUrl: options.baseUrl ?? 'http://dry-run.invalid',
-      apiKey: options.apiKey ?? 'dry-run', defaultCountry: options.country, include: options.include, resultStore,
+      ...engineSettings,
+      threads: 0,
+      mode: options.mode,
+      baseUrl: options.baseUrl ?? 'http://dry-run.invalid',
+      apiKey: options.apiKey ?? 'dry-run',
+      defaultCountry: options.country,
+      include: options.include,
+      resultStore,
     });
     let batch: EngineRecord[] = [];
     const plan = async (): Promise<void> => {

@@ -43,7 +43,9 @@ export async function main(argv: readonly string[]): Promise<number> {
         await writeCsvReport(command.options.report, summary, (t) => logger.redactor.redact(t), printed);
         process.stderr.write(`dq-csv: report written to ${command.options.report}\n`);
       } catch (err) {
-        process.stderr.write(`dq-csv: report-unwritable: cannot write the report ${command.options.report}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; the run itself is complete as summarised\n`);
+        process.stderr.write(
+          `dq-csv: report-unwritable: cannot write the report ${command.options.report}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; the run itself is complete as summarised\n`,
+        );
         return summary.exitCode === ExitCode.OK ? ExitCode.USAGE : summary.exitCode;
       }
     }
@@ -58,6 +60,9 @@ export async function main(argv: readonly string[]): Promise<number> {
 /** A report in a folder that does not exist is refused before the run pays for anything. */
 async function checkReportFolder(path: string): Promise<void> {
   const folder = dirname(resolve(path));
-  const ok = await stat(folder).then((s) => s.isDirectory(), () => false);
+  const ok = await stat(folder).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
   if (!ok) throw usageError('--report', `the folder ${folder} does not exist; create it or write the report elsewhere`);
 }

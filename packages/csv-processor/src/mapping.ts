@@ -42,7 +42,10 @@ export function inferFieldMap(mode: Mode, columns: readonly string[] | undefined
     if (column !== undefined) map[field] = column;
   }
   if (Object.keys(map).length === 0) {
-    throw usageError('--map', `no column is named like a field of ${mode} mode (${MODE_FIELDS[mode].join(', ')}); say which column holds what, e.g. --map street=Strasse,postalCode=PLZ`);
+    throw usageError(
+      '--map',
+      `no column is named like a field of ${mode} mode (${MODE_FIELDS[mode].join(', ')}); say which column holds what, e.g. --map street=Strasse,postalCode=PLZ`,
+    );
   }
   return map;
 }

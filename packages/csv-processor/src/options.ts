@@ -53,7 +53,9 @@ export interface ProcessFileOptions {
    * result store: `store` (a folder, a postgres:// URL or `off`; default the user's cache folder)
    * and `maxAgeMs` (default 30 days).
    */
-  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company' | 'budget' | 'account' | 'maxCalls'>> &
+  engine?: Partial<
+    Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company' | 'budget' | 'account' | 'maxCalls'>
+  > &
     Pick<EngineFlagSettings, 'store' | 'maxAgeMs'>;
   /** Progress reporter; default none. */
   progress?: ProgressReporter;

@@ -43,7 +43,9 @@ export function createProgress(options: ProgressOptions = {}): ProgressReporter 
         const filled = Math.round((percent / 100) * width);
         const rate = elapsedS > 0 ? Math.round(totals.rows / elapsedS) : 0;
         const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
-        stream.write(`\r${bar} ${percent.toFixed(1).padStart(5)}%  ${records.toLocaleString('en')} rows  ${rate.toLocaleString('en')} rows/s  ${totals.apiCalls.toLocaleString('en')} calls `);
+        stream.write(
+          `\r${bar} ${percent.toFixed(1).padStart(5)}%  ${records.toLocaleString('en')} rows  ${rate.toLocaleString('en')} rows/s  ${totals.apiCalls.toLocaleString('en')} calls `,
+        );
         drawn = true;
       } else {
         if (now - last < intervalMs) return;

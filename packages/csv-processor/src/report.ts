@@ -11,8 +11,13 @@ import { summaryObject } from './summary.js';
  */
 const RESULT_COLUMN: Record<Mode, Record<string, string[]>> = {
   address: {
-    street: ['dq_street'], houseNumber: ['dq_house_number'], postalCode: ['dq_postal_code'], locality: ['dq_locality'], country: ['dq_country'],
-    addressLine: ['dq_street', 'dq_house_number'], localityLine: ['dq_postal_code', 'dq_locality'],
+    street: ['dq_street'],
+    houseNumber: ['dq_house_number'],
+    postalCode: ['dq_postal_code'],
+    locality: ['dq_locality'],
+    country: ['dq_country'],
+    addressLine: ['dq_street', 'dq_house_number'],
+    localityLine: ['dq_postal_code', 'dq_locality'],
   },
   company: { company: ['dq_company_name'], zip: ['dq_company_zip'], city: ['dq_company_city'], street: ['dq_company_street'] },
   tr: { trCourt: ['dq_tr_court'], trType: ['dq_tr_type'], trNo: ['dq_tr_no'] },
@@ -59,7 +64,13 @@ export class CsvReportDetails {
     return {
       ...details,
       ...(engine?.callsPerSecond ? { rate: engine.callsPerSecond } : {}),
-      ...(resumed ? { notes: ['This run resumed an interrupted one: the counts are the whole file\'s; corrections, review examples, failures and rejects are those of the rows this run wrote, and calls per second those this run made.'] } : {}),
+      ...(resumed
+        ? {
+            notes: [
+              "This run resumed an interrupted one: the counts are the whole file's; corrections, review examples, failures and rejects are those of the rows this run wrote, and calls per second those this run made.",
+            ],
+          }
+        : {}),
     };
   }
 }
@@ -69,14 +80,18 @@ export class CsvReportDetails {
  * come from `printed`, the object of the JSON summary line (built from `summary` when not given).
  */
 export async function writeCsvReport(path: string, summary: RunSummary, redact: (text: string) => string, printed = summaryObject(summary)): Promise<void> {
-  await writeReport(path, {
-    tool: 'dq-csv validate',
-    subject: summary.paths.input,
-    run: summary.paths.output,
-    generatedAt: new Date().toISOString(),
-    summary: printed,
-    details: summary.details ?? {},
-  }, redact);
+  await writeReport(
+    path,
+    {
+      tool: 'dq-csv validate',
+      subject: summary.paths.input,
+      run: summary.paths.output,
+      generatedAt: new Date().toISOString(),
+      summary: printed,
+      details: summary.details ?? {},
+    },
+    redact,
+  );
 }
 
 function shellWord(text: string): string {

@@ -35,7 +35,10 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
   for (const file of files) {
     const id = await identityOf(file);
     if (id === inputId) {
-      throw new CsvError('path-conflict', `${file.label} is the input file ${paths.input}: writing it would destroy the input; choose another --output${file.path === paths.rejects ? ' or --rejects' : ''}`);
+      throw new CsvError(
+        'path-conflict',
+        `${file.label} is the input file ${paths.input}: writing it would destroy the input; choose another --output${file.path === paths.rejects ? ' or --rejects' : ''}`,
+      );
     }
     const other = seen.get(id);
     if (other) throw new CsvError('path-conflict', `${file.label} and ${other.label} are the same file; choose another --output or --rejects`);
@@ -48,7 +51,9 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
       const who = err.owner ? `pid ${err.owner.pid} on ${err.owner.host}, started ${err.owner.startedAt}` : `the lock ${paths.lock} names no process`;
       throw new CsvError('output-locked', `another dq-csv run is writing ${paths.output} (${who}); try again when it has finished (its lock is ${paths.lock})`);
     }
-    throw new CsvError('output-unwritable', `cannot create the lock ${paths.lock}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    throw new CsvError('output-unwritable', `cannot create the lock ${paths.lock}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

@@ -1,5 +1,16 @@
 import { stat } from 'node:fs/promises';
-import { createEngine, DqError, exitCodeFor, ExitCode, isRunStop, openStore, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import {
+  createEngine,
+  DqError,
+  exitCodeFor,
+  ExitCode,
+  isRunStop,
+  openStore,
+  type BudgetReport,
+  type Engine,
+  type EngineRecord,
+  type RecordResult,
+} from '@dq/core';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planFile, type DryRunPlan } from './dry-run.js';
@@ -68,19 +79,34 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
 
   // Options that shape the output: a resume must use the same ones.
   const identity = {
-    input: paths.input, inputSize: inputStat.size, inputMtimeMs: inputStat.mtimeMs, output: paths.output,
-    rejects: paths.rejects, format, encoding: options.encoding ?? 'utf8', delimiter, mode,
-    map: options.map ?? null, country: options.country ?? null, include: options.include ?? [],
+    input: paths.input,
+    inputSize: inputStat.size,
+    inputMtimeMs: inputStat.mtimeMs,
+    output: paths.output,
+    rejects: paths.rejects,
+    format,
+    encoding: options.encoding ?? 'utf8',
+    delimiter,
+    mode,
+    map: options.map ?? null,
+    country: options.country ?? null,
+    include: options.include ?? [],
     ...(options.spreadsheetSafe ? { spreadsheetSafe: true } : {}),
   };
   const optionsHash = hashOptions(identity);
   const checkpoint = await readCheckpoint(paths.checkpoint);
   if (checkpoint && !options.resume) {
-    throw new CsvError('checkpoint-exists', `an interrupted run left ${paths.checkpoint}: rerun with --resume to continue it, or delete that file to start over`);
+    throw new CsvError(
+      'checkpoint-exists',
+      `an interrupted run left ${paths.checkpoint}: rerun with --resume to continue it, or delete that file to start over`,
+    );
   }
   if (checkpoint && checkpoint.optionsHash !== optionsHash) {
     const differ = differingOptions(checkpoint.options, identity).join(', ');
-    throw new CsvError('resume-mismatch', `cannot resume: ${differ} differ from the interrupted run's; rerun with the same options, or delete ${paths.checkpoint} to start over`);
+    throw new CsvError(
+      'resume-mismatch',
+      `cannot resume: ${differ} differ from the interrupted run's; rerun with the same options, or delete ${paths.checkpoint} to start over`,
+    );
   }
 
   const source = await openSource({ path: paths.input, format, encoding: options.encoding, delimiter, start: checkpoint?.position });
@@ -100,7 +126,8 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     report = options.report ? new CsvReportDetails(mode, columns) : undefined;
     const clash = columns.names.find((name) => source.header?.includes(name));
     if (clash) throw new CsvError('bad-mapping', `the input already has a column ${clash} (is it an output of dq-csv?); rename it or clean the original file`);
-    if (!options.baseUrl) throw new CsvError('usage', 'a platform URL is needed: pass --base-url or set DQ_BASE_URL (npm run demo starts a local sandbox by itself)');
+    if (!options.baseUrl)
+      throw new CsvError('usage', 'a platform URL is needed: pass --base-url or set DQ_BASE_URL (npm run demo starts a local sandbox by itself)');
     if (!options.apiKey) throw new CsvError('usage', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
 
     // The result store keeps every answer a stopped or killed run paid for (even one stopped
@@ -109,10 +136,26 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     const { store, maxAgeMs, ...engineSettings } = options.engine ?? {};
     const resultStore = await openStore(store, { maxAgeMs });
     engine = createEngine({
-      mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
-      defaultCountry: options.country, include: options.include, resultStore, logger: options.logger, ...engineSettings,
+      mode,
+      baseUrl: options.baseUrl,
+      realtimeUrl: options.realtimeUrl,
+      apiKey: options.apiKey,
+      defaultCountry: options.country,
+      include: options.include,
+      resultStore,
+      logger: options.logger,
+      ...engineSettings,
     });
-    sink = await Sink.open({ outputPath: paths.output, rejectsPath: paths.rejects, format, delimiter, header: source.header, columns, spreadsheetSafe: options.spreadsheetSafe, resume: checkpoint?.sink });
+    sink = await Sink.open({
+      outputPath: paths.output,
+      rejectsPath: paths.rejects,
+      format,
+      delimiter,
+      header: source.header,
+      columns,
+      spreadsheetSafe: options.spreadsheetSafe,
+      resume: checkpoint?.sink,
+    });
     // The output exists from here on: a checkpoint marks it unfinished at once, so a run stopped or
     // killed before its first batch leaves an output that `--resume` continues and review refuses.
     if (!checkpoint) await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, sink.state, totalsNow()));
@@ -156,13 +199,27 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     await engine.close();
     await removeCheckpoint(paths.checkpoint);
     const budget = engine.report().budget;
-    return { outcome: 'done', exitCode: exitCodeFor({ report: { records: totals.rows, byStatus: totals.byStatus }, rejects: totals.rejects, maxFailed: options.maxFailed ?? 0 }), paths, totals, failedShare: failedShare(totals), resumed: checkpoint !== undefined, ...(done ? { details: done } : {}), ...(budget ? { budget } : {}) };
+    return {
+      outcome: 'done',
+      exitCode: exitCodeFor({ report: { records: totals.rows, byStatus: totals.byStatus }, rejects: totals.rejects, maxFailed: options.maxFailed ?? 0 }),
+      paths,
+      totals,
+      failedShare: failedShare(totals),
+      resumed: checkpoint !== undefined,
+      ...(done ? { details: done } : {}),
+      ...(budget ? { budget } : {}),
+    };
   } catch (err) {
     if (err instanceof CsvError) throw err;
     const totals = totalsNow();
     return {
-      outcome: 'stopped', exitCode: options.signal?.aborted && !(err instanceof CsvError) ? ExitCode.TEMPFAIL : exitCodeFor(err), paths, totals,
-      failedShare: failedShare(totals), resumed: checkpoint !== undefined, error: describeStop(err, position.records),
+      outcome: 'stopped',
+      exitCode: options.signal?.aborted && !(err instanceof CsvError) ? ExitCode.TEMPFAIL : exitCodeFor(err),
+      paths,
+      totals,
+      failedShare: failedShare(totals),
+      resumed: checkpoint !== undefined,
+      error: describeStop(err, position.records),
       ...(report ? { details: details() } : {}),
       ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     };
@@ -174,7 +231,13 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
   }
 }
 
-function checkpointOf(optionsHash: string, options: Record<string, unknown>, position: Checkpoint['position'], sink: Checkpoint['sink'], totals: RunTotals): Checkpoint {
+function checkpointOf(
+  optionsHash: string,
+  options: Record<string, unknown>,
+  position: Checkpoint['position'],
+  sink: Checkpoint['sink'],
+  totals: RunTotals,
+): Checkpoint {
   return { version: 1, optionsHash, options, position, sink, totals, writtenAt: new Date().toISOString() };
 }
 
@@ -186,9 +249,9 @@ function describeStop(err: unknown, records: number): RunSummary['error'] {
       ? 'rerun with --resume'
       : exitCodeFor(err) === ExitCode.MAX_CALLS
         ? 'rerun with --resume to continue (answers already paid for are not bought again), with a new --max-calls or none'
-      : exitCodeFor(err) === ExitCode.STOP
-        ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
-        : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
+        : exitCodeFor(err) === ExitCode.STOP
+          ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
+          : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
     return {
       code: err.code,
       message: `${err.message}${err.requestId ? ` (request id ${err.requestId})` : ''}; ${where}; ${action}`,
@@ -198,4 +261,3 @@ function describeStop(err: unknown, records: number): RunSummary['error'] {
   const e = err as Error;
   return { code: (e as { code?: string }).code ?? 'unexpected', message: `${e?.message ?? String(err)}; ${where}; rerun with --resume` };
 }
-

@@ -48,11 +48,22 @@ export function summaryTable(summary: RunSummary): string {
   ];
   if (summary.plan) {
     const p = summary.plan;
-    lines.push(['invalid input (no call)', n(p.invalidInput)], ['distinct inputs', n(p.distinct)], ['answered by the store', n(p.fromStore)], ['API calls needed', n(p.calls)]);
-    lines.push(['time at rate limit', p.secondsAtRateLimit === undefined ? 'unknown (no published limit)' : `${n(p.secondsAtRateLimit)} s at ${p.rateLimitPerSecond}/s`]);
+    lines.push(
+      ['invalid input (no call)', n(p.invalidInput)],
+      ['distinct inputs', n(p.distinct)],
+      ['answered by the store', n(p.fromStore)],
+      ['API calls needed', n(p.calls)],
+    );
+    lines.push([
+      'time at rate limit',
+      p.secondsAtRateLimit === undefined ? 'unknown (no published limit)' : `${n(p.secondsAtRateLimit)} s at ${p.rateLimitPerSecond}/s`,
+    ]);
   } else {
     for (const [status, count] of Object.entries(totals.byStatus)) lines.push([`  ${status}`, n(count)]);
-    const classes = Object.entries(totals.byClass).filter(([, c]) => c > 0).map(([k, c]) => `${k} ${n(c)}`).join('  ');
+    const classes = Object.entries(totals.byClass)
+      .filter(([, c]) => c > 0)
+      .map(([k, c]) => `${k} ${n(c)}`)
+      .join('  ');
     if (classes) lines.push(['result classes', classes]);
     lines.push(
       ['API calls', n(totals.apiCalls)],

@@ -5,7 +5,19 @@ import type { RecordResult, RunReport } from '@dq/core';
  * Counts of a whole file, added up over the runs that a resume joins together: the engine's
  * {@link RunReport} counts (summed over the runs), with the file's rows and rejects.
  */
-export interface RunTotals extends Pick<RunReport, 'byStatus' | 'byClass' | 'apiCalls' | 'callsSavedByDedup' | 'callsSavedByCache' | 'callsSavedByStore' | 'storeLookups' | 'storeHits' | 'retries' | 'durationMs'> {
+export interface RunTotals extends Pick<
+  RunReport,
+  | 'byStatus'
+  | 'byClass'
+  | 'apiCalls'
+  | 'callsSavedByDedup'
+  | 'callsSavedByCache'
+  | 'callsSavedByStore'
+  | 'storeLookups'
+  | 'storeHits'
+  | 'retries'
+  | 'durationMs'
+> {
   /** Output rows (= input rows that could be parsed). */
   rows: number;
   /** Input records sent to the rejects file. */

@@ -42,20 +42,44 @@ describe('the dq-csv command line', () => {
   });
 
   it('says that a platform URL is needed when none is given', async () => {
-    const run = await runCli(['validate', '--input', input, '--output', join(dir, 'o.csv'), '--delimiter', ';', '--map', 'addressLine=strasse,postalCode=plz,locality=ort']);
+    const run = await runCli([
+      'validate',
+      '--input',
+      input,
+      '--output',
+      join(dir, 'o.csv'),
+      '--delimiter',
+      ';',
+      '--map',
+      'addressLine=strasse,postalCode=plz,locality=ort',
+    ]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--base-url');
     expect(run.stderr).toContain('DQ_BASE_URL');
   });
 
   it('names a mapped column that is not in the header', async () => {
-    const run = await runCli(['validate', '--input', input, '--output', join(dir, 'o.csv'), '--delimiter', ';', '--map', 'street=Strasse'], { DQ_BASE_URL: 'http://127.0.0.1:9', DQ_API_KEY: 'k' });
+    const run = await runCli(['validate', '--input', input, '--output', join(dir, 'o.csv'), '--delimiter', ';', '--map', 'street=Strasse'], {
+      DQ_BASE_URL: 'http://127.0.0.1:9',
+      DQ_API_KEY: 'k',
+    });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('"Strasse" is not in the header');
   });
 
   it('estimates a run with --dry-run without calling anything', async () => {
-    const run = await runCli(['validate', '--input', input, '--dry-run', '--delimiter', ';', '--country', 'DE', '--map', 'addressLine=strasse,postalCode=plz,locality=ort']);
+    const run = await runCli([
+      'validate',
+      '--input',
+      input,
+      '--dry-run',
+      '--delimiter',
+      ';',
+      '--country',
+      'DE',
+      '--map',
+      'addressLine=strasse,postalCode=plz,locality=ort',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const summary = summaryOf(run);
     expect(summary.outcome).toBe('dry-run');

@@ -22,9 +22,14 @@ async function clean(name: string, content: Buffer | string, extra: Partial<Para
   const input = join(dir, `${name}.csv`);
   await writeFile(input, content);
   const summary = await processFile({
-    input, output: join(dir, `${name}.out.csv`), delimiter: ';', country: 'DE',
+    input,
+    output: join(dir, `${name}.out.csv`),
+    delimiter: ';',
+    country: 'DE',
     map: { street: 'strasse', houseNumber: 'nr', postalCode: 'plz', locality: 'ort' },
-    baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, ...extra,
+    baseUrl: sandbox.url,
+    apiKey: DEFAULT_API_KEY,
+    ...extra,
   });
   const output = await readCsv(summary.paths.output, { delimiter: extra.delimiter ?? ';' });
   const rejects = await readCsv(summary.paths.rejects);
@@ -36,7 +41,8 @@ const HEADER = 'id;strasse;nr;plz;ort\r\n';
 describe('the edge-case corpus', () => {
   it('keeps every row in order through quoted newlines, embedded quotes, BOM, CRLF and empty lines', async () => {
     const text =
-      '\uFEFF' + HEADER +
+      '\uFEFF' +
+      HEADER +
       '1;Hauptstraße;5;10115;Berlin\r\n' +
       '\r\n' +
       '2;"Unter den\nLinden";77;10117;Berlin\r\n' +

@@ -17,13 +17,32 @@ afterAll(async () => cleanup());
 const quotaConfig = (quota: number) => ({ accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], plan: { quota, validUntil: null }, rateLimits: { batch: 0 } }] });
 
 function args(input: string, output: string, ...more: string[]) {
-  return ['validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE',
-    '--map', 'addressLine=strasse,postalCode=plz,locality=ort,country=land', '--batch-size', '100', '--rate-limit', '0', ...more];
+  return [
+    'validate',
+    '--input',
+    input,
+    '--output',
+    output,
+    '--delimiter',
+    ';',
+    '--country',
+    'DE',
+    '--map',
+    'addressLine=strasse,postalCode=plz,locality=ort,country=land',
+    '--batch-size',
+    '100',
+    '--rate-limit',
+    '0',
+    ...more,
+  ];
 }
 
 describe('an unreliable or exhausted platform', () => {
   it('completes with 20 % 503s and 5 % connection resets, losing no row', async () => {
-    const sandbox: Sandbox = await startSandbox({ port: 0, config: { ...quotaConfig(1_000_000), faults: { batch: { errorRate: 0.2, errorStatuses: [503], resetRate: 0.05 } } } });
+    const sandbox: Sandbox = await startSandbox({
+      port: 0,
+      config: { ...quotaConfig(1_000_000), faults: { batch: { errorRate: 0.2, errorStatuses: [503], resetRate: 0.05 } } },
+    });
     try {
       const input = join(dir, 'faults.csv');
       await writeFile(input, makeSampleCsv(ROWS, 3));

@@ -28,7 +28,15 @@ describe('JSON inputs', () => {
   it('cleans a JSON array into a JSON array with dq_ fields, rejecting elements that are not objects', async () => {
     const input = join(dir, 'in.json');
     await writeFile(input, JSON.stringify([records[0], 42, records[1]], null, 2));
-    const summary = await processFile({ input, output: join(dir, 'out.json'), country: 'DE', baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, maxFailed: 1, engine: { rateLimits: { batch: 0 } } });
+    const summary = await processFile({
+      input,
+      output: join(dir, 'out.json'),
+      country: 'DE',
+      baseUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      maxFailed: 1,
+      engine: { rateLimits: { batch: 0 } },
+    });
     const out = JSON.parse(await readFile(summary.paths.output, 'utf8')) as Record<string, unknown>[];
     expect(out.map((o) => o['id'])).toEqual([1, 2]);
     expect(out[1]?.['note']).toEqual({ vip: true });
@@ -41,8 +49,19 @@ describe('JSON inputs', () => {
   it('cleans NDJSON line by line, rejecting lines that are not JSON objects', async () => {
     const input = join(dir, 'in.ndjson');
     await writeFile(input, `${JSON.stringify(records[0])}\n{broken\n\n${JSON.stringify(records[1])}\n`);
-    const summary = await processFile({ input, output: join(dir, 'out.ndjson'), country: 'DE', baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, maxFailed: 1, engine: { rateLimits: { batch: 0 } } });
-    const lines = (await readFile(summary.paths.output, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const summary = await processFile({
+      input,
+      output: join(dir, 'out.ndjson'),
+      country: 'DE',
+      baseUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      maxFailed: 1,
+      engine: { rateLimits: { batch: 0 } },
+    });
+    const lines = (await readFile(summary.paths.output, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.map((o) => o['id'])).toEqual([1, 2]);
     const rejects = await readCsv(summary.paths.rejects);
     expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'invalid-json']]);
@@ -60,8 +79,15 @@ describe('dedup', () => {
     const distinct = new Set(rows.map((r) => r.split(';').slice(2, 6).join(';').toLowerCase())).size;
     sandbox.resetStats();
     const summary = await processFile({
-      input, output: join(dir, 'dedup.out.csv'), delimiter: ';', country: 'DE',
-      map: { addressLine: 'strasse', postalCode: 'plz', locality: 'ort', country: 'land' }, baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, maxFailed: 1, engine: { rateLimits: { batch: 0 } },
+      input,
+      output: join(dir, 'dedup.out.csv'),
+      delimiter: ';',
+      country: 'DE',
+      map: { addressLine: 'strasse', postalCode: 'plz', locality: 'ort', country: 'land' },
+      baseUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      maxFailed: 1,
+      engine: { rateLimits: { batch: 0 } },
     });
     expect(summary.totals.rows).toBe(1000);
     const calls = batchCalls(sandbox.stats());

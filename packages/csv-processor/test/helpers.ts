@@ -42,7 +42,11 @@ export function startCli(args: string[], env: Record<string, string> = {}) {
 
 /** The last JSON summary line printed on stdout. */
 export function summaryOf(run: CliRun): Record<string, any> {
-  const line = run.stdout.trim().split('\n').filter((l) => l.startsWith('{"event":"summary"')).pop();
+  const line = run.stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{"event":"summary"'))
+    .pop();
   if (!line) throw new Error(`no summary line; stderr: ${run.stderr}`);
   return JSON.parse(line) as Record<string, any>;
 }

@@ -99,12 +99,35 @@ describe('a record over the size limit', () => {
     const text = `id;strasse;plz;ort\n1;Hauptstraße 5;10115;Berlin\n2;${big};10115;Berlin\n3;"${big}";10115;Berlin\n4;Lindenweg 2;01067;Dresden\n5;short\n6;Goethestraße 1;60313;Frankfurt\n`;
     const { folder, input } = await inputFile('big.csv', text);
     const output = join(folder, 'out.csv');
-    const run = await runCli(['validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE', '--map', 'addressLine=strasse,postalCode=plz,locality=ort', '--max-failed', '0.5'], env());
+    const run = await runCli(
+      [
+        'validate',
+        '--input',
+        input,
+        '--output',
+        output,
+        '--delimiter',
+        ';',
+        '--country',
+        'DE',
+        '--map',
+        'addressLine=strasse,postalCode=plz,locality=ort',
+        '--max-failed',
+        '0.5',
+      ],
+      env(),
+    );
     expect(run.code, run.stderr).toBe(0);
     expect((await readCsv(output, { delimiter: ';' })).rows.map((r) => r[0])).toEqual(['1', '4', '6']);
     const rejects = await readCsv(join(folder, 'out.rejects.csv'));
-    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['3', 'record-too-large'], ['4', 'record-too-large'], ['6', 'column-count']]);
-    expect(rejects.rows[0]?.[2]).toContain(`the record at byte offset ${Buffer.byteLength('id;strasse;plz;ort\n1;Hauptstraße 5;10115;Berlin\n')} is ${big.length + 2 + 13} bytes long, over the limit`);
+    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([
+      ['3', 'record-too-large'],
+      ['4', 'record-too-large'],
+      ['6', 'column-count'],
+    ]);
+    expect(rejects.rows[0]?.[2]).toContain(
+      `the record at byte offset ${Buffer.byteLength('id;strasse;plz;ort\n1;Hauptstraße 5;10115;Berlin\n')} is ${big.length + 2 + 13} bytes long, over the limit`,
+    );
     expect(rejects.rows[0]?.[3]?.startsWith('2;xxx')).toBe(true);
   });
 
@@ -114,7 +137,10 @@ describe('a record over the size limit', () => {
     const output = join(folder, 'out.ndjson');
     const run = await runCli(['validate', '--input', input, '--output', output, ...JSON_ARGS, '--max-failed', '0.5'], env());
     expect(run.code, run.stderr).toBe(0);
-    const lines = (await readFile(output, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = (await readFile(output, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.map((o) => o['id'])).toEqual([1, 3]);
     const rejects = await readCsv(join(folder, 'out.rejects.csv'));
     expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'record-too-large']]);
@@ -136,7 +162,10 @@ describe('a UTF-16 input', () => {
   ])('with a %s byte order mark is read as UTF-16: the output holds its values character for character', async (name, bytes) => {
     const { folder, input } = await inputFile(`utf16${name}.csv`, bytes);
     const output = join(folder, 'out.csv');
-    const run = await runCli(['validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE', '--map', 'addressLine=strasse,postalCode=plz,locality=ort'], env());
+    const run = await runCli(
+      ['validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE', '--map', 'addressLine=strasse,postalCode=plz,locality=ort'],
+      env(),
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(summaryOf(run).rows).toBe(3);
     const out = await readCsv(output, { delimiter: ';' });
@@ -158,7 +187,22 @@ describe('a UTF-16 input', () => {
 
   it('without a byte order mark is refused with advice to save it as UTF-8, not to try Latin-1', async () => {
     const { folder, input } = await inputFile('nobom.csv', Buffer.from(text, 'utf16le'));
-    const run = await runCli(['validate', '--input', input, '--output', join(folder, 'out.csv'), '--delimiter', ';', '--country', 'DE', '--map', 'addressLine=strasse,postalCode=plz,locality=ort'], env());
+    const run = await runCli(
+      [
+        'validate',
+        '--input',
+        input,
+        '--output',
+        join(folder, 'out.csv'),
+        '--delimiter',
+        ';',
+        '--country',
+        'DE',
+        '--map',
+        'addressLine=strasse,postalCode=plz,locality=ort',
+      ],
+      env(),
+    );
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toContain('UTF-16 without a byte order mark');
     expect(run.stderr).not.toContain('latin1');

@@ -25,8 +25,20 @@ afterAll(async () => {
 });
 
 const args = (...extra: string[]): string[] => [
-  'validate', '--input', join(dir, 'in.csv'), '--output', join(dir, 'out.csv'), '--delimiter', ';', '--country', 'DE',
-  '--map', 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--rate-limit', '0', ...extra,
+  'validate',
+  '--input',
+  join(dir, 'in.csv'),
+  '--output',
+  join(dir, 'out.csv'),
+  '--delimiter',
+  ';',
+  '--country',
+  'DE',
+  '--map',
+  'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
+  '--rate-limit',
+  '0',
+  ...extra,
 ];
 
 describe('--max-calls, the spending cap', () => {
@@ -60,8 +72,9 @@ describe('--account-db, the shared rate budget', () => {
     const before = await sandbox.billable();
     const out = ['--output', join(dir, 'unreachable.csv')];
     // The default rate limit: an endpoint without one (--rate-limit 0) has nothing to share.
-    const withoutLimitFlag = args('--budget', 'postgres://etl:budget-pw-93af@127.0.0.1:1/dq')
-      .filter((a, i, all) => !a.includes('out.csv') && a !== '--output' && a !== '--rate-limit' && all[i - 1] !== '--rate-limit');
+    const withoutLimitFlag = args('--budget', 'postgres://etl:budget-pw-93af@127.0.0.1:1/dq').filter(
+      (a, i, all) => !a.includes('out.csv') && a !== '--output' && a !== '--rate-limit' && all[i - 1] !== '--rate-limit',
+    );
     const run = await runCli([...withoutLimitFlag, ...out], env);
     expect(run.code, run.stderr).toBe(75);
     const summary = summaryOf(run);
@@ -74,8 +87,9 @@ describe('--account-db, the shared rate budget', () => {
 
     // --account-db names one database for the store and the budget: the store, opened first, finds
     // it unreachable; the run stops the same way, retriable, before anything is sent.
-    const accountDb = args('--account-db', 'postgres://etl:budget-pw-93af@127.0.0.1:1/dq')
-      .filter((a, i, all) => !a.includes('out.csv') && a !== '--output' && a !== '--rate-limit' && all[i - 1] !== '--rate-limit');
+    const accountDb = args('--account-db', 'postgres://etl:budget-pw-93af@127.0.0.1:1/dq').filter(
+      (a, i, all) => !a.includes('out.csv') && a !== '--output' && a !== '--rate-limit' && all[i - 1] !== '--rate-limit',
+    );
     const both = await runCli([...accountDb, '--output', join(dir, 'unreachable-both.csv')], env);
     expect(both.code, both.stderr).toBe(75);
     expect(`${both.stdout}${both.stderr}`).not.toContain('budget-pw-93af');

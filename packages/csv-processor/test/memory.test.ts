@@ -29,7 +29,13 @@ function instantServer(): Server {
     req.on('end', () => {
       const { customerAddressId, street, houseNumber, postalCode, locality } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
       res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `r-${customerAddressId}` });
-      res.end(JSON.stringify({ customerAddressId, resultClass: 'A', results: [{ addressType: 'delivery', country: 'DE', postalCode, locality, street, houseNumber }] }));
+      res.end(
+        JSON.stringify({
+          customerAddressId,
+          resultClass: 'A',
+          results: [{ addressType: 'delivery', country: 'DE', postalCode, locality, street, houseNumber }],
+        }),
+      );
     });
   });
 }
@@ -55,10 +61,10 @@ async function writeInput(path: string, rows: number): Promise<void> {
 async function clean(rows: number): Promise<{ summary: Record<string, any>; peakAnonMb: number }> {
   const input = join(dir, `in-${rows}.csv`);
   await writeInput(input, rows);
-  const child = startCli(
-    ['validate', '--input', input, '--output', join(dir, `out-${rows}.csv`), '--country', 'DE', '--rate-limit', '0'],
-    { DQ_BASE_URL: url, DQ_API_KEY: 'memory-test-key' },
-  );
+  const child = startCli(['validate', '--input', input, '--output', join(dir, `out-${rows}.csv`), '--country', 'DE', '--rate-limit', '0'], {
+    DQ_BASE_URL: url,
+    DQ_API_KEY: 'memory-test-key',
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -96,7 +102,9 @@ describe('memory use on large files', () => {
     expect(small.summary.rows).toBe(SMALL);
     expect(large.summary.rows).toBe(LARGE);
     expect(large.summary.apiCalls).toBe(LARGE);
-    console.log(`peak anonymous RSS: ${small.peakAnonMb.toFixed(0)} MB at ${SMALL} rows, ${large.peakAnonMb.toFixed(0)} MB at ${LARGE} rows (× ${(large.peakAnonMb / small.peakAnonMb).toFixed(2)}); peak RSS with mapped store pages ${small.summary.peakRssMb} and ${large.summary.peakRssMb} MB`);
+    console.log(
+      `peak anonymous RSS: ${small.peakAnonMb.toFixed(0)} MB at ${SMALL} rows, ${large.peakAnonMb.toFixed(0)} MB at ${LARGE} rows (× ${(large.peakAnonMb / small.peakAnonMb).toFixed(2)}); peak RSS with mapped store pages ${small.summary.peakRssMb} and ${large.summary.peakRssMb} MB`,
+    );
     expect(small.peakAnonMb).toBeGreaterThan(20);
     expect(large.peakAnonMb).toBeLessThanOrEqual(1.25 * small.peakAnonMb);
   });

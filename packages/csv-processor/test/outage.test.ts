@@ -18,8 +18,22 @@ beforeAll(async () => {
 afterAll(async () => cleanup());
 
 function args(input: string, output: string, ...more: string[]): string[] {
-  return ['validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE',
-    '--map', 'addressLine=strasse,postalCode=plz,locality=ort,country=land', '--rate-limit', '0', ...more];
+  return [
+    'validate',
+    '--input',
+    input,
+    '--output',
+    output,
+    '--delimiter',
+    ';',
+    '--country',
+    'DE',
+    '--map',
+    'addressLine=strasse,postalCode=plz,locality=ort,country=land',
+    '--rate-limit',
+    '0',
+    ...more,
+  ];
 }
 
 /** Rows of an output with the request id and check time left out (each call has its own). */
@@ -68,10 +82,13 @@ describe('dq-csv when the platform goes away or runs out of quota', () => {
     await writeFile(input, makeSampleCsv(ROWS, 13));
     const config = join(dir, 'outage-sandbox.json');
     // A little latency per call, so that the run lasts long enough to be cut in the middle.
-    await writeFile(config, JSON.stringify({
-      accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }],
-      faults: { batch: { latencyMs: 4 } },
-    }));
+    await writeFile(
+      config,
+      JSON.stringify({
+        accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }],
+        faults: { batch: { latencyMs: 4 } },
+      }),
+    );
     const flags = ['--batch-size', '200', '--concurrency', '8'];
 
     // The reference: the same file, uninterrupted.
@@ -131,7 +148,7 @@ describe('dq-csv when the platform goes away or runs out of quota', () => {
     await expect(stat(`${output}.checkpoint.json`)).rejects.toThrow();
   }, 240_000);
 
-  it('pays no call twice when the quota stops the run before its first checkpoint: exit 3, then --resume with a raised quota finishes with at most the file\'s calls in all', async () => {
+  it("pays no call twice when the quota stops the run before its first checkpoint: exit 3, then --resume with a raised quota finishes with at most the file's calls in all", async () => {
     const ROWS = 1200;
     const CONCURRENCY = 8;
     const input = join(dir, 'quota.csv');

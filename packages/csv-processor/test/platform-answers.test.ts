@@ -46,9 +46,13 @@ async function validate(name: string, csv: string, ...more: string[]) {
   return { run, out, column };
 }
 
-describe('dq-csv against the sandbox: how the platform\'s answers come out', () => {
+describe("dq-csv against the sandbox: how the platform's answers come out", () => {
   it('sends a lower-case country and a row with a locality but no postal code (or the reverse), and writes the input back as it was', async () => {
-    const [a, b, c] = knownAddresses(3) as [ReturnType<typeof knownAddresses>[number], ReturnType<typeof knownAddresses>[number], ReturnType<typeof knownAddresses>[number]];
+    const [a, b, c] = knownAddresses(3) as [
+      ReturnType<typeof knownAddresses>[number],
+      ReturnType<typeof knownAddresses>[number],
+      ReturnType<typeof knownAddresses>[number],
+    ];
     const rows = [
       `1;${a.street};${a.houseNumber};${a.postalCode};${a.locality};de`,
       `2;${b.street};${b.houseNumber};;${b.locality};DE`,
@@ -90,11 +94,15 @@ describe('dq-csv against the sandbox: how the platform\'s answers come out', () 
     expect((sandbox.stats().requests['batch']?.total ?? 0) - before).toBe(3);
   });
 
-  it('names a 503 outside the contract\'s rows server-error with its status once the retries are used up, and exits 75', async () => {
+  it("names a 503 outside the contract's rows server-error with its status once the retries are used up, and exits 75", async () => {
     const [a] = knownAddresses(1) as [ReturnType<typeof knownAddresses>[number]];
     sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
     try {
-      const { run, out } = await validate('outage', `id;strasse;nr;plz;ort;land\n1;${a.street};${a.houseNumber};${a.postalCode};${a.locality};DE\n`, ...ADDRESS_MAP);
+      const { run, out } = await validate(
+        'outage',
+        `id;strasse;nr;plz;ort;land\n1;${a.street};${a.houseNumber};${a.postalCode};${a.locality};DE\n`,
+        ...ADDRESS_MAP,
+      );
       expect(run.code, run.stderr).toBe(75);
       // Every call failed, so this is an outage: the run stops before the record, nothing is final.
       expect(out.rows).toEqual([]);
@@ -113,12 +121,24 @@ describe('dq-csv against the sandbox: how the platform\'s answers come out', () 
     for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
     const [a, b] = [...byName.values()].find((same) => same.length === 2) ?? [];
     if (a === undefined || b === undefined) throw new Error('the register has no two active companies of one name');
-    const { run, out, column } = await validate('companies', `name;plz\n${a.company};\n${b.company};${b.zip}\n`, '--mode', 'company', '--map', 'company=name,zip=plz');
+    const { run, out, column } = await validate(
+      'companies',
+      `name;plz\n${a.company};\n${b.company};${b.zip}\n`,
+      '--mode',
+      'company',
+      '--map',
+      'company=name,zip=plz',
+    );
     expect(run.code, run.stderr).toBe(0);
     const [ambiguous, clear] = out.rows as [string[], string[]];
     expect(column(ambiguous, 'dq_status')).toBe('review');
     const candidates = JSON.parse(column(ambiguous, 'dq_company_candidates') ?? '[]') as { id: number }[];
-    expect(candidates.slice(0, 2).map((c) => c.id).sort()).toEqual([a.id, b.id].sort());
+    expect(
+      candidates
+        .slice(0, 2)
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual([a.id, b.id].sort());
     expect(column(clear, 'dq_status')).toBe('accepted');
     expect(column(clear, 'dq_company_id')).toBe(String(b.id));
     expect(column(clear, 'dq_company_candidates')).toBe('');

@@ -44,8 +44,19 @@ async function run(config?: object): Promise<{ code: number | null; ok: number; 
   const sandbox = await sandboxProcess(config);
   try {
     const result = await runCli(
-      ['validate', '--input', input, '--output', join(dir, 'out.csv'), '--delimiter', ';', '--country', 'DE',
-        '--map', 'addressLine=strasse,postalCode=plz,locality=ort,country=land'],
+      [
+        'validate',
+        '--input',
+        input,
+        '--output',
+        join(dir, 'out.csv'),
+        '--delimiter',
+        ';',
+        '--country',
+        'DE',
+        '--map',
+        'addressLine=strasse,postalCode=plz,locality=ort,country=land',
+      ],
       { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY },
     );
     const stats = (await (await fetch(`${sandbox.url}/__admin/stats`)).json()) as { requests: Record<string, { byStatus: Record<string, number> }> };

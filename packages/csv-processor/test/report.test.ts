@@ -35,14 +35,19 @@ function at(summary: Record<string, unknown>, path: string): string {
 }
 
 describe('dq-csv validate --report', () => {
-  it('writes a self-contained page whose numbers are the JSON summary\'s, with corrections as the output has them', async () => {
+  it("writes a self-contained page whose numbers are the JSON summary's, with corrections as the output has them", async () => {
     const input = join(dir, 'customers.csv');
     const sample = makeSampleCsv(200, 3).replace(/\n$/, '');
     await writeFile(input, `${sample}\nK999998;Evil <b>Corp</b>;${EVIL};10115;Berlin;DE;;\nK999999;"broken\n`);
     const output = join(dir, 'customers.clean.csv');
     const report = join(dir, 'run.html');
-    const map = Object.entries(SAMPLE_MAP).map(([f, c]) => `${f}=${c}`).join(',');
-    const run = await runCli(['validate', '--input', input, '--output', output, '--delimiter', ';', '--map', map, '--country', 'DE', '--max-failed', '0.05', '--report', report], { DQ_BASE_URL: sandbox.url, DQ_API_KEY: KEY });
+    const map = Object.entries(SAMPLE_MAP)
+      .map(([f, c]) => `${f}=${c}`)
+      .join(',');
+    const run = await runCli(
+      ['validate', '--input', input, '--output', output, '--delimiter', ';', '--map', map, '--country', 'DE', '--max-failed', '0.05', '--report', report],
+      { DQ_BASE_URL: sandbox.url, DQ_API_KEY: KEY },
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain(`report written to ${report}`);
     const summary = summaryOf(run);
@@ -55,8 +60,17 @@ describe('dq-csv validate --report', () => {
 
     // Every marked number is the summary's, and every count of the summary is on the page.
     for (const [path, values] of Object.entries(page.metrics)) for (const v of values) expect(v, path).toBe(at(summary, path));
-    const required = ['rows', 'rejects', 'apiCalls', 'callsSavedByDedup', 'callsSavedByCache', 'retries', 'durationMs',
-      ...Object.keys(summary.byStatus).map((s) => `byStatus.${s}`), ...Object.keys(summary.byClass).map((c) => `byClass.${c}`)];
+    const required = [
+      'rows',
+      'rejects',
+      'apiCalls',
+      'callsSavedByDedup',
+      'callsSavedByCache',
+      'retries',
+      'durationMs',
+      ...Object.keys(summary.byStatus).map((s) => `byStatus.${s}`),
+      ...Object.keys(summary.byClass).map((c) => `byClass.${c}`),
+    ];
     for (const path of required) expect(page.metrics[path], path).toBeDefined();
     expect(summary.rejects).toBe(1);
     expect(page.details['rate.calls']).toEqual([String(summary.apiCalls)]);
@@ -88,9 +102,29 @@ describe('dq-csv validate --report', () => {
       const input = join(dir, 'quota.csv');
       await writeFile(input, makeSampleCsv(300, 5));
       const report = join(dir, 'quota.html');
-      const map = Object.entries(SAMPLE_MAP).map(([f, c]) => `${f}=${c}`).join(',');
-      const run = await runCli(['validate', '--input', input, '--output', join(dir, 'quota.out.csv'), '--delimiter', ';', '--map', map, '--country', 'DE', '--batch-size', '50', '--report', report],
-        { DQ_BASE_URL: limited.url, DQ_API_KEY: KEY });
+      const map = Object.entries(SAMPLE_MAP)
+        .map(([f, c]) => `${f}=${c}`)
+        .join(',');
+      const run = await runCli(
+        [
+          'validate',
+          '--input',
+          input,
+          '--output',
+          join(dir, 'quota.out.csv'),
+          '--delimiter',
+          ';',
+          '--map',
+          map,
+          '--country',
+          'DE',
+          '--batch-size',
+          '50',
+          '--report',
+          report,
+        ],
+        { DQ_BASE_URL: limited.url, DQ_API_KEY: KEY },
+      );
       expect(run.code, run.stderr).toBe(3);
       const summary = summaryOf(run);
       expect(summary.outcome).toBe('stopped');
@@ -111,8 +145,22 @@ describe('dq-csv validate --report', () => {
     const before = sandbox.stats().requests['batch']?.total ?? 0;
     const input = join(dir, 'small.csv');
     await writeFile(input, 'strasse;plz;ort\nHauptstr. 5;10115;Berlin\n');
-    const run = await runCli(['validate', '--input', input, '--output', join(dir, 'small.out.csv'), '--delimiter', ';', '--map', 'addressLine=strasse,postalCode=plz,locality=ort',
-      '--report', join(dir, 'nope', 'r.html')], { DQ_BASE_URL: sandbox.url, DQ_API_KEY: KEY });
+    const run = await runCli(
+      [
+        'validate',
+        '--input',
+        input,
+        '--output',
+        join(dir, 'small.out.csv'),
+        '--delimiter',
+        ';',
+        '--map',
+        'addressLine=strasse,postalCode=plz,locality=ort',
+        '--report',
+        join(dir, 'nope', 'r.html'),
+      ],
+      { DQ_BASE_URL: sandbox.url, DQ_API_KEY: KEY },
+    );
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--report');
     expect(sandbox.stats().requests['batch']?.total ?? 0).toBe(before);

@@ -14,7 +14,10 @@ let input: string;
 
 beforeAll(async () => {
   // A little latency per call so that a run lasts long enough to be killed at chosen points.
-  sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }], faults: { batch: { latencyMs: 3 } } } });
+  sandbox = await startSandbox({
+    port: 0,
+    config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }], faults: { batch: { latencyMs: 3 } } },
+  });
   ({ dir, cleanup } = await tempDir());
   input = join(dir, 'in.csv');
   await writeFile(input, makeSampleCsv(ROWS, 11));
@@ -26,9 +29,24 @@ afterAll(async () => {
 
 const env = () => ({ DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
 const args = (output: string, ...more: string[]) => [
-  'validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE',
-  '--map', 'addressLine=strasse,postalCode=plz,locality=ort,country=land', '--batch-size', String(BATCH),
-  '--concurrency', '8', '--rate-limit', '0', ...more,
+  'validate',
+  '--input',
+  input,
+  '--output',
+  output,
+  '--delimiter',
+  ';',
+  '--country',
+  'DE',
+  '--map',
+  'addressLine=strasse,postalCode=plz,locality=ort,country=land',
+  '--batch-size',
+  String(BATCH),
+  '--concurrency',
+  '8',
+  '--rate-limit',
+  '0',
+  ...more,
 ];
 
 /** Rows of an output without the request-id and check-time columns, which legitimately differ between runs. */

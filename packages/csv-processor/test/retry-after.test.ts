@@ -24,8 +24,20 @@ afterAll(async () => cleanup());
 const config = { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] };
 const env = () => ({ DQ_BASE_URL: sandbox!.url, DQ_API_KEY: DEFAULT_API_KEY });
 const args = (input: string, output: string, ...more: string[]) => [
-  'validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE',
-  '--map', 'addressLine=strasse,postalCode=plz,locality=ort,country=land', '--batch-size', '50', ...more,
+  'validate',
+  '--input',
+  input,
+  '--output',
+  output,
+  '--delimiter',
+  ';',
+  '--country',
+  'DE',
+  '--map',
+  'addressLine=strasse,postalCode=plz,locality=ort,country=land',
+  '--batch-size',
+  '50',
+  ...more,
 ];
 const billable = () => Object.values(sandbox!.stats().billable).reduce((a, b) => a + b, 0);
 

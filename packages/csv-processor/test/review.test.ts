@@ -34,7 +34,7 @@ function addressCsv(n: number): string {
   const quote = (v: string) => (/[",\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
   const lines = rows.map((d, i) => {
     const input = d.input as unknown as Record<string, string | undefined>;
-    const cells = COLUMNS.map((c) => (c === 'id' ? String(i + 1) : c === 'note' ? NOTES[i % NOTES.length]! : input[c] ?? ''));
+    const cells = COLUMNS.map((c) => (c === 'id' ? String(i + 1) : c === 'note' ? NOTES[i % NOTES.length]! : (input[c] ?? '')));
     return cells.map(quote).join(',');
   });
   return `${COLUMNS.join(',')}\n${lines.join('\n')}\n`;
@@ -94,7 +94,14 @@ describe('dq-csv review: export, decide, apply', () => {
     const [header, ...rows] = await parseCsvText(exportText);
     expect(JSON.parse(exported.stdout)).toMatchObject({ event: 'review-export', rows: classes.length });
     expect(header!.slice(0, COLUMNS.length + 3)).toEqual(['line', ...COLUMNS, 'class', 'request_id']);
-    expect(header!.slice(COLUMNS.length + 3, COLUMNS.length + 9)).toEqual(['candidate_1_street', 'candidate_1_house_number', 'candidate_1_postal_code', 'candidate_1_locality', 'candidate_1_sub_locality', 'candidate_1_country']);
+    expect(header!.slice(COLUMNS.length + 3, COLUMNS.length + 9)).toEqual([
+      'candidate_1_street',
+      'candidate_1_house_number',
+      'candidate_1_postal_code',
+      'candidate_1_locality',
+      'candidate_1_sub_locality',
+      'candidate_1_country',
+    ]);
     expect(header!.at(-1)).toBe('decision');
     const h = (name: string) => header!.indexOf(name);
     // Current values: the cleaned file's, formula-like ones behind a '.
@@ -119,7 +126,13 @@ describe('dq-csv review: export, decide, apply', () => {
     const [d1, d2, d3] = byClass('D') as [string[], string[], string[]];
     const candidateCount = (r: string[]) => header!.filter((name, i) => /^candidate_\d+_street$/.test(name) && r[i] !== '').length;
     expect(candidateCount(e1)).toBeGreaterThanOrEqual(2);
-    const decide: [string[], string][] = [[e1, '2'], [d1, 'Keep'], [e2, 'invalid'], [d2, '2x'], [d3, String(candidateCount(d3) + 1)]];
+    const decide: [string[], string][] = [
+      [e1, '2'],
+      [d1, 'Keep'],
+      [e2, 'invalid'],
+      [d2, '2x'],
+      [d3, String(candidateCount(d3) + 1)],
+    ];
     const conflictRow = rows.find((r) => !decide.some(([d]) => d === r) && r[h('street')] !== '')!;
     decide.push([conflictRow, '1']);
     for (const [row, decision] of decide) row[h('decision')] = decision;
@@ -138,19 +151,37 @@ describe('dq-csv review: export, decide, apply', () => {
     const run = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', applied]);
     expect(run.code, run.stderr).toBe(4);
     const summary = JSON.parse(run.stdout) as Record<string, any>;
-    expect(summary).toMatchObject({ event: 'review-apply', exitCode: 4, applied: 1, kept: 1, invalid: 1, conflicts: 1, bad: 2, undecided: rows.length - decide.length });
+    expect(summary).toMatchObject({
+      event: 'review-apply',
+      exitCode: 4,
+      applied: 1,
+      kept: 1,
+      invalid: 1,
+      conflicts: 1,
+      bad: 2,
+      undecided: rows.length - decide.length,
+    });
     // The review file's lines (header = line 1, one line per row here) are named.
     const reviewLine = (r: string[]) => rows.indexOf(r) + 2;
     expect(summary.conflictRows).toEqual([expect.objectContaining({ reviewLine: reviewLine(conflictRow), row: conflictLine })]);
     expect(summary.conflictRows[0].reason).toMatch(/street is now "Edited Street"/);
-    expect(summary.badDecisions.map((b: any) => [b.reviewLine, b.decision]).sort()).toEqual([[reviewLine(d2), '2x'], [reviewLine(d3), String(candidateCount(d3) + 1)]].sort());
+    expect(summary.badDecisions.map((b: any) => [b.reviewLine, b.decision]).sort()).toEqual(
+      [
+        [reviewLine(d2), '2x'],
+        [reviewLine(d3), String(candidateCount(d3) + 1)],
+      ].sort(),
+    );
     expect(run.stderr).toContain(`review line ${reviewLine(d2)}: bad decision "2x"`);
     expect(run.stderr).toContain(`review line ${reviewLine(conflictRow)}: conflict`);
 
     const after = rawRows(await readFile(applied, 'utf8'));
     expect(after.header).toBe(before.header);
     expect(after.rows.length).toBe(before.rows.length);
-    const decided = new Map([[Number(e1[0]), e1], [Number(d1[0]), d1], [Number(e2[0]), e2]]);
+    const decided = new Map([
+      [Number(e1[0]), e1],
+      [Number(d1[0]), d1],
+      [Number(e2[0]), e2],
+    ]);
     after.rows.forEach((raw, i) => {
       if (!decided.has(i + 1)) expect(raw, `row ${i + 1}`).toBe(before.rows[i]);
     });
@@ -160,7 +191,15 @@ describe('dq-csv review: export, decide, apply', () => {
     for (const r of decided.values()) expect(outRow(r).slice(0, COLUMNS.length)).toEqual(cleaned.rows[Number(r[0]) - 1]!.slice(0, COLUMNS.length));
     // Candidate 2: exactly the exported candidate 2's fields.
     const chosen = outRow(e1);
-    for (const [field, column] of [['street', 'dq_street'], ['house_number', 'dq_house_number'], ['postal_code', 'dq_postal_code'], ['locality', 'dq_locality'], ['sub_locality', 'dq_sub_locality'], ['country', 'dq_country'], ['address_type', 'dq_address_type']] as const) {
+    for (const [field, column] of [
+      ['street', 'dq_street'],
+      ['house_number', 'dq_house_number'],
+      ['postal_code', 'dq_postal_code'],
+      ['locality', 'dq_locality'],
+      ['sub_locality', 'dq_sub_locality'],
+      ['country', 'dq_country'],
+      ['address_type', 'dq_address_type'],
+    ] as const) {
       expect(chosen[col(column)], column).toBe(e1[h(`candidate_2_${field}`)]);
     }
     expect(chosen[col('dq_status')]).toBe('accepted');
@@ -197,7 +236,13 @@ describe('dq-csv review: export, decide, apply', () => {
       { name: 'utf16-tab', delimiter: '\t', bom: false, utf16: true }, // a spreadsheet's "Unicode text"
     ];
     for (const save of saves) {
-      const text = await writeToString([header!, ...rows], { rowDelimiter: '\r\n', quoteColumns: true, quoteHeaders: true, writeBOM: save.bom, delimiter: save.delimiter });
+      const text = await writeToString([header!, ...rows], {
+        rowDelimiter: '\r\n',
+        quoteColumns: true,
+        quoteHeaders: true,
+        writeBOM: save.bom,
+        delimiter: save.delimiter,
+      });
       await writeFile(review, save.utf16 ? Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]) : text);
       const applied = join(dir, `sheet.applied.${save.name}.csv`);
       const run = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', applied]);
@@ -220,7 +265,16 @@ describe('dq-csv review: export, decide, apply', () => {
     for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
     const [a, b] = [...byName.values()].find((same) => same.length === 2) ?? [];
     if (a === undefined || b === undefined) throw new Error('the register has no two active companies of one name');
-    const { output } = await validate('company', `name;plz\n${a.company};\n${b.company};${b.zip}\n`, '--delimiter', ';', '--mode', 'company', '--map', 'company=name,zip=plz');
+    const { output } = await validate(
+      'company',
+      `name;plz\n${a.company};\n${b.company};${b.zip}\n`,
+      '--delimiter',
+      ';',
+      '--mode',
+      'company',
+      '--map',
+      'company=name,zip=plz',
+    );
     // Saved once with CRLF line ends (as an editor may): apply keeps each row's own terminator.
     await writeFile(output, (await readFile(output, 'utf8')).replaceAll('\n', '\r\n'));
     const review = join(dir, 'company.review.csv');
@@ -230,7 +284,16 @@ describe('dq-csv review: export, decide, apply', () => {
     expect(rows.length).toBe(1);
     const h = (name: string) => header!.indexOf(name);
     expect(header!.slice(0, 3)).toEqual(['line', 'name', 'plz']);
-    expect(header).toEqual(expect.arrayContaining(['candidate_1_company_id', 'candidate_1_name', 'candidate_1_street', 'candidate_1_zip', 'candidate_1_city', 'candidate_2_company_id']));
+    expect(header).toEqual(
+      expect.arrayContaining([
+        'candidate_1_company_id',
+        'candidate_1_name',
+        'candidate_1_street',
+        'candidate_1_zip',
+        'candidate_1_city',
+        'candidate_2_company_id',
+      ]),
+    );
     const row = rows[0]!;
     row[h('decision')] = '2';
     await writeFile(review, await writeToString([header!, ...rows], { rowDelimiter: '\r\n', writeBOM: true }));
@@ -283,9 +346,19 @@ describe('dq-csv review: export, decide, apply', () => {
       const offset = format === 'json' ? 1 : 0; // the line holding "["
       const changed = after.map((line, i) => (line === before[i] ? -1 : i - offset + 1)).filter((i) => i > 0);
       expect(changed.sort((a, b) => a - b)).toEqual([Number(e[0]), Number(d[0])].sort((a, b) => a - b));
-      const elements = format === 'json' ? (JSON.parse(after.join('\n')) as Record<string, unknown>[]) : after.filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const elements =
+        format === 'json'
+          ? (JSON.parse(after.join('\n')) as Record<string, unknown>[])
+          : after.filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
       const chosen = elements[Number(e[0]) - 1]!;
-      expect(chosen).toMatchObject({ id: Number(e[h('id')]), dq_status: 'accepted', dq_review_decision: 'candidate 2', dq_street: e[h('candidate_2_street')], dq_postal_code: e[h('candidate_2_postal_code')], dq_locality: e[h('candidate_2_locality')] });
+      expect(chosen).toMatchObject({
+        id: Number(e[h('id')]),
+        dq_status: 'accepted',
+        dq_review_decision: 'candidate 2',
+        dq_street: e[h('candidate_2_street')],
+        dq_postal_code: e[h('candidate_2_postal_code')],
+        dq_locality: e[h('candidate_2_locality')],
+      });
       expect(elements[Number(d[0]) - 1]).toMatchObject({ dq_status: 'kept', dq_review_decision: 'keep' });
     });
   }

@@ -13,7 +13,10 @@ let cleanup: () => Promise<void>;
 beforeAll(async () => {
   sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } });
   // Each batch call takes a second: a run on it lasts long enough for a second run to meet it.
-  slow = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }], faults: { batch: { latencyMs: 1000 } } } });
+  slow = await startSandbox({
+    port: 0,
+    config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }], faults: { batch: { latencyMs: 1000 } } },
+  });
   ({ dir, cleanup } = await tempDir());
 });
 afterAll(async () => {
@@ -37,12 +40,21 @@ async function caseDir(name: string, rows = 200): Promise<{ folder: string; inpu
 describe('files a run would write over', () => {
   it.each([
     ['--output is --input', async (f: string, input: string) => ['--input', input, '--output', input]],
-    ['--output is a symlink to the input', async (f: string, input: string) => (await symlink(input, join(f, 'link.csv')), ['--input', input, '--output', join(f, 'link.csv')])],
-    ['--output is a hard link to the input', async (f: string, input: string) => (await link(input, join(f, 'hard.csv')), ['--input', input, '--output', join(f, 'hard.csv')])],
+    [
+      '--output is a symlink to the input',
+      async (f: string, input: string) => (await symlink(input, join(f, 'link.csv')), ['--input', input, '--output', join(f, 'link.csv')]),
+    ],
+    [
+      '--output is a hard link to the input',
+      async (f: string, input: string) => (await link(input, join(f, 'hard.csv')), ['--input', input, '--output', join(f, 'hard.csv')]),
+    ],
     ['--output is the input spelled another way', async (f: string, input: string) => ['--input', input, '--output', join(f, 'sub', '..', 'in.csv')]],
     ['--rejects is the input', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', input]],
     ['--rejects is --output', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv')]],
-    ['--rejects is the checkpoint', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv.checkpoint.json')]],
+    [
+      '--rejects is the checkpoint',
+      async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv.checkpoint.json')],
+    ],
   ])('refuses with exit 2 and writes nothing when %s', async (name, argsFor) => {
     const { folder, input, content } = await caseDir(name.replace(/\W+/g, '-'));
     await mkdir(join(folder, 'sub'));
@@ -78,7 +90,7 @@ describe('files a run would write over', () => {
 });
 
 describe('two runs on one output', () => {
-  it('refuses the second with exit 75 naming the first one\'s pid; a kill -9 leaves a lock the next run takes over', async () => {
+  it("refuses the second with exit 75 naming the first one's pid; a kill -9 leaves a lock the next run takes over", async () => {
     const { folder, input } = await caseDir('lock', 400);
     const output = join(folder, 'out.csv');
     const args = ['validate', '--input', input, '--output', output, ...MAP, '--batch-size', '50', '--concurrency', '1'];
@@ -144,7 +156,7 @@ describe('input values in the output', () => {
     expect(rows.map((r) => r.slice(0, 6))).toEqual([
       ['1', 'Hauptstraße 5', '10115', 'Berlin', 'DE', "'+49 711 123456"],
       ['2', 'Lindenweg 2', '80336', 'München', 'DE', "'-2+3+cmd|' /C calc'!A0"],
-      ['3', "'=HYPERLINK(\"http://x\")", '01067', 'Dresden', 'DE', "'@SUM(A1)"],
+      ['3', '\'=HYPERLINK("http://x")', '01067', 'Dresden', 'DE', "'@SUM(A1)"],
       ['4', "'\tTab", '10115', 'Berlin', 'DE', "'\rcr"],
     ]);
     const rejects = await readCsv(join(folder, 'out.rejects.csv'));

@@ -19,8 +19,22 @@ const unlimited = (extra: Record<string, unknown> = {}, quota?: number) => ({
 });
 const billable = (sandbox: Sandbox): number => Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
 const args = (input: string, output: string, store: string, ...more: string[]) => [
-  'validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE',
-  '--map', 'addressLine=strasse,postalCode=plz,locality=ort,country=land', '--rate-limit', '0', '--store', store, ...more,
+  'validate',
+  '--input',
+  input,
+  '--output',
+  output,
+  '--delimiter',
+  ';',
+  '--country',
+  'DE',
+  '--map',
+  'addressLine=strasse,postalCode=plz,locality=ort,country=land',
+  '--rate-limit',
+  '0',
+  '--store',
+  store,
+  ...more,
 ];
 
 /** The sample with every 100th row's street replaced by one of its own; returns the text and how many rows changed. */
@@ -77,72 +91,76 @@ describe('dq-csv with the result store', () => {
     }
   });
 
-  it('kill -9 early, in the middle and late, then a quota stop: all runs together pay at most the distinct inputs plus what was in flight', { timeout: 600_000 }, async () => {
-    const ROWS = 3000;
-    const CONCURRENCY = 8;
-    const input = join(dir, 'kills.csv');
-    await writeFile(input, makeSampleCsv(ROWS, 31));
-    // The distinct inputs: what one uninterrupted run without a store pays.
-    const reference = await startSandbox({ port: 0, config: unlimited() });
-    let distinct: number;
-    try {
-      const straight = await runCli(args(input, join(dir, 'kills.straight.csv'), 'off'), { DQ_BASE_URL: reference.url, DQ_API_KEY: DEFAULT_API_KEY });
-      expect(straight.code, straight.stderr).toBe(0);
-      distinct = billable(reference);
-    } finally {
-      await reference.close();
-    }
-
-    const store = join(dir, 'store-kills');
-    const output = join(dir, 'kills.out.csv');
-    const more = ['--resume', '--batch-size', '100', '--concurrency', String(CONCURRENCY)];
-    let paid = 0;
-    // A little latency per call, so that each run lasts long enough to be killed at a chosen point.
-    const slow = await startSandbox({ port: 0, config: unlimited({ faults: { batch: { latencyMs: 3 } } }) });
-    try {
-      for (const point of [300, 1400, 2400]) {
-        const child = startCli(args(input, output, store, ...more), { DQ_BASE_URL: slow.url, DQ_API_KEY: DEFAULT_API_KEY });
-        const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-        for (;;) {
-          const checkpoint = await readFile(`${output}.checkpoint.json`, 'utf8').catch(() => undefined);
-          const records = checkpoint ? (JSON.parse(checkpoint) as { position: { records: number } }).position.records : 0;
-          if (records >= point) break;
-          await new Promise((r) => setTimeout(r, 5));
-        }
-        child.kill('SIGKILL');
-        await exited;
+  it(
+    'kill -9 early, in the middle and late, then a quota stop: all runs together pay at most the distinct inputs plus what was in flight',
+    { timeout: 600_000 },
+    async () => {
+      const ROWS = 3000;
+      const CONCURRENCY = 8;
+      const input = join(dir, 'kills.csv');
+      await writeFile(input, makeSampleCsv(ROWS, 31));
+      // The distinct inputs: what one uninterrupted run without a store pays.
+      const reference = await startSandbox({ port: 0, config: unlimited() });
+      let distinct: number;
+      try {
+        const straight = await runCli(args(input, join(dir, 'kills.straight.csv'), 'off'), { DQ_BASE_URL: reference.url, DQ_API_KEY: DEFAULT_API_KEY });
+        expect(straight.code, straight.stderr).toBe(0);
+        distinct = billable(reference);
+      } finally {
+        await reference.close();
       }
-      paid += billable(slow);
-    } finally {
-      await slow.close();
-    }
-    // A quota that runs out part way: exit 3; then a new period's quota finishes the file.
-    const limited = await startSandbox({ port: 0, config: unlimited({}, 150) });
-    try {
-      const stopped = await runCli(args(input, output, store, ...more), { DQ_BASE_URL: limited.url, DQ_API_KEY: DEFAULT_API_KEY });
-      expect(stopped.code, stopped.stderr).toBe(3);
-      paid += billable(limited);
-    } finally {
-      await limited.close();
-    }
-    const renewed = await startSandbox({ port: 0, config: unlimited() });
-    try {
-      const last = await runCli(args(input, output, store, ...more), { DQ_BASE_URL: renewed.url, DQ_API_KEY: DEFAULT_API_KEY });
-      expect(last.code, last.stderr).toBe(0);
-      expect(summaryOf(last).runs).toBe(5);
-      paid += billable(renewed);
-    } finally {
-      await renewed.close();
-    }
-    // Three kills and one stop, each losing at most the calls in flight.
-    expect(paid).toBeLessThanOrEqual(distinct + 4 * CONCURRENCY);
-    const comparable = async (path: string) => {
-      const { header, rows } = await readCsv(path, { delimiter: ';' });
-      const skip = [header.indexOf('dq_request_id'), header.indexOf('dq_checked_at')];
-      return [header, ...rows].map((r) => r.filter((_, i) => !skip.includes(i)));
-    };
-    expect(await comparable(output)).toEqual(await comparable(join(dir, 'kills.straight.csv')));
-  });
+
+      const store = join(dir, 'store-kills');
+      const output = join(dir, 'kills.out.csv');
+      const more = ['--resume', '--batch-size', '100', '--concurrency', String(CONCURRENCY)];
+      let paid = 0;
+      // A little latency per call, so that each run lasts long enough to be killed at a chosen point.
+      const slow = await startSandbox({ port: 0, config: unlimited({ faults: { batch: { latencyMs: 3 } } }) });
+      try {
+        for (const point of [300, 1400, 2400]) {
+          const child = startCli(args(input, output, store, ...more), { DQ_BASE_URL: slow.url, DQ_API_KEY: DEFAULT_API_KEY });
+          const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+          for (;;) {
+            const checkpoint = await readFile(`${output}.checkpoint.json`, 'utf8').catch(() => undefined);
+            const records = checkpoint ? (JSON.parse(checkpoint) as { position: { records: number } }).position.records : 0;
+            if (records >= point) break;
+            await new Promise((r) => setTimeout(r, 5));
+          }
+          child.kill('SIGKILL');
+          await exited;
+        }
+        paid += billable(slow);
+      } finally {
+        await slow.close();
+      }
+      // A quota that runs out part way: exit 3; then a new period's quota finishes the file.
+      const limited = await startSandbox({ port: 0, config: unlimited({}, 150) });
+      try {
+        const stopped = await runCli(args(input, output, store, ...more), { DQ_BASE_URL: limited.url, DQ_API_KEY: DEFAULT_API_KEY });
+        expect(stopped.code, stopped.stderr).toBe(3);
+        paid += billable(limited);
+      } finally {
+        await limited.close();
+      }
+      const renewed = await startSandbox({ port: 0, config: unlimited() });
+      try {
+        const last = await runCli(args(input, output, store, ...more), { DQ_BASE_URL: renewed.url, DQ_API_KEY: DEFAULT_API_KEY });
+        expect(last.code, last.stderr).toBe(0);
+        expect(summaryOf(last).runs).toBe(5);
+        paid += billable(renewed);
+      } finally {
+        await renewed.close();
+      }
+      // Three kills and one stop, each losing at most the calls in flight.
+      expect(paid).toBeLessThanOrEqual(distinct + 4 * CONCURRENCY);
+      const comparable = async (path: string) => {
+        const { header, rows } = await readCsv(path, { delimiter: ';' });
+        const skip = [header.indexOf('dq_request_id'), header.indexOf('dq_checked_at')];
+        return [header, ...rows].map((r) => r.filter((_, i) => !skip.includes(i)));
+      };
+      expect(await comparable(output)).toEqual(await comparable(join(dir, 'kills.straight.csv')));
+    },
+  );
 
   it('--store off and --max-age 0 call everything; an answer older than --max-age is called again', { timeout: 300_000 }, async () => {
     const sandbox = await startSandbox({ port: 0, config: unlimited() });

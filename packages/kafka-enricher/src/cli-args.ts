@@ -71,18 +71,48 @@ within --drain-timeout-ms (restart later; uncommitted messages are re-read).
 `;
 
 /** What the CLI runs: help, or an enricher with these options and extras. */
-export type CliCommand =
-  | { help: true }
-  | { help: false; options: EnricherOptions; metricsPort: number | undefined; logLevel: LogLevel };
+export type CliCommand = { help: true } | { help: false; options: EnricherOptions; metricsPort: number | undefined; logLevel: LogLevel };
 
 const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 const SASL: readonly SaslOptions['mechanism'][] = ['plain', 'scram-sha-256', 'scram-sha-512'];
 
 const STRING_FLAGS = [
-  'brokers', 'group', 'input', 'output', 'dlq', 'map', 'mode', 'country', 'include', 'metrics-port', 'max-in-flight',
-  'batch-size', 'concurrency', 'threads', 'rate-limit', 'retry-max-ms', 'drain-timeout-ms', 'session-timeout-ms', 'client-id',
-  'dq-field', 'ssl-ca', 'ssl-cert', 'ssl-key', 'sasl-mechanism', 'sasl-username', 'sasl-password', 'base-url',
-  'realtime-url', 'api-key', 'log-level', 'store', 'max-age', 'account-db', 'budget', 'account', 'max-calls',
+  'brokers',
+  'group',
+  'input',
+  'output',
+  'dlq',
+  'map',
+  'mode',
+  'country',
+  'include',
+  'metrics-port',
+  'max-in-flight',
+  'batch-size',
+  'concurrency',
+  'threads',
+  'rate-limit',
+  'retry-max-ms',
+  'drain-timeout-ms',
+  'session-timeout-ms',
+  'client-id',
+  'dq-field',
+  'ssl-ca',
+  'ssl-cert',
+  'ssl-key',
+  'sasl-mechanism',
+  'sasl-username',
+  'sasl-password',
+  'base-url',
+  'realtime-url',
+  'api-key',
+  'log-level',
+  'store',
+  'max-age',
+  'account-db',
+  'budget',
+  'account',
+  'max-calls',
 ] as const;
 const BOOLEAN_FLAGS = ['from-latest', 'idempotent', 'no-idempotent', 'ssl', 'ssl-insecure', 'help'] as const;
 /** Flags read from DQ_* rather than DQ_KAFKA_*: they are shared by every dq connector. */
@@ -98,10 +128,14 @@ export function envName(flag: string): string {
  * the flag at fault.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
-  const parsed = parseFlags(argv, {
-    ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }])),
-    ...Object.fromEntries(BOOLEAN_FLAGS.map((f) => [f, { type: 'boolean' as const }])),
-  }, usageError);
+  const parsed = parseFlags(
+    argv,
+    {
+      ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }])),
+      ...Object.fromEntries(BOOLEAN_FLAGS.map((f) => [f, { type: 'boolean' as const }])),
+    },
+    usageError,
+  );
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const positionals = parsed.positionals;
   if (values['help'] || positionals[0] === 'help') return { help: true };
@@ -131,19 +165,36 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   const mode = oneOf('--mode', str('mode') ?? 'address', MODES);
   const country = str('country')?.trim().toUpperCase();
   if (country !== undefined && !isCountryCode(country)) throw usageError('--country', `"${country}" is not a two-letter country code`);
-  const include = str('include')?.split(',').map((s) => s.trim()).filter(Boolean);
+  const include = str('include')
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const value of include ?? []) oneOf('--include', value, ADDRESS_INCLUDE_VALUES);
-  const brokers = required('brokers', 'bootstrap servers host:port,...').split(',').map((b) => b.trim()).filter(Boolean);
+  const brokers = required('brokers', 'bootstrap servers host:port,...')
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
   for (const b of brokers) if (!/^[^\s:]+:\d{1,5}$/.test(b)) throw usageError('--brokers', `"${b}" is not host:port`);
-  const topics = { input: required('input', 'the topic to read'), output: required('output', 'the topic for enriched messages'), dlq: required('dlq', 'the dead-letter topic') };
+  const topics = {
+    input: required('input', 'the topic to read'),
+    output: required('output', 'the topic for enriched messages'),
+    dlq: required('dlq', 'the dead-letter topic'),
+  };
   if (new Set(Object.values(topics)).size < 3) throw usageError('--output', 'input, output and dlq topics must be three different topics');
   const baseUrl = url('--base-url', str('base-url'));
   if (!baseUrl) throw usageError('--base-url', 'required (or DQ_BASE_URL): the platform host, e.g. a sandbox started with dq-sandbox');
   const apiKey = str('api-key');
   if (!apiKey) throw usageError('--api-key', 'an API key is needed: set DQ_API_KEY (or pass --api-key)');
   const engine: NonNullable<EnricherOptions['engine']> = flags.engine({
-    concurrency: str('concurrency'), threads: str('threads'), 'rate-limit': str('rate-limit'), store: str('store'), 'max-age': str('max-age'),
-    'account-db': str('account-db'), budget: str('budget'), account: str('account'), 'max-calls': str('max-calls'),
+    concurrency: str('concurrency'),
+    threads: str('threads'),
+    'rate-limit': str('rate-limit'),
+    store: str('store'),
+    'max-age': str('max-age'),
+    'account-db': str('account-db'),
+    budget: str('budget'),
+    account: str('account'),
+    'max-calls': str('max-calls'),
   });
 
   const options: EnricherOptions = {

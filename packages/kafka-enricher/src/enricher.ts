@@ -1,4 +1,16 @@
-import { createEngine, createLogger, emptyRunReport, DqError, ExitCode, exitCodeFor, isRunStop, openStore, resolveRetryOptions, retryDelay, sleep } from '@dq/core';
+import {
+  createEngine,
+  createLogger,
+  emptyRunReport,
+  DqError,
+  ExitCode,
+  exitCodeFor,
+  isRunStop,
+  openStore,
+  resolveRetryOptions,
+  retryDelay,
+  sleep,
+} from '@dq/core';
 import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
@@ -126,8 +138,15 @@ class KafkaEnricher implements Enricher {
       const { store, maxAgeMs, ...engineSettings } = o.engine ?? {};
       const resultStore = await openStore(store, { maxAgeMs });
       this.#engine = createEngine({
-        mode: o.mode, baseUrl: o.baseUrl, realtimeUrl: o.realtimeUrl, apiKey: o.apiKey, defaultCountry: o.country,
-        include: o.include, logger: this.#logger, resultStore, ...engineSettings,
+        mode: o.mode,
+        baseUrl: o.baseUrl,
+        realtimeUrl: o.realtimeUrl,
+        apiKey: o.apiKey,
+        defaultCountry: o.country,
+        include: o.include,
+        logger: this.#logger,
+        resultStore,
+        ...engineSettings,
       });
       const engine = this.#engine;
       this.metrics.useEngineReport(() => engine.report());
@@ -142,7 +161,8 @@ class KafkaEnricher implements Enricher {
       await connect('producer', () => producer.connect());
       await this.#startConsumer(kafka);
       if (this.#state === 'starting') this.#state = 'running';
-      if (this.#fatal === undefined) this.#logger.info('consuming', { input: o.inputTopic, output: o.outputTopic, dlq: o.dlqTopic, group: o.groupId, maxInFlight: o.maxInFlight });
+      if (this.#fatal === undefined)
+        this.#logger.info('consuming', { input: o.inputTopic, output: o.outputTopic, dlq: o.dlqTopic, group: o.groupId, maxInFlight: o.maxInFlight });
       await this.#stopSignal;
     } catch (err) {
       this.#fail(err);
@@ -221,9 +241,17 @@ class KafkaEnricher implements Enricher {
   #context(): PipelineContext {
     const o = this.#o;
     return {
-      engine: this.#engine!, producer: this.#producer!, flow: this.#flow!, metrics: this.metrics, logger: this.#logger,
-      map: o.map, outputTopic: o.outputTopic, dlqTopic: o.dlqTopic, dqField: o.dqField,
-      retryMaxMs: o.retryMaxMs, retryBaseDelayMs: o.retryBaseDelayMs,
+      engine: this.#engine!,
+      producer: this.#producer!,
+      flow: this.#flow!,
+      metrics: this.metrics,
+      logger: this.#logger,
+      map: o.map,
+      outputTopic: o.outputTopic,
+      dlqTopic: o.dlqTopic,
+      dqField: o.dqField,
+      retryMaxMs: o.retryMaxMs,
+      retryBaseDelayMs: o.retryBaseDelayMs,
       commit: (topic, partition, offset) => this.#commit(topic, partition, offset),
       onFatal: (err) => this.#fail(err),
     };
@@ -266,7 +294,13 @@ class KafkaEnricher implements Enricher {
   #fail(err: unknown): void {
     if (this.#fatal === undefined) {
       this.#fatal = err;
-      const why = !isRunStop(err) ? 'run failed' : exitCodeFor(err) === ExitCode.MAX_CALLS ? 'the spending cap (--max-calls) was reached: what was delivered is committed; restart to continue' : exitCodeFor(err) === ExitCode.STOP ? 'run stopped by the platform: fix the key, account or quota, then restart' : 'run stopped by the platform: restart after the time it names';
+      const why = !isRunStop(err)
+        ? 'run failed'
+        : exitCodeFor(err) === ExitCode.MAX_CALLS
+          ? 'the spending cap (--max-calls) was reached: what was delivered is committed; restart to continue'
+          : exitCodeFor(err) === ExitCode.STOP
+            ? 'run stopped by the platform: fix the key, account or quota, then restart'
+            : 'run stopped by the platform: restart after the time it names';
       this.#logger.error(why, { error: err as Error });
     }
     this.#stopRequested();
@@ -287,7 +321,10 @@ class KafkaEnricher implements Enricher {
         clearTimeout(timer);
         if (drained === 'timeout') {
           this.#undrained = this.#flow?.inFlight ?? 0;
-          this.#logger.error('the drain ran out of time: unfinished work is handed back uncommitted', { inFlight: this.#undrained, drainTimeoutMs: this.#o.drainTimeoutMs });
+          this.#logger.error('the drain ran out of time: unfinished work is handed back uncommitted', {
+            inFlight: this.#undrained,
+            drainTimeoutMs: this.#o.drainTimeoutMs,
+          });
         }
       }
       // Fatal, or the drain ran out of time: queued work goes back to Kafka uncommitted.
@@ -309,7 +346,12 @@ class KafkaEnricher implements Enricher {
       return { exitCode: ExitCode.TEMPFAIL, reason: 'drain-timeout', error: { code: 'drain-timeout', message }, report };
     }
     if (err === undefined) {
-      this.#logger.info('stopped', { records: report.records, apiCalls: report.apiCalls, consumed: this.metrics.get(METRIC.consumed), produced: this.metrics.get(METRIC.produced) });
+      this.#logger.info('stopped', {
+        records: report.records,
+        apiCalls: report.apiCalls,
+        consumed: this.metrics.get(METRIC.consumed),
+        produced: this.metrics.get(METRIC.produced),
+      });
       return { exitCode: ExitCode.OK, reason: 'stop', report };
     }
     const exitCode = exitCodeFor(err);
@@ -325,10 +367,14 @@ async function connect(what: string, step: () => Promise<void>): Promise<void> {
   try {
     await step();
   } catch (err) {
-    throw new KafkaEnricherError('kafka-failure', `the Kafka ${what} could not connect: ${(err as Error).message}; check --brokers, TLS and SASL settings`, { cause: err });
+    throw new KafkaEnricherError('kafka-failure', `the Kafka ${what} could not connect: ${(err as Error).message}; check --brokers, TLS and SASL settings`, {
+      cause: err,
+    });
   }
 }
 
 function kafkaFailure(error: Error): KafkaEnricherError {
-  return new KafkaEnricherError('kafka-failure', `the consumer stopped: ${error.message}; restart dq-kafka (uncommitted messages are re-read)`, { cause: error });
+  return new KafkaEnricherError('kafka-failure', `the consumer stopped: ${error.message}; restart dq-kafka (uncommitted messages are re-read)`, {
+    cause: error,
+  });
 }

@@ -23,7 +23,10 @@ export type FieldMap = readonly FieldMapping[];
 export function parseFieldMap(text: string, mode: Mode): FieldMap {
   const allowed: readonly string[] = MODE_FIELDS[mode];
   const seen = new Set<string>();
-  const entries = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const entries = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (entries.length === 0) throw usageError('--map', 'at least one <field>=<json pointer> is needed');
   return entries.map((entry) => {
     const eq = entry.indexOf('=');
@@ -46,9 +49,7 @@ export function parseFieldMap(text: string, mode: Mode): FieldMap {
 export type ExtractFailureCode = 'missing-field' | 'bad-field-type';
 
 /** The record of one message value, or why there is none. */
-export type Extracted =
-  | { ok: true; record: EngineRecord }
-  | { ok: false; code: ExtractFailureCode; message: string };
+export type Extracted = { ok: true; record: EngineRecord } | { ok: false; code: ExtractFailureCode; message: string };
 
 /**
  * Reads every mapped field from a message value (a JSON object). A pointer that refers to nothing,
@@ -63,7 +64,11 @@ export function extractRecord(value: Readonly<Record<string, unknown>>, map: Fie
       return { ok: false, code: 'missing-field', message: `mapped field ${field} (${pointer.text}) is missing or empty` };
     }
     if (typeof found !== 'string' && typeof found !== 'number') {
-      return { ok: false, code: 'bad-field-type', message: `mapped field ${field} (${pointer.text}) is a${Array.isArray(found) ? 'n array' : ` ${typeof found}`}, not a string or number` };
+      return {
+        ok: false,
+        code: 'bad-field-type',
+        message: `mapped field ${field} (${pointer.text}) is a${Array.isArray(found) ? 'n array' : ` ${typeof found}`}, not a string or number`,
+      };
     }
     record[field] = found;
   }

@@ -34,11 +34,14 @@ export async function main(argv: readonly string[]): Promise<number> {
     enricher.stop();
     // Bounded shutdown: whatever is uncommitted by then is re-read by the group (at least once).
     // The work is not done, so a scheduler must not see success: 75, retry later.
-    setTimeout(() => {
-      logger.error('shutdown took too long; exiting, uncommitted messages will be re-read', { signal });
-      process.stderr.write('dq-kafka: drain-timeout: the shutdown did not finish in time; uncommitted messages are re-read on the next start\n');
-      process.exit(ExitCode.TEMPFAIL);
-    }, (command.options.drainTimeoutMs ?? 20_000) + SHUTDOWN_GRACE_MS).unref();
+    setTimeout(
+      () => {
+        logger.error('shutdown took too long; exiting, uncommitted messages will be re-read', { signal });
+        process.stderr.write('dq-kafka: drain-timeout: the shutdown did not finish in time; uncommitted messages are re-read on the next start\n');
+        process.exit(ExitCode.TEMPFAIL);
+      },
+      (command.options.drainTimeoutMs ?? 20_000) + SHUTDOWN_GRACE_MS,
+    ).unref();
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
@@ -50,11 +53,19 @@ export async function main(argv: readonly string[]): Promise<number> {
     const outcome = await enricher.run();
     if (outcome.error) process.stderr.write(`dq-kafka: ${outcome.error.code}: ${outcome.error.message}\n`);
     const { report } = outcome;
-    process.stdout.write(`${JSON.stringify({
-      exitCode: outcome.exitCode, reason: outcome.reason, error: outcome.error,
-      records: report.records, byStatus: report.byStatus, byClass: report.byClass, apiCalls: report.apiCalls, retries: report.retries,
-      ...(report.budget ? { budget: report.budget } : {}),
-    })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({
+        exitCode: outcome.exitCode,
+        reason: outcome.reason,
+        error: outcome.error,
+        records: report.records,
+        byStatus: report.byStatus,
+        byClass: report.byClass,
+        apiCalls: report.apiCalls,
+        retries: report.retries,
+        ...(report.budget ? { budget: report.budget } : {}),
+      })}\n`,
+    );
     return outcome.exitCode;
   } catch (err) {
     const failure = cliFailure('dq-kafka', err, (t) => logger.redactor.redact(t));

@@ -16,7 +16,12 @@ export interface MetricsServer {
  *
  * @throws KafkaEnricherError `metrics-listen-failed` when the port is taken.
  */
-export async function startMetricsServer(metrics: Metrics, healthy: () => { ok: boolean; state: string }, port: number, host = '0.0.0.0'): Promise<MetricsServer> {
+export async function startMetricsServer(
+  metrics: Metrics,
+  healthy: () => { ok: boolean; state: string },
+  port: number,
+  host = '0.0.0.0',
+): Promise<MetricsServer> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -32,7 +37,13 @@ export async function startMetricsServer(metrics: Metrics, healthy: () => { ok: 
   });
   const bound = await new Promise<number>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new KafkaEnricherError('metrics-listen-failed', `--metrics-port: cannot listen on ${host}:${port} (${err.code ?? err.message}); pick another port or 0`, { cause: err })),
+      reject(
+        new KafkaEnricherError(
+          'metrics-listen-failed',
+          `--metrics-port: cannot listen on ${host}:${port} (${err.code ?? err.message}); pick another port or 0`,
+          { cause: err },
+        ),
+      ),
     );
     server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
   });

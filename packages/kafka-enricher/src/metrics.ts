@@ -50,7 +50,7 @@ const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string
   [METRIC.up]: ['gauge', '1 while the consumer is in its group and consuming, else 0.'],
   [METRIC.billableCalls]: ['counter', 'HTTP calls sent to billable endpoints (retries included), counted against --max-calls.'],
   [METRIC.maxCalls]: ['gauge', 'The spending cap --max-calls (0: none); the process stops with exit 5 before exceeding it.'],
-  [METRIC.budgetShared]: ['gauge', '1 when the rate budget is shared by every process of the account (Postgres), 0 when it is this process\'s own.'],
+  [METRIC.budgetShared]: ['gauge', "1 when the rate budget is shared by every process of the account (Postgres), 0 when it is this process's own."],
 };
 
 /** Counters and gauges of one dq-kafka process, rendered in the Prometheus text format 0.0.4. */

@@ -63,7 +63,9 @@ export interface EnricherOptions {
   ssl?: boolean | ConnectionOptions;
   sasl?: SaslOptions;
   /** Engine settings passed through (threads, concurrency, rate limits, retry, timeout). */
-  engine?: Partial<Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company' | 'budget' | 'account' | 'maxCalls'>> &
+  engine?: Partial<
+    Pick<EngineConfig, 'threads' | 'concurrency' | 'rateLimits' | 'retry' | 'timeoutMs' | 'addressEndpoint' | 'company' | 'budget' | 'account' | 'maxCalls'>
+  > &
     Pick<EngineFlagSettings, 'store' | 'maxAgeMs'>;
   /** JSON-lines logger (default: core's, level info, on stderr). */
   logger?: Logger;
@@ -72,7 +74,9 @@ export interface EnricherOptions {
 }
 
 /** {@link EnricherOptions} with defaults filled in. */
-export type ResolvedEnricherOptions = Required<Omit<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine' | 'logger' | 'metrics'>> &
+export type ResolvedEnricherOptions = Required<
+  Omit<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine' | 'logger' | 'metrics'>
+> &
   Pick<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine'>;
 
 /** Fills defaults. */

@@ -199,7 +199,11 @@ export class PartitionPipeline {
     try {
       await ctx.producer.sendBatch({ topicMessages, acks: -1 });
     } catch (err) {
-      throw new KafkaEnricherError('kafka-failure', `sending the results of ${this.#where(first, last)} failed: ${(err as Error).message}; the offsets stay uncommitted and are re-read on restart`, { cause: err, topic: this.topic, partition: this.partition, offset: first });
+      throw new KafkaEnricherError(
+        'kafka-failure',
+        `sending the results of ${this.#where(first, last)} failed: ${(err as Error).message}; the offsets stay uncommitted and are re-read on restart`,
+        { cause: err, topic: this.topic, partition: this.partition, offset: first },
+      );
     }
     this.#count(out.length, dlqReasons, results);
     const next = (BigInt(last) + 1n).toString();
@@ -235,13 +239,17 @@ export class PartitionPipeline {
           const unavailable = results.filter((x) => x.status === 'unavailable');
           if (unavailable.length > 0) {
             const e = unavailable[0]!.error;
-            throw new KafkaEnricherError('unavailable', `${unavailable.length} of ${results.length} records of ${this.#where(first, last)} came back unavailable (${e?.code ?? 'unavailable'}: ${e?.message ?? ''})`, {
-              retriable: true,
-              requestId: unavailable[0]!.requestId ?? e?.requestId,
-              topic: this.topic,
-              partition: this.partition,
-              offset: first,
-            });
+            throw new KafkaEnricherError(
+              'unavailable',
+              `${unavailable.length} of ${results.length} records of ${this.#where(first, last)} came back unavailable (${e?.code ?? 'unavailable'}: ${e?.message ?? ''})`,
+              {
+                retriable: true,
+                requestId: unavailable[0]!.requestId ?? e?.requestId,
+                topic: this.topic,
+                partition: this.partition,
+                offset: first,
+              },
+            );
           }
           return results;
         },
@@ -255,13 +263,25 @@ export class PartitionPipeline {
             if (!paused && this.#retrying++ === 0) ctx.flow.pause(this.topic, this.partition, 'retry');
             paused = true;
             ctx.metrics.inc(METRIC.batchRetries);
-            ctx.logger.warn('partition paused: records unavailable, retrying the batch', { topic: this.topic, partition: this.partition, firstOffset: first, lastOffset: last, attempt, delayMs, error });
+            ctx.logger.warn('partition paused: records unavailable, retrying the batch', {
+              topic: this.topic,
+              partition: this.partition,
+              firstOffset: first,
+              lastOffset: last,
+              attempt,
+              delayMs,
+              error,
+            });
           },
         },
       );
     } catch (err) {
       if (err instanceof RetriesExhaustedError) {
-        throw new KafkaEnricherError('retry-budget-exhausted', `${this.#where(first, last)} stayed unavailable for --retry-max-ms; its offsets stay uncommitted and are re-read on restart`, { cause: err, requestId: err.requestId, topic: this.topic, partition: this.partition, offset: first });
+        throw new KafkaEnricherError(
+          'retry-budget-exhausted',
+          `${this.#where(first, last)} stayed unavailable for --retry-max-ms; its offsets stay uncommitted and are re-read on restart`,
+          { cause: err, requestId: err.requestId, topic: this.topic, partition: this.partition, offset: first },
+        );
       }
       // Run stops (isRunStop) and anything else end the run as they are.
       throw err;

@@ -39,8 +39,10 @@ it('pauses partitions instead of taking more than --max-in-flight messages when 
   sandbox.resetStats();
   // Calls in flight are limited by nothing but --max-in-flight: the engine would send 600 at once
   // (4 partitions × 3 chunks of 50 answered ahead) and allows 1,000.
-  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--max-in-flight', '200', '--batch-size', '50', '--concurrency', '1000', '--rate-limit', '0']),
-    { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+  run = spawnEnricher(
+    cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--max-in-flight', '200', '--batch-size', '50', '--concurrency', '1000', '--rate-limit', '0']),
+    { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY },
+  );
   const port = await metricsPort(run);
   let maxPaused = 0;
   const reading = readResults(kafka.brokers, names, 3_000, 0);

@@ -43,8 +43,26 @@ async function enrich(values: unknown[], map: string, extra: string[] = []): Pro
   const [input, output, dlq, group] = [uniqueTopic('in'), uniqueTopic('out'), uniqueTopic('dlq'), uniqueGroup()];
   const messages: Message[] = values.map((v, i) => ({ key: `m${i}`, headers: { 'x-seq': String(i) }, value: JSON.stringify(v) }));
   await produce(kafka.brokers, input, messages);
-  run = spawnEnricher(['--brokers', kafka.brokers.join(','), '--group', group, '--input', input, '--output', output, '--dlq', dlq,
-    '--map', map, '--session-timeout-ms', '6000', ...extra], { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+  run = spawnEnricher(
+    [
+      '--brokers',
+      kafka.brokers.join(','),
+      '--group',
+      group,
+      '--input',
+      input,
+      '--output',
+      output,
+      '--dlq',
+      dlq,
+      '--map',
+      map,
+      '--session-timeout-ms',
+      '6000',
+      ...extra,
+    ],
+    { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY },
+  );
   const [inputs, outs] = await Promise.all([
     inputOffsets(kafka.brokers, input, values.length),
     readTopic(kafka.brokers, output, (all) => all.length >= values.length, 120_000),
@@ -63,10 +81,16 @@ async function enrich(values: unknown[], map: string, extra: string[] = []): Pro
 
 /** The request fields a message layout carries, and the map for it. */
 const POINTER: Record<keyof AddressFields, string> = {
-  street: '/a/street', houseNumber: '/a/no', addressLine: '/a/line', postalCode: '/a/zip', locality: '/a/city', localityLine: '/a/cityLine', country: '/a/cc',
+  street: '/a/street',
+  houseNumber: '/a/no',
+  addressLine: '/a/line',
+  postalCode: '/a/zip',
+  locality: '/a/city',
+  localityLine: '/a/cityLine',
+  country: '/a/cc',
 };
 
-describe('dq-kafka writes the platform\'s answer for each message into that message', () => {
+describe("dq-kafka writes the platform's answer for each message into that message", () => {
   it('address mode: status, class, every corrected field and the candidates of each message, for separate fields, addressLine and localityLine', async () => {
     const labelled = labelledAddresses(120);
     // A mapped field must be present in every message, so each layout of the fields is its own run.
@@ -88,7 +112,11 @@ describe('dq-kafka writes the platform\'s answer for each message into that mess
         id: i,
         a: Object.fromEntries(fields.map((f) => [POINTER[f].slice(3), l.fields[f]])),
       }));
-      const expected: KnownAddressAnswer[] = await askAddresses(sandbox.url, DEFAULT_API_KEY, group.map((l) => l.fields));
+      const expected: KnownAddressAnswer[] = await askAddresses(
+        sandbox.url,
+        DEFAULT_API_KEY,
+        group.map((l) => l.fields),
+      );
       const enriched = await enrich(values, map);
       const seqs = new Set<number>();
       for (const { input, output, value } of enriched) {
@@ -104,12 +132,15 @@ describe('dq-kafka writes the platform\'s answer for each message into that mess
         const { dq, ...original } = value;
         expect(original, at).toEqual(JSON.parse(input.value!));
         const best = want.candidates[0];
-        expect({
-          status: dq.status,
-          class: dq.class,
-          address: dq.address === undefined ? undefined : pick(dq.address),
-          candidates: dq.candidates?.map(pick),
-        }, at).toEqual({
+        expect(
+          {
+            status: dq.status,
+            class: dq.class,
+            address: dq.address === undefined ? undefined : pick(dq.address),
+            candidates: dq.candidates?.map(pick),
+          },
+          at,
+        ).toEqual({
           status: want.status,
           class: want.resultClass,
           address: best === undefined ? undefined : pick(best),
@@ -127,7 +158,11 @@ describe('dq-kafka writes the platform\'s answer for each message into that mess
     const inputs = companyInputs(8).map((c) => ({ company: c.company ?? '' }));
     const expected: KnownCompanyAnswer[] = await Promise.all(inputs.map((c) => askCompany(sandbox.url, DEFAULT_API_KEY, c)));
     expect(new Set(expected.map((e) => e.status))).toEqual(new Set(['accepted', 'review', 'invalid']));
-    const enriched = await enrich(inputs.map((c, i) => ({ id: i, firm: { name: c.company } })), 'company=/firm/name', ['--mode', 'company']);
+    const enriched = await enrich(
+      inputs.map((c, i) => ({ id: i, firm: { name: c.company } })),
+      'company=/firm/name',
+      ['--mode', 'company'],
+    );
     for (const { input, output, value } of enriched) {
       const seq = Number(input.headers['x-seq']);
       const want = expected[seq]!;

@@ -3,7 +3,18 @@ import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { TestKafka } from '@dq/test-support/kafka';
-import { cliArgs, dataset, inputOffsets, killIfRunning, metricsPort, metricValue, produceOverTime, readResults, sourceOffsets, spawnEnricher } from './helpers.js';
+import {
+  cliArgs,
+  dataset,
+  inputOffsets,
+  killIfRunning,
+  metricsPort,
+  metricValue,
+  produceOverTime,
+  readResults,
+  sourceOffsets,
+  spawnEnricher,
+} from './helpers.js';
 import type { Running } from './helpers.js';
 
 let kafka: TestKafka;

@@ -24,8 +24,24 @@ describe('dq-kafka enrich', () => {
     const { messages, bad } = dataset(10_000, 20);
     await produce(kafka.brokers, input, messages);
     run = spawnEnricher(
-      ['--brokers', kafka.brokers.join(','), '--group', group, '--input', input, '--output', output, '--dlq', dlq, '--map', MAP,
-        '--session-timeout-ms', '6000', '--metrics-port', '0'],
+      [
+        '--brokers',
+        kafka.brokers.join(','),
+        '--group',
+        group,
+        '--input',
+        input,
+        '--output',
+        output,
+        '--dlq',
+        dlq,
+        '--map',
+        MAP,
+        '--session-timeout-ms',
+        '6000',
+        '--metrics-port',
+        '0',
+      ],
       { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY },
     );
     await run.waitForLog(/"msg":"metrics listening"/);

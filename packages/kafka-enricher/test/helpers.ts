@@ -59,7 +59,12 @@ export async function produce(brokers: string[], topic: string, messages: Messag
 
 /** Reads `topic` from the start until `done(all)` or `timeoutMs`; returns what was read. */
 export async function readTopic(brokers: string[], topic: string, done: (all: Read[]) => boolean, timeoutMs = 60_000): Promise<Read[]> {
-  const consumer = kafkaFor(brokers).consumer({ groupId: `reader-${Math.random().toString(16).slice(2)}`, sessionTimeout: 6000, heartbeatInterval: 1000, allowAutoTopicCreation: true });
+  const consumer = kafkaFor(brokers).consumer({
+    groupId: `reader-${Math.random().toString(16).slice(2)}`,
+    sessionTimeout: 6000,
+    heartbeatInterval: 1000,
+    allowAutoTopicCreation: true,
+  });
   const all: Read[] = [];
   await consumer.connect();
   try {
@@ -112,19 +117,25 @@ export interface Running {
 
 /** Spawns the built CLI with `args`; the API key goes in the environment, as the README advises. */
 export function spawnEnricher(args: string[], env: Record<string, string> = {}): Running {
-  const child = spawn(process.execPath, [CLI, 'enrich', ...args], { env: { ...process.env, KAFKAJS_NO_PARTITIONER_WARNING: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'enrich', ...args], {
+    env: { ...process.env, KAFKAJS_NO_PARTITIONER_WARNING: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
   let out = '';
   const waiters: Array<{ pattern: RegExp; resolve: () => void }> = [];
   child.stderr!.on('data', (c: Buffer) => {
     err += c.toString('utf8');
-    for (const w of [...waiters]) if (w.pattern.test(err)) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve();
-    }
+    for (const w of [...waiters])
+      if (w.pattern.test(err)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
   });
   child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return {
     child,
     exited,
@@ -170,8 +181,23 @@ export interface Names {
 
 /** CLI arguments for `names` on `brokers`: the default producer settings, on the mock cluster and a real one alike. */
 export function cliArgs(brokers: string[], names: Names, extra: string[] = []): string[] {
-  return ['--brokers', brokers.join(','), '--group', names.group, '--input', names.input, '--output', names.output, '--dlq', names.dlq,
-    '--map', MAP, '--session-timeout-ms', '6000', ...extra];
+  return [
+    '--brokers',
+    brokers.join(','),
+    '--group',
+    names.group,
+    '--input',
+    names.input,
+    '--output',
+    names.output,
+    '--dlq',
+    names.dlq,
+    '--map',
+    MAP,
+    '--session-timeout-ms',
+    '6000',
+    ...extra,
+  ];
 }
 
 /** Produces `messages` in `chunks` sends spread over about `spreadMs`, so consumers see a live stream. */
@@ -205,7 +231,13 @@ export async function metricValue(port: number, series: string): Promise<number>
 }
 
 /** Reads output and DLQ until they stand for `outCount` and `dlqCount` distinct input offsets (duplicates allowed). */
-export async function readResults(brokers: string[], names: Names, outCount: number, dlqCount: number, timeoutMs = 120_000): Promise<{ outs: Read[]; dead: Read[] }> {
+export async function readResults(
+  brokers: string[],
+  names: Names,
+  outCount: number,
+  dlqCount: number,
+  timeoutMs = 120_000,
+): Promise<{ outs: Read[]; dead: Read[] }> {
   const distinct = (reads: Read[], dlq: boolean): number => (dlq ? sourceOffsets([], reads) : sourceOffsets(reads, [])).size;
   const [outs, dead] = await Promise.all([
     readTopic(brokers, names.output, (all) => all.length >= outCount && distinct(all, false) >= outCount, timeoutMs),

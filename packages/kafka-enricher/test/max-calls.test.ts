@@ -3,7 +3,18 @@ import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { TestKafka } from '@dq/test-support/kafka';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
-import { cliArgs, committedButMissing, committedOffsets, inputOffsets, killIfRunning, produce, readResults, readTopic, sourceOffsets, spawnEnricher } from './helpers.js';
+import {
+  cliArgs,
+  committedButMissing,
+  committedOffsets,
+  inputOffsets,
+  killIfRunning,
+  produce,
+  readResults,
+  readTopic,
+  sourceOffsets,
+  spawnEnricher,
+} from './helpers.js';
 import type { Running } from './helpers.js';
 
 let kafka: TestKafka;
@@ -25,10 +36,14 @@ afterAll(async () => {
 it('--max-calls: stops at the cap with exit 5, commits only what it delivered, and a restart delivers the rest', async () => {
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   const N = 1000;
-  await produce(kafka.brokers, names.input, Array.from({ length: N }, (_, i) => ({
-    key: `k${i % 50}`,
-    value: JSON.stringify({ id: i, address: { street: 'Lindenweg', houseNumber: String(i + 1), postalCode: '10115', locality: 'Berlin', country: 'DE' } }),
-  })));
+  await produce(
+    kafka.brokers,
+    names.input,
+    Array.from({ length: N }, (_, i) => ({
+      key: `k${i % 50}`,
+      value: JSON.stringify({ id: i, address: { street: 'Lindenweg', houseNumber: String(i + 1), postalCode: '10115', locality: 'Berlin', country: 'DE' } }),
+    })),
+  );
   const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
   const first = spawnEnricher(cliArgs(kafka.brokers, names, ['--max-calls', '300', '--batch-size', '50', '--rate-limit', '0']), env);
   runs.push(first);

@@ -23,15 +23,21 @@ it('enriches a message of a country without reference data with status unsupport
   const [known] = generateDirtyInputs(50, { seed: 7 }).filter((x) => x.intendedClass === 'A' && x.input.postalCode && x.input.locality);
   if (known === undefined) throw new Error('no known address');
   const addresses = [known.input, { street: 'Rue de Rivoli', houseNumber: '99', postalCode: '75001', locality: 'Paris', country: 'FR' }];
-  await produce(kafka.brokers, names.input, addresses.map((address, i) => ({ key: 'k', value: JSON.stringify({ id: i, address }) })));
+  await produce(
+    kafka.brokers,
+    names.input,
+    addresses.map((address, i) => ({ key: 'k', value: JSON.stringify({ id: i, address }) })),
+  );
   run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
   const port = await metricsPort(run);
 
   const { outs } = await readResults(kafka.brokers, names, 2, 0, 60_000);
-  const statuses = new Map(outs.map((o) => {
-    const value = JSON.parse(o.value!) as { id: number; dq: { status: string } };
-    return [value.id, value.dq.status];
-  }));
+  const statuses = new Map(
+    outs.map((o) => {
+      const value = JSON.parse(o.value!) as { id: number; dq: { status: string } };
+      return [value.id, value.dq.status];
+    }),
+  );
   expect(statuses.get(0)).toBe('accepted');
   expect(statuses.get(1)).toBe('unsupported-country');
   expect(await metricValue(port, 'dq_kafka_api_retries_total')).toBe(0);

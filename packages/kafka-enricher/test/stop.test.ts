@@ -4,8 +4,20 @@ import type { Sandbox } from '@dq/sandbox';
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { TestKafka } from '@dq/test-support/kafka';
 import {
-  cliArgs, committedButMissing, committedOffsets, dataset, inputOffsets, killIfRunning, metricsPort, metricValue, produce,
-  produceOverTime, readResults, readTopic, sourceOffsets, spawnEnricher,
+  cliArgs,
+  committedButMissing,
+  committedOffsets,
+  dataset,
+  inputOffsets,
+  killIfRunning,
+  metricsPort,
+  metricValue,
+  produce,
+  produceOverTime,
+  readResults,
+  readTopic,
+  sourceOffsets,
+  spawnEnricher,
 } from './helpers.js';
 import type { Running } from './helpers.js';
 
@@ -105,10 +117,7 @@ it('exits 75 when SIGTERM finds the platform slower than --drain-timeout-ms, com
 
   const inputs = await inputOffsets(kafka.brokers, names.input, 1_500);
   const committed = await committedOffsets(kafka.brokers, names.group, names.input);
-  const [outs, dead] = await Promise.all([
-    readTopic(kafka.brokers, names.output, () => false, 8_000),
-    readTopic(kafka.brokers, names.dlq, () => false, 4_000),
-  ]);
+  const [outs, dead] = await Promise.all([readTopic(kafka.brokers, names.output, () => false, 8_000), readTopic(kafka.brokers, names.dlq, () => false, 4_000)]);
   const covered = sourceOffsets(outs, dead);
   expect(committedButMissing(committed, inputs, covered)).toEqual([]);
   // The first 500 were delivered and committed; the ones the platform never answered were not.

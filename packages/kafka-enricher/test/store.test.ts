@@ -15,7 +15,10 @@ let run: Running | undefined;
 let dir: string;
 
 beforeAll(async () => {
-  [kafka, sandbox] = await Promise.all([startKafka(), startSandbox({ config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } })]);
+  [kafka, sandbox] = await Promise.all([
+    startKafka(),
+    startSandbox({ config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } }),
+  ]);
   dir = await mkdtemp(join(tmpdir(), 'dq-kafka-store-'));
 });
 afterAll(async () => {

@@ -9,12 +9,26 @@ import { KafkaEnricherError } from '../src/errors.js';
 import { consumerRestartDelayMs } from '../src/enricher.js';
 
 const msg = (value: string | null, offset = '7'): KafkaMessage =>
-  ({ key: Buffer.from('k1'), value: value === null ? null : Buffer.from(value), headers: { trace: Buffer.from('t-1') }, offset, timestamp: '0', attributes: 0 }) as KafkaMessage;
+  ({
+    key: Buffer.from('k1'),
+    value: value === null ? null : Buffer.from(value),
+    headers: { trace: Buffer.from('t-1') },
+    offset,
+    timestamp: '0',
+    attributes: 0,
+  }) as KafkaMessage;
 
 describe('JSON pointers (RFC 6901)', () => {
   const doc = { foo: ['bar', 'baz'], '': 0, 'a/b': 1, 'm~n': 8, ' ': 7, nested: { x: { y: 'deep' } } };
   it.each([
-    ['', doc], ['/foo', ['bar', 'baz']], ['/foo/0', 'bar'], ['/', 0], ['/a~1b', 1], ['/m~0n', 8], ['/ ', 7], ['/nested/x/y', 'deep'],
+    ['', doc],
+    ['/foo', ['bar', 'baz']],
+    ['/foo/0', 'bar'],
+    ['/', 0],
+    ['/a~1b', 1],
+    ['/m~0n', 8],
+    ['/ ', 7],
+    ['/nested/x/y', 'deep'],
   ])('resolves %j as the RFC examples say', (text, expected) => {
     expect(resolvePointer(doc, parsePointer(text))).toEqual(expected);
   });
@@ -30,10 +44,17 @@ describe('JSON pointers (RFC 6901)', () => {
 describe('field mapping', () => {
   const map = parseFieldMap('street=/address/street, postalCode=/address/zip,locality=/city', 'address');
   it('reads mapped fields, taking numbers as they are', () => {
-    expect(extractRecord({ address: { street: 'Hauptstr. 1', zip: 10117 }, city: 'Berlin' }, map)).toEqual({ ok: true, record: { street: 'Hauptstr. 1', postalCode: 10117, locality: 'Berlin' } });
+    expect(extractRecord({ address: { street: 'Hauptstr. 1', zip: 10117 }, city: 'Berlin' }, map)).toEqual({
+      ok: true,
+      record: { street: 'Hauptstr. 1', postalCode: 10117, locality: 'Berlin' },
+    });
   });
   it('names the missing or mistyped field', () => {
-    expect(extractRecord({ address: { street: 'x', zip: '' }, city: 'B' }, map)).toMatchObject({ ok: false, code: 'missing-field', message: expect.stringContaining('postalCode (/address/zip)') });
+    expect(extractRecord({ address: { street: 'x', zip: '' }, city: 'B' }, map)).toMatchObject({
+      ok: false,
+      code: 'missing-field',
+      message: expect.stringContaining('postalCode (/address/zip)'),
+    });
     expect(extractRecord({ address: { street: ['x'], zip: '1' }, city: 'B' }, map)).toMatchObject({ ok: false, code: 'bad-field-type' });
   });
   it('refuses fields the mode does not know, duplicates and bad pointers as usage errors', () => {
@@ -54,10 +75,19 @@ describe('message codec', () => {
   it('the enriched message keeps key, headers and value and adds dq with the source position', () => {
     const decoded = decodeMessage(msg('{"s":"Hauptstr","id":3}'), map);
     if (decoded.kind !== 'record') throw new Error('expected a record');
-    const out = enrichedMessage(decoded, { status: 'accepted', resultClass: 'B', requestId: 'r-1', source: 'api' }, { topic: 'in', partition: 2, offset: '7' }, 'dq');
+    const out = enrichedMessage(
+      decoded,
+      { status: 'accepted', resultClass: 'B', requestId: 'r-1', source: 'api' },
+      { topic: 'in', partition: 2, offset: '7' },
+      'dq',
+    );
     expect(out.key).toEqual(Buffer.from('k1'));
     expect(out.headers).toEqual({ trace: Buffer.from('t-1') });
-    expect(JSON.parse(String(out.value))).toEqual({ s: 'Hauptstr', id: 3, dq: { status: 'accepted', class: 'B', requestId: 'r-1', source: { topic: 'in', partition: 2, offset: '7' } } });
+    expect(JSON.parse(String(out.value))).toEqual({
+      s: 'Hauptstr',
+      id: 3,
+      dq: { status: 'accepted', class: 'B', requestId: 'r-1', source: { topic: 'in', partition: 2, offset: '7' } },
+    });
   });
   it('the enriched value keeps the original members as written, big integers and spacing included', () => {
     const decoded = decodeMessage(msg('{ "id": 12345678901234567890, "s": "Hauptstr", "price": 1.50 }\n'), map);
@@ -70,29 +100,78 @@ describe('message codec', () => {
     const replaced = decodeMessage(msg('{"s":"Hauptstr","dq":{"stale":true},"n":1}'), map);
     if (replaced.kind !== 'record') throw new Error('expected a record');
     const source = { topic: 'in', partition: 0, offset: '7' };
-    expect(JSON.parse(String(enrichedMessage(replaced, { status: 'accepted', resultClass: 'A', source: 'api' }, source, 'dq').value))).toEqual({ s: 'Hauptstr', dq: { status: 'accepted', class: 'A', source }, n: 1 });
+    expect(JSON.parse(String(enrichedMessage(replaced, { status: 'accepted', resultClass: 'A', source: 'api' }, source, 'dq').value))).toEqual({
+      s: 'Hauptstr',
+      dq: { status: 'accepted', class: 'A', source },
+      n: 1,
+    });
     const other = decodeMessage(msg('{"s":"Hauptstr"}'), map);
     if (other.kind !== 'record') throw new Error('expected a record');
-    expect(JSON.parse(String(enrichedMessage(other, { status: 'accepted', source: 'api' }, source, 'quality').value))).toEqual({ s: 'Hauptstr', quality: { status: 'accepted', source } });
+    expect(JSON.parse(String(enrichedMessage(other, { status: 'accepted', source: 'api' }, source, 'quality').value))).toEqual({
+      s: 'Hauptstr',
+      quality: { status: 'accepted', source },
+    });
   });
   it('the DLQ message is the original plus dq-* headers', () => {
     const m = msg('{bad');
     const out = dlqMessage(m, { topic: 'in', partition: 1, offset: '7' }, { code: 'field-error', message: 'country: invalid', requestId: 'r-9' });
     expect(out.value).toBe(m.value);
-    expect(out.headers).toMatchObject({ trace: Buffer.from('t-1'), 'dq-error-code': 'field-error', 'dq-error-message': 'country: invalid', 'dq-original-topic': 'in', 'dq-original-partition': '1', 'dq-original-offset': '7', 'dq-request-id': 'r-9' });
+    expect(out.headers).toMatchObject({
+      trace: Buffer.from('t-1'),
+      'dq-error-code': 'field-error',
+      'dq-error-message': 'country: invalid',
+      'dq-original-topic': 'in',
+      'dq-original-partition': '1',
+      'dq-original-offset': '7',
+      'dq-request-id': 'r-9',
+    });
   });
 });
 
 describe('command line', () => {
-  const required = ['enrich', '--brokers', 'b:9092', '--group', 'g', '--input', 'i', '--output', 'o', '--dlq', 'd', '--map', 'street=/s', '--base-url', 'http://127.0.0.1:1'];
+  const required = [
+    'enrich',
+    '--brokers',
+    'b:9092',
+    '--group',
+    'g',
+    '--input',
+    'i',
+    '--output',
+    'o',
+    '--dlq',
+    'd',
+    '--map',
+    'street=/s',
+    '--base-url',
+    'http://127.0.0.1:1',
+  ];
   it('takes every flag from DQ_KAFKA_* when not given, flags winning', () => {
     const cmd = parseCli(['enrich', '--group', 'from-flag'], {
-      DQ_KAFKA_BROKERS: 'a:1,b:2', DQ_KAFKA_GROUP: 'from-env', DQ_KAFKA_INPUT: 'i', DQ_KAFKA_OUTPUT: 'o', DQ_KAFKA_DLQ: 'd', DQ_KAFKA_MAP: 'street=/s',
-      DQ_BASE_URL: 'http://x', DQ_API_KEY: 'k', DQ_KAFKA_MAX_IN_FLIGHT: '100', DQ_KAFKA_IDEMPOTENT: 'true',
-      DQ_KAFKA_SASL_MECHANISM: 'scram-sha-512', DQ_KAFKA_SASL_USERNAME: 'u', DQ_KAFKA_SASL_PASSWORD: 'p', DQ_KAFKA_SSL: '1',
+      DQ_KAFKA_BROKERS: 'a:1,b:2',
+      DQ_KAFKA_GROUP: 'from-env',
+      DQ_KAFKA_INPUT: 'i',
+      DQ_KAFKA_OUTPUT: 'o',
+      DQ_KAFKA_DLQ: 'd',
+      DQ_KAFKA_MAP: 'street=/s',
+      DQ_BASE_URL: 'http://x',
+      DQ_API_KEY: 'k',
+      DQ_KAFKA_MAX_IN_FLIGHT: '100',
+      DQ_KAFKA_IDEMPOTENT: 'true',
+      DQ_KAFKA_SASL_MECHANISM: 'scram-sha-512',
+      DQ_KAFKA_SASL_USERNAME: 'u',
+      DQ_KAFKA_SASL_PASSWORD: 'p',
+      DQ_KAFKA_SSL: '1',
     });
     if (cmd.help) throw new Error('expected options');
-    expect(cmd.options).toMatchObject({ brokers: ['a:1', 'b:2'], groupId: 'from-flag', maxInFlight: 100, idempotent: true, sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' }, ssl: { rejectUnauthorized: true } });
+    expect(cmd.options).toMatchObject({
+      brokers: ['a:1', 'b:2'],
+      groupId: 'from-flag',
+      maxInFlight: 100,
+      idempotent: true,
+      sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' },
+      ssl: { rejectUnauthorized: true },
+    });
     expect(envName('max-in-flight')).toBe('DQ_KAFKA_MAX_IN_FLIGHT');
   });
   it('passes --threads to the engine, 0 included', () => {
@@ -101,7 +180,13 @@ describe('command line', () => {
     expect(cmd.options.engine).toMatchObject({ threads: 0, concurrency: 8 });
   });
   it('names the flag at fault with exit code 2', () => {
-    const bad = [[...required, '--max-in-flight', '0'], [...required, '--threads', '-1'], [...required, '--mode', 'phone'], required.filter((a) => a !== '--dlq' && a !== 'd'), [...required.slice(0, 9), 'i', ...required.slice(10)]];
+    const bad = [
+      [...required, '--max-in-flight', '0'],
+      [...required, '--threads', '-1'],
+      [...required, '--mode', 'phone'],
+      required.filter((a) => a !== '--dlq' && a !== 'd'),
+      [...required.slice(0, 9), 'i', ...required.slice(10)],
+    ];
     for (const argv of bad) {
       try {
         parseCli(argv, { DQ_API_KEY: 'k' });

@@ -144,10 +144,15 @@ export async function ensureSchema(client: pg.Client): Promise<number> {
     });
   } catch (e) {
     if ((e as { code?: string }).code === '42501') {
-      const what = seen === null
-        ? `may not create schema ${STATE_SCHEMA}`
-        : `may not upgrade schema ${STATE_SCHEMA} from layout version ${seen} to ${SCHEMA_VERSION} (only its owner may)`;
-      throw new CleanseError('permission-denied', `the database user ${what}: run "dq-pg init" once as the schema's owner (or a role with CREATE on the database), then grant this user what the README lists (${(e as Error).message})`, { cause: e });
+      const what =
+        seen === null
+          ? `may not create schema ${STATE_SCHEMA}`
+          : `may not upgrade schema ${STATE_SCHEMA} from layout version ${seen} to ${SCHEMA_VERSION} (only its owner may)`;
+      throw new CleanseError(
+        'permission-denied',
+        `the database user ${what}: run "dq-pg init" once as the schema's owner (or a role with CREATE on the database), then grant this user what the README lists (${(e as Error).message})`,
+        { cause: e },
+      );
     }
     throw e;
   }

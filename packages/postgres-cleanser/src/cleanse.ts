@@ -19,13 +19,13 @@ import { RunHalt, workRange } from './range-worker.js';
 import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
 
-
 /** The engine policy for `--accept`: listed classes are accepted, the others keep review/invalid. */
 export function acceptPolicy(accept: readonly ResultClass[]): Record<ResultClass, PolicyStatus> {
   const base = resolvePolicy();
-  return Object.fromEntries(
-    RESULT_CLASSES.map((c) => [c, accept.includes(c) ? 'accepted' : base[c] === 'accepted' ? 'review' : base[c]]),
-  ) as Record<ResultClass, PolicyStatus>;
+  return Object.fromEntries(RESULT_CLASSES.map((c) => [c, accept.includes(c) ? 'accepted' : base[c] === 'accepted' ? 'review' : base[c]])) as Record<
+    ResultClass,
+    PolicyStatus
+  >;
 }
 
 function copy(p: CleanseProgress): CleanseProgress {
@@ -34,7 +34,14 @@ function copy(p: CleanseProgress): CleanseProgress {
 
 function emptyProgress(): CleanseProgress {
   return {
-    rows: 0, written: 0, unchanged: 0, conflicts: 0, apiCalls: 0, callsSavedByDedup: 0, callsSavedByStore: 0, storeHitRate: 0,
+    rows: 0,
+    written: 0,
+    unchanged: 0,
+    conflicts: 0,
+    apiCalls: 0,
+    callsSavedByDedup: 0,
+    callsSavedByStore: 0,
+    storeHitRate: 0,
     byStatus: zeroByStatus(),
     timings: { readMs: 0, validateMs: 0, writeMs: 0 },
   };
@@ -60,7 +67,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   const mode: Mode = options.mode ?? 'address';
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const pagesPerClaim = options.pagesPerClaim ?? DEFAULT_PAGES_PER_CLAIM;
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) throw usageError('--batch-size', `${batchSize} must be an integer from 1 to 100000`);
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000)
+    throw usageError('--batch-size', `${batchSize} must be an integer from 1 to 100000`);
   if (!Number.isInteger(pagesPerClaim) || pagesPerClaim < 1) throw usageError('--pages-per-claim', `${pagesPerClaim} must be a positive integer`);
   const workers = options.workers ?? DEFAULT_WORKERS;
   if (!Number.isInteger(workers) || workers < 1 || workers > 64) throw usageError('--workers', `${workers} must be an integer from 1 to 64`);
@@ -75,7 +83,13 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   let runId: string | undefined;
   try {
     const target = await inspectTable(client, {
-      table: options.table, key: options.key, map: options.map, mode, where: options.where, write: !options.dryRun, statusColumns: options.statusColumns,
+      table: options.table,
+      key: options.key,
+      map: options.map,
+      mode,
+      where: options.where,
+      write: !options.dryRun,
+      statusColumns: options.statusColumns,
     });
     const hint = options.onHint ?? ((text: string) => logger.warn(text));
     const lookalikes = unmappedLookalikes(mode, target.columnNames ?? [], target.columns);
@@ -103,8 +117,16 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       }
       const resultStore = await openStore(store, { maxAgeMs, defaultDb });
       return createEngine({
-        ...engineSettings, mode, baseUrl: options.baseUrl, realtimeUrl: options.realtimeUrl, apiKey: options.apiKey,
-        defaultCountry: options.country, include: options.include, policy: acceptPolicy(accept), logger, resultStore,
+        ...engineSettings,
+        mode,
+        baseUrl: options.baseUrl,
+        realtimeUrl: options.realtimeUrl,
+        apiKey: options.apiKey,
+        defaultCountry: options.country,
+        include: options.include,
+        policy: acceptPolicy(accept),
+        logger,
+        resultStore,
       });
     };
     const base = { table: target.qualified, conflictKeys };
@@ -130,7 +152,13 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     await holdRun(client, runId);
     const run = await openRun(client, target, settings, runId, batchSize * pagesPerClaim);
     const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']): CleanseSummary => ({
-      ...base, ...rounded(), runId: run.runId, dryRun: false, state, exitCode, ...(error ? { error } : {}),
+      ...base,
+      ...rounded(),
+      runId: run.runId,
+      dryRun: false,
+      state,
+      exitCode,
+      ...(error ? { error } : {}),
       ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     });
     if (run.state === 'done' || run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
@@ -186,23 +214,29 @@ interface WorkerSlot {
  * others stop after the page they are writing. Returns the first error (undefined when all ran out
  * of ranges).
  */
-async function runWorkers(shared: Omit<WorkContext, 'store' | 'worker' | 'stopping'>, slots: readonly WorkerSlot[], signal: AbortSignal | undefined): Promise<unknown> {
+async function runWorkers(
+  shared: Omit<WorkContext, 'store' | 'worker' | 'stopping'>,
+  slots: readonly WorkerSlot[],
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
   let failure: { error: unknown } | undefined;
   const stopping = (): boolean => failure !== undefined || signal?.aborted === true;
-  await Promise.all(slots.map(async (slot) => {
-    const ctx: WorkContext = { ...shared, store: slot.store, worker: slot.worker, stopping };
-    try {
-      for (let range = await slot.queue.claim(); range !== null; range = await slot.queue.claim()) {
-        await workRange(ctx, range);
-        if (signal?.aborted) {
-          throw new RunHalt({ code: 'interrupted', message: `interrupted; rerun with --run-id ${shared.runId} to resume` }, ExitCode.TEMPFAIL);
+  await Promise.all(
+    slots.map(async (slot) => {
+      const ctx: WorkContext = { ...shared, store: slot.store, worker: slot.worker, stopping };
+      try {
+        for (let range = await slot.queue.claim(); range !== null; range = await slot.queue.claim()) {
+          await workRange(ctx, range);
+          if (signal?.aborted) {
+            throw new RunHalt({ code: 'interrupted', message: `interrupted; rerun with --run-id ${shared.runId} to resume` }, ExitCode.TEMPFAIL);
+          }
+          if (failure !== undefined) return;
         }
-        if (failure !== undefined) return;
+      } catch (e) {
+        failure ??= { error: e };
       }
-    } catch (e) {
-      failure ??= { error: e };
-    }
-  }));
+    }),
+  );
   return failure?.error;
 }
 
@@ -213,7 +247,13 @@ function stopData(e: DqError, runId: string): { code: string; message: string; r
 
 /** Reads and validates the whole selection, writes nothing, reports each row that would change. */
 async function dryRun(
-  engine: Engine, store: PageStore, target: TargetTable, mode: Mode, batchSize: number, progress: CleanseProgress, options: CleanseOptions,
+  engine: Engine,
+  store: PageStore,
+  target: TargetTable,
+  mode: Mode,
+  batchSize: number,
+  progress: CleanseProgress,
+  options: CleanseOptions,
 ): Promise<void> {
   let last: string | null = null;
   for (;;) {

@@ -1,4 +1,14 @@
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, MODE_FIELDS, MODES, RESULT_CLASSES } from '@dq/core';
+import {
+  ADDRESS_INCLUDE_VALUES,
+  createFlagParsers,
+  parseFlags,
+  ENGINE_FLAG_OPTIONS,
+  ENGINE_FLAGS_USAGE,
+  isCountryCode,
+  MODE_FIELDS,
+  MODES,
+  RESULT_CLASSES,
+} from '@dq/core';
 import type { ResultClass } from '@dq/core';
 import { usageError } from './errors.js';
 import type { CleanseOptions } from './options.js';
@@ -88,22 +98,45 @@ export type CliCommand =
   | { command: 'review-apply'; db: string | undefined; input: string; runId?: string; batchSize?: number }
   | { command: 'report'; db: string | undefined; runId: string; output: string };
 
-
 /**
  * Parses `argv` (without node and script) and the DQ_* variables of `env`. Throws a CleanseError
  * with code `usage` naming the flag at fault.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
-  const parsed = parseFlags(argv, {
-    db: { type: 'string' }, table: { type: 'string' }, key: { type: 'string' }, map: { type: 'string' },
-    where: { type: 'string' }, mode: { type: 'string' }, country: { type: 'string' }, accept: { type: 'string' },
-    include: { type: 'string' }, 'batch-size': { type: 'string' }, 'pages-per-claim': { type: 'string' },
-    workers: { type: 'string' }, 'read-ahead': { type: 'string' }, 'status-columns': { type: 'string' },
-    'run-id': { type: 'string' }, run: { type: 'string' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' },
-    'max-failed': { type: 'string' }, ...ENGINE_FLAG_OPTIONS, 'base-url': { type: 'string' }, 'realtime-url': { type: 'string' },
-    'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' }, report: { type: 'string' },
-    classes: { type: 'string' }, output: { type: 'string' }, input: { type: 'string' },
-  }, usageError);
+  const parsed = parseFlags(
+    argv,
+    {
+      db: { type: 'string' },
+      table: { type: 'string' },
+      key: { type: 'string' },
+      map: { type: 'string' },
+      where: { type: 'string' },
+      mode: { type: 'string' },
+      country: { type: 'string' },
+      accept: { type: 'string' },
+      include: { type: 'string' },
+      'batch-size': { type: 'string' },
+      'pages-per-claim': { type: 'string' },
+      workers: { type: 'string' },
+      'read-ahead': { type: 'string' },
+      'status-columns': { type: 'string' },
+      'run-id': { type: 'string' },
+      run: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
+      'max-failed': { type: 'string' },
+      ...ENGINE_FLAG_OPTIONS,
+      'base-url': { type: 'string' },
+      'realtime-url': { type: 'string' },
+      'api-key': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      report: { type: 'string' },
+      classes: { type: 'string' },
+      output: { type: 'string' },
+      input: { type: 'string' },
+    },
+    usageError,
+  );
   const { values: v, positionals } = parsed;
   if (v.help || positionals[0] === 'help') return { command: 'help' };
   const envOf = (name: string) => (env[name] === '' ? undefined : env[name]);
@@ -191,7 +224,13 @@ function parseReview(rest: readonly string[], v: Record<string, string | boolean
     if (!input) throw usageError('--input', 'required: the review file with its decision column filled in');
     const runId = text('run-id');
     const batch = text('batch-size');
-    return { command: 'review-apply', db, input, ...(runId ? { runId: runIdOf(runId) } : {}), ...(batch ? { batchSize: number('--batch-size', batch, 1, 100_000, true) } : {}) };
+    return {
+      command: 'review-apply',
+      db,
+      input,
+      ...(runId ? { runId: runIdOf(runId) } : {}),
+      ...(batch ? { batchSize: number('--batch-size', batch, 1, 100_000, true) } : {}),
+    };
   }
   throw usageError('command', `expected "review export" or "review apply", got ${sub === undefined ? '"review" alone' : `"review ${sub}"`}`);
 }
@@ -216,5 +255,8 @@ function runIdOf(text: string): string {
 }
 
 function list(text: string | undefined): string[] | undefined {
-  return text?.split(',').map((s) => s.trim()).filter(Boolean);
+  return text
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }

@@ -53,8 +53,18 @@ export function usageError(flag: string, problem: string): CleanseError {
 
 /** Network errors of a socket to the database server. */
 const UNREACHABLE_ERRNO = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENETRESET',
-  'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENETRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
 ]);
 
 /**
@@ -62,7 +72,8 @@ const UNREACHABLE_ERRNO = new Set([
  * terminated unexpectedly" when the server closed the socket, the "not queryable" ones for queries
  * sent on such a client afterwards).
  */
-const LOST_CONNECTION_MESSAGE = /^(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired)/;
+const LOST_CONNECTION_MESSAGE =
+  /^(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired)/;
 
 /**
  * Whether `e` means the connection to the database is lost or cannot be made: a network error,
@@ -99,7 +110,9 @@ export function connectionLost(e: unknown, where: string, then = 'retry later'):
 export function connectionError(e: unknown, where: string): unknown {
   const code = typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : '';
   if (code.startsWith('28') || code === '3D000') {
-    return new CleanseError('db-auth', `the database ${where} refused the connection (${code}): check the user, password and database name of --db`, { cause: e });
+    return new CleanseError('db-auth', `the database ${where} refused the connection (${code}): check the user, password and database name of --db`, {
+      cause: e,
+    });
   }
   if (isConnectionLoss(e)) {
     return new CleanseError('db-unreachable', `the database ${where} cannot be reached (${code || (e as Error).message}); retry later`, { cause: e });

@@ -90,7 +90,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     process.once('SIGTERM', onSignal);
     try {
       const summary = await cleanse({
-        ...o, baseUrl: o.baseUrl, apiKey: o.apiKey, logger, signal: controller.signal,
+        ...o,
+        baseUrl: o.baseUrl,
+        apiKey: o.apiKey,
+        logger,
+        signal: controller.signal,
         onChange: (change) => out({ type: 'change', ...change }),
         onHint: (text) => io.err(logger.redactor.redact(`dq-pg: hint: ${text}\n`)),
         onEngineReport: (r) => void (engineReport = r),
@@ -122,12 +126,30 @@ function report(err: unknown, logger: Logger, io: CliIo): number {
 function statusTable(runs: readonly RunStatus[]): string {
   if (runs.length === 0) return 'no dq-pg runs in this database\n';
   const head = ['run', 'kind', 'table', 'state', 'rows', 'written', 'unchanged', 'conflicts', 'review', 'invalid', 'unavail', 'calls', 'ranges', 'restored'];
-  const body = runs.map((r) => [
-    r.runId, r.kind, r.table, r.lastError ? `${r.state} (${r.lastError.code})` : r.state, r.rows, r.written, r.unchanged, r.conflicts,
-    r.review, r.invalid + r.invalidInput, r.unavailable, r.apiCalls, `${r.rangesDone}/${r.ranges}`, r.restored,
-  ].map(String));
+  const body = runs.map((r) =>
+    [
+      r.runId,
+      r.kind,
+      r.table,
+      r.lastError ? `${r.state} (${r.lastError.code})` : r.state,
+      r.rows,
+      r.written,
+      r.unchanged,
+      r.conflicts,
+      r.review,
+      r.invalid + r.invalidInput,
+      r.unavailable,
+      r.apiCalls,
+      `${r.rangesDone}/${r.ranges}`,
+      r.restored,
+    ].map(String),
+  );
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]?.length ?? 0)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   const resume = runs.filter((r) => r.resume).map((r) => `to resume ${r.runId} (${r.state}): ${r.resume} (with --db and the API settings)`);
   return `${[line(head), ...body.map(line), ...(resume.length ? ['', ...resume] : [])].join('\n')}\n`;
 }

@@ -53,15 +53,20 @@ export function unmappedLookalikes(mode: Mode, columnNames: readonly string[], m
 /** `--map` text for the mapped columns plus `extra`, in the mode's field order. */
 export function mapFlag(mode: Mode, mapped: readonly { field: string; column: string }[]): string {
   const order = MODE_FIELDS[mode] as readonly string[];
-  return [...mapped].sort((a, b) => order.indexOf(a.field) - order.indexOf(b.field)).map((m) => `${m.field}=${m.column}`).join(',');
+  return [...mapped]
+    .sort((a, b) => order.indexOf(a.field) - order.indexOf(b.field))
+    .map((m) => `${m.field}=${m.column}`)
+    .join(',');
 }
 
 /** The hint when --map was not given and the table has columns that look like fields left out. */
 export function autoMappingHint(mode: Mode, table: string, mapped: readonly MappedColumn[], lookalikes: readonly { field: string; column: string }[]): string {
   const now = mapFlag(mode, mapped);
   const left = lookalikes.map((l) => `${l.column} (${l.field})`).join(', ');
-  return `no --map given, so only columns named like ${mode} fields were mapped (${now}); ${table} also has ${left}, which were not. ` +
-    `To use them: --map ${mapFlag(mode, [...mapped, ...lookalikes])}`;
+  return (
+    `no --map given, so only columns named like ${mode} fields were mapped (${now}); ${table} also has ${left}, which were not. ` +
+    `To use them: --map ${mapFlag(mode, [...mapped, ...lookalikes])}`
+  );
 }
 
 /** The hint when every row of the first page came back invalid-input. */

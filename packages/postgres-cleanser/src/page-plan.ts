@@ -32,8 +32,17 @@ export function planPage(
   if (results.length !== n) throw new Error(`the engine returned ${results.length} results for ${n} rows`);
   const sized = <T>(): T[] => new Array<T>(n);
   const write: PageWrite = {
-    keys: sized(), write: sized(), status: sized(), resultClass: sized(), requestId: sized(), checkedAt: sized(), candidates: sized(), detail: sized(), error: sized(),
-    before: columns.map(() => sized()), after: columns.map(() => sized()),
+    keys: sized(),
+    write: sized(),
+    status: sized(),
+    resultClass: sized(),
+    requestId: sized(),
+    checkedAt: sized(),
+    candidates: sized(),
+    detail: sized(),
+    error: sized(),
+    before: columns.map(() => sized()),
+    after: columns.map(() => sized()),
     statusBefore: Array.from({ length: statusColumns }, () => sized()),
   };
   const counts: PageCounts = { rowsRead: n, unchanged: 0, accepted: 0, review: 0, invalid: 0, invalidInput: 0, unavailable: 0, apiCalls };

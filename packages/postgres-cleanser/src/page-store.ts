@@ -70,8 +70,33 @@ export interface PageCheckpoint {
   counts: PageCounts;
 }
 
-const FIXED_TYPES = ['text', 'timestamptz', 'text', 'KEY', 'KEY', 'KEY[]', 'bool[]', 'text[]', 'text[]', 'text[]', 'jsonb[]', 'jsonb[]', 'jsonb[]',
-  'integer', 'text', 'text', 'bool', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint'];
+const FIXED_TYPES = [
+  'text',
+  'timestamptz',
+  'text',
+  'KEY',
+  'KEY',
+  'KEY[]',
+  'bool[]',
+  'text[]',
+  'text[]',
+  'text[]',
+  'jsonb[]',
+  'jsonb[]',
+  'jsonb[]',
+  'integer',
+  'text',
+  'text',
+  'bool',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+];
 
 /** SQL types of the parameters of {@link pageWriteSql}, in order (for PREPARE). */
 export function pageWriteParamTypes(target: TargetTable): string[] {
@@ -123,7 +148,9 @@ export function pageWriteSql(target: TargetTable): string {
   const statusValue: Record<string, string> = { status: 'v.status', class: 'v.class', requestId: 'v.rid', checkedAt: 'COALESCE(v.chk, $2)' };
   const withStatus = target.status.length > 0;
   const set = [
-    ...columns.map((c, i) => (withStatus ? `${c.quoted} = CASE WHEN v.w THEN COALESCE(v.n${i}, v.o${i}) ELSE t.${c.quoted} END` : `${c.quoted} = COALESCE(v.n${i}, v.o${i})`)),
+    ...columns.map((c, i) =>
+      withStatus ? `${c.quoted} = CASE WHEN v.w THEN COALESCE(v.n${i}, v.o${i}) ELSE t.${c.quoted} END` : `${c.quoted} = COALESCE(v.n${i}, v.o${i})`,
+    ),
     ...target.status.map((s) => `${s.quoted} = ${statusValue[s.field]}`),
   ].join(', ');
   // text[] in the order of runs.columns (mapped, then status columns), not jsonb_build_object: see
@@ -201,11 +228,31 @@ function boolArrayLiteral(values: readonly boolean[]): string {
 export function pageWriteParams(runId: string, worker: string, checkedAt: Date, page: PageWrite, checkpoint: PageCheckpoint): unknown[] {
   const k = checkpoint.counts;
   const params: unknown[] = [
-    runId, checkedAt, worker, page.keys[0], page.keys[page.keys.length - 1], textArrayLiteral(page.keys), boolArrayLiteral(page.write),
-    textArrayLiteral(page.status), textArrayParam(page.resultClass), textArrayParam(page.requestId), textArrayParam(page.candidates),
-    textArrayParam(page.detail), textArrayParam(page.error),
-    checkpoint.rangeNo, checkpoint.prevKey, checkpoint.lastKey, checkpoint.done, k.rowsRead, k.unchanged, k.accepted, k.review,
-    k.invalid, k.invalidInput, k.unavailable, k.apiCalls,
+    runId,
+    checkedAt,
+    worker,
+    page.keys[0],
+    page.keys[page.keys.length - 1],
+    textArrayLiteral(page.keys),
+    boolArrayLiteral(page.write),
+    textArrayLiteral(page.status),
+    textArrayParam(page.resultClass),
+    textArrayParam(page.requestId),
+    textArrayParam(page.candidates),
+    textArrayParam(page.detail),
+    textArrayParam(page.error),
+    checkpoint.rangeNo,
+    checkpoint.prevKey,
+    checkpoint.lastKey,
+    checkpoint.done,
+    k.rowsRead,
+    k.unchanged,
+    k.accepted,
+    k.review,
+    k.invalid,
+    k.invalidInput,
+    k.unavailable,
+    k.apiCalls,
   ];
   page.before.forEach((old, i) => params.push(textArrayParam(old), textArrayParam(page.after[i] ?? [])));
   for (const old of page.statusBefore ?? []) params.push(textArrayParam(old));
@@ -257,7 +304,12 @@ export class PageStore {
    * when the range's checkpoint had moved (another process took the range over): then nothing of
    * the page was kept. A page without rows only moves the checkpoint.
    */
-  async commit(runId: string, worker: string, page: PageWrite | null, checkpoint: PageCheckpoint): Promise<{ taken: true } | { taken: false; written: number; conflicts: string[] }> {
+  async commit(
+    runId: string,
+    worker: string,
+    page: PageWrite | null,
+    checkpoint: PageCheckpoint,
+  ): Promise<{ taken: true } | { taken: false; written: number; conflicts: string[] }> {
     try {
       if (page === null || page.keys.length === 0) {
         const moved = await this.#writer.query({

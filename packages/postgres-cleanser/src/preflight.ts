@@ -120,7 +120,10 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
   if (!keyRow.notnull) {
     const nulls = await client.query(`SELECT 1 FROM ${qualified} WHERE ${key.quoted} IS NULL LIMIT 1`);
     if ((nulls.rowCount ?? 0) > 0) {
-      throw new CleanseError('key-has-nulls', `--key: column "${keyRow.name}" of ${qualified} holds NULLs; those rows cannot be addressed. Fill them or pick another key`);
+      throw new CleanseError(
+        'key-has-nulls',
+        `--key: column "${keyRow.name}" of ${qualified} holds NULLs; those rows cannot be addressed. Fill them or pick another key`,
+      );
     }
   }
 
@@ -128,7 +131,10 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     const row = column(wanted, `--map ${field}`);
     if (row.name === key.column) throw new CleanseError('column-type', `--map ${field}: "${row.name}" is the key column; the key is never rewritten`);
     if (row.category !== 'S') {
-      throw new CleanseError('column-type', `--map ${field}: column "${row.name}" of ${qualified} is ${row.type}, not a text type (text, varchar, char); map a text column`);
+      throw new CleanseError(
+        'column-type',
+        `--map ${field}: column "${row.name}" of ${qualified} is ${row.type}, not a text type (text, varchar, char); map a text column`,
+      );
     }
     if (row.generated !== '') throw new CleanseError('column-type', `--map ${field}: column "${row.name}" of ${qualified} is generated and cannot be written`);
     return { field, column: row.name, quoted: quoteIdent(row.name), type: row.type };
@@ -140,7 +146,9 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
   }
 
   // In STATUS_FIELDS order, whatever the flag's order: the run's audit arrays follow it.
-  const statusEntries = Object.entries(spec.statusColumns ?? {}).sort(([a], [b]) => STATUS_FIELDS.indexOf(a as StatusField) - STATUS_FIELDS.indexOf(b as StatusField));
+  const statusEntries = Object.entries(spec.statusColumns ?? {}).sort(
+    ([a], [b]) => STATUS_FIELDS.indexOf(a as StatusField) - STATUS_FIELDS.indexOf(b as StatusField),
+  );
   const status = statusEntries.map(([field, wanted]): StatusColumn => {
     if (!STATUS_FIELDS.includes(field as StatusField)) throw usageError('--status-columns', `unknown result "${field}"; use ${STATUS_FIELDS.join(', ')}`);
     const row = column(wanted as string, `--status-columns ${field}`);
@@ -150,9 +158,13 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     // Text takes every value; checked-at may also be a timestamp column.
     const fits = row.category === 'S' || (field === 'checkedAt' && /^timestamp/.test(row.type));
     if (!fits) {
-      throw new CleanseError('column-type', `--status-columns ${field}: column "${row.name}" of ${qualified} is ${row.type}; use a text column${field === 'checkedAt' ? ' or a timestamp' : ''}`);
+      throw new CleanseError(
+        'column-type',
+        `--status-columns ${field}: column "${row.name}" of ${qualified} is ${row.type}; use a text column${field === 'checkedAt' ? ' or a timestamp' : ''}`,
+      );
     }
-    if (row.generated !== '') throw new CleanseError('column-type', `--status-columns ${field}: column "${row.name}" of ${qualified} is generated and cannot be written`);
+    if (row.generated !== '')
+      throw new CleanseError('column-type', `--status-columns ${field}: column "${row.name}" of ${qualified} is generated and cannot be written`);
     seen.add(row.name);
     return { field: field as StatusField, column: row.name, quoted: quoteIdent(row.name), type: row.type };
   });
@@ -184,7 +196,10 @@ async function findTable(client: pg.Client, given: string): Promise<{ oid: numbe
   const exact = rows.filter((r) => r.table === parts.table && (parts.schema === undefined || r.schema === parts.schema));
   const pick = exact[0] ?? (rows.length === 1 ? rows[0] : undefined);
   if (!pick) {
-    const hint = rows.length > 1 ? `several tables match ignoring case (${rows.map((r) => `${r.schema}.${r.table}`).join(', ')}); spell it exactly` : 'check the name and the search_path, or give schema.table';
+    const hint =
+      rows.length > 1
+        ? `several tables match ignoring case (${rows.map((r) => `${r.schema}.${r.table}`).join(', ')}); spell it exactly`
+        : 'check the name and the search_path, or give schema.table';
     throw new CleanseError('table-not-found', `--table: no table "${given}" in this database; ${hint}`);
   }
   return pick;
@@ -234,7 +249,8 @@ function mapColumns(spec: TableSpec, names: readonly string[], qualified: string
     const column = resolveName(names, field) ?? resolveName(names, snake);
     return column === undefined ? [] : [{ field, column }];
   });
-  if (found.length === 0) throw usageError('--map', `no column of ${qualified} is named like a ${spec.mode} field (${fields.join(', ')}); give --map field=column,...`);
+  if (found.length === 0)
+    throw usageError('--map', `no column of ${qualified} is named like a ${spec.mode} field (${fields.join(', ')}); give --map field=column,...`);
   return found;
 }
 

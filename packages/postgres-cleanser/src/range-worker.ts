@@ -12,7 +12,10 @@ const MAX_CONFLICT_KEYS = 100;
 
 /** Stops a run: the page not yet written will be read again by the next process. */
 export class RunHalt extends Error {
-  constructor(readonly error: { code: string; message: string; requestId?: string }, readonly exitCode: number) {
+  constructor(
+    readonly error: { code: string; message: string; requestId?: string },
+    readonly exitCode: number,
+  ) {
     super(error.message);
   }
 }
@@ -88,7 +91,11 @@ export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<
     const lastKey = rows.at(-1)?.key ?? last;
     const t0 = performance.now();
     const writing = store.commit(ctx.runId, ctx.worker, rows.length > 0 ? plan.write : null, {
-      rangeNo: range.rangeNo, prevKey: last, lastKey, done, counts: plan.counts,
+      rangeNo: range.rangeNo,
+      prevKey: last,
+      lastKey,
+      done,
+      counts: plan.counts,
     });
     const more = !done && !ctx.stopping();
     if (more && ctx.readAhead) next = later(prepare(ctx, lastKey, range.hi));
@@ -112,7 +119,12 @@ export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<
     progress.apiCalls += plan.counts.apiCalls;
     for (const r of page.results) progress.byStatus[r.status] += 1;
     for (const k of res.conflicts) if (ctx.conflictKeys.length < MAX_CONFLICT_KEYS) ctx.conflictKeys.push(k);
-    if (res.conflicts.length > 0) ctx.logger.warn('rows changed by someone else since they were read were not written', { runId: ctx.runId, keys: res.conflicts.slice(0, 20), count: res.conflicts.length });
+    if (res.conflicts.length > 0)
+      ctx.logger.warn('rows changed by someone else since they were read were not written', {
+        runId: ctx.runId,
+        keys: res.conflicts.slice(0, 20),
+        count: res.conflicts.length,
+      });
     ctx.options.onPage?.({ ...progress, byStatus: { ...progress.byStatus }, timings: { ...progress.timings } });
     last = lastKey;
     if (ctx.stopping()) {

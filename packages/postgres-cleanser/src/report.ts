@@ -22,7 +22,9 @@ const KEYS = 10;
 export async function readRunDetails(client: pg.Client, runId: string): Promise<{ details: ReportDetails; byStatus: Record<string, number> }> {
   const S = STATE_SCHEMA;
   const counts = await client.query<{ status: string; result_class: string | null; n: number }>(
-    `SELECT status, result_class, count(*)::int AS n FROM ${S}.results WHERE run_id = $1 GROUP BY 1, 2`, [runId]);
+    `SELECT status, result_class, count(*)::int AS n FROM ${S}.results WHERE run_id = $1 GROUP BY 1, 2`,
+    [runId],
+  );
   const byStatus: Record<string, number> = { accepted: 0, review: 0, invalid: 0, 'invalid-input': 0, 'unsupported-country': 0, unavailable: 0 };
   const byClass: Record<string, number> = { A: 0, B: 0, C: 0, D: 0, E: 0, F: 0 };
   const review: Record<string, number> = {};
@@ -33,7 +35,15 @@ export async function readRunDetails(client: pg.Client, runId: string): Promise<
   }
 
   // Corrections: mapped columns whose audited value changed (status columns are not corrections).
-  const changes = await client.query<{ field: string; col: string; changed: number; keys: string[]; before: (string | null)[]; after: (string | null)[]; rows: number }>(
+  const changes = await client.query<{
+    field: string;
+    col: string;
+    changed: number;
+    keys: string[];
+    before: (string | null)[];
+    after: (string | null)[];
+    rows: number;
+  }>(
     `WITH run AS (SELECT columns, mapping FROM ${S}.runs WHERE run_id = $1),
           cols AS (SELECT m.key AS field, m.value AS col, array_position(run.columns, m.value) AS i FROM run, jsonb_each_text(run.mapping) m),
           diff AS (SELECT c.field, c.col, a.row_key, a.before[c.i] AS b, a.after[c.i] AS af,
@@ -45,7 +55,9 @@ export async function readRunDetails(client: pg.Client, runId: string): Promise<
             array_agg(b ORDER BY n) FILTER (WHERE n <= ${EXAMPLES}) AS before,
             array_agg(af ORDER BY n) FILTER (WHERE n <= ${EXAMPLES}) AS after,
             (SELECT count(DISTINCT row_key) FROM diff)::int AS rows
-       FROM diff GROUP BY field, col ORDER BY changed DESC, col`, [runId]);
+       FROM diff GROUP BY field, col ORDER BY changed DESC, col`,
+    [runId],
+  );
   const keyColumn = (await client.query<{ key_column: string }>(`SELECT key_column FROM ${S}.runs WHERE run_id = $1`, [runId])).rows[0]?.key_column ?? 'key';
   const where = (key: string) => `${keyColumn}=${key}`;
   const fields: FieldCorrections[] = changes.rows.map((r) => ({
@@ -55,33 +67,50 @@ export async function readRunDetails(client: pg.Client, runId: string): Promise<
   }));
 
   const reviewRows = await client.query<{ row_key: string; result_class: string | null; request_id: string | null }>(
-    `SELECT row_key, result_class, request_id FROM ${S}.results WHERE run_id = $1 AND status = 'review' ORDER BY row_key LIMIT ${EXAMPLES}`, [runId]);
+    `SELECT row_key, result_class, request_id FROM ${S}.results WHERE run_id = $1 AND status = 'review' ORDER BY row_key LIMIT ${EXAMPLES}`,
+    [runId],
+  );
 
   const failed = await client.query<{ code: string; n: number; ids: string[] | null; keys: string[]; messages: (string | null)[] }>(
     `SELECT COALESCE(error->>'code', status) AS code, count(*)::int AS n,
             (array_agg(DISTINCT request_id) FILTER (WHERE request_id IS NOT NULL))[1:${REQUEST_IDS}] AS ids,
             (array_agg(row_key ORDER BY row_key))[1:${EXAMPLES}] AS keys,
             (array_agg(error->>'message' ORDER BY row_key))[1:${EXAMPLES}] AS messages
-       FROM ${S}.results WHERE run_id = $1 AND status IN ('unavailable', 'invalid-input') GROUP BY 1 ORDER BY 2 DESC, 1`, [runId]);
+       FROM ${S}.results WHERE run_id = $1 AND status IN ('unavailable', 'invalid-input') GROUP BY 1 ORDER BY 2 DESC, 1`,
+    [runId],
+  );
   const failures: CodeGroup[] = failed.rows.map((r) => ({
-    code: r.code, count: r.n, requestIds: r.ids ?? [],
+    code: r.code,
+    count: r.n,
+    requestIds: r.ids ?? [],
     examples: r.keys.map((k, i) => ({ where: where(k), text: r.messages[i] ?? r.code })),
   }));
 
   const conflicts = await client.query<{ row_key: string }>(
-    `SELECT row_key FROM ${S}.results WHERE run_id = $1 AND outcome = 'conflict' ORDER BY row_key LIMIT ${KEYS}`, [runId]);
-  const conflictCount = (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${S}.results WHERE run_id = $1 AND outcome = 'conflict'`, [runId])).rows[0]?.n ?? 0;
+    `SELECT row_key FROM ${S}.results WHERE run_id = $1 AND outcome = 'conflict' ORDER BY row_key LIMIT ${KEYS}`,
+    [runId],
+  );
+  const conflictCount =
+    (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${S}.results WHERE run_id = $1 AND outcome = 'conflict'`, [runId])).rows[0]?.n ?? 0;
 
   return {
     byStatus,
     details: {
       byClass,
-      corrections: { fields, rows: changes.rows[0]?.rows ?? 0, note: 'From the audit: the values this run wrote, before → after (rows changed since are not counted again).' },
+      corrections: {
+        fields,
+        rows: changes.rows[0]?.rows ?? 0,
+        note: 'From the audit: the values this run wrote, before → after (rows changed since are not counted again).',
+      },
       review: {
         count: byStatus['review'] ?? 0,
         byClass: review,
         command: `dq-pg review export --run ${runId} --output review.csv`,
-        examples: reviewRows.rows.map((r) => ({ where: where(r.row_key), text: `class ${r.result_class ?? '-'}`, ...(r.request_id ? { requestId: r.request_id } : {}) })),
+        examples: reviewRows.rows.map((r) => ({
+          where: where(r.row_key),
+          text: `class ${r.result_class ?? '-'}`,
+          ...(r.request_id ? { requestId: r.request_id } : {}),
+        })),
       },
       failures,
       conflicts: {
@@ -96,11 +125,12 @@ export async function readRunDetails(client: pg.Client, runId: string): Promise<
 /** Refuses a report path whose folder does not exist, before any work. */
 export async function checkReportPath(path: string, flag: string): Promise<void> {
   const folder = dirname(resolve(path));
-  const ok = await stat(folder).then((s) => s.isDirectory(), () => false);
+  const ok = await stat(folder).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
   if (!ok) throw usageError(flag, `the folder ${folder} does not exist; create it or write the report elsewhere`);
 }
-
-
 
 /**
  * The report of a cleanse that just ended: its numbers are its summary's (the object printed as
@@ -108,7 +138,11 @@ export async function checkReportPath(path: string, flag: string): Promise<void>
  * the engine's run report.
  */
 export async function reportAfterCleanse(
-  path: string, db: string, summary: Record<string, unknown>, engine: RunReport | undefined, logger: Logger,
+  path: string,
+  db: string,
+  summary: Record<string, unknown>,
+  engine: RunReport | undefined,
+  logger: Logger,
 ): Promise<void> {
   const runId = summary['runId'];
   let details: ReportDetails = {};
@@ -121,10 +155,18 @@ export async function reportAfterCleanse(
     }
   }
   if (engine?.callsPerSecond) details = { ...details, rate: engine.callsPerSecond };
-  await writeReport(path, {
-    tool: 'dq-pg cleanse', subject: String(summary['table'] ?? ''), ...(typeof runId === 'string' ? { run: runId } : {}),
-    generatedAt: new Date().toISOString(), summary, details,
-  }, (t) => logger.redactor.redact(t));
+  await writeReport(
+    path,
+    {
+      tool: 'dq-pg cleanse',
+      subject: String(summary['table'] ?? ''),
+      ...(typeof runId === 'string' ? { run: runId } : {}),
+      generatedAt: new Date().toISOString(),
+      summary,
+      details,
+    },
+    (t) => logger.redactor.redact(t),
+  );
 }
 
 /**
@@ -141,14 +183,34 @@ export async function reportOfRun(options: { db: string; runId: string; output: 
     if (!(await schemaExists(client))) throw new CleanseError('run-not-found', `--run ${options.runId}: no dq-pg runs in this database`);
     const { details, byStatus } = await readRunDetails(client, options.runId);
     const summary = {
-      type: 'report', runId: run.runId, table: run.table, state: run.state, rows: run.rows, written: run.written,
-      unchanged: run.unchanged, conflicts: run.conflicts, apiCalls: run.apiCalls, byStatus,
-      ...(run.lastError ? { error: run.lastError } : {}), output: options.output,
+      type: 'report',
+      runId: run.runId,
+      table: run.table,
+      state: run.state,
+      rows: run.rows,
+      written: run.written,
+      unchanged: run.unchanged,
+      conflicts: run.conflicts,
+      apiCalls: run.apiCalls,
+      byStatus,
+      ...(run.lastError ? { error: run.lastError } : {}),
+      output: options.output,
     };
-    await writeReport(options.output, {
-      tool: 'dq-pg report', subject: run.table, run: run.runId, generatedAt: new Date().toISOString(), summary,
-      details: { ...details, notes: ['Calls per second are kept only by the process that made them: pass --report to dq-pg cleanse to have them in its report.'] },
-    }, (t) => options.logger.redactor.redact(t));
+    await writeReport(
+      options.output,
+      {
+        tool: 'dq-pg report',
+        subject: run.table,
+        run: run.runId,
+        generatedAt: new Date().toISOString(),
+        summary,
+        details: {
+          ...details,
+          notes: ['Calls per second are kept only by the process that made them: pass --report to dq-pg cleanse to have them in its report.'],
+        },
+      },
+      (t) => options.logger.redactor.redact(t),
+    );
     return summary;
   } catch (e) {
     throw connectionLost(e, target.where);

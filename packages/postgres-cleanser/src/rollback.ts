@@ -77,7 +77,12 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
   try {
     const run = await loadRun(client, options.runId);
     const inspected = await inspectTable(client, {
-      table: run.table_name, key: run.key_column, map: run.mapping, mode: run.mode, write: true, ...(run.status ? { statusColumns: run.status } : {}),
+      table: run.table_name,
+      key: run.key_column,
+      map: run.mapping,
+      mode: run.mode,
+      write: true,
+      ...(run.status ? { statusColumns: run.status } : {}),
     });
     const target = { ...inspected, columns: run.columns.map((name) => columnNamed(inspected, name)) };
     await refuseIfActive(client, options.runId);
@@ -88,7 +93,9 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     const conflictKeys: string[] = [];
     for (;;) {
       const res: pg.QueryResult<{ last: string | null; restored: number; conflicts: string[] }> = await client.query({
-        name: 'dq_rollback', text: sql, values: [options.runId, last, batchSize],
+        name: 'dq_rollback',
+        text: sql,
+        values: [options.runId, last, batchSize],
       });
       const r = res.rows[0];
       if (!r || r.last === null) break;
@@ -112,7 +119,11 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
 /** The mapped or status column `name` of the inspected table (the run's settings name exactly these). */
 function columnNamed(target: TargetTable, name: string): AuditedColumn {
   const column = [...target.columns, ...target.status].find((c) => c.column === name);
-  if (!column) throw new CleanseError('column-not-found', `the run's audit has column ${name}, which the run's mapping no longer resolves to; was the table altered since the run?`);
+  if (!column)
+    throw new CleanseError(
+      'column-not-found',
+      `the run's audit has column ${name}, which the run's mapping no longer resolves to; was the table altered since the run?`,
+    );
   return column;
 }
 
@@ -145,7 +156,9 @@ async function refuseIfActive(client: pg.Client, runId: string): Promise<void> {
       await client.query(`SELECT 1 FROM ${STATE_SCHEMA}.ranges WHERE run_id = $1 FOR UPDATE NOWAIT`, [runId]);
     } catch (e) {
       if ((e as { code?: string }).code !== '55P03') throw e;
-      throw new CleanseError('usage', `--run ${runId}: a dq-pg cleanse process is still working on this run; stop it (or let it finish) before rolling back`, { cause: e });
+      throw new CleanseError('usage', `--run ${runId}: a dq-pg cleanse process is still working on this run; stop it (or let it finish) before rolling back`, {
+        cause: e,
+      });
     }
   });
 }

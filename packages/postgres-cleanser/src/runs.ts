@@ -31,7 +31,10 @@ export interface RunRecord {
 
 /** A new run id: `r` + UTC time to the second + 6 random hex digits, e.g. `r20250101T120000-1a2b3c`. */
 export function newRunId(now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, '');
   return `r${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
@@ -58,20 +61,25 @@ function describe(target: TargetTable, settings: RunSettings): Record<string, un
  *
  * @throws CleanseError `run-mismatch` naming what differs.
  */
-export async function openRun(
-  client: pg.Client,
-  target: TargetTable,
-  settings: RunSettings,
-  runId: string,
-  rangeRows: number,
-): Promise<RunRecord> {
+export async function openRun(client: pg.Client, target: TargetTable, settings: RunSettings, runId: string, rangeRows: number): Promise<RunRecord> {
   const options = describe(target, settings);
   const hash = createHash('sha256').update(JSON.stringify(options)).digest('hex');
   const inserted = await client.query(
     `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, columns, options, options_hash, range_rows, state, kind, review_of)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'running', $10, $11) ON CONFLICT (run_id) DO NOTHING`,
-    [runId, target.qualified, target.key.column, target.key.type, JSON.stringify(options['mapping']), [...target.columns, ...target.status].map((c) => c.column), JSON.stringify(options), hash, rangeRows,
-      settings.reviewOf ? 'review' : 'cleanse', settings.reviewOf ?? null],
+    [
+      runId,
+      target.qualified,
+      target.key.column,
+      target.key.type,
+      JSON.stringify(options['mapping']),
+      [...target.columns, ...target.status].map((c) => c.column),
+      JSON.stringify(options),
+      hash,
+      rangeRows,
+      settings.reviewOf ? 'review' : 'cleanse',
+      settings.reviewOf ?? null,
+    ],
   );
   const { rows } = await client.query<{ options: Record<string, unknown>; options_hash: string; state: RunRecord['state']; range_rows: number }>(
     `SELECT options, options_hash, state, range_rows FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
@@ -88,7 +96,9 @@ export async function openRun(
   }
   let state = row.state;
   if (state === 'stopped') {
-    await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'running', last_error = NULL, updated_at = now() WHERE run_id = $1 AND state = 'stopped'`, [runId]);
+    await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'running', last_error = NULL, updated_at = now() WHERE run_id = $1 AND state = 'stopped'`, [
+      runId,
+    ]);
     state = 'running';
   }
   return { runId, state, rangeRows: row.range_rows, created: (inserted.rowCount ?? 0) > 0 };
@@ -127,8 +137,8 @@ export async function finishRun(client: pg.Client, runId: string): Promise<boole
 
 /** Records why a run stopped (quota, credentials, service down); a later cleanse with its id resumes it. */
 export async function stopRun(client: pg.Client, runId: string, error: { code: string; message: string; requestId?: string }): Promise<void> {
-  await client.query(
-    `UPDATE ${STATE_SCHEMA}.runs SET state = 'stopped', last_error = $2, updated_at = now() WHERE run_id = $1 AND state = 'running'`,
-    [runId, JSON.stringify(error)],
-  );
+  await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'stopped', last_error = $2, updated_at = now() WHERE run_id = $1 AND state = 'running'`, [
+    runId,
+    JSON.stringify(error),
+  ]);
 }

@@ -80,32 +80,35 @@ async function readStatus(client: pg.Client, runId: string | undefined): Promise
     const stored = r['state'] as string;
     const state = stored === 'running' && r['held'] !== true ? 'interrupted' : stored;
     const kind = r['kind'] as string;
-    const resume = state === 'interrupted' || state === 'stopped'
-      ? kind === 'review' ? `dq-pg review apply --input <the review file> --run-id ${shellWord(r['run_id'] as string)}` : resumeCommand(r['run_id'] as string, r['table_name'] as string, r['key_column'] as string, r['options'] as Record<string, unknown>)
-      : undefined;
+    const resume =
+      state === 'interrupted' || state === 'stopped'
+        ? kind === 'review'
+          ? `dq-pg review apply --input <the review file> --run-id ${shellWord(r['run_id'] as string)}`
+          : resumeCommand(r['run_id'] as string, r['table_name'] as string, r['key_column'] as string, r['options'] as Record<string, unknown>)
+        : undefined;
     return {
-    runId: r['run_id'] as string,
-    kind,
-    table: r['table_name'] as string,
-    state,
-    ...(resume ? { resume } : {}),
-    createdAt: (r['created_at'] as Date).toISOString(),
-    updatedAt: (r['updated_at'] as Date).toISOString(),
-    ranges: r['ranges'] as number,
-    rangesDone: r['ranges_done'] as number,
-    rows: r['rows'] as number,
-    written: r['written'] as number,
-    unchanged: r['unchanged'] as number,
-    conflicts: r['conflicts'] as number,
-    accepted: r['accepted'] as number,
-    review: r['review'] as number,
-    invalid: r['invalid'] as number,
-    invalidInput: r['invalid_input'] as number,
-    unavailable: r['unavailable'] as number,
-    apiCalls: r['api_calls'] as number,
-    restored: r['restored'] as number,
-    rollbackConflicts: r['rollback_conflicts'] as number,
-    lastError: (r['last_error'] as RunStatus['lastError']) ?? null,
+      runId: r['run_id'] as string,
+      kind,
+      table: r['table_name'] as string,
+      state,
+      ...(resume ? { resume } : {}),
+      createdAt: (r['created_at'] as Date).toISOString(),
+      updatedAt: (r['updated_at'] as Date).toISOString(),
+      ranges: r['ranges'] as number,
+      rangesDone: r['ranges_done'] as number,
+      rows: r['rows'] as number,
+      written: r['written'] as number,
+      unchanged: r['unchanged'] as number,
+      conflicts: r['conflicts'] as number,
+      accepted: r['accepted'] as number,
+      review: r['review'] as number,
+      invalid: r['invalid'] as number,
+      invalidInput: r['invalid_input'] as number,
+      unavailable: r['unavailable'] as number,
+      apiCalls: r['api_calls'] as number,
+      restored: r['restored'] as number,
+      rollbackConflicts: r['rollback_conflicts'] as number,
+      lastError: (r['last_error'] as RunStatus['lastError']) ?? null,
     };
   });
 }
@@ -117,7 +120,10 @@ function shellWord(text: string): string {
 
 /** The `dq-pg cleanse` command with the settings a run was made with (a run only resumes with the same ones). */
 function resumeCommand(runId: string, table: string, key: string, options: Record<string, unknown>): string {
-  const pairs = (o: unknown): string => Object.entries((o ?? {}) as Record<string, string>).map(([f, c]) => `${f}=${c}`).join(',');
+  const pairs = (o: unknown): string =>
+    Object.entries((o ?? {}) as Record<string, string>)
+      .map(([f, c]) => `${f}=${c}`)
+      .join(',');
   const args = ['dq-pg', 'cleanse', '--table', table, '--key', key, '--map', pairs(options['mapping'])];
   if (options['mode'] && options['mode'] !== 'address') args.push('--mode', String(options['mode']));
   if (typeof options['country'] === 'string') args.push('--country', options['country']);

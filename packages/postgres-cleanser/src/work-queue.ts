@@ -104,10 +104,11 @@ export class RangeQueue {
          INSERT INTO ${STATE_SCHEMA}.progress (run_id, range_no, last_key) SELECT $1, n.range_no, $2 FROM n`,
         [this.#runId, r.frontier, hi],
       );
-      await this.#client.query(
-        `UPDATE ${STATE_SCHEMA}.runs SET frontier = $2, exhausted = $3, updated_at = now() WHERE run_id = $1`,
-        [this.#runId, hi, hi === null],
-      );
+      await this.#client.query(`UPDATE ${STATE_SCHEMA}.runs SET frontier = $2, exhausted = $3, updated_at = now() WHERE run_id = $1`, [
+        this.#runId,
+        hi,
+        hi === null,
+      ]);
       await this.#client.query('COMMIT');
       return true;
     } catch (e) {

@@ -47,10 +47,12 @@ describe('dq-pg cleanse', () => {
     });
   });
 
-  it('writes each row\'s status, class, request id and check time into the table when asked, corrections or not', async () => {
+  it("writes each row's status, class, request id and check time into the table when asked, corrections or not", async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 200);
-    await withClient(db, (c) => c.query('ALTER TABLE customers ADD dq_status text, ADD dq_class varchar(1), ADD dq_request_id text, ADD dq_checked_at timestamptz, ADD counter int'));
+    await withClient(db, (c) =>
+      c.query('ALTER TABLE customers ADD dq_status text, ADD dq_class varchar(1), ADD dq_request_id text, ADD dq_checked_at timestamptz, ADD counter int'),
+    );
     const before = await snapshot(db);
     const calls = billable(env.sandbox);
     const bad = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'bad-status', '--status-columns', 'status=counter']));
@@ -68,7 +70,17 @@ describe('dq-pg cleanse', () => {
     expect(summaryOf(result)).toMatchObject({ state: 'done', rows: 200, conflicts: 0 });
     const after = await snapshot(db);
     await withClient(db, async (c) => {
-      const rows = await c.query<{ id: string; dq_status: string | null; dq_class: string | null; dq_request_id: string | null; dq_checked_at: Date | null; status: string; result_class: string | null; request_id: string | null; outcome: string }>(
+      const rows = await c.query<{
+        id: string;
+        dq_status: string | null;
+        dq_class: string | null;
+        dq_request_id: string | null;
+        dq_checked_at: Date | null;
+        status: string;
+        result_class: string | null;
+        request_id: string | null;
+        outcome: string;
+      }>(
         `SELECT t.id::text, t.dq_status, t.dq_class, t.dq_request_id, t.dq_checked_at, r.status, r.result_class, r.request_id, r.outcome
            FROM customers t JOIN dq_cleanse.results r ON r.run_id = 'in-table' AND r.row_key = t.id::text`,
       );
@@ -114,7 +126,11 @@ describe('dq-pg cleanse', () => {
     expect(await snapshot(db)).toEqual(before);
     const schema = await withClient(db, (c) => c.query(`SELECT 1 FROM pg_namespace WHERE nspname = 'dq_cleanse'`));
     expect(schema.rowCount).toBe(0);
-    const changes = dry.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; key: string; after: Record<string, string | null> }).filter((l) => l.type === 'change');
+    const changes = dry.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; key: string; after: Record<string, string | null> })
+      .filter((l) => l.type === 'change');
     // The summary says what a run would write, not that anything was written.
     const drySummary = summaryOf(dry);
     expect(drySummary).toMatchObject({ dryRun: true, state: 'dry-run', wouldWrite: changes.length });

@@ -52,15 +52,21 @@ describe('dq-pg as an ETL role that does not own dq_cleanse', () => {
 
   it('--status-columns into a data column: its old values are audited and rollback restores them', async () => {
     const original = await rowTexts(owner);
-    const names = await withClient(owner, async (c) => (await c.query<{ id: string; name: string | null }>('SELECT id::text AS id, name FROM customers ORDER BY id')).rows);
+    const names = await withClient(
+      owner,
+      async (c) => (await c.query<{ id: string; name: string | null }>('SELECT id::text AS id, name FROM customers ORDER BY id')).rows,
+    );
     const run = await runCli(cleanseArgs(etl, env.sandbox, ['--run-id', 'names-run', '--batch-size', '20', '--status-columns', 'status=name']));
     expect(run.code).toBe(0);
     const after = await withClient(owner, async (c) => (await c.query<{ name: string }>('SELECT name FROM customers ORDER BY id')).rows);
     expect(new Set(after.map((r) => r.name)).has('Customer 1')).toBe(false);
 
     // The audit holds each row's name from before the run.
-    const audited = await withClient(owner, async (c) =>
-      (await c.query<{ row_key: string; name: string | null }>(`SELECT row_key, before ->> 'name' AS name FROM dq_cleanse.audit WHERE run_id = 'names-run'`)).rows,
+    const audited = await withClient(
+      owner,
+      async (c) =>
+        (await c.query<{ row_key: string; name: string | null }>(`SELECT row_key, before ->> 'name' AS name FROM dq_cleanse.audit WHERE run_id = 'names-run'`))
+          .rows,
     );
     expect(audited).toHaveLength(60);
     const byKey = new Map(audited.map((a) => [a.row_key, a.name]));
@@ -82,7 +88,9 @@ describe('dq-pg as an ETL role that does not own dq_cleanse', () => {
 
   it('--where cannot smuggle in a second statement, with or without --dry-run: the other table survives', async () => {
     // A table the ETL role owns, so that a smuggled DROP would succeed.
-    await withClient(owner, (c) => c.query(`CREATE TABLE public.keep_me (id int); INSERT INTO public.keep_me VALUES (1); ALTER TABLE public.keep_me OWNER TO ${new URL(etl).username}`));
+    await withClient(owner, (c) =>
+      c.query(`CREATE TABLE public.keep_me (id int); INSERT INTO public.keep_me VALUES (1); ALTER TABLE public.keep_me OWNER TO ${new URL(etl).username}`),
+    );
     const before = await rowTexts(owner);
     for (const extra of [['--dry-run'], []]) {
       const res = await runCli(cleanseArgs(etl, env.sandbox, ['--where', '1=1); DROP TABLE public.keep_me; SELECT (1', ...extra]));

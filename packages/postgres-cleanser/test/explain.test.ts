@@ -33,8 +33,14 @@ function page(): PageWrite {
   const keys = Array.from({ length: 1000 }, (_, i) => String(100_001 + i));
   const none = keys.map(() => null);
   return {
-    keys, write: keys.map(() => true), status: keys.map(() => 'accepted'), resultClass: keys.map(() => 'C'),
-    requestId: none, candidates: none, detail: none, error: none,
+    keys,
+    write: keys.map(() => true),
+    status: keys.map(() => 'accepted'),
+    resultClass: keys.map(() => 'C'),
+    requestId: none,
+    candidates: none,
+    detail: none,
+    error: none,
     before: [keys.map((k) => `Street ${k}`), keys.map((k) => `Town ${Number(k) % 1000}`)],
     after: [keys.map((k) => `Street ${k} (fixed)`), keys.map((k) => `Town ${Number(k) % 1000}`)],
   };
@@ -50,7 +56,10 @@ function literal(v: unknown): string {
 }
 
 const CHECKPOINT: PageCheckpoint = {
-  rangeNo: 1, prevKey: '100000', lastKey: '101000', done: false,
+  rangeNo: 1,
+  prevKey: '100000',
+  lastKey: '101000',
+  done: false,
   counts: { rowsRead: 1000, unchanged: 0, accepted: 1000, review: 0, invalid: 0, invalidInput: 0, unavailable: 0, apiCalls: 1000 },
 };
 
@@ -75,7 +84,10 @@ function scansOfBig(explained: unknown): PlanNode[] {
 
 describe('the page update', () => {
   it('finds its rows through the primary-key index, not a scan of the table', async () => {
-    const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${pageWriteSql(target)}`, pageWriteParams('explain', 'w', new Date(), page(), CHECKPOINT));
+    const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
+      `EXPLAIN (FORMAT JSON) ${pageWriteSql(target)}`,
+      pageWriteParams('explain', 'w', new Date(), page(), CHECKPOINT),
+    );
     const scans = scansOfBig(rows[0]?.['QUERY PLAN']);
     expect(scans.length).toBeGreaterThan(0);
     for (const scan of scans) {
@@ -89,7 +101,9 @@ describe('the page update', () => {
     await client.query(`PREPARE page_write(${types.join(', ')}) AS ${pageWriteSql(target)}`);
     await client.query('SET plan_cache_mode = force_generic_plan');
     // EXECUTE takes no bind parameters: spell the values as literals.
-    const args = pageWriteParams('explain', 'w', new Date(), page(), CHECKPOINT).map((v, i) => `${v === null ? 'NULL' : client.escapeLiteral(literal(v))}::${types[i]}`);
+    const args = pageWriteParams('explain', 'w', new Date(), page(), CHECKPOINT).map(
+      (v, i) => `${v === null ? 'NULL' : client.escapeLiteral(literal(v))}::${types[i]}`,
+    );
     const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE page_write(${args.join(', ')})`);
     const scans = scansOfBig(rows[0]?.['QUERY PLAN']);
     expect(scans.length).toBeGreaterThan(0);
@@ -114,8 +128,12 @@ describe('page parameters', () => {
         { street: 'Street 100001 (fixed)', city: 'Town 1' },
         { street: 'Street 101000 (fixed)', city: 'Town 0' },
       ]);
-      const audit = await client.query(`SELECT row_key, request_id, candidates, before, after FROM dq_cleanse.results WHERE run_id = 'nulls' ORDER BY row_key LIMIT 1`);
-      expect(audit.rows).toEqual([{ row_key: '100001', request_id: null, candidates: null, before: ['Street 100001', 'Town 1'], after: ['Street 100001 (fixed)', 'Town 1'] }]);
+      const audit = await client.query(
+        `SELECT row_key, request_id, candidates, before, after FROM dq_cleanse.results WHERE run_id = 'nulls' ORDER BY row_key LIMIT 1`,
+      );
+      expect(audit.rows).toEqual([
+        { row_key: '100001', request_id: null, candidates: null, before: ['Street 100001', 'Town 1'], after: ['Street 100001 (fixed)', 'Town 1'] },
+      ]);
     } finally {
       await client.query('ROLLBACK');
     }

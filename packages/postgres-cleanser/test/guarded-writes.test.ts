@@ -15,12 +15,27 @@ afterAll(async () => {
   await env?.stop();
 });
 
-const MAP = { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', addressLine: 'address_line', localityLine: 'locality_line', country: 'country' };
+const MAP = {
+  street: 'street',
+  houseNumber: 'house_number',
+  postalCode: 'postal_code',
+  locality: 'city',
+  addressLine: 'address_line',
+  localityLine: 'locality_line',
+  country: 'country',
+};
 
 function options(db: string, extra: Partial<CleanseOptions> = {}): CleanseOptions {
   return {
-    db, table: 'customers', key: 'id', map: MAP, baseUrl: env.sandbox.url, apiKey: API_KEY, logger: createSilentLogger(),
-    engine: { threads: 1, rateLimits: { batch: 0 } }, ...extra,
+    db,
+    table: 'customers',
+    key: 'id',
+    map: MAP,
+    baseUrl: env.sandbox.url,
+    apiKey: API_KEY,
+    logger: createSilentLogger(),
+    engine: { threads: 1, rateLimits: { batch: 0 } },
+    ...extra,
   };
 }
 
@@ -57,10 +72,13 @@ describe('guarded page writes', () => {
       expect(summary.conflicts).toBe(edited.length);
       expect([...summary.conflictKeys].sort()).toEqual([...edited].sort());
       expect(summary.written).toBe(wouldChange.length - edited.length);
-      const { rows } = await other.query<{ id: string; house_number: string }>(`SELECT id::text, house_number FROM customers WHERE id = ANY ($1::bigint[])`, [edited]);
+      const { rows } = await other.query<{ id: string; house_number: string }>(`SELECT id::text, house_number FROM customers WHERE id = ANY ($1::bigint[])`, [
+        edited,
+      ]);
       for (const r of rows) expect(r.house_number).toBe(`edited-${r.id}`);
       const outcomes = await other.query<{ outcome: string; n: number }>(
-        `SELECT outcome, count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'guarded' AND row_key = ANY ($1) GROUP BY outcome`, [edited],
+        `SELECT outcome, count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'guarded' AND row_key = ANY ($1) GROUP BY outcome`,
+        [edited],
       );
       expect(outcomes.rows).toEqual([{ outcome: 'conflict', n: edited.length }]);
       const audited = await other.query(`SELECT 1 FROM dq_cleanse.audit WHERE run_id = 'guarded' AND row_key = ANY ($1)`, [edited]);
@@ -77,7 +95,9 @@ describe('guarded page writes', () => {
     const wouldChange = new Set<string>();
     await cleanse(options(db, { dryRun: true, onChange: (c) => wouldChange.add(c.key) }));
     // Rows the run would only give a status: no corrections.
-    const edited = Array.from({ length: 120 }, (_, i) => String(i + 1)).filter((k) => !wouldChange.has(k)).slice(0, 6);
+    const edited = Array.from({ length: 120 }, (_, i) => String(i + 1))
+      .filter((k) => !wouldChange.has(k))
+      .slice(0, 6);
     expect(edited).toHaveLength(6);
     const other = new pg.Client({ connectionString: db });
     await other.connect();
@@ -97,11 +117,13 @@ describe('guarded page writes', () => {
       expect(summary.conflicts).toBe(edited.length);
       expect([...summary.conflictKeys].sort()).toEqual([...edited].sort());
       const { rows } = await other.query<{ id: string; house_number: string; dq_status: string | null }>(
-        `SELECT id::text, house_number, dq_status FROM customers WHERE id = ANY ($1::bigint[])`, [edited],
+        `SELECT id::text, house_number, dq_status FROM customers WHERE id = ANY ($1::bigint[])`,
+        [edited],
       );
       for (const r of rows) expect(r).toEqual({ id: r.id, house_number: `edited-${r.id}`, dq_status: null });
       const outcomes = await other.query<{ outcome: string; n: number }>(
-        `SELECT outcome, count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'guarded-status' AND row_key = ANY ($1) GROUP BY outcome`, [edited],
+        `SELECT outcome, count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'guarded-status' AND row_key = ANY ($1) GROUP BY outcome`,
+        [edited],
       );
       expect(outcomes.rows).toEqual([{ outcome: 'conflict', n: edited.length }]);
       const status = await other.query<{ n: number }>(`SELECT sum(conflicts)::int AS n FROM dq_cleanse.progress WHERE run_id = 'guarded-status'`);

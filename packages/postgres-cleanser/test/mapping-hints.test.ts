@@ -13,7 +13,14 @@ beforeAll(async () => {
   await withClient(db, async (c) => {
     await c.query(`CREATE TABLE customers (id bigint PRIMARY KEY, name text, street text, house_no text, zip text, city text)`);
     for (const [i, { input }] of inputs.entries()) {
-      await c.query(`INSERT INTO customers VALUES ($1, $2, $3, $4, $5, $6)`, [i + 1, `Customer ${i + 1}`, input.street ?? null, input.houseNumber ?? null, input.postalCode ?? null, input.locality ?? null]);
+      await c.query(`INSERT INTO customers VALUES ($1, $2, $3, $4, $5, $6)`, [
+        i + 1,
+        `Customer ${i + 1}`,
+        input.street ?? null,
+        input.houseNumber ?? null,
+        input.postalCode ?? null,
+        input.locality ?? null,
+      ]);
     }
   });
 });
@@ -21,7 +28,22 @@ afterAll(async () => {
   await env?.stop();
 });
 
-const base = () => ['cleanse', '--db', db, '--table', 'public.customers', '--base-url', env.sandbox.url, '--country', 'DE', '--rate-limit', '0', '--threads', '1', '--dry-run'];
+const base = () => [
+  'cleanse',
+  '--db',
+  db,
+  '--table',
+  'public.customers',
+  '--base-url',
+  env.sandbox.url,
+  '--country',
+  'DE',
+  '--rate-limit',
+  '0',
+  '--threads',
+  '1',
+  '--dry-run',
+];
 
 describe('dq-pg mapping hints', () => {
   it('without --map, names the columns that look like fields it left out, with the --map that uses them', async () => {

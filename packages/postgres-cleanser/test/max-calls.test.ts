@@ -27,9 +27,26 @@ afterAll(async () => {
 });
 
 const args = (...extra: string[]): string[] => [
-  'cleanse', '--db', db, '--table', 'public.customers', '--key', 'id', '--country', 'DE', '--run-id', 'capped',
-  '--map', 'street=street,houseNumber=house_number,postalCode=postal_code,locality=city', '--base-url', sandbox.url,
-  '--rate-limit', '0', '--batch-size', '100', ...extra,
+  'cleanse',
+  '--db',
+  db,
+  '--table',
+  'public.customers',
+  '--key',
+  'id',
+  '--country',
+  'DE',
+  '--run-id',
+  'capped',
+  '--map',
+  'street=street,houseNumber=house_number,postalCode=postal_code,locality=city',
+  '--base-url',
+  sandbox.url,
+  '--rate-limit',
+  '0',
+  '--batch-size',
+  '100',
+  ...extra,
 ];
 
 describe('dq-pg --max-calls', () => {
@@ -41,13 +58,18 @@ describe('dq-pg --max-calls', () => {
     expect(stopped).toMatchObject({ state: 'stopped', error: { code: 'max-calls-reached' }, budget: { scope: 'shared', billableCalls: 300, maxCalls: 300 } });
     expect(first.stderr).toMatch(/spending cap/);
     expect(first.stderr).not.toMatch(/\n\s+at /);
-    const state = await withClient(db, async (c) => (await c.query<{ state: string }>(`SELECT state FROM dq_cleanse.runs WHERE run_id = 'capped'`)).rows[0]?.state);
+    const state = await withClient(
+      db,
+      async (c) => (await c.query<{ state: string }>(`SELECT state FROM dq_cleanse.runs WHERE run_id = 'capped'`)).rows[0]?.state,
+    );
     expect(state).toBe('stopped');
 
     const resumed = await runCli(args());
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(summaryOf(resumed)).toMatchObject({ state: 'done' });
-    const results = await withClient(db, async (c) => Number((await c.query<{ n: string }>(`SELECT count(DISTINCT row_key)::text AS n FROM dq_cleanse.results WHERE run_id = 'capped'`)).rows[0]?.n));
+    const results = await withClient(db, async (c) =>
+      Number((await c.query<{ n: string }>(`SELECT count(DISTINCT row_key)::text AS n FROM dq_cleanse.results WHERE run_id = 'capped'`)).rows[0]?.n),
+    );
     expect(results).toBe(ROWS);
     // Answers of the pages being written when the cap stopped the run may be bought again: at most the first run's.
     const total = await sandbox.billable();

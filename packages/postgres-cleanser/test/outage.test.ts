@@ -23,14 +23,20 @@ describe('platform outage', () => {
     expect(stopped.stderr).toContain('--run-id outage');
     expect(summaryOf(stopped)).toMatchObject({ state: 'stopped', error: { code: 'platform-unreachable' } });
     const unavailable = (): Promise<number> =>
-      withClient(db, async (c) => (await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'outage' AND status = 'unavailable'`)).rows[0]!.n);
+      withClient(
+        db,
+        async (c) =>
+          (await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'outage' AND status = 'unavailable'`)).rows[0]!.n,
+      );
     expect(await unavailable()).toBe(0);
 
     env.sandbox.setFaults({});
     const resumed = await runCli(args);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(summaryOf(resumed)).toMatchObject({ state: 'done' });
-    const results = await withClient(db, (c) => c.query<{ n: number }>(`SELECT count(DISTINCT row_key)::int AS n FROM dq_cleanse.results WHERE run_id = 'outage'`));
+    const results = await withClient(db, (c) =>
+      c.query<{ n: number }>(`SELECT count(DISTINCT row_key)::int AS n FROM dq_cleanse.results WHERE run_id = 'outage'`),
+    );
     expect(results.rows[0]?.n).toBe(300);
     expect(await unavailable()).toBe(0);
   }, 120_000);

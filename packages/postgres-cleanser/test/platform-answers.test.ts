@@ -14,10 +14,26 @@ afterAll(async () => {
   await env?.stop();
 });
 
-const args = (db: string, table: string, map: string, ...extra: string[]) =>
-  ['cleanse', '--db', db, '--table', table, '--key', 'id', '--map', map, '--base-url', env.sandbox.url, '--rate-limit', '0', '--threads', '0', ...extra];
+const args = (db: string, table: string, map: string, ...extra: string[]) => [
+  'cleanse',
+  '--db',
+  db,
+  '--table',
+  table,
+  '--key',
+  'id',
+  '--map',
+  map,
+  '--base-url',
+  env.sandbox.url,
+  '--rate-limit',
+  '0',
+  '--threads',
+  '0',
+  ...extra,
+];
 
-describe('dq-pg and the platform\'s answers about a row', () => {
+describe("dq-pg and the platform's answers about a row", () => {
   it('records rows of a country without reference data as unsupported-country, keeps them, and exits 0', async () => {
     const db = await env.pg.createDatabase();
     await withClient(db, async (c) => {
@@ -63,7 +79,12 @@ describe('dq-pg and the platform\'s answers about a row', () => {
         `SELECT status, outcome, candidates FROM dq_cleanse.results WHERE run_id = 'firms'`,
       );
       expect(results.rows[0]).toMatchObject({ status: 'review', outcome: 'kept' });
-      expect(results.rows[0]?.candidates.slice(0, 2).map((h) => h.id).sort()).toEqual([a.id, b.id].sort());
+      expect(
+        results.rows[0]?.candidates
+          .slice(0, 2)
+          .map((h) => h.id)
+          .sort(),
+      ).toEqual([a.id, b.id].sort());
       expect((await c.query('SELECT name FROM firms')).rows).toEqual([{ name: a.company }]);
     });
   });

@@ -22,12 +22,23 @@ afterAll(async () => {
 });
 
 function options(extra: Partial<CleanseOptions>): CleanseOptions {
-  return { db, table: 'people', baseUrl: env.sandbox.url, apiKey: API_KEY, logger: createSilentLogger(), engine: { threads: 1, rateLimits: { batch: 0 } }, ...extra };
+  return {
+    db,
+    table: 'people',
+    baseUrl: env.sandbox.url,
+    apiKey: API_KEY,
+    logger: createSilentLogger(),
+    engine: { threads: 1, rateLimits: { batch: 0 } },
+    ...extra,
+  };
 }
 
 async function failure(extra: Partial<CleanseOptions>): Promise<CleanseError> {
   const requests = env.sandbox.stats().requests['batch']?.total ?? 0;
-  const error = await cleanse(options(extra)).then(() => undefined, (e: unknown) => e);
+  const error = await cleanse(options(extra)).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(CleanseError);
   // Refused before any API call.
   expect(env.sandbox.stats().requests['batch']?.total ?? 0).toBe(requests);
@@ -68,14 +79,24 @@ describe('pre-flight checks', () => {
 
   it('quotes every identifier: odd schema, table and column names work', async () => {
     await withClient(db, (c) => c.query(`INSERT INTO "Odd Schema"."Cust ""Table""" VALUES ('k1', 'Hauptstrasse 1', NULL, NULL), ('k2', NULL, '', '   ')`));
-    const summary = await cleanse(options({
-      table: '"Odd Schema"."Cust ""Table"""', key: 'Key Col', country: 'DE', runId: 'odd',
-      map: { addressLine: 'Street Name', postalCode: 'Post Code', locality: 'City' },
-    }));
+    const summary = await cleanse(
+      options({
+        table: '"Odd Schema"."Cust ""Table"""',
+        key: 'Key Col',
+        country: 'DE',
+        runId: 'odd',
+        map: { addressLine: 'Street Name', postalCode: 'Post Code', locality: 'City' },
+      }),
+    );
     // NULL and blank columns leave the locality unidentified: invalid input, not a crash.
     expect(summary).toMatchObject({ state: 'done', rows: 2, byStatus: { 'invalid-input': 2 } });
-    const results = await withClient(db, (c) => c.query<{ row_key: string; status: string }>(`SELECT row_key, status FROM dq_cleanse.results WHERE run_id = 'odd' ORDER BY row_key`));
-    expect(results.rows).toEqual([{ row_key: 'k1', status: 'invalid-input' }, { row_key: 'k2', status: 'invalid-input' }]);
+    const results = await withClient(db, (c) =>
+      c.query<{ row_key: string; status: string }>(`SELECT row_key, status FROM dq_cleanse.results WHERE run_id = 'odd' ORDER BY row_key`),
+    );
+    expect(results.rows).toEqual([
+      { row_key: 'k1', status: 'invalid-input' },
+      { row_key: 'k2', status: 'invalid-input' },
+    ]);
   });
 
   it('never prints the database password, whether the table is wrong or the server unreachable', async () => {

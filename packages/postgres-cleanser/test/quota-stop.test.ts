@@ -38,7 +38,9 @@ describe('quota stop', () => {
       const checked = new Set(results.rows.map((r) => r.row_key));
       // Exactly the rows up to their range's checkpoint have results; nothing past one was written.
       expect(checked).toEqual(new Set([...original.keys()].filter(behindACheckpoint)));
-      const audit = await c.query<{ row_key: string; after: Record<string, string | null> }>(`SELECT row_key, after FROM dq_cleanse.audit WHERE run_id = 'quota'`);
+      const audit = await c.query<{ row_key: string; after: Record<string, string | null> }>(
+        `SELECT row_key, after FROM dq_cleanse.audit WHERE run_id = 'quota'`,
+      );
       const audited = new Map(audit.rows.map((r) => [r.row_key, r.after]));
       for (const [key, values] of now) {
         const after = audited.get(key);
@@ -54,7 +56,9 @@ describe('quota stop', () => {
     const resumed = await runCli(args);
     expect(resumed.code).toBe(0);
     expect(summaryOf(resumed)).toMatchObject({ state: 'done', rows: 400 - (summary['rows'] as number) });
-    const results = await withClient(db, (c) => c.query<{ n: number }>(`SELECT count(DISTINCT row_key)::int AS n, count(*)::int AS total FROM dq_cleanse.results WHERE run_id = 'quota'`));
+    const results = await withClient(db, (c) =>
+      c.query<{ n: number }>(`SELECT count(DISTINCT row_key)::int AS n, count(*)::int AS total FROM dq_cleanse.results WHERE run_id = 'quota'`),
+    );
     expect(results.rows[0]).toEqual({ n: 400, total: 400 });
   });
 });

@@ -39,14 +39,16 @@ function expectNumbersOf(page: LoadedReport, summary: Record<string, unknown>): 
 }
 
 describe('dq-pg run report', () => {
-  it('cleanse --report and report --run render the run\'s own numbers, corrections from the audit, no password and no markup from the data', async () => {
+  it("cleanse --report and report --run render the run's own numbers, corrections from the audit, no password and no markup from the data", async () => {
     const db = await env.pg.createDatabase();
     const password = decodeURIComponent(new URL(db).password);
     expect(password.length).toBeGreaterThan(3);
     await createCustomers(db, 150);
     await withClient(db, async (c) => {
       await c.query(`UPDATE customers SET street = '<script>alert(1)</script>Hauptstr.', house_number = '5', address_line = NULL WHERE id = 1`);
-      await c.query(`UPDATE customers SET street = NULL, house_number = NULL, postal_code = NULL, city = NULL, address_line = NULL, locality_line = NULL, country = NULL WHERE id = 2`);
+      await c.query(
+        `UPDATE customers SET street = NULL, house_number = NULL, postal_code = NULL, city = NULL, address_line = NULL, locality_line = NULL, country = NULL WHERE id = 2`,
+      );
     });
     const first = join(dir, 'cleanse.html');
     const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'nightly', '--batch-size', '40', '--max-failed', '1', '--report', first]));
@@ -63,16 +65,29 @@ describe('dq-pg run report', () => {
     expect(page.details['rate.calls']).toEqual([String(summary['apiCalls'])]);
 
     // Corrections per column, counted independently from the audit view.
-    const audit = await withClient(db, async (c) => (await c.query<{ col: string; n: number }>(
-      `SELECT k AS col, count(*)::int AS n FROM dq_cleanse.audit a, jsonb_object_keys(a.before) k
-        WHERE a.run_id = 'nightly' AND a.before->k IS DISTINCT FROM a.after->k GROUP BY 1`)).rows);
+    const audit = await withClient(
+      db,
+      async (c) =>
+        (
+          await c.query<{ col: string; n: number }>(
+            `SELECT k AS col, count(*)::int AS n FROM dq_cleanse.audit a, jsonb_object_keys(a.before) k
+        WHERE a.run_id = 'nightly' AND a.before->k IS DISTINCT FROM a.after->k GROUP BY 1`,
+          )
+        ).rows,
+    );
     expect(audit.length).toBeGreaterThan(0);
-    const shown = Object.fromEntries(Object.entries(page.details).filter(([k]) => k.startsWith('corrections.') && k !== 'corrections.rows')
-      .map(([k, v]) => [/\((.*)\)$/.exec(k)?.[1], Number(v[0])]));
+    const shown = Object.fromEntries(
+      Object.entries(page.details)
+        .filter(([k]) => k.startsWith('corrections.') && k !== 'corrections.rows')
+        .map(([k, v]) => [/\((.*)\)$/.exec(k)?.[1], Number(v[0])]),
+    );
     expect(shown).toEqual(Object.fromEntries(audit.map((r) => [r.col, r.n])));
     expect(page.text).toContain('dq-pg review export --run nightly --output review.csv');
     expect(page.text).toContain('dq-pg status --run nightly');
-    expect(Object.keys(page.details).filter((k) => k.startsWith('code.')), JSON.stringify(summary)).not.toEqual([]);
+    expect(
+      Object.keys(page.details).filter((k) => k.startsWith('code.')),
+      JSON.stringify(summary),
+    ).not.toEqual([]);
 
     // The same run from the database alone, by another process.
     const second = join(dir, 'run.html');
@@ -98,7 +113,16 @@ describe('dq-pg run report', () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 80);
     const map = Object.fromEntries(MAP.split(',').map((p) => p.split('=') as [string, string]));
-    const base = { db, table: 'customers', key: 'id', map, baseUrl: env.sandbox.url, apiKey: API_KEY, logger: createSilentLogger(), engine: { threads: 1, rateLimits: { batch: 0 } } };
+    const base = {
+      db,
+      table: 'customers',
+      key: 'id',
+      map,
+      baseUrl: env.sandbox.url,
+      apiKey: API_KEY,
+      logger: createSilentLogger(),
+      engine: { threads: 1, rateLimits: { batch: 0 } },
+    };
     const wouldChange: string[] = [];
     await cleanse({ ...base, dryRun: true, onChange: (c) => wouldChange.push(c.key) });
     const edited = wouldChange.filter((_, i) => i % 3 === 0);
@@ -112,7 +136,9 @@ describe('dq-pg run report', () => {
       const run = cleanse({ ...base, runId: 'conflicted', batchSize: 500 });
       for (const until = Date.now() + 20_000; ;) {
         await other.query('SELECT pg_stat_clear_snapshot()');
-        const { rows } = await other.query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`);
+        const { rows } = await other.query(
+          `SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`,
+        );
         if (rows.length > 0) break;
         if (Date.now() > until) throw new Error('the run never waited for the other session');
         await sleep(20);

@@ -60,7 +60,9 @@ describe('resume after kill -9', () => {
 
     expect(await snapshot(db)).toEqual(expected);
     await withClient(db, async (c) => {
-      const results = await c.query<{ n: number; distinct: number }>(`SELECT count(*)::int AS n, count(DISTINCT row_key)::int AS distinct FROM dq_cleanse.results WHERE run_id = 'crash'`);
+      const results = await c.query<{ n: number; distinct: number }>(
+        `SELECT count(*)::int AS n, count(DISTINCT row_key)::int AS distinct FROM dq_cleanse.results WHERE run_id = 'crash'`,
+      );
       expect(results.rows[0]).toEqual({ n: ROWS, distinct: ROWS });
       const audit = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.audit WHERE run_id = 'crash'`);
       const referenceAudit = await withClient(reference, (r) => r.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.audit`));

@@ -24,8 +24,18 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-interface Candidate { street?: string; houseNumber?: string; postalCode?: string; locality?: string; country?: string }
-interface ReviewRow { key: string; cls: string; candidates: Candidate[] }
+interface Candidate {
+  street?: string;
+  houseNumber?: string;
+  postalCode?: string;
+  locality?: string;
+  country?: string;
+}
+interface ReviewRow {
+  key: string;
+  cls: string;
+  candidates: Candidate[];
+}
 
 /** Each row's full text form (every column, exactly as stored), by id. */
 async function rowTexts(db: string): Promise<Map<string, string>> {
@@ -40,10 +50,15 @@ async function row(db: string, id: string): Promise<Record<string, string | null
 }
 
 async function reviewRows(db: string, runId: string): Promise<ReviewRow[]> {
-  return withClient(db, async (c) =>
-    (await c.query<{ key: string; cls: string; candidates: Candidate[] }>(
-      `SELECT row_key AS key, result_class AS cls, candidates FROM dq_cleanse.results WHERE run_id = $1 AND status = 'review' ORDER BY row_key::bigint`, [runId],
-    )).rows,
+  return withClient(
+    db,
+    async (c) =>
+      (
+        await c.query<{ key: string; cls: string; candidates: Candidate[] }>(
+          `SELECT row_key AS key, result_class AS cls, candidates FROM dq_cleanse.results WHERE run_id = $1 AND status = 'review' ORDER BY row_key::bigint`,
+          [runId],
+        )
+      ).rows,
   );
 }
 
@@ -53,17 +68,34 @@ async function readCsv(path: string): Promise<{ headers: string[]; rows: Record<
   const headers: string[] = [];
   const rows: Record<string, string>[] = [];
   await new Promise<void>((resolve, reject) => {
-    parseString(text, { headers: true }).on('headers', (h: string[]) => headers.push(...h)).on('data', (r: Record<string, string>) => rows.push(r))
-      .on('error', reject).on('end', () => resolve());
+    parseString(text, { headers: true })
+      .on('headers', (h: string[]) => headers.push(...h))
+      .on('data', (r: Record<string, string>) => rows.push(r))
+      .on('error', reject)
+      .on('end', () => resolve());
   });
   return { headers, rows };
 }
 
 /** The rows written back with `decisions` (key → cell), as a spreadsheet would save them. */
-async function saveCsv(path: string, headers: string[], rows: Record<string, string>[], decisions: Map<string, string>, how: { bom: boolean; delimiter: string; quoteAll: boolean }): Promise<void> {
-  const body = await writeToString(rows.map((r) => headers.map((h) => (h === 'decision' ? decisions.get(r['id'] ?? '') ?? '' : r[h] ?? ''))), {
-    headers, rowDelimiter: '\r\n', delimiter: how.delimiter, quoteColumns: how.quoteAll, quoteHeaders: how.quoteAll, includeEndRowDelimiter: true,
-  });
+async function saveCsv(
+  path: string,
+  headers: string[],
+  rows: Record<string, string>[],
+  decisions: Map<string, string>,
+  how: { bom: boolean; delimiter: string; quoteAll: boolean },
+): Promise<void> {
+  const body = await writeToString(
+    rows.map((r) => headers.map((h) => (h === 'decision' ? (decisions.get(r['id'] ?? '') ?? '') : (r[h] ?? '')))),
+    {
+      headers,
+      rowDelimiter: '\r\n',
+      delimiter: how.delimiter,
+      quoteColumns: how.quoteAll,
+      quoteHeaders: how.quoteAll,
+      includeEndRowDelimiter: true,
+    },
+  );
   await writeFile(path, `${how.bom ? '\uFEFF' : ''}${body}`);
 }
 
@@ -78,7 +110,15 @@ async function cleaned(runId: string, rows = 200, statusColumns = true, db?: str
     await createCustomers(ownerDb, rows);
     if (statusColumns) await withClient(ownerDb, (c) => c.query('ALTER TABLE customers ADD COLUMN dq_status text, ADD COLUMN dq_class text'));
   }
-  const run = await runCli(cleanseArgs(db ?? ownerDb, env.sandbox, ['--run-id', runId, '--batch-size', '50', ...(statusColumns ? ['--status-columns', 'status=dq_status,class=dq_class'] : [])]));
+  const run = await runCli(
+    cleanseArgs(db ?? ownerDb, env.sandbox, [
+      '--run-id',
+      runId,
+      '--batch-size',
+      '50',
+      ...(statusColumns ? ['--status-columns', 'status=dq_status,class=dq_class'] : []),
+    ]),
+  );
   expect(run.stderr).toBe('');
   expect(run.code).toBe(0);
   return ownerDb;
@@ -104,7 +144,19 @@ describe('dq-pg review export / apply', () => {
     const { headers, rows } = await readCsv(file);
     const widest = Math.max(...review.map((r) => r.candidates.length));
     expect(widest).toBeGreaterThan(1);
-    expect(headers.slice(0, 11)).toEqual(['run_id', 'id', 'street', 'house_number', 'postal_code', 'city', 'address_line', 'locality_line', 'country', 'class', 'request_id']);
+    expect(headers.slice(0, 11)).toEqual([
+      'run_id',
+      'id',
+      'street',
+      'house_number',
+      'postal_code',
+      'city',
+      'address_line',
+      'locality_line',
+      'country',
+      'class',
+      'request_id',
+    ]);
     expect(headers).toContain(`candidate_${widest}_postal_code`);
     expect(headers.at(-1)).toBe('decision');
     expect(rows.map((r) => r['id'])).toEqual(review.map((r) => r.key));
@@ -116,7 +168,14 @@ describe('dq-pg review export / apply', () => {
     const n = full(pick?.candidates[1]) ? 2 : 1;
     const others = review.filter((r) => r !== pick);
     const [keep, invalid, typo, tooHigh, changed] = others as [ReviewRow, ReviewRow, ReviewRow, ReviewRow, ReviewRow];
-    const decisions = new Map([[pick!.key, String(n)], [keep.key, 'keep'], [invalid.key, 'Invalid'], [typo.key, 'kep'], [tooHigh.key, String(tooHigh.candidates.length + 1)], [changed.key, '1']]);
+    const decisions = new Map([
+      [pick!.key, String(n)],
+      [keep.key, 'keep'],
+      [invalid.key, 'Invalid'],
+      [typo.key, 'kep'],
+      [tooHigh.key, String(tooHigh.candidates.length + 1)],
+      [changed.key, '1'],
+    ]);
     await saveCsv(file, headers, rows, decisions, { bom: true, delimiter: ',', quoteAll: true });
     await withClient(db, (c) => c.query(`UPDATE customers SET city = 'Changed after export' WHERE id = $1`, [changed.key]));
 
@@ -126,18 +185,36 @@ describe('dq-pg review export / apply', () => {
     // Some rows need a person: exit 4, each named on stderr.
     expect(applied.code).toBe(4);
     expect(json(applied)).toMatchObject({
-      runId: 'rv1', reviewOf: 'c1', applied: 1, kept: 1, invalid: 1, conflicts: 1, conflictKeys: [changed.key], badDecisions: 2, skipped: review.length - 6, state: 'done',
+      runId: 'rv1',
+      reviewOf: 'c1',
+      applied: 1,
+      kept: 1,
+      invalid: 1,
+      conflicts: 1,
+      conflictKeys: [changed.key],
+      badDecisions: 2,
+      skipped: review.length - 6,
+      state: 'done',
     });
     const line = (key: string) => rows.findIndex((r) => r['id'] === key) + 2;
     expect(applied.stderr).toContain(`line ${line(typo.key)} (key ${typo.key}): "kep" is not a decision`);
-    expect(applied.stderr).toContain(`line ${line(tooHigh.key)} (key ${tooHigh.key}): "${tooHigh.candidates.length + 1}" is not a candidate of this row: it has ${tooHigh.candidates.length}`);
+    expect(applied.stderr).toContain(
+      `line ${line(tooHigh.key)} (key ${tooHigh.key}): "${tooHigh.candidates.length + 1}" is not a candidate of this row: it has ${tooHigh.candidates.length}`,
+    );
     expect(applied.stderr).toContain(`conflict: key ${changed.key} changed`);
     expect(applied.stderr).not.toMatch(/\n\s+at /);
 
     // The candidate's exact fields in the mapped columns; status columns say decided.
     const chosen = pick!.candidates[n - 1] as Candidate;
     const after = await row(db, pick!.key);
-    expect(after).toMatchObject({ street: chosen.street, house_number: chosen.houseNumber, postal_code: chosen.postalCode, city: chosen.locality, dq_status: 'accepted', dq_class: pick!.cls });
+    expect(after).toMatchObject({
+      street: chosen.street,
+      house_number: chosen.houseNumber,
+      postal_code: chosen.postalCode,
+      city: chosen.locality,
+      dq_status: 'accepted',
+      dq_class: pick!.cls,
+    });
     expect(await row(db, keep.key)).toMatchObject({ dq_status: 'accepted', dq_class: keep.cls });
     expect(await row(db, invalid.key)).toMatchObject({ dq_status: 'invalid' });
     const nowTexts = await rowTexts(db);
@@ -145,12 +222,25 @@ describe('dq-pg review export / apply', () => {
     expect(nowTexts.get(keep.key)?.replace(',accepted,', ',review,')).toBe(beforeApply.get(keep.key));
 
     // Audit: before → after of every row the apply wrote.
-    const audit = await withClient(db, async (c) => (await c.query<{ row_key: string; before: Record<string, string | null>; after: Record<string, string | null> }>(
-      `SELECT row_key, before, after FROM dq_cleanse.audit WHERE run_id = 'rv1' ORDER BY row_key`)).rows);
+    const audit = await withClient(
+      db,
+      async (c) =>
+        (
+          await c.query<{ row_key: string; before: Record<string, string | null>; after: Record<string, string | null> }>(
+            `SELECT row_key, before, after FROM dq_cleanse.audit WHERE run_id = 'rv1' ORDER BY row_key`,
+          )
+        ).rows,
+    );
     expect(audit.map((a) => a.row_key).sort()).toEqual([pick!.key, keep.key, invalid.key].sort());
     const a = audit.find((x) => x.row_key === pick!.key)!;
     expect(a.before).toMatchObject({ street: before['street'], house_number: before['house_number'], city: before['city'], dq_status: 'review' });
-    expect(a.after).toMatchObject({ street: chosen.street, house_number: chosen.houseNumber, postal_code: chosen.postalCode, city: chosen.locality, dq_status: 'accepted' });
+    expect(a.after).toMatchObject({
+      street: chosen.street,
+      house_number: chosen.houseNumber,
+      postal_code: chosen.postalCode,
+      city: chosen.locality,
+      dq_status: 'accepted',
+    });
 
     const status = await runCli(['status', '--db', db, '--run', 'rv1', '--json']);
     expect(JSON.parse(status.stdout)).toMatchObject({ runId: 'rv1', kind: 'review', state: 'done' });
@@ -196,7 +286,17 @@ describe('dq-pg review export / apply', () => {
     expect(raw).toContain(`"''s-Hertogenbosch"`);
     const { headers, rows } = await readCsv(file);
     const c1 = chooser.candidates[0] as Candidate;
-    await saveCsv(file, headers, rows, new Map([[risky.key, 'keep'], [quote.key, ' KEEP '], [chooser.key, '1']]), { bom, delimiter, quoteAll });
+    await saveCsv(
+      file,
+      headers,
+      rows,
+      new Map([
+        [risky.key, 'keep'],
+        [quote.key, ' KEEP '],
+        [chooser.key, '1'],
+      ]),
+      { bom, delimiter, quoteAll },
+    );
     expect((await readFile(file, 'utf8')).includes('\r\n')).toBe(true);
 
     const applied = await runCli(['review', 'apply', '--db', db, '--input', file]);
@@ -210,7 +310,7 @@ describe('dq-pg review export / apply', () => {
 
   it('with status columns, a kept row another transaction changes while the apply waits for it is a conflict, not silently left undecided', async () => {
     const db = await cleaned('c-race', 120);
-    const [raced] = await reviewRows(db, 'c-race') as [ReviewRow];
+    const [raced] = (await reviewRows(db, 'c-race')) as [ReviewRow];
     const file = join(dir, 'race.csv');
     expect((await runCli(['review', 'export', '--db', db, '--run', 'c-race', '--output', file])).code).toBe(0);
     const { headers, rows } = await readCsv(file);
@@ -223,7 +323,9 @@ describe('dq-pg review export / apply', () => {
       await other.query(`UPDATE customers SET city = 'Raced' WHERE id = $1`, [raced.key]);
       const { done } = spawnCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-race']);
       for (let i = 0; ; i += 1) {
-        const { rows: waiting } = await other.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'dq-pg' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`);
+        const { rows: waiting } = await other.query(
+          `SELECT 1 FROM pg_stat_activity WHERE application_name = 'dq-pg' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`,
+        );
         if (waiting.length > 0) break;
         if (i > 1000) throw new Error('the apply never waited for the row');
         await other.query('SELECT pg_stat_clear_snapshot()');
@@ -268,7 +370,9 @@ describe('dq-pg review export / apply', () => {
       await other.query('SELECT 1 FROM customers WHERE id = $1 FOR UPDATE', [blocked]);
       const { child, done } = spawnCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-kill', '--batch-size', '3']);
       for (let i = 0; ; i += 1) {
-        const { rows: waiting } = await other.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'dq-pg' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`);
+        const { rows: waiting } = await other.query(
+          `SELECT 1 FROM pg_stat_activity WHERE application_name = 'dq-pg' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`,
+        );
         if (waiting.length > 0) break;
         if (i > 1000) throw new Error('the apply never reached the locked row');
         await other.query('SELECT pg_stat_clear_snapshot()');
@@ -286,10 +390,13 @@ describe('dq-pg review export / apply', () => {
     for (let i = 0; ; i += 1) {
       const left = await withClient(db, async (c) => (await c.query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%'`)).rowCount);
       if (left === 0) break;
-      if (i > 500) throw new Error('the killed apply\'s database sessions did not end');
+      if (i > 500) throw new Error("the killed apply's database sessions did not end");
       await sleep(20);
     }
-    const atKill = await withClient(db, async (c) => (await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'rv-kill'`)).rows[0]?.n ?? 0);
+    const atKill = await withClient(
+      db,
+      async (c) => (await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'rv-kill'`)).rows[0]?.n ?? 0,
+    );
     expect(atKill).toBeGreaterThan(0);
     expect(atKill).toBeLessThan(review.length);
     const status = await runCli(['status', '--db', db, '--run', 'rv-kill', '--json']);
@@ -304,7 +411,9 @@ describe('dq-pg review export / apply', () => {
     await withClient(db, async (c) => {
       const twice = await c.query(`SELECT id FROM writes WHERE n > 1`);
       expect(twice.rows).toEqual([]);
-      const results = await c.query<{ n: number; distinct: number }>(`SELECT count(*)::int AS n, count(DISTINCT row_key)::int AS distinct FROM dq_cleanse.results WHERE run_id = 'rv-kill'`);
+      const results = await c.query<{ n: number; distinct: number }>(
+        `SELECT count(*)::int AS n, count(DISTINCT row_key)::int AS distinct FROM dq_cleanse.results WHERE run_id = 'rv-kill'`,
+      );
       expect(results.rows[0]).toEqual({ n: review.length, distinct: review.length });
       const written = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM writes`);
       const audited = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.audit WHERE run_id = 'rv-kill'`);
@@ -345,7 +454,9 @@ describe('dq-pg review export / apply', () => {
     await createCustomers(owner, 80);
     await cleaned('c-old', 80, false, owner, owner);
     // The layout as dq-pg wrote it before review runs: no kind, no review_of, version 2.
-    await withClient(owner, (c) => c.query(`ALTER TABLE dq_cleanse.runs DROP COLUMN kind, DROP COLUMN review_of; UPDATE dq_cleanse.schema_version SET version = 2`));
+    await withClient(owner, (c) =>
+      c.query(`ALTER TABLE dq_cleanse.runs DROP COLUMN kind, DROP COLUMN review_of; UPDATE dq_cleanse.schema_version SET version = 2`),
+    );
     const etl = await createEtlRole(owner);
     const status = await runCli(['status', '--db', etl, '--run', 'c-old', '--json']);
     expect(status.code).toBe(0);
@@ -371,8 +482,27 @@ describe('dq-pg review export / apply', () => {
       await c.query('CREATE TABLE firms (id int PRIMARY KEY, name text, zip text, city text, street text)');
       await c.query('INSERT INTO firms (id, name) VALUES (1, $1)', [a.company]);
     });
-    const run = await runCli(['cleanse', '--db', db, '--table', 'public.firms', '--key', 'id', '--map', 'company=name,zip=zip,city=city,street=street',
-      '--mode', 'company', '--base-url', env.sandbox.url, '--rate-limit', '0', '--threads', '0', '--run-id', 'firms']);
+    const run = await runCli([
+      'cleanse',
+      '--db',
+      db,
+      '--table',
+      'public.firms',
+      '--key',
+      'id',
+      '--map',
+      'company=name,zip=zip,city=city,street=street',
+      '--mode',
+      'company',
+      '--base-url',
+      env.sandbox.url,
+      '--rate-limit',
+      '0',
+      '--threads',
+      '0',
+      '--run-id',
+      'firms',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const file = join(dir, 'firms.csv');
     const classes = await runCli(['review', 'export', '--db', db, '--run', 'firms', '--classes', 'E', '--output', file]);
@@ -381,19 +511,42 @@ describe('dq-pg review export / apply', () => {
     const exported = await runCli(['review', 'export', '--db', db, '--run', 'firms', '--output', file]);
     expect(exported.code, exported.stderr).toBe(0);
     const { headers, rows } = await readCsv(file);
-    expect(headers).toEqual(expect.arrayContaining(['name', 'zip', 'city', 'street', 'candidate_2_company', 'candidate_2_zip', 'candidate_2_city', 'candidate_2_street', 'candidate_2_id']));
+    expect(headers).toEqual(
+      expect.arrayContaining([
+        'name',
+        'zip',
+        'city',
+        'street',
+        'candidate_2_company',
+        'candidate_2_zip',
+        'candidate_2_city',
+        'candidate_2_street',
+        'candidate_2_id',
+      ]),
+    );
     expect(rows).toHaveLength(1);
-    const second = { id: rows[0]?.['candidate_2_id'], company: rows[0]?.['candidate_2_company'], zip: rows[0]?.['candidate_2_zip'], city: rows[0]?.['candidate_2_city'], street: rows[0]?.['candidate_2_street'] };
+    const second = {
+      id: rows[0]?.['candidate_2_id'],
+      company: rows[0]?.['candidate_2_company'],
+      zip: rows[0]?.['candidate_2_zip'],
+      city: rows[0]?.['candidate_2_city'],
+      street: rows[0]?.['candidate_2_street'],
+    };
     expect(second.company).toBe(a.company);
     const before = await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows);
     await saveCsv(file, headers, rows, new Map([['1', '2']]), { bom: true, delimiter: ',', quoteAll: true });
     const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'firms-review']);
     expect(applied.code, applied.stderr).toBe(0);
     expect(json(applied)).toMatchObject({ applied: 1, conflicts: 0, badDecisions: 0 });
-    const stored = await withClient(db, async (c) => (await c.query<{ candidates: { id: number }[] }>(`SELECT candidates FROM dq_cleanse.results WHERE run_id = 'firms-review'`)).rows[0]);
+    const stored = await withClient(
+      db,
+      async (c) => (await c.query<{ candidates: { id: number }[] }>(`SELECT candidates FROM dq_cleanse.results WHERE run_id = 'firms-review'`)).rows[0],
+    );
     expect(String(stored?.candidates[0]?.id)).toBe(second.id);
     await withClient(db, async (c) => {
-      expect((await c.query('SELECT id, name, zip, city, street FROM firms')).rows).toEqual([{ id: 1, name: second.company, zip: second.zip, city: second.city, street: second.street }]);
+      expect((await c.query('SELECT id, name, zip, city, street FROM firms')).rows).toEqual([
+        { id: 1, name: second.company, zip: second.zip, city: second.city, street: second.street },
+      ]);
     });
     expect((await runCli(['rollback', '--db', db, '--run', 'firms-review'])).code).toBe(0);
     expect(await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows)).toEqual(before);

@@ -61,7 +61,20 @@ describe('several processes on one run', () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, ROWS);
     const before = await snapshot(db);
-    const args = cleanseArgs(db, env.sandbox, ['--run-id', 'workers', '--batch-size', '30', '--pages-per-claim', '2', '--concurrency', '8', '--workers', '3', '--read-ahead', '1']);
+    const args = cleanseArgs(db, env.sandbox, [
+      '--run-id',
+      'workers',
+      '--batch-size',
+      '30',
+      '--pages-per-claim',
+      '2',
+      '--concurrency',
+      '8',
+      '--workers',
+      '3',
+      '--read-ahead',
+      '1',
+    ]);
     const run = await spawnCli(args).done;
     expect(run.code).toBe(0);
     expect(summaryOf(run)).toMatchObject({ state: 'done', rows: ROWS });

@@ -91,7 +91,24 @@ export function billable(sandbox: Sandbox): number {
 
 /** The cleanse arguments for the customers table against `sandbox`. */
 export function cleanseArgs(db: string, sandbox: Sandbox, extra: string[] = []): string[] {
-  return ['cleanse', '--db', db, '--table', 'public.customers', '--key', 'id', '--map', MAP, '--base-url', sandbox.url, '--rate-limit', '0', '--threads', '1', ...extra];
+  return [
+    'cleanse',
+    '--db',
+    db,
+    '--table',
+    'public.customers',
+    '--key',
+    'id',
+    '--map',
+    MAP,
+    '--base-url',
+    sandbox.url,
+    '--rate-limit',
+    '0',
+    '--threads',
+    '1',
+    ...extra,
+  ];
 }
 
 export interface CliResult {
@@ -122,7 +139,11 @@ export function runCli(args: string[]): Promise<CliResult> {
 
 /** The last `{"type":"summary"}` line a cleanse printed. */
 export function summaryOf(result: CliResult): Record<string, unknown> {
-  const line = result.stdout.trim().split('\n').reverse().find((l) => l.includes('"type":"summary"'));
+  const line = result.stdout
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((l) => l.includes('"type":"summary"'));
   if (!line) throw new Error(`no summary line; exit ${result.code}; stderr: ${result.stderr}`);
   return JSON.parse(line) as Record<string, unknown>;
 }

@@ -34,7 +34,10 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<TestK
   const env = options.env ?? process.env;
   const configured = env['KAFKA_BROKERS']?.trim();
   if (configured) {
-    const brokers = configured.split(',').map((b) => b.trim()).filter(Boolean);
+    const brokers = configured
+      .split(',')
+      .map((b) => b.trim())
+      .filter(Boolean);
     return { brokers, external: true, stop: async () => undefined };
   }
   const child = spawn('kcat', ['-q', '-C', '-t', '__keepalive', '-X', 'test.mock.num.brokers=1', '-b', 'localhost:1'], {
@@ -54,7 +57,11 @@ function waitForBroker(child: ChildProcess, timeoutMs: number): Promise<string> 
     const fail = (why: string): void => {
       cleanup();
       child.kill('SIGKILL');
-      reject(new Error(`the kcat mock Kafka cluster did not start: ${why}. Install kcat (apt-get install kcat) or set KAFKA_BROKERS=host:port to use a real cluster. kcat said: ${output.slice(-500)}`));
+      reject(
+        new Error(
+          `the kcat mock Kafka cluster did not start: ${why}. Install kcat (apt-get install kcat) or set KAFKA_BROKERS=host:port to use a real cluster. kcat said: ${output.slice(-500)}`,
+        ),
+      );
     };
     const onData = (chunk: Buffer): void => {
       output += chunk.toString('utf8');

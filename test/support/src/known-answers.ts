@@ -56,7 +56,11 @@ export function labelledAddresses(n: number, seed = 5, country?: 'DE' | 'AT'): L
       const value = String(v).trim();
       if (value !== '') fields[k as keyof AddressFields] = value;
     }
-    const key = JSON.stringify(Object.entries(fields).sort().map(([k, v]) => [k, v.toLowerCase().replace(/\s+/g, ' ')]));
+    const key = JSON.stringify(
+      Object.entries(fields)
+        .sort()
+        .map(([k, v]) => [k, v.toLowerCase().replace(/\s+/g, ' ')]),
+    );
     if (seen.has(key)) continue;
     seen.add(key);
     out.push({ fields, variant: item.variant, intendedClass: item.intendedClass, ...(item.truth ? { truth: item.truth } : {}) });

@@ -86,7 +86,7 @@ async function reachableNativeDir(native: string, user: { uid: number; gid: numb
   if (cached !== undefined) {
     throw new Error(
       `the OS user "postgres" cannot run the PostgreSQL binaries at ${join(native, 'bin', 'postgres')} (${direct}), nor the copy at ${cache} (${cached}); ` +
-        'make the clone\'s directory enterable by that user (chmod o+x on each parent directory) or run the tests as a user other than root',
+        "make the clone's directory enterable by that user (chmod o+x on each parent directory) or run the tests as a user other than root",
     );
   }
   return cache;
@@ -136,21 +136,39 @@ export async function launchPostgres(options: PostgresSettings = {}): Promise<La
     const pwfile = join(dir, 'pwfile');
     await writeFile(pwfile, `${password}\n`, { mode: 0o600 });
     await own(pwfile);
-    const init = spawnSync(join(binaries, 'bin', 'initdb'), [`--pgdata=${dataDir}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`, '--lc-messages=C'], {
-      ...(user ?? {}), env, encoding: 'utf8', timeout: 120_000,
-    });
+    const init = spawnSync(
+      join(binaries, 'bin', 'initdb'),
+      [`--pgdata=${dataDir}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`, '--lc-messages=C'],
+      {
+        ...(user ?? {}),
+        env,
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
     await rm(pwfile, { force: true });
     if (init.error || init.status !== 0) {
       throw new Error(`initdb failed (${init.error?.message ?? `exit ${init.status}`}): ${`${init.stderr ?? ''}`.trim().split('\n').slice(-5).join(' | ')}`);
     }
     const settings: Record<string, string> = {
-      unix_socket_directories: dir, fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', ...options.settings,
+      unix_socket_directories: dir,
+      fsync: 'off',
+      synchronous_commit: 'off',
+      full_page_writes: 'off',
+      ...options.settings,
     };
     const flags = Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
-    const server = spawn(join(binaries, 'bin', 'postgres'), ['-D', dataDir, '-p', String(port), ...flags], { ...(user ?? {}), env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const server = spawn(join(binaries, 'bin', 'postgres'), ['-D', dataDir, '-p', String(port), ...flags], {
+      ...(user ?? {}),
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     child = server;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`did not accept connections within ${options.startTimeoutMs ?? 60_000} ms`)), options.startTimeoutMs ?? 60_000);
+      const timer = setTimeout(
+        () => reject(new Error(`did not accept connections within ${options.startTimeoutMs ?? 60_000} ms`)),
+        options.startTimeoutMs ?? 60_000,
+      );
       const done = (err?: Error): void => {
         clearTimeout(timer);
         if (err) reject(err);

@@ -54,7 +54,13 @@ subscribe('http.server.response.finish', (message) => {
 
 const countsOf = (sandbox: Sandbox): BatchCounts => {
   const batch = sandbox.stats().requests['batch'];
-  const counts = { ok: batch?.byStatus['200'] ?? 0, tooMany: batch?.byStatus['429'] ?? 0, firstOkMs: answered.first, lastOkMs: answered.last, tooManyAtMs: answered.tooManyAt };
+  const counts = {
+    ok: batch?.byStatus['200'] ?? 0,
+    tooMany: batch?.byStatus['429'] ?? 0,
+    firstOkMs: answered.first,
+    lastOkMs: answered.last,
+    tooManyAtMs: answered.tooManyAt,
+  };
   answered.first = 0;
   answered.tooManyAt = [];
   return counts;
@@ -76,14 +82,16 @@ async function remoteSandbox(): Promise<{ url: string; counts(): Promise<BatchCo
   const url = await new Promise<string>((resolve) => child.once('message', (m) => resolve(String(m))));
   return {
     url,
-    counts: () => new Promise((resolve) => {
-      child.once('message', (m) => resolve(m as BatchCounts));
-      child.send('counts');
-    }),
-    close: () => new Promise((resolve) => {
-      child.once('exit', () => resolve());
-      child.send('close');
-    }),
+    counts: () =>
+      new Promise((resolve) => {
+        child.once('message', (m) => resolve(m as BatchCounts));
+        child.send('counts');
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.send('close');
+      }),
   };
 }
 
@@ -94,7 +102,15 @@ async function runOnce(input: string, output: string, inProcess: boolean): Promi
   try {
     const baseUrl = local?.url ?? remote!.url;
     const t0 = performance.now();
-    const summary = await processFile({ input, output, baseUrl, apiKey: DEFAULT_API_KEY, country: 'DE', logger: createSilentLogger(), engine: { store: 'off' } });
+    const summary = await processFile({
+      input,
+      output,
+      baseUrl,
+      apiKey: DEFAULT_API_KEY,
+      country: 'DE',
+      logger: createSilentLogger(),
+      engine: { store: 'off' },
+    });
     const seconds = (performance.now() - t0) / 1000;
     const counts = local ? countsOf(local) : await remote!.counts();
     return { ...counts, seconds, exitCode: summary.exitCode };
@@ -110,7 +126,10 @@ async function main(): Promise<void> {
   const rows = Number(process.argv[2] ?? 2000);
   const runs = Math.max(1, Number(process.argv[3] ?? 3));
   const dir = await mkdtemp(join(tmpdir(), 'dq-csv-rate-'));
-  const figures = { separate: { rates: [] as number[], steady: [] as number[], tooMany: 0 }, inProcess: { rates: [] as number[], steady: [] as number[], tooMany: 0 } };
+  const figures = {
+    separate: { rates: [] as number[], steady: [] as number[], tooMany: 0 },
+    inProcess: { rates: [] as number[], steady: [] as number[], tooMany: 0 },
+  };
   try {
     const input = join(dir, 'in.csv');
     let csv = 'id,street,houseNumber,postalCode,locality\n';
@@ -124,20 +143,35 @@ async function main(): Promise<void> {
         f.rates.push(r.ok / r.seconds);
         f.steady.push(steady);
         f.tooMany += r.tooMany;
-        console.log(`run ${run + 1}/${runs} (sandbox ${inProcess ? 'in-process' : 'in its own process'}): ${r.ok} calls in ${r.seconds.toFixed(2)} s = ${(r.ok / r.seconds).toFixed(1)} calls/s (first to last call ${steady.toFixed(1)}/s), ${r.tooMany} × 429${r.tooMany > 0 ? ` (at ${r.tooManyAtMs.map((ms) => `${ms} ms`).join(', ')} after the first call)` : ''}, exit ${r.exitCode}`);
+        console.log(
+          `run ${run + 1}/${runs} (sandbox ${inProcess ? 'in-process' : 'in its own process'}): ${r.ok} calls in ${r.seconds.toFixed(2)} s = ${(r.ok / r.seconds).toFixed(1)} calls/s (first to last call ${steady.toFixed(1)}/s), ${r.tooMany} × 429${r.tooMany > 0 ? ` (at ${r.tooManyAtMs.map((ms) => `${ms} ms`).join(', ')} after the first call)` : ''}, exit ${r.exitCode}`,
+        );
       }
     }
     const summary = (f: { rates: number[]; steady: number[]; tooMany: number }) => ({
-      callsPerSecond: Number(median(f.rates).toFixed(1)), ratio: Number((median(f.rates) / LIMIT).toFixed(3)),
-      steadyRatio: Number((median(f.steady) / LIMIT).toFixed(3)), tooManyRequests: f.tooMany,
-      samples: f.rates.map((r) => Number(r.toFixed(1))), steadySamples: f.steady.map((r) => Number(r.toFixed(1))),
+      callsPerSecond: Number(median(f.rates).toFixed(1)),
+      ratio: Number((median(f.rates) / LIMIT).toFixed(3)),
+      steadyRatio: Number((median(f.steady) / LIMIT).toFixed(3)),
+      tooManyRequests: f.tooMany,
+      samples: f.rates.map((r) => Number(r.toFixed(1))),
+      steadySamples: f.steady.map((r) => Number(r.toFixed(1))),
     });
     const result = {
-      benchmark: 'csv-rate', rows, runs, limitPerSecond: LIMIT, target: 0.97,
-      ...summary(figures.separate), inProcess: summary(figures.inProcess), measuredAt: new Date().toISOString(),
+      benchmark: 'csv-rate',
+      rows,
+      runs,
+      limitPerSecond: LIMIT,
+      target: 0.97,
+      ...summary(figures.separate),
+      inProcess: summary(figures.inProcess),
+      measuredAt: new Date().toISOString(),
     };
-    console.log(`dq-csv ${result.callsPerSecond} calls/s | limit ${LIMIT}/s | ratio ${result.ratio} (target ≥ 0.97, median of ${runs}), first to last call ${result.steadyRatio} | 429s: ${result.tooManyRequests} (target 0)`);
-    console.log(`  sandbox in-process: ratio ${result.inProcess.ratio}, first to last call ${result.inProcess.steadyRatio}, 429s: ${result.inProcess.tooManyRequests}`);
+    console.log(
+      `dq-csv ${result.callsPerSecond} calls/s | limit ${LIMIT}/s | ratio ${result.ratio} (target ≥ 0.97, median of ${runs}), first to last call ${result.steadyRatio} | 429s: ${result.tooManyRequests} (target 0)`,
+    );
+    console.log(
+      `  sandbox in-process: ratio ${result.inProcess.ratio}, first to last call ${result.inProcess.steadyRatio}, 429s: ${result.inProcess.tooManyRequests}`,
+    );
     const out = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(out, { recursive: true });
     await writeFile(`${out}csv-rate.json`, `${JSON.stringify(result, null, 2)}\n`);

@@ -36,7 +36,13 @@ function serve(): void {
     req.on('end', () => {
       const { customerAddressId, street, houseNumber, postalCode, locality } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
       res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'bench' });
-      res.end(JSON.stringify({ customerAddressId, resultClass: 'A', results: [{ addressType: 'delivery', country: 'DE', postalCode, locality, street, houseNumber }] }));
+      res.end(
+        JSON.stringify({
+          customerAddressId,
+          resultClass: 'A',
+          results: [{ addressType: 'delivery', country: 'DE', postalCode, locality, street, houseNumber }],
+        }),
+      );
     });
   });
   server.keepAliveTimeout = 120_000;
@@ -47,14 +53,27 @@ function serve(): void {
 async function rawPipeline(url: string, input: string, output: string): Promise<void> {
   const pool = new Pool(url, { connections: CONCURRENCY });
   const out = format({ headers: true, delimiter: ',' });
-  const done = new Promise((resolve, reject) => out.pipe(createWriteStream(output)).on('finish', () => resolve(undefined)).on('error', reject));
+  const done = new Promise((resolve, reject) =>
+    out
+      .pipe(createWriteStream(output))
+      .on('finish', () => resolve(undefined))
+      .on('error', reject),
+  );
   const window: Promise<Record<string, string>>[] = [];
   let id = 0;
   const call = async (row: Record<string, string>): Promise<Record<string, string>> => {
     const res = await pool.request({
-      path: PATH, method: 'POST',
+      path: PATH,
+      method: 'POST',
       headers: { 'content-type': 'application/json', authorization: 'Bearer bench-key' },
-      body: JSON.stringify({ street: row['street'], houseNumber: row['houseNumber'], postalCode: row['postalCode'], locality: row['locality'], country: 'DE', customerAddressId: String(id++) }),
+      body: JSON.stringify({
+        street: row['street'],
+        houseNumber: row['houseNumber'],
+        postalCode: row['postalCode'],
+        locality: row['locality'],
+        country: 'DE',
+        customerAddressId: String(id++),
+      }),
     });
     const body = (await res.body.json()) as { resultClass: string; results: Record<string, string>[] };
     return { ...row, dq_status: 'accepted', dq_result_class: body.resultClass, dq_street: body.results[0]?.['street'] ?? '' };
@@ -72,11 +91,17 @@ async function rawPipeline(url: string, input: string, output: string): Promise<
 /** Child: dq-csv itself, through its library entry point (the CLI is a thin wrapper). */
 async function dqPipeline(url: string, input: string, output: string): Promise<void> {
   const summary = await processFile({
-    input, output, baseUrl: url, apiKey: 'bench-key', country: 'DE', logger: createSilentLogger(),
+    input,
+    output,
+    baseUrl: url,
+    apiKey: 'bench-key',
+    country: 'DE',
+    logger: createSilentLogger(),
     // No result store: every row is a call, as in the raw pipeline (store-rerun measures the store).
     engine: { concurrency: CONCURRENCY, rateLimits: { batch: 0 }, store: 'off' },
   });
-  if (summary.exitCode !== 0 || summary.totals.byStatus.accepted !== summary.totals.rows) throw new Error(`dq-csv run: ${JSON.stringify(summary.error ?? summary.totals.byStatus)}`);
+  if (summary.exitCode !== 0 || summary.totals.byStatus.accepted !== summary.totals.rows)
+    throw new Error(`dq-csv run: ${JSON.stringify(summary.error ?? summary.totals.byStatus)}`);
 }
 
 /** Runs one pipeline in a child; returns rows/s and the child's peak RSS. */
@@ -130,20 +155,33 @@ async function main(): Promise<void> {
       raw.push(r.rowsPerSecond);
       dq.push(d.rowsPerSecond);
       bigRss = Math.max(bigRss, d.peakRssMb);
-      console.log(`run ${run + 1}/${runs}: dq-csv ${d.rowsPerSecond.toFixed(0)} rows/s (peak RSS ${d.peakRssMb.toFixed(0)} MB), raw ${r.rowsPerSecond.toFixed(0)} rows/s`);
+      console.log(
+        `run ${run + 1}/${runs}: dq-csv ${d.rowsPerSecond.toFixed(0)} rows/s (peak RSS ${d.peakRssMb.toFixed(0)} MB), raw ${r.rowsPerSecond.toFixed(0)} rows/s`,
+      );
       await rm(join(dir, `raw-${run}.csv`), { force: true });
       await rm(join(dir, `dq-${run}.csv`), { force: true });
     }
     const smallRun = await measure('dq', url, small, join(dir, 'dq-small.csv'), Math.round(rows / 10));
     const result = {
-      benchmark: 'csv-throughput', rows, runs, concurrency: CONCURRENCY, cpus: availableParallelism(), node: process.version,
-      dqCsvRowsPerSecond: Math.round(median(dq)), rawRowsPerSecond: Math.round(median(raw)),
-      ratio: Number((median(dq) / median(raw)).toFixed(3)), target: 0.7,
+      benchmark: 'csv-throughput',
+      rows,
+      runs,
+      concurrency: CONCURRENCY,
+      cpus: availableParallelism(),
+      node: process.version,
+      dqCsvRowsPerSecond: Math.round(median(dq)),
+      rawRowsPerSecond: Math.round(median(raw)),
+      ratio: Number((median(dq) / median(raw)).toFixed(3)),
+      target: 0.7,
       peakRssMb: { [`${Math.round(rows / 10)}`]: Math.round(smallRun.peakRssMb), [`${rows}`]: Math.round(bigRss) },
-      rssRatio: Number((bigRss / smallRun.peakRssMb).toFixed(3)), rssTarget: 1.25,
-      samples: { dq: dq.map(Math.round), raw: raw.map(Math.round) }, measuredAt: new Date().toISOString(),
+      rssRatio: Number((bigRss / smallRun.peakRssMb).toFixed(3)),
+      rssTarget: 1.25,
+      samples: { dq: dq.map(Math.round), raw: raw.map(Math.round) },
+      measuredAt: new Date().toISOString(),
     };
-    console.log(`dq-csv ${result.dqCsvRowsPerSecond} rows/s | raw fast-csv→undici→fast-csv ${result.rawRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 0.7, median of ${runs})`);
+    console.log(
+      `dq-csv ${result.dqCsvRowsPerSecond} rows/s | raw fast-csv→undici→fast-csv ${result.rawRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 0.7, median of ${runs})`,
+    );
     console.log(`peak RSS ${JSON.stringify(result.peakRssMb)} MB | ratio ${result.rssRatio} (target ≤ 1.25)`);
     const out = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(out, { recursive: true });

@@ -16,7 +16,17 @@ const RESULT = fileURLToPath(new URL('../results/csv-writer.json', import.meta.u
 function rows(n: number): string[][] {
   const out: string[][] = [];
   for (let i = 0; i < n; i++) {
-    out.push([String(i), `Hauptstraße ${i % 200}`, i % 7 === 0 ? `Müller, "Söhne" ${i}` : `Firma ${i}`, String(10_000 + (i % 89_999)), 'Berlin', 'DE', 'accepted', 'A', i % 11 === 0 ? 'line\nbreak' : '']);
+    out.push([
+      String(i),
+      `Hauptstraße ${i % 200}`,
+      i % 7 === 0 ? `Müller, "Söhne" ${i}` : `Firma ${i}`,
+      String(10_000 + (i % 89_999)),
+      'Berlin',
+      'DE',
+      'accepted',
+      'A',
+      i % 11 === 0 ? 'line\nbreak' : '',
+    ]);
   }
   return out;
 }
@@ -64,12 +74,20 @@ async function main(): Promise<void> {
     console.log(`run ${r + 1}/${runs}: dq-csv ${dqRates.at(-1)} rows/s, fast-csv ${fcRates.at(-1)} rows/s`);
   }
   const result = {
-    benchmark: 'csv-writer', rows: n, runs, node: process.version,
-    dqCsvRowsPerSecond: median(dqRates), dqCsvSpread: [Math.min(...dqRates), Math.max(...dqRates)],
-    fastCsvRowsPerSecond: median(fcRates), fastCsvSpread: [Math.min(...fcRates), Math.max(...fcRates)],
-    ratio: Number((median(dqRates) / median(fcRates)).toFixed(2)), sameBytes,
+    benchmark: 'csv-writer',
+    rows: n,
+    runs,
+    node: process.version,
+    dqCsvRowsPerSecond: median(dqRates),
+    dqCsvSpread: [Math.min(...dqRates), Math.max(...dqRates)],
+    fastCsvRowsPerSecond: median(fcRates),
+    fastCsvSpread: [Math.min(...fcRates), Math.max(...fcRates)],
+    ratio: Number((median(dqRates) / median(fcRates)).toFixed(2)),
+    sameBytes,
   };
-  console.log(`dq-csv writer ${result.dqCsvRowsPerSecond} rows/s (${result.dqCsvSpread.join('–')}) | @fast-csv/format ${result.fastCsvRowsPerSecond} rows/s (${result.fastCsvSpread.join('–')}) | ratio ${result.ratio} (median of ${runs}) | same bytes: ${sameBytes}`);
+  console.log(
+    `dq-csv writer ${result.dqCsvRowsPerSecond} rows/s (${result.dqCsvSpread.join('–')}) | @fast-csv/format ${result.fastCsvRowsPerSecond} rows/s (${result.fastCsvSpread.join('–')}) | ratio ${result.ratio} (median of ${runs}) | same bytes: ${sameBytes}`,
+  );
   await mkdir(new URL('../results/', import.meta.url), { recursive: true });
   await writeFile(RESULT, `${JSON.stringify(result, null, 2)}\n`);
 }

@@ -154,7 +154,7 @@ async function main(): Promise<void> {
         const server0 = await cpuSecondsOf(sandbox.pid);
         const self0 = process.cpuUsage();
         t[who] = who === 'curl' ? await curl(`${url}${ARTIFACT}`, join(runDir, 'curl.zip')) : await ours(client, runDir, sha512);
-        const serverMsPerMB = ((await cpuSecondsOf(sandbox.pid)) - server0) * 1000 / (bytes / 1e6);
+        const serverMsPerMB = (((await cpuSecondsOf(sandbox.pid)) - server0) * 1000) / (bytes / 1e6);
         if (who === 'ours') {
           const u = process.cpuUsage(self0);
           cpu['ours']?.push((u.user + u.system) / 1000 / (bytes / 1e6));
@@ -179,7 +179,9 @@ async function main(): Promise<void> {
         curl: { seconds: t['curl'], mbPerSecond: mbps(t['curl'] ?? NaN) },
         ...(tools ? { curlTeeOpenssl: { seconds: t['tools'], mbPerSecond: mbps(t['tools'] ?? NaN) } } : {}),
       });
-      process.stderr.write(`run ${i + 1}: ours ${mbps(t['ours'] ?? NaN)} MB/s, SHA-512 alone ${alone.mbPerSecond.toFixed(1)} MB/s, curl ${mbps(t['curl'] ?? NaN)} MB/s${tools ? `, curl | tee | openssl ${mbps(t['tools'] ?? NaN)} MB/s` : ''}\n`);
+      process.stderr.write(
+        `run ${i + 1}: ours ${mbps(t['ours'] ?? NaN)} MB/s, SHA-512 alone ${alone.mbPerSecond.toFixed(1)} MB/s, curl ${mbps(t['curl'] ?? NaN)} MB/s${tools ? `, curl | tee | openssl ${mbps(t['tools'] ?? NaN)} MB/s` : ''}\n`,
+      );
     }
   } finally {
     await client.close();
@@ -233,7 +235,9 @@ async function main(): Promise<void> {
   process.stdout.write(
     `download ${(bytes / 1048576).toFixed(0)} MiB: ours ${result.oursMBPerSecond.median} MB/s (SHA-512 same pass, fsync) | SHA-512 alone ${result.sha512OnlyMBPerSecond.median} MB/s | ` +
       `ratio ${vsHash.median} (${vsHash.min}–${vsHash.max}; target ≥ ${TARGET}: ${met(vsHash.median, TARGET)}, median of ${runs}) | ` +
-      (vsTools ? `curl | tee | openssl dgst -sha512 ${result.curlTeeOpensslMBPerSecond?.median} MB/s, ours ÷ that ${vsTools.median} (${vsTools.min}–${vsTools.max}; target ≥ ${TOOLS_TARGET}: ${met(vsTools.median, TOOLS_TARGET)}) | ` : '') +
+      (vsTools
+        ? `curl | tee | openssl dgst -sha512 ${result.curlTeeOpensslMBPerSecond?.median} MB/s, ours ÷ that ${vsTools.median} (${vsTools.min}–${vsTools.max}; target ≥ ${TOOLS_TARGET}: ${met(vsTools.median, TOOLS_TARGET)}) | `
+        : '') +
       `curl ${result.curlMBPerSecond.median} MB/s, ours ÷ that ${vsCurl.median} | CPU ms/MB ours ${result.cpuMsPerMB['ours']}, SHA-512 alone ${result.cpuMsPerMB['sha512Only']} | ` +
       `load ${result.loadAverage.before}→${result.loadAverage.after} on ${cpus().length} CPUs\n`,
   );

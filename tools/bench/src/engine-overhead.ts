@@ -219,7 +219,7 @@ async function main(): Promise<void> {
         `CPU/rec engine ${result.engineCpuMicrosPerRecord} µs, raw ${result.rawCpuMicrosPerRecord} µs | load ${result.loadAverage.join(' ')}`,
     );
     console.log(
-      `engine on ${altThreads} thread${altThreads === 1 ? "" : "s"} ${result.altRecordsPerSecond} rec/s | ratio ${result.altRatio} | CPU/rec ${result.altCpuMicrosPerRecord} µs`,
+      `engine on ${altThreads} thread${altThreads === 1 ? '' : 's'} ${result.altRecordsPerSecond} rec/s | ratio ${result.altRatio} | CPU/rec ${result.altCpuMicrosPerRecord} µs`,
     );
     const dir = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(dir, { recursive: true });

@@ -36,7 +36,10 @@ export async function fill(kafka: Kafka, topic: string, n: number, run: number):
   for (let i = 0; i < n; i += 2000) {
     const messages = Array.from({ length: Math.min(2000, n - i) }, (_, j) => ({
       key: `k${(i + j) % 64}`,
-      value: JSON.stringify({ id: i + j, address: { street: `Street ${run}-${i + j}`, houseNumber: String(1 + ((i + j) % 200)), postalCode: '10117', locality: 'Berlin', country: 'DE' } }),
+      value: JSON.stringify({
+        id: i + j,
+        address: { street: `Street ${run}-${i + j}`, houseNumber: String(1 + ((i + j) % 200)), postalCode: '10117', locality: 'Berlin', country: 'DE' },
+      }),
     }));
     await producer.send({ topic, messages });
   }
@@ -103,10 +106,21 @@ export async function rawHttpRun(kafka: Kafka, input: string, n: number, endpoin
           const m = messages[i]!;
           const value = JSON.parse(m.value!.toString('utf8')) as InputValue & Record<string, unknown>;
           const { street, houseNumber, postalCode, locality, country } = value.address;
-          const res = await pool.request({ path: PATH, method: 'POST', headers: HEADERS, body: JSON.stringify({ street, houseNumber, postalCode, locality, country, customerAddressId: String(i % 64) }) });
+          const res = await pool.request({
+            path: PATH,
+            method: 'POST',
+            headers: HEADERS,
+            body: JSON.stringify({ street, houseNumber, postalCode, locality, country, customerAddressId: String(i % 64) }),
+          });
           const body = (await res.body.json()) as { resultClass?: string; results?: unknown[] };
           if (res.statusCode !== 200 || body.resultClass !== 'A') throw new Error(`raw HTTP loop: unexpected answer ${res.statusCode}`);
-          const dq = { status: 'accepted', class: body.resultClass, address: body.results?.[0], requestId: res.headers['x-service-request-id'], source: { topic: batch.topic, partition: batch.partition, offset: m.offset } };
+          const dq = {
+            status: 'accepted',
+            class: body.resultClass,
+            address: body.results?.[0],
+            requestId: res.headers['x-service-request-id'],
+            source: { topic: batch.topic, partition: batch.partition, offset: m.offset },
+          };
           out[i] = { key: m.key, value: JSON.stringify({ ...value, dq }), headers: m.headers };
         }
       };
@@ -143,11 +157,47 @@ function processCpuMicros(pid: number | undefined): number | null {
  * needs for the rest, between 20 and 500 ms — a handful of scrapes per run, and the last one at
  * most ~20 ms late. With `profileDir` the process writes a V8 CPU profile there.
  */
-export async function dqRun(brokers: string[], endpoint: string, input: string, n: number, extraArgs: string[], profileDir?: string, cli = CLI): Promise<Sample> {
-  const child: ChildProcess = spawn(process.execPath, [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), cli, 'enrich',
-    '--brokers', brokers.join(','), '--group', `dq-${input}`, '--input', input, '--output', `dq-${input}-out`, '--dlq', `dq-${input}-dlq`, '--map', MAP,
-    '--session-timeout-ms', '6000', '--rate-limit', '0', '--metrics-port', '0', '--base-url', endpoint, '--store', 'off', ...extraArgs],
-  { env: { ...process.env, DQ_API_KEY: 'bench-key', DQ_KAFKA_LOG_LEVEL: 'info', KAFKAJS_NO_PARTITIONER_WARNING: '1' }, stdio: ['ignore', 'ignore', 'pipe'] });
+export async function dqRun(
+  brokers: string[],
+  endpoint: string,
+  input: string,
+  n: number,
+  extraArgs: string[],
+  profileDir?: string,
+  cli = CLI,
+): Promise<Sample> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+      cli,
+      'enrich',
+      '--brokers',
+      brokers.join(','),
+      '--group',
+      `dq-${input}`,
+      '--input',
+      input,
+      '--output',
+      `dq-${input}-out`,
+      '--dlq',
+      `dq-${input}-dlq`,
+      '--map',
+      MAP,
+      '--session-timeout-ms',
+      '6000',
+      '--rate-limit',
+      '0',
+      '--metrics-port',
+      '0',
+      '--base-url',
+      endpoint,
+      '--store',
+      'off',
+      ...extraArgs,
+    ],
+    { env: { ...process.env, DQ_API_KEY: 'bench-key', DQ_KAFKA_LOG_LEVEL: 'info', KAFKAJS_NO_PARTITIONER_WARNING: '1' }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let log = '';
   child.stderr!.on('data', (c: Buffer) => (log += c.toString()));
   try {
@@ -161,7 +211,11 @@ export async function dqRun(brokers: string[], endpoint: string, input: string, 
     }
     const t0 = performance.now();
     const cpu0 = processCpuMicros(child.pid);
-    for (let produced = await metric(port, 'dq_kafka_messages_produced_total'); produced < n; produced = await metric(port, 'dq_kafka_messages_produced_total')) {
+    for (
+      let produced = await metric(port, 'dq_kafka_messages_produced_total');
+      produced < n;
+      produced = await metric(port, 'dq_kafka_messages_produced_total')
+    ) {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`dq-kafka did not finish: ${log.slice(-1000)}`);
       const perMessageMs = produced > 0 ? (performance.now() - t0) / produced : 1;
       await new Promise((r) => setTimeout(r, Math.min(500, Math.max(20, ((n - produced) * perMessageMs) / 2))));

@@ -59,11 +59,13 @@ function serve(): void {
     req.on('end', () => {
       const { customerAddressId } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { customerAddressId?: string };
       res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'bench' });
-      res.end(JSON.stringify({
-        customerAddressId,
-        resultClass: 'A',
-        results: [{ addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street: 'Unter den Linden', houseNumber: '1' }],
-      }));
+      res.end(
+        JSON.stringify({
+          customerAddressId,
+          resultClass: 'A',
+          results: [{ addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street: 'Unter den Linden', houseNumber: '1' }],
+        }),
+      );
     });
   });
   server.keepAliveTimeout = 120_000;
@@ -85,7 +87,8 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
 };
 const rate = (xs: Sample[]): number => median(xs.map((s) => s.messagesPerSecond));
-const cpu = (xs: Sample[]): number | null => (xs.every((s) => s.cpuMicrosPerMessage !== null) ? Math.round(median(xs.map((s) => s.cpuMicrosPerMessage ?? 0))) : null);
+const cpu = (xs: Sample[]): number | null =>
+  xs.every((s) => s.cpuMicrosPerMessage !== null) ? Math.round(median(xs.map((s) => s.cpuMicrosPerMessage ?? 0))) : null;
 
 type Side = 'dq' | 'raw' | 'rawHttp';
 const SIDES: Side[] = ['raw', 'rawHttp', 'dq'];
@@ -114,8 +117,10 @@ async function main(): Promise<void> {
         else samples.dq.push(await dqRun(broker.brokers, endpoint.url, input, n, dqArgs, profileDir, cli));
       }
       const [d, h, w] = [samples.dq.at(-1)!, samples.rawHttp.at(-1)!, samples.raw.at(-1)!];
-      process.stderr.write(`run ${r + 1}/${runs}: dq-kafka ${Math.round(d.messagesPerSecond)} msg/s (${Math.round(d.cpuMicrosPerMessage ?? NaN)} µs CPU/msg), ` +
-        `raw + HTTP ${Math.round(h.messagesPerSecond)} msg/s (${Math.round(h.cpuMicrosPerMessage ?? NaN)} µs), raw ${Math.round(w.messagesPerSecond)} msg/s (${Math.round(w.cpuMicrosPerMessage ?? NaN)} µs)\n`);
+      process.stderr.write(
+        `run ${r + 1}/${runs}: dq-kafka ${Math.round(d.messagesPerSecond)} msg/s (${Math.round(d.cpuMicrosPerMessage ?? NaN)} µs CPU/msg), ` +
+          `raw + HTTP ${Math.round(h.messagesPerSecond)} msg/s (${Math.round(h.cpuMicrosPerMessage ?? NaN)} µs), raw ${Math.round(w.messagesPerSecond)} msg/s (${Math.round(w.cpuMicrosPerMessage ?? NaN)} µs)\n`,
+      );
     }
   } finally {
     endpoint.child.kill();
@@ -123,7 +128,14 @@ async function main(): Promise<void> {
   }
   const [dq, raw, rawHttp] = [rate(samples.dq), rate(samples.raw), rate(samples.rawHttp)];
   const result = {
-    benchmark: 'kafka-throughput', ...(cli ? { cli } : {}), messages: n, runs, concurrency: CONCURRENCY, dqArgs, cpus: availableParallelism(), node: process.version,
+    benchmark: 'kafka-throughput',
+    ...(cli ? { cli } : {}),
+    messages: n,
+    runs,
+    concurrency: CONCURRENCY,
+    dqArgs,
+    cpus: availableParallelism(),
+    node: process.version,
     broker: process.env['KAFKA_BROKERS'] ? 'KAFKA_BROKERS' : 'librdkafka mock cluster (kcat)',
     dqMessagesPerSecond: Math.round(dq),
     rawHttpMessagesPerSecond: Math.round(rawHttp),
@@ -135,14 +147,24 @@ async function main(): Promise<void> {
     ratioToRawNoHttp: Number((dq / raw).toFixed(3)),
     cpuMicrosPerMessage: { dq: cpu(samples.dq), raw: cpu(samples.raw), rawHttp: cpu(samples.rawHttp) },
     loadAverage: { before: loadBefore, after: loadavg().map((l) => Number(l.toFixed(2))) },
-    samples: Object.fromEntries(SIDES.map((s) => [s, samples[s].map((x) => ({ messagesPerSecond: Math.round(x.messagesPerSecond), cpuMicrosPerMessage: x.cpuMicrosPerMessage === null ? null : Math.round(x.cpuMicrosPerMessage) }))])),
+    samples: Object.fromEntries(
+      SIDES.map((s) => [
+        s,
+        samples[s].map((x) => ({
+          messagesPerSecond: Math.round(x.messagesPerSecond),
+          cpuMicrosPerMessage: x.cpuMicrosPerMessage === null ? null : Math.round(x.cpuMicrosPerMessage),
+        })),
+      ]),
+    ),
     measuredAt: new Date().toISOString(),
   };
   const out = process.env['KAFKA_BENCH_OUT'] ?? RESULT;
   await mkdir(dirname(out), { recursive: true });
   await writeFile(out, `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`dq-kafka ${result.dqMessagesPerSecond} msg/s vs raw kafkajs + the same HTTP calls ${result.rawHttpMessagesPerSecond} msg/s: ratio ${result.ratio} ` +
-    `(target ≥ ${TARGET}; per run ${result.runRatios.join(', ')}); vs raw kafkajs without HTTP ${result.rawMessagesPerSecond} msg/s: ${result.ratioToRawNoHttp}\n`);
+  process.stdout.write(
+    `dq-kafka ${result.dqMessagesPerSecond} msg/s vs raw kafkajs + the same HTTP calls ${result.rawHttpMessagesPerSecond} msg/s: ratio ${result.ratio} ` +
+      `(target ≥ ${TARGET}; per run ${result.runRatios.join(', ')}); vs raw kafkajs without HTTP ${result.rawMessagesPerSecond} msg/s: ${result.ratioToRawNoHttp}\n`,
+  );
 }
 
 if (process.argv[2] === '--serve') serve();

@@ -45,7 +45,16 @@ function serve(): void {
       const body = JSON.stringify({
         customerAddressId: a['customerAddressId'],
         resultClass: 'C',
-        results: [{ addressType: 'delivery', country: a['country'], postalCode: a['postalCode'], locality: a['locality'], street: a['street']?.toUpperCase(), houseNumber: a['houseNumber'] }],
+        results: [
+          {
+            addressType: 'delivery',
+            country: a['country'],
+            postalCode: a['postalCode'],
+            locality: a['locality'],
+            street: a['street']?.toUpperCase(),
+            houseNumber: a['houseNumber'],
+          },
+        ],
       });
       res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'bench' });
       res.end(body);
@@ -67,8 +76,11 @@ async function query(url: string, sql: string): Promise<void> {
 
 /** A fresh copy of the source table, with its primary key, vacuumed and analysed. */
 async function freshTable(url: string, name: string): Promise<void> {
-  await query(url, `DROP TABLE IF EXISTS ${name}; DROP SCHEMA IF EXISTS dq_cleanse CASCADE;
-    CREATE TABLE ${name} AS SELECT * FROM bench_src ORDER BY id; ALTER TABLE ${name} ADD PRIMARY KEY (id); CHECKPOINT`);
+  await query(
+    url,
+    `DROP TABLE IF EXISTS ${name}; DROP SCHEMA IF EXISTS dq_cleanse CASCADE;
+    CREATE TABLE ${name} AS SELECT * FROM bench_src ORDER BY id; ALTER TABLE ${name} ADD PRIMARY KEY (id); CHECKPOINT`,
+  );
   await query(url, `VACUUM ANALYZE ${name}`);
 }
 
@@ -111,7 +123,14 @@ let lastTimings = { readMs: 0, validateMs: 0, writeMs: 0 };
 
 async function cleanserRun(url: string, table: string, baseUrl: string, runId: string, workers: number): Promise<number> {
   const summary = await cleanse({
-    db: url, table, key: 'id', batchSize: PAGE, runId, baseUrl, apiKey: 'bench-key', logger: createSilentLogger(),
+    db: url,
+    table,
+    key: 'id',
+    batchSize: PAGE,
+    runId,
+    baseUrl,
+    apiKey: 'bench-key',
+    logger: createSilentLogger(),
     // 0: the defaults (DEFAULT_WORKERS range workers, no read-ahead); else that many workers.
     ...(workers > 0 ? { workers } : {}),
     map: { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' },
@@ -170,23 +189,31 @@ async function main(): Promise<void> {
   });
   const db = await startBenchPostgres();
   try {
-    await query(db.url, `CREATE TABLE bench_src AS
+    await query(
+      db.url,
+      `CREATE TABLE bench_src AS
       SELECT g::bigint AS id, 'hauptstraße ' || (g % ${DISTINCT}) AS street, (1 + (g % ${DISTINCT}) % 7)::text AS house_number,
              '10115'::text AS postal_code, 'Berlin'::text AS city, 'DE'::text AS country
-        FROM generate_series(1, ${n}) g`);
+        FROM generate_series(1, ${n}) g`,
+    );
     const samples = new Map<SideName, Measured[]>(SIDES.map((side) => [side.name, []]));
     for (let run = 0; run < runs; run += 1) {
       const order = SIDES.map((_, i) => SIDES[(i + run) % SIDES.length] as (typeof SIDES)[number]);
       for (const side of order) {
         await freshTable(db.url, 'bench_run');
-        const m = await timed(db, () => side.workers < 0
-          ? rawLoop(db.url, 'bench_run')
-          : cleanserRun(db.url, 'bench_run', `http://127.0.0.1:${port}`, `bench-${run}`, side.workers));
+        const m = await timed(db, () =>
+          side.workers < 0 ? rawLoop(db.url, 'bench_run') : cleanserRun(db.url, 'bench_run', `http://127.0.0.1:${port}`, `bench-${run}`, side.workers),
+        );
         if (m.rows !== n) throw new Error(`${side.name}: ${m.rows} of ${n} rows`);
         samples.get(side.name)?.push(m);
         const t = lastTimings;
-        const extra = side.workers < 0 ? '' : `; read ${(t.readMs / 1000).toFixed(1)} s, engine ${(t.validateMs / 1000).toFixed(1)} s, write ${(t.writeMs / 1000).toFixed(1)} s${side.workers !== 1 ? ', summed over the workers' : ''}`;
-        console.log(`run ${run + 1}/${runs} ${side.name}: ${Math.round(m.rowsPerSecond)} rows/s (${m.seconds.toFixed(1)} s; CPU per row: node ${m.nodeCpuUsPerRow.toFixed(1)} µs, postgres ${m.pgCpuUsPerRow.toFixed(1)} µs${extra})`);
+        const extra =
+          side.workers < 0
+            ? ''
+            : `; read ${(t.readMs / 1000).toFixed(1)} s, engine ${(t.validateMs / 1000).toFixed(1)} s, write ${(t.writeMs / 1000).toFixed(1)} s${side.workers !== 1 ? ', summed over the workers' : ''}`;
+        console.log(
+          `run ${run + 1}/${runs} ${side.name}: ${Math.round(m.rowsPerSecond)} rows/s (${m.seconds.toFixed(1)} s; CPU per row: node ${m.nodeCpuUsPerRow.toFixed(1)} µs, postgres ${m.pgCpuUsPerRow.toFixed(1)} µs${extra})`,
+        );
       }
     }
     const summary = (name: SideName) => {
@@ -228,7 +255,9 @@ async function main(): Promise<void> {
       measuredAt: new Date().toISOString(),
     };
     console.log(`raw keyset + guarded unnest loop ${result.rawRowsPerSecond} rows/s (median of ${runs}) | load ${result.loadAverage.join(' ')}`);
-    console.log(`dq-pg cleanse (defaults: ${DEFAULT_WORKERS} range workers) ${result.cleanserRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ ${result.target})`);
+    console.log(
+      `dq-pg cleanse (defaults: ${DEFAULT_WORKERS} range workers) ${result.cleanserRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ ${result.target})`,
+    );
     console.log(`dq-pg cleanse --workers 1 ${result.cleanserWorkers1RowsPerSecond} rows/s | ratio ${result.ratioWorkers1}`);
     const dir = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(dir, { recursive: true });

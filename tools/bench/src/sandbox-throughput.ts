@@ -54,7 +54,9 @@ async function load(url: string, requests: object[], seconds: number, connection
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, seconds: { type: 'string', default: '8' }, connections: { type: 'string', default: '32' } } });
+  const { values } = parseArgs({
+    options: { runs: { type: 'string', default: '3' }, seconds: { type: 'string', default: '8' }, connections: { type: 'string', default: '32' } },
+  });
   const runs = Number(values.runs);
   const seconds = Number(values.seconds);
   const connections = Number(values.connections);
@@ -88,10 +90,15 @@ async function main(): Promise<void> {
     for (let i = 0; i < runs; i++) {
       const s = await load(sandboxUrl, requests, seconds, connections);
       const r = await load(rawUrl, requests, seconds, connections);
-      if (s.non2xx > 0 || s.errors > 0) throw new Error(`run ${i + 1}: the sandbox answered ${s.non2xx} non-2xx and ${s.errors} errors; the figure would be wrong`);
+      if (s.non2xx > 0 || s.errors > 0)
+        throw new Error(`run ${i + 1}: the sandbox answered ${s.non2xx} non-2xx and ${s.errors} errors; the figure would be wrong`);
       sandboxRps.push(s.requests.average);
       rawRps.push(r.requests.average);
-      details.push({ run: i + 1, sandbox: { rps: s.requests.average, p50Ms: s.latency.p50, p99Ms: s.latency.p99 }, raw: { rps: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99 } });
+      details.push({
+        run: i + 1,
+        sandbox: { rps: s.requests.average, p50Ms: s.latency.p50, p99Ms: s.latency.p99 },
+        raw: { rps: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99 },
+      });
       process.stderr.write(`run ${i + 1}: sandbox ${Math.round(s.requests.average)} req/s, raw node:http ${Math.round(r.requests.average)} req/s\n`);
     }
   } finally {
@@ -102,7 +109,14 @@ async function main(): Promise<void> {
   const result = {
     benchmark: 'sandbox-throughput',
     date: new Date().toISOString(),
-    setup: { runs, seconds, connections, cpus: (await import('node:os')).cpus().length, node: process.version, mix: '200 generated dirty inputs, rate limits off' },
+    setup: {
+      runs,
+      seconds,
+      connections,
+      cpus: (await import('node:os')).cpus().length,
+      node: process.version,
+      mix: '200 generated dirty inputs, rate limits off',
+    },
     sandboxRequestsPerSecond: Math.round(median(sandboxRps)),
     target: TARGET,
     ratioToTarget: Number((median(sandboxRps) / TARGET).toFixed(3)),

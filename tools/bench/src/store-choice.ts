@@ -23,7 +23,10 @@ const keyOf = (i: number): string => createHash('sha256').update(`scope\u0001str
 const valueOf = (i: number) => ({
   t: 1_763_900_000_000 + i,
   r: {
-    status: 'accepted', resultClass: 'A', requestId: `req-${i}`, checkedAt: '2026-11-24T00:00:00.000Z',
+    status: 'accepted',
+    resultClass: 'A',
+    requestId: `req-${i}`,
+    checkedAt: '2026-11-24T00:00:00.000Z',
     address: { addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street: 'Hauptstraße', houseNumber: String(i) },
   },
 });
@@ -98,7 +101,9 @@ async function main(): Promise<void> {
       (side === 'lmdb' ? s.lmdbPut : s.levelPut).push(r.puts);
       (side === 'lmdb' ? s.lmdbGet : s.levelGet).push(r.gets);
     }
-    console.log(`run ${run + 1}/${runs}: lmdb put ${Math.round(s.lmdbPut.at(-1)!)}/s get ${Math.round(s.lmdbGet.at(-1)!)}/s | leveldb put ${Math.round(s.levelPut.at(-1)!)}/s get ${Math.round(s.levelGet.at(-1)!)}/s`);
+    console.log(
+      `run ${run + 1}/${runs}: lmdb put ${Math.round(s.lmdbPut.at(-1)!)}/s get ${Math.round(s.lmdbGet.at(-1)!)}/s | leveldb put ${Math.round(s.levelPut.at(-1)!)}/s get ${Math.round(s.levelGet.at(-1)!)}/s`,
+    );
   }
   const result = {
     benchmark: 'store-choice',
@@ -116,7 +121,9 @@ async function main(): Promise<void> {
     loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
     measuredAt: new Date().toISOString(),
   };
-  console.log(`${n} keys: LMDB put ${result.lmdbPutsPerSecond}/s, get ${result.lmdbGetsPerSecond}/s | LevelDB put ${result.leveldbPutsPerSecond}/s, get ${result.leveldbGetsPerSecond}/s | ratio put ${result.putRatio}, get ${result.getRatio} | medians of ${runs}`);
+  console.log(
+    `${n} keys: LMDB put ${result.lmdbPutsPerSecond}/s, get ${result.lmdbGetsPerSecond}/s | LevelDB put ${result.leveldbPutsPerSecond}/s, get ${result.leveldbGetsPerSecond}/s | ratio put ${result.putRatio}, get ${result.getRatio} | medians of ${runs}`,
+  );
   const out = fileURLToPath(new URL('../results/', import.meta.url));
   await mkdir(out, { recursive: true });
   await writeFile(`${out}store-choice.json`, `${JSON.stringify(result, null, 2)}\n`);

@@ -31,7 +31,13 @@ function serve(): void {
     req.on('end', () => {
       const { customerAddressId, street, houseNumber } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
       res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${street}` });
-      res.end(JSON.stringify({ customerAddressId, resultClass: 'A', results: [{ addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street, houseNumber }] }));
+      res.end(
+        JSON.stringify({
+          customerAddressId,
+          resultClass: 'A',
+          results: [{ addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street, houseNumber }],
+        }),
+      );
     });
   });
   server.keepAliveTimeout = 120_000;
@@ -39,12 +45,26 @@ function serve(): void {
 }
 
 function records(n: number, run: string): Array<Record<string, string>> {
-  return Array.from({ length: n }, (_, i) => ({ street: `Street ${run}-${i}`, houseNumber: String(1 + (i % 200)), postalCode: '10117', locality: 'Berlin', country: 'DE' }));
+  return Array.from({ length: n }, (_, i) => ({
+    street: `Street ${run}-${i}`,
+    houseNumber: String(1 + (i % 200)),
+    postalCode: '10117',
+    locality: 'Berlin',
+    country: 'DE',
+  }));
 }
 
 /** Records/s of one engine over `n` new inputs (batches of 500, as the connectors send them). */
 async function measure(url: string, store: ResultStore | undefined, n: number, run: string): Promise<number> {
-  const engine = createEngine({ mode: 'address', baseUrl: url, apiKey: 'bench-key', concurrency: CONCURRENCY, rateLimits: { batch: 0 }, logger: createSilentLogger(), resultStore: store });
+  const engine = createEngine({
+    mode: 'address',
+    baseUrl: url,
+    apiKey: 'bench-key',
+    concurrency: CONCURRENCY,
+    rateLimits: { batch: 0 },
+    logger: createSilentLogger(),
+    resultStore: store,
+  });
   try {
     await engine.process(records(500, `${run}-warm`));
     const input = records(n, run);
@@ -83,7 +103,9 @@ async function main(): Promise<void> {
         const store = side === 'none' ? undefined : await openStore(side === 'lmdb' ? join(dir, 'store') : pg!.url);
         sides[side]!.push(await measure(url, store, n, `${run}-${side}`));
       }
-      console.log(`run ${run + 1}/${runs}: none ${Math.round(sides['none']!.at(-1)!)} rec/s, lmdb ${Math.round(sides['lmdb']!.at(-1)!)} rec/s${pg ? `, pg ${Math.round(sides['pg']!.at(-1)!)} rec/s` : ''}`);
+      console.log(
+        `run ${run + 1}/${runs}: none ${Math.round(sides['none']!.at(-1)!)} rec/s, lmdb ${Math.round(sides['lmdb']!.at(-1)!)} rec/s${pg ? `, pg ${Math.round(sides['pg']!.at(-1)!)} rec/s` : ''}`,
+      );
     }
     const none = median(sides['none']!);
     const result = {
@@ -103,8 +125,11 @@ async function main(): Promise<void> {
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
       measuredAt: new Date().toISOString(),
     };
-    console.log(`all-miss, instant server: no store ${result.noStoreRecordsPerSecond} rec/s | LMDB store ${result.lmdbRecordsPerSecond} rec/s, ratio ${result.ratio} (target ≥ 0.8)` +
-      (pg ? ` | Postgres store ${result.pgRecordsPerSecond} rec/s, ratio ${result.pgRatio}` : '') + ` | medians of ${runs}, load ${result.loadAverage.join(' ')}`);
+    console.log(
+      `all-miss, instant server: no store ${result.noStoreRecordsPerSecond} rec/s | LMDB store ${result.lmdbRecordsPerSecond} rec/s, ratio ${result.ratio} (target ≥ 0.8)` +
+        (pg ? ` | Postgres store ${result.pgRecordsPerSecond} rec/s, ratio ${result.pgRatio}` : '') +
+        ` | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
+    );
     const out = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(out, { recursive: true });
     await writeFile(`${out}store-overhead.json`, `${JSON.stringify(result, null, 2)}\n`);

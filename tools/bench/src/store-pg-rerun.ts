@@ -29,20 +29,44 @@ function serve(): void {
     req.on('end', () => {
       const a = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
       res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${a['street']}` });
-      res.end(JSON.stringify({
-        customerAddressId: a['customerAddressId'], resultClass: 'A',
-        results: [{ addressType: 'delivery', country: a['country'], postalCode: a['postalCode'], locality: a['locality'], street: a['street'], houseNumber: a['houseNumber'] }],
-      }));
+      res.end(
+        JSON.stringify({
+          customerAddressId: a['customerAddressId'],
+          resultClass: 'A',
+          results: [
+            {
+              addressType: 'delivery',
+              country: a['country'],
+              postalCode: a['postalCode'],
+              locality: a['locality'],
+              street: a['street'],
+              houseNumber: a['houseNumber'],
+            },
+          ],
+        }),
+      );
     });
   });
   server.keepAliveTimeout = 120_000;
   server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
 }
 
-async function run(db: string, baseUrl: string, runId: string, store: string | undefined): Promise<{ rowsPerSecond: number; apiCalls: number; written: number }> {
+async function run(
+  db: string,
+  baseUrl: string,
+  runId: string,
+  store: string | undefined,
+): Promise<{ rowsPerSecond: number; apiCalls: number; written: number }> {
   const t0 = performance.now();
   const summary = await cleanse({
-    db, table: 'bench', key: 'id', batchSize: 1000, runId, baseUrl, apiKey: 'bench-key', logger: createSilentLogger(),
+    db,
+    table: 'bench',
+    key: 'id',
+    batchSize: 1000,
+    runId,
+    baseUrl,
+    apiKey: 'bench-key',
+    logger: createSilentLogger(),
     map: { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' },
     engine: { rateLimits: { batch: 0 }, ...(store === undefined ? {} : { store }) },
   });
@@ -99,7 +123,9 @@ async function main(): Promise<void> {
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
       measuredAt: new Date().toISOString(),
     };
-    console.log(`dq-pg ${n} rows, new run over an unchanged table: all-hit ${result.allHitRowsPerSecond} rows/s | no store, instant server ${result.noStoreRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 1.0) | filling run ${result.fillRowsPerSecond} rows/s | medians of ${runs}, load ${result.loadAverage.join(' ')}`);
+    console.log(
+      `dq-pg ${n} rows, new run over an unchanged table: all-hit ${result.allHitRowsPerSecond} rows/s | no store, instant server ${result.noStoreRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 1.0) | filling run ${result.fillRowsPerSecond} rows/s | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
+    );
     const out = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(out, { recursive: true });
     await writeFile(`${out}store-pg-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);

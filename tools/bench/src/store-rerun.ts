@@ -33,7 +33,13 @@ function serve(): void {
       calls += 1;
       const { customerAddressId, street, houseNumber, postalCode, locality } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
       res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${calls}` });
-      res.end(JSON.stringify({ customerAddressId, resultClass: 'A', results: [{ addressType: 'delivery', country: 'DE', postalCode, locality, street, houseNumber }] }));
+      res.end(
+        JSON.stringify({
+          customerAddressId,
+          resultClass: 'A',
+          results: [{ addressType: 'delivery', country: 'DE', postalCode, locality, street, houseNumber }],
+        }),
+      );
     });
   });
   server.keepAliveTimeout = 120_000;
@@ -45,10 +51,16 @@ function serve(): void {
 async function child(url: string, input: string, output: string, store: string): Promise<void> {
   const t0 = performance.now();
   const summary = await processFile({
-    input, output, baseUrl: url, apiKey: 'bench-key', country: 'DE', logger: createSilentLogger(),
+    input,
+    output,
+    baseUrl: url,
+    apiKey: 'bench-key',
+    country: 'DE',
+    logger: createSilentLogger(),
     engine: { concurrency: CONCURRENCY, rateLimits: { batch: 0 }, store },
   });
-  if (summary.exitCode !== 0 || summary.totals.byStatus.accepted !== summary.totals.rows) throw new Error(`dq-csv run: ${JSON.stringify(summary.error ?? summary.totals.byStatus)}`);
+  if (summary.exitCode !== 0 || summary.totals.byStatus.accepted !== summary.totals.rows)
+    throw new Error(`dq-csv run: ${JSON.stringify(summary.error ?? summary.totals.byStatus)}`);
   process.send?.({ seconds: (performance.now() - t0) / 1000, apiCalls: summary.totals.apiCalls });
   process.disconnect?.();
 }
@@ -121,7 +133,9 @@ async function main(): Promise<void> {
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
       measuredAt: new Date().toISOString(),
     };
-    console.log(`dq-csv ${rows} rows: all-hit rerun ${result.allHitRowsPerSecond} rows/s | no store, instant server ${result.noStoreRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 1.0) | filling run ${result.fillRowsPerSecond} rows/s (ratio ${result.fillRatio}) | medians of ${runs}, load ${result.loadAverage.join(' ')}`);
+    console.log(
+      `dq-csv ${rows} rows: all-hit rerun ${result.allHitRowsPerSecond} rows/s | no store, instant server ${result.noStoreRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 1.0) | filling run ${result.fillRowsPerSecond} rows/s (ratio ${result.fillRatio}) | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
+    );
     const out = fileURLToPath(new URL('../results/', import.meta.url));
     await mkdir(out, { recursive: true });
     await writeFile(`${out}store-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);

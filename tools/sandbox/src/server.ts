@@ -65,7 +65,8 @@ function downloadStore(seed: number, options: Record<string, unknown>): Download
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolvePort, reject) => {
-    const onError = (err: NodeJS.ErrnoException) => reject(new SandboxError('listen-failed', `cannot listen on ${host}:${port}: ${err.code ?? err.message}`, { cause: err }));
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(new SandboxError('listen-failed', `cannot listen on ${host}:${port}: ${err.code ?? err.message}`, { cause: err }));
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);

@@ -1,16 +1,5 @@
 /** Stats keys: the endpoints of the four interfaces plus `admin` and `other` (404s and the like). */
-export const ENDPOINTS = [
-  'validate',
-  'batch',
-  'start-session',
-  'autocomplete',
-  'company',
-  'phone-describe',
-  'phone',
-  'download',
-  'admin',
-  'other',
-] as const;
+export const ENDPOINTS = ['validate', 'batch', 'start-session', 'autocomplete', 'company', 'phone-describe', 'phone', 'download', 'admin', 'other'] as const;
 export type EndpointKey = (typeof ENDPOINTS)[number];
 
 /** What a response ended as: its status code, or `reset` when the connection was dropped. */

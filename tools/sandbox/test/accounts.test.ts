@@ -21,8 +21,7 @@ afterEach(async () => {
 
 describe('accounts config', () => {
   it('names the field of every mistake in a config object', () => {
-    const attempt = () =>
-      parseConfig({ accounts: [{ id: 'x', apiKeys: ['short'], services: ['address', 'fax'], plan: { quota: -1 } }] });
+    const attempt = () => parseConfig({ accounts: [{ id: 'x', apiKeys: ['short'], services: ['address', 'fax'], plan: { quota: -1 } }] });
     expect(attempt).toThrow(/accounts\.0\.apiKeys\.0/);
     expect(attempt).toThrow(/accounts\.0\.services\.1/);
     expect(attempt).toThrow(/accounts\.0\.plan\.quota/);
@@ -36,7 +35,12 @@ describe('accounts config', () => {
   it('refuses a third API key, a key shared by two accounts and unknown fields', () => {
     expect(() => parseConfig({ accounts: [{ id: 'a', apiKeys: ['k1-aaaaaaa', 'k2-aaaaaaa', 'k3-aaaaaaa'] }] })).toThrow(/accounts\.0\.apiKeys/);
     expect(() =>
-      parseConfig({ accounts: [{ id: 'a', apiKeys: ['same-key-1'] }, { id: 'b', apiKeys: ['same-key-1'] }] }),
+      parseConfig({
+        accounts: [
+          { id: 'a', apiKeys: ['same-key-1'] },
+          { id: 'b', apiKeys: ['same-key-1'] },
+        ],
+      }),
     ).toThrow(/accounts\.1\.apiKeys\.0: API key already used by account "a"/);
     expect(() => parseConfig({ accounts: [{ id: 'a', apiKeys: ['k1-aaaaaaa'], quota: 5 }] })).toThrow(/quota/);
   });

@@ -16,9 +16,7 @@ describe('the matching engine on a labelled set of generated dirty inputs', () =
     for (const resultClass of ['A', 'B', 'C', 'D', 'E', 'F'] as const) {
       expect(perClass.get(resultClass) ?? 0, `inputs meant for class ${resultClass}`).toBeGreaterThanOrEqual(30);
     }
-    expect(new Set(labelled.map((item) => item.variant.split('+')[1] ?? 'fields'))).toEqual(
-      new Set(['fields', 'address-line', 'locality-line', 'both-lines']),
-    );
+    expect(new Set(labelled.map((item) => item.variant.split('+')[1] ?? 'fields'))).toEqual(new Set(['fields', 'address-line', 'locality-line', 'both-lines']));
   });
 
   it('agrees with the intended class for at least 95 % of the inputs', () => {

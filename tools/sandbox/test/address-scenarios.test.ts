@@ -10,7 +10,9 @@ const META: ReadonlySet<string> = new Set(['metadata']);
 const COORDS: ReadonlySet<string> = new Set(['coordinates-wgs84']);
 
 function town(name: string): RefTown {
-  const found = referenceData().townsByCountry.get('DE')?.find((t) => t.name === name);
+  const found = referenceData()
+    .townsByCountry.get('DE')
+    ?.find((t) => t.name === name);
   if (!found) throw new Error(`no reference town ${name}`);
   return found;
 }
@@ -33,8 +35,13 @@ describe('result classes on hand-written inputs', () => {
     expect(result.resultClass).toBe('A');
     expect(result.results).toHaveLength(1);
     expect(result.results[0]).toMatchObject({
-      addressType: 'delivery', country: 'DE', postalCode: '40212', locality: 'Düsseldorf',
-      subLocality: 'Stadtmitte', street: 'Königsallee', houseNumber: '1',
+      addressType: 'delivery',
+      country: 'DE',
+      postalCode: '40212',
+      locality: 'Düsseldorf',
+      subLocality: 'Stadtmitte',
+      street: 'Königsallee',
+      houseNumber: '1',
     });
     expect(Object.values(result.results[0]?._meta?.fields ?? {}).every((f) => f.status === 'IDENTIFIED')).toBe(true);
   });
@@ -97,10 +104,12 @@ describe('result classes on hand-written inputs', () => {
 });
 
 describe('streets that cross postal areas', () => {
-  const crossing = referenceData().townsByCountry.get('DE')?.flatMap((t) => t.streets)
+  const crossing = referenceData()
+    .townsByCountry.get('DE')
+    ?.flatMap((t) => t.streets)
     .find((s) => s.postalCodes.length >= 2 && (s.town.streetsByKey.get(s.key)?.length ?? 0) === 1) as RefStreet;
   const [first, second] = crossing.postalCodes as [string, string];
-  const inSecond = crossing.segments.find((s) => s.postalCode === second) ;
+  const inSecond = crossing.segments.find((s) => s.postalCode === second);
   const elsewhere = crossing.town.postalCodes.find((c) => !crossing.postalCodes.includes(c));
 
   it('resolves the postal code by house number (class C when the given one belongs to another part)', () => {

@@ -59,7 +59,14 @@ describe('400 for query parameters', () => {
   });
 
   it('accepts the boundaries of every range', () => {
-    const boundaries: Array<Record<string, string>> = [{ minScore: '1' }, { minScore: '100' }, { limit: '1' }, { limit: '50' }, { offset: '0' }, { includeDeleted: 'false' }];
+    const boundaries: Array<Record<string, string>> = [
+      { minScore: '1' },
+      { minScore: '100' },
+      { limit: '1' },
+      { limit: '50' },
+      { offset: '0' },
+      { includeDeleted: 'false' },
+    ];
     for (const params of boundaries) {
       expect(call(params, name).status, JSON.stringify(params)).toBe(200);
     }

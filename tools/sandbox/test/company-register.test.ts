@@ -90,10 +90,16 @@ describe('register lookup (searchMethod tr)', () => {
 
   it('knows the usual names of the Berlin and Frankfurt courts', () => {
     for (const trCourt of ['Amtsgericht Berlin-Charlottenburg', 'Berlin (Charlottenburg)']) {
-      expect(lookup({}, { trCourt, trType: 'HRB', trNo: 154_321 }).hits.map((h) => h.id), trCourt).toEqual([900_006]);
+      expect(
+        lookup({}, { trCourt, trType: 'HRB', trNo: 154_321 }).hits.map((h) => h.id),
+        trCourt,
+      ).toEqual([900_006]);
     }
     for (const trCourt of ['Frankfurt a.M.', 'Frankfurt/Main']) {
-      expect(lookup({}, { trCourt, trType: 'HRA', trNo: 20_123 }).hits.map((h) => h.id), trCourt).toEqual([900_004]);
+      expect(
+        lookup({}, { trCourt, trType: 'HRA', trNo: 20_123 }).hits.map((h) => h.id),
+        trCourt,
+      ).toEqual([900_004]);
     }
   });
 

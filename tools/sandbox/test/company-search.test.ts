@@ -19,9 +19,15 @@ const uniqueActive = service.companies.filter((c) => c.trStatus === 'active' && 
 describe('company search (searchMethod company)', () => {
   it('scores 100 when name and address are exactly those of the hit', () => {
     const target = uniqueActive[10] as CompanyRecord;
-    const { status, hits, totalCount } = search({}, {
-      company: target.company, zip: target.zip, city: target.city, street: target.street,
-    });
+    const { status, hits, totalCount } = search(
+      {},
+      {
+        company: target.company,
+        zip: target.zip,
+        city: target.city,
+        street: target.street,
+      },
+    );
     expect(status).toBe(200);
     expect(hits[0]).toEqual({ ...target, searchMethod: 'company', searchScore: 100 });
     expect(totalCount).toBe(hits.length);
@@ -63,8 +69,7 @@ describe('company search (searchMethod company)', () => {
   it('lowers the score when the address does not fit, so the right branch ranks first', () => {
     const target = uniqueActive[20] as CompanyRecord;
     const right = search({ minScore: '1' }, { company: target.company, city: target.city, zip: target.zip }).hits[0];
-    const wrong = search({ minScore: '1' }, { company: target.company, city: 'Flensburg', zip: 24937 }).hits
-      .find((h) => h.id === target.id);
+    const wrong = search({ minScore: '1' }, { company: target.company, city: 'Flensburg', zip: 24937 }).hits.find((h) => h.id === target.id);
     expect(right?.searchScore).toBe(100);
     expect(wrong?.searchScore).toBeLessThan(90);
   });

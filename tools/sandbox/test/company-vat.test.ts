@@ -33,7 +33,9 @@ describe('checkVatId', () => {
   // These algorithms catch every single-digit error. NL and the new French letter keys do not
   // by design (NL accepts either of two checks and the eleven-test leaves the B-suffix free;
   // the letter keys are a mod-11 check), so they get targeted changes below instead.
-  const fullyChecked = Object.values(PUBLISHED_VALID).flat().filter((id) => !id.startsWith('NL') && !/^FR\d?[A-Z]/.test(id));
+  const fullyChecked = Object.values(PUBLISHED_VALID)
+    .flat()
+    .filter((id) => !id.startsWith('NL') && !/^FR\d?[A-Z]/.test(id));
 
   it.each(fullyChecked)('rejects every single-digit change of %s', (id) => {
     const changes = singleDigitChanges(id);
@@ -70,7 +72,17 @@ describe('checkVatId', () => {
   });
 
   it('rejects wrong lengths and shapes as invalid, not as an unknown country', () => {
-    for (const id of ['DE13669597', 'DE1366959761', 'DE036695976', 'AT13585627', 'NL004495445A01', 'NL004495445B00', 'IT00743110157X', 'FRIO334175221', 'ESO1234567L']) {
+    for (const id of [
+      'DE13669597',
+      'DE1366959761',
+      'DE036695976',
+      'AT13585627',
+      'NL004495445A01',
+      'NL004495445B00',
+      'IT00743110157X',
+      'FRIO334175221',
+      'ESO1234567L',
+    ]) {
       expect(checkVatId(id), id).toBe('INVALID_VAT_ID');
     }
   });

@@ -1,11 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  AddressResultSchema,
-  AutocompleteResponseSchema,
-  BatchResultSchema,
-  ProblemSchema,
-  StartSessionResponseSchema,
-} from '@dq/core';
+import { AddressResultSchema, AutocompleteResponseSchema, BatchResultSchema, ProblemSchema, StartSessionResponseSchema } from '@dq/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDirtyInputs, startSandbox, type Sandbox } from '../src/index.js';
 import { contractAccounts, KEYS } from './support/accounts.js';
@@ -31,8 +25,11 @@ const validate = (bearer: string | undefined, body: unknown = address, headers: 
   call(sb.url, '/location/v1/validate', { json: body, headers, ...(bearer === undefined ? {} : { bearer }) });
 const startSession = (bearer: string, country = 'DE', headers: Record<string, string> = {}) =>
   call(sb.url, '/location/v1/start-session', { json: { country }, bearer, headers });
-const autocomplete = (bearer: string | undefined, body: unknown = { country: 'DE', query: exact.input.street ?? 'Hauptstraße' }, headers: Record<string, string> = {}) =>
-  call(sb.url, '/location/v1/autocomplete', { json: body, headers, ...(bearer === undefined ? {} : { bearer }) });
+const autocomplete = (
+  bearer: string | undefined,
+  body: unknown = { country: 'DE', query: exact.input.street ?? 'Hauptstraße' },
+  headers: Record<string, string> = {},
+) => call(sb.url, '/location/v1/autocomplete', { json: body, headers, ...(bearer === undefined ? {} : { bearer }) });
 async function sessionToken(key: string = KEYS.main, country = 'DE'): Promise<string> {
   const r = await startSession(key, country);
   expect(r.status).toBe(200);
@@ -203,7 +200,11 @@ describe('contract 7.1 error rows', () => {
   it('415 Unsupported Media Type unless the body is declared application/json', async () => {
     const r = await call(sb.url, '/location/v1/validate', { raw: JSON.stringify(address), bearer: KEYS.main, headers: { 'content-type': 'text/plain' } });
     expectProblem(r, 415, 'unsupported-media-type');
-    const charset = await call(sb.url, '/location/v1/validate', { raw: JSON.stringify(address), bearer: KEYS.main, headers: { 'content-type': 'application/json; charset=UTF-8' } });
+    const charset = await call(sb.url, '/location/v1/validate', {
+      raw: JSON.stringify(address),
+      bearer: KEYS.main,
+      headers: { 'content-type': 'application/json; charset=UTF-8' },
+    });
     expect(charset.status).toBe(200);
   });
 

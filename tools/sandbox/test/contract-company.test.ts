@@ -148,7 +148,9 @@ describe('phone describe (4.6) and downloads (4.4, 4.5)', () => {
   });
 
   it('a software package carries a versioned file name in Content-Disposition', async () => {
-    const r = await fetch(`${sb.url}/download/v1/software/software-bundle/latest/linux/software-bundle.zip`, { headers: { authorization: `Bearer ${KEYS.main}` } });
+    const r = await fetch(`${sb.url}/download/v1/software/software-bundle/latest/linux/software-bundle.zip`, {
+      headers: { authorization: `Bearer ${KEYS.main}` },
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-disposition')).toMatch(/filename="?[^"]*\d+\.\d+[^"]*\.zip/);
     await r.arrayBuffer();

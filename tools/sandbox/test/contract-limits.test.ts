@@ -103,7 +103,10 @@ describe('contract part 8 rate limits', () => {
     const strict = await sandboxWithBatchLimit(5);
     const lenient = await sandboxWithBatchLimit(5, 1);
     try {
-      for (const [sandbox, allowed] of [[strict, 5], [lenient, 6]] as const) {
+      for (const [sandbox, allowed] of [
+        [strict, 5],
+        [lenient, 6],
+      ] as const) {
         const send = () => call(sandbox.url, '/location/v1/validate/batch/sync', { json: { ...address, customerAddressId: 'x' }, bearer: KEY_A });
         // limit + 2 requests at once; counted only when all were answered within one second (a
         // stalled machine gets another try on a cleared window).

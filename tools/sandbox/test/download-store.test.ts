@@ -76,7 +76,16 @@ describe('download store', () => {
   });
 
   it('serves the eight installers, phone data, WORLD and the INT regions', async () => {
-    for (const name of ['setupRefdata_aix_risc.sh', 'setupRefdata_hp_itanium.sh', 'setupRefdata_linux_x64.sh', 'setupRefdata_linux_x86.sh', 'setupRefdata_solaris_sparc.sh', 'setupRefdata_solaris_x86.sh', 'setupRefdata_windows_x64.exe', 'setupRefdata_windows_x86.exe']) {
+    for (const name of [
+      'setupRefdata_aix_risc.sh',
+      'setupRefdata_hp_itanium.sh',
+      'setupRefdata_linux_x64.sh',
+      'setupRefdata_linux_x86.sh',
+      'setupRefdata_solaris_sparc.sh',
+      'setupRefdata_solaris_x86.sh',
+      'setupRefdata_windows_x64.exe',
+      'setupRefdata_windows_x86.exe',
+    ]) {
       expect(file(store, `/download/v1/data/post/${name}`).size).toBeGreaterThan(50);
     }
     expect((await whole(file(store, '/download/v1/data/post/setupRefdata_linux_x64.sh'))).toString()).toMatch(/^#!\/bin\/sh/);
@@ -126,7 +135,9 @@ describe('download store', () => {
 
   it('serves a configured hostile Content-Disposition as it is', () => {
     const hostile = createDownloadStore({ contentDispositionOverride: 'attachment; filename="../../etc/x"' });
-    expect(file(hostile, '/download/v1/software/software-bundle/latest/windows/software-bundle.zip').contentDisposition).toBe('attachment; filename="../../etc/x"');
+    expect(file(hostile, '/download/v1/software/software-bundle/latest/windows/software-bundle.zip').contentDisposition).toBe(
+      'attachment; filename="../../etc/x"',
+    );
   });
 
   it('serves corrupted bytes of the same size that do not match the .sha512', async () => {

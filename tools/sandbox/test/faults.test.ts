@@ -48,13 +48,22 @@ async function sequence(seed: number, n: number): Promise<string[]> {
 describe('fault injection', () => {
   it('injects 429 with a Retry-After of its own, as problem+json on the address API and as the envelope on company', async () => {
     sb = await startSandbox({
-      config: { accounts: [{ id: 'a', apiKeys: [KEY] }], faults: { batch: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 3600 }, company: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 5 } } },
+      config: {
+        accounts: [{ id: 'a', apiKeys: [KEY] }],
+        faults: {
+          batch: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 3600 },
+          company: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 5 },
+        },
+      },
     });
     const batch = await fetch(`${sb.url}/location/v1/validate/batch/sync`, { ...validateInit(), body: JSON.stringify({ ...address, customerAddressId: '1' }) });
     expect(batch.status).toBe(429);
     expect(batch.headers.get('retry-after')).toBe('3600');
     expect(((await batch.json()) as { type: string }).type).toMatch(/#too-many-requests$/);
-    const company = await fetch(`${sb.url}/companies/v2?searchMethod=company&name=x&country=DE`, { method: 'POST', headers: { authorization: `Bearer ${KEY}` } });
+    const company = await fetch(`${sb.url}/companies/v2?searchMethod=company&name=x&country=DE`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}` },
+    });
     expect(company.status).toBe(429);
     expect(company.headers.get('retry-after')).toBe('5');
     expect((await call(sb.url, '/location/v1/validate', { json: address, bearer: KEY })).status).toBe(200);

@@ -57,9 +57,15 @@ describe('phone analysis (docs/platform-contract.md)', () => {
   });
 
   it('reads national numbers with the country parameter and formats them as asked', async () => {
-    expect((await analyse({ in_phone: '089/1234567', country: 'DE', par_format: 'E164' })).body).toMatchObject({ out_format: '+49891234567', out_city: 'München' });
+    expect((await analyse({ in_phone: '089/1234567', country: 'DE', par_format: 'E164' })).body).toMatchObject({
+      out_format: '+49891234567',
+      out_city: 'München',
+    });
     expect((await analyse({ in_phone: '0043 1 5123456', par_format: 'NATIONAL' })).body).toMatchObject({ out_format: '01 5123456', out_city: 'Wien' });
-    expect((await analyse({ in_phone: '+49 (0)221 987654', par_format: 'RFC3966' })).body).toMatchObject({ out_format: 'tel:+49-221-987654', out_city: 'Köln' });
+    expect((await analyse({ in_phone: '+49 (0)221 987654', par_format: 'RFC3966' })).body).toMatchObject({
+      out_format: 'tel:+49-221-987654',
+      out_city: 'Köln',
+    });
   });
 
   it('tells mobile and toll-free numbers from landlines', async () => {

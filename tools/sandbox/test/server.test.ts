@@ -28,7 +28,9 @@ describe('startSandbox', () => {
   });
 
   it('fails with config-invalid, naming the field, for a bad download option', async () => {
-    await expect(startSandbox({ config: { accounts: [{ id: 'a', apiKeys: ['key-aaaaaaa'] }], download: { currentVersion: '2026-11-15' } } })).rejects.toMatchObject({
+    await expect(
+      startSandbox({ config: { accounts: [{ id: 'a', apiKeys: ['key-aaaaaaa'] }], download: { currentVersion: '2026-11-15' } } }),
+    ).rejects.toMatchObject({
       code: 'config-invalid',
       message: expect.stringContaining('currentVersion'),
     });

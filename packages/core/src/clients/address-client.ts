@@ -5,14 +5,7 @@ import {
   StartSessionResponseSchema,
   validateAddressRequest,
 } from '../schemas/index.js';
-import type {
-  AddressRequest,
-  AddressResult,
-  AutocompleteRequest,
-  AutocompleteResponse,
-  BatchResult,
-  StartSessionResponse,
-} from '../schemas/index.js';
+import type { AddressRequest, AddressResult, AutocompleteRequest, AutocompleteResponse, BatchResult, StartSessionResponse } from '../schemas/index.js';
 import { violationsFromZod } from '../schemas/index.js';
 import { ADDRESS_PATHS, checkBatchEcho, postBatchSync, validateAddress } from './calls.js';
 import type { Transport, TransportResponse } from '../transport/types.js';

@@ -52,12 +52,7 @@ export function validateAddress(
  * answer with {@link checkBatchEcho}: `checkBatchEcho(await postBatchSync(…), id)`. (Two steps, so
  * the engine's per-call path awaits one promise, not two.)
  */
-export function postBatchSync(
-  transport: Transport,
-  body: object,
-  signal?: AbortSignal,
-  timeoutMs?: number,
-): Promise<TransportResponse<BatchResult>> {
+export function postBatchSync(transport: Transport, body: object, signal?: AbortSignal, timeoutMs?: number): Promise<TransportResponse<BatchResult>> {
   return transport.request({
     endpoint: 'batch',
     method: 'POST',

@@ -75,7 +75,7 @@ class BlockRing {
 }
 
 async function writeAll(fh: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length; ) {
+  for (let done = 0; done < bytes.length;) {
     const { bytesWritten } = await fh.write(bytes, done, bytes.length - done, position + done);
     if (bytesWritten === 0) throw new Error(`the file system took no bytes at offset ${position + done}`);
     done += bytesWritten;
@@ -135,7 +135,7 @@ export async function writeBody(
 
   // Copies `chunk` into blocks; returns the part that found no free block (undefined: all taken).
   const take = (chunk: Buffer): Buffer | undefined => {
-    for (let off = 0; off < chunk.length; ) {
+    for (let off = 0; off < chunk.length;) {
       if (failure !== undefined) return undefined; // the rest would not be written anyway
       if (block < 0) {
         const b = ring.tryTake();
@@ -219,7 +219,7 @@ export async function hashFile(fh: FileHandle, size: number, hasher: BlockHasher
   const ring = new BlockRing(size);
   const inFlight = new Set<Promise<void>>();
   let failure: unknown;
-  for (let at = 0; at < size && failure === undefined; ) {
+  for (let at = 0; at < size && failure === undefined;) {
     const b = await ring.take();
     const { bytesRead } = await fh.read(ring.view(b), 0, Math.min(ring.blockSize, size - at), at);
     if (bytesRead === 0) throw new Error(`file ended at ${at} of ${size} bytes while hashing it`);

@@ -7,7 +7,11 @@ import { DOWNLOAD_CODES } from './errors.js';
  * must be `artifact`. Returns the digest in lower case; throws `checksum-file-invalid` otherwise.
  */
 export function parseChecksumFile(text: string, artifact: string, source: string): string {
-  const first = text.replace(/^\uFEFF/, '').split(/\r?\n/)[0]?.trim() ?? '';
+  const first =
+    text
+      .replace(/^\uFEFF/, '')
+      .split(/\r?\n/)[0]
+      ?.trim() ?? '';
   const m = /^([0-9a-fA-F]{128})(?:\s+\*?(.+))?$/.exec(first);
   const named = m?.[2]?.trim().split(/[/\\]/).pop();
   if (m === null || (named !== undefined && named !== artifact)) {

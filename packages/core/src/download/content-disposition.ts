@@ -115,7 +115,11 @@ export function safeFileName(raw: string | undefined, fallback: string): SafeFil
 const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}<>:"|?*]/gu;
 
 /** Leading dots and spaces (hidden files) and trailing ones (Windows drops them) removed. */
-const trim = (name: string): string => name.replace(/\.{2,}/g, '.').replace(/^[.\s]+/, '').replace(/[.\s]+$/, '');
+const trim = (name: string): string =>
+  name
+    .replace(/\.{2,}/g, '.')
+    .replace(/^[.\s]+/, '')
+    .replace(/[.\s]+$/, '');
 
 function clean(raw: string): string {
   let name = raw.normalize('NFC');

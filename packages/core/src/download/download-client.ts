@@ -155,7 +155,8 @@ export class DownloadClient {
   async download(urlPath: string, options: DownloadOptions): Promise<DownloadResult> {
     await mkdir(options.destDir, { recursive: true });
     const key = createHash('sha256').update(urlPath).digest('hex').slice(0, 16);
-    const hasher = (total: number | undefined): BlockHasher => (total !== undefined && total >= this.#offThreadMin ? this.#hashWorker.hasher() : inlineHasher());
+    const hasher = (total: number | undefined): BlockHasher =>
+      total !== undefined && total >= this.#offThreadMin ? this.#hashWorker.hasher() : inlineHasher();
     const part = new PartialFile({ partPath: join(options.destDir, `.dq-download-${key}.part`), urlPath, expectedSha512: options.expectedSha512, hasher });
     try {
       return await this.#fetchAndPlace(urlPath, options, part);
@@ -174,7 +175,13 @@ export class DownloadClient {
         attempts++;
         await this.#throttle?.acquire('download', signal);
         const { offset, total: knownTotal } = await part.resumeOffset();
-        const req = { url, headers: offset > 0 ? { ...headers, range: `bytes=${offset}-` } : headers, dispatcher: this.#dispatcher, timeoutMs: this.#timeoutMs, signal };
+        const req = {
+          url,
+          headers: offset > 0 ? { ...headers, range: `bytes=${offset}-` } : headers,
+          dispatcher: this.#dispatcher,
+          timeoutMs: this.#timeoutMs,
+          signal,
+        };
         const res = await this.#get(req);
         let start = offset;
         const total = await this.#checkResume(res, part, offset, knownTotal, urlPath);
@@ -191,7 +198,11 @@ export class DownloadClient {
         }
         const { offset: size } = await part.resumeOffset();
         if (size !== total) {
-          throw new DqError(`GET ${urlPath}: body ended at ${size} of ${total} bytes [request id ${res.requestId ?? 'none'}]`, { code: DOWNLOAD_CODES.incompleteBody, retriable: true, requestId: res.requestId });
+          throw new DqError(`GET ${urlPath}: body ended at ${size} of ${total} bytes [request id ${res.requestId ?? 'none'}]`, {
+            code: DOWNLOAD_CODES.incompleteBody,
+            retriable: true,
+            requestId: res.requestId,
+          });
         }
         return { res, total, resumedFrom: start };
       },
@@ -231,7 +242,13 @@ export class DownloadClient {
    * The total size from a 200/206/416 answer; resets the part and throws a retriable
    * `range-mismatch` when the server resumed elsewhere or its file changed size since the part began.
    */
-  async #checkResume(res: Awaited<ReturnType<typeof get>>, part: PartialFile, offset: number, knownTotal: number | undefined, urlPath: string): Promise<number> {
+  async #checkResume(
+    res: Awaited<ReturnType<typeof get>>,
+    part: PartialFile,
+    offset: number,
+    knownTotal: number | undefined,
+    urlPath: string,
+  ): Promise<number> {
     const range = /^bytes (?:(\d+)-\d+|\*)\/(\d+)$/.exec(res.headers['content-range'] ?? '');
     const total = res.status === 200 ? Number(res.headers['content-length'] ?? NaN) : Number(range?.[2] ?? NaN);
     const startedAt = Number(range?.[1] ?? NaN);
@@ -244,11 +261,14 @@ export class DownloadClient {
     }
     await dump(res.body).catch(() => undefined);
     await part.reset();
-    throw new DqError(`GET ${urlPath}: the server answered ${res.status} (${res.headers['content-range'] ?? 'no Content-Range'}) to a resume at byte ${offset}; starting over [request id ${res.requestId ?? 'none'}]`, {
-      code: DOWNLOAD_CODES.rangeMismatch,
-      retriable: true,
-      requestId: res.requestId,
-    });
+    throw new DqError(
+      `GET ${urlPath}: the server answered ${res.status} (${res.headers['content-range'] ?? 'no Content-Range'}) to a resume at byte ${offset}; starting over [request id ${res.requestId ?? 'none'}]`,
+      {
+        code: DOWNLOAD_CODES.rangeMismatch,
+        retriable: true,
+        requestId: res.requestId,
+      },
+    );
   }
 
   /** The expected SHA-512 of an artifact from its `.sha512` (the platform requires no authentication for it). */
@@ -263,11 +283,14 @@ export class DownloadClient {
     const { text, requestId } = await this.#text(VERSION_FILE_PATH, true, options.signal);
     const first = (text.split(/\r?\n/)[0] ?? '').trim();
     if (!/^\d{4}-(0[1-9]|1[0-2])-01$/.test(first)) {
-      throw new DqError(`${VERSION_FILE_PATH} does not start with a yyyy-mm-01 version (first line "${first.slice(0, 40)}") [request id ${requestId ?? 'none'}]`, {
-        code: DOWNLOAD_CODES.versionFileInvalid,
-        retriable: false,
-        requestId,
-      });
+      throw new DqError(
+        `${VERSION_FILE_PATH} does not start with a yyyy-mm-01 version (first line "${first.slice(0, 40)}") [request id ${requestId ?? 'none'}]`,
+        {
+          code: DOWNLOAD_CODES.versionFileInvalid,
+          retriable: false,
+          requestId,
+        },
+      );
     }
     return { version: first, requestId };
   }

@@ -142,7 +142,9 @@ export class PartialFile {
   async #readMeta(): Promise<PartMeta | undefined> {
     try {
       const m = JSON.parse(await readFile(this.#meta, 'utf8')) as Partial<PartMeta>;
-      return typeof m.urlPath === 'string' && typeof m.total === 'number' ? { urlPath: m.urlPath, total: m.total, expectedSha512: m.expectedSha512 ?? null } : undefined;
+      return typeof m.urlPath === 'string' && typeof m.total === 'number'
+        ? { urlPath: m.urlPath, total: m.total, expectedSha512: m.expectedSha512 ?? null }
+        : undefined;
     } catch {
       return undefined;
     }

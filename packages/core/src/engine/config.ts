@@ -2,20 +2,21 @@ import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { DqError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { ADDRESS_ENDPOINTS, ADDRESS_INCLUDE_VALUES, CountryCodeSchema, MODES, POLICY_STATUSES, RESULT_CLASSES, validateCompanyQuery } from '../schemas/index.js';
+import {
+  ADDRESS_ENDPOINTS,
+  ADDRESS_INCLUDE_VALUES,
+  CountryCodeSchema,
+  MODES,
+  POLICY_STATUSES,
+  RESULT_CLASSES,
+  validateCompanyQuery,
+} from '../schemas/index.js';
 import { accountOf } from '../throttle/index.js';
 import type { EndpointId } from '../throttle/index.js';
 import type { RetryOptions } from '../transport/index.js';
 import type { ResultStore } from '../store/types.js';
 import { resolvePolicy } from './policy.js';
-import type {
-  AddressEndpoint,
-  CompanySearchOptions,
-  Mode,
-  PolicyStatus,
-  ResultCache,
-  ResultClass,
-} from './types.js';
+import type { AddressEndpoint, CompanySearchOptions, Mode, PolicyStatus, ResultCache, ResultClass } from './types.js';
 
 /** Retry bounds handed to each worker's transport: numbers only, since they cross the thread boundary. */
 export type EngineRetryOptions = Partial<Omit<RetryOptions, 'random'>>;
@@ -114,14 +115,14 @@ const ConfigSchema = z.object({
   include: z.array(z.enum(ADDRESS_INCLUDE_VALUES)).optional(),
   addressEndpoint: z.enum(ADDRESS_ENDPOINTS).default('batch'),
   policy: z.partialRecord(z.enum(RESULT_CLASSES), status).optional(),
-  threads: z.number().int().min(0).max(64).default(() => defaultThreads()),
+  threads: z
+    .number()
+    .int()
+    .min(0)
+    .max(64)
+    .default(() => defaultThreads()),
   concurrency: positiveInt(4096).default(32),
-  rateLimits: z
-    .partialRecord(
-      z.enum(['validate', 'batch', 'start-session', 'autocomplete', 'company', 'phone', 'download']),
-      z.number().min(0),
-    )
-    .default({}),
+  rateLimits: z.partialRecord(z.enum(['validate', 'batch', 'start-session', 'autocomplete', 'company', 'phone', 'download']), z.number().min(0)).default({}),
   budget: z
     .string()
     .refine((v) => v === 'off' || /^postgres(ql)?:\/\/./.test(v), { error: 'must be a postgres:// URL or off' })
@@ -167,9 +168,7 @@ export function defaultThreads(): number {
  */
 export function resolveEngineConfig(config: EngineConfig): ResolvedEngineConfig {
   const parsed = ConfigSchema.safeParse(config);
-  const problems = parsed.success
-    ? []
-    : parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`);
+  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`);
   for (const v of validateCompanyQuery(config.company ?? {})) problems.push(`company.${v.fieldName}: ${v.message}`);
   if (!parsed.success || problems.length > 0) {
     throw new DqError(`invalid engine configuration: ${problems.join('; ')}`, {

@@ -6,11 +6,7 @@ import type { CachedResult, PolicyStatus, RecordError, RecordStatus, ResultClass
 type Policy = Readonly<Record<ResultClass, PolicyStatus>>;
 
 /** A 200 address answer → policy status by result class; the first candidate is the best one. */
-export function addressOutcome(
-  body: { resultClass: ResultClass; results: Candidate[] },
-  requestId: string | undefined,
-  policy: Policy,
-): CallOutcome {
+export function addressOutcome(body: { resultClass: ResultClass; results: Candidate[] }, requestId: string | undefined, policy: Policy): CallOutcome {
   const result: CachedResult = {
     status: policy[body.resultClass],
     resultClass: body.resultClass,
@@ -35,11 +31,7 @@ export const COMPANY_CLEAR_LEAD = 5;
  * without a clear winner (e.g. two companies of the same name and no zip given) → review, with
  * every hit kept in `companies` for the person who picks one. `company` is the best hit either way.
  */
-export function companyOutcome(
-  companies: CompanyRecord[],
-  totalHits: number | undefined,
-  requestId: string | undefined,
-): CallOutcome {
+export function companyOutcome(companies: CompanyRecord[], totalHits: number | undefined, requestId: string | undefined): CallOutcome {
   const best = companies[0];
   const next = companies[1];
   const clear = next === undefined || clearWinner((best as CompanyRecord).searchScore, next.searchScore);

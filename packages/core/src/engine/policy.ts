@@ -14,8 +14,6 @@ export const DEFAULT_POLICY: Readonly<Record<ResultClass, PolicyStatus>> = Objec
 });
 
 /** The default policy with the given classes overridden. */
-export function resolvePolicy(
-  overrides: Partial<Record<ResultClass, PolicyStatus>> = {},
-): Readonly<Record<ResultClass, PolicyStatus>> {
+export function resolvePolicy(overrides: Partial<Record<ResultClass, PolicyStatus>> = {}): Readonly<Record<ResultClass, PolicyStatus>> {
   return Object.freeze({ ...DEFAULT_POLICY, ...overrides });
 }

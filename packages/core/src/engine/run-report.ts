@@ -15,8 +15,20 @@ export function zeroByClass(): Record<ResultClass, number> {
 /** The report of a run that processed nothing. */
 export function emptyRunReport(): RunReport {
   return {
-    records: 0, byStatus: zeroByStatus(), byClass: zeroByClass(),
-    apiCalls: 0, callsSavedByDedup: 0, callsSavedByCache: 0, callsSavedByStore: 0, storeLookups: 0, storeHits: 0, storeHitRate: 0, retries: 0, failures: [], failuresOmitted: 0, durationMs: 0,
+    records: 0,
+    byStatus: zeroByStatus(),
+    byClass: zeroByClass(),
+    apiCalls: 0,
+    callsSavedByDedup: 0,
+    callsSavedByCache: 0,
+    callsSavedByStore: 0,
+    storeLookups: 0,
+    storeHits: 0,
+    storeHitRate: 0,
+    retries: 0,
+    failures: [],
+    failuresOmitted: 0,
+    durationMs: 0,
   };
 }
 

@@ -22,9 +22,11 @@ export interface TaskRunner {
 }
 
 // Atomics.waitAsync is in Node 20 (V8) but not in the ES2023 lib the project compiles against.
-const waitAsync = (Atomics as unknown as {
-  waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> };
-}).waitAsync;
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> };
+  }
+).waitAsync;
 
 /**
  * An AbortSignal that fires when the batch's control word leaves RUN (stop or abort), so calls
@@ -130,7 +132,11 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
         // Tell sibling calls and threads at once; the engine also stops every other batch. Not when
         // the spending cap was reached: the calls in flight were paid for and must bring their
         // answers home, and no further call can be sent anyway (each fails at the cap, unsent).
-        if (outcome.kind === 'stop' && outcome.error.code !== MAX_CALLS_REACHED && Atomics.compareExchange(task.control, 0, Control.RUN, Control.STOP) === Control.RUN) {
+        if (
+          outcome.kind === 'stop' &&
+          outcome.error.code !== MAX_CALLS_REACHED &&
+          Atomics.compareExchange(task.control, 0, Control.RUN, Control.STOP) === Control.RUN
+        ) {
           Atomics.notify(task.control, 0);
         }
         return outcome;

@@ -14,7 +14,6 @@ export type EngineRecord = Readonly<Record<string, string | number | null | unde
 
 export { ExitCode } from '../errors/exit-code.js';
 
-
 /** Company search options sent as query parameters (contract 4.7); checked when the engine is created. */
 export interface CompanySearchOptions {
   /** Score threshold 1–100; platform default 85. */

@@ -5,11 +5,7 @@ import { addressOutcome, companyOutcome, vatOutcome } from './outcome.js';
 import type { RequestFields } from './record-mapping.js';
 
 /** One platform call of a worker: the outcome of a successful answer and the attempts it took. */
-export type Caller = (
-  fields: RequestFields,
-  customerAddressId: string,
-  signal: AbortSignal,
-) => Promise<{ outcome: CallOutcome; attempts: number }>;
+export type Caller = (fields: RequestFields, customerAddressId: string, signal: AbortSignal) => Promise<{ outcome: CallOutcome; attempts: number }>;
 
 /**
  * Builds the call of the engine's mode on `transport`, on the one implementation of each platform

@@ -167,13 +167,7 @@ const HINTS: Partial<Record<string, string>> = {
   'company-forbidden': 'enable the service or raise the request limit of the account',
 };
 
-function message(
-  title: string,
-  code: string,
-  status: number,
-  requestId: string | undefined,
-  violations?: readonly Violation[],
-): string {
+function message(title: string, code: string, status: number, requestId: string | undefined, violations?: readonly Violation[]): string {
   const fields = violations?.length ? `; fields: ${violations.map((v) => `${v.fieldName} (${v.message})`).join(', ')}` : '';
   const hint = HINTS[code] === undefined ? '' : `; ${HINTS[code]}`;
   return `${title} [${code}, HTTP ${status}, request id ${requestId ?? 'none'}]${fields}${hint}`;

@@ -1,24 +1,10 @@
-import {
-  ContractError,
-  DqError,
-  LocalValidationError,
-  PlatformError,
-  RetriesExhaustedError,
-  TransportError,
-} from './dq-error.js';
+import { ContractError, DqError, LocalValidationError, PlatformError, RetriesExhaustedError, TransportError } from './dq-error.js';
 import type { TransportErrorCode } from './dq-error.js';
 import type { Violation } from './dq-error.js';
 import type { ErrorScope } from './problem-table.js';
 
 /** Which class an {@link ErrorData} is rebuilt as. */
-export type ErrorKind =
-  | 'DqError'
-  | 'PlatformError'
-  | 'LocalValidationError'
-  | 'ContractError'
-  | 'TransportError'
-  | 'RetriesExhaustedError'
-  | 'Error';
+export type ErrorKind = 'DqError' | 'PlatformError' | 'LocalValidationError' | 'ContractError' | 'TransportError' | 'RetriesExhaustedError' | 'Error';
 
 /**
  * An error as plain, structured-clone-safe data, to cross worker threads (`postMessage` drops the

@@ -1,13 +1,4 @@
-export {
-  DqError,
-  PlatformError,
-  LocalValidationError,
-  ContractError,
-  TransportError,
-  RetriesExhaustedError,
-  isRunStop,
-  isRetriable,
-} from './dq-error.js';
+export { DqError, PlatformError, LocalValidationError, ContractError, TransportError, RetriesExhaustedError, isRunStop, isRetriable } from './dq-error.js';
 export type { Violation, DqErrorFields, PlatformErrorFields, TransportErrorCode } from './dq-error.js';
 export { PROBLEMS, LOCAL_CODES, isKnownProblem } from './problem-table.js';
 export type { ErrorScope, ProblemRow, ProblemCode, ProblemFragment, DqErrorCode } from './problem-table.js';

@@ -42,13 +42,7 @@ export interface LoggerOptions {
  * messages and fields are replaced with `[redacted]` before the line is written.
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const {
-    level = 'info',
-    write = (line: string) => void process.stderr.write(line),
-    redactor = createRedactor(),
-    bindings = {},
-    now = Date.now,
-  } = options;
+  const { level = 'info', write = (line: string) => void process.stderr.write(line), redactor = createRedactor(), bindings = {}, now = Date.now } = options;
   const threshold = RANK[level];
 
   const emit = (lineLevel: Exclude<LogLevel, 'silent'>, msg: string, fields?: LogFields): void => {

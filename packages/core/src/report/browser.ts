@@ -25,7 +25,9 @@ export async function findChromium(env: NodeJS.ProcessEnv = process.env): Promis
       // next
     }
   }
-  throw new Error(`no headless chromium found (looked at ${candidates.join(', ')}): install it with "apt-get install chromium" (.ci/run does), or set DQ_CHROMIUM to its path`);
+  throw new Error(
+    `no headless chromium found (looked at ${candidates.join(', ')}): install it with "apt-get install chromium" (.ci/run does), or set DQ_CHROMIUM to its path`,
+  );
 }
 
 /** Starts headless chromium; close it with `browser.close()`. */
@@ -113,4 +115,3 @@ export async function openReport(browser: Browser, file: string): Promise<Loaded
     await page.close();
   }
 }
-

@@ -46,9 +46,21 @@ export class ReportCollector {
       const cls = result.resultClass ?? '-';
       this.#reviewByClass[cls] = (this.#reviewByClass[cls] ?? 0) + 1;
       if (this.#reviewExamples.length < EXAMPLES) {
-        const input = Object.values(before).map(text).filter((v) => v !== null).join(', ');
-        const suggestion = Object.values(after).map(text).filter((v) => v !== null).join(', ');
-        this.#reviewExamples.push({ where, before: input, after: suggestion, text: `class ${cls}`, ...(result.requestId ? { requestId: result.requestId } : {}) });
+        const input = Object.values(before)
+          .map(text)
+          .filter((v) => v !== null)
+          .join(', ');
+        const suggestion = Object.values(after)
+          .map(text)
+          .filter((v) => v !== null)
+          .join(', ');
+        this.#reviewExamples.push({
+          where,
+          before: input,
+          after: suggestion,
+          text: `class ${cls}`,
+          ...(result.requestId ? { requestId: result.requestId } : {}),
+        });
       }
     } else if (result.status === 'unavailable' || result.status === 'invalid-input') {
       const error = result.error;

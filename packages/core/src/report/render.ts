@@ -81,16 +81,33 @@ table.stack thead{display:none}table.stack tr{display:grid;grid-template-columns
 `;
 
 const STATUS_COLOURS: Record<string, string> = {
-  accepted: '#2e8b57', review: '#c98a00', invalid: '#c0392b', 'invalid-input': '#8e44ad', 'unsupported-country': '#7f8c8d', unavailable: '#34495e',
+  accepted: '#2e8b57',
+  review: '#c98a00',
+  invalid: '#c0392b',
+  'invalid-input': '#8e44ad',
+  'unsupported-country': '#7f8c8d',
+  unavailable: '#34495e',
 };
 const CLASS_COLOURS: Record<string, string> = { A: '#2e8b57', B: '#4caf7a', C: '#8bc34a', D: '#e0a800', E: '#e67e22', F: '#c0392b' };
 
 /** Summary numbers shown as cards, when the summary has them. */
 const TOTALS: [path: string, label: string][] = [
-  ['rows', 'rows'], ['records', 'records'], ['rejects', 'rejected rows'], ['written', 'rows written'], ['wouldWrite', 'rows that would change'],
-  ['unchanged', 'rows unchanged'], ['conflicts', 'conflicts (left alone)'], ['apiCalls', 'API calls'], ['callsSavedByDedup', 'calls saved by dedup'],
-  ['callsSavedByCache', 'calls saved by cache'], ['savedByStore', 'calls saved by the result store'], ['storeHitRate', 'result store hit rate'],
-  ['retries', 'retries'], ['failedShare', 'failed share'], ['durationMs', 'duration (ms)'], ['runs', 'runs (1 + resumes)'],
+  ['rows', 'rows'],
+  ['records', 'records'],
+  ['rejects', 'rejected rows'],
+  ['written', 'rows written'],
+  ['wouldWrite', 'rows that would change'],
+  ['unchanged', 'rows unchanged'],
+  ['conflicts', 'conflicts (left alone)'],
+  ['apiCalls', 'API calls'],
+  ['callsSavedByDedup', 'calls saved by dedup'],
+  ['callsSavedByCache', 'calls saved by cache'],
+  ['savedByStore', 'calls saved by the result store'],
+  ['storeHitRate', 'result store hit rate'],
+  ['retries', 'retries'],
+  ['failedShare', 'failed share'],
+  ['durationMs', 'duration (ms)'],
+  ['runs', 'runs (1 + resumes)'],
 ];
 
 /** Why the run stopped early, when it did (the summary's `error`). */
@@ -102,7 +119,9 @@ function stopSection(s: Record<string, unknown>): string {
 }
 
 function totalsSection(s: Record<string, unknown>): string {
-  const cards = TOTALS.filter(([p]) => typeof s[p] === 'number').map(([p, label]) => `<div class="card"><span class="n">${metric(s, p)}</span><span class="l">${esc(label)}</span></div>`);
+  const cards = TOTALS.filter(([p]) => typeof s[p] === 'number').map(
+    ([p, label]) => `<div class="card"><span class="n">${metric(s, p)}</span><span class="l">${esc(label)}</span></div>`,
+  );
   return `<section id="totals"><h2>Totals</h2><div class="cards">${cards.join('')}</div></section>`;
 }
 
@@ -110,9 +129,21 @@ function statusSection(s: Record<string, unknown>, d: ReportDetails): string {
   const byStatus = record(s['byStatus']);
   const summaryClasses = record(s['byClass']);
   const byClass = summaryClasses ?? d.byClass;
-  const statusTable = byStatus ? barTable('status', Object.entries(byStatus), (k) => STATUS_COLOURS[k] ?? '#2f6fde', (k) => metric(s, `byStatus.${k}`)) : '<p class="hint">no statuses</p>';
+  const statusTable = byStatus
+    ? barTable(
+        'status',
+        Object.entries(byStatus),
+        (k) => STATUS_COLOURS[k] ?? '#2f6fde',
+        (k) => metric(s, `byStatus.${k}`),
+      )
+    : '<p class="hint">no statuses</p>';
   const classTable = byClass
-    ? barTable('class', Object.entries(byClass), (k) => CLASS_COLOURS[k] ?? '#2f6fde', (k, v) => (summaryClasses ? metric(s, `byClass.${k}`) : `<span data-detail="byClass.${esc(k)}" data-value="${v}">${fmt(v)}</span>`))
+    ? barTable(
+        'class',
+        Object.entries(byClass),
+        (k) => CLASS_COLOURS[k] ?? '#2f6fde',
+        (k, v) => (summaryClasses ? metric(s, `byClass.${k}`) : `<span data-detail="byClass.${esc(k)}" data-value="${v}">${fmt(v)}</span>`),
+      )
     : '<p class="hint">no result classes recorded</p>';
   return `<section id="status"><h2>Results</h2><div class="grid2"><div><h3>By status</h3>${statusTable}</div><div><h3>By result class</h3>${classTable}<p class="hint">A–C: corrected values written · D–E: kept, waiting for review · F: invalid, kept and flagged</p></div></div></section>`;
 }
@@ -134,16 +165,23 @@ function bar(share: number, colour: string, label: string): string {
 function correctionsSection(d: ReportDetails): string {
   const c = d.corrections;
   if (!c) return '';
-  if (c.fields.length === 0) return `<section id="corrections"><h2>Corrections</h2><p>No value was changed.</p>${c.note ? `<p class="hint">${esc(c.note)}</p>` : ''}</section>`;
+  if (c.fields.length === 0)
+    return `<section id="corrections"><h2>Corrections</h2><p>No value was changed.</p>${c.note ? `<p class="hint">${esc(c.note)}</p>` : ''}</section>`;
   const max = Math.max(1, ...c.fields.map((f) => f.changed));
-  const rows = c.fields.map((f) => `<tr><td>${esc(f.field)}</td><td class="num"><span data-detail="corrections.${esc(f.field)}" data-value="${f.changed}">${fmt(f.changed)}</span></td><td class="bar">${bar(f.changed / max, '#2f6fde', `${f.field}: ${fmt(f.changed)}`)}</td><td class="ex">${examples(f.examples)}</td></tr>`);
+  const rows = c.fields.map(
+    (f) =>
+      `<tr><td>${esc(f.field)}</td><td class="num"><span data-detail="corrections.${esc(f.field)}" data-value="${f.changed}">${fmt(f.changed)}</span></td><td class="bar">${bar(f.changed / max, '#2f6fde', `${f.field}: ${fmt(f.changed)}`)}</td><td class="ex">${examples(f.examples)}</td></tr>`,
+  );
   return `<section id="corrections"><h2>Corrections per field</h2><p><span data-detail="corrections.rows" data-value="${c.rows}">${fmt(c.rows)}</span> accepted records had at least one value changed.</p>${c.note ? `<p class="hint">${esc(c.note)}</p>` : ''}<div class="scroll"><table class="stack"><thead><tr><th>field</th><th class="num">changed</th><th></th><th>first examples (before → after)</th></tr></thead><tbody>${rows.join('')}</tbody></table></div></section>`;
 }
 
 function examples(list: readonly ReportExample[]): string {
   return list
     .map((e) => {
-      const change = e.before !== undefined || e.after !== undefined ? `<del>${e.before === null || e.before === undefined ? '(empty)' : esc(e.before)}</del> → <ins>${e.after === null || e.after === undefined ? '(empty)' : esc(e.after)}</ins>` : '';
+      const change =
+        e.before !== undefined || e.after !== undefined
+          ? `<del>${e.before === null || e.before === undefined ? '(empty)' : esc(e.before)}</del> → <ins>${e.after === null || e.after === undefined ? '(empty)' : esc(e.after)}</ins>`
+          : '';
       const text = e.text ? ` ${esc(e.text)}` : '';
       const id = e.requestId ? ` <code>${esc(e.requestId)}</code>` : '';
       return `<div><span class="hint">${esc(e.where)}:</span> ${change}${text}${id}</div>`;
@@ -155,13 +193,20 @@ function reviewSection(s: Record<string, unknown>, d: ReportDetails): string {
   const r = d.review;
   const count = record(s['byStatus'])?.['review'];
   if (!r && typeof count !== 'number') return '';
-  const classes = r ? Object.entries(r.byClass).map(([k, v]) => `class ${esc(k)}: <span data-detail="review.${esc(k)}" data-value="${v}">${fmt(v)}</span>`).join(' · ') : '';
+  const classes = r
+    ? Object.entries(r.byClass)
+        .map(([k, v]) => `class ${esc(k)}: <span data-detail="review.${esc(k)}" data-value="${v}">${fmt(v)}</span>`)
+        .join(' · ')
+    : '';
   const n = typeof count === 'number' ? metric(s, 'byStatus.review') : fmt(r?.count ?? 0);
   return `<section id="review"><h2>Review queue</h2><p>${n} records wait for a decision${classes ? ` (${classes})` : ''}: their input is kept, the suggestion stored.</p>${r ? `<p>Export them to decide: <code>${esc(r.command)}</code></p>${r.examples.length ? `<div class="ex">${examples(r.examples)}</div>` : ''}` : ''}</section>`;
 }
 
 function groupTable(groups: readonly CodeGroup[]): string {
-  const rows = groups.map((g) => `<tr><td><code>${esc(g.code)}</code></td><td class="num"><span data-detail="code.${esc(g.code)}" data-value="${g.count}">${fmt(g.count)}</span></td><td></td><td class="ex">${examples(g.examples)}${g.requestIds.length ? `<div class="hint">request ids: ${g.requestIds.map((id) => `<code>${esc(id)}</code>`).join(' ')}</div>` : ''}</td></tr>`);
+  const rows = groups.map(
+    (g) =>
+      `<tr><td><code>${esc(g.code)}</code></td><td class="num"><span data-detail="code.${esc(g.code)}" data-value="${g.count}">${fmt(g.count)}</span></td><td></td><td class="ex">${examples(g.examples)}${g.requestIds.length ? `<div class="hint">request ids: ${g.requestIds.map((id) => `<code>${esc(id)}</code>`).join(' ')}</div>` : ''}</td></tr>`,
+  );
   return `<div class="scroll"><table class="stack"><thead><tr><th>code</th><th class="num">records</th><th></th><th>first examples</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
 }
 
@@ -170,7 +215,8 @@ function failuresSection(d: ReportDetails): string {
   const rejects = d.rejects ?? [];
   const parts = ['<section id="failures"><h2>Failures and rejects</h2>'];
   if (failures.length === 0 && rejects.length === 0) parts.push('<p>None: every record was read and answered.</p>');
-  if (failures.length > 0) parts.push(`<h3>Records that failed (<code>unavailable</code>: rerun to retry; <code>invalid-input</code>: fix the record)</h3>${groupTable(failures)}`);
+  if (failures.length > 0)
+    parts.push(`<h3>Records that failed (<code>unavailable</code>: rerun to retry; <code>invalid-input</code>: fix the record)</h3>${groupTable(failures)}`);
   if (rejects.length > 0) parts.push(`<h3>Rejected input (could not be read)</h3>${groupTable(rejects)}`);
   parts.push('</section>');
   return parts.join('');
@@ -192,7 +238,8 @@ function costSection(s: Record<string, unknown>, d: ReportDetails): string {
 }
 
 function rateChart(rate: ReportDetails['rate']): string {
-  if (!rate || rate.counts.length === 0) return '<p class="hint">No calls-per-second record for this run (it is kept by the process that made the calls: pass --report to the run itself).</p>';
+  if (!rate || rate.counts.length === 0)
+    return '<p class="hint">No calls-per-second record for this run (it is kept by the process that made the calls: pass --report to the run itself).</p>';
   const perSecond = rate.counts.map((c) => c / rate.bucketSeconds);
   const peak = Math.max(...perSecond);
   const top = Math.max(peak, rate.limit ?? 0) * 1.1 || 1;
@@ -200,9 +247,14 @@ function rateChart(rate: ReportDetails['rate']): string {
   const H = 160;
   const w = W / perSecond.length;
   const bars = perSecond
-    .map((v, i) => `<rect x="${(i * w).toFixed(2)}" y="${(H - (v / top) * H).toFixed(2)}" width="${Math.max(w - 0.5, 0.5).toFixed(2)}" height="${((v / top) * H).toFixed(2)}" fill="#2f6fde"><title>${fmt(round(v))} calls/s</title></rect>`)
+    .map(
+      (v, i) =>
+        `<rect x="${(i * w).toFixed(2)}" y="${(H - (v / top) * H).toFixed(2)}" width="${Math.max(w - 0.5, 0.5).toFixed(2)}" height="${((v / top) * H).toFixed(2)}" fill="#2f6fde"><title>${fmt(round(v))} calls/s</title></rect>`,
+    )
     .join('');
-  const limit = rate.limit ? `<line x1="0" x2="${W}" y1="${(H - (rate.limit / top) * H).toFixed(2)}" y2="${(H - (rate.limit / top) * H).toFixed(2)}" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6 4" vector-effect="non-scaling-stroke"/>` : '';
+  const limit = rate.limit
+    ? `<line x1="0" x2="${W}" y1="${(H - (rate.limit / top) * H).toFixed(2)}" y2="${(H - (rate.limit / top) * H).toFixed(2)}" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6 4" vector-effect="non-scaling-stroke"/>`
+    : '';
   const total = rate.counts.reduce((a, b) => a + b, 0);
   const seconds = rate.counts.length * rate.bucketSeconds;
   const start = new Date(rate.startSecond * 1000).toISOString().replace('.000Z', 'Z');

@@ -36,9 +36,7 @@ export const AddressFieldsSchema = z.strictObject({
   locality: z.string().optional(),
   localityLine: z.string().optional(),
   country: CountryCodeSchema.optional(),
-  _options: z
-    .strictObject({ include: z.array(oneOf(ADDRESS_INCLUDE_VALUES)).optional() })
-    .optional(),
+  _options: z.strictObject({ include: z.array(oneOf(ADDRESS_INCLUDE_VALUES)).optional() }).optional(),
 });
 
 /** Violation of rule 2.1.1, or none: `localityLine`, or both `postalCode` and `locality`. */
@@ -86,9 +84,7 @@ export const CoordinatesSchema = z.looseObject({
 
 /** `_meta` of a candidate when `metadata` was requested (shape from docs/platform-contract.md). */
 export const CandidateMetaSchema = z.looseObject({
-  fields: z
-    .record(z.string(), z.looseObject({ relevance: z.string().optional(), status: z.string().optional() }))
-    .optional(),
+  fields: z.record(z.string(), z.looseObject({ relevance: z.string().optional(), status: z.string().optional() })).optional(),
 });
 
 /** One candidate address of a result (contract 2.2). Extra fields from the platform are kept. */

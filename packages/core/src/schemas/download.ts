@@ -21,13 +21,7 @@ export const DATA_PRODUCTS = ['post', 'autocompletion', 'phone'] as const;
 /** Reference data releases (contract 2.6). */
 export const DATA_RELEASES = ['release-v1', 'release-v2', 'release-v3'] as const;
 /** Regions of the international post service, usable as `<country>` for post (contract 2.6). */
-export const INT_REGIONS = [
-  'INT_AFRICA-MIDEAST',
-  'INT_ASIA',
-  'INT_EUROPE',
-  'INT_OCEANIA',
-  'INT_SOUTHAMERICA',
-] as const;
+export const INT_REGIONS = ['INT_AFRICA-MIDEAST', 'INT_ASIA', 'INT_EUROPE', 'INT_OCEANIA', 'INT_SOUTHAMERICA'] as const;
 /** Reference data installers (contract 2.6), under /download/v1/data/post/. */
 export const REFDATA_INSTALLERS = [
   'setupRefdata_aix_risc.sh',
@@ -70,9 +64,7 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export function validateSoftwarePath(parts: SoftwarePathParts): Violation[] {
   const out: Violation[] = [];
   const { product, platform } = parts;
-  const artifact = parts.artifact.endsWith(CHECKSUM_SUFFIX)
-    ? parts.artifact.slice(0, -CHECKSUM_SUFFIX.length)
-    : parts.artifact;
+  const artifact = parts.artifact.endsWith(CHECKSUM_SUFFIX) ? parts.artifact.slice(0, -CHECKSUM_SUFFIX.length) : parts.artifact;
   if (!has(SOFTWARE_PRODUCTS, product)) {
     out.push(bad('product', `must be one of ${SOFTWARE_PRODUCTS.join(', ')}; got ${shown(product)}`));
   }
@@ -97,9 +89,7 @@ export function validateSoftwarePath(parts: SoftwarePathParts): Violation[] {
 export function validateDataPath(parts: DataPathParts): Violation[] {
   const out: Violation[] = [];
   const { product, country, release, version } = parts;
-  const artifact = parts.artifact.endsWith(CHECKSUM_SUFFIX)
-    ? parts.artifact.slice(0, -CHECKSUM_SUFFIX.length)
-    : parts.artifact;
+  const artifact = parts.artifact.endsWith(CHECKSUM_SUFFIX) ? parts.artifact.slice(0, -CHECKSUM_SUFFIX.length) : parts.artifact;
   if (!has(DATA_PRODUCTS, product)) {
     out.push(bad('product', `must be one of ${DATA_PRODUCTS.join(', ')}; got ${shown(product)}`));
   }
@@ -107,7 +97,12 @@ export function validateDataPath(parts: DataPathParts): Violation[] {
   if (postOnly && product !== 'post') {
     out.push(bad('country', `${country} exists only for post data, not ${shown(product)}`));
   } else if (!postOnly && !isCountryCode(country)) {
-    out.push(bad('country', `must be an upper-case ISO 3166-1 alpha-2 code, WORLD or one of ${INT_REGIONS.join(', ')} (the last two for post only); got ${shown(country)}`));
+    out.push(
+      bad(
+        'country',
+        `must be an upper-case ISO 3166-1 alpha-2 code, WORLD or one of ${INT_REGIONS.join(', ')} (the last two for post only); got ${shown(country)}`,
+      ),
+    );
   }
   if (!has(DATA_RELEASES, release)) {
     out.push(bad('release', `must be one of ${DATA_RELEASES.join(', ')}; got ${shown(release)}`));
@@ -175,18 +170,17 @@ export function parseDownloadPath(pathname: string): Checked<DownloadTarget> {
       ? { ok: false, violations }
       : { ok: true, value: { kind: 'software', checksum: parts.artifact.endsWith(CHECKSUM_SUFFIX), ...parts } };
   }
-  if (rest.length === 2 && rest[0] === 'post') return installerPath(rest[1] ?? '').ok
-    ? { ok: true, value: { kind: 'installer', installer: rest[1] ?? '' } }
-    : { ok: false, violations: [bad('installer', `must be version.txt or one of ${REFDATA_INSTALLERS.join(', ')}`)] };
+  if (rest.length === 2 && rest[0] === 'post')
+    return installerPath(rest[1] ?? '').ok
+      ? { ok: true, value: { kind: 'installer', installer: rest[1] ?? '' } }
+      : { ok: false, violations: [bad('installer', `must be version.txt or one of ${REFDATA_INSTALLERS.join(', ')}`)] };
   const [product, country, release, version, artifact] = rest;
   if (rest.length !== 5 || !product || !country || !release || !version || !artifact) {
     return { ok: false, violations: [bad('path', 'data paths are /download/v1/data/<product>/<country>/<release>/<version>/<artifact>')] };
   }
   const parts = { product, country, release, version, artifact };
   const violations = validateDataPath(parts);
-  return violations.length > 0
-    ? { ok: false, violations }
-    : { ok: true, value: { kind: 'data', checksum: artifact.endsWith(CHECKSUM_SUFFIX), ...parts } };
+  return violations.length > 0 ? { ok: false, violations } : { ok: true, value: { kind: 'data', checksum: artifact.endsWith(CHECKSUM_SUFFIX), ...parts } };
 }
 
 /** Checks a download URL path; an empty list means it names a valid artifact (contract 2.6). */

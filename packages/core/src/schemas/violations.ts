@@ -46,9 +46,7 @@ export function violationsFromZod(error: z.ZodError, prefix = ''): Violation[] {
 /** Parses `input` with `schema`; violations instead of a thrown error. */
 export function checkWith<S extends z.ZodType>(schema: S, input: unknown): Checked<z.output<S>> {
   const parsed = schema.safeParse(input);
-  return parsed.success
-    ? { ok: true, value: parsed.data }
-    : { ok: false, violations: violationsFromZod(parsed.error) };
+  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, violations: violationsFromZod(parsed.error) };
 }
 
 /** A string that carries something: not empty, not only blanks. */

@@ -17,7 +17,11 @@ export function parseAge(text: string): number | undefined {
 
 /** A short text for an age in milliseconds, e.g. `30d`, `12h`, `90s`. */
 export function formatAge(ms: number): string {
-  for (const [unit, size] of [['d', UNIT_MS['d']!], ['h', UNIT_MS['h']!], ['m', UNIT_MS['m']!]] as const) {
+  for (const [unit, size] of [
+    ['d', UNIT_MS['d']!],
+    ['h', UNIT_MS['h']!],
+    ['m', UNIT_MS['m']!],
+  ] as const) {
     if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${Math.round(ms / 1000)}s`;

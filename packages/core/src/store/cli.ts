@@ -52,7 +52,8 @@ export async function runStoreCli(
     io.err(`dq-store: ${message}; see dq-store --help\n`);
     return 2;
   };
-  if (command !== 'info' && command !== 'prune' && command !== 'clear') return usage(`expected info, prune or clear, got ${command === undefined ? 'nothing' : `"${command}"`}`);
+  if (command !== 'info' && command !== 'prune' && command !== 'clear')
+    return usage(`expected info, prune or clear, got ${command === undefined ? 'nothing' : `"${command}"`}`);
   if (rest.length > 0) return usage(`unexpected "${rest.join(' ')}" after "${command}"`);
   let olderThan: number | undefined;
   if (command === 'prune') {
@@ -76,7 +77,10 @@ export async function runStoreCli(
       } else {
         const removed = command === 'prune' ? await store.prune(olderThan!) : await store.clear();
         if (values.json) io.out(`${JSON.stringify({ command, removed, ...(olderThan === undefined ? {} : { olderThan: formatAge(olderThan) }) })}\n`);
-        else io.out(`removed ${removed.toLocaleString('en')} entr${removed === 1 ? 'y' : 'ies'}${olderThan === undefined ? '' : ` checked more than ${formatAge(olderThan)} ago`} from ${store.location}\n`);
+        else
+          io.out(
+            `removed ${removed.toLocaleString('en')} entr${removed === 1 ? 'y' : 'ies'}${olderThan === undefined ? '' : ` checked more than ${formatAge(olderThan)} ago`} from ${store.location}\n`,
+          );
       }
     } finally {
       await store.close();

@@ -130,9 +130,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       return info;
     },
     async prune(olderThanMs) {
-      const { rowCount } = await db.query(`DELETE FROM ${STORE_SCHEMA}.results WHERE checked_at < $1`, [
-        new Date(Date.now() - olderThanMs).toISOString(),
-      ]);
+      const { rowCount } = await db.query(`DELETE FROM ${STORE_SCHEMA}.results WHERE checked_at < $1`, [new Date(Date.now() - olderThanMs).toISOString()]);
       return rowCount ?? 0;
     },
     async clear() {
@@ -207,9 +205,10 @@ async function storedVersion(db: PgQueryable): Promise<number> {
 
 function storeError(location: string, cause: unknown): DqError {
   const e = cause as { code?: string; message?: string };
-  const reason = e.code === '42501'
-    ? `permission denied: create schema ${STORE_SCHEMA} once as a role allowed to, or grant this user SELECT, INSERT, UPDATE, DELETE on ${STORE_SCHEMA}.results`
-    : (e.message ?? String(cause));
+  const reason =
+    e.code === '42501'
+      ? `permission denied: create schema ${STORE_SCHEMA} once as a role allowed to, or grant this user SELECT, INSERT, UPDATE, DELETE on ${STORE_SCHEMA}.results`
+      : (e.message ?? String(cause));
   return new DqError(`the result store ${location} cannot be used (${reason}); fix it or pass --store off`, {
     code: 'store-io',
     retriable: e.code !== '42501' && e.code !== '28P01',

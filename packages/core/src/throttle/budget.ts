@@ -22,7 +22,10 @@ export const BUDGET_UNREACHABLE = LOCAL_CODES.budgetUnreachable;
  * one budget, and the key itself is stored nowhere (only 16 hex digits of its SHA-256).
  */
 export function accountOf(apiKey: string, baseUrl: string): string {
-  return `key-${createHash('sha256').update(`${baseUrl.replace(/\/+$/, '')}\n${apiKey}`).digest('hex').slice(0, 16)}`;
+  return `key-${createHash('sha256')
+    .update(`${baseUrl.replace(/\/+$/, '')}\n${apiKey}`)
+    .digest('hex')
+    .slice(0, 16)}`;
 }
 
 /**
@@ -67,37 +70,36 @@ export interface ClosableThrottle extends Throttle {
  * with a run stop `max-calls-reached`. A Postgres budget that cannot be reached stops the run
  * with `budget-unreachable` (exit 75), rather than sending without it.
  */
-export function createBudgetThrottle(
-  local: Throttle,
-  spec: BudgetSpec,
-  counter: CallCounter,
-  options: ThrottleOptions,
-): ClosableThrottle {
+export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter: CallCounter, options: ThrottleOptions): ClosableThrottle {
   const url = spec.url;
   let shared: Promise<PgThrottle> | undefined;
   const open = (): Promise<PgThrottle> =>
     // pg is an optional peer dependency of core: loaded only when a shared budget is asked for.
-    (shared ??= import('./pg.js').then(({ createPgThrottle }) => createPgThrottle({ ...options, connectionString: url, account: spec.account })).catch((err: unknown) => {
-      shared = undefined;
-      throw unreachable(err);
-    }));
+    (shared ??= import('./pg.js')
+      .then(({ createPgThrottle }) => createPgThrottle({ ...options, connectionString: url, account: spec.account }))
+      .catch((err: unknown) => {
+        shared = undefined;
+        throw unreachable(err);
+      }));
   const count = new BigInt64Array(counter.buffer);
   const take = (endpoint: EndpointId): void => {
     if (!BILLABLE_ENDPOINTS.has(endpoint)) return;
     const before = Number(Atomics.add(count, 0, 1n));
     if (counter.max > 0 && before >= counter.max) {
-      throw new DqError(
-        `the spending cap was reached: ${counter.max} billable calls sent (--max-calls); the run stops here: resume to continue`,
-        { code: MAX_CALLS_REACHED, retriable: false, scope: 'run' },
-      );
+      throw new DqError(`the spending cap was reached: ${counter.max} billable calls sent (--max-calls); the run stops here: resume to continue`, {
+        code: MAX_CALLS_REACHED,
+        retriable: false,
+        scope: 'run',
+      });
     }
   };
   const capped = (): void => {
     if (counter.max > 0 && Number(Atomics.load(count, 0)) >= counter.max) {
-      throw new DqError(
-        `the spending cap was reached: ${counter.max} billable calls sent (--max-calls); the run stops here: resume to continue`,
-        { code: MAX_CALLS_REACHED, retriable: false, scope: 'run' },
-      );
+      throw new DqError(`the spending cap was reached: ${counter.max} billable calls sent (--max-calls); the run stops here: resume to continue`, {
+        code: MAX_CALLS_REACHED,
+        retriable: false,
+        scope: 'run',
+      });
     }
   };
   if (url === undefined) {
@@ -154,7 +156,7 @@ function unreachable(err: unknown): DqError {
   if (code === '42501') {
     // Not a failure a retry cures: the database user lacks a grant.
     return new DqError(
-      'the database user may not use the shared rate budget\'s table dq_throttle: create it once as its owner (dq-pg init does), then GRANT SELECT, INSERT, UPDATE ON dq_throttle TO the user; or run with --budget off to use a budget of this process only',
+      "the database user may not use the shared rate budget's table dq_throttle: create it once as its owner (dq-pg init does), then GRANT SELECT, INSERT, UPDATE ON dq_throttle TO the user; or run with --budget off to use a budget of this process only",
       { code: LOCAL_CODES.budgetPermissionDenied, retriable: false, scope: 'run', cause: err },
     );
   }

@@ -1,15 +1,7 @@
 import type { EndpointId } from './types.js';
 
 /** Every endpoint with a budget of its own, in the order of their slots in shared memory. */
-export const ENDPOINT_IDS: readonly EndpointId[] = [
-  'validate',
-  'batch',
-  'start-session',
-  'autocomplete',
-  'company',
-  'phone',
-  'download',
-];
+export const ENDPOINT_IDS: readonly EndpointId[] = ['validate', 'batch', 'start-session', 'autocomplete', 'company', 'phone', 'download'];
 
 /**
  * Requests per second per endpoint. validate, batch, start-session and autocomplete are the

@@ -153,7 +153,13 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       if (performance.now() - syncedAt > CLOCK_SYNC_MS) await syncClock();
       const base = intervalUs(endpoint);
       const res = await pool.query<{ tat_us: string; now_us: string; gap_us: string; seq: string; factor: number }>(reserveSql, [
-        options.account, endpoint, batch.length, base, recoveryPerUs, Math.round(o.coldStartGapMs * 1000), horizonUs,
+        options.account,
+        endpoint,
+        batch.length,
+        base,
+        recoveryPerUs,
+        Math.round(o.coldStartGapMs * 1000),
+        horizonUs,
       ]);
       const row = res.rows[0];
       if (!row) {
@@ -240,8 +246,13 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     backoff(endpoint, retryAfterMs) {
       const p = pool
         .query(backoffSql, [
-          options.account, endpoint, o.decrease, o.floor, recoveryPerUs,
-          Math.round(o.decreaseCooldownMs * 1000), Math.round(Math.min(o.maxHoldMs, Math.max(0, retryAfterMs ?? 0)) * 1000),
+          options.account,
+          endpoint,
+          o.decrease,
+          o.floor,
+          recoveryPerUs,
+          Math.round(o.decreaseCooldownMs * 1000),
+          Math.round(Math.min(o.maxHoldMs, Math.max(0, retryAfterMs ?? 0)) * 1000),
         ])
         // A lost backoff write only means the shared rate stays higher; the caller's retry still waits.
         .catch(() => undefined);
@@ -261,7 +272,8 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
  * use it. `dq-pg init` calls it as the database owner.
  */
 export async function ensureThrottleTable(pool: Pick<pg.Pool, 'query'>, table = 'dq_throttle'): Promise<void> {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table)) throw new RangeError(`ensureThrottleTable: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table))
+    throw new RangeError(`ensureThrottleTable: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
   await ensureTable(pool, table);
 }
 

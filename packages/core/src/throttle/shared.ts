@@ -44,7 +44,18 @@ const pack = (factorPpm: bigint, atMs: bigint): bigint => (factorPpm << TIME_BIT
 export function createSharedThrottle(options: ThrottleOptions = {}): SharedThrottle {
   const o = resolveThrottleOptions(options);
   const slots = new BigInt64Array(new SharedArrayBuffer((HEADER + PER_ENDPOINT * ENDPOINT_IDS.length) * 8));
-  const header = [MAGIC, LAYOUT_VERSION, BigInt(o.burst), ppm(o.margin), ppm(o.decrease), ppm(o.floor), ppm(o.recoveryPerSecond), BigInt(Math.round(o.decreaseCooldownMs)), BigInt(Math.round(o.coldStartGapMs * 1000)), BigInt(Math.round(o.maxHoldMs * 1000))];
+  const header = [
+    MAGIC,
+    LAYOUT_VERSION,
+    BigInt(o.burst),
+    ppm(o.margin),
+    ppm(o.decrease),
+    ppm(o.floor),
+    ppm(o.recoveryPerSecond),
+    BigInt(Math.round(o.decreaseCooldownMs)),
+    BigInt(Math.round(o.coldStartGapMs * 1000)),
+    BigInt(Math.round(o.maxHoldMs * 1000)),
+  ];
   header.forEach((v, i) => (slots[i] = v));
   ENDPOINT_IDS.forEach((endpoint, e) => {
     const base = HEADER + e * PER_ENDPOINT;

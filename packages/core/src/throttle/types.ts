@@ -1,12 +1,5 @@
 /** Endpoints with a rate budget of their own (contract part 8; company, phone and download are ours to set). */
-export type EndpointId =
-  | 'validate'
-  | 'batch'
-  | 'start-session'
-  | 'autocomplete'
-  | 'company'
-  | 'phone'
-  | 'download';
+export type EndpointId = 'validate' | 'batch' | 'start-session' | 'autocomplete' | 'company' | 'phone' | 'download';
 
 /**
  * A request-rate limiter. The transport calls `acquire` before every attempt of a request (retries

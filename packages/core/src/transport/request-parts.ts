@@ -53,11 +53,7 @@ export class HeaderBuilder {
   }
 
   /** Headers for `credential` (sent as `Authorization: Bearer`; undefined = none). */
-  headers(
-    credential: string | undefined,
-    hasBody: boolean,
-    extra: Readonly<Record<string, string>> | undefined,
-  ): Readonly<Record<string, string>> {
+  headers(credential: string | undefined, hasBody: boolean, extra: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> {
     if (credential !== this.#apiKey) return this.#build(credential, hasBody, extra);
     const i = hasBody ? 1 : 0;
     if (extra === undefined) return this.#apiKeyHeaders[i];

@@ -83,7 +83,10 @@ interface Replacement {
  */
 export async function applyReview(options: ReviewApplyOptions): Promise<ReviewApplySummary> {
   await refuseSameFiles(
-    [{ path: options.output, label: `the cleaned file ${options.output}` }, { path: options.input, label: `the review file ${options.input}` }],
+    [
+      { path: options.output, label: `the cleaned file ${options.output}` },
+      { path: options.input, label: `the review file ${options.input}` },
+    ],
     { path: options.to, label: `--to ${options.to}` },
     '--to (a new file: the cleaned file is never changed in place)',
   );
@@ -122,7 +125,9 @@ async function applyTo(options: ReviewApplyOptions): Promise<ReviewApplySummary>
       }
     }
     for (const decided of pending.values()) {
-      conflictRows.push(skipped(decided, `the cleaned file has no data row ${decided.row}: it is not the file this review was exported from, or rows were removed since`));
+      conflictRows.push(
+        skipped(decided, `the cleaned file has no data row ${decided.row}: it is not the file this review was exported from, or rows were removed since`),
+      );
     }
   } finally {
     file.close();
@@ -153,7 +158,11 @@ function skipped(decided: Pending, reason: string): SkippedDecision {
  * with the cleaned file's input columns.
  */
 async function readDecisions(
-  path: string, layout: CleanedLayout, inputs: readonly string[] | undefined, bad: SkippedDecision[], onUndecided: () => void,
+  path: string,
+  layout: CleanedLayout,
+  inputs: readonly string[] | undefined,
+  bad: SkippedDecision[],
+  onUndecided: () => void,
 ): Promise<{ pending: Map<number, Pending>; names: readonly string[] }> {
   const delimiter = await reviewDelimiter(path);
   const source = await openSource({ path, format: 'csv', delimiter }).catch((err: unknown) => {
@@ -170,10 +179,17 @@ async function readDecisions(
     while (first > 0 && /^candidate_\d+_/.test(header[first - 1]!)) first -= 1;
     const requestAt = first - 1;
     names = header.slice(1, Math.max(1, requestAt - 1));
-    const fits = header[0] === LINE_COLUMN && decisionAt > 0 && header[requestAt] === REQUEST_ID_COLUMN && header[requestAt - 1] === CLASS_COLUMN
-      && (inputs ? inputs.length === names.length && inputs.every((name, i) => names[i] === name) : names.every((name) => !layout.resultNames.has(name)));
+    const fits =
+      header[0] === LINE_COLUMN &&
+      decisionAt > 0 &&
+      header[requestAt] === REQUEST_ID_COLUMN &&
+      header[requestAt - 1] === CLASS_COLUMN &&
+      (inputs ? inputs.length === names.length && inputs.every((name, i) => names[i] === name) : names.every((name) => !layout.resultNames.has(name)));
     if (!fits) {
-      throw new CsvError('review-file', `${path} is not a review file of this cleaned file: its header should be ${[LINE_COLUMN, ...(inputs ?? ['<input columns>']), CLASS_COLUMN, REQUEST_ID_COLUMN, 'candidate_1_…', DECISION_COLUMN].join(',')} (write one with dq-csv review export)`);
+      throw new CsvError(
+        'review-file',
+        `${path} is not a review file of this cleaned file: its header should be ${[LINE_COLUMN, ...(inputs ?? ['<input columns>']), CLASS_COLUMN, REQUEST_ID_COLUMN, 'candidate_1_…', DECISION_COLUMN].join(',')} (write one with dq-csv review export)`,
+      );
     }
     const firstLine = new Map<number, number>();
     for await (const item of source.items) {
@@ -231,9 +247,12 @@ async function reviewDelimiter(path: string): Promise<string> {
   try {
     const { buffer, bytesRead } = await handle.read(Buffer.alloc(64), 0, 64, 0);
     const head = buffer.subarray(0, bytesRead);
-    const text = head[0] === 0xff && head[1] === 0xfe ? head.subarray(2).toString('utf16le')
-      : head[0] === 0xfe && head[1] === 0xff ? Buffer.from(head.subarray(2)).swap16().toString('utf16le')
-        : head.toString('utf8').replace(/^\uFEFF/, '');
+    const text =
+      head[0] === 0xff && head[1] === 0xfe
+        ? head.subarray(2).toString('utf16le')
+        : head[0] === 0xfe && head[1] === 0xff
+          ? Buffer.from(head.subarray(2)).swap16().toString('utf16le')
+          : head.toString('utf8').replace(/^\uFEFF/, '');
     const match = /^"?line"?([,;\t|])/.exec(text);
     return match?.[1] ?? ',';
   } finally {
@@ -249,15 +268,21 @@ function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string
   for (let i = 0; i < names.length; i++) {
     const now = view.text(names[i]!);
     if (now !== decided.current[i]) {
-      return { conflict: `row ${decided.row} of the cleaned file changed since the export: ${names[i]} is now ${JSON.stringify(now)}, the review file has ${JSON.stringify(decided.current[i])}` };
+      return {
+        conflict: `row ${decided.row} of the cleaned file changed since the export: ${names[i]} is now ${JSON.stringify(now)}, the review file has ${JSON.stringify(decided.current[i])}`,
+      };
     }
   }
   if (view.text('dq_request_id') !== decided.requestId) {
-    return { conflict: `row ${decided.row} of the cleaned file holds another result (request id ${view.text('dq_request_id')}, the review file has ${decided.requestId})` };
+    return {
+      conflict: `row ${decided.row} of the cleaned file holds another result (request id ${view.text('dq_request_id')}, the review file has ${decided.requestId})`,
+    };
   }
   if (view.text('dq_status') !== 'review') {
     const earlier = view.text('dq_review_decision');
-    return { conflict: `row ${decided.row} of the cleaned file is no longer awaiting review (dq_status ${view.text('dq_status')}${earlier ? `, decided: ${earlier}` : ''})` };
+    return {
+      conflict: `row ${decided.row} of the cleaned file is no longer awaiting review (dq_status ${view.text('dq_status')}${earlier ? `, decided: ${earlier}` : ''})`,
+    };
   }
   const { decision } = decided;
   if (decision.kind === 'candidate') {
@@ -265,7 +290,9 @@ function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string
     if (typeof candidates === 'string') return { conflict: `row ${decided.row} of the cleaned file: ${candidates}` };
     const candidate = candidates[decision.n - 1];
     if (candidate === undefined) {
-      return { bad: `candidate ${decision.n} does not exist: row ${decided.row} has ${candidates.length === 1 ? 'one candidate' : `candidates 1-${candidates.length}`}` };
+      return {
+        bad: `candidate ${decision.n} does not exist: row ${decided.row} has ${candidates.length === 1 ? 'one candidate' : `candidates 1-${candidates.length}`}`,
+      };
     }
     for (const [name, value] of layout.chosenValues(candidate)) view.set(name, value);
     view.set('dq_status', 'accepted');

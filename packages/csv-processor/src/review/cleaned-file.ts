@@ -61,9 +61,10 @@ export async function openCleanedFile(path: string, options: { delimiter?: strin
     throw new CsvError('input-unreadable', `cannot read ${path}: ${err.code ?? err.message}`, { cause: err });
   });
   const frames = frameRecords(stream, { quotes: format === 'csv' });
-  const next = () => frames.next().catch((err: Error) => {
-    throw new CsvError('input-unreadable', `cannot read ${path}: ${err.message}`, { cause: err });
-  });
+  const next = () =>
+    frames.next().catch((err: Error) => {
+      throw new CsvError('input-unreadable', `cannot read ${path}: ${err.message}`, { cause: err });
+    });
   const first = await next();
   if (first.done) {
     stream.destroy();
@@ -81,7 +82,14 @@ export async function openCleanedFile(path: string, options: { delimiter?: strin
   return file;
 }
 
-function openCsv(path: string, stream: NodeJS.ReadableStream & { destroy(): void }, frames: AsyncGenerator<RawRecord>, headerRecord: RawRecord, headerBytes: Buffer, delimiter?: string): CleanedFile {
+function openCsv(
+  path: string,
+  stream: NodeJS.ReadableStream & { destroy(): void },
+  frames: AsyncGenerator<RawRecord>,
+  headerRecord: RawRecord,
+  headerBytes: Buffer,
+  delimiter?: string,
+): CleanedFile {
   if (!isUtf8(headerBytes)) {
     stream.destroy();
     throw new CsvError('input-unreadable', `the header row of ${path} is not UTF-8: expected the output of dq-csv validate`);
@@ -129,11 +137,21 @@ function openCsv(path: string, stream: NodeJS.ReadableStream & { destroy(): void
   };
 }
 
-function openJson(path: string, format: InputFormat, stream: NodeJS.ReadableStream & { destroy(): void }, frames: AsyncGenerator<RawRecord>, first: RawRecord, firstBytes: Buffer): CleanedFile & { peek(): Promise<void> } {
+function openJson(
+  path: string,
+  format: InputFormat,
+  stream: NodeJS.ReadableStream & { destroy(): void },
+  frames: AsyncGenerator<RawRecord>,
+  first: RawRecord,
+  firstBytes: Buffer,
+): CleanedFile & { peek(): Promise<void> } {
   const array = format === 'json';
   if (array && firstBytes.toString('utf8').trim() !== '[') {
     stream.destroy();
-    throw new CsvError('input-unreadable', `${path} does not start with a line holding only "[": review reads a JSON array as dq-csv validate writes it, one element per line`);
+    throw new CsvError(
+      'input-unreadable',
+      `${path} does not start with a line holding only "[": review reads a JSON array as dq-csv validate writes it, one element per line`,
+    );
   }
   // The first row's keys name the columns (mode detection); read it now, hand it out first.
   async function* rows(): AsyncGenerator<RawRecord> {

@@ -50,8 +50,13 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
         allowPositionals: true,
         strict: true,
         options: {
-          input: { type: 'string' }, output: { type: 'string' }, to: { type: 'string' },
-          classes: { type: 'string' }, delimiter: { type: 'string' }, format: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+          input: { type: 'string' },
+          output: { type: 'string' },
+          to: { type: 'string' },
+          classes: { type: 'string' },
+          delimiter: { type: 'string' },
+          format: { type: 'string' },
+          help: { type: 'boolean', short: 'h' },
         },
       });
     } catch (err) {
@@ -72,11 +77,19 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
     }
     const format = v.format === undefined ? undefined : FORMATS.find((f) => f === v.format);
     if (v.format !== undefined && format === undefined) throw usageError('--format', `"${v.format}" is not one of ${FORMATS.join(', ')}`);
-    if (!v.input) throw usageError('--input', command === 'export' ? 'required: the cleaned file (output of dq-csv validate)' : 'required: the review file with decisions');
-    if (!v.output) throw usageError('--output', command === 'export' ? 'required: where to write the review file' : 'required: the cleaned file the review file was exported from');
+    if (!v.input)
+      throw usageError('--input', command === 'export' ? 'required: the cleaned file (output of dq-csv validate)' : 'required: the review file with decisions');
+    if (!v.output)
+      throw usageError(
+        '--output',
+        command === 'export' ? 'required: where to write the review file' : 'required: the cleaned file the review file was exported from',
+      );
     if (command === 'export') {
       if (v.to) throw usageError('--to', 'is for review apply');
-      const classes = (v.classes ?? 'D,E').split(',').map((s) => s.trim().toUpperCase()).filter(Boolean);
+      const classes = (v.classes ?? 'D,E')
+        .split(',')
+        .map((s) => s.trim().toUpperCase())
+        .filter(Boolean);
       for (const c of classes) if (!/^[A-F]$/.test(c)) throw usageError('--classes', `"${c}" is not a result class (A-F), e.g. --classes D,E`);
       await refuseOutputIsInput(v.input, v.output);
       const summary = await exportReview({ input: v.input, output: v.output, classes, delimiter, format });
@@ -87,7 +100,8 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
     if (!v.to) throw usageError('--to', 'required: the new file to write (the cleaned file is never changed in place)');
     const summary = await applyReview({ input: v.input, output: v.output, to: v.to, delimiter, format });
     for (const c of summary.conflictRows) process.stderr.write(`dq-csv: review line ${c.reviewLine}: conflict, left as it is: ${c.reason}\n`);
-    for (const b of summary.badDecisions) process.stderr.write(`dq-csv: review line ${b.reviewLine}: bad decision${b.decision ? ` "${b.decision}"` : ''}, skipped: ${b.reason}\n`);
+    for (const b of summary.badDecisions)
+      process.stderr.write(`dq-csv: review line ${b.reviewLine}: bad decision${b.decision ? ` "${b.decision}"` : ''}, skipped: ${b.reason}\n`);
     process.stdout.write(JSON.stringify(summary) + '\n');
     return summary.exitCode;
   } catch (err) {

@@ -60,14 +60,20 @@ async function exportFrom(options: ReviewExportOptions, classes: ReadonlySet<str
     for await (const record of file.records) {
       const view = file.view(record, layout.resultNames);
       if (typeof view === 'string') {
-        throw new CsvError('input-unreadable', `row ${record.row} (line ${record.line}, byte offset ${record.previousEnd}) of ${options.input} cannot be read: ${view}; was the file edited? Fix that row or run dq-csv validate again`);
+        throw new CsvError(
+          'input-unreadable',
+          `row ${record.row} (line ${record.line}, byte offset ${record.previousEnd}) of ${options.input} cannot be read: ${view}; was the file edited? Fix that row or run dq-csv validate again`,
+        );
       }
       if (view.text('dq_status') !== 'review') continue;
       const resultClass = view.text('dq_result_class');
       if (layout.mode === 'address' && !classes.has(resultClass)) continue;
       const candidates = parseCandidates(view.text(layout.candidates));
       if (typeof candidates === 'string') {
-        throw new CsvError('input-unreadable', `row ${record.row} (line ${record.line}) of ${options.input} is a review row but ${candidates}; was the file edited? Run dq-csv validate again`);
+        throw new CsvError(
+          'input-unreadable',
+          `row ${record.row} (line ${record.line}) of ${options.input} is a review row but ${candidates}; was the file edited? Run dq-csv validate again`,
+        );
       }
       widest = Math.max(widest, candidates.length);
       byClass[resultClass || '-'] = (byClass[resultClass || '-'] ?? 0) + 1;

@@ -63,8 +63,16 @@ export async function holdFinishedOutput(path: string): Promise<HeldFileLock> {
   const paths = runPaths({ input: path, output: path });
   // A run removes its checkpoint when it finishes.
   for (const left of [paths.checkpoint]) {
-    if (await stat(left).then(() => true, () => false)) {
-      throw new CsvError('checkpoint-exists', `the dq-csv validate run writing ${path} has not finished (${left} is there): finish it with --resume first, then review its output`);
+    if (
+      await stat(left).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      throw new CsvError(
+        'checkpoint-exists',
+        `the dq-csv validate run writing ${path} has not finished (${left} is there): finish it with --resume first, then review its output`,
+      );
     }
   }
   try {

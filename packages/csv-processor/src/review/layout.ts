@@ -72,20 +72,50 @@ export interface CleanedLayout {
 export function cleanedLayout(names: readonly string[], path: string): CleanedLayout {
   const has = (name: string) => names.includes(name);
   if (!has('dq_status')) {
-    throw new CsvError('bad-mapping', `${path} has no dq_status column: it is not an output of dq-csv validate (or its delimiter or format is not the one given)`);
+    throw new CsvError(
+      'bad-mapping',
+      `${path} has no dq_status column: it is not an output of dq-csv validate (or its delimiter or format is not the one given)`,
+    );
   }
   const address = has('dq_review_candidates');
   const company = has('dq_company_candidates');
   if ((!address && !company) || !has('dq_review_decision')) {
-    throw new CsvError('bad-mapping', `${path} has no ${!address && !company ? 'dq_review_candidates (or dq_company_candidates)' : 'dq_review_decision'} column: it was written by an older dq-csv, or in vat mode; run dq-csv validate again to get the review columns`);
+    throw new CsvError(
+      'bad-mapping',
+      `${path} has no ${!address && !company ? 'dq_review_candidates (or dq_company_candidates)' : 'dq_review_decision'} column: it was written by an older dq-csv, or in vat mode; run dq-csv validate again to get the review columns`,
+    );
   }
   const mode: ReviewMode = address ? 'address' : 'company';
   const include = [has('dq_latitude') ? 'coordinates-wgs84' : '', has('dq_meta') ? 'metadata' : ''].filter(Boolean);
   const columns = resultColumns(mode, include);
   // The dq_ columns that describe the chosen address or company (status, counts and ids stay).
-  const chosen = mode === 'address'
-    ? ['dq_street', 'dq_house_number', 'dq_postal_code', 'dq_locality', 'dq_sub_locality', 'dq_country', 'dq_address_type', 'dq_latitude', 'dq_longitude', 'dq_coordinate_precision', 'dq_meta']
-    : ['dq_company_id', 'dq_company_name', 'dq_company_zip', 'dq_company_city', 'dq_company_street', 'dq_tr_court', 'dq_tr_type', 'dq_tr_no', 'dq_tr_status', 'dq_score'];
+  const chosen =
+    mode === 'address'
+      ? [
+          'dq_street',
+          'dq_house_number',
+          'dq_postal_code',
+          'dq_locality',
+          'dq_sub_locality',
+          'dq_country',
+          'dq_address_type',
+          'dq_latitude',
+          'dq_longitude',
+          'dq_coordinate_precision',
+          'dq_meta',
+        ]
+      : [
+          'dq_company_id',
+          'dq_company_name',
+          'dq_company_zip',
+          'dq_company_city',
+          'dq_company_street',
+          'dq_tr_court',
+          'dq_tr_type',
+          'dq_tr_no',
+          'dq_tr_status',
+          'dq_score',
+        ];
   const targets = chosen.map((name) => ({ name, value: columns.names.indexOf(name) })).filter((t) => has(t.name) && t.value >= 0);
   const fields = (mode === 'address' ? ADDRESS_FIELDS : COMPANY_FIELDS) as readonly CandidateField<unknown>[];
   return {
@@ -95,9 +125,10 @@ export function cleanedLayout(names: readonly string[], path: string): CleanedLa
     fieldSuffixes: fields.map((f) => f.suffix),
     chosenValues(candidate) {
       // The same getters validate used, so a chosen candidate reads exactly like an accepted answer.
-      const result: RecordResult = mode === 'address'
-        ? { status: 'accepted', source: 'local', address: candidate as AddressCandidate }
-        : { status: 'accepted', source: 'local', company: candidate as CompanyRecord };
+      const result: RecordResult =
+        mode === 'address'
+          ? { status: 'accepted', source: 'local', address: candidate as AddressCandidate }
+          : { status: 'accepted', source: 'local', company: candidate as CompanyRecord };
       const values = columns.values(result);
       return new Map(targets.map((t) => [t.name, values[t.value]]));
     },

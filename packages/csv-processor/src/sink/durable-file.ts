@@ -28,13 +28,18 @@ export class DurableFile {
       const { size } = await handle.stat();
       if (size < keepBytes) {
         await handle.close();
-        throw new CsvError('resume-mismatch', `${path} is shorter (${size} bytes) than the checkpoint says (${keepBytes}): it was changed since the run stopped; start over without --resume after deleting the checkpoint`);
+        throw new CsvError(
+          'resume-mismatch',
+          `${path} is shorter (${size} bytes) than the checkpoint says (${keepBytes}): it was changed since the run stopped; start over without --resume after deleting the checkpoint`,
+        );
       }
       await handle.truncate(keepBytes);
       return new DurableFile(path, handle, keepBytes);
     } catch (err) {
       if (err instanceof CsvError) throw err;
-      throw new CsvError('output-unwritable', `cannot open ${path} for writing: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+      throw new CsvError('output-unwritable', `cannot open ${path} for writing: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 

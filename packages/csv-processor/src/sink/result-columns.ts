@@ -45,10 +45,7 @@ export function resultColumns(mode: Mode, include: readonly string[] = []): Resu
     if (include.includes('metadata')) {
       columns.push(['dq_meta', (r) => (r.address?._meta === undefined ? undefined : JSON.stringify(r.address._meta))]);
     }
-    columns.push(
-      ['dq_candidates', (r) => (r.candidates ? r.candidates.length : r.address ? 1 : 0)],
-      ['dq_house_number_choice', (r) => houseNumberChoice(r)],
-    );
+    columns.push(['dq_candidates', (r) => (r.candidates ? r.candidates.length : r.address ? 1 : 0)], ['dq_house_number_choice', (r) => houseNumberChoice(r)]);
   } else if (mode === 'company' || mode === 'tr') {
     columns.push(
       ['dq_company_id', (r) => r.company?.id],
@@ -67,11 +64,7 @@ export function resultColumns(mode: Mode, include: readonly string[] = []): Resu
   } else {
     columns.push(['dq_vat_code', (r) => r.vatCode]);
   }
-  columns.push(
-    ['dq_request_id', (r) => r.requestId ?? r.error?.requestId],
-    ['dq_checked_at', (r) => r.checkedAt],
-    ['dq_error', (r) => errorText(r)],
-  );
+  columns.push(['dq_request_id', (r) => r.requestId ?? r.error?.requestId], ['dq_checked_at', (r) => r.checkedAt], ['dq_error', (r) => errorText(r)]);
   if (mode === 'address') {
     columns.push(['dq_review_candidates', (r) => (r.status === 'review' ? JSON.stringify(r.candidates ?? (r.address ? [r.address] : [])) : undefined)]);
   }

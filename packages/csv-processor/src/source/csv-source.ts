@@ -31,11 +31,17 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
   const headerRecord = first.value;
   if (headerRecord.tooLarge) {
     headerStream.destroy();
-    throw new CsvError('record-too-large', `the header row of ${options.path} is ${headerRecord.tooLarge.length} bytes long, over the limit of ${maxRecordBytes(options)} bytes: is the input really CSV, with this --delimiter?`);
+    throw new CsvError(
+      'record-too-large',
+      `the header row of ${options.path} is ${headerRecord.tooLarge.length} bytes long, over the limit of ${maxRecordBytes(options)} bytes: is the input really CSV, with this --delimiter?`,
+    );
   }
   if (headerRecord.bytes.includes(0)) {
     headerStream.destroy();
-    throw new CsvError('input-unreadable', `the header row of ${options.path} holds NUL bytes: the file looks like UTF-16 without a byte order mark; save it as UTF-8 (or as UTF-16 with a byte order mark) and run again`);
+    throw new CsvError(
+      'input-unreadable',
+      `the header row of ${options.path} holds NUL bytes: the file looks like UTF-16 without a byte order mark; save it as UTF-8 (or as UTF-16 with a byte order mark) and run again`,
+    );
   }
   const headerText = decode(headerRecord.bytes.subarray(bomLength(headerRecord.bytes)));
   if (headerText === undefined) {
@@ -77,7 +83,12 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
         }
         const text = decode(record.bytes);
         if (text === undefined) {
-          yield reject(record, position, 'undecodable-bytes', `bytes that are not valid UTF-8; if the file is Latin-1 or Windows-1252, pass --encoding latin1 or --encoding windows-1252`);
+          yield reject(
+            record,
+            position,
+            'undecodable-bytes',
+            `bytes that are not valid UTF-8; if the file is Latin-1 or Windows-1252, pass --encoding latin1 or --encoding windows-1252`,
+          );
           continue;
         }
         let cells: string[];

@@ -56,10 +56,7 @@ export interface FramerOptions {
  * Frames records from `chunks`. Empty lines (no bytes, or only CR) are skipped but counted in
  * line numbers.
  */
-export async function* frameRecords(
-  chunks: AsyncIterable<Buffer>,
-  options: FramerOptions,
-): AsyncGenerator<RawRecord> {
+export async function* frameRecords(chunks: AsyncIterable<Buffer>, options: FramerOptions): AsyncGenerator<RawRecord> {
   const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   let pending: Buffer = Buffer.alloc(0);
   let pendingOffset = options.startOffset ?? 0; // absolute offset of pending[0]

@@ -73,7 +73,11 @@ function utf16ToUtf8(path: string, utf16: Utf16, skip: number): Transform {
   let inputBytes = 0;
   let toSkip = skip;
   const fail = (err: unknown) =>
-    new CsvError('input-unreadable', `${path} starts with a ${utf16.toUpperCase()} byte order mark but is not valid ${utf16.toUpperCase()} within its first ${inputBytes} bytes (an odd byte count or a lone surrogate); save it again as UTF-8 or UTF-16`, { cause: err });
+    new CsvError(
+      'input-unreadable',
+      `${path} starts with a ${utf16.toUpperCase()} byte order mark but is not valid ${utf16.toUpperCase()} within its first ${inputBytes} bytes (an odd byte count or a lone surrogate); save it again as UTF-8 or UTF-16`,
+      { cause: err },
+    );
   const out = (text: string, push: (b: Buffer) => void) => {
     let bytes = Buffer.from(text, 'utf8');
     if (toSkip > 0) {

@@ -30,14 +30,28 @@ export async function openNdjsonSource(options: SourceOptions): Promise<Source> 
         records += 1;
         const position: SourcePosition = { records, offset: record.nextOffset, line: record.line + 1 };
         if (record.tooLarge) {
-          yield { kind: 'reject', line: record.line, code: 'record-too-large', reason: tooLargeReason(record, options), raw: lossyDecode(record.bytes, encoding), position };
+          yield {
+            kind: 'reject',
+            line: record.line,
+            code: 'record-too-large',
+            reason: tooLargeReason(record, options),
+            raw: lossyDecode(record.bytes, encoding),
+            position,
+          };
           continue;
         }
         const bytes = record.nextOffset - record.bytes.length <= 3 ? record.bytes.subarray(bomLength(record.bytes)) : record.bytes;
         const raw = () => lossyDecode(bytes, encoding);
         const text = decode(bytes);
         if (text === undefined) {
-          yield { kind: 'reject', line: record.line, code: 'undecodable-bytes', reason: 'bytes that are not valid UTF-8; pass --encoding latin1 or windows-1252 if the file is not UTF-8', raw: raw(), position };
+          yield {
+            kind: 'reject',
+            line: record.line,
+            code: 'undecodable-bytes',
+            reason: 'bytes that are not valid UTF-8; pass --encoding latin1 or windows-1252 if the file is not UTF-8',
+            raw: raw(),
+            position,
+          };
           continue;
         }
         let value: unknown;
@@ -113,7 +127,14 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
         if (records <= skip) continue;
         const position: SourcePosition = { records, offset: bytesRead, line: records + 1 };
         if (!isPlainObject(value)) {
-          yield { kind: 'reject', line: records, code: 'not-an-object', reason: `array element ${records}: expected a JSON object, found ${describe(value)}`, raw: JSON.stringify(value) ?? '', position };
+          yield {
+            kind: 'reject',
+            line: records,
+            code: 'not-an-object',
+            reason: `array element ${records}: expected a JSON object, found ${describe(value)}`,
+            raw: JSON.stringify(value) ?? '',
+            position,
+          };
           continue;
         }
         yield { kind: 'row', line: records, object: value, position };
@@ -126,7 +147,10 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
       const where = await locateJsonError(input, toUtf8, lookahead((err as Error).message)).catch(() => undefined);
       const at = where === undefined ? '' : where.atEnd ? ` at its end (${where.place})` : ` at ${where.place}`;
       const what = truncated ? 'the array is not closed: the file is truncated' : (err as Error).message.replace(/^Parser cannot parse input: /, '');
-      const before = records === 0 ? 'no element before it was read' : `the ${records} element${records === 1 ? '' : 's'} before it ${records === 1 ? 'is' : 'are'} written to the output`;
+      const before =
+        records === 0
+          ? 'no element before it was read'
+          : `the ${records} element${records === 1 ? '' : 's'} before it ${records === 1 ? 'is' : 'are'} written to the output`;
       throw new CsvError('invalid-json', `${options.path} is not valid JSON${at}: ${what}; ${before}`, { cause: err });
     } finally {
       elements.destroy();
@@ -158,7 +182,10 @@ async function expectArray(path: string, input: InputBytes): Promise<void> {
         if (chunk[i] === 0x5b /* [ */) return;
         const found = chunk[i] === 0x7b ? 'an object ({)' : `"${String.fromCharCode(chunk[i]!)}"`;
         const hint = chunk[i] === 0x7b ? '; if it holds one object per line, pass --format ndjson (or name it .ndjson)' : '';
-        throw new CsvError('invalid-json', `${path} is not a JSON array: at byte offset ${offset + i} (line ${lineAt(chunk, i)}) it starts with ${found}, a JSON input must be one array of objects [{...}, ...]${hint}`);
+        throw new CsvError(
+          'invalid-json',
+          `${path} is not a JSON array: at byte offset ${offset + i} (line ${lineAt(chunk, i)}) it starts with ${found}, a JSON input must be one array of objects [{...}, ...]${hint}`,
+        );
       }
       offset += chunk.length;
     }
@@ -238,7 +265,7 @@ async function feed(input: InputBytes, toUtf8: (chunk: Buffer) => Buffer, byteWi
           if (!failed) continue;
           // (a wrong character up to 16 before this chunk's start is placed at its start)
           let at = i + 1;
-          for (let chars = 0; chars < behind && at > 0; ) {
+          for (let chars = 0; chars < behind && at > 0;) {
             at -= 1;
             if (!multiByte || (chunk[at]! & 0xc0) !== 0x80) chars += 1;
           }

@@ -103,8 +103,20 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
   if (file.runId === null) {
     // An export with nothing to review: nothing to decide, which is not an error for a scheduler.
     return {
-      runId: null, reviewOf: null, table: null, applied: 0, kept: 0, invalid: 0, conflicts: 0, conflictKeys: [], badDecisions: 0, bad: [], skipped: 0,
-      alreadyApplied: 0, state: 'done', exitCode: ExitCode.OK,
+      runId: null,
+      reviewOf: null,
+      table: null,
+      applied: 0,
+      kept: 0,
+      invalid: 0,
+      conflicts: 0,
+      conflictKeys: [],
+      badDecisions: 0,
+      bad: [],
+      skipped: 0,
+      alreadyApplied: 0,
+      state: 'done',
+      exitCode: ExitCode.OK,
     };
   }
   const client = await connect(db);
@@ -119,17 +131,33 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     }
     runId = options.runId ?? newRunId();
     const reviewRows = await loadReviewRows(client, run.runId);
-    const decidedBefore = new Map((await client.query<{ row_key: string; run_id: string }>(
-      `SELECT d.row_key, d.run_id FROM ${STATE_SCHEMA}.results d JOIN ${STATE_SCHEMA}.runs rr ON rr.run_id = d.run_id
+    const decidedBefore = new Map(
+      (
+        await client.query<{ row_key: string; run_id: string }>(
+          `SELECT d.row_key, d.run_id FROM ${STATE_SCHEMA}.results d JOIN ${STATE_SCHEMA}.runs rr ON rr.run_id = d.run_id
         WHERE rr.kind = 'review' AND rr.review_of = $1 AND rr.state <> 'rolled-back' AND d.outcome <> 'conflict' AND d.run_id <> $2`,
-      [run.runId, runId],
-    )).rows.map((r) => [r.row_key, r.run_id]));
+          [run.runId, runId],
+        )
+      ).rows.map((r) => [r.row_key, r.run_id]),
+    );
     const { decided, bad, skipped } = readDecisions(file.records, run, target, reviewRows, decidedBefore);
 
     await holdRun(client, runId);
-    const opened = await openRun(client, target, {
-      mode: run.mode, country: undefined, accept: [], where: undefined, include: undefined, statusColumns: run.statusColumns, reviewOf: run.runId,
-    }, runId, batchSize);
+    const opened = await openRun(
+      client,
+      target,
+      {
+        mode: run.mode,
+        country: undefined,
+        accept: [],
+        where: undefined,
+        include: undefined,
+        statusColumns: run.statusColumns,
+        reviewOf: run.runId,
+      },
+      runId,
+      batchSize,
+    );
     if (opened.state === 'rolled-back') throw usageError('--run-id', `review run ${runId} was rolled back; apply the file with a new --run-id`);
     await client.query(
       `WITH r AS (INSERT INTO ${STATE_SCHEMA}.ranges (run_id, range_no) VALUES ($1, 1) ON CONFLICT DO NOTHING)
@@ -140,24 +168,43 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     claim = await connect(db, 'dq-pg claim');
     await claimRun(claim, runId);
 
-    const done = new Set((await client.query<{ row_key: string }>(`SELECT row_key FROM ${STATE_SCHEMA}.results WHERE run_id = $1`, [runId])).rows.map((r) => r.row_key));
+    const done = new Set(
+      (await client.query<{ row_key: string }>(`SELECT row_key FROM ${STATE_SCHEMA}.results WHERE run_id = $1`, [runId])).rows.map((r) => r.row_key),
+    );
     const todo = decided.filter((d) => !done.has(d.key));
     const summary: ReviewApplySummary = {
-      runId, reviewOf: run.runId, table: target.qualified, applied: 0, kept: 0, invalid: 0, conflicts: 0, conflictKeys: [],
-      badDecisions: bad.length, bad: bad.slice(0, MAX_LISTED), skipped, alreadyApplied: decided.length - todo.length, state: 'done', exitCode: ExitCode.OK,
+      runId,
+      reviewOf: run.runId,
+      table: target.qualified,
+      applied: 0,
+      kept: 0,
+      invalid: 0,
+      conflicts: 0,
+      conflictKeys: [],
+      badDecisions: bad.length,
+      bad: bad.slice(0, MAX_LISTED),
+      skipped,
+      alreadyApplied: decided.length - todo.length,
+      state: 'done',
+      exitCode: ExitCode.OK,
     };
     if (todo.length > 0) {
       await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'running', updated_at = now() WHERE run_id = $1`, [runId]);
       await client.query(`UPDATE ${STATE_SCHEMA}.progress SET done = false WHERE run_id = $1 AND range_no = 1`, [runId]);
     }
     // Pages in key order (the key type's order: the page statement bounds each page by its first and last key).
-    const sorted = todo.length === 0 ? [] : (await client.query<{ k: string }>(
-      `SELECT k FROM unnest($1::text[]) AS k ORDER BY k::${target.key.type}`, [todo.map((d) => d.key)],
-    )).rows.map((r) => r.k);
+    const sorted =
+      todo.length === 0
+        ? []
+        : (await client.query<{ k: string }>(`SELECT k FROM unnest($1::text[]) AS k ORDER BY k::${target.key.type}`, [todo.map((d) => d.key)])).rows.map(
+            (r) => r.k,
+          );
     const byKey = new Map(todo.map((d) => [d.key, d]));
     const store = new PageStore(client, target, undefined);
     const worker = `${hostname()}:${process.pid}`;
-    let prevKey = (await client.query<{ last_key: string | null }>(`SELECT last_key FROM ${STATE_SCHEMA}.progress WHERE run_id = $1 AND range_no = 1`, [runId])).rows[0]?.last_key ?? null;
+    let prevKey =
+      (await client.query<{ last_key: string | null }>(`SELECT last_key FROM ${STATE_SCHEMA}.progress WHERE run_id = $1 AND range_no = 1`, [runId])).rows[0]
+        ?.last_key ?? null;
     for (let start = 0; start < sorted.length; start += batchSize) {
       if (options.signal?.aborted) {
         const error = { code: 'interrupted', message: `interrupted; rerun dq-pg review apply with --run-id ${runId} to finish` };
@@ -169,7 +216,8 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       const { page, counts } = await planReviewPage(client, target, run, rows);
       const lastKey = rows.at(-1)?.key ?? prevKey;
       const res = await store.commit(runId, worker, page, { rangeNo: 1, prevKey, lastKey, done: last, counts });
-      if (res.taken) throw new CleanseError('run-busy', `review run ${runId}: another process applied part of it meanwhile; rerun with --run-id ${runId} once it ended`);
+      if (res.taken)
+        throw new CleanseError('run-busy', `review run ${runId}: another process applied part of it meanwhile; rerun with --run-id ${runId} once it ended`);
       const conflicts = new Set(res.conflicts);
       for (const d of rows) {
         if (conflicts.has(d.key)) {
@@ -210,14 +258,24 @@ async function loadReviewRows(client: pg.Client, runId: string): Promise<Map<str
     `SELECT row_key, result_class, request_id, candidates FROM ${STATE_SCHEMA}.results WHERE run_id = $1 AND status = 'review'`,
     [runId],
   );
-  return new Map(rows.map((r) => [r.row_key, {
-    resultClass: r.result_class, requestId: r.request_id, candidates: Array.isArray(r.candidates) ? (r.candidates as Record<string, unknown>[]) : [],
-  }]));
+  return new Map(
+    rows.map((r) => [
+      r.row_key,
+      {
+        resultClass: r.result_class,
+        requestId: r.request_id,
+        candidates: Array.isArray(r.candidates) ? (r.candidates as Record<string, unknown>[]) : [],
+      },
+    ]),
+  );
 }
 
 /** The file's rows with a decision, the bad decision cells, and how many rows had none. */
 function readDecisions(
-  records: readonly Record<string, string>[], run: ReviewedRun, target: TargetTable, reviewRows: ReadonlyMap<string, ReviewRow>,
+  records: readonly Record<string, string>[],
+  run: ReviewedRun,
+  target: TargetTable,
+  reviewRows: ReadonlyMap<string, ReviewRow>,
   /** Rows another review run (not rolled back) decided already: key → that run. */
   decidedBefore: ReadonlyMap<string, string>,
 ): { decided: DecidedRow[]; bad: BadDecision[]; skipped: number } {
@@ -235,7 +293,8 @@ function readDecisions(
     const key = restore(record[target.key.column] ?? '');
     const review = reviewRows.get(key);
     const fail = (message: string): void => void bad.push({ line, key, message });
-    if (!review) return fail(`no row with ${target.key.column} ${JSON.stringify(key)} awaits review in run ${run.runId}; decide only rows of the exported file`);
+    if (!review)
+      return fail(`no row with ${target.key.column} ${JSON.stringify(key)} awaits review in run ${run.runId}; decide only rows of the exported file`);
     const other = decidedBefore.get(key);
     if (other !== undefined) return fail(`review run ${other} decided this row already; roll that run back to decide it again, or leave the cell empty`);
     const earlier = firstLine.get(key);
@@ -263,7 +322,12 @@ function readDecisions(
  * file shows (or that is gone) is sent as a write guarded by the file's values, which fails: the
  * statement records it as a conflict and writes nothing to it.
  */
-async function planReviewPage(client: pg.Client, target: TargetTable, run: ReviewedRun, rows: readonly DecidedRow[]): Promise<{ page: PageWrite; counts: PageCounts }> {
+async function planReviewPage(
+  client: pg.Client,
+  target: TargetTable,
+  run: ReviewedRun,
+  rows: readonly DecidedRow[],
+): Promise<{ page: PageWrite; counts: PageCounts }> {
   const t = 'dq_t';
   const { rows: current } = await client.query<unknown[]>({
     text: `SELECT ${t}.${target.key.quoted}::text, ${[...target.columns.map((c) => `${t}.${c.quoted}`), ...target.status.map((s) => `${t}.${s.quoted}::text`)].join(', ')}
@@ -274,8 +338,17 @@ async function planReviewPage(client: pg.Client, target: TargetTable, run: Revie
   const m = target.columns.length;
   const now = new Map(current.map((r) => [r[0] as string, { values: r.slice(1, 1 + m) as (string | null)[], status: r.slice(1 + m) as (string | null)[] }]));
   const page: PageWrite = {
-    keys: [], write: [], status: [], resultClass: [], requestId: [], candidates: [], detail: [], error: [],
-    before: target.columns.map(() => []), after: target.columns.map(() => []), statusBefore: target.status.map(() => []),
+    keys: [],
+    write: [],
+    status: [],
+    resultClass: [],
+    requestId: [],
+    candidates: [],
+    detail: [],
+    error: [],
+    before: target.columns.map(() => []),
+    after: target.columns.map(() => []),
+    statusBefore: target.status.map(() => []),
   };
   const counts: PageCounts = { rowsRead: rows.length, unchanged: 0, accepted: 0, review: 0, invalid: 0, invalidInput: 0, unavailable: 0, apiCalls: 0 };
   for (const d of rows) {
@@ -352,7 +425,9 @@ async function readReviewFile(path: string): Promise<ReviewFile> {
     parseString(text, { headers: true, delimiter, ignoreEmpty: true })
       .on('headers', (h: string[]) => headers.push(...h))
       .on('data', (r: Record<string, string>) => void records.push(r))
-      .on('error', (e: Error) => reject(new CleanseError('review-file', `${path} is not a CSV file dq-pg can read (after line ${records.length + 1}: ${e.message})`)))
+      .on('error', (e: Error) =>
+        reject(new CleanseError('review-file', `${path} is not a CSV file dq-pg can read (after line ${records.length + 1}: ${e.message})`)),
+      )
       .on('end', () => resolve());
   });
   if (!headers.includes(REVIEW_COLUMNS.run)) {
@@ -361,7 +436,10 @@ async function readReviewFile(path: string): Promise<ReviewFile> {
   const ids = new Set(records.map((r) => restore(r[REVIEW_COLUMNS.run] ?? '')).filter((id) => id !== ''));
   if (ids.size === 0 && records.every((r) => Object.values(r).every((cell) => cell.trim() === ''))) return { headers, records, runId: null };
   if (ids.size !== 1) {
-    throw new CleanseError('review-file', `${path}: ${ids.size === 0 ? 'no row names a run' : `rows name ${ids.size} different runs`} in column ${REVIEW_COLUMNS.run}; apply the rows of one export, unchanged in that column`);
+    throw new CleanseError(
+      'review-file',
+      `${path}: ${ids.size === 0 ? 'no row names a run' : `rows name ${ids.size} different runs`} in column ${REVIEW_COLUMNS.run}; apply the rows of one export, unchanged in that column`,
+    );
   }
   return { headers, records, runId: [...ids][0] as string };
 }

@@ -1,4 +1,3 @@
-
 import type { Logger } from '@dq/core';
 import type { CliCommand } from '../cli-args.js';
 import type { CliIo } from '../main.js';
@@ -10,12 +9,20 @@ import { reviewExport } from './export.js';
  * decision cell and each row changed since the export as a line on stderr naming it.
  */
 export async function reviewCommand(
-  cmd: Extract<CliCommand, { command: 'review-export' | 'review-apply' }>, logger: Logger, io: CliIo, out: (value: unknown) => void,
+  cmd: Extract<CliCommand, { command: 'review-export' | 'review-apply' }>,
+  logger: Logger,
+  io: CliIo,
+  out: (value: unknown) => void,
 ): Promise<number> {
   const err = (text: string): void => io.err(logger.redactor.redact(`dq-pg: ${text}\n`));
   if (cmd.command === 'review-export') {
     const summary = await reviewExport({
-      db: cmd.db ?? '', runId: cmd.runId, output: cmd.output, logger, ...(cmd.classes ? { classes: cmd.classes } : {}), ...(cmd.table ? { table: cmd.table } : {}),
+      db: cmd.db ?? '',
+      runId: cmd.runId,
+      output: cmd.output,
+      logger,
+      ...(cmd.classes ? { classes: cmd.classes } : {}),
+      ...(cmd.table ? { table: cmd.table } : {}),
     });
     if (summary.missing > 0) err(`warning: ${summary.missing} review row(s) of run ${summary.runId} are no longer in ${summary.table} and were not exported`);
     if (summary.rows === 0) err(`nothing awaits review in run ${summary.runId}: ${summary.output} has the header only`);
@@ -31,8 +38,12 @@ export async function reviewCommand(
   process.once('SIGTERM', onSignal);
   try {
     const summary = await reviewApply({
-      db: cmd.db ?? '', input: cmd.input, logger, signal: controller.signal,
-      ...(cmd.runId ? { runId: cmd.runId } : {}), ...(cmd.batchSize ? { batchSize: cmd.batchSize } : {}),
+      db: cmd.db ?? '',
+      input: cmd.input,
+      logger,
+      signal: controller.signal,
+      ...(cmd.runId ? { runId: cmd.runId } : {}),
+      ...(cmd.batchSize ? { batchSize: cmd.batchSize } : {}),
     });
     for (const b of summary.bad) err(`bad-decision: ${cmd.input} line ${b.line} (key ${b.key}): ${b.message}`);
     if (summary.badDecisions > summary.bad.length) err(`bad-decision: … and ${summary.badDecisions - summary.bad.length} more`);

@@ -62,12 +62,16 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
   try {
     const { run, target } = await loadReviewedRun(client, options.runId, '--run', { ...(options.table ? { table: options.table } : {}), write: false });
     const byClass = run.mode === 'address';
-    if (!byClass && options.classes) throw usageError('--classes', `run ${run.runId} is a ${run.mode} run; its review rows have no result class (leave --classes out)`);
+    if (!byClass && options.classes)
+      throw usageError('--classes', `run ${run.runId} is a ${run.mode} run; its review rows have no result class (leave --classes out)`);
     const classes = options.classes ?? ['D', 'E'];
     const fixed = Object.values(REVIEW_COLUMNS) as string[];
     for (const name of [target.key.column, ...target.columns.map((c) => c.column)]) {
       if (fixed.includes(name) || name.startsWith('candidate_')) {
-        throw new CleanseError('usage', `column "${name}" of ${target.qualified} has the name of a column of the review file; review export cannot tell them apart`);
+        throw new CleanseError(
+          'usage',
+          `column "${name}" of ${target.qualified} has the name of a column of the review file; review export cannot tell them apart`,
+        );
       }
     }
     const t = 'dq_t';
@@ -89,20 +93,37 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
     const widest = rows.reduce<number>((m, r) => Math.max(m, Array.isArray(r[3]) ? r[3].length : 0), 0);
     const fields = candidateFields(run.mode);
     const header = [
-      REVIEW_COLUMNS.run, target.key.column, ...target.columns.map((c) => c.column), REVIEW_COLUMNS.class, REVIEW_COLUMNS.requestId,
-      ...Array.from({ length: widest }, (_, i) => fields.map((f) => candidateColumn(i + 1, f))).flat(), REVIEW_COLUMNS.decision,
+      REVIEW_COLUMNS.run,
+      target.key.column,
+      ...target.columns.map((c) => c.column),
+      REVIEW_COLUMNS.class,
+      REVIEW_COLUMNS.requestId,
+      ...Array.from({ length: widest }, (_, i) => fields.map((f) => candidateColumn(i + 1, f))).flat(),
+      REVIEW_COLUMNS.decision,
     ];
-    await writeCsv(options.output, header, rows.map((r) => {
-      const candidates = (Array.isArray(r[3]) ? r[3] : []) as Record<string, unknown>[];
-      const cells = [run.runId, r[0] as string, ...target.columns.map((_, i) => r[4 + i] as string | null), r[1] as string | null, r[2] as string | null];
-      for (let n = 0; n < widest; n += 1) {
-        const c = candidates[n];
-        for (const f of fields) cells.push(c ? candidateText(c, f) : null);
-      }
-      cells.push(null);
-      return cells.map(neutralise);
-    }));
-    return { runId: run.runId, table: target.qualified, output: options.output, rows: rows.length, candidates: widest, missing: missing.rows[0]?.n ?? 0, exitCode: 0 };
+    await writeCsv(
+      options.output,
+      header,
+      rows.map((r) => {
+        const candidates = (Array.isArray(r[3]) ? r[3] : []) as Record<string, unknown>[];
+        const cells = [run.runId, r[0] as string, ...target.columns.map((_, i) => r[4 + i] as string | null), r[1] as string | null, r[2] as string | null];
+        for (let n = 0; n < widest; n += 1) {
+          const c = candidates[n];
+          for (const f of fields) cells.push(c ? candidateText(c, f) : null);
+        }
+        cells.push(null);
+        return cells.map(neutralise);
+      }),
+    );
+    return {
+      runId: run.runId,
+      table: target.qualified,
+      output: options.output,
+      rows: rows.length,
+      candidates: widest,
+      missing: missing.rows[0]?.n ?? 0,
+      exitCode: 0,
+    };
   } catch (e) {
     throw connectionLost(e, db.where);
   } finally {
@@ -115,7 +136,15 @@ async function writeCsv(path: string, header: string[], rows: string[][]): Promi
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   try {
     const out = createWriteStream(temp);
-    const csv = format({ headers: header, writeBOM: true, rowDelimiter: '\r\n', quoteColumns: true, quoteHeaders: true, includeEndRowDelimiter: true, alwaysWriteHeaders: true });
+    const csv = format({
+      headers: header,
+      writeBOM: true,
+      rowDelimiter: '\r\n',
+      quoteColumns: true,
+      quoteHeaders: true,
+      includeEndRowDelimiter: true,
+      alwaysWriteHeaders: true,
+    });
     csv.pipe(out);
     for (const row of rows) csv.write(row);
     csv.end();

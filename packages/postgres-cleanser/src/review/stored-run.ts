@@ -22,19 +22,29 @@ export interface ReviewedRun {
  * another table.
  */
 export async function loadReviewedRun(
-  client: pg.Client, runId: string, flag: string, options: { table?: string; write: boolean },
+  client: pg.Client,
+  runId: string,
+  flag: string,
+  options: { table?: string; write: boolean },
 ): Promise<{ run: ReviewedRun; target: TargetTable }> {
   if (!(await schemaExists(client))) throw new CleanseError('run-not-found', `${flag} ${runId}: this database has no dq-pg runs (no ${STATE_SCHEMA} schema)`);
   // Brings an older layout up to date (its owner), or says who must (another role).
   await ensureSchema(client);
-  const { rows } = await client.query<{ table_name: string; key_column: string; mapping: Record<string, string>; columns: string[]; options: Record<string, unknown>; kind: string }>(
-    `SELECT table_name, key_column, mapping, columns, options, kind FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
-    [runId],
-  );
+  const { rows } = await client.query<{
+    table_name: string;
+    key_column: string;
+    mapping: Record<string, string>;
+    columns: string[];
+    options: Record<string, unknown>;
+    kind: string;
+  }>(`SELECT table_name, key_column, mapping, columns, options, kind FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`, [runId]);
   const row = rows[0];
   if (!row) throw new CleanseError('run-not-found', `${flag} ${runId}: no such run in this database; dq-pg status lists the runs`);
   if (row.kind !== 'cleanse') {
-    throw new CleanseError('usage', `${flag} ${runId}: that is a ${row.kind} run; name the cleanse run whose review rows you want (dq-pg status lists the runs)`);
+    throw new CleanseError(
+      'usage',
+      `${flag} ${runId}: that is a ${row.kind} run; name the cleanse run whose review rows you want (dq-pg status lists the runs)`,
+    );
   }
   const run: ReviewedRun = {
     runId,
@@ -46,12 +56,20 @@ export async function loadReviewedRun(
     statusColumns: (row.options['statusColumns'] as ReviewedRun['statusColumns']) ?? undefined,
   };
   const target = await inspectTable(client, {
-    table: run.table, key: run.key, map: run.mapping, mode: run.mode, write: options.write, ...(run.statusColumns ? { statusColumns: run.statusColumns } : {}),
+    table: run.table,
+    key: run.key,
+    map: run.mapping,
+    mode: run.mode,
+    write: options.write,
+    ...(run.statusColumns ? { statusColumns: run.statusColumns } : {}),
   });
   if (options.table !== undefined) {
     const given = await inspectTable(client, { table: options.table, key: run.key, map: run.mapping, mode: run.mode, write: false }).catch(() => undefined);
     if (given?.qualified !== target.qualified) {
-      throw new CleanseError('usage', `--table ${options.table}: run ${runId} cleaned ${target.qualified}, not that table; name the run of ${options.table} (dq-pg status lists the runs)`);
+      throw new CleanseError(
+        'usage',
+        `--table ${options.table}: run ${runId} cleaned ${target.qualified}, not that table; name the run of ${options.table} (dq-pg status lists the runs)`,
+      );
     }
   }
   return { run, target };

@@ -25,7 +25,10 @@ const COLLATOR = new Intl.Collator('de');
 const entryCache = new WeakMap<CountryIndex, SearchEntry[]>();
 
 function wordsOf(text: string): string[] {
-  return text.split(/[\s\-/().,]+/).map(normaliseKey).filter((word) => word !== '');
+  return text
+    .split(/[\s\-/().,]+/)
+    .map(normaliseKey)
+    .filter((word) => word !== '');
 }
 
 function searchEntries(index: CountryIndex): SearchEntry[] {
@@ -66,9 +69,13 @@ function parseQuery(index: CountryIndex, req: AutocompleteRequest): Query {
   }
   const localityPrefix = normaliseKey(req.locality ?? '');
   return {
-    words, needles: words.map((word) => ` ${word}`), house, postalPrefix,
+    words,
+    needles: words.map((word) => ` ${word}`),
+    house,
+    postalPrefix,
     streetPrefix: normaliseKey(req.street ?? ''),
-    localityPrefix, localityNeedle: ` ${localityPrefix}`,
+    localityPrefix,
+    localityNeedle: ` ${localityPrefix}`,
   };
 }
 
@@ -98,13 +105,18 @@ function matchesOf(street: RefStreet, query: Query): Match[] {
   }
   return street.postalCodes
     .filter((code) => code.startsWith(query.postalPrefix))
-    .map((code) => referenceMatch(street, code, undefined, street.segments.filter((s) => s.postalCode === code)));
+    .map((code) =>
+      referenceMatch(
+        street,
+        code,
+        undefined,
+        street.segments.filter((s) => s.postalCode === code),
+      ),
+    );
 }
 
 /** Up to {@link AUTOCOMPLETE_LIMIT} candidates for a partial address; `_meta` is not produced. */
-export function autocompleteAddresses(
-  index: CountryIndex, req: AutocompleteRequest, include: ReadonlySet<string>,
-): { results: Candidate[] } {
+export function autocompleteAddresses(index: CountryIndex, req: AutocompleteRequest, include: ReadonlySet<string>): { results: Candidate[] } {
   const query = parseQuery(index, req);
   const ranked: { street: RefStreet; rank: number }[] = [];
   for (const entry of searchEntries(index)) {

@@ -26,15 +26,17 @@ export function fieldStatuses(match: Match, input: ParsedInput): CandidateMeta['
   };
   if (input.usesAddressLine) {
     const reference = match.houseNumber === '' ? match.street.name : `${match.street.name} ${match.houseNumber}`;
-    put('addressLine', 'MANDATORY',
-      lineStatus(input.addressLine ?? '', reference, worst(fields.street.status, fields.houseNumber.status)));
+    put('addressLine', 'MANDATORY', lineStatus(input.addressLine ?? '', reference, worst(fields.street.status, fields.houseNumber.status)));
   } else {
     put('street', 'MANDATORY', fields.street.status);
     put('houseNumber', 'IMPORTANT', fields.houseNumber.status);
   }
   if (input.usesLocalityLine) {
-    put('localityLine', 'MANDATORY', lineStatus(input.localityLine ?? '', `${match.postalCode} ${match.town.name}`,
-      worst(fields.postalCode.status, fields.locality.status)));
+    put(
+      'localityLine',
+      'MANDATORY',
+      lineStatus(input.localityLine ?? '', `${match.postalCode} ${match.town.name}`, worst(fields.postalCode.status, fields.locality.status)),
+    );
   } else {
     put('postalCode', 'MANDATORY', fields.postalCode.status);
     put('locality', 'MANDATORY', fields.locality.status);
@@ -87,14 +89,18 @@ export function toCandidate(match: Match, include: ReadonlySet<string>, input?: 
 const AS_GIVEN: FieldMatch = { status: 'IDENTIFIED', weight: 0 };
 
 /** A match that is simply a reference address (autocomplete, known truths of generated inputs). */
-export function referenceMatch(
-  street: RefStreet, postalCode: string, house: { text: string; value: number } | undefined, choice?: RefSegment[],
-): Match {
+export function referenceMatch(street: RefStreet, postalCode: string, house: { text: string; value: number } | undefined, choice?: RefSegment[]): Match {
   const precision = house ? 'house-number' : street.postalCodes.length > 1 ? 'house-number-range' : 'street';
   return {
-    town: street.town, street, postalCode, houseNumber: house?.text ?? '', houseValue: house?.value,
-    choice, precision,
+    town: street.town,
+    street,
+    postalCode,
+    houseNumber: house?.text ?? '',
+    houseValue: house?.value,
+    choice,
+    precision,
     fields: { postalCode: AS_GIVEN, locality: AS_GIVEN, street: AS_GIVEN, houseNumber: AS_GIVEN },
-    weight: 0, score: 0,
+    weight: 0,
+    score: 0,
   };
 }

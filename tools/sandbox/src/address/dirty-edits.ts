@@ -41,7 +41,20 @@ export function extraSpaces(text: string): string {
   return ` ${text.replace(/ /g, '  ')}  `;
 }
 
-const INVENTED_STREET_STEMS = ['Quitten', 'Zypressen', 'Mispel', 'Wacholder', 'Schlehen', 'Brombeer', 'Hagebutten', 'Mammut', 'Flamingo', 'Pinguin', 'Zebra', 'Kolibri'];
+const INVENTED_STREET_STEMS = [
+  'Quitten',
+  'Zypressen',
+  'Mispel',
+  'Wacholder',
+  'Schlehen',
+  'Brombeer',
+  'Hagebutten',
+  'Mammut',
+  'Flamingo',
+  'Pinguin',
+  'Zebra',
+  'Kolibri',
+];
 const INVENTED_STREET_ENDS = ['pfad', 'steig', 'hang', 'bogen', 'zeile', 'stieg', 'winkel', 'kamp'];
 const INVENTED_TOWN_STEMS = ['Ober', 'Unter', 'Nieder', 'Hinter', 'Vorder', 'Klein', 'Groß'];
 const INVENTED_TOWN_ENDS = ['quappenhausen', 'zwiebelbrunn', 'mooskirchingen', 'schnakenbüttel', 'krähwinkelrode', 'kieselsdorfen'];

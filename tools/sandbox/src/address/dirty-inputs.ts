@@ -41,9 +41,7 @@ function pickAddress(random: Random, index: CountryIndex): Picked {
   return { index, town: street.town, street: street as RefStreet, segment, number };
 }
 
-function present(
-  country: string, fields: { street: string; houseNumber: string; postalCode: string; locality: string }, how: Presentation,
-): AddressInput {
+function present(country: string, fields: { street: string; houseNumber: string; postalCode: string; locality: string }, how: Presentation): AddressInput {
   const input: AddressInput = { country };
   if (how === 'address-line' || how === 'both-lines') {
     input.addressLine = fields.houseNumber === '' ? fields.street : `${fields.street} ${fields.houseNumber}`;

@@ -29,7 +29,15 @@ const NONE: ReadonlySet<string> = new Set();
 
 function truthOf(street: RefStreet, postalCode: string, house: number | string | undefined): Candidate {
   if (house === undefined) {
-    return toCandidate(referenceMatch(street, postalCode, undefined, street.segments.filter((s) => s.postalCode === postalCode)), NONE);
+    return toCandidate(
+      referenceMatch(
+        street,
+        postalCode,
+        undefined,
+        street.segments.filter((s) => s.postalCode === postalCode),
+      ),
+      NONE,
+    );
   }
   const text = String(house);
   return toCandidate(referenceMatch(street, postalCode, { text, value: Number.parseInt(text, 10) }), NONE);
@@ -43,8 +51,7 @@ function exactDraft(p: Picked, intendedClass: ResultClass, fields: Partial<Draft
   return { fields: { ...base(p), ...fields }, intendedClass, truth: truthOf(p.street, p.segment.postalCode, p.number) };
 }
 
-const contains = (street: RefStreet, n: number): boolean =>
-  street.segments.some((s) => s.step === (n % 2 === 1 ? 'odd' : 'even') && s.from <= n && n <= s.to);
+const contains = (street: RefStreet, n: number): boolean => street.segments.some((s) => s.step === (n % 2 === 1 ? 'odd' : 'even') && s.from <= n && n <= s.to);
 const namesakes = (p: Picked): RefStreet[] => (p.town.streetsByKey.get(p.street.key) ?? []).filter((s) => s !== p.street);
 /** True when no other street of the same name in the town has the picked number (else the result is E). */
 const unambiguous = (p: Picked): boolean => !namesakes(p).some((s) => contains(s, p.number));
@@ -78,53 +85,65 @@ export const VARIANTS: readonly { name: string; weight: number; build: Build }[]
   { name: 'upper-case', weight: 4, build: (_r, p) => exactDraft(p, 'B', { street: p.street.name.toUpperCase(), locality: p.town.name.toUpperCase() }) },
   { name: 'lower-case', weight: 4, build: (_r, p) => exactDraft(p, 'B', { street: p.street.name.toLowerCase() }) },
   {
-    name: 'eszett-as-ss', weight: 4,
-    build: (_r, p) => (/ß/.test(p.street.name + p.town.name)
-      ? exactDraft(p, 'B', { street: eszettAsSs(p.street.name), locality: eszettAsSs(p.town.name) }) : undefined),
+    name: 'eszett-as-ss',
+    weight: 4,
+    build: (_r, p) =>
+      /ß/.test(p.street.name + p.town.name) ? exactDraft(p, 'B', { street: eszettAsSs(p.street.name), locality: eszettAsSs(p.town.name) }) : undefined,
   },
   {
-    name: 'umlauts-transcribed', weight: 4,
-    build: (_r, p) => (/[äöüÄÖÜ]/.test(p.street.name + p.town.name)
-      ? exactDraft(p, 'B', { street: umlautsTranscribed(p.street.name), locality: umlautsTranscribed(p.town.name) }) : undefined),
+    name: 'umlauts-transcribed',
+    weight: 4,
+    build: (_r, p) =>
+      /[äöüÄÖÜ]/.test(p.street.name + p.town.name)
+        ? exactDraft(p, 'B', { street: umlautsTranscribed(p.street.name), locality: umlautsTranscribed(p.town.name) })
+        : undefined,
   },
   { name: 'street-abbreviated', weight: 5, build: (_r, p) => (p.street.abbreviation ? exactDraft(p, 'B', { street: p.street.abbreviation }) : undefined) },
   { name: 'extra-spaces', weight: 3, build: (_r, p) => exactDraft(p, 'B', { street: extraSpaces(p.street.name), locality: extraSpaces(p.town.name) }) },
   {
-    name: 'house-number-suffix', weight: 2,
+    name: 'house-number-suffix',
+    weight: 2,
     build: (_r, p) => ({
-      fields: { ...base(p), houseNumber: `${p.number} A` }, intendedClass: 'B', truth: truthOf(p.street, p.segment.postalCode, `${p.number}a`),
+      fields: { ...base(p), houseNumber: `${p.number} A` },
+      intendedClass: 'B',
+      truth: truthOf(p.street, p.segment.postalCode, `${p.number}a`),
     }),
   },
   {
-    name: 'locality-alias', weight: 1,
+    name: 'locality-alias',
+    weight: 1,
     build: (r, p) => {
       const aliases = [p.town.abbreviation].filter((a): a is string => a !== undefined);
       return aliases.length === 0 ? undefined : exactDraft(p, 'B', { locality: r.pick(aliases) });
     },
   },
   {
-    name: 'wrong-postal-code', weight: 7,
+    name: 'wrong-postal-code',
+    weight: 7,
     build: (r, p) => {
       const code = unambiguous(p) ? wrongCode(r, p, namesakeCodes(p)) : undefined;
       return code ? exactDraft(p, 'C', { postalCode: code }) : undefined;
     },
   },
   {
-    name: 'crossing-street-wrong-postal-code', weight: 4,
+    name: 'crossing-street-wrong-postal-code',
+    weight: 4,
     build: (r, p) => {
       const others = p.street.postalCodes.filter((c) => c !== p.segment.postalCode);
       return others.length > 0 && unambiguous(p) ? exactDraft(p, 'C', { postalCode: r.pick(others) }) : undefined;
     },
   },
   {
-    name: 'street-typo', weight: 7,
+    name: 'street-typo',
+    weight: 7,
     build: (r, p) => {
       const street = typoStreet(r, p, 1);
       return street ? exactDraft(p, 'C', { street }) : undefined;
     },
   },
   {
-    name: 'locality-typo', weight: 4,
+    name: 'locality-typo',
+    weight: 4,
     build: (r, p) => {
       const locality = oneTypo(r, p.town.name);
       const key = normaliseKey(locality);
@@ -134,11 +153,13 @@ export const VARIANTS: readonly { name: string; weight: number; build: Build }[]
     },
   },
   {
-    name: 'postal-code-missing', weight: 4,
+    name: 'postal-code-missing',
+    weight: 4,
     build: (_r, p) => (unambiguous(p) ? { ...exactDraft(p, 'C', { postalCode: '' }), presentation: 'locality-line' } : undefined),
   },
   {
-    name: 'wrong-postal-code-and-street-typo', weight: 3,
+    name: 'wrong-postal-code-and-street-typo',
+    weight: 3,
     build: (r, p) => {
       const code = unambiguous(p) ? wrongCode(r, p, namesakeCodes(p)) : undefined;
       const street = code ? typoStreet(r, p, 1) : undefined;
@@ -146,14 +167,16 @@ export const VARIANTS: readonly { name: string; weight: number; build: Build }[]
     },
   },
   {
-    name: 'street-typo-two-edits', weight: 3,
+    name: 'street-typo-two-edits',
+    weight: 3,
     build: (r, p) => {
       const street = typoStreet(r, p, 2);
       return street ? exactDraft(p, 'D', { street }) : undefined;
     },
   },
   {
-    name: 'house-number-out-of-range', weight: 4,
+    name: 'house-number-out-of-range',
+    weight: 4,
     build: (r, p) => {
       // Beyond the highest number of every namesake, on the side that reaches furthest.
       const last = p.street.segments.reduce((a, b) => (b.to > a.to ? b : a));
@@ -161,18 +184,23 @@ export const VARIANTS: readonly { name: string; weight: number; build: Build }[]
       const number = ceiling + (ceiling % 2 === last.to % 2 ? 0 : 1) + 2 * r.int(1, 15);
       return {
         fields: { ...base(p), houseNumber: String(number), postalCode: last.postalCode },
-        intendedClass: 'D', truth: truthOf(p.street, last.postalCode, number),
+        intendedClass: 'D',
+        truth: truthOf(p.street, last.postalCode, number),
       };
     },
   },
   {
-    name: 'no-house-number', weight: 4,
+    name: 'no-house-number',
+    weight: 4,
     build: (_r, p) => ({
-      fields: { ...base(p), houseNumber: '' }, intendedClass: 'D', truth: truthOf(p.street, p.segment.postalCode, undefined),
+      fields: { ...base(p), houseNumber: '' },
+      intendedClass: 'D',
+      truth: truthOf(p.street, p.segment.postalCode, undefined),
     }),
   },
   {
-    name: 'no-house-number-crossing-street', weight: 4,
+    name: 'no-house-number-crossing-street',
+    weight: 4,
     build: (r, p) => {
       if (p.street.postalCodes.length < 2) return undefined;
       const code = wrongCode(r, p, namesakeCodes(p));
@@ -181,14 +209,16 @@ export const VARIANTS: readonly { name: string; weight: number; build: Build }[]
     },
   },
   {
-    name: 'namesake-streets-wrong-postal-code', weight: 4,
+    name: 'namesake-streets-wrong-postal-code',
+    weight: 4,
     build: (r, p) => {
       const code = unambiguous(p) ? undefined : wrongCode(r, p, namesakeCodes(p));
       return code ? { fields: { ...base(p), postalCode: code }, intendedClass: 'E' } : undefined;
     },
   },
   {
-    name: 'unknown-street', weight: 3,
+    name: 'unknown-street',
+    weight: 3,
     build: (r, p) => {
       const street = inventedStreet(r);
       const key = normaliseKey(street);
@@ -197,7 +227,8 @@ export const VARIANTS: readonly { name: string; weight: number; build: Build }[]
     },
   },
   {
-    name: 'unknown-locality', weight: 3,
+    name: 'unknown-locality',
+    weight: 3,
     build: (r, p) => {
       const locality = inventedTown(r);
       const key = normaliseKey(locality);

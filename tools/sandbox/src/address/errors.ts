@@ -10,9 +10,7 @@ export class CountryNotAvailableError extends Error {
   readonly country: string;
 
   constructor(country: string, available: readonly string[]) {
-    super(
-      `Country not available: no reference data for "${country}"; the sandbox has ${available.join(', ')}.`,
-    );
+    super(`Country not available: no reference data for "${country}"; the sandbox has ${available.join(', ')}.`);
     this.name = 'CountryNotAvailableError';
     this.country = country;
   }

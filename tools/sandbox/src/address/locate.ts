@@ -33,8 +33,7 @@ export interface Match {
   score: number;
 }
 
-const exactOrNormalised = (raw: string, reference: string): FieldMatch =>
-  ({ status: raw === reference ? 'IDENTIFIED' : 'NORMALIZED', weight: 0 });
+const exactOrNormalised = (raw: string, reference: string): FieldMatch => ({ status: raw === reference ? 'IDENTIFIED' : 'NORMALIZED', weight: 0 });
 const corrected = (weight: number): FieldMatch => ({ status: 'CORRECTED', weight });
 
 /** Towns the input may mean: by town name (exact, alias or typo) and by postal code. */
@@ -86,9 +85,15 @@ function postalMatch(input: ParsedInput, code: string): FieldMatch {
 }
 
 function pushMatch(
-  out: Match[], town: RefTown, townMatch: FieldMatch, street: RefStreet, streetMatch: FieldMatch,
-  input: ParsedInput, rest: Pick<Match, 'postalCode' | 'houseNumber' | 'houseValue' | 'choice' | 'precision'>,
-  houseMatch: FieldMatch, tieBreak: number,
+  out: Match[],
+  town: RefTown,
+  townMatch: FieldMatch,
+  street: RefStreet,
+  streetMatch: FieldMatch,
+  input: ParsedInput,
+  rest: Pick<Match, 'postalCode' | 'houseNumber' | 'houseValue' | 'choice' | 'precision'>,
+  houseMatch: FieldMatch,
+  tieBreak: number,
 ): void {
   const fields = { postalCode: postalMatch(input, rest.postalCode), locality: townMatch, street: streetMatch, houseNumber: houseMatch };
   const weight = fields.postalCode.weight + townMatch.weight + streetMatch.weight + houseMatch.weight;
@@ -98,17 +103,14 @@ function pushMatch(
 }
 
 /** Adds the candidates of one street: by house number, or one per postal area without one. */
-export function addStreetMatches(
-  out: Match[], town: RefTown, townMatch: FieldMatch, street: RefStreet, streetMatch: FieldMatch, input: ParsedInput,
-): void {
+export function addStreetMatches(out: Match[], town: RefTown, townMatch: FieldMatch, street: RefStreet, streetMatch: FieldMatch, input: ParsedInput): void {
   const house = input.house.parsed;
   if (!house) {
     const missing: FieldMatch = { status: 'MISSING', weight: 2 };
     for (const code of street.postalCodes) {
       const choice = street.segments.filter((segment) => segment.postalCode === code);
       const precision = street.postalCodes.length > 1 ? 'house-number-range' : 'street';
-      pushMatch(out, town, townMatch, street, streetMatch, input,
-        { postalCode: code, houseNumber: '', houseValue: undefined, choice, precision }, missing, 0);
+      pushMatch(out, town, townMatch, street, streetMatch, input, { postalCode: code, houseNumber: '', houseValue: undefined, choice, precision }, missing, 0);
     }
     return;
   }
@@ -118,9 +120,17 @@ export function addStreetMatches(
   for (const segment of street.segments) {
     if (segment.step !== step || house.number < segment.from || house.number > segment.to) continue;
     found = true;
-    pushMatch(out, town, townMatch, street, streetMatch, input,
+    pushMatch(
+      out,
+      town,
+      townMatch,
+      street,
+      streetMatch,
+      input,
       { postalCode: segment.postalCode, houseNumber: house.canonical, houseValue: house.number, choice: undefined, precision: 'house-number' },
-      houseMatch, 0);
+      houseMatch,
+      0,
+    );
   }
   if (found) return;
   // Outside every range: keep the number, unverified, on the side with the nearest range.
@@ -132,7 +142,15 @@ export function addStreetMatches(
     if (gap < nearestGap) [nearest, nearestGap] = [segment, gap];
   }
   if (!nearest) return;
-  pushMatch(out, town, townMatch, street, streetMatch, input,
+  pushMatch(
+    out,
+    town,
+    townMatch,
+    street,
+    streetMatch,
+    input,
     { postalCode: nearest.postalCode, houseNumber: house.canonical, houseValue: undefined, choice: undefined, precision: 'street' },
-    { status: 'UNVERIFIED', weight: 2 }, Math.min(0.5, nearestGap / 400));
+    { status: 'UNVERIFIED', weight: 2 },
+    Math.min(0.5, nearestGap / 400),
+  );
 }

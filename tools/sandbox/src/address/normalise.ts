@@ -11,7 +11,11 @@ export function normaliseKey(text: string): string {
   let folded = text.toLowerCase();
   // Unicode normalisation is the costly step; most input is ASCII plus precomposed umlauts.
   if (/[^\x00-\x7fßäöü]/.test(folded)) {
-    folded = folded.normalize('NFC').replace(/[ßäöü]/g, (ch) => UMLAUTS[ch] ?? ch).normalize('NFD').replace(/[\u0300-\u036f]/g, '');
+    folded = folded
+      .normalize('NFC')
+      .replace(/[ßäöü]/g, (ch) => UMLAUTS[ch] ?? ch)
+      .normalize('NFD')
+      .replace(/[\u0300-\u036f]/g, '');
   } else {
     folded = folded.replace(/[ßäöü]/g, (ch) => UMLAUTS[ch] ?? ch);
   }
@@ -61,9 +65,7 @@ export function parseHouseNumber(raw: string): ParsedHouseNumber | undefined {
 
 /** Splits "Hauptstraße 12a" into street and house number; no number → the whole line is the street. */
 export function splitAddressLine(line: string): { street: string; houseNumber?: string } {
-  const match = /^(.*?\S)[\s,]+(\d{1,5}(?:\s?[a-z](?![a-z]))?(?:\s*[-/]\s*\d{1,5}[a-z]?)?)$/i.exec(
-    line.trim(),
-  );
+  const match = /^(.*?\S)[\s,]+(\d{1,5}(?:\s?[a-z](?![a-z]))?(?:\s*[-/]\s*\d{1,5}[a-z]?)?)$/i.exec(line.trim());
   if (!match) return { street: line };
   return { street: match[1] ?? '', houseNumber: match[2] ?? '' };
 }

@@ -121,13 +121,19 @@ function buildTown(seed: TownSeed, country: string, pool: readonly string[], ids
     const space = entry.indexOf(' ');
     if (space > 0) districts.set(entry.slice(0, space), entry.slice(space + 1));
   }
-  const aliasKeys = [seed.abbreviation, ...(seed.aliases ?? [])]
-    .filter((alias): alias is string => alias !== undefined)
-    .map(normaliseKey);
+  const aliasKeys = [seed.abbreviation, ...(seed.aliases ?? [])].filter((alias): alias is string => alias !== undefined).map(normaliseKey);
   const town: RefTown = {
-    id: ids.town++, country, name: seed.name, key: normaliseKey(seed.name), aliasKeys,
-    centre: { lat: seed.lat, lon: seed.lon }, postalCodes, districts,
-    streets: [], streetsByKey: new Map(), streetKeysByLength: new Map(),
+    id: ids.town++,
+    country,
+    name: seed.name,
+    key: normaliseKey(seed.name),
+    aliasKeys,
+    centre: { lat: seed.lat, lon: seed.lon },
+    postalCodes,
+    districts,
+    streets: [],
+    streetsByKey: new Map(),
+    streetKeysByLength: new Map(),
     ...(seed.abbreviation === undefined ? {} : { abbreviation: seed.abbreviation }),
   };
   // Postal areas spread around the centre on a sunflower pattern; big towns spread wider.
@@ -165,7 +171,15 @@ function buildTown(seed: TownSeed, country: string, pool: readonly string[], ids
     const end = offset(start, lengthKm * Math.cos(angle), lengthKm * Math.sin(angle));
     const abbreviation = streetAbbreviation(name);
     town.streets.push({
-      id: ids.street++, town, name, key: normaliseKey(name), segments, postalCodes: codes, maxNumber, start, end,
+      id: ids.street++,
+      town,
+      name,
+      key: normaliseKey(name),
+      segments,
+      postalCodes: codes,
+      maxNumber,
+      start,
+      end,
       ...(abbreviation === undefined ? {} : { abbreviation }),
     });
   };
@@ -176,7 +190,10 @@ function buildTown(seed: TownSeed, country: string, pool: readonly string[], ids
   };
   // A street runs on into a neighbouring postal area, not across town.
   const others = (code: string, n: number): string[] =>
-    postalCodes.filter((c) => c !== code).sort((a, b) => distance(code, a) - distance(code, b)).slice(0, n);
+    postalCodes
+      .filter((c) => c !== code)
+      .sort((a, b) => distance(code, a) - distance(code, b))
+      .slice(0, n);
   for (const name of names) {
     const { oddMax, evenMax } = lengths(random, homeCode.has(name));
     const code = homeCode.get(name) ?? random.pick(postalCodes);

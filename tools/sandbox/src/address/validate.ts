@@ -46,8 +46,8 @@ export function validateAddress(index: CountryIndex, input: AddressInput, includ
   if (tied.length > 1) {
     return { resultClass: 'E', results: tied.map((m) => toCandidate(m, include, parsed)) };
   }
-  const addressLineExact = !parsed.usesAddressLine ||
-    parsed.addressLine === (best.houseNumber === '' ? best.street.name : `${best.street.name} ${best.houseNumber}`);
+  const addressLineExact =
+    !parsed.usesAddressLine || parsed.addressLine === (best.houseNumber === '' ? best.street.name : `${best.street.name} ${best.houseNumber}`);
   const localityLineExact = !parsed.usesLocalityLine || parsed.localityLine === `${best.postalCode} ${best.town.name}`;
   return {
     resultClass: classOf(best, addressLineExact && localityLineExact),

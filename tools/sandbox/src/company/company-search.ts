@@ -61,12 +61,7 @@ function identical(input: CompanySearchInput, record: CompanyRecord): boolean {
  * "Müller Maschinenbau GmbH"); address fields that disagree lower it. Every hit with
  * searchScore ≥ minScore, best first, ties by id.
  */
-export function searchCompanies(
-  records: readonly CompanyRecord[],
-  index: NameIndex,
-  input: CompanySearchInput,
-  filter: SearchFilter,
-): CompanyHit[] {
+export function searchCompanies(records: readonly CompanyRecord[], index: NameIndex, input: CompanySearchInput, filter: SearchFilter): CompanyHit[] {
   const name = normaliseCompanyName(input.company);
   if (name.tokens.length === 0) return [];
   const matches = index.match(name.tokens);
@@ -83,4 +78,3 @@ export function searchCompanies(
   }
   return hits.sort((a, b) => b.searchScore - a.searchScore || a.id - b.id);
 }
-

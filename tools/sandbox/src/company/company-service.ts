@@ -3,14 +3,7 @@ import { BadRequestError, echo, formatMessage, type Language } from './messages.
 import { NameIndex } from './name-index.js';
 import { generateRegister } from './register.js';
 import { RegisterLookup } from './register-lookup.js';
-import {
-  bodyObject,
-  parseCompanyInput,
-  parseLang,
-  parseQuery,
-  parseRegisterInput,
-  parseVatInput,
-} from './request-params.js';
+import { bodyObject, parseCompanyInput, parseLang, parseQuery, parseRegisterInput, parseVatInput } from './request-params.js';
 import type { CompanyHit, CompanyResponse, CompanyService, CompanyServiceOptions } from './types.js';
 import { checkVatId, compactVatId, VAT_COUNTRIES } from './vat/index.js';
 
@@ -53,9 +46,7 @@ export function createCompanyService(opts: CompanyServiceOptions = {}): CompanyS
     }
     const filter = { minScore: params.minScore, includeDeleted: params.includeDeleted };
     const hits: CompanyHit[] =
-      params.searchMethod === 'tr'
-        ? register.lookup(parseRegisterInput(input), filter)
-        : searchCompanies(companies, names, parseCompanyInput(input), filter);
+      params.searchMethod === 'tr' ? register.lookup(parseRegisterInput(input), filter) : searchCompanies(companies, names, parseCompanyInput(input), filter);
     const page = hits.slice(0, MAX_HITS).slice(params.offset, params.offset + params.limit);
     // 2.4 shows the success envelope only for "at least one hit". No hit is still a successful
     // search, so it gets the same envelope with an empty list and X-Total-Count 0 rather than

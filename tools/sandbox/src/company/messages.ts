@@ -33,7 +33,7 @@ const EXPECTED: Readonly<Record<ExpectedValue, Readonly<Record<Language, string>
   trNo: {
     en: 'a positive whole register number (number or string of digits)',
     de: 'eine positive ganze Registernummer (Zahl oder Ziffernfolge)',
-    fr: "un numéro de registre entier positif (nombre ou chaîne de chiffres)",
+    fr: 'un numéro de registre entier positif (nombre ou chaîne de chiffres)',
   },
 };
 

@@ -34,7 +34,9 @@ const MIN_COURT_SIMILARITY = 0.75;
 
 /** The court's place name, folded: "Amtsgericht Frankfurt am Main" → "frankfurt am main". */
 function courtKey(text: string): string {
-  return words(text).filter((word) => !COURT_NOISE.has(word)).join(' ');
+  return words(text)
+    .filter((word) => !COURT_NOISE.has(word))
+    .join(' ');
 }
 
 /** Same, with umlauts dropped instead of spelt out: "münchen" → "munchen". */

@@ -16,8 +16,7 @@ const secondSurname = (rng: Random, first: string): string => {
   while (other === first) other = surname(rng);
   return other;
 };
-const initials = (rng: Random): string =>
-  Array.from({ length: rng.int(2, 3) }, () => String.fromCharCode(65 + rng.int(0, 25))).join('');
+const initials = (rng: Random): string => Array.from({ length: rng.int(2, 3) }, () => String.fromCharCode(65 + rng.int(0, 25))).join('');
 
 /** Names of corporations: "Müller Maschinenbau", "Rhein-Main Logistik", "KWS Anlagenbau"… */
 function corporationName(rng: Random): string {
@@ -82,13 +81,83 @@ function maxTrNo(city: CityEntry, trType: 'HRA' | 'HRB'): number {
  * including a liquidated company whose name a new one took over (same name, one inactive).
  */
 export const WELL_KNOWN_COMPANIES: readonly CompanyRecord[] = [
-  { id: 900_001, company: 'Müller Maschinenbau GmbH', zip: 80331, city: 'München', street: 'Sendlinger Straße 12', trCourt: 'Amtsgericht München', trType: 'HRB', trNo: 10_234, trStatus: 'active' },
-  { id: 900_002, company: 'Schmidt & Partner KG', zip: 20095, city: 'Hamburg', street: 'Mönckebergstraße 7', trCourt: 'Amtsgericht Hamburg', trType: 'HRA', trNo: 4_711, trStatus: 'active' },
-  { id: 900_003, company: 'Bäckerei Weber e.K.', zip: 50667, city: 'Köln', street: 'Hohe Straße 52', trCourt: 'Amtsgericht Köln', trType: 'HRA', trNo: 1_234, trStatus: 'active' },
-  { id: 900_004, company: 'Schneider Logistik GmbH & Co. KG', zip: 60311, city: 'Frankfurt am Main', street: 'Kaiserstraße 25', trCourt: 'Amtsgericht Frankfurt am Main', trType: 'HRA', trNo: 20_123, trStatus: 'active' },
-  { id: 900_005, company: 'Hoffmann Elektrotechnik GmbH', zip: 10115, city: 'Berlin', street: 'Chausseestraße 10', trCourt: 'Amtsgericht Charlottenburg', trType: 'HRB', trNo: 98_765, trStatus: 'inactive' },
-  { id: 900_006, company: 'Hoffmann Elektrotechnik GmbH', zip: 10117, city: 'Berlin', street: 'Friedrichstraße 100', trCourt: 'Amtsgericht Charlottenburg', trType: 'HRB', trNo: 154_321, trStatus: 'active' },
-  { id: 900_007, company: 'Sachsen Verpackungen AG', zip: 4103, city: 'Leipzig', street: 'Augustusplatz 1', trCourt: 'Amtsgericht Leipzig', trType: 'HRB', trNo: 2_345, trStatus: 'active' },
+  {
+    id: 900_001,
+    company: 'Müller Maschinenbau GmbH',
+    zip: 80331,
+    city: 'München',
+    street: 'Sendlinger Straße 12',
+    trCourt: 'Amtsgericht München',
+    trType: 'HRB',
+    trNo: 10_234,
+    trStatus: 'active',
+  },
+  {
+    id: 900_002,
+    company: 'Schmidt & Partner KG',
+    zip: 20095,
+    city: 'Hamburg',
+    street: 'Mönckebergstraße 7',
+    trCourt: 'Amtsgericht Hamburg',
+    trType: 'HRA',
+    trNo: 4_711,
+    trStatus: 'active',
+  },
+  {
+    id: 900_003,
+    company: 'Bäckerei Weber e.K.',
+    zip: 50667,
+    city: 'Köln',
+    street: 'Hohe Straße 52',
+    trCourt: 'Amtsgericht Köln',
+    trType: 'HRA',
+    trNo: 1_234,
+    trStatus: 'active',
+  },
+  {
+    id: 900_004,
+    company: 'Schneider Logistik GmbH & Co. KG',
+    zip: 60311,
+    city: 'Frankfurt am Main',
+    street: 'Kaiserstraße 25',
+    trCourt: 'Amtsgericht Frankfurt am Main',
+    trType: 'HRA',
+    trNo: 20_123,
+    trStatus: 'active',
+  },
+  {
+    id: 900_005,
+    company: 'Hoffmann Elektrotechnik GmbH',
+    zip: 10115,
+    city: 'Berlin',
+    street: 'Chausseestraße 10',
+    trCourt: 'Amtsgericht Charlottenburg',
+    trType: 'HRB',
+    trNo: 98_765,
+    trStatus: 'inactive',
+  },
+  {
+    id: 900_006,
+    company: 'Hoffmann Elektrotechnik GmbH',
+    zip: 10117,
+    city: 'Berlin',
+    street: 'Friedrichstraße 100',
+    trCourt: 'Amtsgericht Charlottenburg',
+    trType: 'HRB',
+    trNo: 154_321,
+    trStatus: 'active',
+  },
+  {
+    id: 900_007,
+    company: 'Sachsen Verpackungen AG',
+    zip: 4103,
+    city: 'Leipzig',
+    street: 'Augustusplatz 1',
+    trCourt: 'Amtsgericht Leipzig',
+    trType: 'HRB',
+    trNo: 2_345,
+    trStatus: 'active',
+  },
 ];
 
 /**

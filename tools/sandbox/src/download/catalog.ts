@@ -26,17 +26,9 @@ export const INSTALLERS: readonly string[] = [
 ];
 
 export const RELEASES: readonly string[] = ['release-v1', 'release-v2', 'release-v3'];
-export const INT_REGIONS: readonly string[] = [
-  'INT_AFRICA-MIDEAST',
-  'INT_ASIA',
-  'INT_EUROPE',
-  'INT_OCEANIA',
-  'INT_SOUTHAMERICA',
-];
+export const INT_REGIONS: readonly string[] = ['INT_AFRICA-MIDEAST', 'INT_ASIA', 'INT_EUROPE', 'INT_OCEANIA', 'INT_SOUTHAMERICA'];
 /** Countries the sandbox holds reference data for (a subset of ISO 3166, as a real subscription). */
-export const DATA_COUNTRIES: readonly string[] = [
-  'AT', 'BE', 'CH', 'CZ', 'DE', 'DK', 'ES', 'FR', 'GB', 'IT', 'LU', 'NL', 'PL', 'SE', 'US',
-];
+export const DATA_COUNTRIES: readonly string[] = ['AT', 'BE', 'CH', 'CZ', 'DE', 'DK', 'ES', 'FR', 'GB', 'IT', 'LU', 'NL', 'PL', 'SE', 'US'];
 /** Post levels, the same three for every country, WORLD and the INT_* regions. */
 export const POST_LEVELS: readonly string[] = ['001', '002', '003'];
 
@@ -79,7 +71,12 @@ export function resolvePath(pathname: string, versions: readonly string[]): Reso
   const last = segs[segs.length - 1] ?? '';
   const checksum = last.endsWith('.sha512');
   if (checksum) segs[segs.length - 1] = last.slice(0, -'.sha512'.length);
-  const found = segs[0] === 'software' ? resolveSoftware(segs.slice(1)) : segs[0] === 'data' ? resolveData(segs.slice(1), versions) : { notFound: `unknown download area "${segs[0]}"` };
+  const found =
+    segs[0] === 'software'
+      ? resolveSoftware(segs.slice(1))
+      : segs[0] === 'data'
+        ? resolveData(segs.slice(1), versions)
+        : { notFound: `unknown download area "${segs[0]}"` };
   if ('notFound' in found) return found;
   if (checksum && found.kind === 'version') return { notFound: 'version.txt has no checksum file' };
   return { entry: found, checksum };

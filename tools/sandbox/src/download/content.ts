@@ -10,9 +10,15 @@ import type { CatalogEntry } from './catalog.js';
 /** A small seeded PRNG (sfc32); enough for generated names, not for anything secret. */
 export function seededRandom(seed: number, key: string): () => number {
   const h = createHash('sha256').update(`${seed}:${key}`).digest();
-  let a = h.readUInt32LE(0), b = h.readUInt32LE(4), c = h.readUInt32LE(8), d = h.readUInt32LE(12);
+  let a = h.readUInt32LE(0),
+    b = h.readUInt32LE(4),
+    c = h.readUInt32LE(8),
+    d = h.readUInt32LE(12);
   return () => {
-    a >>>= 0; b >>>= 0; c >>>= 0; d >>>= 0;
+    a >>>= 0;
+    b >>>= 0;
+    c >>>= 0;
+    d >>>= 0;
     const t = (a + b + d) | 0;
     d = (d + 1) | 0;
     a = b ^ (b >>> 9);
@@ -73,12 +79,10 @@ function dataZip(seed: number, e: Extract<CatalogEntry, { kind: 'data' }>): Uint
   }
   const mtime = stamp(e.version);
   const header = e.product === 'phone' ? 'prefix;area;type;min;max;step\n' : 'postalCode;locality;street;from;to;step\n';
-  return zipSync(
-    {
-      [`${dir}/data.csv`]: [Buffer.from(header + rows.join('\n') + '\n'), { level: 6, mtime }],
-      [`${dir}/VERSION`]: [Buffer.from(`${e.product} ${e.country} ${e.release} ${e.version}\n`), { level: 0, mtime }],
-    },
-  );
+  return zipSync({
+    [`${dir}/data.csv`]: [Buffer.from(header + rows.join('\n') + '\n'), { level: 6, mtime }],
+    [`${dir}/VERSION`]: [Buffer.from(`${e.product} ${e.country} ${e.release} ${e.version}\n`), { level: 0, mtime }],
+  });
 }
 
 function softwareZip(seed: number, e: Extract<CatalogEntry, { kind: 'software' }>): Uint8Array {

@@ -35,7 +35,10 @@ export function largeArtifact(opts: { seed: number; key: string; entryName: stri
   const size = opts.dataBytes + LFH + CDH + EOCD + 2 * name.length;
   if (opts.dataBytes >= 0xffffffff || size >= 0xffffffff) throw new RangeError('largeArtifactMiB must stay below 4096 (no zip64)');
   const dir = opts.cacheDir ?? join(tmpdir(), 'dq-sandbox-downloads');
-  const id = createHash('sha256').update(JSON.stringify([FORMAT, opts.seed, opts.key, opts.entryName, opts.dataBytes])).digest('hex').slice(0, 24);
+  const id = createHash('sha256')
+    .update(JSON.stringify([FORMAT, opts.seed, opts.key, opts.entryName, opts.dataBytes]))
+    .digest('hex')
+    .slice(0, 24);
   const file = join(dir, `${id}.zip`);
   let pending: Promise<{ file: string; sha512: string }> | undefined;
   return {

@@ -171,9 +171,12 @@ export function createDownloadStore(options: DownloadStoreOptions | Record<strin
           auth: false,
           size,
           contentType: contentTypeOf('.sha512'),
-          read: (start, end) => Readable.from((async function* () {
-            yield Buffer.from(await line()).subarray(start, end + 1);
-          })()),
+          read: (start, end) =>
+            Readable.from(
+              (async function* () {
+                yield Buffer.from(await line()).subarray(start, end + 1);
+              })(),
+            ),
         };
       }
 
@@ -187,10 +190,13 @@ export function createDownloadStore(options: DownloadStoreOptions | Record<strin
           ...base,
           size,
           read: (start, end) => {
-            const s = Readable.from((async function* () {
-              const { file } = await big.ready();
-              yield* createReadStream(file, { start, end, highWaterMark: LARGE_READ });
-            })(), { objectMode: false });
+            const s = Readable.from(
+              (async function* () {
+                const { file } = await big.ready();
+                yield* createReadStream(file, { start, end, highWaterMark: LARGE_READ });
+              })(),
+              { objectMode: false },
+            );
             if (flip < 0) return s;
             const t = corruptor(start, flip);
             pipeline(s, t, () => undefined); // an error in s destroys t, which the server sees

@@ -105,12 +105,7 @@ export function refusalMessage(refusal: string): string {
 }
 
 /** Authenticates a company or phone call; returns the account or the 401/403 to answer. */
-export function authenticateRealtime(
-  ctx: SandboxContext,
-  req: IncomingMessage,
-  service: Service,
-  billable: boolean,
-): { account: Account } | RealtimeRefusal {
+export function authenticateRealtime(ctx: SandboxContext, req: IncomingMessage, service: Service, billable: boolean): { account: Account } | RealtimeRefusal {
   const key = realtimeKeyOf(req);
   if (key === null) return { status: 401, message: 'Authorization missing: send "Authorization: Bearer <API key>" or "X-Auth-Token: <API key>".' };
   const account = ctx.accounts.byKey(key);

@@ -9,7 +9,12 @@ import { readBody, resetConnection, type Exchange } from './exchange.js';
  * status (answered through `answerError`) or a truncated body (flagged on the exchange).
  * @returns true when the request has been answered (or dropped) and the handler must stop.
  */
-export async function applyFault(ctx: SandboxContext, ex: Exchange, group: FaultGroup, answerError: (status: number, headers?: Record<string, string>) => void): Promise<boolean> {
+export async function applyFault(
+  ctx: SandboxContext,
+  ex: Exchange,
+  group: FaultGroup,
+  answerError: (status: number, headers?: Record<string, string>) => void,
+): Promise<boolean> {
   const d = ctx.faults.decide(group);
   if (d.latencyMs > 0) {
     ctx.stats.fault(group, 'delayed');

@@ -29,12 +29,19 @@ export function parsePhoneQuery(q: URLSearchParams): { ok: true; value: PhoneQue
     return { ok: false, message: `par_verbosity must be an integer from ${p.par_verbosity.min} to ${p.par_verbosity.max}.` };
   const phone = q.get('in_phone');
   if (phone === null || phone.trim() === '') return { ok: false, message: 'in_phone is mandatory: the phone number to analyse.' };
-  return { ok: true, value: { language, ...(country === undefined ? {} : { country: country.toUpperCase() }), format: format.toUpperCase(), verbosity, phone } };
+  return {
+    ok: true,
+    value: { language, ...(country === undefined ? {} : { country: country.toUpperCase() }), format: format.toUpperCase(), verbosity, phone },
+  };
 }
 
 const MESSAGES = {
   ok: { de: 'Rufnummer gültig.', en: 'Phone number valid.', fr: 'Numéro de téléphone valide.' },
-  chars: { de: 'Unzulässige Zeichen in der Rufnummer.', en: 'The number contains characters that are not allowed.', fr: 'Le numéro contient des caractères non autorisés.' },
+  chars: {
+    de: 'Unzulässige Zeichen in der Rufnummer.',
+    en: 'The number contains characters that are not allowed.',
+    fr: 'Le numéro contient des caractères non autorisés.',
+  },
   country: { de: 'Land unbekannt oder nicht unterstützt.', en: 'Country unknown or not supported.', fr: 'Pays inconnu ou non pris en charge.' },
   length: { de: 'Die Rufnummer hat eine unzulässige Länge.', en: 'The number has an invalid length.', fr: 'Le numéro a une longueur invalide.' },
   prefix: { de: 'Ortsvorwahl fehlt oder ist ungültig.', en: 'The area code is missing or invalid.', fr: "L'indicatif régional manque ou est invalide." },

@@ -16,7 +16,8 @@ export async function handleCompany(ctx: SandboxContext, ex: Exchange): Promise<
     sendEnvelopeError(ex, 405, `Method ${ex.req.method ?? ''} is not allowed; use POST.`, { Allow: 'POST' });
     return;
   }
-  if (await applyFault(ctx, ex, 'company', (status, headers) => sendEnvelopeError(ex, status, `${REASONS[status] ?? 'Error'} (injected fault).`, headers))) return;
+  if (await applyFault(ctx, ex, 'company', (status, headers) => sendEnvelopeError(ex, status, `${REASONS[status] ?? 'Error'} (injected fault).`, headers)))
+    return;
   const auth = authenticateRealtime(ctx, ex.req, 'company', true);
   if ('status' in auth) {
     sendEnvelopeError(ex, auth.status, auth.message);

@@ -52,7 +52,8 @@ export async function handleDownload(ctx: SandboxContext, ex: Exchange): Promise
     sendProblem(ex, docs, 'method-not-allowed', { area, headers: { Allow: 'GET, HEAD' } });
     return;
   }
-  if (await applyFault(ctx, ex, 'download', (status, headers) => sendProblem(ex, docs, fragmentForStatus(status), { area, ...(headers && { headers }) }))) return;
+  if (await applyFault(ctx, ex, 'download', (status, headers) => sendProblem(ex, docs, fragmentForStatus(status), { area, ...(headers && { headers }) })))
+    return;
   const found = ctx.downloads.lookup(ex.path);
   if ('notFound' in found) {
     sendProblem(ex, docs, 'not-found', { area, detail: found.message });
@@ -142,7 +143,7 @@ async function sendPooled(res: ServerResponse, open: () => Promise<PositionedRea
   res.on('close', gone);
   try {
     for (let i = 0; i < IN_FLIGHT; i++) free.push(pool.pop() ?? Buffer.allocUnsafeSlow(POOL_BUFFER));
-    for (let at = 0; at < length && !res.destroyed; ) {
+    for (let at = 0; at < length && !res.destroyed;) {
       const buf = free.pop();
       if (buf === undefined) {
         await new Promise<void>((resolve) => (waiter = resolve));

@@ -16,7 +16,8 @@ export async function handlePhone(ctx: SandboxContext, ex: Exchange, kind: 'desc
     sendEnvelopeError(ex, 405, `Method ${method ?? ''} is not allowed; use GET.`, { Allow: 'GET, HEAD' });
     return;
   }
-  if (await applyFault(ctx, ex, 'phone', (status, headers) => sendEnvelopeError(ex, status, `${REASONS[status] ?? 'Error'} (injected fault).`, headers))) return;
+  if (await applyFault(ctx, ex, 'phone', (status, headers) => sendEnvelopeError(ex, status, `${REASONS[status] ?? 'Error'} (injected fault).`, headers)))
+    return;
   const auth = authenticateRealtime(ctx, ex.req, 'phone', false);
   if ('status' in auth) {
     sendEnvelopeError(ex, auth.status, auth.message);

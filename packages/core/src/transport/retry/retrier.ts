@@ -120,4 +120,3 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortedError(signal);
 }
-

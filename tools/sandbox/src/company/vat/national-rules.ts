@@ -1,11 +1,4 @@
-import {
-  isDigits,
-  luhnCheckDigit,
-  luhnChecksum,
-  mod11_10CheckDigit,
-  mod97_10,
-  modDigits,
-} from './check-digits.js';
+import { isDigits, luhnCheckDigit, luhnChecksum, mod11_10CheckDigit, mod97_10, modDigits } from './check-digits.js';
 
 /** The VAT ID prefixes whose check-digit algorithm the sandbox knows. */
 export const VAT_COUNTRIES = ['DE', 'AT', 'FR', 'NL', 'IT', 'ES', 'BE'] as const;
@@ -27,8 +20,7 @@ function digitsOf(n: number, width: number): string {
 
 // DE: 9 digits, the first not 0; the last is ISO 7064 MOD 11,10 over the first 8.
 const de: NationalRule = {
-  valid: (b) =>
-    b.length === 9 && isDigits(b) && b[0] !== '0' && mod11_10CheckDigit(b.slice(0, 8)) === Number(b[8]),
+  valid: (b) => b.length === 9 && isDigits(b) && b[0] !== '0' && mod11_10CheckDigit(b.slice(0, 8)) === Number(b[8]),
   make(n) {
     const base = String(10_000_000 + (Math.abs(Math.trunc(n)) % 90_000_000));
     return base + String(mod11_10CheckDigit(base));
@@ -38,8 +30,7 @@ const de: NationalRule = {
 // AT: "U" + 8 digits; the check digit is (6 - Luhn sum of digits 1–7) mod 10 (BMF rule).
 const atCheck = (seven: string): number => (16 - luhnChecksum(seven)) % 10;
 const at: NationalRule = {
-  valid: (b) =>
-    b.length === 9 && b[0] === 'U' && isDigits(b.slice(1)) && atCheck(b.slice(1, 8)) === Number(b[8]),
+  valid: (b) => b.length === 9 && b[0] === 'U' && isDigits(b.slice(1)) && atCheck(b.slice(1, 8)) === Number(b[8]),
   make(n) {
     const seven = digitsOf(n + 1_000_000, 7);
     return `U${seven}${atCheck(seven)}`;
@@ -97,11 +88,9 @@ const nl: NationalRule = {
 };
 
 // IT: 11 digits: company number (7, not all 0), office code (001–100, 120, 121, 888, 999), Luhn.
-const itOffice = (code: string): boolean =>
-  (code >= '001' && code <= '100') || ['120', '121', '888', '999'].includes(code);
+const itOffice = (code: string): boolean => (code >= '001' && code <= '100') || ['120', '121', '888', '999'].includes(code);
 const it: NationalRule = {
-  valid: (b) =>
-    b.length === 11 && isDigits(b) && Number(b.slice(0, 7)) !== 0 && itOffice(b.slice(7, 10)) && luhnChecksum(b) === 0,
+  valid: (b) => b.length === 11 && isDigits(b) && Number(b.slice(0, 7)) !== 0 && itOffice(b.slice(7, 10)) && luhnChecksum(b) === 0,
   make(n) {
     const k = Math.abs(Math.trunc(n));
     const ten = digitsOf(k + 1, 7) + String((k % 100) + 1).padStart(3, '0');
