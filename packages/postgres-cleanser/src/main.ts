@@ -61,8 +61,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
         await ensureStoreSchema(client);
         // The account's shared rate budget (the root README's "One rate budget per account").
         await ensureThrottleTable(client);
-        out({ schema: STATE_SCHEMA, version });
-        out({ schema: STORE_SCHEMA, created: true });
+        // One JSON line: what `init` made sure exists.
+        out({ schema: STATE_SCHEMA, version, store: STORE_SCHEMA, budget: 'dq_throttle' });
       } finally {
         await client.end().catch(() => undefined);
       }
