@@ -57,7 +57,7 @@ describe('address requests', () => {
     expect(AddressRequestSchema.safeParse({ localityLine: ' ' }).success).toBe(false);
   });
 
-  it('refuses a two-letter code that is not an ISO country, and accepts the NOTES include values', () => {
+  it('refuses a two-letter code that is not an ISO country, and accepts the include values docs/platform-contract.md adds', () => {
     expect(fields(validateAddressRequest({ localityLine: 'x', country: 'XX' }))).toEqual(['country']);
     const include = ['coordinates-wgs84', 'metadata', 'delivery-info', 'address-info'];
     expect(validateAddressRequest({ localityLine: 'x', _options: { include } })).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * The contract's error rows (platform-api.md 7.1 and 7.2) in one table. Address-API rows are keyed
+ * The contract's error rows (docs/platform-contract.md, 7.1 and 7.2) in one table. Address-API rows are keyed
  * by their problem type fragment (`{docs_url}/location/problems#<fragment>`, fragments from
  * docs/platform-contract.md); company-envelope rows (2.4) by a `company-*` code of our own.
  *
