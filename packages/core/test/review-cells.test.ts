@@ -36,16 +36,9 @@ describe('spreadsheet neutralising, one rule for every connector', () => {
     const fields = CANDIDATE_FIELDS.address;
     const header = reviewHeader(['line', '-note'], 2, fields);
     expect(header.slice(0, 4)).toEqual(['line', "'-note", 'class', 'request_id']);
-    expect(header.slice(4, 12)).toEqual([
-      'candidate_1_street',
-      'candidate_1_house_number',
-      'candidate_1_postal_code',
-      'candidate_1_locality',
-      'candidate_1_sub_locality',
-      'candidate_1_country',
-      'candidate_1_address_type',
-      'candidate_1_house_number_choice',
-    ]);
+    const addressSuffixes = ['street', 'house_number', 'postal_code', 'locality', 'sub_locality', 'country', 'address_type', 'house_number_choice'];
+    expect(header.slice(4, 12)).toEqual(addressSuffixes.map((suffix) => `candidate_1_${suffix}`));
+    expect(header.slice(12, 20)).toEqual(addressSuffixes.map((suffix) => `candidate_2_${suffix}`));
     expect(header.at(-1)).toBe('decision');
     const candidate = {
       street: 'Hauptstraße',
