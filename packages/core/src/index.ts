@@ -10,3 +10,4 @@ export * from './cli/index.js';
 export * from './lock/index.js';
 export * from './report/index.js';
 export * from './store/index.js';
+export * from './review/index.js';

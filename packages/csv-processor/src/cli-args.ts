@@ -31,7 +31,7 @@ Options:
   --encoding <enc>          utf8 (default) | latin1 | windows-1252; a file with a UTF-16 byte order
                             mark is read as UTF-16; the output is always UTF-8
   --format <fmt>            csv | json | ndjson; default from the input's extension
-  --spreadsheet-safe        prefix ' to every cell starting with = + - @ tab or CR (output and
+  --spreadsheet-safe        prefix ' to every cell starting with = + - @ tab CR or ' (output and
                             rejects), for files opened in a spreadsheet; default: values as read
   --resume                  continue an interrupted run from its checkpoint (from the first row
                             if none); answers the interrupted run paid for are not bought again

@@ -1,10 +1,10 @@
 import { defineErrorCodes, ExitCode } from '@dq/core';
 
 /**
- * Stable codes of errors raised by dq-csv itself, with the exit code each leads to (platform
- * errors keep @dq/core's codes). Branch on `code`, never on the message.
+ * An error of dq-csv itself: its stable `code` (branch on it, never on the message) and the
+ * `exitCode` the CLI exits with, from this table (platform errors keep @dq/core's codes).
  */
-const CsvErrorBase = defineErrorCodes('dq-csv', {
+export class CsvError extends defineErrorCodes('dq-csv', {
   /** a flag is missing, unknown or has a bad value */
   usage: { exit: ExitCode.USAGE },
   /** the input file cannot be opened or read */
@@ -29,20 +29,9 @@ const CsvErrorBase = defineErrorCodes('dq-csv', {
   'checkpoint-exists': { exit: ExitCode.USAGE },
   /** dq-csv review: the review file cannot be read, or was exported from another cleaned file */
   'review-file': { exit: ExitCode.USAGE },
-});
-
-/** The exit code of each {@link CsvError} code. */
-export const csvErrorExitCodes = CsvErrorBase.codes;
-
-/** Code of a {@link CsvError}. */
-export type CsvErrorCodeName = keyof typeof csvErrorExitCodes;
-
-/** An error of the file processor: a `DqError` whose `exitCode` is what the CLI exits with. */
-export class CsvError extends CsvErrorBase {
+}) {
   override readonly name = 'CsvError';
 }
 
 /** A usage error naming the flag at fault (exit code 2). */
-export function usageError(flag: string, problem: string): CsvError {
-  return CsvError.usage(flag, problem);
-}
+export const usageError = (flag: string, problem: string): CsvError => CsvError.usage(flag, problem);

@@ -1,46 +1,34 @@
-import { zeroByClass, zeroByStatus } from '@dq/core';
+import { emptyRunReport } from '@dq/core';
 import type { RecordResult, RunReport } from '@dq/core';
+
+/**
+ * The engine's counters that a resume adds up over the runs (with `durationMs`); their meaning is
+ * {@link RunReport}'s.
+ */
+const SUMMED = ['apiCalls', 'callsSavedByDedup', 'callsSavedByCache', 'callsSavedByStore', 'storeLookups', 'storeHits', 'retries', 'durationMs'] as const;
 
 /**
  * Counts of a whole file, added up over the runs that a resume joins together: the engine's
  * {@link RunReport} counts (summed over the runs), with the file's rows and rejects.
  */
-export interface RunTotals extends Pick<
-  RunReport,
-  | 'byStatus'
-  | 'byClass'
-  | 'apiCalls'
-  | 'callsSavedByDedup'
-  | 'callsSavedByCache'
-  | 'callsSavedByStore'
-  | 'storeLookups'
-  | 'storeHits'
-  | 'retries'
-  | 'durationMs'
-> {
+export type RunTotals = Pick<RunReport, 'byStatus' | 'byClass' | (typeof SUMMED)[number]> & {
   /** Output rows (= input rows that could be parsed). */
   rows: number;
   /** Input records sent to the rejects file. */
   rejects: number;
   /** Number of runs (1 + resumes). */
   runs: number;
-}
+};
 
 /** Totals with every count at zero. */
 export function emptyTotals(): RunTotals {
+  const { byStatus, byClass, ...report } = emptyRunReport();
   return {
     rows: 0,
     rejects: 0,
-    byStatus: zeroByStatus(),
-    byClass: zeroByClass(),
-    apiCalls: 0,
-    callsSavedByDedup: 0,
-    callsSavedByCache: 0,
-    callsSavedByStore: 0,
-    storeLookups: 0,
-    storeHits: 0,
-    retries: 0,
-    durationMs: 0,
+    byStatus,
+    byClass,
+    ...(Object.fromEntries(SUMMED.map((key) => [key, report[key]])) as Pick<RunReport, (typeof SUMMED)[number]>),
     runs: 0,
   };
 }
@@ -55,19 +43,10 @@ export function countResult(totals: RunTotals, result: RecordResult): void {
 
 /** `base` (earlier runs) plus this run's engine counters and duration. */
 export function withEngineReport(base: RunTotals, counted: RunTotals, report: RunReport | undefined, durationMs: number): RunTotals {
-  return {
-    ...counted,
-    apiCalls: base.apiCalls + (report?.apiCalls ?? 0),
-    callsSavedByDedup: base.callsSavedByDedup + (report?.callsSavedByDedup ?? 0),
-    callsSavedByCache: base.callsSavedByCache + (report?.callsSavedByCache ?? 0),
-    // `?? 0`: totals of a checkpoint written before the store existed lack these counts.
-    callsSavedByStore: (base.callsSavedByStore ?? 0) + (report?.callsSavedByStore ?? 0),
-    storeLookups: (base.storeLookups ?? 0) + (report?.storeLookups ?? 0),
-    storeHits: (base.storeHits ?? 0) + (report?.storeHits ?? 0),
-    retries: base.retries + (report?.retries ?? 0),
-    durationMs: base.durationMs + durationMs,
-    runs: base.runs + 1,
-  };
+  const totals: RunTotals = { ...counted, runs: base.runs + 1 };
+  // `?? 0`: totals of a checkpoint written before a counter existed (the store's) lack it.
+  for (const key of SUMMED) totals[key] = (base[key] ?? 0) + (key === 'durationMs' ? durationMs : (report?.[key] ?? 0));
+  return totals;
 }
 
 /** Share of failed input: rejects plus records that stayed `unavailable`, over all input records. */

@@ -1,49 +1,42 @@
 import { defineErrorCodes, ExitCode } from '@dq/core';
+import type { CodedErrorFields } from '@dq/core';
 
 /**
- * Stable codes of errors raised by dq-kafka itself, with the exit code each leads to. Platform
- * errors keep @dq/core's codes. Branch on `code`, never on the message.
+ * Codes of errors raised by dq-kafka itself, with the exit code each leads to (platform errors
+ * keep @dq/core's codes). None is retriable by the engine: dq-kafka retries them itself.
  */
 const KafkaErrorBase = defineErrorCodes('dq-kafka', {
   /** a flag or environment variable is missing or has a bad value */
   usage: { exit: ExitCode.USAGE },
   /** records came back `unavailable` (5xx, timeouts, 429 after core's retries): retried, never dead-lettered */
-  unavailable: { exit: ExitCode.TEMPFAIL },
+  unavailable: { exit: ExitCode.TEMPFAIL, retriable: false },
   /** the transient-failure budget (`--retry-max-ms`) of one partition's batch is used up */
-  'retry-budget-exhausted': { exit: ExitCode.TEMPFAIL },
+  'retry-budget-exhausted': { exit: ExitCode.TEMPFAIL, retriable: false },
   /** the Kafka client failed for good (broker unreachable, send or commit refused after its retries) */
-  'kafka-failure': { exit: ExitCode.TEMPFAIL },
+  'kafka-failure': { exit: ExitCode.TEMPFAIL, retriable: false },
   /** the metrics server could not listen on --metrics-port */
   'metrics-listen-failed': { exit: ExitCode.USAGE },
 });
 
-/** The exit code of each {@link KafkaEnricherError} code. */
-export const KAFKA_ERROR_EXIT_CODES = KafkaErrorBase.codes;
-
-/** Code of a {@link KafkaEnricherError}. */
-export type KafkaErrorCode = keyof typeof KAFKA_ERROR_EXIT_CODES;
-
-/** An error of dq-kafka. `exitCode` is what the CLI exits with when it ends the run. */
+/** An error of dq-kafka: its stable `code` (branch on it, never on the message) and the `exitCode` the CLI exits with. */
 export class KafkaEnricherError extends KafkaErrorBase {
-  override name = 'KafkaEnricherError';
+  override readonly name = 'KafkaEnricherError';
   /** Input topic, partition and offset the failure concerns, when it concerns one. */
   readonly topic: string | undefined;
   readonly partition: number | undefined;
   readonly offset: string | undefined;
 
   constructor(
-    code: KafkaErrorCode,
+    code: keyof typeof KafkaErrorBase.codes,
     message: string,
-    fields: { retriable?: boolean; cause?: unknown; requestId?: string; topic?: string; partition?: number; offset?: string } = {},
+    { topic, partition, offset, ...fields }: CodedErrorFields & { topic?: string; partition?: number; offset?: string } = {},
   ) {
-    super(code, message, { retriable: fields.retriable ?? false, cause: fields.cause, requestId: fields.requestId });
-    this.topic = fields.topic;
-    this.partition = fields.partition;
-    this.offset = fields.offset;
+    super(code, message, fields);
+    this.topic = topic;
+    this.partition = partition;
+    this.offset = offset;
   }
 }
 
 /** A usage error naming the flag (and its DQ_KAFKA_* variable) at fault; exit code 2. */
-export function usageError(flag: string, problem: string): KafkaEnricherError {
-  return KafkaEnricherError.usage(flag, problem);
-}
+export const usageError = (flag: string, problem: string): KafkaEnricherError => KafkaEnricherError.usage(flag, problem);

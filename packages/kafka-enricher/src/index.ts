@@ -8,7 +8,6 @@ export type { DlqReason } from './message-codec.js';
 export { Metrics, METRIC } from './metrics.js';
 export { startMetricsServer } from './metrics-server.js';
 export type { MetricsServer } from './metrics-server.js';
-export { KafkaEnricherError, KAFKA_ERROR_EXIT_CODES } from './errors.js';
-export type { KafkaErrorCode } from './errors.js';
+export { KafkaEnricherError } from './errors.js';
 export { main } from './main.js';
 export { USAGE } from './cli-args.js';

@@ -1,10 +1,11 @@
 import { defineErrorCodes, DqError, ExitCode } from '@dq/core';
 
 /**
- * Stable codes of errors raised by dq-pg itself, with the exit code each leads to (platform errors
- * keep @dq/core's codes). Branch on `code`, never on the message.
+ * An error of dq-pg itself: its stable `code` (branch on it, never on the message) and the
+ * `exitCode` the CLI exits with, from this table (platform errors keep @dq/core's codes).
+ * Messages never hold the DB password.
  */
-const CleanseErrorBase = defineErrorCodes('dq-pg', {
+export class CleanseError extends defineErrorCodes('dq-pg', {
   /** a flag is missing, unknown or has a bad value */
   usage: { exit: ExitCode.USAGE },
   /** the database refused the credentials, or the database does not exist */
@@ -33,23 +34,12 @@ const CleanseErrorBase = defineErrorCodes('dq-pg', {
   'run-busy': { exit: ExitCode.TEMPFAIL },
   /** the review file cannot be read: not UTF-8, not CSV, or not a file of `dq-pg review export` */
   'review-file': { exit: ExitCode.USAGE },
-});
-
-/** The exit code of each {@link CleanseError} code. */
-export const cleanseErrorExitCodes = CleanseErrorBase.codes;
-
-/** Code of a {@link CleanseError}. */
-export type CleanseErrorCode = keyof typeof cleanseErrorExitCodes;
-
-/** An error of dq-pg: a `DqError` whose `exitCode` is what the CLI exits with; messages never hold the DB password. */
-export class CleanseError extends CleanseErrorBase {
-  override name = 'CleanseError';
+}) {
+  override readonly name = 'CleanseError';
 }
 
 /** A usage error naming the flag at fault (exit code 2). */
-export function usageError(flag: string, problem: string): CleanseError {
-  return CleanseError.usage(flag, problem);
-}
+export const usageError = (flag: string, problem: string): CleanseError => CleanseError.usage(flag, problem);
 
 /** Network errors of a socket to the database server. */
 const UNREACHABLE_ERRNO = new Set([

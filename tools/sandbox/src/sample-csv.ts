@@ -1,4 +1,6 @@
+import { formatCsvLine } from '@dq/core/review';
 import { generateDirtyInputs } from './address/index.js';
+import { SURNAMES } from './company/register-data.js';
 import { mulberry32 } from './prng.js';
 
 /** Columns of the shipped demo sample (a German CRM export: `;`-separated, UTF-8). */
@@ -29,28 +31,8 @@ const FIRST = [
   'Birgit',
   'Günter',
 ];
-const LAST = [
-  'Müller',
-  'Schmidt',
-  'Schneider',
-  'Fischer',
-  'Weber',
-  'Meyer',
-  'Wagner',
-  'Becker',
-  'Schulz',
-  'Hoffmann',
-  'Schäfer',
-  'Koch',
-  'Bauer',
-  'Richter',
-  'Klein',
-  'Wolf',
-  'Schröder',
-  'Neumann',
-  'Schwarz',
-  'Zimmermann',
-];
+/** The 20 most frequent of the register's family names. */
+const LAST = SURNAMES.slice(0, 20);
 const FIRMS = ['GmbH', 'GmbH & Co. KG', 'AG', 'e.K.', 'OHG'];
 const AREA = ['30', '40', '89', '221', '69', '711', '211', '341', '351', '511'];
 
@@ -83,10 +65,4 @@ export function makeSampleCsv(rows = 1000, seed = 7): string {
     csv += formatCsvLine([`K${String(100_000 + i)}`, name, strasse, plz, ort, input.country, telefon, day], ';');
   }
   return csv;
-}
-
-/** One `;`/`,`-separated line, cells quoted (quotes doubled) when they hold the delimiter, a quote or a line break. */
-function formatCsvLine(cells: readonly string[], delimiter: string): string {
-  const cell = (text: string): string => (/["\r\n]/.test(text) || text.includes(delimiter) ? `"${text.replaceAll('"', '""')}"` : text);
-  return `${cells.map(cell).join(delimiter)}\n`;
 }

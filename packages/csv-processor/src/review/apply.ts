@@ -1,12 +1,13 @@
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { ExitCode } from '@dq/core';
+import { REVIEW_COLUMNS, restoreCell } from '@dq/core/review';
 import { CsvError } from '../errors.js';
 import { openSource } from '../source/index.js';
 import type { InputFormat } from '../source/types.js';
 import { openCleanedFile, type CleanedFile, type CleanedRecord } from './cleaned-file.js';
 import { holdFinishedOutput, refuseSameFiles, writeAtomically } from './files.js';
-import { CLASS_COLUMN, cleanedLayout, DECISION_COLUMN, LINE_COLUMN, parseCandidates, REQUEST_ID_COLUMN, restore, type CleanedLayout } from './layout.js';
+import { cleanedLayout, LINE_COLUMN, parseCandidates, type CleanedLayout } from './layout.js';
 
 /** Options of {@link applyReview}. */
 export interface ReviewApplyOptions {
@@ -172,9 +173,9 @@ async function readDecisions(
   const pending = new Map<number, Pending>();
   let names: string[];
   try {
-    const header = (source.header ?? []).map(restore);
+    const header = (source.header ?? []).map(restoreCell);
     // line, <input columns>, class, request_id, candidate_N_… (any number), decision, [columns a person added]
-    const decisionAt = header.lastIndexOf(DECISION_COLUMN);
+    const decisionAt = header.lastIndexOf(REVIEW_COLUMNS.decision);
     let first = decisionAt;
     while (first > 0 && /^candidate_\d+_/.test(header[first - 1]!)) first -= 1;
     const requestAt = first - 1;
@@ -182,13 +183,13 @@ async function readDecisions(
     const fits =
       header[0] === LINE_COLUMN &&
       decisionAt > 0 &&
-      header[requestAt] === REQUEST_ID_COLUMN &&
-      header[requestAt - 1] === CLASS_COLUMN &&
+      header[requestAt] === REVIEW_COLUMNS.requestId &&
+      header[requestAt - 1] === REVIEW_COLUMNS.class &&
       (inputs ? inputs.length === names.length && inputs.every((name, i) => names[i] === name) : names.every((name) => !layout.resultNames.has(name)));
     if (!fits) {
       throw new CsvError(
         'review-file',
-        `${path} is not a review file of this cleaned file: its header should be ${[LINE_COLUMN, ...(inputs ?? ['<input columns>']), CLASS_COLUMN, REQUEST_ID_COLUMN, 'candidate_1_…', DECISION_COLUMN].join(',')} (write one with dq-csv review export)`,
+        `${path} is not a review file of this cleaned file: its header should be ${[LINE_COLUMN, ...(inputs ?? ['<input columns>']), REVIEW_COLUMNS.class, REVIEW_COLUMNS.requestId, 'candidate_1_…', REVIEW_COLUMNS.decision].join(',')} (write one with dq-csv review export)`,
       );
     }
     const firstLine = new Map<number, number>();
@@ -197,7 +198,7 @@ async function readDecisions(
         bad.push({ reviewLine: item.line, decision: '', reason: `the line cannot be read (${item.reason}); fix it in the review file` });
         continue;
       }
-      const cells = item.cells!.map(restore);
+      const cells = item.cells!.map(restoreCell);
       const text = (cells[decisionAt] ?? '').trim();
       if (text === '') {
         onUndecided();

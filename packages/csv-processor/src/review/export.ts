@@ -1,9 +1,10 @@
 import { writeToBuffer } from '@fast-csv/format';
+import { reviewHeader, reviewRow } from '@dq/core/review';
 import { CsvError } from '../errors.js';
 import type { InputFormat } from '../source/types.js';
 import { openCleanedFile } from './cleaned-file.js';
 import { holdFinishedOutput, writeFileAtomically } from './files.js';
-import { CLASS_COLUMN, cleanedLayout, DECISION_COLUMN, LINE_COLUMN, neutralise, parseCandidates, REQUEST_ID_COLUMN } from './layout.js';
+import { cleanedLayout, LINE_COLUMN, parseCandidates } from './layout.js';
 
 /** Options of {@link exportReview}. */
 export interface ReviewExportOptions {
@@ -50,7 +51,7 @@ export async function exportReview(options: ReviewExportOptions): Promise<Review
 
 async function exportFrom(options: ReviewExportOptions, classes: ReadonlySet<string>): Promise<ReviewExportSummary> {
   const file = await openCleanedFile(options.input, { delimiter: options.delimiter, format: options.format });
-  const rows: { row: number; inputs: Map<string, string>; rest: string[] }[] = [];
+  const rows: { row: number; inputs: Map<string, string>; resultClass: string; requestId: string; candidates: unknown[] }[] = [];
   const inputNames = new Map<string, true>();
   const byClass: Record<string, number> = {};
   let widest = 0;
@@ -82,23 +83,20 @@ async function exportFrom(options: ReviewExportOptions, classes: ReadonlySet<str
         inputNames.set(name, true);
         inputs.set(name, view.text(name));
       }
-      rows.push({ row: record.row, inputs, rest: [resultClass, view.text('dq_request_id'), ...candidates.flatMap((c) => layout!.candidateCells(c))] });
+      rows.push({ row: record.row, inputs, resultClass, requestId: view.text('dq_request_id'), candidates });
     }
   } finally {
     file.close();
   }
   // CSV: the header's input columns, also when no row is exported; JSON: every key seen, in order.
   const names = file.format === 'csv' ? file.names.slice(0, file.names.indexOf('dq_status')) : [...inputNames.keys()];
-  const candidateHeader: string[] = [];
-  for (let n = 1; n <= widest; n++) for (const suffix of layout.fieldSuffixes) candidateHeader.push(`candidate_${n}_${suffix}`);
-  const header = [LINE_COLUMN, ...names, CLASS_COLUMN, REQUEST_ID_COLUMN, ...candidateHeader, DECISION_COLUMN];
-  const lines = rows.map(({ row, inputs, rest }) => {
-    const out = [String(row), ...names.map((name) => inputs.get(name) ?? ''), ...rest].map(neutralise);
-    while (out.length < header.length) out.push('');
-    return out;
-  });
+  const { fields } = layout;
+  const header = reviewHeader([LINE_COLUMN, ...names], widest, fields);
+  const lines = rows.map(({ row, inputs, ...rest }) =>
+    reviewRow({ leading: [String(row), ...names.map((name) => inputs.get(name))], ...rest }, widest, fields),
+  );
   // RFC 4180: CRLF line ends, quotes only where needed; a BOM so spreadsheets read it as UTF-8.
-  const bytes = await writeToBuffer([header.map(neutralise), ...lines], { writeBOM: true, rowDelimiter: '\r\n', includeEndRowDelimiter: true });
+  const bytes = await writeToBuffer([header, ...lines], { writeBOM: true, rowDelimiter: '\r\n', includeEndRowDelimiter: true });
   await writeFileAtomically(options.output, bytes);
   return { event: 'review-export', mode: layout.mode, rows: rows.length, byClass, candidateColumns: widest, output: options.output };
 }

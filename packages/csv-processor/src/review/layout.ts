@@ -1,53 +1,28 @@
+import { CANDIDATE_FIELDS } from '@dq/core/review';
+import type { CandidateField, CandidateKind } from '@dq/core/review';
 import type { AddressCandidate, CompanyRecord, RecordResult } from '@dq/core';
 import { CsvError } from '../errors.js';
 import type { CellValue } from '../sink/csv-format.js';
 import { resultColumns } from '../sink/result-columns.js';
 
 /**
- * The review file's layout, shared by `review export` and `review apply` (and the same column
- * names as dq-pg's review file, so users see one format):
+ * The review file's layout is @dq/core's (`reviewHeader`, `reviewRow`: the same as dq-pg's), led
+ * by `line`, the data row number in the cleaned file (1 = the row under the header), and every
+ * input column:
  *
  *   line, <every input column>, class, request_id, candidate_1_<field>…, candidate_N_<field>…, decision
- *
- * `line` is the data row number in the cleaned file (1 = the row under the header).
  */
 export const LINE_COLUMN = 'line';
-export const CLASS_COLUMN = 'class';
-export const REQUEST_ID_COLUMN = 'request_id';
-export const DECISION_COLUMN = 'decision';
 
 /** Which kind of cleaned file: address rows (candidates in dq_review_candidates) or company hits. */
-export type ReviewMode = 'address' | 'company';
+export type ReviewMode = CandidateKind;
 
-/** One field of a candidate as the review file shows it. */
-interface CandidateField<C> {
-  readonly suffix: string;
-  readonly get: (candidate: C) => unknown;
-}
-
-const ADDRESS_FIELDS: readonly CandidateField<AddressCandidate>[] = [
-  { suffix: 'street', get: (c) => c.street },
-  { suffix: 'house_number', get: (c) => c.houseNumber },
-  { suffix: 'postal_code', get: (c) => c.postalCode },
-  { suffix: 'locality', get: (c) => c.locality },
-  { suffix: 'sub_locality', get: (c) => c.subLocality },
-  { suffix: 'country', get: (c) => c.country },
-  { suffix: 'address_type', get: (c) => c.addressType },
-  { suffix: 'house_number_choice', get: (c) => c.houseNumberChoice?.map((r) => `${r.from}-${r.to} ${r.step}`).join(' | ') },
-];
-
-const COMPANY_FIELDS: readonly CandidateField<CompanyRecord>[] = [
-  { suffix: 'company_id', get: (c) => c.id },
-  { suffix: 'name', get: (c) => c.company },
-  { suffix: 'street', get: (c) => c.street },
-  { suffix: 'zip', get: (c) => c.zip },
-  { suffix: 'city', get: (c) => c.city },
-  { suffix: 'tr_court', get: (c) => c.trCourt },
-  { suffix: 'tr_type', get: (c) => c.trType },
-  { suffix: 'tr_no', get: (c) => c.trNo },
-  { suffix: 'tr_status', get: (c) => c.trStatus },
-  { suffix: 'score', get: (c) => c.searchScore },
-];
+/**
+ * dq-csv's names for three company candidate columns, kept for review files already in use: named
+ * like the dq_ result columns a chosen candidate is written into (dq_company_id, dq_score).
+ */
+const COMPANY_SUFFIXES: Readonly<Record<string, string>> = { id: 'company_id', company: 'name', searchScore: 'score' };
+const COMPANY_FIELDS = CANDIDATE_FIELDS.company.map((f) => ({ ...f, suffix: COMPANY_SUFFIXES[f.field] ?? f.suffix }));
 
 /** What the review commands need to know about a cleaned file's columns. */
 export interface CleanedLayout {
@@ -57,11 +32,9 @@ export interface CleanedLayout {
   /** `dq_review_candidates` (address) or `dq_company_candidates` (company, tr). */
   readonly candidates: string;
   /** Candidate fields as the review file shows them. */
-  readonly fieldSuffixes: readonly string[];
+  readonly fields: readonly CandidateField[];
   /** The dq_ columns a chosen candidate is written into, with the value for each. */
   chosenValues(candidate: unknown): Map<string, CellValue>;
-  /** A candidate's fields as the review file shows them, as text. */
-  candidateCells(candidate: unknown): string[];
 }
 
 /**
@@ -117,12 +90,11 @@ export function cleanedLayout(names: readonly string[], path: string): CleanedLa
           'dq_score',
         ];
   const targets = chosen.map((name) => ({ name, value: columns.names.indexOf(name) })).filter((t) => has(t.name) && t.value >= 0);
-  const fields = (mode === 'address' ? ADDRESS_FIELDS : COMPANY_FIELDS) as readonly CandidateField<unknown>[];
   return {
     mode,
     resultNames: new Set(columns.names),
     candidates: address ? 'dq_review_candidates' : 'dq_company_candidates',
-    fieldSuffixes: fields.map((f) => f.suffix),
+    fields: mode === 'address' ? CANDIDATE_FIELDS.address : COMPANY_FIELDS,
     chosenValues(candidate) {
       // The same getters validate used, so a chosen candidate reads exactly like an accepted answer.
       const result: RecordResult =
@@ -132,15 +104,7 @@ export function cleanedLayout(names: readonly string[], path: string): CleanedLa
       const values = columns.values(result);
       return new Map(targets.map((t) => [t.name, values[t.value]]));
     },
-    candidateCells(candidate) {
-      return fields.map((f) => text(f.get(candidate)));
-    },
   };
-}
-
-function text(value: unknown): string {
-  if (value === undefined || value === null) return '';
-  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : JSON.stringify(value);
 }
 
 /** The candidates stored in a review row's candidates cell (a JSON array), or why they cannot be read. */
@@ -152,18 +116,4 @@ export function parseCandidates(cell: string | undefined): unknown[] | string {
   } catch {
     return 'its candidates cell is not valid JSON';
   }
-}
-
-// Cells a spreadsheet may run as a formula (=, +, -, @, tab, CR), and the apostrophe itself, so
-// that removing one leading apostrophe on the way back undoes the prefix exactly, for every value.
-const NEEDS_PREFIX = /^[=+\-@\t\r']/;
-
-/** A cell as the review file holds it: a leading `'` before values a spreadsheet would run. */
-export function neutralise(value: string): string {
-  return NEEDS_PREFIX.test(value) ? `'${value}` : value;
-}
-
-/** Undoes {@link neutralise}. */
-export function restore(value: string): string {
-  return value.startsWith("'") ? value.slice(1) : value;
 }

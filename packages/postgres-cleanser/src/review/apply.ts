@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { parseString } from '@fast-csv/parse';
 import { createLogger, ExitCode } from '@dq/core';
+import { restoreCell } from '@dq/core/review';
 import type { Logger, RecordResult } from '@dq/core';
 import type pg from 'pg';
 import { STATE_SCHEMA } from '../bookkeeping.js';
@@ -12,7 +13,6 @@ import type { PageCounts, PageWrite } from '../page-store.js';
 import type { TargetTable } from '../preflight.js';
 import { decideRow } from '../row-values.js';
 import { finishRun, holdRun, newRunId, openRun, stopRun } from '../runs.js';
-import { restore } from './cells.js';
 import { REVIEW_COLUMNS } from './export.js';
 import { loadReviewedRun } from './stored-run.js';
 import type { ReviewedRun } from './stored-run.js';
@@ -285,12 +285,12 @@ function readDecisions(
   let skipped = 0;
   records.forEach((record, i) => {
     const line = i + 2;
-    const cell = restore(record[REVIEW_COLUMNS.decision] ?? '').trim();
+    const cell = restoreCell(record[REVIEW_COLUMNS.decision] ?? '').trim();
     if (cell === '') {
       skipped += 1;
       return;
     }
-    const key = restore(record[target.key.column] ?? '');
+    const key = restoreCell(record[target.key.column] ?? '');
     const review = reviewRows.get(key);
     const fail = (message: string): void => void bad.push({ line, key, message });
     if (!review)
@@ -310,7 +310,7 @@ function readDecisions(
       decision = { kind: 'candidate', n };
     } else return fail(`"${cell}" is not a decision; write ${choices}`);
     firstLine.set(key, line);
-    decided.push({ line, key, decision, values: target.columns.map((c) => restore(record[c.column] ?? '')), review });
+    decided.push({ line, key, decision, values: target.columns.map((c) => restoreCell(record[c.column] ?? '')), review });
   });
   return { decided, bad, skipped };
 }
@@ -422,7 +422,8 @@ async function readReviewFile(path: string): Promise<ReviewFile> {
   const headers: string[] = [];
   const records: Record<string, string>[] = [];
   await new Promise<void>((resolve, reject) => {
-    parseString(text, { headers: true, delimiter, ignoreEmpty: true })
+    // Header cells are neutralised like every other cell of the file (a column named -x is written '-x).
+    parseString(text, { headers: (names) => names.map((name) => restoreCell(name ?? '')), delimiter, ignoreEmpty: true })
       .on('headers', (h: string[]) => headers.push(...h))
       .on('data', (r: Record<string, string>) => void records.push(r))
       .on('error', (e: Error) =>
@@ -433,7 +434,7 @@ async function readReviewFile(path: string): Promise<ReviewFile> {
   if (!headers.includes(REVIEW_COLUMNS.run)) {
     throw new CleanseError('review-file', `${path} has no ${REVIEW_COLUMNS.run} column; apply a file written by dq-pg review export`);
   }
-  const ids = new Set(records.map((r) => restore(r[REVIEW_COLUMNS.run] ?? '')).filter((id) => id !== ''));
+  const ids = new Set(records.map((r) => restoreCell(r[REVIEW_COLUMNS.run] ?? '')).filter((id) => id !== ''));
   if (ids.size === 0 && records.every((r) => Object.values(r).every((cell) => cell.trim() === ''))) return { headers, records, runId: null };
   if (ids.size !== 1) {
     throw new CleanseError(

@@ -4,11 +4,11 @@ import { basename, dirname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { format } from '@fast-csv/format';
 import { createLogger } from '@dq/core';
+import { CANDIDATE_FIELDS, REVIEW_COLUMNS as FILE_COLUMNS, reviewHeader, reviewRow } from '@dq/core/review';
 import type { Logger, ResultClass } from '@dq/core';
 import { STATE_SCHEMA } from '../bookkeeping.js';
 import { connect, dbTarget } from '../db.js';
 import { CleanseError, connectionLost, usageError } from '../errors.js';
-import { candidateFields, candidateText, neutralise, snake } from './cells.js';
 import { DECIDED_KEYS_SQL, loadReviewedRun } from './stored-run.js';
 
 /** Options of {@link reviewExport} (`dq-pg review export`). */
@@ -39,11 +39,8 @@ export interface ReviewExportSummary {
   exitCode: number;
 }
 
-/** Fixed columns of the review file besides the key and the mapped columns. */
-export const REVIEW_COLUMNS = { run: 'run_id', class: 'class', requestId: 'request_id', decision: 'decision' } as const;
-
-/** `candidate_<n>_<field>`. */
-export const candidateColumn = (n: number, field: string): string => `candidate_${n}_${snake(field)}`;
+/** Fixed columns of the review file besides the key and the mapped columns: `run_id` first, then @dq/core's. */
+export const REVIEW_COLUMNS = { run: 'run_id', ...FILE_COLUMNS } as const;
 
 /**
  * Writes one CSV row per row of cleanse run `runId` that awaits a decision: status `review`, of
@@ -51,7 +48,7 @@ export const candidateColumn = (n: number, field: string): string => `candidate_
  * columns as the table holds them now, the class, the request id, every stored candidate as a
  * numbered set of fields, and an empty `decision` column. The file is for spreadsheets: UTF-8 with
  * a byte order mark, CRLF, every cell quoted, and cells that would start a formula neutralised
- * (see cells.ts; `review apply` undoes exactly that). With nothing to review it writes the header
+ * (@dq/core's `reviewRow`; `review apply` undoes exactly that). With nothing to review it writes the header
  * only and returns `rows: 0` (exit 0).
  */
 export async function reviewExport(options: ReviewExportOptions): Promise<ReviewExportSummary> {
@@ -91,29 +88,22 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
       params,
     );
     const widest = rows.reduce<number>((m, r) => Math.max(m, Array.isArray(r[3]) ? r[3].length : 0), 0);
-    const fields = candidateFields(run.mode);
-    const header = [
-      REVIEW_COLUMNS.run,
-      target.key.column,
-      ...target.columns.map((c) => c.column),
-      REVIEW_COLUMNS.class,
-      REVIEW_COLUMNS.requestId,
-      ...Array.from({ length: widest }, (_, i) => fields.map((f) => candidateColumn(i + 1, f))).flat(),
-      REVIEW_COLUMNS.decision,
-    ];
+    const fields = CANDIDATE_FIELDS[run.mode === 'address' ? 'address' : 'company'];
     await writeCsv(
       options.output,
-      header,
-      rows.map((r) => {
-        const candidates = (Array.isArray(r[3]) ? r[3] : []) as Record<string, unknown>[];
-        const cells = [run.runId, r[0] as string, ...target.columns.map((_, i) => r[4 + i] as string | null), r[1] as string | null, r[2] as string | null];
-        for (let n = 0; n < widest; n += 1) {
-          const c = candidates[n];
-          for (const f of fields) cells.push(c ? candidateText(c, f) : null);
-        }
-        cells.push(null);
-        return cells.map(neutralise);
-      }),
+      reviewHeader([REVIEW_COLUMNS.run, target.key.column, ...target.columns.map((c) => c.column)], widest, fields),
+      rows.map((r) =>
+        reviewRow(
+          {
+            leading: [run.runId, r[0] as string, ...target.columns.map((_, i) => r[4 + i] as string | null)],
+            resultClass: r[1] as string | null,
+            requestId: r[2] as string | null,
+            candidates: Array.isArray(r[3]) ? r[3] : [],
+          },
+          widest,
+          fields,
+        ),
+      ),
     );
     return {
       runId: run.runId,

@@ -1,6 +1,11 @@
+import { DATA_RELEASES, INT_REGIONS, PLATFORMLESS_ARTIFACTS, REFDATA_INSTALLERS, SOFTWARE_PLATFORMS } from '@dq/core/schemas';
+
 /**
  * What the sandbox's download API offers (contract 2.6, 4.4, 4.5) and how a request path maps onto
- * it. Pure data and parsing: no bytes are produced here.
+ * it. Pure data and parsing: no bytes are produced here. The names the contract lists (platforms,
+ * installers, releases, INT regions) are @dq/core's; which paths exist, and the 404s for the
+ * rest, are decided here on their own, not by core's path checks, so a path the client gets
+ * wrong is refused as the platform would.
  */
 
 /** Software products with the version their `latest` packages carry in the file name. */
@@ -10,23 +15,10 @@ export const SOFTWARE_VERSIONS: Readonly<Record<string, string>> = {
   'bank-service': '1.8.2',
   uws: '5.0.3',
 };
-export const SOFTWARE_PLATFORMS: readonly string[] = ['windows', 'linux', 'aix'];
-/** Artifacts that exist for every product and may also be fetched without a platform segment. */
-export const DOC_ARTIFACTS: readonly string[] = ['user-manuals.zip', 'release-notes.zip'];
-
-export const INSTALLERS: readonly string[] = [
-  'setupRefdata_aix_risc.sh',
-  'setupRefdata_hp_itanium.sh',
-  'setupRefdata_linux_x64.sh',
-  'setupRefdata_linux_x86.sh',
-  'setupRefdata_solaris_sparc.sh',
-  'setupRefdata_solaris_x86.sh',
-  'setupRefdata_windows_x64.exe',
-  'setupRefdata_windows_x86.exe',
-];
-
-export const RELEASES: readonly string[] = ['release-v1', 'release-v2', 'release-v3'];
-export const INT_REGIONS: readonly string[] = ['INT_AFRICA-MIDEAST', 'INT_ASIA', 'INT_EUROPE', 'INT_OCEANIA', 'INT_SOUTHAMERICA'];
+/** The reference-data installers under /download/v1/data/post/. */
+export const INSTALLERS: readonly string[] = REFDATA_INSTALLERS;
+export { INT_REGIONS };
+const has = (list: readonly string[], value: string): boolean => list.includes(value);
 /** Countries the sandbox holds reference data for (a subset of ISO 3166, as a real subscription). */
 export const DATA_COUNTRIES: readonly string[] = ['AT', 'BE', 'CH', 'CZ', 'DE', 'DK', 'ES', 'FR', 'GB', 'IT', 'LU', 'NL', 'PL', 'SE', 'US'];
 /** Post levels, the same three for every country, WORLD and the INT_* regions. */
@@ -47,7 +39,7 @@ export function dataArtifacts(product: string, country: string): string[] {
   const iso = DATA_COUNTRIES.includes(country);
   switch (product) {
     case 'post':
-      return iso || country === 'WORLD' || INT_REGIONS.includes(country) ? POST_LEVELS.map((level) => `${country}_${level}.zip`) : [];
+      return iso || country === 'WORLD' || has(INT_REGIONS, country) ? POST_LEVELS.map((level) => `${country}_${level}.zip`) : [];
     case 'autocompletion':
       return iso ? [`AC_${country}.zip`] : [];
     case 'phone':
@@ -91,16 +83,16 @@ function resolveSoftware(segs: string[]): CatalogEntry | { notFound: string } {
   let artifact: string | undefined;
   if (rest.length === 1) {
     artifact = rest[0];
-    if (!DOC_ARTIFACTS.includes(artifact ?? '')) return { notFound: `artifact "${artifact}" needs a platform` };
+    if (!has(PLATFORMLESS_ARTIFACTS, artifact ?? '')) return { notFound: `artifact "${artifact}" needs a platform` };
   } else if (rest.length === 2) {
     [platform, artifact] = rest as [string, string];
-    if (!SOFTWARE_PLATFORMS.includes(platform)) return { notFound: `unknown platform "${platform}"` };
+    if (!has(SOFTWARE_PLATFORMS, platform)) return { notFound: `unknown platform "${platform}"` };
     if (product === 'uws' && platform !== 'linux') return { notFound: 'uws is available for linux only' };
   } else {
     return { notFound: 'unknown software path' };
   }
   const base = (artifact ?? '').replace(/\.zip$/, '');
-  if (artifact !== `${product}.zip` && !DOC_ARTIFACTS.includes(artifact ?? '')) {
+  if (artifact !== `${product}.zip` && !has(PLATFORMLESS_ARTIFACTS, artifact ?? '')) {
     return { notFound: `unknown artifact "${artifact}" for ${product}` };
   }
   const fileName = platform === null ? `${base}-${version}.zip` : `${base}-${version}-${platform}.zip`;
@@ -110,7 +102,7 @@ function resolveSoftware(segs: string[]): CatalogEntry | { notFound: string } {
 function resolveData(segs: string[], versions: readonly string[]): CatalogEntry | { notFound: string } {
   if (segs.length === 2 && segs[0] === 'post') {
     if (segs[1] === 'version.txt') return { kind: 'version' };
-    if (INSTALLERS.includes(segs[1] ?? '')) return { kind: 'installer', artifact: segs[1] ?? '' };
+    if (has(INSTALLERS, segs[1] ?? '')) return { kind: 'installer', artifact: segs[1] ?? '' };
     return { notFound: `unknown file "${segs[1]}"` };
   }
   if (segs.length !== 5) return { notFound: 'unknown data path' };
@@ -120,7 +112,7 @@ function resolveData(segs: string[], versions: readonly string[]): CatalogEntry 
   }
   const artifacts = dataArtifacts(product, country);
   if (artifacts.length === 0) return { notFound: `no ${product} data for country "${country}"` };
-  if (!RELEASES.includes(release)) return { notFound: `unknown release "${release}"` };
+  if (!has(DATA_RELEASES, release)) return { notFound: `unknown release "${release}"` };
   if (!versions.includes(version)) return { notFound: `unknown version "${version}"` };
   if (!artifacts.includes(artifact)) return { notFound: `unknown artifact "${artifact}"` };
   return { kind: 'data', product, country, release, version, artifact };

@@ -1,16 +1,12 @@
+import { ADDRESS_INCLUDE_VALUES } from '@dq/core/schemas';
 import { ISO_COUNTRIES } from './iso-countries.js';
 import type { Violation } from './problems.js';
 
-/** Include values the platform knows (contract 2.1 and docs/platform-contract.md). */
-export const INCLUDE_VALUES: ReadonlySet<string> = new Set([
-  'coordinates-wgs84',
-  'metadata',
-  'country-info',
-  'region-info',
-  'municipality-info',
-  'delivery-info',
-  'address-info',
-]);
+/**
+ * Include values the platform knows (contract 2.1 and docs/platform-contract.md): the list is
+ * @dq/core's; the checks of a request below are the sandbox's own.
+ */
+export const INCLUDE_VALUES: ReadonlySet<string> = new Set(ADDRESS_INCLUDE_VALUES);
 
 const ADDRESS_FIELDS = ['street', 'houseNumber', 'addressLine', 'postalCode', 'locality', 'localityLine'] as const;
 const AUTOCOMPLETE_FIELDS = ['query', 'postalCode', 'locality', 'street', 'houseNumber'] as const;

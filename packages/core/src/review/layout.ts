@@ -1,0 +1,77 @@
+import type { HouseNumberRange } from '../schemas/address.js';
+import { neutraliseCell } from './cells.js';
+
+/**
+ * The review file people decide in a spreadsheet, as every connector writes it:
+ *
+ *   <the connector's leading columns>, class, request_id, candidate_1_<suffix>…, candidate_N_<suffix>…, decision
+ *
+ * Every cell is neutralised (see cells.ts), so the connector's `review apply` reads each cell
+ * back with `restoreCell`.
+ */
+export const REVIEW_COLUMNS = { class: 'class', requestId: 'request_id', decision: 'decision' } as const;
+
+/** What the candidates of a review row are: addresses, or company hits (company and tr searches). */
+export type CandidateKind = 'address' | 'company';
+
+/** One field of a candidate as the review file shows it. */
+export interface CandidateField {
+  /** The candidate's property, as the platform names it (`houseNumber`). */
+  readonly field: string;
+  /** The column name after `candidate_<n>_`: the property in snake case (`house_number`). */
+  readonly suffix: string;
+}
+
+const field = (name: string): CandidateField => ({ field: name, suffix: name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) });
+
+/** Candidate fields in the review file's column order. */
+export const CANDIDATE_FIELDS: Readonly<Record<CandidateKind, readonly CandidateField[]>> = {
+  address: ['street', 'houseNumber', 'postalCode', 'locality', 'subLocality', 'country', 'addressType', 'houseNumberChoice'].map(field),
+  company: ['id', 'company', 'street', 'zip', 'city', 'trCourt', 'trType', 'trNo', 'trStatus', 'searchScore'].map(field),
+};
+
+/** `candidate_<n>_<suffix>` for candidates 1 to `count`, in the review file's order. */
+export function candidateColumns(count: number, fields: readonly CandidateField[]): string[] {
+  const names: string[] = [];
+  for (let n = 1; n <= count; n++) for (const f of fields) names.push(`candidate_${n}_${f.suffix}`);
+  return names;
+}
+
+/**
+ * The text of one field of a candidate: empty when missing, house-number ranges as
+ * `2-10 even | 1-9 odd`, numbers as written, other non-text values as JSON.
+ */
+export function candidateText(candidate: unknown, f: CandidateField): string {
+  const value = typeof candidate === 'object' && candidate !== null ? (candidate as Record<string, unknown>)[f.field] : undefined;
+  if (value === undefined || value === null) return '';
+  if (f.field === 'houseNumberChoice' && Array.isArray(value)) {
+    return (value as HouseNumberRange[]).map((r) => `${r.from}-${r.to} ${r.step}`).join(' | ');
+  }
+  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : JSON.stringify(value);
+}
+
+/** The review file's header: the connector's leading columns, then the fixed and candidate columns, neutralised. */
+export function reviewHeader(leading: readonly string[], candidates: number, fields: readonly CandidateField[]): string[] {
+  return [...leading, REVIEW_COLUMNS.class, REVIEW_COLUMNS.requestId, ...candidateColumns(candidates, fields), REVIEW_COLUMNS.decision].map(neutraliseCell);
+}
+
+/** One row awaiting a decision, as {@link reviewRow} writes it. */
+export interface ReviewRowCells {
+  /** The connector's leading cells (null and undefined are written empty). */
+  readonly leading: readonly (string | null | undefined)[];
+  readonly resultClass: string | null | undefined;
+  readonly requestId: string | null | undefined;
+  /** The stored candidates, in the order the decision numbers them (1 = the first). */
+  readonly candidates: readonly unknown[];
+}
+
+/**
+ * A row of the review file under {@link reviewHeader}: every candidate's fields (empty past the
+ * row's last candidate, up to `width` candidates), an empty decision, every cell neutralised.
+ */
+export function reviewRow(row: ReviewRowCells, width: number, fields: readonly CandidateField[]): string[] {
+  const cells = [...row.leading, row.resultClass, row.requestId].map((v) => v ?? '');
+  for (let n = 0; n < width; n++) for (const f of fields) cells.push(candidateText(row.candidates[n], f));
+  cells.push('');
+  return cells.map(neutraliseCell);
+}

@@ -1,0 +1,65 @@
+import { describe, expect, test } from 'vitest';
+import { CANDIDATE_FIELDS, formatCell, formatCsvLine, neutraliseCell, restoreCell, reviewHeader, reviewRow } from '../src/review/index.js';
+
+// Every character a spreadsheet acts on at the start of a cell, and the apostrophe that marks a neutralised one.
+const TRIGGERS = ['=', '+', '-', '@', '\t', '\r', "'"];
+
+describe('spreadsheet neutralising, one rule for every connector', () => {
+  test('a value starting with = + - @ tab CR or an apostrophe gets one leading apostrophe, and restoring gives back every value exactly', () => {
+    const values = [
+      ...TRIGGERS.flatMap((c) => [c, `${c}1+2`, `${c}${c}x`, `${c}'`]),
+      "''",
+      '',
+      'Hauptstraße 5',
+      "O'Brien",
+      ' =not at the start',
+      '1-2',
+      '\n=after a line break',
+    ];
+    for (const value of values) {
+      const cell = neutraliseCell(value);
+      expect(restoreCell(cell), JSON.stringify(value)).toBe(value);
+      if (TRIGGERS.includes(value.charAt(0))) expect(cell, JSON.stringify(value)).toBe(`'${value}`);
+      else expect(cell, JSON.stringify(value)).toBe(value);
+      // What a spreadsheet sees first is never a character it would act on.
+      expect(TRIGGERS.slice(0, -1)).not.toContain(cell.charAt(0));
+    }
+  });
+
+  test('a --spreadsheet-safe CSV line neutralises text cells (numbers stay numbers) and quotes what needs quoting', () => {
+    expect(formatCsvLine(['=1+2', "'quoted", -13.4, null, 'a;b', '@x "y"'], ';', true)).toBe(`'=1+2;''quoted;-13.4;;"a;b";"'@x ""y"""\n`);
+    expect(formatCsvLine(['=1+2', "'quoted", -13.4, undefined], ',')).toBe("=1+2,'quoted,-13.4,\n");
+    expect(formatCell('\rcr', ',', true)).toBe(`"'\rcr"`);
+  });
+
+  test('review rows carry every candidate field under its column, neutralised, with an empty decision', () => {
+    const fields = CANDIDATE_FIELDS.address;
+    const header = reviewHeader(['line', '-note'], 2, fields);
+    expect(header.slice(0, 4)).toEqual(['line', "'-note", 'class', 'request_id']);
+    const addressSuffixes = ['street', 'house_number', 'postal_code', 'locality', 'sub_locality', 'country', 'address_type', 'house_number_choice'];
+    expect(header.slice(4, 12)).toEqual(addressSuffixes.map((suffix) => `candidate_1_${suffix}`));
+    expect(header.slice(12, 20)).toEqual(addressSuffixes.map((suffix) => `candidate_2_${suffix}`));
+    expect(header.at(-1)).toBe('decision');
+    const candidate = {
+      street: 'Hauptstraße',
+      postalCode: '10115',
+      locality: 'Berlin',
+      country: 'DE',
+      houseNumberChoice: [
+        { from: '2', to: '10', step: 'even' },
+        { from: '1', to: '9', step: 'odd' },
+      ],
+    };
+    const row = reviewRow({ leading: ['7', '=SUM(A1)'], resultClass: 'E', requestId: 'r-1', candidates: [candidate] }, 2, fields);
+    expect(row).toHaveLength(header.length);
+    expect(row.slice(0, 4)).toEqual(['7', "'=SUM(A1)", 'E', 'r-1']);
+    expect(row.slice(4, 12)).toEqual(['Hauptstraße', '', '10115', 'Berlin', '', 'DE', '', '2-10 even | 1-9 odd']);
+    expect(row.slice(12)).toEqual(['', '', '', '', '', '', '', '', '']);
+    const company = reviewRow(
+      { leading: [], resultClass: null, requestId: 'r-2', candidates: [{ id: 42, company: '+Plus AG', searchScore: 97.5 }] },
+      1,
+      CANDIDATE_FIELDS.company,
+    );
+    expect(company).toEqual(['', 'r-2', '42', "'+Plus AG", '', '', '', '', '', '', '', '97.5', '']);
+  });
+});
