@@ -95,55 +95,66 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
 
   /** Calls the platform answered in one task, and when the last of them ended. */
   type Answers = { count: number; lastAt: number; seconds: Map<number, number> };
-  const answered = (answers: Answers): void => {
-    answers.count += 1;
-    answers.lastAt = Date.now();
-  };
-  /** Counts a sent call in the (epoch) second its attempt ended, for the run report's calls-per-second histogram. */
-  const sent = (answers: Answers): void => {
-    const second = Math.floor(Date.now() / 1000);
-    answers.seconds.set(second, (answers.seconds.get(second) ?? 0) + 1);
+  /**
+   * Counts a call that ended at `now` (epoch ms): in the second its attempt ended, for the run
+   * report's calls-per-second histogram (`sentCall`), and as answered by the platform (`answeredCall`).
+   */
+  const ended = (answers: Answers, now: number, sentCall: boolean, answeredCall: boolean): void => {
+    if (answeredCall) {
+      answers.count += 1;
+      answers.lastAt = now;
+    }
+    if (sentCall) {
+      const second = Math.floor(now / 1000);
+      answers.seconds.set(second, (answers.seconds.get(second) ?? 0) + 1);
+    }
   };
 
+  /**
+   * One call of a task, from its slot to its outcome, told to `onOutcome` as it ends. One async
+   * frame per call: the per-call path is the engine's hot path.
+   */
   const callOne = async (task: CallTask, index: number, signal: AbortSignal, answers: Answers, onOutcome?: OutcomeListener): Promise<CallOutcome> => {
-    const outcome = await attempt(task, index, signal, answers);
-    onOutcome?.(index, outcome);
-    return outcome;
-  };
-
-  const attempt = async (task: CallTask, index: number, signal: AbortSignal, answers: Answers): Promise<CallOutcome> => {
     const fields = task.requests[index];
     const slot = acquireSlot();
     if (slot !== undefined) await slot;
+    let outcome: CallOutcome;
     try {
-      if (fields === undefined || signal.aborted) return { kind: 'skipped' };
-      try {
-        const { outcome, attempts } = await call(fields, String(index), signal);
-        unreportedRetries += attempts - 1;
-        answered(answers);
-        sent(answers);
-        return outcome;
-      } catch (e) {
-        if (signal.aborted) return { kind: 'skipped' };
-        sent(answers);
-        if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
-        const outcome = errorOutcome(e);
-        if (outcome.kind === 'result' && outcome.unreachableAt === undefined) answered(answers);
-        // Tell sibling calls and threads at once; the engine also stops every other batch. Not when
-        // the spending cap was reached: the calls in flight were paid for and must bring their
-        // answers home, and no further call can be sent anyway (each fails at the cap, unsent).
-        if (
-          outcome.kind === 'stop' &&
-          outcome.error.code !== MAX_CALLS_REACHED &&
-          Atomics.compareExchange(task.control, 0, Control.RUN, Control.STOP) === Control.RUN
-        ) {
-          Atomics.notify(task.control, 0);
+      if (fields === undefined || signal.aborted) outcome = { kind: 'skipped' };
+      else {
+        try {
+          const res = await call(fields, String(index), signal);
+          unreportedRetries += res.attempts - 1;
+          ended(answers, Date.now(), true, true);
+          outcome = res.outcome;
+        } catch (e) {
+          outcome = failedCall(e, task, signal, answers);
         }
-        return outcome;
       }
     } finally {
       releaseSlot();
     }
+    onOutcome?.(index, outcome);
+    return outcome;
+  };
+
+  /** The outcome of a call that threw. */
+  const failedCall = (e: unknown, task: CallTask, signal: AbortSignal, answers: Answers): CallOutcome => {
+    if (signal.aborted) return { kind: 'skipped' };
+    if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
+    const outcome = errorOutcome(e);
+    ended(answers, Date.now(), true, outcome.kind === 'result' && outcome.unreachableAt === undefined);
+    // Tell sibling calls and threads at once; the engine also stops every other batch. Not when
+    // the spending cap was reached: the calls in flight were paid for and must bring their
+    // answers home, and no further call can be sent anyway (each fails at the cap, unsent).
+    if (
+      outcome.kind === 'stop' &&
+      outcome.error.code !== MAX_CALLS_REACHED &&
+      Atomics.compareExchange(task.control, 0, Control.RUN, Control.STOP) === Control.RUN
+    ) {
+      Atomics.notify(task.control, 0);
+    }
+    return outcome;
   };
 
   return {

@@ -11,20 +11,28 @@ const ACCEPT = 'application/json, application/problem+json';
  * more than the rest of the request's set-up together.
  */
 export class TargetCache {
-  readonly #parsed = new Map<string, Readonly<{ origin: string; pathname: string; search: string }>>();
+  /** Base URL → path → parsed target: two lookups of strings that are already there, nothing joined per request. */
+  readonly #parsed = new Map<string, Map<string, Readonly<Target & { search: string }>>>();
+  #size = 0;
 
   /** Target of `path` below `base`, with `query` (undefined values left out) as its query string. */
   target(base: string, path: string, query: Readonly<Record<string, QueryValue>> | undefined): Target {
-    const joined = base.replace(/\/+$/, '') + (path.startsWith('/') ? path : `/${path}`);
-    let parsed = this.#parsed.get(joined);
+    let parsed = this.#parsed.get(base)?.get(path);
     if (parsed === undefined) {
-      const url = new URL(joined);
-      parsed = { origin: url.origin, pathname: url.pathname, search: url.search };
-      if (this.#parsed.size >= MAX_CACHED_TARGETS) this.#parsed.clear();
-      this.#parsed.set(joined, parsed);
+      const url = new URL(base.replace(/\/+$/, '') + (path.startsWith('/') ? path : `/${path}`));
+      parsed = Object.freeze({ origin: url.origin, pathname: url.pathname, path: url.pathname + url.search, search: url.search });
+      if (this.#size >= MAX_CACHED_TARGETS) {
+        this.#parsed.clear();
+        this.#size = 0;
+      }
+      let paths = this.#parsed.get(base);
+      if (paths === undefined) this.#parsed.set(base, (paths = new Map()));
+      paths.set(path, parsed);
+      this.#size += 1;
     }
+    // Without a query the parsed target is the answer itself: nothing is built per request.
+    if (query === undefined) return parsed;
     const { origin, pathname, search } = parsed;
-    if (query === undefined) return { origin, pathname, path: pathname + search };
     const params = new URLSearchParams(search);
     for (const name in query) {
       const value = query[name];

@@ -1,4 +1,5 @@
 import { Agent } from 'undici';
+import { abortedError } from '../errors/aborted.js';
 import { DqError, PlatformError } from '../errors/dq-error.js';
 import { createSilentLogger } from '../log/logger.js';
 import { StartSessionResponseSchema } from '../schemas/index.js';
@@ -122,19 +123,27 @@ export function createTransport(options: TransportOptions): Transport {
       }
     };
 
-    const onRetry = ({ attempt, error, delayMs }: RetryEvent): void => {
-      const e = error instanceof DqError ? error : undefined;
-      logger.warn('request failed; retrying', {
-        endpoint: req.endpoint,
-        path: target.pathname,
-        attempt,
-        delayMs,
-        code: e?.code,
-        status: e?.status,
-        requestId: e?.requestId,
-      });
-    };
-    const res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, { signal, onRetry });
+    // The first attempt is made here; only a failed one enters the retrier (most calls succeed at once).
+    if (signal?.aborted) throw abortedError(signal);
+    const started = Date.now();
+    let res: AttemptResult<T>;
+    try {
+      res = await attemptOnce(policy.maxTotalMs);
+    } catch (error) {
+      const onRetry = ({ attempt, error, delayMs }: RetryEvent): void => {
+        const e = error instanceof DqError ? error : undefined;
+        logger.warn('request failed; retrying', {
+          endpoint: req.endpoint,
+          path: target.pathname,
+          attempt,
+          delayMs,
+          code: e?.code,
+          status: e?.status,
+          requestId: e?.requestId,
+        });
+      };
+      res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, { signal, onRetry, failed: { error, started } });
+    }
     return { data: res.data, status: res.status, requestId: res.requestId, headers: res.headers, attempts };
   }
 

@@ -45,37 +45,52 @@ export function retry<T>(attempt: (info: AttemptInfo) => Promise<T>, options: Re
 
 /**
  * {@link retry} with options already checked by `resolveRetryOptions`: the transport resolves its
- * policy once instead of once per request.
+ * policy once instead of once per request. With `run.failed` the first attempt was already made
+ * (at `started`, failing with `error`) by the caller, which keeps a call that succeeds the first
+ * time off the retry machinery altogether.
  */
 export async function retryResolved<T>(
   attempt: (info: AttemptInfo) => Promise<T>,
   policy: Readonly<RetryOptions>,
-  run: Pick<RetryRunOptions, 'signal' | 'onRetry' | 'now'>,
+  run: Pick<RetryRunOptions, 'signal' | 'onRetry' | 'now'> & { failed?: { error: unknown; started: number } },
 ): Promise<T> {
-  const { signal, onRetry, now = Date.now } = run;
-  const started = now();
-  for (let n = 1; ; n++) {
+  const { signal, onRetry, now = Date.now, failed } = run;
+  const started = failed?.started ?? now();
+  const tryOnce = (n: number): Promise<T> => {
     throwIfAborted(signal);
+    return attempt({ attempt: n, remainingMs: Math.max(0, policy.maxTotalMs - (now() - started)) });
+  };
+  let error: unknown;
+  if (failed !== undefined) error = failed.error;
+  else {
     try {
-      return await attempt({ attempt: n, remainingMs: Math.max(0, policy.maxTotalMs - (now() - started)) });
-    } catch (error) {
-      if (signal?.aborted) throw abortedError(signal, error);
-      const decision = decideRetry(error);
-      // With retries switched off (maxAttempts 1) the caller gets the failure itself.
-      if (decision.kind === 'never' || policy.maxAttempts === 1) throw error;
-      // The platform asked for a longer pause than this policy waits: no retry can succeed before
-      // then, and every other request to that endpoint would get the same answer. Stop the run
-      // (exit 75, checkpoint kept) instead of holding every caller for that long.
-      if (decision.kind === 'retry-after' && decision.ms > policy.maxRetryAfterMs) {
-        throw comeBackLater(error, decision.ms, policy.maxRetryAfterMs, now());
-      }
-      const delayMs = retryDelay(decision, n, policy);
-      const elapsed = now() - started;
-      if (n >= policy.maxAttempts || elapsed + delayMs >= policy.maxTotalMs) {
-        throw exhausted(error, n, elapsed, n >= policy.maxAttempts ? 'attempts' : 'time');
-      }
-      onRetry?.({ attempt: n, error, decision, delayMs });
-      await sleep(delayMs, signal);
+      return await tryOnce(1);
+    } catch (e) {
+      error = e;
+    }
+  }
+  for (let n = 1; ; n++) {
+    if (signal?.aborted) throw abortedError(signal, error);
+    const decision = decideRetry(error);
+    // With retries switched off (maxAttempts 1) the caller gets the failure itself.
+    if (decision.kind === 'never' || policy.maxAttempts === 1) throw error;
+    // The platform asked for a longer pause than this policy waits: no retry can succeed before
+    // then, and every other request to that endpoint would get the same answer. Stop the run
+    // (exit 75, checkpoint kept) instead of holding every caller for that long.
+    if (decision.kind === 'retry-after' && decision.ms > policy.maxRetryAfterMs) {
+      throw comeBackLater(error, decision.ms, policy.maxRetryAfterMs, now());
+    }
+    const delayMs = retryDelay(decision, n, policy);
+    const elapsed = now() - started;
+    if (n >= policy.maxAttempts || elapsed + delayMs >= policy.maxTotalMs) {
+      throw exhausted(error, n, elapsed, n >= policy.maxAttempts ? 'attempts' : 'time');
+    }
+    onRetry?.({ attempt: n, error, decision, delayMs });
+    await sleep(delayMs, signal);
+    try {
+      return await tryOnce(n + 1);
+    } catch (e) {
+      error = e;
     }
   }
 }
