@@ -11,13 +11,15 @@
  * uses the same sandbox instance and URL, and the order of the sides rotates. Medians of RUNS
  * runs, with each figure's range. CPU time per MB of our process, of the sandbox and of SHA-512
  * alone, and the load average, are recorded too: on a machine busy with other work the
- * throughput follows the CPU left over, while CPU per MB hardly moves with it.
+ * throughput follows the CPU left over, while CPU per MB moves much less with it. Our process's
+ * CPU is split into its main thread and its other threads (hash thread, file writes, GC), and
+ * SHA-512 alone's CPU per MB ÷ ours is printed as the CPU ratio beside the wall-clock one.
  * Usage: node tools/bench/dist/download.js [--runs 5] [--mib 200]
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -42,6 +44,25 @@ async function cpuSecondsOf(pid: number | undefined): Promise<number> {
   } catch {
     return NaN;
   }
+}
+
+/** CPU ms (user + system) used so far by this process's main thread and by all its other threads (hash thread, file writes, GC), from /proc. */
+async function threadCpuMs(): Promise<{ main: number; others: number }> {
+  let main = 0;
+  let others = 0;
+  try {
+    for (const tid of await readdir('/proc/self/task')) {
+      const stat = await readFile(`/proc/self/task/${tid}/stat`, 'utf8').catch(() => '');
+      if (stat === '') continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ms = (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ is 100 on Linux
+      if (tid === String(process.pid)) main += ms;
+      else others += ms;
+    }
+  } catch {
+    return { main: NaN, others: NaN };
+  }
+  return { main, others };
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -128,7 +149,8 @@ async function main(): Promise<void> {
   if (!tools) process.stderr.write('openssl not found: the curl | tee | openssl side is skipped\n');
   const hashMBps: number[] = [];
   const details: object[] = [];
-  const cpu: Record<string, number[]> = { ours: [], sandboxForOurs: [], sandboxForCurl: [], sha512Only: [] };
+  const cpu: Record<string, number[]> = { ours: [], oursMainThread: [], oursOtherThreads: [], sandboxForOurs: [], sandboxForCurl: [], sha512Only: [] };
+  const cpuRatios: number[] = [];
   const loadBefore = loadavg()[0] ?? NaN;
   let bytes = 0;
   try {
@@ -153,11 +175,15 @@ async function main(): Promise<void> {
         }
         const server0 = await cpuSecondsOf(sandbox.pid);
         const self0 = process.cpuUsage();
+        const threads0 = await threadCpuMs();
         t[who] = who === 'curl' ? await curl(`${url}${ARTIFACT}`, join(runDir, 'curl.zip')) : await ours(client, runDir, sha512);
         const serverMsPerMB = (((await cpuSecondsOf(sandbox.pid)) - server0) * 1000) / (bytes / 1e6);
         if (who === 'ours') {
           const u = process.cpuUsage(self0);
+          const threads = await threadCpuMs();
           cpu['ours']?.push((u.user + u.system) / 1000 / (bytes / 1e6));
+          cpu['oursMainThread']?.push((threads.main - threads0.main) / (bytes / 1e6));
+          cpu['oursOtherThreads']?.push((threads.others - threads0.others) / (bytes / 1e6));
           cpu['sandboxForOurs']?.push(serverMsPerMB);
         } else {
           cpu['sandboxForCurl']?.push(serverMsPerMB);
@@ -167,6 +193,7 @@ async function main(): Promise<void> {
       const alone = sha512Only(bytes);
       hashMBps.push(alone.mbPerSecond);
       cpu['sha512Only']?.push(alone.cpuMsPerMB);
+      cpuRatios.push(alone.cpuMsPerMB / (cpu['ours']?.at(-1) ?? NaN));
       oursS.push(t['ours'] ?? NaN);
       curlS.push(t['curl'] ?? NaN);
       if (tools) toolsS.push(t['tools'] ?? NaN);
@@ -206,7 +233,7 @@ async function main(): Promise<void> {
       cpus: cpus().length,
       node: process.version,
       openssl: tools,
-      ours: 'DownloadClient: SHA-512 in the same pass (worker thread), writes at offsets, background fdatasync, fsync, verify, rename',
+      ours: 'DownloadClient: body read by the socket straight into shared blocks, SHA-512 in the same pass (worker thread), writes at offsets, background fdatasync, fsync, verify, rename',
       reference: 'SHA-512 alone over the same bytes in memory on one core (node:crypto, 1 MiB updates), measured in every run',
       standardTools: 'curl | tee file | openssl dgst -sha512 (one pass, no fsync)',
       raw: 'curl -o file (no hash, no fsync)',
@@ -225,7 +252,16 @@ async function main(): Promise<void> {
     targetToStandardTools: TOOLS_TARGET,
     /** Ours ÷ curl (no hash, no fsync), per run. */
     ratioToCurl: vsCurl,
-    /** Medians, CPU milliseconds per MB: our whole process (threads included), the sandbox serving each client, SHA-512 alone. */
+    /**
+     * SHA-512 alone's CPU per MB ÷ our whole process's, per run: the share of our CPU that is the
+     * hash itself. Steadier than the wall ratio on a machine loaded by other work.
+     */
+    cpuRatio: spread(cpuRatios, 3),
+    /**
+     * Medians, CPU milliseconds per MB: our whole process, its main thread (receiving, blocks, write
+     * calls) and its other threads (the hash thread, file writes in the thread pool, GC), the sandbox
+     * serving each client, SHA-512 alone.
+     */
     cpuMsPerMB: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(median(v).toFixed(2))])),
     /** 1-minute load average before and after the runs (this machine has `setup.cpus` CPUs). */
     loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number((loadavg()[0] ?? NaN).toFixed(2)) },
@@ -238,7 +274,9 @@ async function main(): Promise<void> {
       (vsTools
         ? `curl | tee | openssl dgst -sha512 ${result.curlTeeOpensslMBPerSecond?.median} MB/s, ours ÷ that ${vsTools.median} (${vsTools.min}–${vsTools.max}; target ≥ ${TOOLS_TARGET}: ${met(vsTools.median, TOOLS_TARGET)}) | `
         : '') +
-      `curl ${result.curlMBPerSecond.median} MB/s, ours ÷ that ${vsCurl.median} | CPU ms/MB ours ${result.cpuMsPerMB['ours']}, SHA-512 alone ${result.cpuMsPerMB['sha512Only']} | ` +
+      `curl ${result.curlMBPerSecond.median} MB/s, ours ÷ that ${vsCurl.median} | CPU ms/MB ours ${result.cpuMsPerMB['ours']} ` +
+      `(main thread ${result.cpuMsPerMB['oursMainThread']}, other threads ${result.cpuMsPerMB['oursOtherThreads']}), SHA-512 alone ${result.cpuMsPerMB['sha512Only']}, ` +
+      `CPU ratio ${result.cpuRatio.median} (${result.cpuRatio.min}–${result.cpuRatio.max}) | ` +
       `load ${result.loadAverage.before}→${result.loadAverage.after} on ${cpus().length} CPUs\n`,
   );
   const resultsDir = join(dirname(SELF), '..', 'results');
