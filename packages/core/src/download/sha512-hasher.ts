@@ -44,31 +44,59 @@ export function inlineHasher(): BlockHasher {
 
 /** Messages to the worker; `buffer` is shared memory, so posting it copies nothing. */
 type Request = { job: number; op: 'update'; buffer: SharedArrayBuffer; offset: number; length: number } | { job: number; op: 'digest' | 'drop' };
-/** Answers: an update done (`hex` absent) or a digest. Answers of one job arrive in request order. */
+/**
+ * Answers: `count` updates of the job done (`hex` absent), or its digest. Answers of one job
+ * arrive in request order.
+ */
 interface Answer {
   job: number;
+  count: number;
   hex?: string;
 }
 
 // CommonJS, evaluated: the worker needs no file of its own, so it runs the same from src/ under
-// vitest as from dist/. One Hash per job; messages of a job are handled in the order posted.
+// vitest as from dist/. One Hash per job; messages of a job are handled in the order posted. The
+// messages already queued are taken in one go and their updates answered together, four at most
+// per answer: a thread that falls behind sends a quarter of the answers (each wakes the main
+// thread) and still hands blocks back as it goes.
 const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
+const { parentPort, receiveMessageOnPort } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
+const ANSWER_EVERY = 4; // blocks: a long backlog still releases its blocks as it goes
 const jobs = new Map();
-parentPort.on('message', (m) => {
+const done = new Map();
+const answer = () => {
+  for (const [job, count] of done) parentPort.postMessage({ job, count });
+  done.clear();
+};
+const handle = (m) => {
   if (m.op === 'update') {
     let h = jobs.get(m.job);
     if (h === undefined) jobs.set(m.job, (h = createHash('sha512')));
     h.update(new Uint8Array(m.buffer, m.offset, m.length));
-    parentPort.postMessage({ job: m.job });
+    done.set(m.job, (done.get(m.job) ?? 0) + 1);
   } else if (m.op === 'digest') {
+    answer();
     const h = jobs.get(m.job) ?? createHash('sha512');
     jobs.delete(m.job);
-    parentPort.postMessage({ job: m.job, hex: h.digest('hex') });
+    parentPort.postMessage({ job: m.job, count: 1, hex: h.digest('hex') });
   } else {
     jobs.delete(m.job);
   }
+};
+let unanswered = 0;
+const handleAndCount = (m) => {
+  handle(m);
+  if (m.op === 'update' && ++unanswered >= ANSWER_EVERY) {
+    answer();
+    unanswered = 0;
+  }
+};
+parentPort.on('message', (m) => {
+  handleAndCount(m);
+  for (let next; (next = receiveMessageOnPort(parentPort)) !== undefined; ) handleAndCount(next.message);
+  answer();
+  unanswered = 0;
 });
 `;
 
@@ -137,11 +165,11 @@ export class Sha512Worker {
     worker.unref();
     worker.on('message', (a: Answer) => {
       const queue = this.#pending.get(a.job);
-      const p = queue?.shift();
+      const settled = queue?.splice(0, a.count) ?? [];
       if (queue?.length === 0) this.#pending.delete(a.job);
-      if (p === undefined) return;
-      if (--this.#waiting === 0) worker.unref();
-      p.resolve(a.hex);
+      this.#waiting -= settled.length;
+      if (this.#waiting === 0) worker.unref();
+      for (const p of settled) p.resolve(a.hex);
     });
     worker.on('error', (error) => this.#fail(worker, error));
     worker.on('exit', (code) => this.#fail(worker, new Error(`the SHA-512 worker thread exited with code ${code}`)));
