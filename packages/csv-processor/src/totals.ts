@@ -1,4 +1,4 @@
-import { zeroByClass, zeroByStatus } from '@dq/core';
+import { zeroByClass, zeroByStatus } from '@dq/core/engine';
 import type { RecordResult, RunReport } from '@dq/core';
 
 /**

@@ -1,4 +1,5 @@
-import { defineErrorCodes, ExitCode } from '@dq/core';
+import { ExitCode } from '@dq/core';
+import { defineErrorCodes } from '@dq/core/errors';
 
 /**
  * Stable codes of errors raised by dq-kafka itself, with the exit code each leads to. Platform

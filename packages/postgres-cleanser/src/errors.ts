@@ -1,4 +1,5 @@
-import { defineErrorCodes, DqError, ExitCode } from '@dq/core';
+import { DqError, ExitCode } from '@dq/core';
+import { defineErrorCodes } from '@dq/core/errors';
 
 /**
  * Stable codes of errors raised by dq-pg itself, with the exit code each leads to (platform errors
