@@ -1,4 +1,6 @@
-import { AddressClient, DqError, RetriesExhaustedError, createEngine, mapRecord, rootCause } from '@dq/core';
+import { AddressClient, DqError, RetriesExhaustedError, createEngine } from '@dq/core';
+import { mapRecord } from '@dq/core/engine';
+import { rootCause } from '@dq/core/errors';
 import type { Engine, RecordResult } from '@dq/core';
 import type { AddressInput } from '@dq/sandbox';
 import { createAddressMatcher, generateDirtyInputs } from '@dq/sandbox';

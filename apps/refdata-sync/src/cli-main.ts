@@ -4,7 +4,8 @@
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { ExitCode, createLogger, exitCodeFor, parseFlags, type Logger } from '@dq/core';
+import { ExitCode, createLogger, exitCodeFor, type Logger } from '@dq/core';
+import { parseFlags } from '@dq/core/cli';
 import { readConfigFile, resolveSyncConfig } from './config.js';
 import { UsageError } from './errors.js';
 import { describePhone, parseDuration } from './phone-describe.js';

@@ -3,7 +3,7 @@
  * platform's download path rules — before any request is made.
  */
 import { readFile } from 'node:fs/promises';
-import { DATA_PRODUCTS, DATA_RELEASES, validateSoftwarePath } from '@dq/core';
+import { DATA_PRODUCTS, DATA_RELEASES, validateSoftwarePath } from '@dq/core/schemas';
 import type { Violation } from '@dq/core';
 import { z } from 'zod';
 import { UsageError } from './errors.js';

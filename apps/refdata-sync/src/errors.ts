@@ -1,4 +1,5 @@
-import { defineErrorCodes, ExitCode } from '@dq/core';
+import { ExitCode } from '@dq/core';
+import { defineErrorCodes } from '@dq/core/errors';
 
 /** Codes of errors raised by dq-refdata itself; exit codes of all others come from core's `exitCodeFor`. */
 const RefdataErrorBase = defineErrorCodes('dq-refdata', {

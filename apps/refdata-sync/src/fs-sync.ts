@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 
-export { syncDir } from '@dq/core';
+export { syncDir } from '@dq/core/download';
 
 /** Size of a file in bytes, or undefined when it does not exist. */
 export async function sizeOf(path: string): Promise<number | undefined> {

@@ -4,7 +4,7 @@
  * fail with {@link LockHeldError}.
  */
 import { join } from 'node:path';
-import { acquireFileLock, FileLockHeldError } from '@dq/core';
+import { acquireFileLock, FileLockHeldError } from '@dq/core/lock';
 import { LockHeldError } from './errors.js';
 
 /** Name of the lock file inside the target directory. */

@@ -5,7 +5,8 @@
  */
 import { open, readFile, rename, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { PhoneClient, PhoneDescribeSchema, createTransport, isRunStop } from '@dq/core';
+import { PhoneClient, createTransport, isRunStop } from '@dq/core';
+import { PhoneDescribeSchema } from '@dq/core/schemas';
 import type { Logger, PhoneDescribe, RetryOptions } from '@dq/core';
 import { z } from 'zod';
 import { UsageError } from './errors.js';

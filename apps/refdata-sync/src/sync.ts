@@ -6,8 +6,11 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { DownloadClient, PlatformError, createSilentLogger, dataPath, softwarePath, validateDataPath } from '@dq/core';
-import type { DownloadResult, Logger } from '@dq/core';
+import { PlatformError, createSilentLogger } from '@dq/core';
+import { DownloadClient } from '@dq/core/download';
+import { dataPath, softwarePath, validateDataPath } from '@dq/core/schemas';
+import type { Logger } from '@dq/core';
+import type { DownloadResult } from '@dq/core/download';
 import { installerFor, type SyncConfig } from './config.js';
 import { readCurrent, switchCurrent } from './current-pointer.js';
 import { sha512OfFile, sizeOf } from './fs-sync.js';

@@ -3,15 +3,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  ChecksumMismatchError,
-  createSharedThrottle,
-  DownloadClient,
-  DqError,
-  LocalValidationError,
-  PlatformError,
-  RetriesExhaustedError,
-} from '../src/index.js';
+import { DqError, LocalValidationError, PlatformError, RetriesExhaustedError } from '../src/index.js';
+import { ChecksumMismatchError, DownloadClient } from '../src/download/index.js';
+import { createSharedThrottle } from '../src/throttle/index.js';
 import { API_KEY, SPLIT_TITLE, startDownloadServer, type TestServer } from './download-server.js';
 
 const root = mkdtempSync(join(tmpdir(), 'dq-download-client-'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseChecksumFile, parseContentDisposition, safeFileName } from '../src/index.js';
+import { parseChecksumFile, parseContentDisposition, safeFileName } from '../src/download/index.js';
 
 describe('parseContentDisposition', () => {
   it('reads a quoted file name with its version', () => {

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ChecksumMismatchError, DownloadClient } from '../src/index.js';
+import { ChecksumMismatchError, DownloadClient } from '../src/download/index.js';
 import { API_KEY, startDownloadServer, type TestServer } from './download-server.js';
 
 // The same guarantees as download-client.test.ts, with the digest computed on the worker thread:

@@ -62,6 +62,11 @@ describe('engine: failures per record', () => {
     expect(logLines.some((l) => l.includes('retrying') && l.includes(`"requestId":"${failedIds[0]}"`))).toBe(true);
     expect(logLines.some((l) => l.includes('record unavailable') && l.includes(`"requestId":"${failedIds[2]}"`))).toBe(true);
     expect(logLines.join('')).not.toContain(API_KEY);
+    // Relayed lines are whole JSON objects with one level, one time and the message.
+    for (const l of logLines) {
+      expect(l.match(/"time":/g)).toHaveLength(1);
+      expect(JSON.parse(l)).toMatchObject({ level: expect.stringMatching(/^(debug|info|warn|error)$/), msg: expect.any(String) });
+    }
   });
 
   it('marks records unsupported-country when their country is not available, with that code, without retrying', async () => {

@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
 import { AddressClient, CompanyClient } from '../src/clients/index.js';
 import { errorToData } from '../src/errors/index.js';
@@ -101,6 +103,49 @@ describe('redactor', () => {
     const logger = createLogger({ level: 'info', write: (l) => void lines.push(l), now: () => 0 }).child({ run: 'r1' });
     logger.debug('hidden');
     logger.warn('shown', { n: 1 });
-    expect(lines).toEqual(['{"time":"1970-01-01T00:00:00.000Z","level":"warn","msg":"shown","run":"r1","n":1}\n']);
+    expect(lines).toEqual(['{"level":"warn","time":"1970-01-01T00:00:00.000Z","run":"r1","msg":"shown","n":1}\n']);
+  });
+
+  test('a logger hides secret-named fields at any depth, registered secrets in any field, and writes errors without stacks', () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', write: (l) => void lines.push(l) });
+    logger.redactor.add('tok.registered.42');
+    const cause = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    logger.warn('connecting with tok.registered.42', {
+      password: 'pw-top-1',
+      db: { url: 'postgres://etl:pw-url-2@db/crm', password: 'pw-nested-3' },
+      request: { headers: { Authorization: 'Bearer pw-bearer-4', 'X-Auth-Token': 'pw-xauth-5' } },
+      deep: { a: { b: { c: { token: 'pw-deep-6', apiKey: 'pw-deep-7' } } } },
+      list: [{ secret: 'pw-list-8' }],
+      note: 'the field holds tok.registered.42 too',
+      err: new Error('login failed', { cause }),
+      offset: 9_007_199_254_740_993n,
+    });
+    expect(lines).toHaveLength(1);
+    const text = lines[0]!;
+    for (const secret of ['tok.registered.42', 'pw-top-1', 'pw-url-2', 'pw-nested-3', 'pw-bearer-4', 'pw-xauth-5', 'pw-deep-6', 'pw-deep-7', 'pw-list-8']) {
+      expect(text).not.toContain(secret);
+    }
+    const line = JSON.parse(text);
+    expect(line).toMatchObject({ level: 'warn', msg: 'connecting with [redacted]', password: '[redacted]', note: 'the field holds [redacted] too' });
+    expect(line.db).toEqual({ url: 'postgres://etl:[redacted]@db/crm', password: '[redacted]' });
+    expect(line.err).toEqual({ name: 'Error', message: 'login failed', cause: { name: 'Error', message: 'connect ECONNREFUSED', code: 'ECONNREFUSED' } });
+    expect(line.offset).toBe('9007199254740993');
+  });
+
+  test('a CLI that logs and exits at once (process.exit) loses no line on stderr', () => {
+    const logger = pathToFileURL(fileURLToPath(new URL('../dist/log/index.js', import.meta.url))).href;
+    const script = [
+      `import { createLogger } from ${JSON.stringify(logger)};`,
+      `const log = createLogger({ level: 'info' });`,
+      `for (let i = 0; i < 5000; i++) log.info('progress', { i, pad: 'x'.repeat(200) });`,
+      `log.error('last line before exit', { code: 'quota-exhausted' });`,
+      `process.exit(3);`,
+    ].join('\n');
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    expect(child.status).toBe(3);
+    const lines = child.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(5001);
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ level: 'error', msg: 'last line before exit', code: 'quota-exhausted' });
   });
 });

@@ -2,8 +2,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderReport, writeReport } from '@dq/core';
-import type { ReportPage } from '@dq/core';
+import { renderReport, writeReport } from '@dq/core/report';
+import type { ReportPage } from '@dq/core/report';
 import type { Browser } from '@dq/core/report-browser';
 import { launchChromium, openReport as loadReport } from '@dq/core/report-browser';
 

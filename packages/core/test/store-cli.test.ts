@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore } from '@dq/core';
+import { openStore } from '@dq/core/store';
 
 const BIN = fileURLToPath(new URL('../bin/dq-store.js', import.meta.url));
 let dir: string;

@@ -1,4 +1,5 @@
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE, isCountryCode, MODES } from '@dq/core';
+import { createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
+import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES } from '@dq/core/schemas';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './mapping.js';
 import type { ProcessFileOptions } from './options.js';

@@ -1,4 +1,5 @@
-import { createEngine, openStore, type Engine, type EngineRecord, type Mode } from '@dq/core';
+import { createEngine, type Engine, type EngineRecord, type Mode } from '@dq/core';
+import { openStore } from '@dq/core/store';
 import { inferFieldMap, recordMapper } from './mapping.js';
 import type { ProcessFileOptions, RunPaths } from './options.js';
 import { openSource } from './source/index.js';

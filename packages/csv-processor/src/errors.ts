@@ -1,4 +1,5 @@
-import { defineErrorCodes, ExitCode } from '@dq/core';
+import { ExitCode } from '@dq/core';
+import { defineErrorCodes } from '@dq/core/errors';
 
 /**
  * An error of dq-csv itself: its stable `code` (branch on it, never on the message) and the

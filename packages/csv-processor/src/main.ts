@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { cliFailure, createLogger, ExitCode } from '@dq/core';
+import { createLogger, ExitCode } from '@dq/core';
+import { cliFailure } from '@dq/core/cli';
 import { parseCli, USAGE } from './cli-args.js';
 import { usageError } from './errors.js';
 import { createProgress } from './progress.js';

@@ -1,4 +1,5 @@
-import { MODE_FIELDS, type EngineRecord, type Mode } from '@dq/core';
+import { type EngineRecord, type Mode } from '@dq/core';
+import { MODE_FIELDS } from '@dq/core/engine';
 import { CsvError, usageError } from './errors.js';
 import type { SourceRow } from './source/types.js';
 

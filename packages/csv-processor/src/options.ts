@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import type { EngineConfig, EngineFlagSettings, Logger, Mode } from '@dq/core';
+import type { EngineConfig, Logger, Mode } from '@dq/core';
+import type { EngineFlagSettings } from '@dq/core/cli';
 import type { FieldMap } from './mapping.js';
 import type { ProgressReporter } from './progress.js';
 import type { InputEncoding, InputFormat } from './source/types.js';

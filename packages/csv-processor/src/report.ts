@@ -1,5 +1,6 @@
-import { ReportCollector, writeReport } from '@dq/core';
-import type { EngineRecord, Mode, RecordResult, ReportDetails, RunReport } from '@dq/core';
+import { ReportCollector, writeReport } from '@dq/core/report';
+import type { EngineRecord, Mode, RecordResult, RunReport } from '@dq/core';
+import type { ReportDetails } from '@dq/core/report';
 import type { ResultColumns } from './sink/result-columns.js';
 import type { SourceReject, SourceRow } from './source/types.js';
 import type { RunSummary } from './run.js';

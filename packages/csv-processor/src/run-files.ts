@@ -1,6 +1,6 @@
 import { realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core';
+import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core/lock';
 import { CsvError } from './errors.js';
 import type { RunPaths } from './options.js';
 

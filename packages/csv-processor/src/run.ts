@@ -1,16 +1,6 @@
 import { stat } from 'node:fs/promises';
-import {
-  createEngine,
-  DqError,
-  exitCodeFor,
-  ExitCode,
-  isRunStop,
-  openStore,
-  type BudgetReport,
-  type Engine,
-  type EngineRecord,
-  type RecordResult,
-} from '@dq/core';
+import { createEngine, DqError, exitCodeFor, ExitCode, isRunStop, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import { openStore } from '@dq/core/store';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planFile, type DryRunPlan } from './dry-run.js';
@@ -23,7 +13,7 @@ import { Sink } from './sink/sink.js';
 import { openSource } from './source/index.js';
 import { countResult, emptyTotals, failedShare, withEngineReport, type RunTotals } from './totals.js';
 import { CsvReportDetails } from './report.js';
-import type { ReportDetails } from '@dq/core';
+import type { ReportDetails } from '@dq/core/report';
 
 /** What a run did; the CLI prints it as a table and one JSON line. */
 export interface RunSummary {

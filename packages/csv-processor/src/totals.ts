@@ -1,4 +1,4 @@
-import { emptyRunReport } from '@dq/core';
+import { emptyRunReport } from '@dq/core/engine';
 import type { RecordResult, RunReport } from '@dq/core';
 
 /**

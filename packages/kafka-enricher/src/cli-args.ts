@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ADDRESS_INCLUDE_VALUES, createFlagParsers, parseFlags, ENGINE_FLAGS_USAGE, isCountryCode, MODES } from '@dq/core';
+import { createFlagParsers, parseFlags, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
+import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES } from '@dq/core/schemas';
 import type { LogLevel } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './field-map.js';

@@ -1,16 +1,7 @@
-import {
-  createEngine,
-  createLogger,
-  emptyRunReport,
-  DqError,
-  ExitCode,
-  exitCodeFor,
-  isRunStop,
-  openStore,
-  resolveRetryOptions,
-  retryDelay,
-  sleep,
-} from '@dq/core';
+import { createEngine, createLogger, DqError, ExitCode, exitCodeFor, isRunStop } from '@dq/core';
+import { emptyRunReport } from '@dq/core/engine';
+import { openStore } from '@dq/core/store';
+import { resolveRetryOptions, retryDelay, sleep } from '@dq/core/transport';
 import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';

@@ -1,5 +1,5 @@
-import { defineErrorCodes, ExitCode } from '@dq/core';
-import type { CodedErrorFields } from '@dq/core';
+import { defineErrorCodes, ExitCode } from '@dq/core/errors';
+import type { CodedErrorFields } from '@dq/core/errors';
 
 /**
  * Codes of errors raised by dq-kafka itself, with the exit code each leads to (platform errors

@@ -1,4 +1,4 @@
-import { MODE_FIELDS } from '@dq/core';
+import { MODE_FIELDS } from '@dq/core/engine';
 import type { EngineRecord, Mode } from '@dq/core';
 import { usageError } from './errors.js';
 import { parsePointer, resolvePointer } from './json-pointer.js';

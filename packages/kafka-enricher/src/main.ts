@@ -1,4 +1,5 @@
-import { cliFailure, createLogger, ExitCode } from '@dq/core';
+import { createLogger, ExitCode } from '@dq/core';
+import { cliFailure } from '@dq/core/cli';
 import { parseCli, USAGE } from './cli-args.js';
 import { createEnricher } from './enricher.js';
 import { Metrics } from './metrics.js';

@@ -27,7 +27,11 @@ export async function startMetricsServer(
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
     } else if (path === '/metrics') {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(metrics.render());
+      metrics.render().then(
+        (text) => res.writeHead(200, { 'content-type': metrics.contentType }).end(text),
+        (err: unknown) =>
+          res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics unavailable: ${err instanceof Error ? err.message : String(err)}\n`),
+      );
     } else if (path === '/healthz') {
       const h = healthy();
       res.writeHead(h.ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: h.ok ? 'ok' : 'unavailable', state: h.state }));

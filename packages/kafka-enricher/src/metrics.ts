@@ -1,9 +1,9 @@
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RunReport } from '@dq/core';
 
 type Labels = Readonly<Record<string, string>>;
 
 interface Family {
-  help: string;
   type: 'counter' | 'gauge';
   values: Map<string, { labels: Labels; value: number }>;
 }
@@ -31,13 +31,13 @@ export const METRIC = {
   budgetShared: 'dq_kafka_rate_budget_shared',
 } as const;
 
-const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string]> = {
+const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string, labelNames?: readonly string[]]> = {
   [METRIC.consumed]: ['counter', 'Input messages taken from the input topic (redeliveries included).'],
   [METRIC.produced]: ['counter', 'Enriched messages acknowledged by the output topic.'],
-  [METRIC.dlq]: ['counter', 'Messages acknowledged by the dead-letter topic, by reason code.'],
-  [METRIC.records]: ['counter', 'Records answered by the platform, by status.'],
-  [METRIC.classes]: ['counter', 'Address results by result class (A-F).'],
-  [METRIC.lag]: ['gauge', 'High watermark minus the next offset to commit, per input partition (messages).'],
+  [METRIC.dlq]: ['counter', 'Messages acknowledged by the dead-letter topic, by reason code.', ['reason']],
+  [METRIC.records]: ['counter', 'Records answered by the platform, by status.', ['status']],
+  [METRIC.classes]: ['counter', 'Address results by result class (A-F).', ['class']],
+  [METRIC.lag]: ['gauge', 'High watermark minus the next offset to commit, per input partition (messages).', ['topic', 'partition']],
   [METRIC.inFlight]: ['gauge', 'Messages taken from Kafka whose offsets are not yet committed.'],
   [METRIC.paused]: ['gauge', 'Input partitions paused for backpressure or a transient failure.'],
   [METRIC.commits]: ['counter', 'Offset commits that succeeded.'],
@@ -53,13 +53,49 @@ const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string
   [METRIC.budgetShared]: ['gauge', "1 when the rate budget is shared by every process of the account (Postgres), 0 when it is this process's own."],
 };
 
-/** Counters and gauges of one dq-kafka process, rendered in the Prometheus text format 0.0.4. */
+export interface MetricsOptions {
+  /**
+   * Also export prom-client's default process metrics (CPU, resident memory, heap, event-loop lag,
+   * GC, open file descriptors), as `process_*` and `nodejs_*` (default true).
+   */
+  defaultMetrics?: boolean;
+}
+
+/**
+ * Counters and gauges of one dq-kafka process, exposed through prom-client on a registry of its
+ * own (not prom-client's global one). The message path only adds to plain numbers (`inc`, `set`);
+ * prom-client reads them in its `collect` callbacks when /metrics is scraped, so counting costs
+ * what it did before prom-client.
+ */
 export class Metrics {
   readonly #families = new Map<string, Family>();
+  readonly #registry = new Registry();
   #report: (() => RunReport) | undefined;
 
-  constructor() {
-    for (const [name, [type, help]] of Object.entries(HELP)) this.#families.set(name, { type, help, values: new Map() });
+  constructor(options: MetricsOptions = {}) {
+    for (const [name, [type, help, labelNames = []]] of Object.entries(HELP)) {
+      const family: Family = { type, values: new Map() };
+      this.#families.set(name, family);
+      const common = { name, help, labelNames, registers: [this.#registry] };
+      if (type === 'counter') {
+        new Counter({
+          ...common,
+          collect() {
+            this.reset();
+            for (const { labels, value } of family.values.values()) this.inc(labels, value);
+          },
+        });
+      } else {
+        new Gauge({
+          ...common,
+          collect() {
+            this.reset();
+            for (const { labels, value } of family.values.values()) this.set(labels, value);
+          },
+        });
+      }
+    }
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.#registry });
   }
 
   /** Adds `by` (default 1) to a counter. */
@@ -88,8 +124,13 @@ export class Metrics {
     this.#report = report;
   }
 
-  /** The exposition text. */
-  render(): string {
+  /** The content type of {@link render}'s text (Prometheus text format 0.0.4). */
+  get contentType(): string {
+    return this.#registry.contentType;
+  }
+
+  /** The exposition text: dq-kafka's families, then the process's default metrics. */
+  render(): Promise<string> {
     if (this.#report) {
       const r = this.#report();
       this.set(METRIC.apiCalls, {}, r.apiCalls);
@@ -103,12 +144,7 @@ export class Metrics {
         this.set(METRIC.budgetShared, {}, r.budget.scope === 'shared' ? 1 : 0);
       }
     }
-    const lines: string[] = [];
-    for (const [name, family] of this.#families) {
-      lines.push(`# HELP ${name} ${family.help}`, `# TYPE ${name} ${family.type}`);
-      for (const { labels, value } of family.values.values()) lines.push(`${name}${formatLabels(labels)} ${value}`);
-    }
-    return `${lines.join('\n')}\n`;
+    return this.#registry.metrics();
   }
 
   #entry(name: string, labels: Labels): { labels: Labels; value: number } {
@@ -121,11 +157,11 @@ export class Metrics {
   }
 }
 
+// Called on every inc/set: plain concatenation (no JSON, no sort for the usual zero or one label).
 function seriesKey(labels: Labels): string {
-  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
-}
-
-function formatLabels(labels: Labels): string {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')}"`);
-  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
+  const names = Object.keys(labels);
+  if (names.length > 1) names.sort();
+  let key = '';
+  for (const name of names) key += `${name}\u0000${labels[name]}\u0001`;
+  return key;
 }

@@ -1,5 +1,6 @@
 import type { ConnectionOptions } from 'node:tls';
-import type { EngineConfig, EngineFlagSettings, Logger, Mode } from '@dq/core';
+import type { EngineConfig, Logger, Mode } from '@dq/core';
+import type { EngineFlagSettings } from '@dq/core/cli';
 import type { FieldMap } from './field-map.js';
 import type { Metrics } from './metrics.js';
 

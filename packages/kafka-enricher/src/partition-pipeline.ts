@@ -1,4 +1,5 @@
-import { retry, RetriesExhaustedError } from '@dq/core';
+import { RetriesExhaustedError } from '@dq/core';
+import { retry } from '@dq/core/transport';
 import type { Engine, Logger, RecordResult } from '@dq/core';
 import type { KafkaMessage, Message, Producer, TopicMessages } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';

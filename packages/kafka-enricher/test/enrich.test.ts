@@ -88,6 +88,11 @@ describe('dq-kafka enrich', () => {
     expect(metrics).toMatch(/^dq_kafka_result_class_total\{class="A"\} \d+$/m);
     expect(metrics).toMatch(/^dq_kafka_api_calls_total [1-9]\d*$/m);
     expect(metrics).toMatch(/^dq_kafka_consumer_lag\{topic="[^"]+",partition="\d"\} 0$/m);
+    // prom-client's default process metrics ride along.
+    expect(metrics).toMatch(/^process_cpu_user_seconds_total \d/m);
+    expect(metrics).toMatch(/^process_resident_memory_bytes [1-9]\d*$/m);
+    expect(metrics).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
+    expect(metrics).toContain('# TYPE nodejs_gc_duration_seconds histogram');
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
 

@@ -4,6 +4,7 @@ import { envName, parseCli } from '../src/cli-args.js';
 import { extractRecord, parseFieldMap } from '../src/field-map.js';
 import { parsePointer, resolvePointer } from '../src/json-pointer.js';
 import { decodeMessage, dlqMessage, enrichedMessage } from '../src/message-codec.js';
+import { register } from 'prom-client';
 import { Metrics, METRIC } from '../src/metrics.js';
 import { KafkaEnricherError } from '../src/errors.js';
 import { consumerRestartDelayMs } from '../src/enricher.js';
@@ -222,13 +223,38 @@ describe('consumer restarts', () => {
 });
 
 describe('metrics', () => {
-  it('renders counters with escaped labels in the Prometheus text format', () => {
+  it('renders counters with escaped labels in the Prometheus text format', async () => {
     const m = new Metrics();
     m.inc(METRIC.dlq, { reason: 'not-json' }, 2);
     m.inc(METRIC.dlq, { reason: 'a"b' });
-    const text = m.render();
+    const text = await m.render();
     expect(text).toContain('# TYPE dq_kafka_dlq_messages_total counter');
     expect(text).toMatch(/^dq_kafka_dlq_messages_total\{reason="not-json"\} 2$/m);
     expect(text).toMatch(/^dq_kafka_dlq_messages_total\{reason="a\\"b"\} 1$/m);
+  });
+
+  it('exports the process metrics Prometheus users expect: CPU, memory, event-loop lag, GC', async () => {
+    const text = await new Metrics().render();
+    expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+    expect(text).toMatch(/^process_resident_memory_bytes [1-9]\d*$/m);
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes [1-9]\d*$/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
+    expect(text).toContain('# TYPE nodejs_gc_duration_seconds histogram');
+  });
+
+  it("keeps each instance on its own registry: two sets of metrics do not mix, prom-client's global one stays empty", async () => {
+    const a = new Metrics();
+    const b = new Metrics({ defaultMetrics: false });
+    a.inc(METRIC.consumed, {}, 7);
+    b.set(METRIC.lag, { topic: 'in', partition: '3' }, 12);
+    b.clear(METRIC.lag);
+    b.set(METRIC.lag, { topic: 'in', partition: '4' }, 2);
+    const [textA, textB] = await Promise.all([a.render(), b.render()]);
+    expect(textA).toMatch(/^dq_kafka_messages_consumed_total 7$/m);
+    expect(textB).toMatch(/^dq_kafka_messages_consumed_total 0$/m);
+    expect(textB).not.toContain('partition="3"');
+    expect(textB).toMatch(/^dq_kafka_consumer_lag\{topic="in",partition="4"\} 2$/m);
+    expect(textB).not.toContain('process_cpu_user_seconds_total');
+    expect(await register.metrics()).not.toContain('dq_kafka_');
   });
 });

@@ -1,7 +1,10 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop, openStore, resolvePolicy, RESULT_CLASSES, zeroByStatus } from '@dq/core';
+import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop } from '@dq/core';
+import { resolvePolicy, zeroByStatus } from '@dq/core/engine';
+import { RESULT_CLASSES } from '@dq/core/schemas';
+import { openStore } from '@dq/core/store';
 import type { Engine, Mode, PolicyStatus, ResultClass } from '@dq/core';
 import { ensureSchema } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';

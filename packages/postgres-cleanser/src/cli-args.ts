@@ -1,14 +1,6 @@
-import {
-  ADDRESS_INCLUDE_VALUES,
-  createFlagParsers,
-  parseFlags,
-  ENGINE_FLAG_OPTIONS,
-  ENGINE_FLAGS_USAGE,
-  isCountryCode,
-  MODE_FIELDS,
-  MODES,
-  RESULT_CLASSES,
-} from '@dq/core';
+import { createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
+import { MODE_FIELDS } from '@dq/core/engine';
+import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES, RESULT_CLASSES } from '@dq/core/schemas';
 import type { ResultClass } from '@dq/core';
 import { usageError } from './errors.js';
 import type { CleanseOptions } from './options.js';

@@ -1,4 +1,5 @@
-import { defineErrorCodes, DqError, ExitCode } from '@dq/core';
+import { DqError, ExitCode } from '@dq/core';
+import { defineErrorCodes } from '@dq/core/errors';
 
 /**
  * An error of dq-pg itself: its stable `code` (branch on it, never on the message) and the

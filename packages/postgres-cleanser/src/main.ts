@@ -1,9 +1,10 @@
 import { ensureThrottleTable } from '@dq/core/throttle-pg';
-import { cliFailure, createLogger, ExitCode } from '@dq/core';
+import { createLogger, ExitCode } from '@dq/core';
+import { cliFailure } from '@dq/core/cli';
 import type { Logger } from '@dq/core';
 import { cleanse } from './cleanse.js';
 import { parseCli, USAGE } from './cli-args.js';
-import { ensureStoreSchema, STORE_SCHEMA } from '@dq/core';
+import { ensureStoreSchema, STORE_SCHEMA } from '@dq/core/store';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { connectionLost, usageError } from './errors.js';

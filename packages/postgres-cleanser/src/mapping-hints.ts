@@ -1,4 +1,4 @@
-import { MODE_FIELDS } from '@dq/core';
+import { MODE_FIELDS } from '@dq/core/engine';
 import type { Mode } from '@dq/core';
 import type { MappedColumn } from './preflight.js';
 

@@ -1,4 +1,5 @@
-import type { BudgetReport, EngineConfig, EngineFlagSettings, Logger, Mode, RecordStatus, ResultClass, RunReport } from '@dq/core';
+import type { BudgetReport, EngineConfig, Logger, Mode, RecordStatus, ResultClass, RunReport } from '@dq/core';
+import type { EngineFlagSettings } from '@dq/core/cli';
 
 /** Options of {@link cleanse} (the `dq-pg cleanse` flags). */
 export interface CleanseOptions {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { MODE_FIELDS } from '@dq/core';
+import { MODE_FIELDS } from '@dq/core/engine';
 import type { Mode } from '@dq/core';
 import { quoteIdent } from './db.js';
 import { CleanseError, usageError } from './errors.js';

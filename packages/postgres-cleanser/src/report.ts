@@ -1,8 +1,9 @@
 import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type pg from 'pg';
-import { writeReport } from '@dq/core';
-import type { CodeGroup, FieldCorrections, ReportDetails, RunReport } from '@dq/core';
+import { writeReport } from '@dq/core/report';
+import type { RunReport } from '@dq/core';
+import type { CodeGroup, FieldCorrections, ReportDetails } from '@dq/core/report';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { CleanseError, connectionLost, usageError } from './errors.js';

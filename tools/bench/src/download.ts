@@ -25,7 +25,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DownloadClient } from '@dq/core';
+import { DownloadClient } from '@dq/core/download';
 import { firstLine, stop } from './child.js';
 
 const TARGET = 0.8; // our throughput ÷ SHA-512 alone's, same run

@@ -17,8 +17,9 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createEngine, createSilentLogger, defaultThreads, openStore } from '@dq/core';
-import type { ResultStore } from '@dq/core';
+import { createEngine, createSilentLogger, defaultThreads } from '@dq/core';
+import { openStore } from '@dq/core/store';
+import type { ResultStore } from '@dq/core/store';
 import { startPostgres } from '@dq/test-support/pg';
 
 const CONCURRENCY = 32;

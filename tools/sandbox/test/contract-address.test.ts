@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AddressResultSchema, AutocompleteResponseSchema, BatchResultSchema, ProblemSchema, StartSessionResponseSchema } from '@dq/core';
+import { AddressResultSchema, AutocompleteResponseSchema, BatchResultSchema, ProblemSchema, StartSessionResponseSchema } from '@dq/core/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDirtyInputs, startSandbox, type Sandbox } from '../src/index.js';
 import { contractAccounts, KEYS } from './support/accounts.js';

@@ -10,7 +10,7 @@ import {
   SOFTWARE_PRODUCTS,
   softwarePath,
   VatResultSchema,
-} from '@dq/core';
+} from '@dq/core/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompanyService, makeVatId, startSandbox, type Sandbox } from '../src/index.js';
 import { contractAccounts, KEYS, SMALL_QUOTA } from './support/accounts.js';

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ProblemSchema } from '@dq/core';
+import { ProblemSchema } from '@dq/core/schemas';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateDirtyInputs, startSandbox, type Sandbox } from '../src/index.js';
 import { RateLimiter } from '../src/rate-limiter.js';

@@ -29,7 +29,8 @@ export function openLogRelay(logger: Logger): LogRelay {
     } catch {
       return;
     }
-    const { level, msg, ...fields } = line;
+    // The engine's logger stamps its own time; the worker's is dropped rather than written twice.
+    const { level, msg, time: _time, ...fields } = line;
     if (typeof level === 'string' && LEVELS.has(level as LogLevel) && typeof msg === 'string') {
       logger[level as Exclude<LogLevel, 'silent'>](msg, fields);
     }

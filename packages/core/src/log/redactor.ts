@@ -21,6 +21,11 @@ const PATTERNS: ReadonlyArray<[RegExp, string]> = [
   [/\b(Bearer|Basic)\s+[^\s"',;]+/gi, `$1 ${REDACTED}`],
   [/\b(x-auth-token|authorization)(["']?\s*[:=]\s*["']?)(?!Bearer\b|Basic\b)[^\s"',;}]+/gi, `$1$2${REDACTED}`],
   [/\b(api[-_]?key|password|passwd|pwd|secret|session[-_]?token|_sessionToken)(["']?\s*[:=]\s*["']?)[^\s"',;&}]+/gi, `$1$2${REDACTED}`],
+  // A secret-named key's string value inside JSON text, at any depth: "token":"…".
+  [
+    /("(?:authorization|x-auth-token|api[-_]?key|password|passwd|pwd|secret|token|session[-_]?token|_sessionToken|cookie)"\s*:\s*")(?:[^"\\]|\\.)*"/gi,
+    `$1${REDACTED}"`,
+  ],
   // scheme://user:password@host (postgres URLs and the like)
   [/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, `$1${REDACTED}@`],
 ];

@@ -1,5 +1,5 @@
 import { open, rename, rm, stat } from 'node:fs/promises';
-import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core';
+import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core/lock';
 import { randomBytes } from 'node:crypto';
 import { CsvError } from '../errors.js';
 import { runPaths } from '../options.js';
