@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, createSilentLogger } from '@dq/core';
@@ -59,6 +61,48 @@ describe('the embedded result store', () => {
     expect(again.map((r) => ({ ...r, source: 'api' }))).toEqual(paid);
     expect(again.every((r) => r.source === 'store')).toBe(true);
     expect(second.report()).toMatchObject({ apiCalls: 0, callsSavedByStore: 20, storeLookups: 20, storeHits: 20, storeHitRate: 1 });
+  });
+
+  it('kill -9 the moment a batch returns: a rerun pays nothing for that batch', async () => {
+    // Answers arrive one by one, each on its own: every burst is a write of its own.
+    platform = await startScriptedPlatform(async (req) => {
+      await new Promise((r) => setTimeout(r, 1));
+      return batchAnswer(req, 'A');
+    });
+    const dir = join(await tempDir(), 'store');
+    const records = addresses(40);
+    // A connector that checkpoints the batch the moment it returns, and dies right after: the
+    // child blocks its thread once the batch is back (nothing else of it runs), then is killed.
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { createEngine, createSilentLogger, openStore } from '@dq/core';
+         import { writeSync } from 'node:fs';
+         const engine = createEngine({ mode: 'address', baseUrl: ${JSON.stringify(platform.url)}, apiKey: 'k', rateLimits: { batch: 0 },
+           threads: 0, concurrency: 4, logger: createSilentLogger(), resultStore: await openStore(${JSON.stringify(dir)}) });
+         const results = await engine.process(${JSON.stringify(records)});
+         writeSync(1, 'returned ' + results.length + '\\n');
+         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);`,
+      ],
+      { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('returned 40') && resolve());
+      child.on('exit', (code) => reject(new Error(`the child exited ${code} before its batch returned: ${stderr}`)));
+    });
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    expect(platform.seen).toHaveLength(40);
+
+    const rerun = start(platform.url, await openStore(dir));
+    const again = await rerun.process(records);
+    expect(platform.seen).toHaveLength(40); // not one answer bought twice
+    expect(again.every((r) => r.source === 'store' && r.status === 'accepted')).toBe(true);
   });
 
   it('keeps its files private and never holds the API key', async () => {

@@ -6,7 +6,9 @@
  *
  * Fairness: the server runs in a child process; the sides use the same engine settings
  * (concurrency 32, default threads, no rate limit), distinct inputs every run, and alternate their
- * order run by run; figures are medians with their spread (min–max).
+ * order run by run; figures are medians with their spread (min–max). Beside the rates, the CPU time
+ * per record of this process (the engine, its store writes and LMDB; not the server, nor the
+ * Postgres server) tells the store's cost apart from the machine's load.
  *
  * Run: `node tools/bench/dist/store-overhead.js [records=20000] [runs=5] [pg=1]`
  */
@@ -55,8 +57,8 @@ function records(n: number, run: string): Array<Record<string, string>> {
   }));
 }
 
-/** Records/s of one engine over `n` new inputs (batches of 500, as the connectors send them). */
-async function measure(url: string, store: ResultStore | undefined, n: number, run: string): Promise<number> {
+/** Records/s and CPU µs per record of one engine over `n` new inputs (batches of 500, as the connectors send them). */
+async function measure(url: string, store: ResultStore | undefined, n: number, run: string): Promise<{ rate: number; cpu: number }> {
   const engine = createEngine({
     mode: 'address',
     baseUrl: url,
@@ -69,11 +71,13 @@ async function measure(url: string, store: ResultStore | undefined, n: number, r
   try {
     await engine.process(records(500, `${run}-warm`));
     const input = records(n, run);
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < n; i += 500) await engine.process(input.slice(i, i + 500));
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     if (engine.report().apiCalls !== n + 500) throw new Error(`expected ${n + 500} calls, made ${engine.report().apiCalls}`);
-    return n / seconds;
+    return { rate: n / seconds, cpu: (cpu.user + cpu.system) / n };
   } finally {
     await engine.close();
   }
@@ -90,6 +94,7 @@ async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 20_000);
   const runs = Math.max(5, Number(process.argv[3] ?? 5));
   const withPg = (process.argv[4] ?? '1') !== '0';
+  const loadAtStart = loadavg().map((l) => Number(l.toFixed(2)));
   const child = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
   const port = await new Promise<number>((resolve) => child.once('message', (m) => resolve(Number(m))));
   const url = `http://127.0.0.1:${port}`;
@@ -97,16 +102,18 @@ async function main(): Promise<void> {
   const pg = withPg ? await startPostgres() : undefined;
   try {
     const sides: Record<string, number[]> = { none: [], lmdb: [], pg: [] };
+    const cpu: Record<string, number[]> = { none: [], lmdb: [], pg: [] };
     for (let run = 0; run < runs; run += 1) {
       const order = run % 2 === 0 ? ['none', 'lmdb', 'pg'] : ['pg', 'lmdb', 'none'];
       for (const side of order) {
         if (side === 'pg' && !pg) continue;
         const store = side === 'none' ? undefined : await openStore(side === 'lmdb' ? join(dir, 'store') : pg!.url);
-        sides[side]!.push(await measure(url, store, n, `${run}-${side}`));
+        const measured = await measure(url, store, n, `${run}-${side}`);
+        sides[side]!.push(measured.rate);
+        cpu[side]!.push(measured.cpu);
       }
-      console.log(
-        `run ${run + 1}/${runs}: none ${Math.round(sides['none']!.at(-1)!)} rec/s, lmdb ${Math.round(sides['lmdb']!.at(-1)!)} rec/s${pg ? `, pg ${Math.round(sides['pg']!.at(-1)!)} rec/s` : ''}`,
-      );
+      const shown = (side: string): string => `${side} ${Math.round(sides[side]!.at(-1)!)} rec/s (${cpu[side]!.at(-1)!.toFixed(1)} µs CPU/rec)`;
+      console.log(`run ${run + 1}/${runs}: ${shown('none')}, ${shown('lmdb')}${pg ? `, ${shown('pg')}` : ''} | load ${loadavg()[0]!.toFixed(1)}`);
     }
     const none = median(sides['none']!);
     const result = {
@@ -123,12 +130,23 @@ async function main(): Promise<void> {
       target: 0.8,
       ...(pg ? { pgRecordsPerSecond: Math.round(median(sides['pg']!)), pgRatio: Number((median(sides['pg']!) / none).toFixed(3)) } : {}),
       spread: { none: spread(sides['none']!), lmdb: spread(sides['lmdb']!), ...(pg ? { pg: spread(sides['pg']!) } : {}) },
+      // CPU time of this process per record (medians): the store's own cost, less bent by the load than the rates.
+      cpuMicrosPerRecord: {
+        none: Number(median(cpu['none']!).toFixed(1)),
+        lmdb: Number(median(cpu['lmdb']!).toFixed(1)),
+        ...(pg ? { pg: Number(median(cpu['pg']!).toFixed(1)) } : {}),
+      },
+      cpuRatio: Number((median(cpu['none']!) / median(cpu['lmdb']!)).toFixed(3)),
+      ...(pg ? { pgCpuRatio: Number((median(cpu['none']!) / median(cpu['pg']!)).toFixed(3)) } : {}),
+      loadAverageAtStart: loadAtStart,
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
       measuredAt: new Date().toISOString(),
     };
     console.log(
       `all-miss, instant server: no store ${result.noStoreRecordsPerSecond} rec/s | LMDB store ${result.lmdbRecordsPerSecond} rec/s, ratio ${result.ratio} (target ≥ 0.8)` +
         (pg ? ` | Postgres store ${result.pgRecordsPerSecond} rec/s, ratio ${result.pgRatio}` : '') +
+        ` | CPU µs/record: none ${result.cpuMicrosPerRecord.none}, LMDB ${result.cpuMicrosPerRecord.lmdb} (ratio ${result.cpuRatio})` +
+        (pg ? `, Postgres ${result.cpuMicrosPerRecord.pg} (ratio ${result.pgCpuRatio})` : '') +
         ` | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
     );
     const out = fileURLToPath(new URL('../results/', import.meta.url));

@@ -75,6 +75,10 @@ class ValidationEngine implements Engine {
   #closing: Promise<void> | undefined;
   /** Billable calls sent by every thread, against the spending cap. */
   readonly #calls: CallCounter;
+  /** Store writes issued and not yet committed; a batch returns only once they are ({@link #storeCommitted}). */
+  readonly #storeWrites = new Set<Promise<void>>();
+  /** The first store write that failed: every later batch fails with it (its answers are not kept). */
+  #storeFailure: unknown;
 
   constructor(cfg: ResolvedEngineConfig, cache: ResultCache, store: ResultStore | undefined, logger: Logger) {
     this.#cfg = cfg;
@@ -130,6 +134,10 @@ class ValidationEngine implements Engine {
     this.#running.add(control);
     try {
       const results = await this.#run(records, control, opts.signal);
+      // The batch's answers are committed to the store before the batch returns: a connector
+      // checkpoints (or commits its offsets) only after this, so nothing it counts as done can be
+      // ahead of the store, while the store's commits overlap the calls instead of holding them up.
+      await this.#storeCommitted();
       for (const r of results) this.#report.addResult(r);
       return results;
     } finally {
@@ -254,8 +262,32 @@ class ValidationEngine implements Engine {
   }
 
   /**
-   * Sends one chunk to a worker and settles its calls. Definitive results are in the cache before
-   * any batch sees them (a kill right after loses no paid answer); a call that could not reach the
+   * Issues the store write of a definitive answer (the store commits the writes of one burst
+   * together); its failure is kept for {@link #storeCommitted}.
+   */
+  #storeWrite(store: ResultStore, key: string, result: CachedResult): void {
+    const written = Promise.resolve(store.set(key, result));
+    // Writes committed together share one promise: it is watched once.
+    if (this.#storeWrites.has(written)) return;
+    this.#storeWrites.add(written);
+    written.then(
+      () => void this.#storeWrites.delete(written),
+      (e: unknown) => {
+        this.#storeFailure ??= e;
+        this.#storeWrites.delete(written);
+      },
+    );
+  }
+
+  /** Resolves once every store write issued so far is committed; throws the store's error if one failed. */
+  async #storeCommitted(): Promise<void> {
+    if (this.#storeWrites.size > 0) await Promise.allSettled([...this.#storeWrites]);
+    if (this.#storeFailure !== undefined) throw this.#storeFailure;
+  }
+
+  /**
+   * Sends one chunk to a worker and settles its calls. Definitive results are in the cache, and their
+   * store writes issued, before any batch sees them (a batch returns after their commit); a call that could not reach the
    * platform is settled only once the {@link OutageWatch} has decided whether the record failed on
    * its own (`unavailable`) or the platform is down (the running batches fail, nothing is final).
    */
@@ -263,16 +295,16 @@ class ValidationEngine implements Engine {
     let outcomes: CallOutcome[];
     this.#chunksOut += 1;
     // Each definitive answer goes to the store the moment it arrives (on the engine's thread; a
-    // worker thread's arrive with its chunk), so a kill loses at most the calls in flight.
-    const stored = new Map<number, Promise<void>>();
+    // worker thread's arrive with its chunk), so a kill loses at most the calls in flight and the
+    // writes of the last burst; the batch waits for the commit before it returns (see process).
+    const stored = new Set<number>();
     const store = this.#store;
     const onOutcome = store
       ? (i: number, outcome: CallOutcome): void => {
           if (outcome.kind !== 'result' || outcome.unreachableAt !== undefined || outcome.result.status === 'unavailable') return;
           outcome.result.checkedAt ??= new Date().toISOString();
-          const written = Promise.resolve(store.set((chunk[i] as PendingCall).key, outcome.result));
-          written.catch(() => undefined); // awaited below
-          stored.set(i, written);
+          this.#storeWrite(store, (chunk[i] as PendingCall).key, outcome.result);
+          stored.add(i);
         }
       : undefined;
     try {
@@ -303,8 +335,8 @@ class ValidationEngine implements Engine {
           } else if (result.status !== 'unavailable') {
             const written = this.#cache.set(call.key, result);
             if (written instanceof Promise) writes.push(written);
-            // In the store before any batch sees it: a kill from here on loses no paid answer.
-            if (store) writes.push(stored.get(i) ?? Promise.resolve(store.set(call.key, result)));
+            // Issued before any batch sees it; every batch that uses it returns after its commit.
+            if (store && !stored.has(i)) this.#storeWrite(store, call.key, result);
           }
         } else if (outcome.kind === 'stop') {
           this.#halt(errorFromData(outcome.error));

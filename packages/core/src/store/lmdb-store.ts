@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Database } from 'lmdb';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
-import { storeKey } from './key.js';
+import { MissedKeys, storeKey } from './key.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
 /** One stored entry: check time (ms since the epoch) and the result (its `checkedAt` included). */
@@ -45,6 +45,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   let closed: Promise<void> | undefined;
   let queued: Array<[string, Entry]> = [];
   let writing: Promise<void> | undefined;
+  const missed = new MissedKeys();
 
   const store: ResultStore = {
     location: dir,
@@ -57,15 +58,17 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       if (maxAgeMs <= 0) return found;
       const now = Date.now();
       for (const key of keys) {
-        const value = fresh(db.get(storeKey(key)), now);
+        const stored = storeKey(key);
+        const value = fresh(db.get(stored), now);
         if (value !== undefined) found.set(key, value);
+        else missed.missed(key, stored);
       }
       return found;
     },
     set(key, value) {
       if (closed) return Promise.reject(new DqError(`the result store ${dir} is closed`, { code: 'store-closed', retriable: false }));
       const t = value.checkedAt === undefined ? Date.now() : Date.parse(value.checkedAt);
-      queued.push([storeKey(key), { t, r: value }]);
+      queued.push([missed.take(key), { t, r: value }]);
       // Answers stored within one turn of the event loop (they arrive one by one) are put
       // together as one transaction; each set resolves once it is committed.
       writing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {

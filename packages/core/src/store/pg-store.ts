@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
-import { storeKey } from './key.js';
+import { MissedKeys, storeKey } from './key.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
 /** Schema of the shared result store. */
@@ -52,6 +52,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
   let queued: Map<string, { json: string; at: string }> | undefined;
   let flushing: Promise<void> | undefined;
   let closed: Promise<void> | undefined;
+  const missed = new MissedKeys();
 
   const flush = async (batch: Map<string, { json: string; at: string }>): Promise<void> => {
     const keys: string[] = [];
@@ -98,6 +99,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
         const key = byStored.get(row.key);
         if (key !== undefined) found.set(key, row.result);
       }
+      if (found.size < byStored.size) for (const [stored, key] of byStored) if (!found.has(key)) missed.missed(key, stored);
       return found;
     },
     set(key, value) {
@@ -115,7 +117,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
           await flush(batch);
         })();
       }
-      queued.set(storeKey(key), { json: JSON.stringify(value), at: value.checkedAt ?? new Date().toISOString() });
+      queued.set(missed.take(key), { json: JSON.stringify(value), at: value.checkedAt ?? new Date().toISOString() });
       return flushing as Promise<void>;
     },
     async info(): Promise<StoreInfo> {

@@ -16,8 +16,10 @@ export interface StoreInfo {
  * The result store (docs/architecture.md "The result store"): definitive answers kept across runs,
  * processes and machines, keyed by a digest of the engine's request key (scope digest + normalised
  * input; no secret in it). The engine asks it once per batch ({@link getMany}) for the inputs not
- * already answered in this run, and writes each definitive answer ({@link set}) before the answer is
- * used, so no kill loses an answer paid for. Entries older than the store's max age are not
+ * already answered in this run, and writes each definitive answer ({@link set}) the moment it
+ * arrives; an engine batch returns only once the writes of its answers are committed, so whatever a
+ * connector checkpoints after a batch is in the store, and a kill loses at most the answers of the
+ * calls in flight and of the last burst of writes, none of them counted as done. Entries older than the store's max age are not
  * returned (they are called again, and overwritten).
  */
 export interface ResultStore extends ResultCache {
