@@ -3,8 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
-import { afterAll, beforeAll } from 'vitest';
+import { DEFAULT_API_KEY, type Sandbox } from '@dq/sandbox';
 import { openSource, type SourceOptions } from '../src/source/index.js';
 
 /** The built CLI (tests run against dist, like users do). */
@@ -16,16 +15,8 @@ export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<v
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 
-/** A temp folder for every test of the file: made before the first, removed after the last; read `.dir` in tests. */
-export function useTempDir(): { readonly dir: string } {
-  const folder = { dir: '' };
-  let cleanup: (() => Promise<void>) | undefined;
-  beforeAll(async () => {
-    ({ dir: folder.dir, cleanup } = await tempDir());
-  });
-  afterAll(async () => cleanup?.());
-  return folder;
-}
+// Per-file setup (a temp folder, the sandbox over real HTTP), as every project's tests use it.
+export { sandboxEnv, useSandbox, useTempDir } from '@dq/test-support/use';
 
 /** Sandbox config: one account with the default API key and no rate limit on batch calls; `quota` sets a plan. */
 export function unlimited(extra: Record<string, unknown> = {}, quota?: number) {
@@ -35,30 +26,9 @@ export function unlimited(extra: Record<string, unknown> = {}, quota?: number) {
   };
 }
 
-/** The CLI's environment for a sandbox: its URL and the default API key. */
-export function sandboxEnv(sandbox: { url: string }): Record<string, string> {
-  return { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
-}
-
 /** Billable calls of every account the sandbox counted so far. */
 export function billable(sandbox: Sandbox): number {
   return Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
-}
-
-/** The in-process sandbox over real HTTP for every test of the file (started before the first, closed after the last). */
-export function useSandbox(config: object = unlimited()): { readonly sandbox: Sandbox; env(): Record<string, string> } {
-  let sandbox: Sandbox | undefined;
-  beforeAll(async () => {
-    sandbox = await startSandbox({ port: 0, config: config as Parameters<typeof startSandbox>[0]['config'] });
-  });
-  afterAll(async () => sandbox?.close());
-  return {
-    get sandbox() {
-      if (!sandbox) throw new Error('the sandbox is not started yet (use it inside a test)');
-      return sandbox;
-    },
-    env: () => sandboxEnv(sandbox!),
-  };
 }
 
 /** The `--map` of the sandbox's sample CSV (`makeSampleCsv`): address line, postal code, locality, country. */
@@ -84,14 +54,14 @@ export async function checkpointRecords(output: string): Promise<number> {
 
 /** Resolves once the checkpoint of `output` holds at least `records`; rejects if `run` settles first. */
 export async function checkpointPast(output: string, records: number, run: Promise<unknown>, pollMs = 10): Promise<void> {
-  let finished = false;
+  let finished: string | undefined;
   void run.then(
-    () => (finished = true),
-    () => (finished = true),
+    (result) => (finished = (result as Partial<CliRun> | undefined)?.stderr ?? ''),
+    (e) => (finished = String(e)),
   );
   for (;;) {
     if ((await checkpointRecords(output)) >= records) return;
-    if (finished) throw new Error(`the run ended before ${records} records were checkpointed`);
+    if (finished !== undefined) throw new Error(`the run ended before ${records} records were checkpointed: ${finished}`);
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }

@@ -7,19 +7,19 @@ import { billable, readCsv, runCli, sampleArgs, summaryOf, useSandbox, useTempDi
 // The result store's default folder as a user without XDG_CACHE_HOME gets it: ~/.cache/dq-connectors/store.
 // (Every other test sets XDG_CACHE_HOME to a folder of its own, see test/support/isolated-store.ts.)
 const ROWS = 200;
-const tmp = useTempDir();
-const platform = useSandbox();
+const dir = useTempDir();
+const sandbox = useSandbox();
 
 describe('dq-csv validate without --store and without XDG_CACHE_HOME', () => {
   it('keeps its store in $HOME/.cache/dq-connectors/store, private (0700 folder, 0600 files), and a second run calls nothing', async () => {
-    const home = join(tmp.dir, 'home');
-    const input = join(tmp.dir, 'in.csv');
+    const home = join(dir, 'home');
+    const input = join(dir, 'in.csv');
     await writeFile(input, makeSampleCsv(ROWS, 5));
-    const env = { ...platform.env(), HOME: home, XDG_CACHE_HOME: undefined };
+    const env = { ...sandbox.env(), HOME: home, XDG_CACHE_HOME: undefined };
 
-    const first = await runCli(sampleArgs(input, join(tmp.dir, 'out.1.csv'), '--rate-limit', '0'), env);
+    const first = await runCli(sampleArgs(input, join(dir, 'out.1.csv'), '--rate-limit', '0'), env);
     expect(first.code, first.stderr).toBe(0);
-    const paid = billable(platform.sandbox);
+    const paid = billable(sandbox);
     expect(paid).toBeGreaterThan(0);
     expect(summaryOf(first).apiCalls).toBe(paid);
 
@@ -29,10 +29,10 @@ describe('dq-csv validate without --store and without XDG_CACHE_HOME', () => {
     expect(files.length).toBeGreaterThan(0);
     for (const file of files) expect((await stat(join(store, file))).mode & 0o777, file).toBe(0o600);
 
-    const second = await runCli(sampleArgs(input, join(tmp.dir, 'out.2.csv'), '--rate-limit', '0'), env);
+    const second = await runCli(sampleArgs(input, join(dir, 'out.2.csv'), '--rate-limit', '0'), env);
     expect(second.code, second.stderr).toBe(0);
-    expect(billable(platform.sandbox)).toBe(paid); // 0 calls
+    expect(billable(sandbox)).toBe(paid); // 0 calls
     expect(summaryOf(second)).toMatchObject({ apiCalls: 0, storeHitRate: 1 });
-    expect((await readCsv(join(tmp.dir, 'out.2.csv'), { delimiter: ';' })).rows).toHaveLength(ROWS);
+    expect((await readCsv(join(dir, 'out.2.csv'), { delimiter: ';' })).rows).toHaveLength(ROWS);
   });
 });
