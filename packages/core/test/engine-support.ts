@@ -1,7 +1,6 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach } from 'vitest';
 import { createEngine, createSilentLogger } from '@dq/core';
 import type { Engine, EngineConfig } from '@dq/core';
 
@@ -21,13 +20,7 @@ export function testEngine(url: string, apiKey: string, extra: Partial<EngineCon
   });
 }
 
-/** After each test, closes what `started()` names (the engine before the platform it calls), then `forget()`s them. */
-export function closeAfterEach(started: () => Array<{ close(): Promise<unknown> } | undefined>, forget: () => void): void {
-  afterEach(async () => {
-    for (const s of started()) await s?.close();
-    forget();
-  });
-}
+export { closeAfterEach } from '@dq/test-support/use';
 
 /** One request as the scripted platform saw it. */
 export interface SeenRequest {

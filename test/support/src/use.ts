@@ -3,7 +3,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox, type SandboxOptions } from '@dq/sandbox';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startKafka, type TestKafka } from './kafka.js';
 
 // Per-file test setup: call at a test file's top level; each registers its own beforeAll/afterAll.
@@ -79,4 +79,12 @@ export function useKafka(): TestKafka {
     },
     stop: () => it().stop(),
   };
+}
+
+/** After each test, closes what `started()` names, in that order (an engine before the platform it calls), then `forget()`s them. */
+export function closeAfterEach(started: () => Array<{ close(): Promise<unknown> } | undefined>, forget: () => void): void {
+  afterEach(async () => {
+    for (const s of started()) await s?.close();
+    forget();
+  });
 }
