@@ -90,27 +90,6 @@ export default tseslint.config(
     },
   },
   {
-    // The cross-package tests (test/*.test.ts) drive several connectors at once and reuse their
-    // test helpers (e.g. dq-kafka's spawnEnricher): a relative path into another package's test/
-    // folder is allowed there, and only there.
-    files: ['test/*.test.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: EVERYWHERE.map((p) =>
-            p.regex?.startsWith(String.raw`^(\.\./)+(packages`)
-              ? {
-                  ...p,
-                  regex: String.raw`^(\.\./)+(?!packages/[a-z-]+/test/)(packages|apps|tools|test|core|csv-processor|postgres-cleanser|kafka-enricher|refdata-sync|sandbox|bench|demo|support)(/|$)`,
-                }
-              : p,
-          ),
-        },
-      ],
-    },
-  },
-  {
     // Tests read JSON answers and summaries loosely.
     files: ['**/test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -1,8 +1,8 @@
-import { AddressClient, ADDRESS_PATHS, PlatformError, RetriesExhaustedError, createEngine } from '@dq/core';
+import { AddressClient, ADDRESS_PATHS, PlatformError, RetriesExhaustedError } from '@dq/core';
 import type { AddressRequest, Transport } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith, transportOn } from '@dq/test-support/platform';
+import { engineOn, knownAddresses, requestsTo, sandboxWith, transportOn } from '@dq/test-support/platform';
 
 let sandbox: Sandbox;
 let transport: Transport;
@@ -124,14 +124,7 @@ describe('AddressClient against the sandbox', () => {
   });
 
   it('turns the server-only 400 into invalid-input and country-not-available into unsupported-country in an engine run', async () => {
-    const engine = createEngine({
-      mode: 'address',
-      baseUrl: sandbox.url,
-      apiKey: TEST_KEY,
-      threads: 1,
-      retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20 },
-      logger: captureLogger('info').logger,
-    });
+    const engine = engineOn(sandbox, { threads: 1, retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20 } });
     try {
       const { country: _omitted, ...withoutCountry } = home;
       const before = requestsTo(sandbox, 'batch');

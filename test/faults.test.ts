@@ -6,7 +6,7 @@ import type { AddressInput } from '@dq/sandbox';
 import { createAddressMatcher, generateDirtyInputs } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith, transportOn } from '@dq/test-support/platform';
+import { TEST_KEY, captureLogger, engineOn, knownAddresses, requestsTo, sandboxWith, transportOn } from '@dq/test-support/platform';
 
 // Reliability (docs/architecture.md "Error handling"): 5xx and connection resets are retried with
 // backoff, bounded; what still fails is `unavailable`, never lost and never a wrong answer.
@@ -117,14 +117,7 @@ describe('a 503 whose problem type the contract does not list', () => {
   afterAll(() => sandbox.close());
 
   it('is retried, and the failure it reports says server-error with the status, not an unknown problem', async () => {
-    const engine = createEngine({
-      mode: 'address',
-      baseUrl: sandbox.url,
-      apiKey: TEST_KEY,
-      threads: 0,
-      retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 },
-      logger: captureLogger('info').logger,
-    });
+    const engine = engineOn(sandbox, { threads: 0, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 } });
     try {
       // Every call fails, so the engine takes the platform to be down and names the last failure.
       const err = (await engine.process([{ ...home }]).catch((e: unknown) => e)) as DqError;

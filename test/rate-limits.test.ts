@@ -1,7 +1,8 @@
 import { createEngine } from '@dq/core';
 import type { Engine } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '@dq/test-support/use';
 import { TEST_KEY, answered, captureLogger, knownAddresses, requestsTo, sandboxWith } from '@dq/test-support/platform';
 
 // Contract 8 and 7.1: 429 per account and endpoint with Retry-After. The engine must finish a run
@@ -11,12 +12,10 @@ const records = knownAddresses(24);
 
 let sandbox: Sandbox | undefined;
 let engine: Engine | undefined;
-afterEach(async () => {
-  await engine?.close();
-  await sandbox?.close();
-  engine = undefined;
-  sandbox = undefined;
-});
+closeAfterEach(
+  () => [engine, sandbox],
+  () => (engine = sandbox = undefined),
+);
 
 function engineAt(sb: Sandbox, batchRate: number): Engine {
   return createEngine({

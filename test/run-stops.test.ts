@@ -1,7 +1,8 @@
 import { DqError, ExitCode, createEngine, exitCodeForError, isRunStop } from '@dq/core';
 import type { Engine, EngineConfig } from '@dq/core';
 import type { Sandbox } from '@dq/sandbox';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '@dq/test-support/use';
 import type { AccountInput } from '@dq/test-support/platform';
 import { TEST_KEY, captureLogger, knownAddresses, requestsTo, sandboxWith } from '@dq/test-support/platform';
 
@@ -11,12 +12,10 @@ const records = knownAddresses(40);
 
 let sandbox: Sandbox | undefined;
 let engine: Engine | undefined;
-afterEach(async () => {
-  await engine?.close();
-  await sandbox?.close();
-  engine = undefined;
-  sandbox = undefined;
-});
+closeAfterEach(
+  () => [engine, sandbox],
+  () => (engine = sandbox = undefined),
+);
 
 function engineOn(sb: Sandbox, config: Partial<EngineConfig> = {}): Engine {
   return createEngine({ mode: 'address', baseUrl: sb.url, apiKey: TEST_KEY, threads: 1, concurrency: 4, logger: captureLogger('info').logger, ...config });

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -9,16 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import {
-  cliArgs,
-  killIfRunning,
-  metricsPort,
-  metricValue,
-  produce,
-  readResults,
-  spawnEnricher,
-  type Running,
-} from '../packages/kafka-enricher/test/helpers.js';
+import { useTempDir } from '@dq/test-support/use';
+import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher, type Running } from '@dq/test-support/kafka';
 
 // One platform account, one rate limit (batch/sync: exactly 100 in any sliding second, nothing
 // forgiven, the sandbox's default), and several processes of different connectors using it at
@@ -27,17 +18,33 @@ const DQ_PG = fileURLToPath(new URL('../packages/postgres-cleanser/dist/cli.js',
 const DQ_CSV = fileURLToPath(new URL('../packages/csv-processor/dist/cli.js', import.meta.url));
 const LIMIT = 100;
 
+const dir = useTempDir('dq-shared-budget-');
 let server: TestPostgres;
-let dir: string;
 
 beforeAll(async () => {
   server = await startPostgres();
-  dir = await mkdtemp(join(tmpdir(), 'dq-shared-budget-'));
 }, 120_000);
 afterAll(async () => {
   await server?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
+
+/** dq-csv `validate` arguments for a `strasse;nr;plz;ort` file of {@link addresses}, then `more`. */
+function csvArgs(input: string, output: string, ...more: string[]): string[] {
+  return [
+    'validate',
+    '--input',
+    input,
+    '--output',
+    output,
+    '--delimiter',
+    ';',
+    '--country',
+    'DE',
+    '--map',
+    'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
+    ...more,
+  ];
+}
 
 interface Exit {
   code: number | null;
@@ -111,25 +118,7 @@ function sampler(sandbox: SandboxProcess) {
  */
 async function aloneRate(sandbox: SandboxProcess, input: string, env: Record<string, string>): Promise<number> {
   await fetch(`${sandbox.url}/__admin/reset`, { method: 'POST' });
-  const alone = await run(
-    DQ_CSV,
-    [
-      'validate',
-      '--input',
-      input,
-      '--output',
-      join(dir, `alone-${Date.now()}.csv`),
-      '--delimiter',
-      ';',
-      '--country',
-      'DE',
-      '--map',
-      'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
-      '--budget',
-      'off',
-    ],
-    env,
-  );
+  const alone = await run(DQ_CSV, csvArgs(input, join(dir, `alone-${Date.now()}.csv`), '--budget', 'off'), env);
   expect(alone.code, alone.stderr.slice(-2000)).toBe(0);
   const stats = (await sandbox.stats()).requests['batch']?.byStatus ?? {};
   expect(stats['429'] ?? 0).toBe(0);
@@ -181,25 +170,7 @@ describe('one rate budget for the account, shared by every process', () => {
       const [pgA, pgB, csv] = await Promise.all([
         run(DQ_PG, cleanse, env),
         run(DQ_PG, cleanse, env),
-        run(
-          DQ_CSV,
-          [
-            'validate',
-            '--input',
-            input,
-            '--output',
-            join(dir, 'out.csv'),
-            '--delimiter',
-            ';',
-            '--country',
-            'DE',
-            '--map',
-            'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
-            '--account-db',
-            db,
-          ],
-          env,
-        ),
+        run(DQ_CSV, csvArgs(input, join(dir, 'out.csv'), '--account-db', db), env),
       ]);
       await counters.stop();
       for (const exit of [pgA, pgB, csv]) expect(exit.code, exit.stderr.slice(-2000)).toBe(0);
@@ -259,25 +230,7 @@ describe('one rate budget for the account, shared by every process', () => {
       const started = performance.now();
       for (let i = 0; i < 2; i++) enrichers.push(spawnEnricher(cliArgs(kafka.brokers, names, ['--account-db', db, '--metrics-port', '0']), env));
       const [csv, kafkaDoneAt] = await Promise.all([
-        run(
-          DQ_CSV,
-          [
-            'validate',
-            '--input',
-            input,
-            '--output',
-            join(dir, 'out-kafka.csv'),
-            '--delimiter',
-            ';',
-            '--country',
-            'DE',
-            '--map',
-            'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
-            '--account-db',
-            db,
-          ],
-          env,
-        ),
+        run(DQ_CSV, csvArgs(input, join(dir, 'out-kafka.csv'), '--account-db', db), env),
         readResults(kafka.brokers, names, MESSAGES, 0, 180_000).then(() => performance.now()),
       ]);
       await counters.stop();
@@ -328,23 +281,7 @@ describe('one rate budget for the account, shared by every process', () => {
       return file;
     };
     const [inA, inB] = await Promise.all([csvIn('a.csv', 200), csvIn('b.csv', 300)]);
-    const args = (input: string, output: string, account: string) => [
-      'validate',
-      '--input',
-      input,
-      '--output',
-      join(dir, output),
-      '--delimiter',
-      ';',
-      '--country',
-      'DE',
-      '--map',
-      'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
-      '--budget',
-      db,
-      '--account',
-      account,
-    ];
+    const args = (input: string, output: string, account: string) => csvArgs(input, join(dir, output), '--budget', db, '--account', account);
     const child = spawn(process.execPath, [DQ_CSV, ...args(inA, 'a.out.csv', 'acme')], {
       env: { ...process.env, DQ_BASE_URL: refusing.url, DQ_API_KEY: DEFAULT_API_KEY },
       stdio: 'ignore',

@@ -1,30 +1,20 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, createSilentLogger, exitCodeForError } from '@dq/core';
+import { describe, expect, it } from 'vitest';
+import { exitCodeForError } from '@dq/core';
 import type { Engine, EngineConfig } from '@dq/core';
-import { addresses, batchAnswer, problem, startScriptedPlatform } from './engine-support.js';
+import { addresses, batchAnswer, closeAfterEach, problem, startScriptedPlatform, testEngine } from './engine-support.js';
 import type { ScriptedPlatform } from './engine-support.js';
 
 const API_KEY = 'test-key-b7c2e1';
 let platform: ScriptedPlatform | undefined;
 let engine: Engine | undefined;
 
-afterEach(async () => {
-  await engine?.close();
-  await platform?.close();
-  engine = undefined;
-  platform = undefined;
-});
+closeAfterEach(
+  () => [engine, platform],
+  () => (engine = platform = undefined),
+);
 
 function start(url: string, extra: Partial<EngineConfig> = {}): Engine {
-  engine = createEngine({
-    mode: 'address',
-    baseUrl: url,
-    apiKey: API_KEY,
-    rateLimits: { batch: 0 },
-    retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
-    logger: createSilentLogger(),
-    ...extra,
-  });
+  engine = testEngine(url, API_KEY, extra);
   return engine;
 }
 

@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DqError, PlatformError, createEngine, createLogger, exitCodeForError, isRunStop } from '@dq/core';
 import type { Engine, EngineConfig } from '@dq/core';
-import { addresses, batchAnswer, problem, startScriptedPlatform } from './engine-support.js';
+import { addresses, batchAnswer, closeAfterEach, problem, startScriptedPlatform, testEngine } from './engine-support.js';
 import type { ScriptedPlatform } from './engine-support.js';
 
 const API_KEY = 'secret-key-7a2e90';
@@ -9,13 +9,10 @@ let platform: ScriptedPlatform | undefined;
 let engine: Engine | undefined;
 let logLines: string[] = [];
 
-afterEach(async () => {
-  await engine?.close();
-  await platform?.close();
-  engine = undefined;
-  platform = undefined;
-  logLines = [];
-});
+closeAfterEach(
+  () => [engine, platform],
+  () => ((engine = platform = undefined), (logLines = [])),
+);
 
 /** Requests the platform has seen, once none has arrived for 300 ms. */
 async function settledCount(p: ScriptedPlatform): Promise<number> {
@@ -27,15 +24,7 @@ async function settledCount(p: ScriptedPlatform): Promise<number> {
 }
 
 function start(url: string, extra: Partial<EngineConfig> = {}): Engine {
-  engine = createEngine({
-    mode: 'address',
-    baseUrl: url,
-    apiKey: API_KEY,
-    rateLimits: { batch: 0 },
-    retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
-    logger: createLogger({ level: 'debug', write: (line) => void logLines.push(line) }),
-    ...extra,
-  });
+  engine = testEngine(url, API_KEY, { logger: createLogger({ level: 'debug', write: (line) => void logLines.push(line) }), ...extra });
   return engine;
 }
 

@@ -1,18 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEngine, createSilentLogger, exitCodeForReport, isRunStop } from '@dq/core';
 import type { Engine, EngineConfig, RunReport } from '@dq/core';
-import { startScriptedPlatform } from './engine-support.js';
+import { closeAfterEach, startScriptedPlatform } from './engine-support.js';
 import type { ScriptedPlatform } from './engine-support.js';
 
 let platform: ScriptedPlatform | undefined;
 let engine: Engine | undefined;
 
-afterEach(async () => {
-  await engine?.close();
-  await platform?.close();
-  engine = undefined;
-  platform = undefined;
-});
+closeAfterEach(
+  () => [engine, platform],
+  () => (engine = platform = undefined),
+);
 
 function start(mode: EngineConfig['mode'], extra: Partial<EngineConfig> = {}): Engine {
   if (!platform) throw new Error('start the platform first');

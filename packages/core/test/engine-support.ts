@@ -1,6 +1,26 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createEngine, createSilentLogger } from '@dq/core';
+import type { Engine, EngineConfig } from '@dq/core';
+
+/**
+ * The engine of the engine tests: address mode against `url`, no rate limit, three quick attempts,
+ * a silent logger; `extra` overrides any of it.
+ */
+export function testEngine(url: string, apiKey: string, extra: Partial<EngineConfig> = {}): Engine {
+  return createEngine({
+    mode: 'address',
+    baseUrl: url,
+    apiKey,
+    rateLimits: { batch: 0 },
+    retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
+    logger: createSilentLogger(),
+    ...extra,
+  });
+}
+
+export { closeAfterEach } from '@dq/test-support/use';
 
 /** One request as the scripted platform saw it. */
 export interface SeenRequest {

@@ -1,30 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, createSilentLogger } from '@dq/core';
+import { describe, expect, it } from 'vitest';
 import type { Engine, EngineConfig } from '@dq/core';
-import { addresses, batchAnswer, startScriptedPlatform } from './engine-support.js';
+import { addresses, batchAnswer, closeAfterEach, startScriptedPlatform, testEngine } from './engine-support.js';
 import type { ScriptedPlatform } from './engine-support.js';
 
 const API_KEY = 'test-key-4f1d9c';
 let platform: ScriptedPlatform | undefined;
 let engine: Engine | undefined;
 
-afterEach(async () => {
-  await engine?.close();
-  await platform?.close();
-  engine = undefined;
-  platform = undefined;
-});
+closeAfterEach(
+  () => [engine, platform],
+  () => (engine = platform = undefined),
+);
 
 function start(url: string, extra: Partial<EngineConfig> = {}): Engine {
-  engine = createEngine({
-    mode: 'address',
-    baseUrl: url,
-    apiKey: API_KEY,
-    rateLimits: { batch: 0 },
-    retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
-    logger: createSilentLogger(),
-    ...extra,
-  });
+  engine = testEngine(url, API_KEY, extra);
   return engine;
 }
 

@@ -1,19 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEngine, createSilentLogger } from '@dq/core';
 import type { Engine } from '@dq/core';
 import { CallRateHistogram, MAX_RATE_BUCKETS } from '../src/engine/run-report.js';
-import { addresses, batchAnswer, startScriptedPlatform } from './engine-support.js';
+import { addresses, batchAnswer, closeAfterEach, startScriptedPlatform } from './engine-support.js';
 import type { ScriptedPlatform } from './engine-support.js';
 
 let platform: ScriptedPlatform | undefined;
 let engine: Engine | undefined;
 
-afterEach(async () => {
-  await engine?.close();
-  await platform?.close();
-  engine = undefined;
-  platform = undefined;
-});
+closeAfterEach(
+  () => [engine, platform],
+  () => (engine = platform = undefined),
+);
 
 describe('run report: calls per second', () => {
   it.each([0, 1])('counts every call in the second it was made, paced by the rate limit (threads: %i)', async (threads) => {

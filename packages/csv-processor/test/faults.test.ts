@@ -1,41 +1,16 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
+import { readCsv, runCli, sampleArgs, sandboxEnv, summaryOf, unlimited, useTempDir } from './helpers.js';
 
 const ROWS = 600;
-let dir: string;
-let cleanup: () => Promise<void>;
+const dir = useTempDir();
 
-beforeAll(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
-afterAll(async () => cleanup());
+const quotaConfig = (quota: number) => unlimited({}, quota);
 
-const quotaConfig = (quota: number) => ({ accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], plan: { quota, validUntil: null }, rateLimits: { batch: 0 } }] });
-
-function args(input: string, output: string, ...more: string[]) {
-  return [
-    'validate',
-    '--input',
-    input,
-    '--output',
-    output,
-    '--delimiter',
-    ';',
-    '--country',
-    'DE',
-    '--map',
-    'addressLine=strasse,postalCode=plz,locality=ort,country=land',
-    '--batch-size',
-    '100',
-    '--rate-limit',
-    '0',
-    ...more,
-  ];
-}
+const args = (input: string, output: string, ...more: string[]) => sampleArgs(input, output, '--batch-size', '100', '--rate-limit', '0', ...more);
 
 describe('an unreliable or exhausted platform', () => {
   it('completes with 20 % 503s and 5 % connection resets, losing no row', async () => {
@@ -46,7 +21,7 @@ describe('an unreliable or exhausted platform', () => {
     try {
       const input = join(dir, 'faults.csv');
       await writeFile(input, makeSampleCsv(ROWS, 3));
-      const run = await runCli(args(input, join(dir, 'faults.out.csv'), '--max-failed', '0.01'), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+      const run = await runCli(args(input, join(dir, 'faults.out.csv'), '--max-failed', '0.01'), sandboxEnv(sandbox));
       expect(run.code, run.stderr).toBe(0);
       const stats = sandbox.stats();
       expect(stats.faults['batch']?.errors).toBeGreaterThan(0);
@@ -71,7 +46,7 @@ describe('an unreliable or exhausted platform', () => {
       const input = join(dir, 'quota.csv');
       const output = join(dir, 'quota.out.csv');
       await writeFile(input, makeSampleCsv(ROWS, 5));
-      const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+      const env = sandboxEnv(sandbox);
       // With a worker thread: the stop crosses the thread boundary (the resume runs on the main thread).
       const stopped = await runCli(args(input, output, '--resume', '--threads', '1'), env);
       expect(stopped.code).toBe(3);

@@ -1,23 +1,13 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
+import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { processFile } from '../src/run.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { batchCalls, readCsv, tempDir } from './helpers.js';
+import { batchCalls, readCsv, useSandbox, useTempDir } from './helpers.js';
 
-let sandbox: Sandbox;
-let dir: string;
-let cleanup: () => Promise<void>;
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } });
-  ({ dir, cleanup } = await tempDir());
-});
-afterAll(async () => {
-  await sandbox.close();
-  await cleanup();
-});
+const dir = useTempDir();
+const sandbox = useSandbox();
 
 const records = [
   { id: 1, street: 'Hauptstraße', houseNumber: '5', postalCode: '10115', locality: 'Berlin' },

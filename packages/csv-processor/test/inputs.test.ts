@@ -1,24 +1,14 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
+
 import { openSource, type SourceItem } from '../src/source/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { readCsv, runCli, summaryOf, useSandbox, useTempDir } from './helpers.js';
 
-let sandbox: Sandbox;
-let dir: string;
-let cleanup: () => Promise<void>;
+const dir = useTempDir();
+const sandbox = useSandbox();
 
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } });
-  ({ dir, cleanup } = await tempDir());
-});
-afterAll(async () => {
-  await sandbox.close();
-  await cleanup();
-});
-
-const env = () => ({ DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+const env = () => sandbox.env();
 
 /** Writes `content` as `name` in a folder of its own; returns the folder and the file. */
 async function inputFile(name: string, content: string | Buffer): Promise<{ folder: string; input: string }> {

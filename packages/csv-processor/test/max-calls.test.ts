@@ -3,15 +3,13 @@ import { join } from 'node:path';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
-import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
+import { readCsv, runCli, sandboxEnv, summaryOf, useTempDir } from './helpers.js';
 
 const ROWS = 2000;
-let dir: string;
-let cleanup: () => Promise<void>;
+const dir = useTempDir();
 let sandbox: SandboxProcess;
 
 beforeAll(async () => {
-  ({ dir, cleanup } = await tempDir());
   // 2,000 distinct addresses: each one call.
   const lines = ['strasse;nr;plz;ort'];
   for (let i = 1; i <= ROWS; i++) lines.push(`Hauptstraße;${i};10115;Berlin`);
@@ -21,7 +19,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await sandbox?.stop();
-  await cleanup?.();
 });
 
 const args = (...extra: string[]): string[] => [
@@ -43,7 +40,7 @@ const args = (...extra: string[]): string[] => [
 
 describe('--max-calls, the spending cap', () => {
   it('stops after exactly 500 billable calls with exit 5, and the resumed run makes the other 1,500', async () => {
-    const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+    const env = sandboxEnv(sandbox);
     const first = await runCli(args('--max-calls', '500'), env);
     expect(first.code, first.stderr).toBe(5);
     expect(await sandbox.billable()).toBe(500);
@@ -68,7 +65,7 @@ describe('--max-calls, the spending cap', () => {
 
 describe('--account-db, the shared rate budget', () => {
   it('a budget database that cannot be reached stops the run with exit 75 and a checkpoint, its password in no output', async () => {
-    const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+    const env = sandboxEnv(sandbox);
     const before = await sandbox.billable();
     const out = ['--output', join(dir, 'unreachable.csv')];
     // The default rate limit: an endpoint without one (--rate-limit 0) has nothing to share.

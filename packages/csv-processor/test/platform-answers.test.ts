@@ -1,26 +1,14 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createCompanyService, DEFAULT_API_KEY, generateDirtyInputs, startSandbox, type Sandbox } from '@dq/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
+import { createCompanyService, generateDirtyInputs } from '@dq/sandbox';
+import { describe, expect, it } from 'vitest';
+import { readCsv, runCli, summaryOf, useSandbox, useTempDir } from './helpers.js';
 
 // What a dq-csv user sees in the output for the platform's answers: inputs the platform takes,
 // a country it has no reference data for, a 503 outside the contract's rows, an ambiguous company.
 
-let dir: string;
-let cleanup: () => Promise<void>;
-let sandbox: Sandbox;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  ({ dir, cleanup } = await tempDir());
-  sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } });
-  env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
-});
-afterAll(async () => {
-  await sandbox.close();
-  await cleanup();
-});
+const dir = useTempDir();
+const sandbox = useSandbox();
 
 /** Clean addresses of the sandbox's reference data (the truths of the generator's class A inputs). */
 function knownAddresses(n: number): Array<{ street: string; houseNumber: string; postalCode: string; locality: string }> {
@@ -40,7 +28,7 @@ async function validate(name: string, csv: string, ...more: string[]) {
   const input = join(dir, `${name}.csv`);
   const output = join(dir, `${name}.out.csv`);
   await writeFile(input, csv);
-  const run = await runCli(['validate', '--input', input, '--output', output, '--delimiter', ';', '--max-failed', '0', ...more], env);
+  const run = await runCli(['validate', '--input', input, '--output', output, '--delimiter', ';', '--max-failed', '0', ...more], sandbox.env());
   const out = await readCsv(output, { delimiter: ';' }).catch(() => ({ header: [] as string[], rows: [] as string[][] }));
   const column = (row: string[], name: string) => row[out.header.indexOf(name)];
   return { run, out, column };

@@ -1,60 +1,23 @@
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { batchCalls, readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
+import { batchCalls, checkpointRecords, comparable, runCli, sampleArgs, startCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
 
 const ROWS = 3000;
 const BATCH = 100;
-let sandbox: Sandbox;
-let dir: string;
-let cleanup: () => Promise<void>;
-let input: string;
+const dir = useTempDir();
+const input = join(dir, 'in.csv');
+// A little latency per call so that a run lasts long enough to be killed at chosen points.
+const sandbox = useSandbox(unlimited({ faults: { batch: { latencyMs: 3 } } }));
 
 beforeAll(async () => {
-  // A little latency per call so that a run lasts long enough to be killed at chosen points.
-  sandbox = await startSandbox({
-    port: 0,
-    config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }], faults: { batch: { latencyMs: 3 } } },
-  });
-  ({ dir, cleanup } = await tempDir());
-  input = join(dir, 'in.csv');
   await writeFile(input, makeSampleCsv(ROWS, 11));
 });
-afterAll(async () => {
-  await sandbox.close();
-  await cleanup();
-});
 
-const env = () => ({ DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
-const args = (output: string, ...more: string[]) => [
-  'validate',
-  '--input',
-  input,
-  '--output',
-  output,
-  '--delimiter',
-  ';',
-  '--country',
-  'DE',
-  '--map',
-  'addressLine=strasse,postalCode=plz,locality=ort,country=land',
-  '--batch-size',
-  String(BATCH),
-  '--concurrency',
-  '8',
-  '--rate-limit',
-  '0',
-  ...more,
-];
-
-/** Rows of an output without the request-id and check-time columns, which legitimately differ between runs. */
-async function comparable(path: string): Promise<string[][]> {
-  const { header, rows } = await readCsv(path, { delimiter: ';' });
-  const skip = [header.indexOf('dq_request_id'), header.indexOf('dq_checked_at')];
-  return [header, ...rows].map((r) => r.filter((_, i) => !skip.includes(i)));
-}
+const env = () => sandbox.env();
+const args = (output: string, ...more: string[]) =>
+  sampleArgs(input, output, '--batch-size', String(BATCH), '--concurrency', '8', '--rate-limit', '0', ...more);
 
 /** Starts the CLI and kills it with SIGKILL once its checkpoint says `atRecords` were consumed. */
 async function killWhenPast(output: string, atRecords: number): Promise<number> {
@@ -63,8 +26,7 @@ async function killWhenPast(output: string, atRecords: number): Promise<number> 
   for (;;) {
     const done = await Promise.race([exited.then(() => true), new Promise((r) => setTimeout(r, 5)).then(() => false)]);
     if (done) throw new Error('the run finished before the kill point');
-    const checkpoint = await readFile(`${output}.checkpoint.json`, 'utf8').catch(() => undefined);
-    const records = checkpoint ? (JSON.parse(checkpoint) as { position: { records: number } }).position.records : 0;
+    const records = await checkpointRecords(output);
     if (records >= atRecords) {
       child.kill('SIGKILL');
       await exited;

@@ -1,66 +1,45 @@
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { readCsv, runCli, startCli, summaryOf, tempDir, type CliRun } from './helpers.js';
+import {
+  billable,
+  checkpointPast,
+  completed,
+  readCsv,
+  runCli,
+  sampleArgs,
+  sandboxEnv,
+  startCli,
+  summaryOf,
+  unlimited,
+  useTempDir,
+  type CliRun,
+} from './helpers.js';
 
 // A 429's Retry-After is waited out when the retry policy waits that long (30 s by default); a
 // longer one stops the run at once with exit 75 and a checkpoint, naming the time to come back.
 const ROWS = 600;
-let dir: string;
-let cleanup: () => Promise<void>;
+const dir = useTempDir();
 let sandbox: Sandbox | undefined;
 
-beforeAll(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
 afterEach(async () => {
   await sandbox?.close();
   sandbox = undefined;
 });
-afterAll(async () => cleanup());
 
-const config = { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] };
-const env = () => ({ DQ_BASE_URL: sandbox!.url, DQ_API_KEY: DEFAULT_API_KEY });
-const args = (input: string, output: string, ...more: string[]) => [
-  'validate',
-  '--input',
-  input,
-  '--output',
-  output,
-  '--delimiter',
-  ';',
-  '--country',
-  'DE',
-  '--map',
-  'addressLine=strasse,postalCode=plz,locality=ort,country=land',
-  '--batch-size',
-  '50',
-  ...more,
-];
-const billable = () => Object.values(sandbox!.stats().billable).reduce((a, b) => a + b, 0);
+const config = unlimited();
+const env = () => sandboxEnv(sandbox!);
+const args = (input: string, output: string, ...more: string[]) => sampleArgs(input, output, '--batch-size', '50', ...more);
 
-/** Runs the CLI until it exits; `during` is called once its checkpoint holds at least `atRecords`. */
-async function runUntil(cliArgs: string[], checkpoint: string, atRecords: number, during: () => void): Promise<CliRun & { afterMs: number }> {
-  const child = startCli(cliArgs, env());
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  let done = false;
-  void exited.then(() => (done = true));
-  while (!done) {
-    const text = await readFile(checkpoint, 'utf8').catch(() => undefined);
-    if (text !== undefined && (JSON.parse(text) as { position: { records: number } }).position.records >= atRecords) break;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  if (done) throw new Error(`the run ended before ${atRecords} records were checkpointed: ${stderr}`);
+/** Runs the CLI until it exits; `during` is called once the checkpoint of `output` holds at least `atRecords`. */
+async function runUntil(cliArgs: string[], output: string, atRecords: number, during: () => void): Promise<CliRun & { afterMs: number }> {
+  const run = completed(startCli(cliArgs, env()));
+  await checkpointPast(output, atRecords, run);
   during();
   const from = performance.now();
-  const code = await exited;
-  return { code, signal: null, stdout, stderr, afterMs: performance.now() - from };
+  return { ...(await run), afterMs: performance.now() - from };
 }
 
 describe('Retry-After from the platform', () => {
@@ -70,7 +49,7 @@ describe('Retry-After from the platform', () => {
     const output = join(dir, 'long.out.csv');
     await writeFile(input, makeSampleCsv(ROWS, 21));
     // 50 calls/s: the run would take 12 s; an hour's Retry-After arrives once 100 rows are done.
-    const stopped = await runUntil(args(input, output, '--rate-limit', '50', '--resume'), `${output}.checkpoint.json`, 100, () =>
+    const stopped = await runUntil(args(input, output, '--rate-limit', '50', '--resume'), output, 100, () =>
       sandbox!.setFaults({ batch: { errorRate: 1, errorStatuses: [429], retryAfterSeconds: 3600 } }),
     );
     const comeBack = Date.now() + 3600_000;
@@ -91,14 +70,14 @@ describe('Retry-After from the platform', () => {
     expect((await stat(`${output}.checkpoint.json`)).isFile()).toBe(true);
 
     // The platform takes calls again: the rerun finishes the file, paying no answer twice.
-    const paidBefore = billable();
+    const paidBefore = billable(sandbox!);
     sandbox.setFaults({});
     const finished = await runCli(args(input, output, '--rate-limit', '0', '--resume'), env());
     expect(finished.code, finished.stderr).toBe(0);
     const out = await readCsv(output, { delimiter: ';' });
     expect(out.rows.map((r) => r[0])).toEqual(Array.from({ length: ROWS }, (_, i) => `K${100_000 + i}`));
-    expect(billable() - paidBefore).toBeLessThanOrEqual(ROWS - partial.rows);
-    expect(billable()).toBeLessThanOrEqual(ROWS);
+    expect(billable(sandbox!) - paidBefore).toBeLessThanOrEqual(ROWS - partial.rows);
+    expect(billable(sandbox!)).toBeLessThanOrEqual(ROWS);
   });
 
   it('a Retry-After the policy allows is waited out: the run finishes with every row answered', async () => {

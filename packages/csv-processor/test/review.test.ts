@@ -2,27 +2,15 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseString } from '@fast-csv/parse';
 import { writeToString } from '@fast-csv/format';
-import { createCompanyService, DEFAULT_API_KEY, generateDirtyInputs, startSandbox, type Sandbox } from '@dq/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCsv, runCli, tempDir } from './helpers.js';
+import { createCompanyService, generateDirtyInputs } from '@dq/sandbox';
+import { describe, expect, it } from 'vitest';
+import { readCsv, runCli, useSandbox, useTempDir } from './helpers.js';
 
 // The review loop with the real CLI (dist/), the sandbox over real HTTP and real files:
 // validate → review export → decisions filled in (as a person, or a spreadsheet, would) → review apply.
 
-let dir: string;
-let cleanup: () => Promise<void>;
-let sandbox: Sandbox;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  ({ dir, cleanup } = await tempDir());
-  sandbox = await startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } });
-  env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
-});
-afterAll(async () => {
-  await sandbox.close();
-  await cleanup();
-});
+const dir = useTempDir();
+const sandbox = useSandbox();
 
 const COLUMNS = ['id', 'note', 'street', 'houseNumber', 'addressLine', 'postalCode', 'locality', 'localityLine', 'country'] as const;
 // Input values a spreadsheet would run, or that need quoting: they must come back byte for byte.
@@ -60,7 +48,7 @@ async function validate(name: string, csv: string, ...more: string[]) {
   const input = join(dir, `${name}.csv`);
   const output = join(dir, `${name}.out.csv`);
   await writeFile(input, csv);
-  const run = await runCli(['validate', '--input', input, '--output', output, ...more], env);
+  const run = await runCli(['validate', '--input', input, '--output', output, ...more], sandbox.env());
   expect(run.code, run.stderr).toBe(0);
   return { input, output };
 }
@@ -323,7 +311,7 @@ describe('dq-csv review: export, decide, apply', () => {
       const input = join(dir, `objects.${format}`);
       const output = join(dir, `objects.out.${format}`);
       await writeFile(input, format === 'ndjson' ? objects.map((o) => JSON.stringify(o)).join('\n') + '\n' : JSON.stringify(objects, null, 1));
-      const run = await runCli(['validate', '--input', input, '--output', output, '--country', 'DE'], env);
+      const run = await runCli(['validate', '--input', input, '--output', output, '--country', 'DE'], sandbox.env());
       expect(run.code, run.stderr).toBe(0);
       const review = join(dir, `objects.${format}.review.csv`);
       const exported = await runCli(['review', 'export', '--input', output, '--output', review]);
@@ -369,7 +357,7 @@ describe('dq-csv review: export, decide, apply', () => {
     await writeFile(input, addressCsv(20));
     sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
     try {
-      const run = await runCli(['validate', '--input', input, '--output', output, '--country', 'DE'], env);
+      const run = await runCli(['validate', '--input', input, '--output', output, '--country', 'DE'], sandbox.env());
       expect(run.code, run.stderr).toBe(75);
     } finally {
       sandbox.setFaults({});

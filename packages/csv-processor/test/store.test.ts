@@ -1,41 +1,13 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
+import { describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
 import { formatCsvLine } from '../src/sink/csv-format.js';
-import { readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
+import { billable, readCsv, runCli, sampleArgs, startCli, summaryOf, unlimited, useTempDir } from './helpers.js';
 
-let dir: string;
-let cleanup: () => Promise<void>;
-beforeAll(async () => {
-  ({ dir, cleanup } = await tempDir());
-});
-afterAll(async () => cleanup());
-
-const unlimited = (extra: Record<string, unknown> = {}, quota?: number) => ({
-  accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 }, ...(quota === undefined ? {} : { plan: { quota, validUntil: null } }) }],
-  ...extra,
-});
-const billable = (sandbox: Sandbox): number => Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
-const args = (input: string, output: string, store: string, ...more: string[]) => [
-  'validate',
-  '--input',
-  input,
-  '--output',
-  output,
-  '--delimiter',
-  ';',
-  '--country',
-  'DE',
-  '--map',
-  'addressLine=strasse,postalCode=plz,locality=ort,country=land',
-  '--rate-limit',
-  '0',
-  '--store',
-  store,
-  ...more,
-];
+const dir = useTempDir();
+const args = (input: string, output: string, store: string, ...more: string[]) => sampleArgs(input, output, '--rate-limit', '0', '--store', store, ...more);
 
 /** The sample with every 100th row's street replaced by one of its own; returns the text and how many rows changed. */
 function editOnePercent(csv: string): { text: string; edited: number } {

@@ -1,27 +1,16 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, generateDirtyInputs, startSandbox } from '@dq/sandbox';
-import type { Sandbox } from '@dq/sandbox';
+import { afterAll, expect, it } from 'vitest';
+import { DEFAULT_API_KEY, generateDirtyInputs } from '@dq/sandbox';
 import type { Message } from 'kafkajs';
-import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import type { TestKafka } from '@dq/test-support/kafka';
-import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher } from './helpers.js';
-import type { Running } from './helpers.js';
+import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { useKafka, useSandbox } from '@dq/test-support/use';
+import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher } from '@dq/test-support/kafka';
+import type { Running } from '@dq/test-support/kafka';
 
-let kafka: TestKafka;
-let sandbox: Sandbox;
+const kafka = useKafka();
+// No rate limit on either side: only --max-in-flight may hold the calls back.
+const sandbox = useSandbox({ accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] });
 let run: Running | undefined;
-
-beforeAll(async () => {
-  [kafka, sandbox] = await Promise.all([
-    startKafka(),
-    // No rate limit on either side: only --max-in-flight may hold the calls back.
-    startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] } }),
-  ]);
-});
-afterAll(async () => {
-  killIfRunning(run);
-  await Promise.all([kafka?.stop(), sandbox?.close()]);
-});
+afterAll(() => killIfRunning(run));
 
 /** `n` messages with `n` distinct addresses (one call each: nothing is answered from the cache). */
 function distinctMessages(n: number): Message[] {
@@ -41,7 +30,7 @@ it('pauses partitions instead of taking more than --max-in-flight messages when 
   // (4 partitions × 3 chunks of 50 answered ahead) and allows 1,000.
   run = spawnEnricher(
     cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--max-in-flight', '200', '--batch-size', '50', '--concurrency', '1000', '--rate-limit', '0']),
-    { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY },
+    sandbox.env(),
   );
   const port = await metricsPort(run);
   let maxPaused = 0;

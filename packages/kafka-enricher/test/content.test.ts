@@ -1,33 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
-import type { Sandbox } from '@dq/sandbox';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_API_KEY } from '@dq/sandbox';
 import type { Message } from 'kafkajs';
-import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import type { TestKafka } from '@dq/test-support/kafka';
+import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { useKafka, useSandbox } from '@dq/test-support/use';
 import { askAddresses, askCompany, companyInputs, labelledAddresses } from '@dq/test-support/known-answers';
 import type { AddressFields, KnownAddressAnswer, KnownCompanyAnswer } from '@dq/test-support/known-answers';
-import { inputOffsets, killIfRunning, produce, readTopic, spawnEnricher } from './helpers.js';
-import type { Read, Running } from './helpers.js';
+import { cliArgs, inputOffsets, killIfRunning, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
+import type { Read, Running } from '@dq/test-support/kafka';
 
 // What dq-kafka writes into each enriched message's `dq` member, against answers worked out
 // without the engine: each labelled input asked of the sandbox's HTTP API on its own. Every output
 // is matched to its input by the input offset it names and by its key, so a field written under
 // another name, or a result attached to the neighbouring message, fails here.
 
-let kafka: TestKafka;
-let sandbox: Sandbox;
+const kafka = useKafka();
+const sandbox = useSandbox({ accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0, validate: 0 } }] });
 let run: Running | undefined;
-
-beforeAll(async () => {
-  [kafka, sandbox] = await Promise.all([
-    startKafka(),
-    startSandbox({ port: 0, config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0, validate: 0 } }] } }),
-  ]);
-});
-afterAll(async () => {
-  killIfRunning(run);
-  await Promise.all([kafka?.stop(), sandbox?.close()]);
-});
+afterAll(() => killIfRunning(run));
 
 interface Enriched {
   input: Read;
@@ -43,26 +32,7 @@ async function enrich(values: unknown[], map: string, extra: string[] = []): Pro
   const [input, output, dlq, group] = [uniqueTopic('in'), uniqueTopic('out'), uniqueTopic('dlq'), uniqueGroup()];
   const messages: Message[] = values.map((v, i) => ({ key: `m${i}`, headers: { 'x-seq': String(i) }, value: JSON.stringify(v) }));
   await produce(kafka.brokers, input, messages);
-  run = spawnEnricher(
-    [
-      '--brokers',
-      kafka.brokers.join(','),
-      '--group',
-      group,
-      '--input',
-      input,
-      '--output',
-      output,
-      '--dlq',
-      dlq,
-      '--map',
-      map,
-      '--session-timeout-ms',
-      '6000',
-      ...extra,
-    ],
-    { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY },
-  );
+  run = spawnEnricher(cliArgs(kafka.brokers, { input, output, dlq, group }, extra, map), sandbox.env());
   const [inputs, outs] = await Promise.all([
     inputOffsets(kafka.brokers, input, values.length),
     readTopic(kafka.brokers, output, (all) => all.length >= values.length, 120_000),

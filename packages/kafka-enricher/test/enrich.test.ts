@@ -1,51 +1,32 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
-import type { Sandbox } from '@dq/sandbox';
-import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import type { TestKafka } from '@dq/test-support/kafka';
-import { committedOffsets, dataset, inputOffsets, killIfRunning, MAP, produce, readTopic, sourceOffsets, spawnEnricher } from './helpers.js';
-import type { Running } from './helpers.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { useKafka, useSandbox } from '@dq/test-support/use';
+import {
+  cliArgs,
+  committedOffsets,
+  dataset,
+  inputOffsets,
+  killIfRunning,
+  metricsPort,
+  produce,
+  readTopic,
+  sourceOffsets,
+  spawnEnricher,
+} from '@dq/test-support/kafka';
+import type { Running } from '@dq/test-support/kafka';
 
-let kafka: TestKafka;
-let sandbox: Sandbox;
+const kafka = useKafka();
+const sandbox = useSandbox();
 let run: Running | undefined;
-
-beforeAll(async () => {
-  [kafka, sandbox] = await Promise.all([startKafka(), startSandbox()]);
-});
-afterAll(async () => {
-  killIfRunning(run);
-  await Promise.all([kafka?.stop(), sandbox?.close()]);
-});
+afterAll(() => killIfRunning(run));
 
 describe('dq-kafka enrich', () => {
   it('puts each of 10,000 input offsets in the output or the DLQ, dead-letters exactly the 5 % bad ones, keeps key order and exits 0 on SIGTERM with everything committed', async () => {
     const [input, output, dlq, group] = [uniqueTopic('in'), uniqueTopic('out'), uniqueTopic('dlq'), uniqueGroup()];
     const { messages, bad } = dataset(10_000, 20);
     await produce(kafka.brokers, input, messages);
-    run = spawnEnricher(
-      [
-        '--brokers',
-        kafka.brokers.join(','),
-        '--group',
-        group,
-        '--input',
-        input,
-        '--output',
-        output,
-        '--dlq',
-        dlq,
-        '--map',
-        MAP,
-        '--session-timeout-ms',
-        '6000',
-        '--metrics-port',
-        '0',
-      ],
-      { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY },
-    );
-    await run.waitForLog(/"msg":"metrics listening"/);
-    const port = Number(/"msg":"metrics listening".*?"port":(\d+)/.exec(run.stderr())?.[1]);
+    run = spawnEnricher(cliArgs(kafka.brokers, { input, output, dlq, group }, ['--metrics-port', '0']), sandbox.env());
+    const port = await metricsPort(run);
 
     const [inputs, outs, dead] = await Promise.all([
       inputOffsets(kafka.brokers, input, 10_000),

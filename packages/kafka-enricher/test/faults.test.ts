@@ -1,22 +1,24 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
-import type { Sandbox } from '@dq/sandbox';
-import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import type { TestKafka } from '@dq/test-support/kafka';
-import { cliArgs, dataset, inputOffsets, killIfRunning, metricsPort, metricValue, produce, readResults, sourceOffsets, spawnEnricher } from './helpers.js';
-import type { Running } from './helpers.js';
+import { afterAll, expect, it } from 'vitest';
+import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { useKafka, useSandbox } from '@dq/test-support/use';
+import {
+  cliArgs,
+  dataset,
+  inputOffsets,
+  killIfRunning,
+  metricsPort,
+  metricValue,
+  produce,
+  readResults,
+  sourceOffsets,
+  spawnEnricher,
+} from '@dq/test-support/kafka';
+import type { Running } from '@dq/test-support/kafka';
 
-let kafka: TestKafka;
-let sandbox: Sandbox;
+const kafka = useKafka();
+const sandbox = useSandbox();
 let run: Running | undefined;
-
-beforeAll(async () => {
-  [kafka, sandbox] = await Promise.all([startKafka(), startSandbox()]);
-});
-afterAll(async () => {
-  killIfRunning(run);
-  await Promise.all([kafka?.stop(), sandbox?.close()]);
-});
+afterAll(() => killIfRunning(run));
 
 it('dead-letters nothing when the platform answers 503: an outage pauses the partition and 20 % 503s are retried', async () => {
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
@@ -24,7 +26,7 @@ it('dead-letters nothing when the platform answers 503: an outage pauses the par
   await produce(kafka.brokers, names.input, messages);
   // First a full outage, long enough to exhaust the transport's own retries, then 20 % 503s.
   sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
-  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), sandbox.env());
   const port = await metricsPort(run);
   await run.waitForLog(/partition paused: records unavailable/, 90_000);
   sandbox.setFaults({ batch: { errorRate: 0.2, errorStatuses: [503] } });

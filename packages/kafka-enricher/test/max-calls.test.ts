@@ -14,8 +14,8 @@ import {
   readTopic,
   sourceOffsets,
   spawnEnricher,
-} from './helpers.js';
-import type { Running } from './helpers.js';
+} from '@dq/test-support/kafka';
+import type { Running } from '@dq/test-support/kafka';
 
 let kafka: TestKafka;
 let sandbox: SandboxProcess;

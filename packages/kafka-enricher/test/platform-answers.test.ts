@@ -1,22 +1,14 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, generateDirtyInputs, startSandbox } from '@dq/sandbox';
-import type { Sandbox } from '@dq/sandbox';
-import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import type { TestKafka } from '@dq/test-support/kafka';
-import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher } from './helpers.js';
-import type { Running } from './helpers.js';
+import { afterAll, expect, it } from 'vitest';
+import { generateDirtyInputs } from '@dq/sandbox';
+import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { useKafka, useSandbox } from '@dq/test-support/use';
+import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher } from '@dq/test-support/kafka';
+import type { Running } from '@dq/test-support/kafka';
 
-let kafka: TestKafka;
-let sandbox: Sandbox;
+const kafka = useKafka();
+const sandbox = useSandbox();
 let run: Running | undefined;
-
-beforeAll(async () => {
-  [kafka, sandbox] = await Promise.all([startKafka(), startSandbox()]);
-});
-afterAll(async () => {
-  killIfRunning(run);
-  await Promise.all([kafka?.stop(), sandbox?.close()]);
-});
+afterAll(() => killIfRunning(run));
 
 it('enriches a message of a country without reference data with status unsupported-country: output, not DLQ, no pause, no retry', async () => {
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
@@ -28,7 +20,7 @@ it('enriches a message of a country without reference data with status unsupport
     names.input,
     addresses.map((address, i) => ({ key: 'k', value: JSON.stringify({ id: i, address }) })),
   );
-  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), sandbox.env());
   const port = await metricsPort(run);
 
   const { outs } = await readResults(kafka.brokers, names, 2, 0, 60_000);

@@ -18,8 +18,8 @@ import {
   readTopic,
   sourceOffsets,
   spawnEnricher,
-} from './helpers.js';
-import type { Running } from './helpers.js';
+} from '@dq/test-support/kafka';
+import type { Running } from '@dq/test-support/kafka';
 
 const QUOTA_KEY = 'dq-small-quota-key';
 let kafka: TestKafka;

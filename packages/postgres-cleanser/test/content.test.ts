@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { askAddresses, askCompany, companyInputs, labelledAddresses, type AddressFields, type KnownCandidate } from '@dq/test-support/known-answers';
-import { API_KEY, COLUMNS, MAP, runCli, summaryOf, withClient } from './support.js';
+import { API_KEY, cleanseArgs, COLUMNS, runCli, summaryOf, withClient } from './support.js';
 import { startEnv, type TestEnv } from './support.js';
 
 // What dq-pg writes into the table, row by row, against answers worked out without the engine:
@@ -15,7 +15,7 @@ afterAll(async () => {
   await env?.stop();
 });
 
-/** Column → request field of the customers table (support's MAP). */
+/** Column → request field of the customers table (support's MAP, which cleanseArgs uses). */
 const FIELD_OF_COLUMN: Record<(typeof COLUMNS)[number], keyof AddressFields> = {
   street: 'street',
   house_number: 'houseNumber',
@@ -66,27 +66,7 @@ describe("dq-pg writes the platform's answer for each row into that row", () => 
         await c.query('INSERT INTO customers VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [i + 1, ...v]);
       }
     });
-    const run = await runCli([
-      'cleanse',
-      '--db',
-      db,
-      '--table',
-      'public.customers',
-      '--key',
-      'id',
-      '--map',
-      MAP,
-      '--base-url',
-      env.sandbox.url,
-      '--rate-limit',
-      '0',
-      '--threads',
-      '1',
-      '--run-id',
-      'content',
-      '--batch-size',
-      '25',
-    ]);
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'content', '--batch-size', '25']));
     expect(run.code, run.stderr).toBe(0);
     const expected = await askAddresses(
       env.sandbox.url,

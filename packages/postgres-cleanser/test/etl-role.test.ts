@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanseArgs, createCustomers, createEtlRole, runCli, startEnv, summaryOf, withClient } from './support.js';
+import { cleanseArgs, createCustomers, createEtlRole, rowTexts, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 // dq-pg as an ETL role that owns neither the table nor the bookkeeping schema, with the grants
@@ -23,14 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.stop();
 });
-
-/** Each row's full text form (every column, exactly as stored), by id. */
-async function rowTexts(db: string): Promise<Map<string, string>> {
-  return withClient(db, async (c) => {
-    const { rows } = await c.query<{ id: string; t: string }>('SELECT id::text AS id, c::text AS t FROM customers c ORDER BY id');
-    return new Map(rows.map((r) => [r.id, r.t]));
-  });
-}
 
 describe('dq-pg as an ETL role that does not own dq_cleanse', () => {
   it('runs cleanse, status and rollback with the documented grants', async () => {

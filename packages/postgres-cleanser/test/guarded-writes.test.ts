@@ -39,6 +39,21 @@ function options(db: string, extra: Partial<CleanseOptions> = {}): CleanseOption
   };
 }
 
+/**
+ * Resolves once a dq-pg connection is blocked by `other`'s transaction, i.e. the guarded page
+ * UPDATE on the rows it holds (other dq-pg connections may wait on each other's range claims
+ * meanwhile). Activity is cached per transaction: cleared first to see the current waits.
+ */
+async function blockedBy(other: pg.Client): Promise<void> {
+  await waitFor(async () => {
+    await other.query('SELECT pg_stat_clear_snapshot()');
+    const { rows } = await other.query(
+      `SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`,
+    );
+    return rows.length > 0;
+  });
+}
+
 describe('guarded page writes', () => {
   it('reports rows another transaction changed while their page was in flight as conflicts and leaves that transaction’s values', async () => {
     const db = await env.pg.createDatabase();
@@ -56,16 +71,7 @@ describe('guarded page writes', () => {
       await other.query('BEGIN');
       await other.query(`UPDATE customers SET house_number = 'edited-' || id WHERE id = ANY ($1::bigint[])`, [edited]);
       const run = cleanse({ ...options(db, { runId: 'guarded', batchSize: 500 }), dryRun: false });
-      await waitFor(async () => {
-        // Activity is cached per transaction; clear it to see the current waits. The one to wait
-        // for: a dq-pg connection blocked by this transaction, i.e. the guarded page UPDATE on the
-        // rows it holds (other dq-pg connections may wait on each other's range claims meanwhile).
-        await other.query('SELECT pg_stat_clear_snapshot()');
-        const { rows } = await other.query(
-          `SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`,
-        );
-        return rows.length > 0;
-      });
+      await blockedBy(other);
       await other.query('COMMIT');
       const summary = await run;
 
@@ -105,13 +111,7 @@ describe('guarded page writes', () => {
       await other.query('BEGIN');
       await other.query(`UPDATE customers SET house_number = 'edited-' || id WHERE id = ANY ($1::bigint[])`, [edited]);
       const run = cleanse({ ...options(db, { runId: 'guarded-status', batchSize: 500, statusColumns: { status: 'dq_status' } }), dryRun: false });
-      await waitFor(async () => {
-        await other.query('SELECT pg_stat_clear_snapshot()');
-        const { rows } = await other.query(
-          `SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'dq-pg%' AND pg_backend_pid() = ANY (pg_blocking_pids(pid))`,
-        );
-        return rows.length > 0;
-      });
+      await blockedBy(other);
       await other.query('COMMIT');
       const summary = await run;
       expect(summary.conflicts).toBe(edited.length);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
+import { cleanseArgs, createCustomers, rowTexts, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -9,14 +9,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.stop();
 });
-
-/** Each row's full text form (every column, exactly as stored), by id. */
-async function rowTexts(db: string): Promise<Map<string, string>> {
-  return withClient(db, async (c) => {
-    const { rows } = await c.query<{ id: string; t: string }>('SELECT id::text AS id, c::text AS t FROM customers c ORDER BY id');
-    return new Map(rows.map((r) => [r.id, r.t]));
-  });
-}
 
 describe('dq-pg rollback', () => {
   it('restores byte-identical values and reports rows changed after the run instead of overwriting them', async () => {

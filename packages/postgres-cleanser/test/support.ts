@@ -174,3 +174,11 @@ export async function createEtlRole(ownerUrl: string, tables: readonly string[] 
   url.password = password;
   return url.toString();
 }
+
+/** Each row's full text form (every column, exactly as stored), by id: the customers table's rows as a byte-exact comparison sees them. */
+export async function rowTexts(db: string): Promise<Map<string, string>> {
+  return withClient(db, async (c) => {
+    const { rows } = await c.query<{ id: string; t: string }>('SELECT id::text AS id, c::text AS t FROM customers c ORDER BY id');
+    return new Map(rows.map((r) => [r.id, r.t]));
+  });
+}

@@ -1,5 +1,5 @@
-import { createLogger, createTransport } from '@dq/core';
-import type { Logger, Transport, TransportOptions } from '@dq/core';
+import { createEngine, createLogger, createTransport } from '@dq/core';
+import type { Engine, EngineConfig, Logger, Transport, TransportOptions } from '@dq/core';
 import { generateDirtyInputs, startSandbox } from '@dq/sandbox';
 import type { Sandbox, SandboxConfig, SandboxLogger } from '@dq/sandbox';
 
@@ -43,6 +43,11 @@ export function transportOn(sandbox: Sandbox, options: Partial<TransportOptions>
     retry: { baseDelayMs: 20, maxDelayMs: 200, maxTotalMs: 20_000 },
     ...options,
   });
+}
+
+/** An address engine on `sandbox` with {@link TEST_KEY}, its log captured at info level, and the settings given. */
+export function engineOn(sandbox: Sandbox, config: Partial<EngineConfig> = {}): Engine {
+  return createEngine({ mode: 'address', baseUrl: sandbox.url, apiKey: TEST_KEY, logger: captureLogger('info').logger, ...config });
 }
 
 /** A clean, fully known address of the sandbox's reference data (street, number, postcode, town). */
