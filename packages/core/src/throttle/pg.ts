@@ -53,6 +53,8 @@ export interface PgThrottleStats {
   lateAnswers: number;
   /** How much later than the margin allows for each late answer came, ms (the last 16,384). */
   lateByMs: number[];
+  /** Times a request still unanswered shortly before its lane could be reserved again held that lane longer. */
+  heldLanes: number;
 }
 
 interface Waiter {
@@ -71,6 +73,15 @@ const NOW_US = '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
 /** An endpoint with no slot taken for this long (µs) starts cold (see `coldStartGapMs`). */
 const IDLE_US = 1_000_000;
 const SECOND_US = 1_000_000;
+/** How often unanswered requests are looked at, ms. */
+const WATCHDOG_MS = 50;
+/** How far ahead a request still unanswered holds its lane, each time it is looked at, ms. */
+const HOLD_MS = 500;
+/**
+ * A request unanswered this long (ms) is taken to have been counted by then, and holds its lane no
+ * longer (a request that failed without an answer, a network error or a timeout, is never answered).
+ */
+const UNANSWERED_GIVE_UP_MS = 10_000;
 /** A lane is reserved at most this far (µs) ahead of the time it is free (see the reserve statement). */
 const LANE_AHEAD_US = 100_000;
 /** Clock granularity between the platform's arrival stamp and our reading of the answer, µs. */
@@ -192,7 +203,39 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   /** Local send time (ms) and interval (µs) of recent tickets, by ticket modulo the ring's size. */
   const sent = { ticket: new Float64Array(TICKET_RING).fill(-1), slotMs: new Float64Array(TICKET_RING), lane: new Int32Array(TICKET_RING) };
   const pending = new Set<Promise<unknown>>();
-  const counters = { granted: 0, reserveTrips: 0, fullTrips: 0, lapsed: 0, lateAnswers: 0 };
+  /**
+   * Requests sent and not answered yet, by ticket: while one is unanswered the platform may still
+   * count it, so shortly before its lane may be reserved again the lane is held (see `holdLanes`).
+   */
+  const unanswered = new Map<number, { endpoint: EndpointId; lane: number; slotMs: number; checkAt: number }>();
+  let watchdog: ReturnType<typeof setInterval> | undefined;
+  /** Whether the caller has told any answer (`answered` is optional: a caller that never does holds no lane). */
+  let reportsAnswers = false;
+  const moveLane = (endpoint: EndpointId, lane: number, countedByMs: number): void => {
+    const p = pool
+      .query(answeredSql, [options.account, endpoint, lane, Math.round((countedByMs + offsetMs) * 1000)])
+      // A lost write only means the lane's next slot stays where it was.
+      .catch(() => undefined);
+    pending.add(p);
+    void p.finally(() => pending.delete(p));
+  };
+  function holdLanes(): void {
+    const now = performance.now();
+    for (const [ticket, u] of unanswered) {
+      if (now - u.slotMs > UNANSWERED_GIVE_UP_MS) unanswered.delete(ticket);
+      else if (reportsAnswers && now >= u.checkAt) {
+        // Still no answer: the platform may count it as late as HOLD_MS from now; its lane waits for that.
+        counters.heldLanes++;
+        moveLane(u.endpoint, u.lane, now + HOLD_MS);
+        u.checkAt = now + HOLD_MS - 2 * WATCHDOG_MS;
+      }
+    }
+    if (unanswered.size === 0 && watchdog) {
+      clearInterval(watchdog);
+      watchdog = undefined;
+    }
+  }
+  const counters = { granted: 0, reserveTrips: 0, fullTrips: 0, lapsed: 0, lateAnswers: 0, heldLanes: 0 };
   /** The last TICKET_RING samples of a measure, oldest overwritten first. */
   const ring = () => {
     const xs = new Float64Array(TICKET_RING);
@@ -276,6 +319,14 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
               sent.ticket[i] = ticket;
               sent.slotMs[i] = slotLocalMs;
               sent.lane[i] = row.lanes[k] as number;
+              // Looked at again shortly before its lane may be reserved again (`laneAheadUs` before it is free).
+              unanswered.set(ticket, {
+                endpoint,
+                lane: row.lanes[k] as number,
+                slotMs: slotLocalMs,
+                checkAt: slotLocalMs + (laneSpanUs - laneAheadUs) / 1000 - 3 * WATCHDOG_MS,
+              });
+              if (!watchdog) (watchdog = setInterval(holdLanes, WATCHDOG_MS)).unref();
               counters.granted++;
               sendDelayMs.add(woken - slotLocalMs);
               w.resolve(ticket);
@@ -310,6 +361,8 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     answered(endpoint, ticket) {
       if (typeof ticket !== 'number') return;
       const i = ticket % TICKET_RING;
+      reportsAnswers = true;
+      unanswered.delete(ticket);
       if (sent.ticket[i] !== ticket) return;
       sent.ticket[i] = -1;
       // The platform counted this request at some moment before now, so the next request of its lane
@@ -321,12 +374,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       if (lateBy <= 0) return;
       counters.lateAnswers++;
       lateByMs.add(lateBy);
-      const p = pool
-        .query(answeredSql, [options.account, endpoint, sent.lane[i], Math.round((now + offsetMs) * 1000)])
-        // A lost write only means the lane's next slot stays where the margin put it.
-        .catch(() => undefined);
-      pending.add(p);
-      void p.finally(() => pending.delete(p));
+      moveLane(endpoint, sent.lane[i] as number, now);
     },
     backoff(endpoint, retryAfterMs) {
       const p = pool
@@ -345,6 +393,9 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       void p.finally(() => pending.delete(p));
     },
     async close() {
+      if (watchdog) clearInterval(watchdog);
+      watchdog = undefined;
+      unanswered.clear();
       await Promise.all(pending);
       if (owned) await pool.end();
     },
