@@ -18,9 +18,10 @@ export interface PgThrottleOptions extends ThrottleOptions {
   /** Most slots reserved in one round trip, for callers already waiting. Default 8. */
   maxBatch?: number;
   /**
-   * Slots are reserved at most this far ahead (ms; a round trip's batch may reach `maxBatch`
-   * intervals further). Default 300: a request sent late is answered, and its answer moves the
-   * slot a second's worth later (see `answered`), before any process has reserved that slot.
+   * Slots are reserved at most this far ahead of the pacing (ms; a round trip's batch may reach
+   * `maxBatch` intervals further). Default 300. A lane is reserved again at most 100 ms (or this,
+   * if less) before it is free: a request sent late is answered, and its answer moves its lane's
+   * next slot (see `answered`), before any process has reserved that slot.
    */
   horizonMs?: number;
 }
@@ -91,10 +92,11 @@ const TICKET_RING = 1 << 14;
 
 /**
  * A GCRA limiter whose theoretical arrival time lives in Postgres, so several processes of one
- * account share the contract's per-account limits. Each round trip is one atomic upsert that
- * reserves a slot for every caller waiting in this process (up to `maxBatch`); the database clock
- * is the common time base, and each caller then sleeps locally until its slot. All processes must
- * use the same limits. Same defaults as `createSharedThrottle`.
+ * account share the contract's per-account limits, with one lane per request of the limit (see the
+ * reserve statement). Each round trip is one atomic UPDATE that reserves a slot for every caller
+ * waiting in this process (up to `maxBatch`, and as many lanes as are free); the database clock is
+ * the common time base, and each caller then sleeps locally until its slot. All processes must use
+ * the same limits. Same defaults as `createSharedThrottle`.
  */
 export async function createPgThrottle(options: PgThrottleOptions): Promise<PgThrottle> {
   const o = resolveThrottleOptions(options);
@@ -106,8 +108,8 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   const maxBatch = options.maxBatch ?? 8;
   const horizonUs = Math.round((options.horizonMs ?? 300) * 1000);
   if (!(horizonUs >= 0 && horizonUs < SECOND_US)) throw new RangeError(`createPgThrottle: horizonMs must be from 0 to 999; got ${options.horizonMs}`);
-  // A waiter woken this late sends all the same: its answer comes, and moves the later slots back,
-  // before those slots are reserved (they are a second's worth later, and reserved `horizon` ahead).
+  // A waiter woken this late sends all the same: its answer comes, and moves its lane's next slot,
+  // before that slot is reserved (a second later, and reserved at most 100 ms ahead).
   const lateMs = (SECOND_US - horizonUs) / 2000;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new RangeError(`createPgThrottle: maxBatch must be an integer ≥ 1; got ${maxBatch}`);
   const owned = options.pool === undefined;
