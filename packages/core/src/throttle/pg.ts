@@ -83,6 +83,8 @@ const HOLD_MS = 500;
  * longer (a request that failed without an answer, a network error or a timeout, is never answered).
  */
 const UNANSWERED_GIVE_UP_MS = 10_000;
+/** When no lane is free, a process waits until this many are (or as many as its callers waiting). */
+const LANES_PER_WAIT = 4;
 /** A lane is reserved at most this far (µs) ahead of the time it is free (see the reserve statement). */
 const LANE_AHEAD_US = 100_000;
 /** Clock granularity between the platform's arrival stamp and our reading of the answer, µs. */
@@ -289,10 +291,13 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
         counters.fullTrips++;
         // Every slot up to the horizon (or every lane within its lookahead) is taken: wait until the next free one is within it.
         q.waiters.unshift(...batch);
+        // Waits for as many lanes as callers wait here (up to 4), not for the first one: each round trip
+        // then brings several slots, and the first of them is still ahead (lanes free every 10 ms at 100/s).
         const ahead = await pool.query<{ wait_us: string }>(
-          `SELECT greatest(tat_us - ${NOW_US} - $3::bigint, (SELECT min(v) FROM unnest(lanes) AS v) - ${NOW_US} - $4::bigint)::text AS wait_us
+          `SELECT greatest(tat_us - ${NOW_US} - $3::bigint,
+             (SELECT v FROM unnest(lanes) AS v ORDER BY v OFFSET greatest(0, least($5::int, cardinality(lanes)) - 1) LIMIT 1) - ${NOW_US} - $4::bigint)::text AS wait_us
            FROM ${table} WHERE account = $1 AND endpoint = $2`,
-          [options.account, endpoint, horizonUs, laneAheadUs],
+          [options.account, endpoint, horizonUs, laneAheadUs, Math.min(q.waiters.length, maxBatch, LANES_PER_WAIT)],
         );
         const waitMs = Number(ahead.rows[0]?.wait_us ?? 0) / 1000;
         // At least a millisecond: the lanes free up at the pace of the limit.
