@@ -7,7 +7,12 @@
  * server that allows exactly STRICT_LIMIT requests in any sliding second and answers 429 beyond
  * (the platform's rule, the sandbox's default); its references in the same run are the same three
  * processes each on a budget of its own (the 429s sharing avoids), and the CPU per call of that
- * in-process budget (what the Postgres budget costs per call).
+ * in-process budget (what the Postgres budget costs per call). Each shared run also reports what
+ * limits it: the 1-minute load average, the send delay (how late each caller woke after its slot),
+ * the server-side arrival lag behind the send, the answers that came later than the margin allows
+ * for (each delays the next request of its lane), lanes held for unanswered requests, lapsed slots,
+ * Postgres round trips per slot, and a histogram of the gaps between consecutive arrivals (with the
+ * time spent in gaps beyond the paced interval: the slots that went unused).
  * Usage: node tools/bench/dist/throttle-precision.js [--runs 3] [--seconds 6] [--limit 30] [--strict-limit 100] [--only 3]
  */
 import { fork } from 'node:child_process';
@@ -25,6 +30,8 @@ import { request } from 'undici';
 import { attachSharedThrottle, createSharedThrottle } from '@dq/core/throttle';
 import type { Throttle } from '@dq/core/throttle';
 import { createPgThrottle } from '@dq/core/throttle-pg';
+import type { PgThrottleStats } from '@dq/core/throttle-pg';
+import { loadavg } from 'node:os';
 
 const CONCURRENCY = 4; // async request loops per thread or process
 const SERVER_BURST = 5;
@@ -56,7 +63,8 @@ async function load(throttle: Throttle | undefined, job: Job): Promise<number> {
         if (Date.now() >= end) return;
         sent++;
         // undici's request (as core's transport uses): fetch costs about twice the CPU per call.
-        const res = await request(job.url, { method: 'POST', body: '{}' });
+        // The send time on the wall clock (µs precision, common to every process of the host), for the server's arrival lag.
+        const res = await request(job.url, { method: 'POST', body: '{}', headers: { 'x-sent-at': String(performance.timeOrigin + performance.now()) } });
         await res.body.arrayBuffer();
         // As the transport does: every answer tells the throttle by when the server had counted the request.
         throttle?.answered?.('validate', ticket);
@@ -81,10 +89,16 @@ function startLimitedServer(limit: number, strict = false) {
   let ok = 0;
   let tooMany = 0;
   let strictExcess = 0;
+  /** Accepted arrivals (ms, this process's clock) and their lag behind the client's send (ms), strict mode. */
+  let arrivals: number[] = [];
+  let lags: number[] = [];
   const server = createServer((req, res) => {
     req.resume();
     const now = performance.now();
     if (strict) {
+      const sentAt = Number(req.headers['x-sent-at']);
+      if (Number.isFinite(sentAt)) lags.push(performance.timeOrigin + now - sentAt);
+      arrivals.push(now);
       // Exactly `limit` in any sliding second, counted on arrival; nothing forgiven.
       window = window.filter((t) => t > now - 1000);
       if (window.length >= limit) {
@@ -109,12 +123,18 @@ function startLimitedServer(limit: number, strict = false) {
     ok++;
     res.end('{}');
   });
-  return new Promise<{ url: string; take(): { ok: number; tooMany: number; strictExcess: number }; close(): void }>((resolve) => {
+  return new Promise<{
+    url: string;
+    take(): { ok: number; tooMany: number; strictExcess: number; arrivals: number[]; lags: number[] };
+    close(): void;
+  }>((resolve) => {
     server.listen(0, '127.0.0.1', () =>
       resolve({
         url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/location/v1/validate`,
         take() {
-          const r = { ok, tooMany, strictExcess };
+          const r = { ok, tooMany, strictExcess, arrivals, lags };
+          arrivals = [];
+          lags = [];
           ok = 0;
           tooMany = 0;
           strictExcess = 0;
@@ -169,21 +189,67 @@ async function startPostgres(): Promise<{ url: string; stop(): Promise<void> }> 
 
 type Scenario = '1 thread' | '4 threads' | '2 processes' | '3 processes strict';
 
-/** Forks `n` load processes; with `pgUrl` they share one Postgres budget, else each has its own. Sent requests and CPU µs, summed. */
-async function forkLoads(n: number, job: Job, limit: number, pgUrl: string | undefined): Promise<{ sent: number; cpuUs: number }> {
+interface ChildResult {
+  sent: number;
+  cpuUs: number;
+  stats?: PgThrottleStats;
+}
+
+/** Forks `n` load processes; with `pgUrl` they share one Postgres budget, else each has its own. Sent requests and CPU µs, summed; the Postgres throttles' stats pooled. */
+async function forkLoads(n: number, job: Job, limit: number, pgUrl: string | undefined): Promise<ChildResult> {
   const account = `bench-${randomBytes(4).toString('hex')}`;
   const counts = await Promise.all(
     Array.from(
       { length: n },
       () =>
-        new Promise<{ sent: number; cpuUs: number }>((resolve, reject) => {
+        new Promise<ChildResult>((resolve, reject) => {
           const child = fork(SELF, ['--child', JSON.stringify({ job, pgUrl, account, limit })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-          child.once('message', (m) => resolve(m as { sent: number; cpuUs: number }));
+          child.once('message', (m) => resolve(m as ChildResult));
           child.once('error', reject);
         }),
     ),
   );
-  return counts.reduce((a, b) => ({ sent: a.sent + b.sent, cpuUs: a.cpuUs + b.cpuUs }), { sent: 0, cpuUs: 0 });
+  const pool = (a?: PgThrottleStats, b?: PgThrottleStats): PgThrottleStats | undefined =>
+    a && b
+      ? {
+          granted: a.granted + b.granted,
+          reserveTrips: a.reserveTrips + b.reserveTrips,
+          fullTrips: a.fullTrips + b.fullTrips,
+          lapsed: a.lapsed + b.lapsed,
+          lateAnswers: a.lateAnswers + b.lateAnswers,
+          heldLanes: a.heldLanes + b.heldLanes,
+          sendDelayMs: [...a.sendDelayMs, ...b.sendDelayMs],
+          lateByMs: [...a.lateByMs, ...b.lateByMs],
+        }
+      : (a ?? b);
+  return counts.reduce((a, b) => ({ sent: a.sent + b.sent, cpuUs: a.cpuUs + b.cpuUs, stats: pool(a.stats, b.stats) }));
+}
+
+/** The q-quantiles of xs (nearest rank), rounded to 0.1. */
+function quantiles(xs: number[], qs = [0.5, 0.9, 0.99, 1]): Record<string, number> {
+  const s = [...xs].sort((a, b) => a - b);
+  return Object.fromEntries(
+    qs.map((q) => [q === 1 ? 'max' : `p${Math.round(q * 100)}`, Math.round((s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? NaN) * 10) / 10]),
+  );
+}
+
+const GAP_BUCKETS_MS = [5, 9, 10, 10.5, 11, 15, 25, 50, 100];
+
+/**
+ * Gaps between consecutive arrivals at the server: a histogram (bucket upper bounds in ms), and the
+ * time spent in gaps beyond the paced interval (`excessMs`): the slots that went unused, in ms.
+ */
+function gapHistogram(arrivals: number[], intervalMs: number): { buckets: Record<string, number>; excessMs: number } {
+  const s = [...arrivals].sort((a, b) => a - b);
+  const buckets: Record<string, number> = Object.fromEntries([...GAP_BUCKETS_MS.map((b) => [`<${b}`, 0]), [`≥${GAP_BUCKETS_MS.at(-1)}`, 0]]);
+  let excessMs = 0;
+  for (let i = 1; i < s.length; i++) {
+    const gap = (s[i] as number) - (s[i - 1] as number);
+    const b = GAP_BUCKETS_MS.find((x) => gap < x);
+    buckets[b === undefined ? `≥${GAP_BUCKETS_MS.at(-1)}` : `<${b}`]!++;
+    excessMs += Math.max(0, gap - intervalMs);
+  }
+  return { buckets, excessMs: Math.round(excessMs) };
 }
 
 async function runScenario(s: Scenario, limit: number, job: Job, pgUrl: string): Promise<number> {
@@ -244,19 +310,54 @@ async function main(): Promise<void> {
           refRatio: [] as number[],
           refCpuUs: [] as number[],
         };
+        /** Per shared run: where the time between slots went. */
+        const diagnostics: Record<string, unknown>[] = [];
+        const pooled = { sendDelayMs: [] as number[], lateByMs: [] as number[], lagMs: [] as number[], arrivals: [] as number[][] };
+        const pacedIntervalMs = 1000 / (strictLimit * 0.99);
         for (let r = 0; r < runs; r++) {
           for (const shared of [true, false]) {
             strictServer.take();
-            const { sent, cpuUs } = await forkLoads(
+            const loadBefore = loadavg()[0] as number;
+            const { sent, cpuUs, stats } = await forkLoads(
               3,
               { url: strictServer.url, startAt: Date.now() + 2000, seconds, throttled: true, concurrency: STRICT_CONCURRENCY },
               strictLimit,
               shared ? pg.url : undefined,
             );
-            const { ok, tooMany } = strictServer.take();
+            const { ok, tooMany, arrivals, lags } = strictServer.take();
             row[shared ? 'ratio' : 'refRatio'].push(ok / seconds / strictLimit);
             row[shared ? 'tooMany' : 'refTooMany'].push(tooMany);
             row[shared ? 'cpuUs' : 'refCpuUs'].push(cpuUs / Math.max(1, sent));
+            if (shared && stats) {
+              const gaps = gapHistogram(arrivals, pacedIntervalMs);
+              const d = {
+                ratio: ok / seconds / strictLimit,
+                tooMany,
+                load1m: [Math.round(loadBefore * 10) / 10, Math.round((loadavg()[0] as number) * 10) / 10],
+                cpuUsPerCall: Math.round(cpuUs / Math.max(1, sent)),
+                granted: stats.granted,
+                postgresTripsPerGrant: Math.round(((stats.reserveTrips + 2 * stats.fullTrips) / Math.max(1, stats.granted)) * 100) / 100,
+                lapsedSlots: stats.lapsed,
+                sendDelayMs: quantiles(stats.sendDelayMs),
+                serverArrivalLagMs: quantiles(lags),
+                lateAnswers: stats.lateAnswers,
+                lateAnswerByMs: quantiles(stats.lateByMs),
+                lateAnswerSumMs: Math.round(stats.lateByMs.reduce((a, b) => a + b, 0)),
+                lanesHeldForUnanswered: stats.heldLanes,
+                arrivalGapsMs: gaps.buckets,
+                gapsBeyondPacedIntervalMs: gaps.excessMs,
+              };
+              diagnostics.push(d);
+              pooled.sendDelayMs.push(...stats.sendDelayMs);
+              pooled.lateByMs.push(...stats.lateByMs);
+              pooled.lagMs.push(...lags);
+              pooled.arrivals.push(arrivals);
+              console.log(
+                `  run ${r + 1} shared: ${d.ratio.toFixed(3)}, 429s ${tooMany}, load ${d.load1m.join('→')}, send delay ms ${JSON.stringify(d.sendDelayMs)}, ` +
+                  `arrival lag ms ${JSON.stringify(d.serverArrivalLagMs)}, late answers ${d.lateAnswers} (by ms ${JSON.stringify(d.lateAnswerByMs)}, sum ${d.lateAnswerSumMs}), ` +
+                  `lanes held ${d.lanesHeldForUnanswered}, lapsed ${d.lapsedSlots}, trips/grant ${d.postgresTripsPerGrant}, gaps beyond ${pacedIntervalMs.toFixed(2)} ms: ${gaps.excessMs} ms; gaps ${JSON.stringify(gaps.buckets)}`,
+              );
+            }
           }
         }
         const out = {
@@ -278,11 +379,22 @@ async function main(): Promise<void> {
             cpuUsPerCall: median(row.refCpuUs),
           },
           cpuPerCallRatio: median(row.cpuUs) / median(row.refCpuUs),
+          // What a loaded machine still lets one measure: the shared rate beside the unshared one of the same run.
+          ratioToOwnBudgets: median(row.ratio) / median(row.refRatio),
+          diagnostics: {
+            what: 'shared runs only: load (1-min average before → after), send delay (caller woken after its slot), the server-side arrival lag behind the send, answers later than the margin allows for (each moves the shared slots back), lapsed slots, Postgres round trips per slot, and the gaps between consecutive arrivals',
+            pooled: {
+              sendDelayMs: quantiles(pooled.sendDelayMs),
+              serverArrivalLagMs: quantiles(pooled.lagMs),
+              lateAnswerByMs: quantiles(pooled.lateByMs),
+            },
+            runs: diagnostics,
+          },
         };
         results.push(out);
         console.log(
           `${scenario}: achieved/limit ${out.ratio.toFixed(3)} (runs ${out.ratioSpread.map((x) => x.toFixed(3)).join('–')})  429s ${out.tooMany} (runs ${row.tooMany.join(', ')})  CPU ${out.cpuUsPerCall.toFixed(0)} µs/call` +
-            `   | 3 processes on budgets of their own: achieved/limit ${out.reference.ratio.toFixed(3)}, 429s ${out.reference.tooMany}, CPU ${out.reference.cpuUsPerCall.toFixed(0)} µs/call (Postgres budget ÷ in-process: ${out.cpuPerCallRatio.toFixed(2)})`,
+            `   | 3 processes on budgets of their own: achieved/limit ${out.reference.ratio.toFixed(3)}, 429s ${out.reference.tooMany}, CPU ${out.reference.cpuUsPerCall.toFixed(0)} µs/call (Postgres budget ÷ in-process: ${out.cpuPerCallRatio.toFixed(2)}; rate shared ÷ own budgets: ${out.ratioToOwnBudgets.toFixed(3)})`,
         );
         continue;
       }
@@ -350,8 +462,9 @@ if (!isMainThread) {
     : createSharedThrottle({ limits: { validate: limit } });
   const sent = await load(throttle, job);
   const used = process.cpuUsage(loadCpuFrom);
+  const stats = 'stats' in throttle ? throttle.stats() : undefined;
   if ('close' in throttle) await throttle.close();
-  process.send?.({ sent, cpuUs: used.user + used.system }, () => process.exit(0));
+  process.send?.({ sent, cpuUs: used.user + used.system, stats } satisfies ChildResult, () => process.exit(0));
 } else {
   await main();
 }

@@ -18,9 +18,10 @@ export interface PgThrottleOptions extends ThrottleOptions {
   /** Most slots reserved in one round trip, for callers already waiting. Default 8. */
   maxBatch?: number;
   /**
-   * Slots are reserved at most this far ahead (ms; a round trip's batch may reach `maxBatch`
-   * intervals further). Default 300: a request sent late is answered, and its answer moves the
-   * slot a second's worth later (see `answered`), before any process has reserved that slot.
+   * Slots are reserved at most this far ahead of the pacing (ms; a round trip's batch may reach
+   * `maxBatch` intervals further). Default 300. A lane is reserved again at most 100 ms (or this,
+   * if less) before it is free: a request sent late is answered, and its answer moves its lane's
+   * next slot (see `answered`), before any process has reserved that slot.
    */
   horizonMs?: number;
 }
@@ -29,6 +30,32 @@ export interface PgThrottleOptions extends ThrottleOptions {
 export interface PgThrottle extends Throttle {
   /** Waits for pending backoff writes and closes the pool if the throttle created it. */
   close(): Promise<void>;
+  /** What this process's throttle did so far: where the time between slots went (see {@link PgThrottleStats}). */
+  stats(): PgThrottleStats;
+}
+
+/**
+ * Counters of one process's Postgres throttle, to see what limits the rate: round trips per slot,
+ * how late callers were woken after their slot (`sendDelayMs`), and how often and how far late
+ * answers moved the shared slots back (`lateAnswers`, `lateByMs`).
+ */
+export interface PgThrottleStats {
+  /** Slots handed to callers (each one request sent at it). */
+  granted: number;
+  /** Reserving round trips to Postgres that got slots. */
+  reserveTrips: number;
+  /** Round trips that found every slot up to the horizon taken (and the query for when to try again). */
+  fullTrips: number;
+  /** Callers woken too late to use their slot, which took a fresh one (the slot lapsed). */
+  lapsed: number;
+  /** How late callers were woken after their slot, ms: one sample per granted slot (the last 16,384). */
+  sendDelayMs: number[];
+  /** Answers later than the margin allows for: each moved the next slot of its lane back by `lateByMs`. */
+  lateAnswers: number;
+  /** How much later than the margin allows for each late answer came, ms (the last 16,384). */
+  lateByMs: number[];
+  /** Times a request still unanswered shortly before its lane could be reserved again held that lane longer. */
+  heldLanes: number;
 }
 
 interface Waiter {
@@ -47,6 +74,19 @@ const NOW_US = '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
 /** An endpoint with no slot taken for this long (µs) starts cold (see `coldStartGapMs`). */
 const IDLE_US = 1_000_000;
 const SECOND_US = 1_000_000;
+/** How often unanswered requests are looked at, ms. */
+const WATCHDOG_MS = 50;
+/** How far ahead a request still unanswered holds its lane, each time it is looked at, ms. */
+const HOLD_MS = 500;
+/**
+ * A request unanswered this long (ms) is taken to have been counted by then, and holds its lane no
+ * longer (a request that failed without an answer, a network error or a timeout, is never answered).
+ */
+const UNANSWERED_GIVE_UP_MS = 10_000;
+/** When no lane is free, a process waits until this many are (or as many as its callers waiting). */
+const LANES_PER_WAIT = 4;
+/** A lane is reserved at most this far (µs) ahead of the time it is free (see the reserve statement). */
+const LANE_AHEAD_US = 100_000;
 /** Clock granularity between the platform's arrival stamp and our reading of the answer, µs. */
 const ANSWER_GUARD_US = 1_000;
 /** Tickets whose send time is remembered for `answered` (more than any process keeps in flight). */
@@ -54,10 +94,11 @@ const TICKET_RING = 1 << 14;
 
 /**
  * A GCRA limiter whose theoretical arrival time lives in Postgres, so several processes of one
- * account share the contract's per-account limits. Each round trip is one atomic upsert that
- * reserves a slot for every caller waiting in this process (up to `maxBatch`); the database clock
- * is the common time base, and each caller then sleeps locally until its slot. All processes must
- * use the same limits. Same defaults as `createSharedThrottle`.
+ * account share the contract's per-account limits, with one lane per request of the limit (see the
+ * reserve statement). Each round trip is one atomic UPDATE that reserves a slot for every caller
+ * waiting in this process (up to `maxBatch`, and as many lanes as are free); the database clock is
+ * the common time base, and each caller then sleeps locally until its slot. All processes must use
+ * the same limits. Same defaults as `createSharedThrottle`.
  */
 export async function createPgThrottle(options: PgThrottleOptions): Promise<PgThrottle> {
   const o = resolveThrottleOptions(options);
@@ -69,8 +110,8 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   const maxBatch = options.maxBatch ?? 8;
   const horizonUs = Math.round((options.horizonMs ?? 300) * 1000);
   if (!(horizonUs >= 0 && horizonUs < SECOND_US)) throw new RangeError(`createPgThrottle: horizonMs must be from 0 to 999; got ${options.horizonMs}`);
-  // A waiter woken this late sends all the same: its answer comes, and moves the later slots back,
-  // before those slots are reserved (they are a second's worth later, and reserved `horizon` ahead).
+  // A waiter woken this late sends all the same: its answer comes, and moves its lane's next slot,
+  // before that slot is reserved (a second later, and reserved at most 100 ms ahead).
   const lateMs = (SECOND_US - horizonUs) / 2000;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new RangeError(`createPgThrottle: maxBatch must be an integer ≥ 1; got ${maxBatch}`);
   const owned = options.pool === undefined;
@@ -78,20 +119,55 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   await ensureTable(pool, table);
 
   const recoveryPerUs = o.recoveryPerSecond / 1e6;
-  // An endpoint idle for a second starts cold: its first slot is now, the next ones `gap_us` later.
+  // How long a lane stays taken after its slot, µs: a second paced at 1 - margin (1010 ms at the
+  // default 1 %), so an answer may come 10 ms after the slot before it moves anything.
+  const laneSpanUs = Math.round(SECOND_US / (1 - o.margin));
+  const laneAheadUs = Math.min(horizonUs, LANE_AHEAD_US);
+  // One row per endpoint, made up front, so each reservation is a single UPDATE of a row that exists.
+  await pool.query(`INSERT INTO ${table} (account, endpoint, tat_us) SELECT $1, e, 0 FROM unnest($2::text[]) AS e ON CONFLICT (account, endpoint) DO NOTHING`, [
+    options.account,
+    ENDPOINT_IDS.filter((e) => o.limits[e] > 0),
+  ]);
+  // Reserves $3 slots: the GCRA pacing (theoretical arrival time `tat_us`, slowed by the backoff
+  // factor) and, for the platform's sliding second, one lane per request of the limit (`lanes`: the
+  // earliest time the next request of each lane may go). Each slot takes the lane free soonest; the
+  // lane is then free a second plus the margin later (a late answer moves it further, see
+  // `answered`). Any limit + 1 requests share a lane, and one lane's requests arrive over a second
+  // apart, so no sliding second holds more than the limit, whichever process sent them; a late
+  // answer delays only the next request of its lane, not every slot after it. An endpoint idle for
+  // a second starts cold: its first slot is now, the next ones `gap` later. The row is locked (FOR
+  // UPDATE) and updated in one statement: concurrent reservations see each other's lanes.
+  // A lane is reserved again only when it is free within `laneAheadUs`: by then the answer to its
+  // previous request has come, unless it came over a second late, so the move is not too late.
+  // $4 pacing interval (µs, before backoff), $5 recovery per µs, $6 cold-start gap (µs), $7 horizon
+  // (µs), $8 lanes (the limit), $9 how long a lane stays taken (µs), $10 lane lookahead (µs).
   const reserveSql = `
-    WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us)
-    INSERT INTO ${table} AS t (account, endpoint, tat_us, factor, factor_at_us, gap_us, seq)
-    SELECT $1, $2, c.now_us + round($3::int * $4::float8)::bigint + $6::bigint, 1, 0, $6::bigint, $3::int FROM c
-    ON CONFLICT (account, endpoint) DO UPDATE SET
-      seq = t.seq + $3::int,
-      gap_us = CASE WHEN t.tat_us < (SELECT now_us FROM c) - ${IDLE_US} THEN $6::bigint ELSE 0 END,
-      tat_us = greatest(t.tat_us, (SELECT now_us FROM c))
-        + round($3::int * $4::float8 / least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us)))::bigint
-        + CASE WHEN t.tat_us < (SELECT now_us FROM c) - ${IDLE_US} THEN $6::bigint ELSE 0 END
-    WHERE t.tat_us < (SELECT now_us FROM c) + $7::bigint
-    RETURNING t.tat_us::text AS tat_us, (SELECT now_us FROM c)::text AS now_us, t.gap_us::text AS gap_us, t.seq::text AS seq,
-      least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us))::float8 AS factor`;
+    WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us),
+    l AS MATERIALIZED (
+      SELECT t.seq, c.now_us, greatest(t.tat_us, c.now_us) AS b, t.tat_us < c.now_us - ${IDLE_US} AS idle,
+        least(1.0, t.factor + $5::float8 * (c.now_us - t.factor_at_us))::float8 AS f,
+        CASE WHEN cardinality(t.lanes) = $8::int THEN t.lanes ELSE array_fill(0::bigint, ARRAY[$8::int]) END AS lanes
+      FROM ${table} AS t, c
+      WHERE t.account = $1 AND t.endpoint = $2 AND t.tat_us < c.now_us + $7::bigint
+      FOR UPDATE OF t),
+    p AS (
+      SELECT u.v, u.i::int AS i, (row_number() OVER (ORDER BY u.v, u.i) - 1)::int AS k
+      FROM l, unnest(l.lanes) WITH ORDINALITY AS u(v, i) WHERE u.v < l.now_us + $10::bigint ORDER BY u.v, u.i LIMIT $3::int),
+    s AS (
+      SELECT p.i, p.k, greatest(
+          l.b + round(p.k * $4::float8 / l.f)::bigint + CASE WHEN l.idle AND p.k > 0 THEN $6::bigint ELSE 0 END,
+          max(p.v - round(p.k * $4::float8 / l.f)::bigint) OVER (ORDER BY p.k) + round(p.k * $4::float8 / l.f)::bigint) AS s
+      FROM p, l),
+    u AS (
+      UPDATE ${table} AS t SET
+        seq = l.seq + (SELECT count(*) FROM s),
+        tat_us = (SELECT max(s.s) FROM s) + round($4::float8 / l.f)::bigint + CASE WHEN l.idle AND (SELECT count(*) FROM s) = 1 THEN $6::bigint ELSE 0 END,
+        lanes = (SELECT array_agg(coalesce(s.s + $9::bigint, x.v) ORDER BY x.i) FROM unnest(l.lanes) WITH ORDINALITY AS x(v, i) LEFT JOIN s ON s.i = x.i)
+      FROM l WHERE t.account = $1 AND t.endpoint = $2 AND EXISTS (SELECT 1 FROM s)
+      RETURNING l.seq)
+    SELECT (SELECT seq FROM u)::text AS seq, (SELECT f FROM l) AS factor,
+      array_agg(s.s::text ORDER BY s.k) AS slots, array_agg(s.i ORDER BY s.k) AS lanes
+    FROM s HAVING count(*) > 0`;
   const backoffSql = `
     WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us)
     INSERT INTO ${table} AS t (account, endpoint, tat_us, factor, factor_at_us)
@@ -102,11 +178,11 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       factor_at_us = CASE WHEN (SELECT now_us FROM c) - t.factor_at_us < $6::bigint THEN t.factor_at_us
         ELSE (SELECT now_us FROM c) END,
       tat_us = greatest(t.tat_us, (SELECT now_us FROM c) + $7::bigint)`;
-  // An answer came late (see `answered`): the slot `window` tickets after the answered one must be a
-  // second after the answer. $3 ticket, $4 window, $5 the answer's time (database clock, µs), $6 interval.
+  // An answer came late (see `answered`): the platform counted the request before $4 (the answer's
+  // time, database clock, µs), so the next request of its lane $3 goes a second after that at the earliest.
   const answeredSql = `
-    UPDATE ${table} AS t SET tat_us = greatest(t.tat_us, $5::bigint + ${SECOND_US + ANSWER_GUARD_US} - ($4::bigint - (t.seq - $3::bigint)) * $6::bigint)
-    WHERE t.account = $1 AND t.endpoint = $2 AND t.seq - $3::bigint <= $4::bigint`;
+    UPDATE ${table} AS t SET lanes[$3::int] = greatest(t.lanes[$3::int], $4::bigint + ${SECOND_US + ANSWER_GUARD_US})
+    WHERE t.account = $1 AND t.endpoint = $2 AND cardinality(t.lanes) >= $3::int`;
 
   // Offset between the database clock and performance.now(), from the quickest of a few pings, so a
   // slot's local time does not depend on how late this process got round to reading the answer.
@@ -129,8 +205,52 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
 
   const queues = new Map<EndpointId, { waiters: Waiter[]; busy: boolean }>();
   /** Local send time (ms) and interval (µs) of recent tickets, by ticket modulo the ring's size. */
-  const sent = { ticket: new Float64Array(TICKET_RING).fill(-1), slotMs: new Float64Array(TICKET_RING), intervalUs: new Float64Array(TICKET_RING) };
+  const sent = { ticket: new Float64Array(TICKET_RING).fill(-1), slotMs: new Float64Array(TICKET_RING), lane: new Int32Array(TICKET_RING) };
   const pending = new Set<Promise<unknown>>();
+  /**
+   * Requests sent and not answered yet, by ticket: while one is unanswered the platform may still
+   * count it, so shortly before its lane may be reserved again the lane is held (see `holdLanes`).
+   */
+  const unanswered = new Map<number, { endpoint: EndpointId; lane: number; slotMs: number; checkAt: number }>();
+  let watchdog: ReturnType<typeof setInterval> | undefined;
+  /** Whether the caller has told any answer (`answered` is optional: a caller that never does holds no lane). */
+  let reportsAnswers = false;
+  const moveLane = (endpoint: EndpointId, lane: number, countedByMs: number): void => {
+    const p = pool
+      .query(answeredSql, [options.account, endpoint, lane, Math.round((countedByMs + offsetMs) * 1000)])
+      // A lost write only means the lane's next slot stays where it was.
+      .catch(() => undefined);
+    pending.add(p);
+    void p.finally(() => pending.delete(p));
+  };
+  function holdLanes(): void {
+    const now = performance.now();
+    for (const [ticket, u] of unanswered) {
+      if (now - u.slotMs > UNANSWERED_GIVE_UP_MS) unanswered.delete(ticket);
+      else if (reportsAnswers && now >= u.checkAt) {
+        // Still no answer: the platform may count it as late as HOLD_MS from now; its lane waits for that.
+        counters.heldLanes++;
+        moveLane(u.endpoint, u.lane, now + HOLD_MS);
+        u.checkAt = now + HOLD_MS - 2 * WATCHDOG_MS;
+      }
+    }
+    if (unanswered.size === 0 && watchdog) {
+      clearInterval(watchdog);
+      watchdog = undefined;
+    }
+  }
+  const counters = { granted: 0, reserveTrips: 0, fullTrips: 0, lapsed: 0, lateAnswers: 0, heldLanes: 0 };
+  /** The last TICKET_RING samples of a measure, oldest overwritten first. */
+  const ring = () => {
+    const xs = new Float64Array(TICKET_RING);
+    let n = 0;
+    return {
+      add: (x: number): void => void (xs[n++ % TICKET_RING] = x),
+      all: (): number[] => Array.from(n <= TICKET_RING ? xs.subarray(0, n) : xs),
+    };
+  };
+  const sendDelayMs = ring();
+  const lateByMs = ring();
 
   const queue = (endpoint: EndpointId): { waiters: Waiter[]; busy: boolean } => {
     let q = queues.get(endpoint);
@@ -138,6 +258,8 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     return q;
   };
   const intervalUs = (endpoint: EndpointId): number => 1e6 / (o.limits[endpoint] * (1 - o.margin));
+  /** One lane per request the platform allows in a second. */
+  const lanes = (endpoint: EndpointId): number => Math.max(1, Math.floor(o.limits[endpoint]));
 
   async function pump(endpoint: EndpointId): Promise<void> {
     const q = queues.get(endpoint);
@@ -152,7 +274,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     try {
       if (performance.now() - syncedAt > CLOCK_SYNC_MS) await syncClock();
       const base = intervalUs(endpoint);
-      const res = await pool.query<{ tat_us: string; now_us: string; gap_us: string; seq: string; factor: number }>(reserveSql, [
+      const res = await pool.query<{ seq: string; factor: number; slots: string[]; lanes: number[] }>(reserveSql, [
         options.account,
         endpoint,
         batch.length,
@@ -160,30 +282,41 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
         recoveryPerUs,
         Math.round(o.coldStartGapMs * 1000),
         horizonUs,
+        lanes(endpoint),
+        laneSpanUs,
+        laneAheadUs,
       ]);
       const row = res.rows[0];
       if (!row) {
-        // Every slot up to the horizon is taken: wait until the next free one is within it.
+        counters.fullTrips++;
+        // Every slot up to the horizon (or every lane within its lookahead) is taken: wait until the next free one is within it.
         q.waiters.unshift(...batch);
-        const ahead = await pool.query<{ ahead_us: string }>(
-          `SELECT (tat_us - ${NOW_US})::text AS ahead_us FROM ${table} WHERE account = $1 AND endpoint = $2`,
-          [options.account, endpoint],
+        // Waits for as many lanes as callers wait here (up to 4), not for the first one: each round trip
+        // then brings several slots, and the first of them is still ahead (lanes free every 10 ms at 100/s).
+        const ahead = await pool.query<{ wait_us: string }>(
+          `SELECT greatest(tat_us - ${NOW_US} - $3::bigint,
+             (SELECT v FROM unnest(lanes) AS v ORDER BY v OFFSET greatest(0, least($5::int, cardinality(lanes)) - 1) LIMIT 1) - ${NOW_US} - $4::bigint)::text AS wait_us
+           FROM ${table} WHERE account = $1 AND endpoint = $2`,
+          [options.account, endpoint, horizonUs, laneAheadUs, Math.min(q.waiters.length, maxBatch, LANES_PER_WAIT)],
         );
-        const waitMs = (Number(ahead.rows[0]?.ahead_us ?? 0) - horizonUs) / 1000;
-        if (waitMs > 0) await sleep(Math.ceil(waitMs));
+        const waitMs = Number(ahead.rows[0]?.wait_us ?? 0) / 1000;
+        // At least a millisecond: the lanes free up at the pace of the limit.
+        await sleep(Math.max(1, Math.ceil(waitMs)));
       } else {
-        const interval = base / row.factor;
-        const gapUs = Number(row.gap_us);
-        const firstUs = Number(BigInt(row.tat_us)) - Math.round(batch.length * interval) - gapUs;
-        const toleranceUs = (o.burst - 1) * interval;
-        const firstTicket = Number(row.seq) - batch.length;
+        counters.reserveTrips++;
+        // Fewer lanes free than callers waiting: the others wait for the next round trip.
+        if (row.slots.length < batch.length) q.waiters.unshift(...batch.splice(row.slots.length));
+        const toleranceUs = (o.burst - 1) * (base / row.factor);
+        const firstTicket = Number(row.seq);
         const now = performance.now();
         batch.forEach((w, k) => {
-          const slotLocalMs = (firstUs + k * interval + (k > 0 ? gapUs : 0) - toleranceUs) / 1000 - offsetMs;
+          const slotLocalMs = (Number(row.slots[k]) - toleranceUs) / 1000 - offsetMs;
           sleep(Math.max(0, Math.ceil(slotLocalMs - now)), w.signal).then(() => {
             // Woken very late (a stalled event loop): take a fresh slot rather than send a request whose
-            // answer might come after the slot a second's worth later was reserved.
-            if (performance.now() - slotLocalMs > lateMs && w.stale < MAX_STALE_RETRIES) {
+            // answer might come after the next slot of its lane was reserved.
+            const woken = performance.now();
+            if (woken - slotLocalMs > lateMs && w.stale < MAX_STALE_RETRIES) {
+              counters.lapsed++;
               w.stale++;
               queue(endpoint).waiters.unshift(w);
               void pump(endpoint);
@@ -192,7 +325,17 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
               const i = ticket % TICKET_RING;
               sent.ticket[i] = ticket;
               sent.slotMs[i] = slotLocalMs;
-              sent.intervalUs[i] = interval;
+              sent.lane[i] = row.lanes[k] as number;
+              // Looked at again shortly before its lane may be reserved again (`laneAheadUs` before it is free).
+              unanswered.set(ticket, {
+                endpoint,
+                lane: row.lanes[k] as number,
+                slotMs: slotLocalMs,
+                checkAt: slotLocalMs + (laneSpanUs - laneAheadUs) / 1000 - 3 * WATCHDOG_MS,
+              });
+              if (!watchdog) (watchdog = setInterval(holdLanes, WATCHDOG_MS)).unref();
+              counters.granted++;
+              sendDelayMs.add(woken - slotLocalMs);
               w.resolve(ticket);
             }
           }, w.reject);
@@ -225,23 +368,20 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     answered(endpoint, ticket) {
       if (typeof ticket !== 'number') return;
       const i = ticket % TICKET_RING;
+      reportsAnswers = true;
+      unanswered.delete(ticket);
       if (sent.ticket[i] !== ticket) return;
       sent.ticket[i] = -1;
-      // The platform counted this request at some moment before now, so the slot a second's worth
-      // of tickets later (whichever process holds it) must be at least a second from now. Pacing
-      // below the limit normally leaves it further away than that; only a late answer (a late send,
-      // a slow network, a stalled platform) costs a round trip, which moves the slots not yet
-      // handed out back by the difference.
-      const window = Math.max(1, Math.floor(o.limits[endpoint]));
-      const intervalUs = sent.intervalUs[i] as number;
+      // The platform counted this request at some moment before now, so the next request of its lane
+      // (whichever process holds it) must go at least a second from now. The lane's margin normally
+      // leaves it further away than that; only a late answer (a late send, a slow network, a stalled
+      // platform) costs a round trip, which moves that lane's next slot back by the difference.
       const now = performance.now();
-      if ((sent.slotMs[i] as number) + (window * intervalUs) / 1000 >= now + (SECOND_US + ANSWER_GUARD_US) / 1000) return;
-      const p = pool
-        .query(answeredSql, [options.account, endpoint, ticket, window, Math.round((now + offsetMs) * 1000), Math.round(intervalUs)])
-        // A lost write only means later slots stay where the margin put them.
-        .catch(() => undefined);
-      pending.add(p);
-      void p.finally(() => pending.delete(p));
+      const lateBy = now + (SECOND_US + ANSWER_GUARD_US) / 1000 - ((sent.slotMs[i] as number) + laneSpanUs / 1000);
+      if (lateBy <= 0) return;
+      counters.lateAnswers++;
+      lateByMs.add(lateBy);
+      moveLane(endpoint, sent.lane[i] as number, now);
     },
     backoff(endpoint, retryAfterMs) {
       const p = pool
@@ -260,9 +400,13 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       void p.finally(() => pending.delete(p));
     },
     async close() {
+      if (watchdog) clearInterval(watchdog);
+      watchdog = undefined;
+      unanswered.clear();
       await Promise.all(pending);
       if (owned) await pool.end();
     },
+    stats: () => ({ ...counters, sendDelayMs: sendDelayMs.all(), lateByMs: lateByMs.all() }),
   };
 }
 
@@ -280,10 +424,10 @@ export async function ensureThrottleTable(pool: Pick<pg.Pool, 'query'>, table = 
 async function ensureTable(pool: Pick<pg.Pool, 'query'>, table: string): Promise<void> {
   // No DDL when the table is there in its current shape: a role without CREATE on the schema may use it.
   const columns = await pool.query<{ n: string }>(
-    `SELECT count(*)::text AS n FROM information_schema.columns WHERE table_name = $1 AND table_schema = ANY (current_schemas(false)) AND column_name IN ('gap_us', 'seq')`,
+    `SELECT count(*)::text AS n FROM information_schema.columns WHERE table_name = $1 AND table_schema = ANY (current_schemas(false)) AND column_name IN ('gap_us', 'seq', 'lanes')`,
     [table],
   );
-  if (columns.rows[0]?.n === '2') return;
+  if (columns.rows[0]?.n === '3') return;
   try {
     await pool.query(`CREATE TABLE IF NOT EXISTS ${table} (
       account text NOT NULL,
@@ -293,6 +437,7 @@ async function ensureTable(pool: Pick<pg.Pool, 'query'>, table: string): Promise
       factor_at_us bigint NOT NULL DEFAULT 0,
       gap_us bigint NOT NULL DEFAULT 0,
       seq bigint NOT NULL DEFAULT 0,
+      lanes bigint[],
       PRIMARY KEY (account, endpoint))`);
   } catch (err) {
     // Two processes creating the table at once: the loser sees a duplicate; the table exists either way.
@@ -300,8 +445,10 @@ async function ensureTable(pool: Pick<pg.Pool, 'query'>, table: string): Promise
     if (code !== '23505' && code !== '42P07') throw err;
   }
   try {
-    // Tables made by earlier versions lack the cold-start column.
-    await pool.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS gap_us bigint NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS seq bigint NOT NULL DEFAULT 0`);
+    // Tables made by earlier versions lack the cold-start, ticket or lane columns.
+    await pool.query(
+      `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS gap_us bigint NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS seq bigint NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS lanes bigint[]`,
+    );
   } catch (err) {
     // Two processes adding it at once: the loser sees a duplicate column.
     const code = (err as { code?: unknown }).code;
