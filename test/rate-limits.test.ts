@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { closeAfterEach } from '@dq/test-support/use';
 import { TEST_KEY, answered, captureLogger, knownAddresses, requestsTo, sandboxWith } from '@dq/test-support/platform';
 
-// Contract 8 and 7.1: 429 per account and endpoint with Retry-After. The engine must finish a run
+// docs/platform-contract.md, sections 8 and 7.1: 429 per account and endpoint with Retry-After. The engine must finish a run
 // when configured above the platform's limit, and cause no 429 at all when configured at it.
 const LIMIT = 5;
 const records = knownAddresses(24);
