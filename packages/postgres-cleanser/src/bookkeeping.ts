@@ -14,9 +14,11 @@ export const RANGE_TAKEN = 'DQ001';
  * grants the README lists, can run every command). 1: the layout before versioning; 2: the audit
  * covers every row a run updated (status columns included), not only rows with corrections; 3: runs
  * have a `kind` (`cleanse`, or `review` for a `dq-pg review apply`) and `review_of` (the run whose
- * review rows a review run decided).
+ * review rows a review run decided); 4: `known`, per table row, the run whose results row holds the
+ * values a cleanse run last wrote to it and the answer they came from (a later run reuses that
+ * answer while the row still holds those values: docs/architecture.md "Reruns").
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * Bookkeeping tables, created when missing. Keys are stored as text (the key column's text form)
@@ -26,7 +28,10 @@ export const SCHEMA_VERSION = 3;
  * status columns), not jsonb: building a jsonb object per row cost about as much as the guarded
  * update itself (pg-cleanse benchmark); the view turns them into objects keyed by column name.
  * Keys use the "C" collation: plain byte order, the cheapest to index. No foreign keys: their KEY
- * SHARE locks would make page commits of several processes wait on the run row.
+ * SHARE locks would make page commits of several processes wait on the run row. `known` points,
+ * per row of a cleaned table and per scope (`knownScope` in runs.ts: (table, key, mapping and the
+ * settings that decide the answer and what is written)), at the results row of the run that last
+ * wrote corrections to it: its `after` values and its answer.
  */
 const TABLES = `
 CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.runs (
@@ -89,6 +94,12 @@ CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.results (
   rollback       text,
   rolled_back_at timestamptz,
   PRIMARY KEY (run_id, row_key)
+);
+CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.known (
+  scope    text COLLATE "C" NOT NULL,
+  row_key  text COLLATE "C" NOT NULL,
+  run_id   text COLLATE "C" NOT NULL,
+  PRIMARY KEY (scope, row_key)
 );
 CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.schema_version (version integer NOT NULL);
 ALTER TABLE ${STATE_SCHEMA}.runs ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'cleanse';

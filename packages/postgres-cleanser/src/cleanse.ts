@@ -4,9 +4,9 @@ import type pg from 'pg';
 import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop } from '@dq/core';
 import { resolvePolicy, zeroByStatus } from '@dq/core/engine';
 import { RESULT_CLASSES } from '@dq/core/schemas';
-import { openStore } from '@dq/core/store';
-import type { Engine, Mode, PolicyStatus, ResultClass } from '@dq/core';
-import { ensureSchema } from './bookkeeping.js';
+import { DEFAULT_MAX_AGE_MS, openStore } from '@dq/core/store';
+import type { Engine, Mode, PolicyStatus, ResultClass, RunReport } from '@dq/core';
+import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { connectionLost, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
@@ -16,8 +16,10 @@ import { planPage } from './page-plan.js';
 import { PageStore } from './page-store.js';
 import { inspectTable } from './preflight.js';
 import type { TargetTable } from './preflight.js';
-import { toRecord } from './row-values.js';
-import { finishRun, holdRun, newRunId, openRun, stopRun } from './runs.js';
+import { emptyTally, validateRows, withReused } from './known-rows.js';
+import type { ReusedTally } from './known-rows.js';
+import type { KnownRows } from './page-store.js';
+import { finishRun, holdRun, knownScope, newRunId, openRun, stopRun } from './runs.js';
 import { RunHalt, workRange } from './range-worker.js';
 import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
@@ -78,6 +80,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   const readAhead = options.readAhead ?? false;
   const accept = options.accept ?? ['A', 'B', 'C'];
   const progress = emptyProgress();
+  const reused = emptyTally();
   const conflictKeys: string[] = [];
   const client = await connect(db);
   const connections: pg.Client[] = [];
@@ -133,24 +136,34 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       });
     };
     const base = { table: target.qualified, conflictKeys };
+    const statusColumns = target.status.length > 0 ? Object.fromEntries(target.status.map((c) => [c.field, c.column])) : undefined;
+    const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns };
+    // Rows this run corrects are recorded as known; rows an earlier run corrected and that still
+    // hold what it wrote reuse its answer: no call, no write (not with --store off or --max-age 0).
+    const known: KnownRows = {
+      scope: knownScope(target, settings),
+      maxAgeMs: options.engine?.store === 'off' ? 0 : (options.engine?.maxAgeMs ?? DEFAULT_MAX_AGE_MS),
+    };
+    const report = (): RunReport | undefined => (engine ? withReused(engine.report(), reused) : undefined);
     const rounded = (): CleanseProgress => {
       const t = progress.timings;
-      const r = engine?.report();
+      const r = report();
       const saved = r ? { callsSavedByDedup: r.callsSavedByDedup, callsSavedByStore: r.callsSavedByStore, storeHitRate: r.storeHitRate } : {};
       return { ...copy(progress), ...saved, timings: { readMs: Math.round(t.readMs), validateMs: Math.round(t.validateMs), writeMs: Math.round(t.writeMs) } };
     };
 
     if (options.dryRun) {
       engine = await makeEngine();
-      await dryRun(engine, new PageStore(client, target, options.where), target, mode, batchSize, progress, options);
-      const exitCode = exitCodeFor({ report: engine.report(), maxFailed: options.maxFailed ?? 0 });
+      // A dry run creates nothing: it reuses known rows only where the bookkeeping already has them.
+      const knownTable = await client.query<{ ok: boolean }>(`SELECT to_regclass('${STATE_SCHEMA}.known') IS NOT NULL AS ok`);
+      const reader = new PageStore(client, target, options.where, client, knownTable.rows[0]?.ok ? known : undefined);
+      await dryRun(engine, reader, target, mode, batchSize, progress, reused, options);
+      const exitCode = exitCodeFor({ report: report()!, maxFailed: options.maxFailed ?? 0 });
       const { written, conflicts: _none, ...counts } = rounded();
       return { table: target.qualified, ...counts, runId: null, dryRun: true, state: 'dry-run', wouldWrite: written, exitCode };
     }
 
     await ensureSchema(client);
-    const statusColumns = target.status.length > 0 ? Object.fromEntries(target.status.map((c) => [c.field, c.column])) : undefined;
-    const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns };
     runId = options.runId ?? newRunId();
     await holdRun(client, runId);
     const run = await openRun(client, target, settings, runId, batchSize * pagesPerClaim);
@@ -168,7 +181,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
 
     engine = await makeEngine();
     const processId = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
-    const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, conflictKeys, logger, options };
+    const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, reused, conflictKeys, logger, options };
     // Each range worker gets connections of its own: one holding its claim, one reading, one writing
     // (the first worker writes on `client`). Opened before any range is claimed.
     for (let i = 0; i < workers; i += 1) {
@@ -179,7 +192,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       const writer = i === 0 ? client : await connect(db, 'dq-pg write');
       if (writer !== client) connections.push(writer);
       const worker = workers === 1 ? processId : `${processId}/${i + 1}`;
-      slots.push({ queue: new RangeQueue(claim, run.runId, target), store: new PageStore(reader, target, options.where, writer), worker });
+      slots.push({ queue: new RangeQueue(claim, run.runId, target), store: new PageStore(reader, target, options.where, writer, known), worker });
     }
     const error = await runWorkers(shared, slots, options.signal);
     if (error !== undefined) {
@@ -193,12 +206,12 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       return summary('stopped', halt.exitCode, halt.error);
     }
     const done = await finishRun(client, run.runId);
-    return summary(done ? 'done' : 'running', exitCodeFor({ report: engine.report(), maxFailed: options.maxFailed ?? 0 }));
+    return summary(done ? 'done' : 'running', exitCodeFor({ report: report()!, maxFailed: options.maxFailed ?? 0 }));
   } catch (e) {
     // Every page committed with its checkpoint, so the run resumes where the connection went.
     throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`);
   } finally {
-    if (engine) options.onEngineReport?.(engine.report());
+    if (engine) options.onEngineReport?.(withReused(engine.report(), reused));
     await engine?.close().catch(() => undefined);
     await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
     await client.end().catch(() => undefined);
@@ -256,6 +269,7 @@ async function dryRun(
   mode: Mode,
   batchSize: number,
   progress: CleanseProgress,
+  reused: ReusedTally,
   options: CleanseOptions,
 ): Promise<void> {
   let last: string | null = null;
@@ -267,7 +281,7 @@ async function dryRun(
     if (rows.length === 0) return;
     const calls = engine.report().apiCalls;
     const t1 = performance.now();
-    const results = await engine.process(rows.map((r) => toRecord(r, target.columns)));
+    const results = await validateRows(engine, rows, target.columns, reused);
     progress.timings.validateMs += performance.now() - t1;
     const plan = planPage(mode, target.columns, rows, results, engine.report().apiCalls - calls);
     rows.forEach((row, i) => {

@@ -51,7 +51,8 @@ export function planPage(
   for (let i = 0; i < n; i += 1) {
     const row = rows[i] as SourceRow;
     const result = results[i] as RecordResult;
-    const decision = decideRow(mode, row, columns, result);
+    // A known row holds the values its answer was written as: nothing to change or write.
+    const decision: RowDecision = row.known ? { outcome: 'unchanged', after: row.values } : decideRow(mode, row, columns, result);
     decisions[i] = decision;
     const writes = decision.outcome === 'write';
     if (writes) changes += 1;
@@ -65,8 +66,8 @@ export function planPage(
     write.resultClass[i] = result.resultClass ?? null;
     write.requestId[i] = result.requestId ?? result.error?.requestId ?? null;
     write.checkedAt![i] = result.checkedAt ?? null;
-    write.candidates[i] = json(reviewCandidates(result));
-    write.detail[i] = json(resultDetail(result));
+    write.candidates[i] = row.known ? row.known.candidates : json(reviewCandidates(result));
+    write.detail[i] = row.known ? row.known.detail : json(resultDetail(result));
     write.error[i] = json(result.error);
     for (let c = 0; c < columns.length; c += 1) {
       const before = row.values[c] ?? null;

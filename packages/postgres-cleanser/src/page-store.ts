@@ -44,10 +44,29 @@ export interface PageCounts {
 }
 
 /**
- * The page read: next `$n` rows after a key, in key order, with no snapshot kept between pages
- * (keyset pagination). Parameters: [$1 after-key][, $2 upper key], then the limit.
+ * Rows a cleanse run wrote corrections to are recorded in `dq_cleanse.known` under `scope`
+ * (`knownScope` in runs.ts); a later read of a row that still holds exactly those values, whose
+ * results row was not rolled back and whose answer is younger than `maxAgeMs`, comes with that
+ * answer ({@link SourceRow.known}), so the row costs neither a call nor a write. `maxAgeMs` 0
+ * (`--max-age 0`, `--store off`): rows are recorded, never reused.
  */
-export function pageReadSql(target: TargetTable, where: string | undefined, lower: boolean, upper: boolean): string {
+export interface KnownRows {
+  scope: string;
+  maxAgeMs: number;
+}
+
+/** Fields of a known row's answer that the page read returns after the row's own values. */
+const KNOWN_FIELDS = 6;
+
+/**
+ * The page read: next `$n` rows after a key, in key order, with no snapshot kept between pages
+ * (keyset pagination). Parameters: [$1 after-key][, $2 upper key], then the limit; with `known`,
+ * then the scope and the oldest check time reused. With `known` each row is looked up in
+ * `dq_cleanse.known` by one index probe (a lateral join on the page's rows, not on the table), and
+ * its results row only matches when every mapped column still holds the value written
+ * (`IS NOT DISTINCT FROM`, compared in the column's type as the page write's guard does).
+ */
+export function pageReadSql(target: TargetTable, where: string | undefined, lower: boolean, upper: boolean, known = false): string {
   const k = target.key.quoted;
   const conds: string[] = [];
   let n = 0;
@@ -55,9 +74,32 @@ export function pageReadSql(target: TargetTable, where: string | undefined, lowe
   if (upper) conds.push(`${target.qualified}.${k} <= $${++n}::${target.key.type}`);
   if (where !== undefined) conds.push(`(${where})`);
   const t = target.qualified;
-  const cols = [...target.columns.map((c) => `${t}.${c.quoted}`), ...target.status.map((s) => `${t}.${s.quoted}::text`)].join(', ');
-  // ORDER BY the table's column, qualified: a bare name would sort by the text output column.
-  return `SELECT ${t}.${k}::text AS dq_key, ${cols} FROM ${t}${conds.length ? ` WHERE ${conds.join(' AND ')}` : ''} ORDER BY ${t}.${k} LIMIT $${n + 1}`;
+  const filter = conds.length ? ` WHERE ${conds.join(' AND ')}` : '';
+  if (!known) {
+    const cols = [...target.columns.map((c) => `${t}.${c.quoted}`), ...target.status.map((s) => `${t}.${s.quoted}::text`)].join(', ');
+    // ORDER BY the table's column, qualified: a bare name would sort by the text output column.
+    return `SELECT ${t}.${k}::text AS dq_key, ${cols} FROM ${t}${filter} ORDER BY ${t}.${k} LIMIT $${n + 1}`;
+  }
+  const inner = [
+    `${t}.${k}::text AS dq_key`,
+    `${t}.${k} AS dq_sort`,
+    ...target.columns.map((c, i) => `${t}.${c.quoted} AS c${i}`),
+    ...target.status.map((s, i) => `${t}.${s.quoted}::text AS s${i}`),
+  ].join(', ');
+  const outer = ['p.dq_key', ...target.columns.map((_, i) => `p.c${i}`), ...target.status.map((_, i) => `p.s${i}`)].join(', ');
+  const same = target.columns.map((c, i) => `p.c${i} IS NOT DISTINCT FROM r.after[${i + 1}]::${c.type}`).join(' AND ');
+  // Two lateral probes, each by the whole primary key of its table; LIMIT 1 keeps the planner from
+  // flattening them into a join it might hash over the whole table, so the plan stays index
+  // probes per row of the page whatever the statistics (the harness runs without autovacuum).
+  return `SELECT ${outer}, kr.status, kr.result_class, kr.request_id, kr.checked_at, kr.candidates, kr.detail
+  FROM (SELECT ${inner} FROM ${t}${filter} ORDER BY ${t}.${k} LIMIT $${n + 1}) p
+  LEFT JOIN LATERAL (SELECT kn.run_id FROM ${STATE_SCHEMA}.known kn WHERE kn.scope = $${n + 2} AND kn.row_key = p.dq_key COLLATE "C" LIMIT 1) kk ON true
+  LEFT JOIN LATERAL (
+    SELECT r.status, r.result_class, r.request_id, r.checked_at, r.candidates::text AS candidates, r.detail::text AS detail
+      FROM ${STATE_SCHEMA}.results r
+     WHERE r.run_id = kk.run_id AND r.row_key = p.dq_key COLLATE "C" AND r.rolled_back_at IS NULL AND r.status = 'accepted'
+       AND r.checked_at > $${n + 3}::timestamptz AND ${same} LIMIT 1) kr ON true
+ ORDER BY p.dq_sort`;
 }
 
 /** Where a page moves its range's checkpoint, and the counts it adds to the range's progress. */
@@ -99,9 +141,15 @@ const FIXED_TYPES = [
 ];
 
 /** SQL types of the parameters of {@link pageWriteSql}, in order (for PREPARE). */
-export function pageWriteParamTypes(target: TargetTable): string[] {
+export function pageWriteParamTypes(target: TargetTable, recordKnown = false): string[] {
   const fixed = FIXED_TYPES.map((t) => t.replace('KEY', target.key.type));
-  return [...fixed, ...target.columns.flatMap(() => ['text[]', 'text[]']), ...target.status.map(() => 'text[]'), 'timestamptz[]'];
+  return [
+    ...fixed,
+    ...target.columns.flatMap(() => ['text[]', 'text[]']),
+    ...target.status.map(() => 'text[]'),
+    'timestamptz[]',
+    ...(recordKnown ? ['text'] : []),
+  ];
 }
 
 /**
@@ -115,11 +163,14 @@ export function pageWriteParamTypes(target: TargetTable): string[] {
  * of the page is kept. The key bounds let the planner use the key's index for the page's key range
  * whatever the table's size (see the EXPLAIN test).
  *
+ * With `recordKnown` (cleanse runs), the rows whose corrections were written are recorded in
+ * `dq_cleanse.known` under the scope given as the last parameter ({@link KnownRows}).
+ *
  * Parameters: see {@link pageWriteParams}. Returns one row: `written` (count) and `conflicts`
  * (keys of rows to update — with status columns every row of the page — that had changed since
  * they were read).
  */
-export function pageWriteSql(target: TargetTable): string {
+export function pageWriteSql(target: TargetTable, recordKnown = false): string {
   const { key, qualified, columns } = target;
   const kt = key.type;
   const arrays = [`$6::${kt}[]`, '$7::bool[]', '$8::text[]', '$9::text[]', '$10::text[]', '$11::jsonb[]', '$12::jsonb[]', '$13::jsonb[]'];
@@ -183,7 +234,14 @@ res AS (
          CASE WHEN u.w THEN 'written' WHEN ${withStatus ? 'v.w OR u.k IS NULL' : 'v.w'} THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
          v.rid, v.cand, v.detail, v.err, COALESCE(v.chk, $2), $3,
          CASE WHEN u.k IS NOT NULL THEN ${before} END, CASE WHEN u.k IS NOT NULL THEN ${after} END
-    FROM v LEFT JOIN upd u ON u.k = v.k)
+    FROM v LEFT JOIN upd u ON u.k = v.k)${
+      recordKnown
+        ? `,
+kn AS (
+  INSERT INTO ${STATE_SCHEMA}.known (scope, row_key, run_id) SELECT $${firstStatus + target.status.length + 1}::text, wr.k::text, $1 FROM wr
+  ON CONFLICT (scope, row_key) DO UPDATE SET run_id = EXCLUDED.run_id)`
+        : ''
+    }
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM prog) THEN ${STATE_SCHEMA}.range_taken($1, $14) END AS taken,
        (SELECT count(*) FROM wr)::int AS written,
        ARRAY(SELECT v.k::text FROM v WHERE ${conflictRows}) AS conflicts`;
@@ -225,7 +283,7 @@ function boolArrayLiteral(values: readonly boolean[]): string {
 }
 
 /** The parameters of {@link pageWriteSql} for one page (arrays as array literals). */
-export function pageWriteParams(runId: string, worker: string, checkedAt: Date, page: PageWrite, checkpoint: PageCheckpoint): unknown[] {
+export function pageWriteParams(runId: string, worker: string, checkedAt: Date, page: PageWrite, checkpoint: PageCheckpoint, knownScope?: string): unknown[] {
   const k = checkpoint.counts;
   const params: unknown[] = [
     runId,
@@ -257,6 +315,7 @@ export function pageWriteParams(runId: string, worker: string, checkedAt: Date, 
   page.before.forEach((old, i) => params.push(textArrayParam(old), textArrayParam(page.after[i] ?? [])));
   for (const old of page.statusBefore ?? []) params.push(textArrayParam(old));
   params.push(textArrayParam(page.checkedAt ?? []));
+  if (knownScope !== undefined) params.push(knownScope);
   return params;
 }
 
@@ -271,32 +330,54 @@ export class PageStore {
   readonly #where: string | undefined;
   readonly #writeSql: string;
   readonly #readSql = new Map<string, string>();
+  readonly #known: KnownRows | undefined;
 
-  /** @param writer connection for {@link commit}; default `reader`. */
-  constructor(reader: pg.Client, target: TargetTable, where: string | undefined, writer: pg.Client = reader) {
+  /**
+   * @param writer connection for {@link commit}; default `reader`.
+   * @param known a cleanse run's known rows: recorded by its writes, reused by its reads ({@link KnownRows}).
+   */
+  constructor(reader: pg.Client, target: TargetTable, where: string | undefined, writer: pg.Client = reader, known?: KnownRows) {
     this.#reader = reader;
     this.#writer = writer;
     this.#target = target;
     this.#where = where;
-    this.#writeSql = pageWriteSql(target);
+    this.#known = known;
+    this.#writeSql = pageWriteSql(target, known !== undefined);
   }
 
   /** Up to `limit` rows with keys in (`after`, `upTo`] (null bounds = open), in key order. */
   async read(after: string | null, upTo: string | null, limit: number): Promise<SourceRow[]> {
-    const variant = `${after !== null ? 'l' : ''}${upTo !== null ? 'u' : ''}`;
+    const reuse = this.#known !== undefined && this.#known.maxAgeMs > 0;
+    const variant = `${after !== null ? 'l' : ''}${upTo !== null ? 'u' : ''}${reuse ? 'k' : ''}`;
     let text = this.#readSql.get(variant);
     if (text === undefined) {
-      text = pageReadSql(this.#target, this.#where, after !== null, upTo !== null);
+      text = pageReadSql(this.#target, this.#where, after !== null, upTo !== null, reuse);
       this.#readSql.set(variant, text);
     }
     const values: unknown[] = [];
     if (after !== null) values.push(after);
     if (upTo !== null) values.push(upTo);
     values.push(limit);
+    if (reuse) values.push(this.#known!.scope, new Date(Date.now() - this.#known!.maxAgeMs).toISOString());
     const res = await this.#reader.query<unknown[]>({ name: `dq_read_${variant}`, text, values, rowMode: 'array' });
     const n = this.#target.columns.length + 1;
-    if (this.#target.status.length === 0) return res.rows.map((r) => ({ key: r[0] as string, values: r.slice(1) as (string | null)[] }));
-    return res.rows.map((r) => ({ key: r[0] as string, values: r.slice(1, n) as (string | null)[], status: r.slice(n) as (string | null)[] }));
+    const m = n + this.#target.status.length;
+    return res.rows.map((r) => {
+      const row: SourceRow = { key: r[0] as string, values: r.slice(1, n) as (string | null)[] };
+      if (this.#target.status.length > 0) row.status = r.slice(n, m) as (string | null)[];
+      if (reuse && r[m] !== null) {
+        const [status, resultClass, requestId, checkedAt, candidates, detail] = r.slice(m, m + KNOWN_FIELDS) as [
+          string,
+          string | null,
+          string | null,
+          Date,
+          string | null,
+          string | null,
+        ];
+        row.known = { status, resultClass, requestId, checkedAt: checkedAt.toISOString(), candidates, detail };
+      }
+      return row;
+    });
   }
 
   /**
@@ -323,7 +404,7 @@ export class PageStore {
       const res = await this.#writer.query<{ written: number; conflicts: string[] }>({
         name: 'dq_write',
         text: this.#writeSql,
-        values: pageWriteParams(runId, worker, new Date(), page, checkpoint),
+        values: pageWriteParams(runId, worker, new Date(), page, checkpoint, this.#known?.scope),
       });
       return { taken: false, written: res.rows[0]?.written ?? 0, conflicts: res.rows[0]?.conflicts ?? [] };
     } catch (e) {

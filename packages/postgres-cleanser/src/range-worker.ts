@@ -4,7 +4,8 @@ import { planPage } from './page-plan.js';
 import type { PagePlan } from './page-plan.js';
 import type { PageStore } from './page-store.js';
 import type { TargetTable } from './preflight.js';
-import { toRecord } from './row-values.js';
+import { validateRows } from './known-rows.js';
+import type { ReusedTally } from './known-rows.js';
 import type { SourceRow } from './row-values.js';
 import type { ClaimedRange } from './work-queue.js';
 
@@ -32,6 +33,8 @@ export interface WorkContext {
   worker: string;
   runId: string;
   progress: CleanseProgress;
+  /** Rows of this process answered from what an earlier run wrote to them (no call, no write). */
+  reused: ReusedTally;
   conflictKeys: string[];
   logger: Logger;
   options: CleanseOptions;
@@ -51,7 +54,7 @@ async function prepare(ctx: WorkContext, after: string | null, hi: string | null
   const t0 = performance.now();
   const rows = await ctx.store.read(after, hi, ctx.batchSize);
   const t1 = performance.now();
-  const results = rows.length === 0 ? [] : await ctx.engine.process(rows.map((r) => toRecord(r, ctx.target.columns)));
+  const results = rows.length === 0 ? [] : await validateRows(ctx.engine, rows, ctx.target.columns, ctx.reused);
   const t2 = performance.now();
   ctx.progress.timings.readMs += t1 - t0;
   ctx.progress.timings.validateMs += t2 - t1;

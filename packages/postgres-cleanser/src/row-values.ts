@@ -7,6 +7,23 @@ export interface SourceRow {
   values: (string | null)[];
   /** The status columns' values as text (`--status-columns`, in their order); absent without. */
   status?: (string | null)[];
+  /**
+   * The answer a cleanse run got for this row when it still holds exactly the values that run
+   * wrote to it (see {@link KnownRows} in page-store.ts); absent otherwise.
+   */
+  known?: KnownAnswer;
+}
+
+/** A row's answer as the results table keeps it: reused, with no call and no write. */
+export interface KnownAnswer {
+  status: string;
+  resultClass: string | null;
+  requestId: string | null;
+  /** When the platform gave the answer (ISO time). */
+  checkedAt: string;
+  /** JSON texts, as stored. */
+  candidates: string | null;
+  detail: string | null;
 }
 
 /** What a page does with one row. */

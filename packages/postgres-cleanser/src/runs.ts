@@ -55,6 +55,19 @@ function describe(target: TargetTable, settings: RunSettings): Record<string, un
 }
 
 /**
+ * The scope of the rows a cleanse run records as known (`dq_cleanse.known`): the table, its key,
+ * the mapping and the settings that decide the platform's answer and what is written (mode,
+ * country, accepted classes, included extras). Not `--where` (it selects rows, it does not change
+ * their answers) nor the status columns. A later run reuses a known row's answer only within the
+ * same scope.
+ */
+export function knownScope(target: TargetTable, settings: RunSettings): string {
+  const d = describe(target, settings);
+  const scope = { table: d['table'], key: d['key'], mapping: d['mapping'], mode: d['mode'], country: d['country'], accept: d['accept'], include: d['include'] };
+  return createHash('sha256').update(JSON.stringify(scope)).digest('hex');
+}
+
+/**
  * Creates run `runId`, or joins it when it exists (resume, or another process of the same run).
  * Joining checks that table, key, mapping and every setting in {@link RunSettings} are the same:
  * a run is one pass with one meaning. `rangeRows` is only used when the run is created.

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSchema } from '../src/bookkeeping.js';
-import { pageWriteParams, pageWriteParamTypes, pageWriteSql, textArrayLiteral, textArrayParam } from '../src/page-store.js';
+import { pageReadSql, pageWriteParams, pageWriteParamTypes, pageWriteSql, textArrayLiteral, textArrayParam } from '../src/page-store.js';
 import type { PageCheckpoint, PageWrite } from '../src/page-store.js';
 import { inspectTable } from '../src/preflight.js';
 import type { TargetTable } from '../src/preflight.js';
@@ -148,5 +148,34 @@ describe('page parameters', () => {
     const values = ['plain', null, 'say "hi"', 'back\\slash\\', '', 'NULL', '{a,b}', ' spaced ', 'line\nbreak', 'Straße 5 – 🏠', "it's"];
     const { rows } = await client.query<{ v: string | null }>('SELECT unnest($1::text[]) AS v', [textArrayLiteral(values)]);
     expect(rows.map((r) => r.v)).toEqual(values);
+  });
+});
+
+describe('the page read with known rows', () => {
+  const text = (): string => pageReadSql(target, undefined, true, true, true);
+  const values = (): unknown[] => ['100000', '150000', 1000, 'scope', new Date(Date.now() - 3_600_000).toISOString()];
+  /** The scans of the read's plan, as `Node Type` and relation. */
+  const scans = async (): Promise<PlanNode[]> => {
+    const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${text()}`, values());
+    return nodes((rows[0]?.['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan).filter((n) => n['Relation Name'] !== undefined);
+  };
+
+  it('finds each row of the page, its known entry and its results row through their indexes, not a scan, with or without statistics', async () => {
+    // A first run's results, before anything analysed them (autovacuum off, as in the harness), and no known rows yet.
+    await client.query(`INSERT INTO dq_cleanse.results (run_id, row_key, status, outcome, checked_at, worker, before, after)
+      SELECT 'known-explain', g::text, 'accepted', 'written', now(), 'w', ARRAY['Old ' || g, 'Town'], ARRAY['Street ' || g, 'Town ' || (g % 1000)]
+        FROM generate_series(1, ${ROWS}) g`);
+    for (const scan of await scans()) expect(scan['Node Type'], scan['Relation Name']).not.toBe('Seq Scan');
+    // Every row of the table known from that run, statistics up to date.
+    await client.query(`INSERT INTO dq_cleanse.known (scope, row_key, run_id) SELECT 'scope', g::text, 'known-explain' FROM generate_series(1, ${ROWS}) g`);
+    await client.query('ANALYZE dq_cleanse.results');
+    await client.query('ANALYZE dq_cleanse.known');
+    const found = await scans();
+    for (const scan of found) expect(scan['Node Type'], scan['Relation Name']).not.toBe('Seq Scan');
+    expect(new Set(found.map((n) => n['Relation Name']))).toEqual(new Set(['big', 'known', 'results']));
+    // And it reads them as known: the page's 1000 rows, each with its answer.
+    const read = await client.query<unknown[]>({ text: text(), values: values(), rowMode: 'array' });
+    expect(read.rows).toHaveLength(1000);
+    expect(read.rows.every((r) => r[3] === 'accepted')).toBe(true);
   });
 });

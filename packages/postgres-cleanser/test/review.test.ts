@@ -7,6 +7,7 @@ import { parseString } from '@fast-csv/parse';
 import pg from 'pg';
 import { createCompanyService } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SCHEMA_VERSION } from '../src/bookkeeping.js';
 import { cleanseArgs, createCustomers, createEtlRole, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
 
@@ -464,9 +465,9 @@ describe('dq-pg review export / apply', () => {
     const out = join(dir, 'old.csv');
     const refused = await runCli(['review', 'export', '--db', etl, '--run', 'c-old', '--output', out]);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/permission-denied: .*may not upgrade schema dq_cleanse from layout version 2 to 3.*dq-pg init/);
+    expect(refused.stderr).toMatch(new RegExp(`permission-denied: .*may not upgrade schema dq_cleanse from layout version 2 to ${SCHEMA_VERSION}.*dq-pg init`));
     const init = await runCli(['init', '--db', owner]);
-    expect(JSON.parse(init.stdout)).toMatchObject({ version: 3 });
+    expect(JSON.parse(init.stdout)).toMatchObject({ version: SCHEMA_VERSION });
     const exported = await runCli(['review', 'export', '--db', etl, '--run', 'c-old', '--output', out]);
     expect(exported.code).toBe(0);
     expect(json(exported)['rows']).toBe((await reviewRows(owner, 'c-old')).filter((r) => r.cls === 'D' || r.cls === 'E').length);

@@ -1,0 +1,65 @@
+import type { Engine, RecordResult, RecordStatus, ResultClass, RunReport } from '@dq/core';
+import type { MappedColumn } from './preflight.js';
+import { toRecord } from './row-values.js';
+import type { KnownAnswer, SourceRow } from './row-values.js';
+
+/** Rows of a process answered from what an earlier run wrote to them ({@link SourceRow.known}). */
+export interface ReusedTally {
+  rows: number;
+  byClass: Partial<Record<ResultClass, number>>;
+}
+
+export const emptyTally = (): ReusedTally => ({ rows: 0, byClass: {} });
+
+/** A known row's answer as the engine would have given it from the result store. */
+export function knownResult(known: KnownAnswer): RecordResult {
+  return {
+    status: known.status as RecordStatus,
+    ...(known.resultClass ? { resultClass: known.resultClass as ResultClass } : {}),
+    ...(known.requestId ? { requestId: known.requestId } : {}),
+    checkedAt: known.checkedAt,
+    source: 'store',
+  };
+}
+
+/**
+ * The results of a page's rows, in order: a known row's answer is reused (no call), the others go
+ * to the engine (which may answer them from the result store by their values, or call).
+ */
+export async function validateRows(engine: Engine, rows: readonly SourceRow[], columns: readonly MappedColumn[], tally: ReusedTally): Promise<RecordResult[]> {
+  const asked: SourceRow[] = [];
+  for (const row of rows) if (row.known === undefined) asked.push(row);
+  const answers = asked.length === 0 ? [] : await engine.process(asked.map((r) => toRecord(r, columns)));
+  if (asked.length === rows.length) return answers;
+  let next = 0;
+  return rows.map((row) => {
+    if (row.known === undefined) return answers[next++] as RecordResult;
+    const result = knownResult(row.known);
+    tally.rows += 1;
+    if (result.resultClass) tally.byClass[result.resultClass] = (tally.byClass[result.resultClass] ?? 0) + 1;
+    return result;
+  });
+}
+
+/**
+ * The engine's run report with the reused rows counted in: as records (accepted, by class) and as
+ * answers from the store (a store lookup that hit, a call saved), so the summary, the run report
+ * and the exit code (`--max-failed` shares) cover every row of the run.
+ */
+export function withReused(report: RunReport, tally: ReusedTally): RunReport {
+  if (tally.rows === 0) return report;
+  const byClass = { ...report.byClass };
+  for (const [c, n] of Object.entries(tally.byClass)) byClass[c as ResultClass] += n;
+  const storeLookups = report.storeLookups + tally.rows;
+  const storeHits = report.storeHits + tally.rows;
+  return {
+    ...report,
+    records: report.records + tally.rows,
+    byStatus: { ...report.byStatus, accepted: report.byStatus.accepted + tally.rows },
+    byClass,
+    callsSavedByStore: report.callsSavedByStore + tally.rows,
+    storeLookups,
+    storeHits,
+    storeHitRate: Number((storeHits / storeLookups).toFixed(4)),
+  };
+}
