@@ -139,11 +139,10 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const statusColumns = target.status.length > 0 ? Object.fromEntries(target.status.map((c) => [c.field, c.column])) : undefined;
     const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns };
     // Rows this run corrects are recorded as known; rows an earlier run corrected and that still
-    // hold what it wrote reuse its answer: no call, no write (not with --store off or --max-age 0).
-    const known: KnownRows = {
-      scope: knownScope(target, settings),
-      maxAgeMs: options.engine?.store === 'off' ? 0 : (options.engine?.maxAgeMs ?? DEFAULT_MAX_AGE_MS),
-    };
+    // hold what it wrote reuse its answer: no call, no write (not with --max-age 0). With --store
+    // off nothing is kept for later runs, as no answer is stored: no known rows recorded or reused.
+    const known: KnownRows | undefined =
+      options.engine?.store === 'off' ? undefined : { scope: knownScope(target, settings), maxAgeMs: options.engine?.maxAgeMs ?? DEFAULT_MAX_AGE_MS };
     const report = (): RunReport | undefined => (engine ? withReused(engine.report(), reused) : undefined);
     const rounded = (): CleanseProgress => {
       const t = progress.timings;

@@ -122,6 +122,16 @@ describe('dq-pg with the result store (default: its own database)', () => {
     },
   );
 
+  it('--store off keeps nothing for later runs: the rows it corrects are not recorded as known', { timeout: 600_000 }, async () => {
+    const other = await env.pg.createDatabase();
+    await createCustomers(other, 300, 5);
+    const result = await runCli(cleanseArgs(other, env.sandbox, ['--run-id', 'off-1', '--store', 'off']));
+    expect(result.code, result.stderr).toBe(0);
+    expect(summaryOf(result)['written']).toBeGreaterThan(0);
+    const known = await withClient(other, async (c) => (await c.query<{ n: string }>(`SELECT count(*) AS n FROM dq_cleanse.known`)).rows[0]!.n);
+    expect(known).toBe('0');
+  });
+
   it('--store off and --max-age 0 call everything; answers older than --max-age are bought again, once', { timeout: 600_000 }, async () => {
     const settled = await cleanse('age-1');
     expect(settled.calls).toBe(0);
