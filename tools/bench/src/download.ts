@@ -233,7 +233,7 @@ async function main(): Promise<void> {
       cpus: cpus().length,
       node: process.version,
       openssl: tools,
-      ours: 'DownloadClient: body read by the socket straight into shared blocks, SHA-512 in the same pass (worker thread), writes at offsets, background fdatasync, fsync, verify, rename',
+      ours: 'DownloadClient: body received by undici and copied into shared 1 MiB blocks, SHA-512 in the same pass (worker thread), writes at offsets, background fdatasync, fsync, verify, rename',
       reference: 'SHA-512 alone over the same bytes in memory on one core (node:crypto, 1 MiB updates), measured in every run',
       standardTools: 'curl | tee file | openssl dgst -sha512 (one pass, no fsync)',
       raw: 'curl -o file (no hash, no fsync)',
