@@ -26,7 +26,6 @@ const BENCHMARKS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['store-rerun', ['1000000', '5']],
   ['store-pg-rerun', ['1000000', '5']],
   ['csv-writer', ['200000', '5']],
-  ['log-metrics', ['100000', '5']],
 ];
 
 const only = process.argv.slice(2);
