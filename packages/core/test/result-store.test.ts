@@ -78,7 +78,8 @@ describe('the embedded result store', () => {
       [
         '--input-type=module',
         '-e',
-        `import { createEngine, createSilentLogger, openStore } from '@dq/core';
+        `import { createEngine, createSilentLogger } from '@dq/core';
+         import { openStore } from '@dq/core/store';
          import { writeSync } from 'node:fs';
          const engine = createEngine({ mode: 'address', baseUrl: ${JSON.stringify(platform.url)}, apiKey: 'k', rateLimits: { batch: 0 },
            threads: 0, concurrency: 4, logger: createSilentLogger(), resultStore: await openStore(${JSON.stringify(dir)}) });
