@@ -4,10 +4,10 @@ import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { processFile } from '../src/run.js';
 import { describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { batchCalls, readCsv, useSandbox, useTempDir } from './helpers.js';
+import { batchCalls, readCsv, unlimited, useSandbox, useTempDir } from './helpers.js';
 
 const dir = useTempDir();
-const sandbox = useSandbox();
+const sandbox = useSandbox(unlimited());
 
 const records = [
   { id: 1, street: 'Hauptstraße', houseNumber: '5', postalCode: '10115', locality: 'Berlin' },

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 
 import { openSource, type SourceItem } from '../src/source/index.js';
 import { describe, expect, it } from 'vitest';
-import { readCsv, runCli, summaryOf, useSandbox, useTempDir } from './helpers.js';
+import { readCsv, runCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
 
 const dir = useTempDir();
-const sandbox = useSandbox();
+const sandbox = useSandbox(unlimited());
 
 const env = () => sandbox.env();
 

@@ -2,13 +2,13 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createCompanyService, generateDirtyInputs } from '@dq/sandbox';
 import { describe, expect, it } from 'vitest';
-import { readCsv, runCli, summaryOf, useSandbox, useTempDir } from './helpers.js';
+import { readCsv, runCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
 
 // What a dq-csv user sees in the output for the platform's answers: inputs the platform takes,
 // a country it has no reference data for, a 503 outside the contract's rows, an ambiguous company.
 
 const dir = useTempDir();
-const sandbox = useSandbox();
+const sandbox = useSandbox(unlimited());
 
 /** Clean addresses of the sandbox's reference data (the truths of the generator's class A inputs). */
 function knownAddresses(n: number): Array<{ street: string; houseNumber: string; postalCode: string; locality: string }> {

@@ -4,13 +4,13 @@ import { parseString } from '@fast-csv/parse';
 import { writeToString } from '@fast-csv/format';
 import { createCompanyService, generateDirtyInputs } from '@dq/sandbox';
 import { describe, expect, it } from 'vitest';
-import { readCsv, runCli, useSandbox, useTempDir } from './helpers.js';
+import { readCsv, runCli, unlimited, useSandbox, useTempDir } from './helpers.js';
 
 // The review loop with the real CLI (dist/), the sandbox over real HTTP and real files:
 // validate → review export → decisions filled in (as a person, or a spreadsheet, would) → review apply.
 
 const dir = useTempDir();
-const sandbox = useSandbox();
+const sandbox = useSandbox(unlimited());
 
 const COLUMNS = ['id', 'note', 'street', 'houseNumber', 'addressLine', 'postalCode', 'locality', 'localityLine', 'country'] as const;
 // Input values a spreadsheet would run, or that need quoting: they must come back byte for byte.
