@@ -30,9 +30,15 @@ export function consumerRestartDelayMs(restart: number, random: () => number = M
 
 /**
  * Longest wait of a fetch, in ms. kafkajs also sleeps this long when every assigned partition is
- * paused, so it bounds how soon a partition paused for backpressure resumes (kafkajs default 5000).
+ * paused, so it bounds how soon a partition paused for a retry is fetched again (kafkajs default 5000).
  */
 const FETCH_MAX_WAIT_MS = 500;
+
+/**
+ * Longest wait for room in the in-flight budget before the batch handler heartbeats and looks again
+ * (a stop, a rebalance or a pause also wake it at once).
+ */
+const ROOM_WAIT_MS = 1000;
 
 /** Life cycle of an {@link Enricher}. */
 export type EnricherState = 'created' | 'starting' | 'running' | 'draining' | 'stopping' | 'stopped';
@@ -207,26 +213,46 @@ class KafkaEnricher implements Enricher {
     }
   }
 
-  /** eachBatch: takes what the in-flight budget allows into the partition's pipeline; must return quickly. */
-  async #take({ batch, resolveOffset }: EachBatchPayload): Promise<void> {
-    if (this.#state !== 'running' || batch.messages.length === 0) return;
+  /**
+   * eachBatch: hands the batch's messages to the partition's pipeline as the in-flight budget allows.
+   * While the budget is used up it waits for room (heartbeating), so kafkajs fetches nothing more
+   * meanwhile and the part of the batch already fetched is kept instead of being fetched again. It
+   * returns early, leaving the rest unresolved for a later fetch, when the run stops, a rebalance
+   * begins, kafkajs marks the batch stale (a seek) or the partition is paused for a retry.
+   */
+  async #take({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
     const key = `${topic}\u0000${partition}`;
-    let pipeline = this.#pipelines.get(key);
-    if (!pipeline) {
-      pipeline = new PartitionPipeline(topic, partition, this.#context(), this.#retired.get(key));
-      this.#pipelines.set(key, pipeline);
-    }
-    const fresh = pipeline.fresh(batch.messages);
     const flow = this.#flow!;
-    const granted = flow.take(fresh.length);
-    if (granted < fresh.length) flow.pause(topic, partition, 'backpressure');
-    if (granted === 0) return;
-    const taken = fresh.slice(0, granted);
-    this.metrics.inc(METRIC.consumed, {}, granted);
-    pipeline.enqueue(taken, batch.highWatermark, this.#o.batchSize);
-    // Moves the fetch position only; offsets are committed by the pipeline after delivery.
-    resolveOffset(taken[taken.length - 1]!.offset);
+    let messages = batch.messages;
+    this.metrics.inc(METRIC.fetched, {}, messages.length);
+    while (messages.length > 0) {
+      if (this.#state !== 'running' || this.#rebalancing || !isRunning() || isStale() || flow.isPaused(topic, partition)) return;
+      let pipeline = this.#pipelines.get(key);
+      if (!pipeline) {
+        pipeline = new PartitionPipeline(topic, partition, this.#context(), this.#retired.get(key));
+        this.#pipelines.set(key, pipeline);
+      }
+      const fresh = pipeline.fresh(messages);
+      if (fresh.length === 0) return;
+      // Whole chunks where the batch has them: a sliver of room is not worth a chunk of its own.
+      const wanted = Math.min(fresh.length, this.#o.batchSize);
+      if (flow.room < wanted) {
+        await flow.waitForRoom(topic, partition, wanted, ROOM_WAIT_MS);
+        // Sent only when the heartbeat interval has passed; throws when a rebalance began, which
+        // kafkajs answers by rejoining (the batch's untaken rest stays unresolved).
+        await heartbeat();
+        messages = fresh;
+        continue;
+      }
+      const granted = flow.take(fresh.length);
+      const taken = granted === fresh.length ? fresh : fresh.slice(0, granted);
+      this.metrics.inc(METRIC.consumed, {}, granted);
+      pipeline.enqueue(taken, batch.highWatermark, this.#o.batchSize);
+      // Moves the fetch position only; offsets are committed by the pipeline after delivery.
+      resolveOffset(taken[taken.length - 1]!.offset);
+      messages = fresh.slice(granted);
+    }
   }
 
   #context(): PipelineContext {

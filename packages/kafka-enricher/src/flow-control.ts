@@ -3,13 +3,19 @@ import { METRIC } from './metrics.js';
 import type { Metrics } from './metrics.js';
 
 /** Why a partition is paused; it resumes only when no reason is left. */
-export type PauseReason = 'backpressure' | 'retry' | 'shutdown';
+export type PauseReason = 'retry' | 'shutdown';
 
 /**
  * The in-flight budget and the pause state of the input partitions. A message counts from the
  * moment it is taken from a fetched batch until its offset is committed or its work is handed back;
- * the count never passes `maxInFlight`. When the budget is used up, partitions that bring more are
- * paused; they resume once the count falls to half the budget.
+ * the count never passes `maxInFlight`.
+ *
+ * When the budget is used up, the partition whose batch brings more waits for room inside kafkajs's
+ * batch handler ({@link waitForRoom}) rather than being paused: kafkajs fetches again only after the
+ * handler returns, so waiting holds the fetching back while the part of the batch already fetched is
+ * kept and taken as room frees up. Pausing would make kafkajs drop the rest of the fetched batch and
+ * fetch and decode it again after the resume (and sleep its fetch wait when every partition is
+ * paused). Partitions waiting for room count as paused in the gauge.
  */
 export class FlowControl {
   /** The current consumer (it is replaced when a crashed one is restarted). */
@@ -17,6 +23,10 @@ export class FlowControl {
   readonly #metrics: Metrics;
   readonly #max: number;
   readonly #reasons = new Map<string, { topic: string; partition: number; reasons: Set<PauseReason> }>();
+  /** Partitions whose batch handler waits for room (keys as in {@link #reasons}). */
+  readonly #waiting = new Set<string>();
+  #wake: (() => void) | undefined;
+  #woken: Promise<void> | undefined;
   #inFlight = 0;
 
   constructor(consumer: () => Consumer, metrics: Metrics, maxInFlight: number) {
@@ -29,6 +39,11 @@ export class FlowControl {
     return this.#inFlight;
   }
 
+  /** Room left in the budget. */
+  get room(): number {
+    return this.#max - this.#inFlight;
+  }
+
   /** Takes up to `wanted` messages into the budget and returns how many were granted. */
   take(wanted: number): number {
     const granted = Math.max(0, Math.min(wanted, this.#max - this.#inFlight));
@@ -39,11 +54,45 @@ export class FlowControl {
 
   /** Gives `count` messages back to the budget (committed, or handed back to Kafka). */
   release(count: number): void {
+    if (count <= 0) return;
     this.#inFlight = Math.max(0, this.#inFlight - count);
     this.#metrics.set(METRIC.inFlight, {}, this.#inFlight);
-    if (this.#inFlight <= this.#max / 2) {
-      for (const entry of [...this.#reasons.values()]) this.resume(entry.topic, entry.partition, 'backpressure');
+    this.wake();
+  }
+
+  /**
+   * Waits, as `topic`/`partition`, until {@link wake} is called (room freed, a pause, a rebalance, a
+   * stop) or `timeoutMs` passed, so the caller can heartbeat and look again whether, and how much, it
+   * may take. Returns at once when the budget has room for `wanted` messages.
+   */
+  async waitForRoom(topic: string, partition: number, wanted: number, timeoutMs: number): Promise<void> {
+    if (this.room >= Math.min(wanted, this.#max)) return;
+    const key = `${topic}\u0000${partition}`;
+    this.#waiting.add(key);
+    this.#updateGauge();
+    this.#woken ??= new Promise<void>((resolve) => (this.#wake = resolve));
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([this.#woken, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    } finally {
+      clearTimeout(timer);
+      this.#waiting.delete(key);
+      this.#updateGauge();
     }
+  }
+
+  /** Wakes every {@link waitForRoom} so it looks again (room freed, a rebalance, a stop). */
+  wake(): void {
+    const wake = this.#wake;
+    if (!wake) return;
+    this.#wake = undefined;
+    this.#woken = undefined;
+    wake();
+  }
+
+  /** Whether `topic`/`partition` is paused for any reason. */
+  isPaused(topic: string, partition: number): boolean {
+    return this.#reasons.has(`${topic}\u0000${partition}`);
   }
 
   /** Pauses fetching `topic`/`partition` for `reason` (idempotent). */
@@ -57,6 +106,7 @@ export class FlowControl {
     }
     entry.reasons.add(reason);
     this.#updateGauge();
+    this.wake();
   }
 
   /** Drops `reason` for `topic`/`partition`; fetching resumes when no reason is left. */
@@ -72,6 +122,7 @@ export class FlowControl {
   /** Stops fetching the whole topic (shutdown); kept until the consumer disconnects. */
   pauseTopic(topic: string): void {
     this.#consumer().pause([{ topic }]);
+    this.wake();
   }
 
   /** After a rebalance: forgets every pause (the new assignment starts unpaused). */
@@ -79,9 +130,12 @@ export class FlowControl {
     for (const entry of this.#reasons.values()) this.#consumer().resume([{ topic: entry.topic, partitions: [entry.partition] }]);
     this.#reasons.clear();
     this.#updateGauge();
+    this.wake();
   }
 
   #updateGauge(): void {
-    this.#metrics.set(METRIC.paused, {}, this.#reasons.size);
+    let paused = this.#reasons.size;
+    for (const key of this.#waiting) if (!this.#reasons.has(key)) paused++;
+    this.#metrics.set(METRIC.paused, {}, paused);
   }
 }

@@ -10,6 +10,7 @@ interface Family {
 
 /** Names of the metric families dq-kafka exports (README "Metrics"). */
 export const METRIC = {
+  fetched: 'dq_kafka_messages_fetched_total',
   consumed: 'dq_kafka_messages_consumed_total',
   produced: 'dq_kafka_messages_produced_total',
   dlq: 'dq_kafka_dlq_messages_total',
@@ -32,6 +33,7 @@ export const METRIC = {
 } as const;
 
 const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string, labelNames?: readonly string[]]> = {
+  [METRIC.fetched]: ['counter', 'Input messages handed over by the Kafka client, a message again each time it is fetched again.'],
   [METRIC.consumed]: ['counter', 'Input messages taken from the input topic (redeliveries included).'],
   [METRIC.produced]: ['counter', 'Enriched messages acknowledged by the output topic.'],
   [METRIC.dlq]: ['counter', 'Messages acknowledged by the dead-letter topic, by reason code.', ['reason']],
@@ -39,7 +41,7 @@ const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string
   [METRIC.classes]: ['counter', 'Address results by result class (A-F).', ['class']],
   [METRIC.lag]: ['gauge', 'High watermark minus the next offset to commit, per input partition (messages).', ['topic', 'partition']],
   [METRIC.inFlight]: ['gauge', 'Messages taken from Kafka whose offsets are not yet committed.'],
-  [METRIC.paused]: ['gauge', 'Input partitions paused for backpressure or a transient failure.'],
+  [METRIC.paused]: ['gauge', 'Input partitions held back: waiting for room in the in-flight budget, or paused for a transient failure.'],
   [METRIC.commits]: ['counter', 'Offset commits that succeeded.'],
   [METRIC.batchRetries]: ['counter', 'Batches repeated because records came back unavailable (5xx, timeouts, 429).'],
   [METRIC.apiCalls]: ['counter', 'Distinct requests sent to the platform.'],
