@@ -15,8 +15,9 @@ export const RANGE_TAKEN = 'DQ001';
  * covers every row a run updated (status columns included), not only rows with corrections; 3: runs
  * have a `kind` (`cleanse`, or `review` for a `dq-pg review apply`) and `review_of` (the run whose
  * review rows a review run decided); 4: `known`, per table row, the run whose results row holds the
- * values a cleanse run last wrote to it and the answer they came from (a later run reuses that
- * answer while the row still holds those values: docs/architecture.md "Reruns").
+ * values a cleanse run last wrote to it and the answer they came from, or the values a review run
+ * left in it and the decision (a later run reuses that answer or decision while the row still
+ * holds those values: docs/architecture.md "Reruns").
  */
 export const SCHEMA_VERSION = 4;
 
@@ -31,7 +32,7 @@ export const SCHEMA_VERSION = 4;
  * SHARE locks would make page commits of several processes wait on the run row. `known` points,
  * per row of a cleaned table and per scope (`knownScope` in runs.ts: (table, key, mapping and the
  * settings that decide the answer and what is written)), at the results row of the run that last
- * wrote corrections to it: its `after` values and its answer.
+ * wrote corrections to it or decided it in a review: its `after` values and its answer.
  */
 const TABLES = `
 CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.runs (
