@@ -521,6 +521,32 @@ describe('dq-pg review export / apply', () => {
     for (const key of decided) expect(again.results.get(key), key).toMatchObject({ status: 'review' });
   });
 
+  it('with status columns, the next cleanse leaves what the reviewer decided in them', async () => {
+    const db = await cleaned('c-known-st', 120);
+    const [kept, invalid, picked] = (await reviewRows(db, 'c-known-st')) as [ReviewRow, ReviewRow, ReviewRow];
+    const file = join(dir, 'known-st.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'c-known-st', '--output', file])).code).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    const decisions = new Map([
+      [kept.key, 'keep'],
+      [invalid.key, 'invalid'],
+      [picked.key, picked.candidates.length > 0 ? '1' : 'keep'],
+    ]);
+    await saveCsv(file, headers, rows, decisions, { bom: true, delimiter: ',', quoteAll: true });
+    const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-known-st']);
+    expect(applied.code, applied.stderr).toBe(0);
+    const afterApply = await rowTexts(db);
+    const calls = billable(env.sandbox);
+    const next = await runCli(
+      cleanseArgs(db, env.sandbox, ['--run-id', 'n-known-st', '--batch-size', '50', '--status-columns', 'status=dq_status,class=dq_class']),
+    );
+    expect(next.code, next.stderr).toBe(0);
+    expect(billable(env.sandbox) - calls).toBe(0);
+    expect(await rowTexts(db)).toEqual(afterApply);
+    expect(await row(db, kept.key)).toMatchObject({ dq_status: 'accepted', dq_class: kept.cls });
+    expect(await row(db, invalid.key)).toMatchObject({ dq_status: 'invalid' });
+  });
+
   it('runs export, apply and rollback as the ETL role with the documented grants', async () => {
     const owner = await env.pg.createDatabase();
     await createCustomers(owner, 150);
