@@ -15,8 +15,9 @@ export const RANGE_TAKEN = 'DQ001';
  * covers every row a run updated (status columns included), not only rows with corrections; 3: runs
  * have a `kind` (`cleanse`, or `review` for a `dq-pg review apply`) and `review_of` (the run whose
  * review rows a review run decided); 4: `known`, per table row, the run whose results row holds the
- * values a cleanse run last wrote to it and the answer they came from (a later run reuses that
- * answer while the row still holds those values: docs/architecture.md "Reruns").
+ * values a cleanse run last wrote to it and the answer they came from, or the values a review run
+ * left in it and the decision (a later run reuses that answer or decision while the row still
+ * holds those values: docs/architecture.md "Reruns").
  */
 export const SCHEMA_VERSION = 4;
 
@@ -31,7 +32,7 @@ export const SCHEMA_VERSION = 4;
  * SHARE locks would make page commits of several processes wait on the run row. `known` points,
  * per row of a cleaned table and per scope (`knownScope` in runs.ts: (table, key, mapping and the
  * settings that decide the answer and what is written)), at the results row of the run that last
- * wrote corrections to it: its `after` values and its answer.
+ * wrote corrections to it or decided it in a review: its `after` values and its answer.
  */
 const TABLES = `
 CREATE TABLE IF NOT EXISTS ${STATE_SCHEMA}.runs (
@@ -138,7 +139,33 @@ async function storedVersion(client: pg.Client): Promise<number | null> {
  */
 export async function ensureSchema(client: pg.Client): Promise<number> {
   const seen = await storedVersion(client);
-  if (seen !== null && seen >= SCHEMA_VERSION) return seen;
+  const version = seen !== null && seen >= SCHEMA_VERSION ? seen : await migrate(client, seen);
+  await checkGrants(client);
+  return version;
+}
+
+/**
+ * Refuses, before any work, a user that lacks the README's grants on a table of the bookkeeping
+ * schema — typically one that `dq-pg init` added when it upgraded the layout (`ON ALL TABLES`
+ * covers only the tables there when it ran), which would otherwise fail mid-run.
+ */
+async function checkGrants(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ name: string; user: string }>(
+    `SELECT c.relname AS name, current_user AS user FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = '${STATE_SCHEMA}' AND c.relkind = 'r'
+        AND NOT (has_table_privilege(c.oid, 'SELECT') AND has_table_privilege(c.oid, 'INSERT') AND has_table_privilege(c.oid, 'UPDATE'))
+      ORDER BY c.relname`,
+  );
+  if (rows.length === 0) return;
+  const tables = rows.map((r) => `${STATE_SCHEMA}.${r.name}`).join(', ');
+  throw new CleanseError(
+    'permission-denied',
+    `the database user ${rows[0]?.user} may not SELECT, INSERT and UPDATE ${tables}: have the schema's owner grant it again what the README lists (GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA ${STATE_SCHEMA} TO ${rows[0]?.user}; needed again after "dq-pg init" upgraded the layout)`,
+  );
+}
+
+/** Creates the schema, or migrates an older layout, under an advisory lock (see {@link ensureSchema}). */
+async function migrate(client: pg.Client, seen: number | null): Promise<number> {
   try {
     return await inTransaction(client, async () => {
       await client.query(`SELECT pg_advisory_xact_lock(hashtext('${STATE_SCHEMA}'))`);

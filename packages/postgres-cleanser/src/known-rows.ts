@@ -6,10 +6,12 @@ import type { KnownAnswer, SourceRow } from './row-values.js';
 /** Rows of a process answered from what an earlier run wrote to them ({@link SourceRow.known}). */
 export interface ReusedTally {
   rows: number;
+  /** `accepted`, or `invalid` for a row a reviewer marked invalid. */
+  byStatus: Partial<Record<RecordStatus, number>>;
   byClass: Partial<Record<ResultClass, number>>;
 }
 
-export const emptyTally = (): ReusedTally => ({ rows: 0, byClass: {} });
+export const emptyTally = (): ReusedTally => ({ rows: 0, byStatus: {}, byClass: {} });
 
 /** A known row's answer as the engine would have given it from the result store. */
 export function knownResult(known: KnownAnswer): RecordResult {
@@ -36,13 +38,14 @@ export async function validateRows(engine: Engine, rows: readonly SourceRow[], c
     if (row.known === undefined) return answers[next++] as RecordResult;
     const result = knownResult(row.known);
     tally.rows += 1;
+    tally.byStatus[result.status] = (tally.byStatus[result.status] ?? 0) + 1;
     if (result.resultClass) tally.byClass[result.resultClass] = (tally.byClass[result.resultClass] ?? 0) + 1;
     return result;
   });
 }
 
 /**
- * The engine's run report with the reused rows counted in: as records (accepted, by class) and as
+ * The engine's run report with the reused rows counted in: as records (by status and class) and as
  * answers from the store (a store lookup that hit, a call saved), so the summary, the run report
  * and the exit code (`--max-failed` shares) cover every row of the run.
  */
@@ -50,12 +53,14 @@ export function withReused(report: RunReport, tally: ReusedTally): RunReport {
   if (tally.rows === 0) return report;
   const byClass = { ...report.byClass };
   for (const [c, n] of Object.entries(tally.byClass)) byClass[c as ResultClass] += n;
+  const byStatus = { ...report.byStatus };
+  for (const [st, n] of Object.entries(tally.byStatus)) byStatus[st as RecordStatus] += n;
   const storeLookups = report.storeLookups + tally.rows;
   const storeHits = report.storeHits + tally.rows;
   return {
     ...report,
     records: report.records + tally.rows,
-    byStatus: { ...report.byStatus, accepted: report.byStatus.accepted + tally.rows },
+    byStatus,
     byClass,
     callsSavedByStore: report.callsSavedByStore + tally.rows,
     storeLookups,

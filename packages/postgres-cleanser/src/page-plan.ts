@@ -51,8 +51,11 @@ export function planPage(
   for (let i = 0; i < n; i += 1) {
     const row = rows[i] as SourceRow;
     const result = results[i] as RecordResult;
-    // A known row holds the values its answer was written as: nothing to change or write.
-    const decision: RowDecision = row.known ? { outcome: 'unchanged', after: row.values } : decideRow(mode, row, columns, result);
+    // A known row holds the values its answer (or a reviewer's decision) left in it: nothing to
+    // change or write; an `invalid` decision keeps the row as it is, like an invalid answer.
+    const decision: RowDecision = row.known
+      ? { outcome: result.status === 'accepted' ? 'unchanged' : 'kept', after: row.values }
+      : decideRow(mode, row, columns, result);
     decisions[i] = decision;
     const writes = decision.outcome === 'write';
     if (writes) changes += 1;

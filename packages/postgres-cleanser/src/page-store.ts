@@ -44,16 +44,26 @@ export interface PageCounts {
 }
 
 /**
- * Rows a cleanse run wrote corrections to are recorded in `dq_cleanse.known` under `scope`
- * (`knownScope` in runs.ts); a later read of a row that still holds exactly those values, whose
- * results row was not rolled back and whose answer is younger than `maxAgeMs`, comes with that
- * answer ({@link SourceRow.known}), so the row costs neither a call nor a write. `maxAgeMs` 0
- * (`--max-age 0`, `--store off`): rows are recorded, never reused.
+ * Rows a cleanse run wrote corrections to, and rows a review run decided, are recorded in
+ * `dq_cleanse.known` under `scope` (`knownScope` in runs.ts); a later read of a row that still
+ * holds exactly the values the run left in it, whose results row was not rolled back and whose
+ * answer is younger than `maxAgeMs` (a reviewer's decision does not age), comes with that answer
+ * ({@link SourceRow.known}), so the row costs neither a call nor a write. `maxAgeMs` 0
+ * (`--max-age 0`): rows are recorded, never reused.
  */
 export interface KnownRows {
   scope: string;
   maxAgeMs: number;
+  /** Which rows a page write records: see {@link KnownRecording}; default `corrected`. */
+  record?: KnownRecording;
 }
+
+/**
+ * Which rows of a page are recorded as known: `corrected` (a cleanse run), the rows whose
+ * corrections were written; `decided` (a review run), every row of the page that is not a
+ * conflict — the reviewer's decision holds for the values the row is left with, written or not.
+ */
+export type KnownRecording = 'corrected' | 'decided';
 
 /** Fields of a known row's answer that the page read returns after the row's own values. */
 const KNOWN_FIELDS = 6;
@@ -91,14 +101,16 @@ export function pageReadSql(target: TargetTable, where: string | undefined, lowe
   // Two lateral probes, each by the whole primary key of its table; LIMIT 1 keeps the planner from
   // flattening them into a join it might hash over the whole table, so the plan stays index
   // probes per row of the page whatever the statistics (the harness runs without autovacuum).
+  // A review run's results row (its detail names the decision) is a person's decision, not a
+  // bought answer: --max-age does not expire it (only a rollback, or an edit of the row, does).
   return `SELECT ${outer}, kr.status, kr.result_class, kr.request_id, kr.checked_at, kr.candidates, kr.detail
   FROM (SELECT ${inner} FROM ${t}${filter} ORDER BY ${t}.${k} LIMIT $${n + 1}) p
   LEFT JOIN LATERAL (SELECT kn.run_id FROM ${STATE_SCHEMA}.known kn WHERE kn.scope = $${n + 2} AND kn.row_key = p.dq_key COLLATE "C" LIMIT 1) kk ON true
   LEFT JOIN LATERAL (
     SELECT r.status, r.result_class, r.request_id, r.checked_at, r.candidates::text AS candidates, r.detail::text AS detail
       FROM ${STATE_SCHEMA}.results r
-     WHERE r.run_id = kk.run_id AND r.row_key = p.dq_key COLLATE "C" AND r.rolled_back_at IS NULL AND r.status = 'accepted'
-       AND r.checked_at > $${n + 3}::timestamptz AND ${same} LIMIT 1) kr ON true
+     WHERE r.run_id = kk.run_id AND r.row_key = p.dq_key COLLATE "C" AND r.rolled_back_at IS NULL AND r.after IS NOT NULL
+       AND (r.checked_at > $${n + 3}::timestamptz OR r.detail ? 'decision') AND ${same} LIMIT 1) kr ON true
  ORDER BY p.dq_sort`;
 }
 
@@ -141,7 +153,7 @@ const FIXED_TYPES = [
 ];
 
 /** SQL types of the parameters of {@link pageWriteSql}, in order (for PREPARE). */
-export function pageWriteParamTypes(target: TargetTable, recordKnown = false): string[] {
+export function pageWriteParamTypes(target: TargetTable, recordKnown?: KnownRecording): string[] {
   const fixed = FIXED_TYPES.map((t) => t.replace('KEY', target.key.type));
   return [
     ...fixed,
@@ -163,14 +175,17 @@ export function pageWriteParamTypes(target: TargetTable, recordKnown = false): s
  * of the page is kept. The key bounds let the planner use the key's index for the page's key range
  * whatever the table's size (see the EXPLAIN test).
  *
- * With `recordKnown` (cleanse runs), the rows whose corrections were written are recorded in
- * `dq_cleanse.known` under the scope given as the last parameter ({@link KnownRows}).
+ * With `recordKnown`, rows are recorded in `dq_cleanse.known` under the scope given as the last
+ * parameter ({@link KnownRows}): `corrected` (a cleanse) the rows whose corrections were written,
+ * `decided` (a review run) every row that is not a conflict. A recorded row's results row keeps
+ * `after` (the values the row was left with) even when it was not updated; `before` stays NULL
+ * then, as the audit and rollback cover only the rows updated.
  *
  * Parameters: see {@link pageWriteParams}. Returns one row: `written` (count) and `conflicts`
  * (keys of rows to update — with status columns every row of the page — that had changed since
  * they were read).
  */
-export function pageWriteSql(target: TargetTable, recordKnown = false): string {
+export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording): string {
   const { key, qualified, columns } = target;
   const kt = key.type;
   const arrays = [`$6::${kt}[]`, '$7::bool[]', '$8::text[]', '$9::text[]', '$10::text[]', '$11::jsonb[]', '$12::jsonb[]', '$13::jsonb[]'];
@@ -214,6 +229,10 @@ export function pageWriteSql(target: TargetTable, recordKnown = false): string {
   const conflictCount = withStatus ? '(SELECT count(*) FROM v) - (SELECT count(*) FROM upd)' : '(SELECT count(*) FROM v WHERE v.w) - (SELECT count(*) FROM wr)';
   const conflictRows = withStatus ? 'NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = v.k)' : 'v.w AND NOT EXISTS (SELECT 1 FROM wr WHERE wr.k = v.k)';
   const returned = ['t.' + key.quoted + ' AS k', 'v.w AS w', ...target.status.map((s, i) => `t.${s.quoted}::text AS s${i}`)].join(', ');
+  // The rows recorded as known, and the results rows that keep their `after` values.
+  const recorded = recordKnown === 'decided' ? `NOT (${conflictRows})` : 'u.k IS NOT NULL';
+  const knownRows = recordKnown === 'decided' ? `v LEFT JOIN upd u ON u.k = v.k WHERE ${recorded}` : 'wr';
+  const knownKey = recordKnown === 'decided' ? 'v.k' : 'wr.k';
   return `WITH v AS (SELECT * FROM unnest(${arrays.join(', ')}) AS v(${names.join(', ')})),
 upd AS (
   UPDATE ${qualified} AS t SET ${set} FROM v
@@ -233,12 +252,12 @@ res AS (
   SELECT $1, v.k::text, v.status, v.class,
          CASE WHEN u.w THEN 'written' WHEN ${withStatus ? 'v.w OR u.k IS NULL' : 'v.w'} THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
          v.rid, v.cand, v.detail, v.err, COALESCE(v.chk, $2), $3,
-         CASE WHEN u.k IS NOT NULL THEN ${before} END, CASE WHEN u.k IS NOT NULL THEN ${after} END
+         CASE WHEN u.k IS NOT NULL THEN ${before} END, CASE WHEN ${recorded} THEN ${after} END
     FROM v LEFT JOIN upd u ON u.k = v.k)${
       recordKnown
         ? `,
 kn AS (
-  INSERT INTO ${STATE_SCHEMA}.known (scope, row_key, run_id) SELECT $${firstStatus + target.status.length + 1}::text, wr.k::text, $1 FROM wr
+  INSERT INTO ${STATE_SCHEMA}.known (scope, row_key, run_id) SELECT $${firstStatus + target.status.length + 1}::text, ${knownKey}::text, $1 FROM ${knownRows}
   ON CONFLICT (scope, row_key) DO UPDATE SET run_id = EXCLUDED.run_id)`
         : ''
     }
@@ -342,7 +361,7 @@ export class PageStore {
     this.#target = target;
     this.#where = where;
     this.#known = known;
-    this.#writeSql = pageWriteSql(target, known !== undefined);
+    this.#writeSql = pageWriteSql(target, known === undefined ? undefined : (known.record ?? 'corrected'));
   }
 
   /** Up to `limit` rows with keys in (`after`, `upTo`] (null bounds = open), in key order. */

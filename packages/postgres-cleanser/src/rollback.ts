@@ -104,6 +104,12 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       for (const k of r.conflicts) if (conflictKeys.length < 100) conflictKeys.push(k);
       last = r.last;
     }
+    // Rows the run recorded as known without updating them (a review run's keep or invalid): their
+    // decision is withdrawn too, so a later run checks them again.
+    await client.query(
+      `UPDATE ${STATE_SCHEMA}.results SET rolled_back_at = now() WHERE run_id = $1 AND before IS NULL AND after IS NOT NULL AND rolled_back_at IS NULL`,
+      [options.runId],
+    );
     await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'rolled-back', updated_at = now() WHERE run_id = $1`, [options.runId]);
     if (conflicts > 0) logger.warn('rows changed after the run were not restored', { runId: options.runId, count: conflicts, keys: conflictKeys.slice(0, 20) });
     // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).

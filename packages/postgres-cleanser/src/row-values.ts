@@ -9,7 +9,8 @@ export interface SourceRow {
   status?: (string | null)[];
   /**
    * The answer a cleanse run got for this row when it still holds exactly the values that run
-   * wrote to it (see {@link KnownRows} in page-store.ts); absent otherwise.
+   * wrote to it, or the decision a review run recorded for the values it left in it (see
+   * {@link KnownRows} in page-store.ts); absent otherwise.
    */
   known?: KnownAnswer;
 }

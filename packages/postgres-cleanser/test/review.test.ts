@@ -8,7 +8,7 @@ import pg from 'pg';
 import { createCompanyService } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../src/bookkeeping.js';
-import { cleanseArgs, createCustomers, createEtlRole, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import { billable, cleanseArgs, createCustomers, createEtlRole, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
 
 // The review loop end to end: a real PostgreSQL, the sandbox over HTTP, the CLI from dist/ as a
@@ -35,6 +35,7 @@ interface Candidate {
 interface ReviewRow {
   key: string;
   cls: string;
+  requestId: string | null;
   candidates: Candidate[];
 }
 
@@ -55,12 +56,42 @@ async function reviewRows(db: string, runId: string): Promise<ReviewRow[]> {
     db,
     async (c) =>
       (
-        await c.query<{ key: string; cls: string; candidates: Candidate[] }>(
-          `SELECT row_key AS key, result_class AS cls, candidates FROM dq_cleanse.results WHERE run_id = $1 AND status = 'review' ORDER BY row_key::bigint`,
+        await c.query<{ key: string; cls: string; requestId: string | null; candidates: Candidate[] }>(
+          `SELECT row_key AS key, result_class AS cls, request_id AS "requestId", candidates FROM dq_cleanse.results WHERE run_id = $1 AND status = 'review' ORDER BY row_key::bigint`,
           [runId],
         )
       ).rows,
   );
+}
+
+/** Counts every UPDATE of each row of customers (table `writes`: id, n). */
+async function countWrites(db: string): Promise<void> {
+  await withClient(db, async (c) => {
+    await c.query(`CREATE TABLE writes (id bigint, n int NOT NULL DEFAULT 0, PRIMARY KEY (id))`);
+    await c.query(`CREATE FUNCTION count_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                     INSERT INTO writes (id, n) VALUES (NEW.id, 1) ON CONFLICT (id) DO UPDATE SET n = writes.n + 1; RETURN NEW; END $$`);
+    await c.query(`CREATE TRIGGER count_write AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION count_write()`);
+  });
+}
+
+/** Keys of the rows updated since `writes` was last emptied. */
+async function writes(db: string): Promise<string[]> {
+  return withClient(db, async (c) => (await c.query<{ id: string }>('SELECT id::text AS id FROM writes ORDER BY id')).rows.map((r) => r.id));
+}
+
+/** Run `runId`'s results rows of `keys`, by key. */
+async function resultsOf(
+  db: string,
+  runId: string,
+  keys: readonly string[],
+): Promise<Map<string, { status: string; outcome: string; request_id: string | null }>> {
+  return withClient(db, async (c) => {
+    const { rows } = await c.query<{ row_key: string; status: string; outcome: string; request_id: string | null }>(
+      `SELECT row_key, status, outcome, request_id FROM dq_cleanse.results WHERE run_id = $1 AND row_key = ANY ($2::text[])`,
+      [runId, keys],
+    );
+    return new Map(rows.map((r) => [r.row_key, r]));
+  });
 }
 
 /** A file's header and rows (cells as strings), read the way a spreadsheet would. */
@@ -347,13 +378,7 @@ describe('dq-pg review export / apply', () => {
     const db = await cleaned('c-kill', 300, false);
     const review = await reviewRows(db, 'c-kill');
     expect(review.length).toBeGreaterThan(20);
-    // Counts every UPDATE of each row.
-    await withClient(db, async (c) => {
-      await c.query(`CREATE TABLE writes (id bigint, n int NOT NULL DEFAULT 0, PRIMARY KEY (id))`);
-      await c.query(`CREATE FUNCTION count_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-                       INSERT INTO writes (id, n) VALUES (NEW.id, 1) ON CONFLICT (id) DO UPDATE SET n = writes.n + 1; RETURN NEW; END $$`);
-      await c.query(`CREATE TRIGGER count_write AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION count_write()`);
-    });
+    await countWrites(db);
     const file = join(dir, 'kill.csv');
     expect((await runCli(['review', 'export', '--db', db, '--run', 'c-kill', '--output', file])).code).toBe(0);
     const { headers, rows } = await readCsv(file);
@@ -425,6 +450,103 @@ describe('dq-pg review export / apply', () => {
     expect(json(third)).toMatchObject({ applied: 0, invalid: 0, alreadyApplied: review.length });
   });
 
+  it('the next cleanse reuses what a review run decided: no call, no write; keep and invalid stand, also past --max-age; a rollback of the review run withdraws it', async () => {
+    const db = await cleaned('c-known', 200, false);
+    const review = await reviewRows(db, 'c-known');
+    await countWrites(db);
+    const file = join(dir, 'known.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'c-known', '--output', file])).code).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    // Candidates that change the row (their calls would be new inputs), two keeps, two invalids.
+    const differs = (r: ReviewRow): boolean => {
+      const c = r.candidates[0];
+      const now = rows.find((x) => x['id'] === r.key);
+      return full(c) && (c.street !== now?.['street'] || c.postalCode !== now?.['postal_code'] || c.locality !== now?.['city']);
+    };
+    const picked = review.filter(differs).slice(0, 3);
+    const rest = review.filter((r) => !picked.includes(r));
+    const kept = rest.slice(0, 2);
+    const invalid = rest.slice(2, 4);
+    expect(picked.length).toBeGreaterThan(0);
+    expect(invalid).toHaveLength(2);
+    const decisions = new Map([
+      ...picked.map((r) => [r.key, '1'] as const),
+      ...kept.map((r) => [r.key, 'keep'] as const),
+      ...invalid.map((r) => [r.key, 'invalid'] as const),
+    ]);
+    await saveCsv(file, headers, rows, decisions, { bom: true, delimiter: ',', quoteAll: true });
+    const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-known']);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(json(applied)).toMatchObject({ applied: picked.length, kept: 2, invalid: 2, conflicts: 0 });
+    const decided = [...decisions.keys()];
+    const afterApply = await rowTexts(db);
+    await withClient(db, (c) => c.query('TRUNCATE writes'));
+
+    // The next night: nothing called, nothing written; each decision is that night's result.
+    const night = async (runId: string, ...extra: string[]) => {
+      const calls = billable(env.sandbox);
+      const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', runId, '--batch-size', '50', ...extra]));
+      expect(run.code, run.stderr).toBe(0);
+      return { calls: billable(env.sandbox) - calls, summary: json(run), results: await resultsOf(db, runId, decided) };
+    };
+    const next = await night('n-known-2');
+    expect(next.calls).toBe(0);
+    expect(next.summary).toMatchObject({ rows: 200, apiCalls: 0, written: 0, conflicts: 0 });
+    expect(await rowTexts(db)).toEqual(afterApply);
+    expect(await writes(db)).toEqual([]);
+    const expected = (key: string) =>
+      invalid.some((r) => r.key === key) ? { status: 'invalid', outcome: 'kept' } : { status: 'accepted', outcome: 'unchanged' };
+    for (const key of decided) expect(next.results.get(key), key).toMatchObject({ ...expected(key), request_id: review.find((r) => r.key === key)?.requestId });
+    // Not back in the review queue of the new run.
+    const queued = new Set((await reviewRows(db, 'n-known-2')).map((r) => r.key));
+    for (const key of decided) expect(queued.has(key), key).toBe(false);
+
+    // A month on: the platform's answers are bought again, the reviewer's decisions still stand.
+    await withClient(db, async (c) => {
+      await c.query(`UPDATE dq_cleanse.results SET checked_at = checked_at - interval '2 hours'`);
+      await c.query(`UPDATE dq_store.results SET checked_at = checked_at - interval '2 hours'`);
+    });
+    const aged = await night('n-known-3', '--max-age', '1h');
+    expect(aged.calls).toBeGreaterThan(0);
+    for (const key of decided) expect(aged.results.get(key), key).toMatchObject(expected(key));
+    expect((await writes(db)).filter((id) => decided.includes(id))).toEqual([]);
+
+    // The review run rolled back: the candidate rows get their old values, and every decided row
+    // is checked again (its input's answer is in the store) and awaits review again.
+    const undo = await runCli(['rollback', '--db', db, '--run', 'rv-known']);
+    expect(undo.code, undo.stderr).toBe(0);
+    expect(JSON.parse(undo.stdout)).toMatchObject({ restored: picked.length, conflicts: 0 });
+    const again = await night('n-known-4');
+    expect(again.calls).toBe(0);
+    for (const key of decided) expect(again.results.get(key), key).toMatchObject({ status: 'review' });
+  });
+
+  it('with status columns, the next cleanse leaves what the reviewer decided in them', async () => {
+    const db = await cleaned('c-known-st', 120);
+    const [kept, invalid, picked] = (await reviewRows(db, 'c-known-st')) as [ReviewRow, ReviewRow, ReviewRow];
+    const file = join(dir, 'known-st.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'c-known-st', '--output', file])).code).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    const decisions = new Map([
+      [kept.key, 'keep'],
+      [invalid.key, 'invalid'],
+      [picked.key, picked.candidates.length > 0 ? '1' : 'keep'],
+    ]);
+    await saveCsv(file, headers, rows, decisions, { bom: true, delimiter: ',', quoteAll: true });
+    const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-known-st']);
+    expect(applied.code, applied.stderr).toBe(0);
+    const afterApply = await rowTexts(db);
+    const calls = billable(env.sandbox);
+    const next = await runCli(
+      cleanseArgs(db, env.sandbox, ['--run-id', 'n-known-st', '--batch-size', '50', '--status-columns', 'status=dq_status,class=dq_class']),
+    );
+    expect(next.code, next.stderr).toBe(0);
+    expect(billable(env.sandbox) - calls).toBe(0);
+    expect(await rowTexts(db)).toEqual(afterApply);
+    expect(await row(db, kept.key)).toMatchObject({ dq_status: 'accepted', dq_class: kept.cls });
+    expect(await row(db, invalid.key)).toMatchObject({ dq_status: 'invalid' });
+  });
+
   it('runs export, apply and rollback as the ETL role with the documented grants', async () => {
     const owner = await env.pg.createDatabase();
     await createCustomers(owner, 150);
@@ -445,6 +567,14 @@ describe('dq-pg review export / apply', () => {
     expect(applied.stderr).toBe('');
     expect(applied.code).toBe(0);
     expect(json(applied)).toMatchObject({ applied: withCandidate.length });
+    // The ETL role's next cleanse reuses the decisions: no call, no write.
+    const afterApply = await rowTexts(owner);
+    const calls = billable(env.sandbox);
+    const next = await runCli(cleanseArgs(etl, env.sandbox, ['--run-id', 'c-etl-2', '--batch-size', '50']));
+    expect(next.code, next.stderr).toBe(0);
+    expect(billable(env.sandbox) - calls).toBe(0);
+    expect(json(next)).toMatchObject({ apiCalls: 0, written: 0 });
+    expect(await rowTexts(owner)).toEqual(afterApply);
     const undo = await runCli(['rollback', '--db', etl, '--run', 'rv-etl']);
     expect(undo.code).toBe(0);
     expect(await rowTexts(owner)).toEqual(before);

@@ -156,8 +156,17 @@ export function summaryOf(result: CliResult): Record<string, unknown> {
 export async function createEtlRole(ownerUrl: string, tables: readonly string[] = ['public.customers']): Promise<string> {
   const name = `etl_${randomBytes(4).toString('hex')}`;
   const password = randomBytes(12).toString('hex');
+  await withClient(ownerUrl, (c) => c.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'`));
+  await grantEtl(ownerUrl, name, tables);
+  const url = new URL(ownerUrl);
+  url.username = name;
+  url.password = password;
+  return url.toString();
+}
+
+/** Gives role `name` the grants the README lists for an ETL role (again, e.g. after `dq-pg init` upgraded the layout). */
+export async function grantEtl(ownerUrl: string, name: string, tables: readonly string[] = ['public.customers']): Promise<void> {
   await withClient(ownerUrl, async (c) => {
-    await c.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'`);
     // The README's grants, word for word.
     await c.query(`GRANT USAGE ON SCHEMA dq_cleanse TO ${name}`);
     await c.query(`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dq_cleanse TO ${name}`);
@@ -169,10 +178,6 @@ export async function createEtlRole(ownerUrl: string, tables: readonly string[] 
     await c.query(`GRANT USAGE ON SCHEMA dq_store TO ${name}`);
     await c.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA dq_store TO ${name}`);
   });
-  const url = new URL(ownerUrl);
-  url.username = name;
-  url.password = password;
-  return url.toString();
 }
 
 /** Each row's full text form (every column, exactly as stored), by id: the customers table's rows as a byte-exact comparison sees them. */

@@ -12,7 +12,7 @@ import { PageStore } from '../page-store.js';
 import type { PageCounts, PageWrite } from '../page-store.js';
 import type { TargetTable } from '../preflight.js';
 import { decideRow } from '../row-values.js';
-import { finishRun, holdRun, newRunId, openRun, stopRun } from '../runs.js';
+import { finishRun, holdRun, knownScope, newRunId, openRun, stopRun } from '../runs.js';
 import { REVIEW_COLUMNS } from './export.js';
 import { loadReviewedRun } from './stored-run.js';
 import type { ReviewedRun } from './stored-run.js';
@@ -200,7 +200,11 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
             (r) => r.k,
           );
     const byKey = new Map(todo.map((d) => [d.key, d]));
-    const store = new PageStore(client, target, undefined);
+    // Every row decided is recorded as known under the cleanse run's scope, as a cleanse records
+    // the rows it corrects: the next cleanse of the table reuses the decision (no call, no write)
+    // while the row holds the values it left, so a nightly run neither overturns nor pays for it.
+    const scope = knownScope(target, { mode: run.mode, country: run.country, accept: run.accept, where: undefined, include: run.include });
+    const store = new PageStore(client, target, undefined, client, { scope, maxAgeMs: 0, record: 'decided' });
     const worker = `${hostname()}:${process.pid}`;
     let prevKey =
       (await client.query<{ last_key: string | null }>(`SELECT last_key FROM ${STATE_SCHEMA}.progress WHERE run_id = $1 AND range_no = 1`, [runId])).rows[0]

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Mode } from '@dq/core';
+import type { Mode, ResultClass } from '@dq/core';
 import { ensureSchema, schemaExists, STATE_SCHEMA } from '../bookkeeping.js';
 import { CleanseError } from '../errors.js';
 import { inspectTable } from '../preflight.js';
@@ -13,6 +13,10 @@ export interface ReviewedRun {
   mapping: Record<string, string>;
   mode: Mode;
   statusColumns: Partial<Record<StatusField, string>> | undefined;
+  /** The run's settings that decide the answer (with the table, key and mapping: its known rows' scope). */
+  country: string | undefined;
+  accept: ResultClass[];
+  include: string[] | undefined;
 }
 
 /**
@@ -54,6 +58,9 @@ export async function loadReviewedRun(
     mapping: Object.fromEntries(Object.entries(row.mapping).sort(([, a], [, b]) => row.columns.indexOf(a) - row.columns.indexOf(b))),
     mode: (row.options['mode'] as Mode | undefined) ?? 'address',
     statusColumns: (row.options['statusColumns'] as ReviewedRun['statusColumns']) ?? undefined,
+    country: (row.options['country'] as string | null | undefined) ?? undefined,
+    accept: (row.options['accept'] as ResultClass[] | undefined) ?? [],
+    include: (row.options['include'] as string[] | null | undefined) ?? undefined,
   };
   const target = await inspectTable(client, {
     table: run.table,
