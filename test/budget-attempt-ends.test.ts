@@ -83,119 +83,142 @@ async function batchStatuses(sandbox: SandboxProcess): Promise<Record<string, nu
   return (await sandbox.stats()).requests['batch']?.byStatus ?? {};
 }
 
-describe('the shared budget hears of every attempt’s end', () => {
-  it('after an outage (every connection reset), two processes of the account are back at the limit within a second of recovery, not 10 s later, with no 429', async () => {
-    const LIMIT = 20;
-    const sandbox = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: LIMIT } }] });
-    let n = 0;
-    try {
-      // A loaded machine may lose any one attempt some of its rate; a budget still holding the
-      // lanes of the failed requests sends next to nothing in the measured seconds on every one.
-      const { results, fast } = await bestOf(
-        3,
-        async () => {
-          await fetch(`${sandbox.url}/__admin/reset`, { method: 'POST' });
-          const opts = { connectionString: db, account: `outage-${n++}`, limits: { batch: LIMIT } };
-          const budgets: PgThrottle[] = [await createPgThrottle(opts), await createPgThrottle(opts)];
-          const transports = budgets.map((throttle) => createTransport({ baseUrl: sandbox.url, apiKey: DEFAULT_API_KEY, throttle, timeoutMs: 5000 }));
-          const drivers = transports.map((t) => drive(t, 6));
-          try {
-            await sleep(1000);
-            await setFaults(sandbox, { batch: { resetRate: 1 } });
-            await sleep(2000);
-            await setFaults(sandbox, {});
-            const recovered = performance.now();
-            await sleep(3000);
-            const outcomes = (await Promise.all(drivers.map((d) => d.stop()))).flat();
-            return {
-              // Answers in the two seconds after the first second back: the limit would be 2 × LIMIT.
-              ok: count(outcomes, 'ok', recovered + 1000, recovered + 3000),
-              failedInOutage: count(outcomes, 'failed', recovered - 2000, recovered),
-              tooMany: count(outcomes, '429'),
-              sandbox429: (await batchStatuses(sandbox))['429'] ?? 0,
-            };
-          } finally {
-            await Promise.all(drivers.map((d) => d.stop()));
-            await Promise.all(transports.map((t) => t.close()));
-            await Promise.all(budgets.map((b) => b.close()));
-          }
-        },
-        (r) => r.ok >= 0.8 * 2 * LIMIT,
-      );
-      for (const r of results) {
-        // The outage was real: the lanes were all taken by requests that failed without an answer.
-        expect(r.failedInOutage, JSON.stringify(results)).toBeGreaterThanOrEqual(LIMIT);
-        expect(r.tooMany, JSON.stringify(results)).toBe(0);
-        expect(r.sandbox429, JSON.stringify(results)).toBe(0);
-      }
-      expect(fast, JSON.stringify(results)).toBeDefined();
-    } finally {
-      await sandbox.stop();
-    }
-  }, 90_000);
+/** What the slow path does with one request: how late it passes it on, and whether it then holds the answer back. */
+interface Passage {
+  lateMs: number;
+  withhold: boolean;
+}
 
-  /**
-   * A proxy in front of the sandbox, as a slow path to the platform: some requests reach the
-   * sandbox (which counts them when they arrive) up to 150 ms late and are answered; others reach
-   * it late and their answer is held back until the client gives up (a timeout after the platform
-   * counted the request). The rest go through at once.
-   */
-  async function startSlowPath(target: string): Promise<{ url: string; withheld: () => number; close(): Promise<void> }> {
+/**
+ * A proxy in front of the sandbox, as a slow path to the platform: each request reaches the
+ * sandbox (which counts it when it arrives) `lateMs` late; its answer is passed back, or held
+ * back (`withhold`) until the client gives up: a timeout after the platform counted the request.
+ */
+async function startSlowPath(target: string, decide: () => Passage): Promise<{ url: string; withheld: () => number; close(): Promise<void> }> {
+  let withheld = 0;
+  const read = (req: IncomingMessage): Promise<Buffer> =>
+    new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => resolve(Buffer.concat(chunks)));
+      req.on('error', reject);
+    });
+  const proxy: Server = createServer((req, res) => {
+    const { lateMs, withhold } = decide();
+    void (async () => {
+      const body = await read(req);
+      if (lateMs > 0) await sleep(lateMs);
+      const answer = await fetch(`${target}${req.url}`, {
+        method: req.method,
+        headers: { authorization: String(req.headers.authorization), 'content-type': String(req.headers['content-type']) },
+        body,
+      });
+      const text = await answer.text();
+      if (withhold) {
+        withheld++;
+        return; // the client times out; its socket closes
+      }
+      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json', ...headerIf(answer, 'retry-after') });
+      res.end(text);
+    })().catch(() => res.destroy());
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    withheld: () => withheld,
+    close: () =>
+      new Promise<void>((resolve) => {
+        proxy.closeAllConnections();
+        proxy.close(() => resolve());
+      }),
+  };
+}
+
+function headerIf(res: Response, name: string): Record<string, string> {
+  const v = res.headers.get(name);
+  return v === null ? {} : { [name]: v };
+}
+
+describe('the shared budget hears of every attempt’s end', () => {
+  it.each(['every connection reset', 'every answer held past the timeout'])(
+    'after an outage (%s), two processes of the account are back at the limit within a second of recovery, not 10 s later, with no 429',
+    async (kind) => {
+      const LIMIT = 20;
+      const sandbox = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: LIMIT } }] });
+      const resets = kind === 'every connection reset';
+      // The timeouts: the sandbox counts each request at once, the answers do not come back in time.
+      let holding = false;
+      const path = await startSlowPath(sandbox.url, () => ({ lateMs: 0, withhold: holding }));
+      const outage = async (on: boolean): Promise<void> => {
+        if (resets) await setFaults(sandbox, on ? { batch: { resetRate: 1 } } : {});
+        else holding = on;
+      };
+      let n = 0;
+      try {
+        // A loaded machine may lose any one attempt some of its rate; a budget still holding the
+        // lanes of the failed requests sends next to nothing in the measured seconds on every one.
+        const { results, fast } = await bestOf(
+          3,
+          async () => {
+            await fetch(`${sandbox.url}/__admin/reset`, { method: 'POST' });
+            const opts = { connectionString: db, account: `outage-${n++}`, limits: { batch: LIMIT } };
+            const budgets: PgThrottle[] = [await createPgThrottle(opts), await createPgThrottle(opts)];
+            const transports = budgets.map((throttle) =>
+              createTransport({ baseUrl: resets ? sandbox.url : path.url, apiKey: DEFAULT_API_KEY, throttle, timeoutMs: resets ? 5000 : 300 }),
+            );
+            const drivers = transports.map((t) => drive(t, 6));
+            try {
+              await sleep(1000);
+              await outage(true);
+              await sleep(2000);
+              await outage(false);
+              const recovered = performance.now();
+              await sleep(3000);
+              const outcomes = (await Promise.all(drivers.map((d) => d.stop()))).flat();
+              return {
+                // Answers in the two seconds after the first second back: the limit would be 2 × LIMIT.
+                ok: count(outcomes, 'ok', recovered + 1000, recovered + 3000),
+                failedInOutage: count(outcomes, resets ? 'failed' : 'timeout', recovered - 2000, recovered),
+                tooMany: count(outcomes, '429'),
+                sandbox429: (await batchStatuses(sandbox))['429'] ?? 0,
+              };
+            } finally {
+              await Promise.all(drivers.map((d) => d.stop()));
+              await Promise.all(transports.map((t) => t.close()));
+              await Promise.all(budgets.map((b) => b.close()));
+            }
+          },
+          (r) => r.ok >= 0.8 * 2 * LIMIT,
+        );
+        for (const r of results) {
+          // The outage was real: the lanes were all taken by requests that failed without an answer.
+          expect(r.failedInOutage, JSON.stringify(results)).toBeGreaterThanOrEqual(LIMIT);
+          expect(r.tooMany, JSON.stringify(results)).toBe(0);
+          expect(r.sandbox429, JSON.stringify(results)).toBe(0);
+        }
+        expect(fast, JSON.stringify(results)).toBeDefined();
+      } finally {
+        await path.close();
+        await sandbox.stop();
+      }
+    },
+    90_000,
+  );
+
+  it('with the account’s budget at a strict limit, timeouts after the platform counted the request, late answers and prompt ones mixed: never a 429', async () => {
+    const LIMIT = 50;
+    const sandbox = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: LIMIT } }] });
+    // Of every 20 requests about 7 time out after the sandbox counted them up to 150 ms late, 5 are
+    // answered up to 150 ms late, 8 at once.
     let seed = 42;
     const random = (): number => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed / 2 ** 31;
     };
-    let withheld = 0;
-    const read = (req: IncomingMessage): Promise<Buffer> =>
-      new Promise((resolve, reject) => {
-        const chunks: Buffer[] = [];
-        req.on('data', (c: Buffer) => chunks.push(c));
-        req.on('end', () => resolve(Buffer.concat(chunks)));
-        req.on('error', reject);
-      });
-    const proxy: Server = createServer((req, res) => {
+    const path = await startSlowPath(sandbox.url, () => {
       const r = random();
-      const lateMs = r < 0.6 ? 20 + Math.floor(random() * 130) : 0;
-      const withhold = r < 0.35;
-      void (async () => {
-        const body = await read(req);
-        if (lateMs > 0) await sleep(lateMs);
-        const answer = await fetch(`${target}${req.url}`, {
-          method: req.method,
-          headers: { authorization: String(req.headers.authorization), 'content-type': String(req.headers['content-type']) },
-          body,
-        });
-        const text = await answer.text();
-        if (withhold) {
-          withheld++;
-          return; // the client times out; its socket closes
-        }
-        res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json', ...headerIf(answer, 'retry-after') });
-        res.end(text);
-      })().catch(() => res.destroy());
+      return { lateMs: r < 0.6 ? 20 + Math.floor(random() * 130) : 0, withhold: r < 0.35 };
     });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    return {
-      url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-      withheld: () => withheld,
-      close: () =>
-        new Promise<void>((resolve) => {
-          proxy.closeAllConnections();
-          proxy.close(() => resolve());
-        }),
-    };
-  }
-
-  function headerIf(res: Response, name: string): Record<string, string> {
-    const v = res.headers.get(name);
-    return v === null ? {} : { [name]: v };
-  }
-
-  it('with the account’s budget at a strict limit, timeouts after the platform counted the request, late answers and prompt ones mixed: never a 429', async () => {
-    const LIMIT = 50;
-    const sandbox = await startSandboxProcess({ accounts: [{ id: 'acct', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: LIMIT } }] });
-    const path = await startSlowPath(sandbox.url);
     const throttle = await createPgThrottle({ connectionString: db, account: 'mixed', limits: { batch: LIMIT } });
     const transport = createTransport({ baseUrl: path.url, apiKey: DEFAULT_API_KEY, throttle, timeoutMs: 500, connections: 64 });
     const driver = drive(transport, LIMIT);
