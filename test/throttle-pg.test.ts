@@ -57,7 +57,7 @@ async function withOneSlowAnswer(account: string, lateMs: number): Promise<{ sen
             await new Promise((r) => setTimeout(r, lateMs));
             slowAnsweredAt = performance.now();
           } else grants.push(at);
-          t.answered?.('validate', ticket);
+          t.ended?.('validate', ticket);
         }
       }),
     );

@@ -177,10 +177,10 @@ describe('shared throttle', () => {
     // may have counted the request only just before.
     await new Promise((r) => setTimeout(r, 60));
     const answeredAt = performance.now();
-    throttle.answered?.('phone', first);
+    throttle.ended?.('phone', first);
     let sentAt = 0;
     for (let i = 0; i < 10; i++) {
-      throttle.answered?.('phone', await throttle.acquire('phone'));
+      throttle.ended?.('phone', await throttle.acquire('phone'));
       sentAt = performance.now();
     }
     expect(sentAt - answeredAt).toBeGreaterThanOrEqual(1000);
@@ -201,7 +201,7 @@ describe('shared throttle', () => {
       }
       const ticket = await throttle.acquire('phone');
       sent.push(performance.now());
-      throttle.answered?.('phone', ticket);
+      throttle.ended?.('phone', ticket);
     }
     expect(sent[5]! - sent[4]!).toBeGreaterThan(130);
     // The platform counts 10 requests in any second: request i and request i + 10 are over 1000 ms apart.

@@ -67,7 +67,7 @@ async function load(throttle: Throttle | undefined, job: Job): Promise<number> {
         const res = await request(job.url, { method: 'POST', body: '{}', headers: { 'x-sent-at': String(performance.timeOrigin + performance.now()) } });
         await res.body.arrayBuffer();
         // As the transport does: every answer tells the throttle by when the server had counted the request.
-        throttle?.answered?.('validate', ticket);
+        throttle?.ended?.('validate', ticket);
         if (res.statusCode === 429) throttle?.backoff('validate', 1000);
       }
     }),

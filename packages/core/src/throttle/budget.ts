@@ -110,7 +110,7 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
         take(endpoint);
         return ticket;
       },
-      answered: local.answered?.bind(local),
+      ended: local.ended?.bind(local),
       backoff: (endpoint, retryAfterMs) => local.backoff(endpoint, retryAfterMs),
       close: async () => undefined,
     };
@@ -136,8 +136,8 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
       take(endpoint);
       return ticket;
     },
-    answered(endpoint, ticket) {
-      throttle?.answered?.(endpoint, ticket);
+    ended(endpoint, ticket) {
+      throttle?.ended?.(endpoint, ticket);
     },
     backoff(endpoint, retryAfterMs) {
       // The backoff state lives in the shared row: a 429 seen here slows every process of the account.

@@ -20,8 +20,8 @@ export interface PgThrottleOptions extends ThrottleOptions {
   /**
    * Slots are reserved at most this far ahead of the pacing (ms; a round trip's batch may reach
    * `maxBatch` intervals further). Default 300. A lane is reserved again at most 100 ms (or this,
-   * if less) before it is free: a request sent late is answered, and its answer moves its lane's
-   * next slot (see `answered`), before any process has reserved that slot.
+   * if less) before it is free: a request sent late ends, and its end moves its lane's next slot
+   * (see `ended`), before any process has reserved that slot.
    */
   horizonMs?: number;
 }
@@ -50,11 +50,11 @@ export interface PgThrottleStats {
   lapsed: number;
   /** How late callers were woken after their slot, ms: one sample per granted slot (the last 16,384). */
   sendDelayMs: number[];
-  /** Answers later than the margin allows for: each moved the next slot of its lane back by `lateByMs`. */
+  /** Attempts that ended (answered or not) later than the margin allows for: each moved its lane's next slot back by `lateByMs`. */
   lateAnswers: number;
-  /** How much later than the margin allows for each late answer came, ms (the last 16,384). */
+  /** How much later than the margin allows for each late attempt ended, ms (the last 16,384). */
   lateByMs: number[];
-  /** Times a request still unanswered shortly before its lane could be reserved again held that lane longer. */
+  /** Times a request still in flight shortly before its lane could be reserved again held that lane longer. */
   heldLanes: number;
 }
 
@@ -74,22 +74,23 @@ const NOW_US = '(extract(epoch FROM clock_timestamp()) * 1000000)::bigint';
 /** An endpoint with no slot taken for this long (µs) starts cold (see `coldStartGapMs`). */
 const IDLE_US = 1_000_000;
 const SECOND_US = 1_000_000;
-/** How often unanswered requests are looked at, ms. */
+/** How often requests still in flight are looked at, ms. */
 const WATCHDOG_MS = 50;
-/** How far ahead a request still unanswered holds its lane, each time it is looked at, ms. */
+/** How far ahead a request still in flight holds its lane, each time it is looked at, ms. */
 const HOLD_MS = 500;
 /**
- * A request unanswered this long (ms) is taken to have been counted by then, and holds its lane no
- * longer (a request that failed without an answer, a network error or a timeout, is never answered).
+ * A request whose end was not told this long (ms) is taken to have been counted by then, and holds
+ * its lane no longer: a caller that does not tell every end (the transport does, see `ended`)
+ * cannot hold lanes for ever.
  */
 const UNANSWERED_GIVE_UP_MS = 10_000;
 /** When no lane is free, a process waits until this many are (or as many as its callers waiting). */
 const LANES_PER_WAIT = 4;
 /** A lane is reserved at most this far (µs) ahead of the time it is free (see the reserve statement). */
 const LANE_AHEAD_US = 100_000;
-/** Clock granularity between the platform's arrival stamp and our reading of the answer, µs. */
+/** Clock granularity between the platform's arrival stamp and our reading of an attempt's end, µs. */
 const ANSWER_GUARD_US = 1_000;
-/** Tickets whose send time is remembered for `answered` (more than any process keeps in flight). */
+/** Tickets whose send time is remembered for `ended` (more than any process keeps in flight). */
 const TICKET_RING = 1 << 14;
 
 /**
@@ -131,8 +132,8 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   // Reserves $3 slots: the GCRA pacing (theoretical arrival time `tat_us`, slowed by the backoff
   // factor) and, for the platform's sliding second, one lane per request of the limit (`lanes`: the
   // earliest time the next request of each lane may go). Each slot takes the lane free soonest; the
-  // lane is then free a second plus the margin later (a late answer moves it further, see
-  // `answered`). Any limit + 1 requests share a lane, and one lane's requests arrive over a second
+  // lane is then free a second plus the margin later (a late end moves it further, see
+  // `ended`). Any limit + 1 requests share a lane, and one lane's requests arrive over a second
   // apart, so no sliding second holds more than the limit, whichever process sent them; a late
   // answer delays only the next request of its lane, not every slot after it. An endpoint idle for
   // a second starts cold: its first slot is now, the next ones `gap` later. The row is locked (FOR
@@ -178,9 +179,9 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       factor_at_us = CASE WHEN (SELECT now_us FROM c) - t.factor_at_us < $6::bigint THEN t.factor_at_us
         ELSE (SELECT now_us FROM c) END,
       tat_us = greatest(t.tat_us, (SELECT now_us FROM c) + $7::bigint)`;
-  // An answer came late (see `answered`): the platform counted the request before $4 (the answer's
-  // time, database clock, µs), so the next request of its lane $3 goes a second after that at the earliest.
-  const answeredSql = `
+  // An attempt ended late (see `ended`): the platform counted the request, if at all, before $4 (the
+  // end's time, database clock, µs), so the next request of its lane $3 goes a second after that at the earliest.
+  const endedSql = `
     UPDATE ${table} AS t SET lanes[$3::int] = greatest(t.lanes[$3::int], $4::bigint + ${SECOND_US + ANSWER_GUARD_US})
     WHERE t.account = $1 AND t.endpoint = $2 AND cardinality(t.lanes) >= $3::int`;
 
@@ -208,16 +209,17 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   const sent = { ticket: new Float64Array(TICKET_RING).fill(-1), slotMs: new Float64Array(TICKET_RING), lane: new Int32Array(TICKET_RING) };
   const pending = new Set<Promise<unknown>>();
   /**
-   * Requests sent and not answered yet, by ticket: while one is unanswered the platform may still
-   * count it, so shortly before its lane may be reserved again the lane is held (see `holdLanes`).
+   * Requests sent whose attempt has not ended yet, by ticket: while one is in flight the platform
+   * may still count it, so shortly before its lane may be reserved again the lane is held (see
+   * `holdLanes`). Its end (an answer, a network error, a timeout, an abort) frees the lane at once.
    */
-  const unanswered = new Map<number, { endpoint: EndpointId; lane: number; slotMs: number; checkAt: number }>();
+  const inFlight = new Map<number, { endpoint: EndpointId; lane: number; slotMs: number; checkAt: number }>();
   let watchdog: ReturnType<typeof setInterval> | undefined;
-  /** Whether the caller has told any answer (`answered` is optional: a caller that never does holds no lane). */
-  let reportsAnswers = false;
+  /** Whether the caller has told any end (`ended` is optional: a caller that never does holds no lane). */
+  let reportsEnds = false;
   const moveLane = (endpoint: EndpointId, lane: number, countedByMs: number): void => {
     const p = pool
-      .query(answeredSql, [options.account, endpoint, lane, Math.round((countedByMs + offsetMs) * 1000)])
+      .query(endedSql, [options.account, endpoint, lane, Math.round((countedByMs + offsetMs) * 1000)])
       // A lost write only means the lane's next slot stays where it was.
       .catch(() => undefined);
     pending.add(p);
@@ -225,16 +227,16 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   };
   function holdLanes(): void {
     const now = performance.now();
-    for (const [ticket, u] of unanswered) {
-      if (now - u.slotMs > UNANSWERED_GIVE_UP_MS) unanswered.delete(ticket);
-      else if (reportsAnswers && now >= u.checkAt) {
-        // Still no answer: the platform may count it as late as HOLD_MS from now; its lane waits for that.
+    for (const [ticket, u] of inFlight) {
+      if (now - u.slotMs > UNANSWERED_GIVE_UP_MS) inFlight.delete(ticket);
+      else if (reportsEnds && now >= u.checkAt) {
+        // Still in flight: the platform may count it as late as HOLD_MS from now; its lane waits for that.
         counters.heldLanes++;
         moveLane(u.endpoint, u.lane, now + HOLD_MS);
         u.checkAt = now + HOLD_MS - 2 * WATCHDOG_MS;
       }
     }
-    if (unanswered.size === 0 && watchdog) {
+    if (inFlight.size === 0 && watchdog) {
       clearInterval(watchdog);
       watchdog = undefined;
     }
@@ -327,7 +329,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
               sent.slotMs[i] = slotLocalMs;
               sent.lane[i] = row.lanes[k] as number;
               // Looked at again shortly before its lane may be reserved again (`laneAheadUs` before it is free).
-              unanswered.set(ticket, {
+              inFlight.set(ticket, {
                 endpoint,
                 lane: row.lanes[k] as number,
                 slotMs: slotLocalMs,
@@ -365,17 +367,20 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
         void pump(endpoint);
       });
     },
-    answered(endpoint, ticket) {
+    ended(endpoint, ticket) {
       if (typeof ticket !== 'number') return;
       const i = ticket % TICKET_RING;
-      reportsAnswers = true;
-      unanswered.delete(ticket);
+      reportsEnds = true;
+      inFlight.delete(ticket);
       if (sent.ticket[i] !== ticket) return;
       sent.ticket[i] = -1;
-      // The platform counted this request at some moment before now, so the next request of its lane
-      // (whichever process holds it) must go at least a second from now. The lane's margin normally
-      // leaves it further away than that; only a late answer (a late send, a slow network, a stalled
-      // platform) costs a round trip, which moves that lane's next slot back by the difference.
+      // The platform counted this request, if at all, at some moment before now: before its answer,
+      // or before a network error, a timeout or an abort ended the attempt (nothing sent on a
+      // connection arrives after it is gone). So the next request of its lane (whichever process
+      // holds it) must go at least a second from now; the request is not handed back, it counts
+      // against the rate. The lane's margin normally leaves the next slot further away than that;
+      // only a late end (a late send, a slow network, a stalled platform, a timeout) costs a round
+      // trip, which moves that lane's next slot back by the difference.
       const now = performance.now();
       const lateBy = now + (SECOND_US + ANSWER_GUARD_US) / 1000 - ((sent.slotMs[i] as number) + laneSpanUs / 1000);
       if (lateBy <= 0) return;
@@ -402,7 +407,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     async close() {
       if (watchdog) clearInterval(watchdog);
       watchdog = undefined;
-      unanswered.clear();
+      inFlight.clear();
       await Promise.all(pending);
       if (owned) await pool.end();
     },

@@ -32,7 +32,7 @@ export interface SharedThrottle extends Throttle {
 }
 
 const SECOND_US = 1_000_000n;
-/** Clock granularity between the platform's arrival stamp and our reading of the answer. */
+/** Clock granularity between the platform's arrival stamp and our reading of an attempt's end. */
 const ANSWER_GUARD_US = 1_000n;
 
 const pack = (factorPpm: bigint, atMs: bigint): bigint => (factorPpm << TIME_BITS) | (atMs & TIME_MASK);
@@ -121,7 +121,7 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         const tolerance = (burst - 1n) * interval;
         const tat = Atomics.load(a, base);
         const start = tat > now ? tat : now;
-        // Hand out slots less than a second's worth ahead, so that `answered` can still move the
+        // Hand out slots less than a second's worth ahead, so that `ended` can still move the
         // slot a second's worth after any request in flight (more callers than `limit` wait here).
         const horizon = (window - 1n) * interval;
         if (start - now > horizon) {
@@ -148,17 +148,20 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         return ticket;
       }
     },
-    answered(endpoint, ticket) {
+    ended(endpoint, ticket) {
       if (typeof ticket !== 'number') return;
       const base = baseOf(endpoint);
       const limit = limitOf(base);
       if (limit <= 0) return;
-      // The platform allows `window` requests in any second, counted when each arrives: some moment
-      // before now for this one. So every slot from `window` tickets after this one on must be at
-      // least a second from now. The margin normally keeps them further apart than that; a late
-      // send, a slow network or a stalled platform does not, and then the slots not yet handed out
-      // move back by the difference. (A slot already handed out that far ahead, with more callers
-      // waiting than a second's worth, cannot move: the margin alone covers it.)
+      // The platform allows `window` requests in any second, counted when each arrives: for this one
+      // (if it arrived at all) some moment before now, the end of its attempt, whether an answer,
+      // a network error, a timeout or an abort ended it. So every slot from `window` tickets after
+      // this one on must be at least a second from now. The margin normally keeps them further
+      // apart than that; a late send, a slow network, a stalled platform or a request that timed
+      // out after the platform counted it does not, and then the slots not yet handed out move
+      // back by the difference. (A slot already handed out that far ahead, with more callers
+      // waiting than a second's worth, cannot move: the margin alone covers it.) The request's own
+      // slot is not handed back: it counts against the rate whatever its outcome.
       const window = BigInt(Math.max(1, Math.floor(limit)));
       const nowUs = monotonicMicros();
       const factor = factorAt(Atomics.load(a, base + 2), nowUs / 1000n) / PPM;

@@ -19,7 +19,7 @@ export const START_SESSION_PATH = '/location/v1/start-session';
 /**
  * Creates the HTTP client every platform call goes through. Layers, outermost first: retry
  * (`retry/`) → auth (API key or the country's session token, renewed once on 403 Expired Session
- * Token) → throttle (`acquire` before every attempt, `backoff` on 429) → one undici exchange with
+ * Token) → throttle (`acquire` before every attempt, `ended` when it ends, `backoff` on 429) → one undici exchange with
  * timeout, problem+json / company-envelope decoding and schema parsing (`http-attempt.ts`).
  */
 export function createTransport(options: TransportOptions): Transport {
@@ -70,40 +70,51 @@ export function createTransport(options: TransportOptions): Transport {
     let attempts = 0;
     let renewed = false;
 
+    /**
+     * One attempt under the rate budget: the one place where an attempt ends. Whatever its outcome
+     * (an answer of any status, a network error, a timeout, an abort by the caller), the budget is
+     * told once, the moment it ends, before anything else happens (a retry, a session renewal).
+     */
+    const sendMetered = async (token: string | undefined, remainingMs: number): Promise<AttemptResult<T>> => {
+      const ticket = await throttle?.acquire(req.endpoint, signal);
+      const started = debug ? performance.now() : 0;
+      let res: AttemptResult<T>;
+      try {
+        res = await sendOnce({
+          target,
+          method: req.method,
+          headers: headerBuilder.headers(auth === 'none' ? undefined : token, body !== undefined, req.headers),
+          body,
+          schema: req.schema,
+          dispatcher,
+          timeoutMs: Math.max(1, Math.min(perAttemptMs, remainingMs)),
+          signal,
+          redact,
+        });
+      } finally {
+        throttle?.ended?.(req.endpoint, ticket);
+      }
+      if (debug) {
+        logger.debug('http answer', {
+          endpoint: req.endpoint,
+          method: req.method,
+          path: target.pathname,
+          status: res.status,
+          requestId: res.requestId,
+          ms: Math.round(performance.now() - started),
+          attempt: attempts,
+        });
+      }
+      return res;
+    };
+
     const attemptOnce = async (remainingMs: number): Promise<AttemptResult<T>> => {
       let token = country === undefined ? apiKey : await sessions.token(country, signal);
       for (;;) {
         attempts++;
-        const ticket = await throttle?.acquire(req.endpoint, signal);
-        const started = debug ? performance.now() : 0;
         try {
-          const res = await sendOnce({
-            target,
-            method: req.method,
-            headers: headerBuilder.headers(auth === 'none' ? undefined : token, body !== undefined, req.headers),
-            body,
-            schema: req.schema,
-            dispatcher,
-            timeoutMs: Math.max(1, Math.min(perAttemptMs, remainingMs)),
-            signal,
-            redact,
-          });
-          throttle?.answered?.(req.endpoint, ticket);
-          if (debug) {
-            logger.debug('http answer', {
-              endpoint: req.endpoint,
-              method: req.method,
-              path: target.pathname,
-              status: res.status,
-              requestId: res.requestId,
-              ms: Math.round(performance.now() - started),
-              attempt: attempts,
-            });
-          }
-          return res;
+          return await sendMetered(token, remainingMs);
         } catch (error) {
-          // Any answer tells the throttle by when the platform had counted the request.
-          if (error instanceof DqError && error.status !== undefined) throttle?.answered?.(req.endpoint, ticket);
           // Every sender of the endpoint holds back for Retry-After, but never longer than the retry
           // policy waits: a longer Retry-After stops the run in the retrier instead.
           if (error instanceof PlatformError && error.status === 429) {
