@@ -244,7 +244,11 @@ describe('one rate budget for the account, shared by every process', () => {
 
       const batch = (await sandbox.stats()).requests['batch']?.byStatus ?? {};
       expect(batch['429'] ?? 0).toBe(0);
-      expect(batch['200']).toBe(MESSAGES + CSV_ROWS);
+      // Every input once; when the second instance's join moves partitions while calls are in
+      // flight, the new owner may call those again (at least once: their answers were not stored
+      // yet), at most the calls one instance has in flight (--concurrency 32).
+      expect(batch['200']).toBeGreaterThanOrEqual(MESSAGES + CSV_ROWS);
+      expect(batch['200']).toBeLessThanOrEqual(MESSAGES + CSV_ROWS + 32);
       expect(summary(csv).budget).toMatchObject({ scope: 'shared', billableCalls: CSV_ROWS });
       // Each had a real share while the three ran together.
       for (const n of shares) expect(n).toBeGreaterThan(0.2 * (MESSAGES + CSV_ROWS));
