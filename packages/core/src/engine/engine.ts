@@ -77,7 +77,10 @@ class ValidationEngine implements Engine {
   readonly #calls: CallCounter;
   /** Store writes issued and not yet committed; a batch returns only once they are ({@link #storeCommitted}). */
   readonly #storeWrites = new Set<Promise<void>>();
-  /** The first store write that failed: every later batch fails with it (its answers are not kept). */
+  /**
+   * The first store write that failed: the run stops with it ({@link #storeFailed}), and every
+   * batch still running or started later fails with it (their answers could not be kept).
+   */
   #storeFailure: unknown;
 
   constructor(cfg: ResolvedEngineConfig, cache: ResultCache, store: ResultStore | undefined, logger: Logger) {
@@ -243,6 +246,7 @@ class ValidationEngine implements Engine {
       } catch (e) {
         // Nothing was sent: release the calls registered so far, or batches joining them would wait forever.
         for (const { call } of own) this.#settle(call, { kind: 'skipped' });
+        if (this.#store && misses.length > 0) this.#storeFailed(e);
         throw e;
       }
     }
@@ -273,10 +277,20 @@ class ValidationEngine implements Engine {
     written.then(
       () => void this.#storeWrites.delete(written),
       (e: unknown) => {
-        this.#storeFailure ??= e;
         this.#storeWrites.delete(written);
+        this.#storeFailed(e);
       },
     );
+  }
+
+  /**
+   * A store write or lookup failed: the run stops like on a run stop (no batch starts another
+   * call: an answer bought now could not be kept, and would be bought again by the rerun), and
+   * every batch fails with the store's error, so nothing after the failure is counted as done.
+   */
+  #storeFailed(e: unknown): void {
+    this.#storeFailure ??= e;
+    this.#halt(e instanceof Error ? e : new Error(String(e)));
   }
 
   /** Resolves once every store write issued so far is committed; throws the store's error if one failed. */

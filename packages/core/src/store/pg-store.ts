@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
+import { pgStoreError, type StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
@@ -205,15 +206,6 @@ async function storedVersion(db: PgQueryable): Promise<number> {
   return v.rows[0]?.version ?? 0;
 }
 
-function storeError(location: string, cause: unknown): DqError {
-  const e = cause as { code?: string; message?: string };
-  const reason =
-    e.code === '42501'
-      ? `permission denied: create schema ${STORE_SCHEMA} once as a role allowed to, or grant this user SELECT, INSERT, UPDATE, DELETE on ${STORE_SCHEMA}.results`
-      : (e.message ?? String(cause));
-  return new DqError(`the result store ${location} cannot be used (${reason}); fix it or pass --store off`, {
-    code: 'store-io',
-    retriable: e.code !== '42501' && e.code !== '28P01',
-    cause,
-  });
+function storeError(location: string, cause: unknown): StoreError {
+  return pgStoreError(location, cause, STORE_SCHEMA);
 }
