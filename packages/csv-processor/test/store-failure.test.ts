@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -14,6 +15,12 @@ import { billable, checkpointPast, comparable, completed, runCli, sampleArgs, st
 const dir = useTempDir();
 const ROWS = 2000;
 const CONCURRENCY = 8;
+/**
+ * What was in flight when the store failed, which the rerun buys again: answers bought and not yet
+ * committed (a call waits while as many answers as the run has call slots await their commit, so
+ * fewer than two per slot) and the calls the stop cut off (one per slot).
+ */
+const BOUGHT_IN_FLIGHT = 3 * CONCURRENCY;
 const STORE_PASSWORD = 'store-secret-9d2e71';
 let server: TestPostgres;
 let reference: { distinct: number; output: string };
@@ -169,10 +176,9 @@ describe('dq-csv validate when the Postgres result store fails mid-run', () => {
         expect(second.ended.code, second.ended.stderr).toBe(0);
         expect(await sameAs(output)).toEqual(await sameAs(reference.output));
         // Both runs together: every distinct input once, plus at most what was in flight when the
-        // store failed: the answers of the write that failed (those that arrived during one
-        // upsert: at most one per call slot) and the calls still out (one per call slot). Without
-        // the stop, the run went on buying answers it could not keep (2,172 here).
-        expect(first.paid + second.paid).toBeLessThanOrEqual(reference.distinct + 2 * CONCURRENCY);
+        // store failed. Without the stop, the run went on buying answers it could not keep
+        // (2,172 here; 2,071 in the frozen case below without the wait on uncommitted answers).
+        expect(first.paid + second.paid).toBeLessThanOrEqual(reference.distinct + BOUGHT_IN_FLIGHT);
       } finally {
         await admin.end();
       }
@@ -201,8 +207,59 @@ describe('dq-csv validate when the Postgres result store fails mid-run', () => {
         const second = await rerun(url, output);
         expect(second.ended.code, second.ended.stderr).toBe(0);
         expect(await sameAs(output)).toEqual(await sameAs(reference.output));
-        expect(first.paid + second.paid).toBeLessThanOrEqual(reference.distinct + 2 * CONCURRENCY);
+        expect(first.paid + second.paid).toBeLessThanOrEqual(reference.distinct + BOUGHT_IN_FLIGHT);
       } finally {
+        await admin.end();
+      }
+    },
+  );
+
+  it(
+    'the store database stops answering (server frozen): exit 75 once the store times out, not a hang; the rerun once it answers again finishes the file',
+    { timeout: 300_000 },
+    async () => {
+      const { admin, url } = await storeDatabase();
+      // The postmaster and every backend: new connections hang as well as the queries under way.
+      const processes = () => [
+        server.pid,
+        ...execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.pid)], { encoding: 'utf8' })
+          .split(/\s+/)
+          .filter(Boolean)
+          .map(Number),
+      ];
+      let frozen: number[] = [];
+      const thaw = () => {
+        for (const pid of frozen) process.kill(pid, 'SIGCONT');
+        frozen = [];
+      };
+      try {
+        const output = join(dir, 'frozen.csv');
+        const started = Date.now();
+        let guard: NodeJS.Timeout | undefined;
+        const first = await runAndFail(url, output, async () => {
+          frozen = processes();
+          for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+          guard = setTimeout(thaw, 200_000); // a run that hangs must not leave the server frozen
+        }).finally(() => {
+          clearTimeout(guard);
+          thaw();
+        });
+        expect(first.ended.code, first.ended.stderr).toBe(75);
+        const line = errorLine(first.ended.stderr);
+        expect(line).toMatch(
+          /^dq-csv: store-unreachable: the result store postgres:\/\/etl:(\*\*\*|\[redacted\])@127\.0\.0\.1:\d+\/\w+ cannot be used: unreachable \(.*timeout/i,
+        );
+        expect(Date.now() - started).toBeLessThan(150_000); // the store's query and connection timeouts, then its close
+        const checkpointed = await leftBehind(output);
+        expect(checkpointed).toBeGreaterThanOrEqual(400);
+        expect(checkpointed).toBeLessThan(ROWS);
+
+        const second = await rerun(url, output);
+        expect(second.ended.code, second.ended.stderr).toBe(0);
+        expect(await sameAs(output)).toEqual(await sameAs(reference.output));
+        expect(first.paid + second.paid).toBeLessThanOrEqual(reference.distinct + BOUGHT_IN_FLIGHT);
+      } finally {
+        thaw();
         await admin.end();
       }
     },

@@ -75,8 +75,15 @@ class ValidationEngine implements Engine {
   #closing: Promise<void> | undefined;
   /** Billable calls sent by every thread, against the spending cap. */
   readonly #calls: CallCounter;
-  /** Store writes issued and not yet committed; a batch returns only once they are ({@link #storeCommitted}). */
-  readonly #storeWrites = new Set<Promise<void>>();
+  /** Store writes issued and not yet committed, with how many answers each holds; a batch returns only once they are ({@link #storeCommitted}). */
+  readonly #storeWrites = new Map<Promise<void>, number>();
+  /**
+   * `[0]`: answers whose store write is not committed yet, shared with the call runners: a call
+   * waits while it is at {@link storeBacklogLimit} (the engine's concurrency), so a store that
+   * stalls holds the calls back, and a store that then fails loses at most that many answers plus
+   * the calls in flight, instead of every answer bought while it hung.
+   */
+  readonly #storeBacklog = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
   /**
    * The first store write that failed: the run stops with it ({@link #storeFailed}), and every
    * batch still running or started later fails with it (their answers could not be kept).
@@ -117,6 +124,7 @@ class ValidationEngine implements Engine {
       budget: { url: cfg.budget, account: cfg.account },
       budgetOptions: { limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs },
       calls: this.#calls,
+      ...(store ? { storeBacklog: this.#storeBacklog.buffer as SharedArrayBuffer, storeBacklogLimit: cfg.concurrency } : {}),
       logLevel: logger.level,
       logChannel: this.#logRelay.name,
     };
@@ -271,16 +279,20 @@ class ValidationEngine implements Engine {
    */
   #storeWrite(store: ResultStore, key: string, result: CachedResult): void {
     const written = Promise.resolve(store.set(key, result));
-    // Writes committed together share one promise: it is watched once.
-    if (this.#storeWrites.has(written)) return;
-    this.#storeWrites.add(written);
-    written.then(
-      () => void this.#storeWrites.delete(written),
-      (e: unknown) => {
-        this.#storeWrites.delete(written);
-        this.#storeFailed(e);
-      },
-    );
+    Atomics.add(this.#storeBacklog, 0, 1);
+    // Writes committed together share one promise: it is watched once, with its count of answers.
+    const answers = this.#storeWrites.get(written);
+    this.#storeWrites.set(written, (answers ?? 0) + 1);
+    if (answers !== undefined) return;
+    const settled = (): void => {
+      Atomics.sub(this.#storeBacklog, 0, this.#storeWrites.get(written) ?? 0);
+      Atomics.notify(this.#storeBacklog, 0);
+      this.#storeWrites.delete(written);
+    };
+    written.then(settled, (e: unknown) => {
+      this.#storeFailed(e); // first: the calls held back by the backlog must see the stop
+      settled();
+    });
   }
 
   /**
@@ -295,7 +307,7 @@ class ValidationEngine implements Engine {
 
   /** Resolves once every store write issued so far is committed; throws the store's error if one failed. */
   async #storeCommitted(): Promise<void> {
-    if (this.#storeWrites.size > 0) await Promise.allSettled([...this.#storeWrites]);
+    if (this.#storeWrites.size > 0) await Promise.allSettled([...this.#storeWrites.keys()]);
     if (this.#storeFailure !== undefined) throw this.#storeFailure;
   }
 

@@ -28,6 +28,8 @@ export interface PgStoreOptions {
   db: PgQueryable & { end?: () => Promise<void> };
   /** Close `db` when the store is closed. */
   owned: boolean;
+  /** How to close an owned `db`; default `db.end()`. */
+  end?: () => Promise<void>;
   /** Printed location (a URL without its password). */
   location: string;
   maxAgeMs: number;
@@ -143,7 +145,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     close() {
       closed ??= (async () => {
         await flushing?.catch(() => undefined);
-        if (options.owned) await options.db.end?.();
+        if (options.owned) await (options.end ?? options.db.end?.bind(options.db))?.();
       })();
       return closed;
     },
