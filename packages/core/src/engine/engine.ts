@@ -285,8 +285,10 @@ class ValidationEngine implements Engine {
     this.#storeWrites.set(written, (answers ?? 0) + 1);
     if (answers !== undefined) return;
     const settled = (): void => {
-      Atomics.sub(this.#storeBacklog, 0, this.#storeWrites.get(written) ?? 0);
-      Atomics.notify(this.#storeBacklog, 0);
+      const committed = this.#storeWrites.get(written) ?? 0;
+      Atomics.sub(this.#storeBacklog, 0, committed);
+      // As many waiting calls as answers left the backlog: the rest keep waiting, unwoken.
+      Atomics.notify(this.#storeBacklog, 0, committed);
       this.#storeWrites.delete(written);
     };
     written.then(settled, (e: unknown) => {
