@@ -1,7 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseString } from '@fast-csv/parse';
 import { writeToString } from '@fast-csv/format';
+import { FORMULA_START } from '@dq/core/review';
 import { createCompanyService, generateDirtyInputs } from '@dq/sandbox';
 import { describe, expect, it } from 'vitest';
 import { readCsv, runCli, unlimited, useSandbox, useTempDir } from './helpers.js';
@@ -42,6 +45,42 @@ async function parseCsvText(text: string): Promise<string[][]> {
       .on('error', reject)
       .on('end', () => resolve(rows));
   });
+}
+
+/**
+ * A platform whose answers hold formula-like values: the sandbox behind a proxy (real HTTP both
+ * ways) that puts `=` before every street it answers, as a platform may return any text. Returns
+ * its URL and a close function.
+ */
+async function formulaPlatform(upstream: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const rewrite = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(rewrite);
+    if (value === null || typeof value !== 'object') return value;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, k === 'street' && typeof v === 'string' ? `=${v}` : rewrite(v)]));
+  };
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers))
+        if (typeof v === 'string' && !['host', 'connection', 'content-length', 'keep-alive'].includes(k)) headers[k] = v;
+      const answer = await fetch(upstream + (req.url ?? '/'), { method: req.method, headers, ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}) });
+      let body = Buffer.from(await answer.arrayBuffer());
+      if ((answer.headers.get('content-type') ?? '').includes('json') && body.length > 0)
+        body = Buffer.from(JSON.stringify(rewrite(JSON.parse(body.toString('utf8')))));
+      const out: Record<string, string> = {};
+      answer.headers.forEach((v, k) => {
+        if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(k)) out[k] = v;
+      });
+      res.writeHead(answer.status, out).end(body);
+    })().catch((e: unknown) => res.writeHead(502).end(String(e)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 async function validate(name: string, csv: string, ...more: string[]) {
@@ -350,6 +389,88 @@ describe('dq-csv review: export, decide, apply', () => {
       expect(elements[Number(d[0]) - 1]).toMatchObject({ dq_status: 'kept', dq_review_decision: 'keep' });
     });
   }
+
+  it("--spreadsheet-safe output: the chosen candidate's formula-like values are written behind a ', like the rest of the file; a mismatch is refused", async () => {
+    const platform = await formulaPlatform(sandbox.url);
+    const env = { ...sandbox.env(), DQ_BASE_URL: platform.url, DQ_REALTIME_URL: platform.url };
+    const run = async (name: string, ...more: string[]) => {
+      const input = join(dir, `${name}.csv`);
+      const output = join(dir, `${name}.out.csv`);
+      await writeFile(input, addressCsv(160));
+      const done = await runCli(['validate', '--input', input, '--output', output, '--country', 'DE', ...more], env);
+      expect(done.code, done.stderr).toBe(0);
+      return output;
+    };
+    let safeOutput: string;
+    let plainOutput: string;
+    try {
+      safeOutput = await run('safe', '--spreadsheet-safe');
+      plainOutput = await run('plain');
+    } finally {
+      await platform.close();
+    }
+    const cleaned = await readCsv(safeOutput);
+    const col = (name: string) => cleaned.header.indexOf(name);
+    // What the sink wrote: every formula-like cell behind a ', the streets the platform answered included.
+    expect(cleaned.rows.some((r) => r[col('dq_street')]!.startsWith("'="))).toBe(true);
+    for (const row of cleaned.rows) for (const cell of row) expect(cell).not.toMatch(FORMULA_START);
+
+    const review = join(dir, 'safe.review.csv');
+    const exported = await runCli(['review', 'export', '--input', safeOutput, '--output', review]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const [header, ...rows] = await parseCsvText(await readFile(review, 'utf8'));
+    const h = (name: string) => header!.indexOf(name);
+    const e = rows.find((r) => r[h('class')] === 'E' && r[h('candidate_2_street')] !== '')!;
+    const d = rows.find((r) => r[h('class')] === 'D')!;
+    e[h('decision')] = '2';
+    d[h('decision')] = 'keep';
+    await writeFile(review, await writeToString([header!, ...rows], { rowDelimiter: '\r\n', writeBOM: true }));
+
+    const applied = join(dir, 'safe.applied.csv');
+    const done = await runCli(['review', 'apply', '--input', review, '--output', safeOutput, '--to', applied, '--spreadsheet-safe']);
+    expect(done.code, done.stderr).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ applied: 1, kept: 1, conflicts: 0, bad: 0 });
+    const out = await readCsv(applied);
+    const chosen = out.rows[Number(e[0]) - 1]!;
+    // The review file shows candidate 2's street behind its own ' (the review file's), which apply takes off: "'=…" there is "=…".
+    const street = e[h('candidate_2_street')]!.replace(/^'/, '');
+    expect(street.startsWith('=')).toBe(true);
+    expect(chosen[col('dq_street')]).toBe(`'${street}`);
+    expect(chosen[col('dq_status')]).toBe('accepted');
+    for (const row of out.rows) for (const cell of row) expect(cell).not.toMatch(FORMULA_START);
+    // Every undecided row byte for byte.
+    const before = rawRows(await readFile(safeOutput, 'utf8'));
+    const after = rawRows(await readFile(applied, 'utf8'));
+    expect(after.header).toBe(before.header);
+    const changed = after.rows.map((line, i) => (line === before.rows[i] ? 0 : i + 1)).filter((i) => i > 0);
+    expect(changed.sort((a, b) => a - b)).toEqual([Number(e[0]), Number(d[0])].sort((a, b) => a - b));
+
+    // The flag and the file must agree: each mismatch is refused before anything is written.
+    const unflagged = await runCli(['review', 'apply', '--input', review, '--output', safeOutput, '--to', join(dir, 'safe.unflagged.csv')]);
+    expect(unflagged.code).toBe(2);
+    expect(unflagged.stderr).toMatch(
+      /^dq-csv: usage: --spreadsheet-safe: .*safe\.out\.csv looks written with --spreadsheet-safe \(row \d+, column \w+, holds .*\): pass --spreadsheet-safe to review apply/,
+    );
+    const plainReview = join(dir, 'plain.review.csv');
+    expect((await runCli(['review', 'export', '--input', plainOutput, '--output', plainReview])).code).toBe(0);
+    const flagged = await runCli([
+      'review',
+      'apply',
+      '--input',
+      plainReview,
+      '--output',
+      plainOutput,
+      '--to',
+      join(dir, 'plain.flagged.csv'),
+      '--spreadsheet-safe',
+    ]);
+    expect(flagged.code).toBe(2);
+    expect(flagged.stderr).toMatch(
+      /^dq-csv: usage: --spreadsheet-safe: .*plain\.out\.csv was not written with --spreadsheet-safe \(row \d+, column \w+, holds "[=+\-@]/,
+    );
+    await expect(readFile(join(dir, 'safe.unflagged.csv'))).rejects.toThrow();
+    await expect(readFile(join(dir, 'plain.flagged.csv'))).rejects.toThrow();
+  });
 
   it('refuses to export or apply the output of a run that has not finished (its checkpoint left), exit 2', async () => {
     const input = join(dir, 'unfinished.csv');

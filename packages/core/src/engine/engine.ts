@@ -75,9 +75,19 @@ class ValidationEngine implements Engine {
   #closing: Promise<void> | undefined;
   /** Billable calls sent by every thread, against the spending cap. */
   readonly #calls: CallCounter;
-  /** Store writes issued and not yet committed; a batch returns only once they are ({@link #storeCommitted}). */
-  readonly #storeWrites = new Set<Promise<void>>();
-  /** The first store write that failed: every later batch fails with it (its answers are not kept). */
+  /** Store writes issued and not yet committed, with how many answers each holds; a batch returns only once they are ({@link #storeCommitted}). */
+  readonly #storeWrites = new Map<Promise<void>, number>();
+  /**
+   * `[0]`: answers whose store write is not committed yet, shared with the call runners: a call
+   * waits while it is at {@link storeBacklogLimit} (the engine's concurrency), so a store that
+   * stalls holds the calls back, and a store that then fails loses at most that many answers plus
+   * the calls in flight, instead of every answer bought while it hung.
+   */
+  readonly #storeBacklog = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  /**
+   * The first store write that failed: the run stops with it ({@link #storeFailed}), and every
+   * batch still running or started later fails with it (their answers could not be kept).
+   */
   #storeFailure: unknown;
 
   constructor(cfg: ResolvedEngineConfig, cache: ResultCache, store: ResultStore | undefined, logger: Logger) {
@@ -114,6 +124,7 @@ class ValidationEngine implements Engine {
       budget: { url: cfg.budget, account: cfg.account },
       budgetOptions: { limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs },
       calls: this.#calls,
+      ...(store ? { storeBacklog: this.#storeBacklog.buffer as SharedArrayBuffer, storeBacklogLimit: cfg.concurrency } : {}),
       logLevel: logger.level,
       logChannel: this.#logRelay.name,
     };
@@ -243,6 +254,7 @@ class ValidationEngine implements Engine {
       } catch (e) {
         // Nothing was sent: release the calls registered so far, or batches joining them would wait forever.
         for (const { call } of own) this.#settle(call, { kind: 'skipped' });
+        if (this.#store && misses.length > 0) this.#storeFailed(e);
         throw e;
       }
     }
@@ -267,21 +279,37 @@ class ValidationEngine implements Engine {
    */
   #storeWrite(store: ResultStore, key: string, result: CachedResult): void {
     const written = Promise.resolve(store.set(key, result));
-    // Writes committed together share one promise: it is watched once.
-    if (this.#storeWrites.has(written)) return;
-    this.#storeWrites.add(written);
-    written.then(
-      () => void this.#storeWrites.delete(written),
-      (e: unknown) => {
-        this.#storeFailure ??= e;
-        this.#storeWrites.delete(written);
-      },
-    );
+    Atomics.add(this.#storeBacklog, 0, 1);
+    // Writes committed together share one promise: it is watched once, with its count of answers.
+    const answers = this.#storeWrites.get(written);
+    this.#storeWrites.set(written, (answers ?? 0) + 1);
+    if (answers !== undefined) return;
+    const settled = (): void => {
+      const committed = this.#storeWrites.get(written) ?? 0;
+      Atomics.sub(this.#storeBacklog, 0, committed);
+      // As many waiting calls as answers left the backlog: the rest keep waiting, unwoken.
+      Atomics.notify(this.#storeBacklog, 0, committed);
+      this.#storeWrites.delete(written);
+    };
+    written.then(settled, (e: unknown) => {
+      this.#storeFailed(e); // first: the calls held back by the backlog must see the stop
+      settled();
+    });
+  }
+
+  /**
+   * A store write or lookup failed: the run stops like on a run stop (no batch starts another
+   * call: an answer bought now could not be kept, and would be bought again by the rerun), and
+   * every batch fails with the store's error, so nothing after the failure is counted as done.
+   */
+  #storeFailed(e: unknown): void {
+    this.#storeFailure ??= e;
+    this.#halt(e instanceof Error ? e : new Error(String(e)));
   }
 
   /** Resolves once every store write issued so far is committed; throws the store's error if one failed. */
   async #storeCommitted(): Promise<void> {
-    if (this.#storeWrites.size > 0) await Promise.allSettled([...this.#storeWrites]);
+    if (this.#storeWrites.size > 0) await Promise.allSettled([...this.#storeWrites.keys()]);
     if (this.#storeFailure !== undefined) throw this.#storeFailure;
   }
 

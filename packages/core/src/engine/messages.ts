@@ -31,6 +31,13 @@ export interface WorkerInit {
   budgetOptions: { limits: Partial<Record<EndpointId, number>>; maxHoldMs: number | undefined };
   /** Billable calls sent by every thread of the engine, and the spending cap (0: none). */
   calls: CallCounter;
+  /**
+   * With a result store: `[0]` counts answers whose store write is not yet committed (the engine
+   * keeps it); a call waits while it is at `storeBacklogLimit`, so a store that stalls holds the
+   * calls back instead of letting the run buy answers it cannot keep.
+   */
+  storeBacklog?: SharedArrayBuffer;
+  storeBacklogLimit?: number;
   /** Minimum level of the worker's log lines (redacted, relayed to the engine's logger). */
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** BroadcastChannel the worker's log lines go to (see log-relay.ts). */

@@ -24,7 +24,7 @@ export interface TaskRunner {
 // Atomics.waitAsync is in Node 20 (V8) but not in the ES2023 lib the project compiles against.
 const waitAsync = (
   Atomics as unknown as {
-    waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> };
+    waitAsync(array: Int32Array, index: number, value: number, timeoutMs?: number): { async: false; value: string } | { async: true; value: Promise<string> };
   }
 ).waitAsync;
 
@@ -39,6 +39,21 @@ function controlSignal(control: Int32Array): AbortSignal {
   if (!wait.async) controller.abort();
   else void wait.value.then(() => Atomics.load(control, 0) !== Control.RUN && controller.abort());
   return controller.signal;
+}
+
+/**
+ * Waits until fewer than `limit` answers await their store commit (`backlog[0]`, kept by the
+ * engine): true then, false when the batch was stopped meanwhile (a store that failed stops the
+ * run). Reached only while the store lags behind the platform.
+ */
+async function storeCaughtUp(backlog: Int32Array, limit: number, control: Int32Array): Promise<boolean> {
+  for (let n = Atomics.load(backlog, 0); n >= limit; n = Atomics.load(backlog, 0)) {
+    if (Atomics.load(control, 0) !== Control.RUN) return false;
+    // Bounded, so that a stop is seen even when the count does not move.
+    const wait = waitAsync(backlog, 0, n, 50);
+    if (wait.async) await wait.value;
+  }
+  return Atomics.load(control, 0) === Control.RUN;
 }
 
 /** Hears the outcome of request `index` of a task as soon as it ends. */
@@ -58,6 +73,8 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     logger,
   });
   const call = createCaller(init, transport);
+  const backlog = init.storeBacklog ? new Int32Array(init.storeBacklog) : undefined;
+  const backlogLimit = init.storeBacklogLimit ?? Infinity;
 
   /** Calls in flight, across all tasks this runner holds. */
   let inFlight = 0;
@@ -120,7 +137,8 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     if (slot !== undefined) await slot;
     let outcome: CallOutcome;
     try {
-      if (fields === undefined || signal.aborted) outcome = { kind: 'skipped' };
+      const held = backlog !== undefined && Atomics.load(backlog, 0) >= backlogLimit && !(await storeCaughtUp(backlog, backlogLimit, task.control));
+      if (fields === undefined || signal.aborted || held) outcome = { kind: 'skipped' };
       else {
         try {
           const res = await call(fields, String(index), signal);

@@ -6,3 +6,4 @@ export { openPgStore, ensureStoreSchema, STORE_SCHEMA } from './pg-store.js';
 export type { PgStoreOptions, PgQueryable } from './pg-store.js';
 export { parseAge, formatAge, DEFAULT_MAX_AGE_MS } from './age.js';
 export { storeKey } from './key.js';
+export { StoreError } from './errors.js';

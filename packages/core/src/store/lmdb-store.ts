@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Database } from 'lmdb';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
+import { lmdbStoreError, type StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
@@ -130,11 +131,6 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   return store;
 }
 
-function storeError(dir: string, cause: unknown): DqError {
-  const reason = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message ?? 'I/O error';
-  return new DqError(`the result store ${dir} cannot be used (${reason}); check the folder and its permissions, or pass --store off`, {
-    code: 'store-io',
-    retriable: false,
-    cause,
-  });
+function storeError(dir: string, cause: unknown): StoreError {
+  return lmdbStoreError(dir, cause);
 }

@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DqError } from '../errors/index.js';
@@ -39,6 +40,30 @@ export function redactUrl(url: string): string {
   }
 }
 
+/** Longest wait for one query of the Postgres store (a lookup or an upsert takes milliseconds). */
+const STORE_QUERY_TIMEOUT_MS = 30_000;
+/** Longest wait for a new connection to the Postgres store. */
+const STORE_CONNECT_TIMEOUT_MS = 15_000;
+
+/** How long closing waits for the store's database to end its connections before dropping them. */
+const STORE_CLOSE_WAIT_MS = 5_000;
+
+/**
+ * Ends `pool`, its connections' sockets destroyed when the server does not take the goodbye within
+ * {@link STORE_CLOSE_WAIT_MS} (a frozen server would otherwise keep the process alive).
+ */
+async function endPool(pool: { end(): Promise<void> }, sockets: ReadonlySet<Socket>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const ended = pool.end().then(
+    () => true,
+    () => true,
+  );
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), STORE_CLOSE_WAIT_MS)));
+  const done = await Promise.race([ended, late]);
+  clearTimeout(timer);
+  if (!done) for (const socket of sockets) socket.destroy();
+}
+
 const isPostgresUrl = (spec: string): boolean => /^postgres(ql)?:\/\//i.test(spec);
 
 /**
@@ -63,10 +88,27 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
     } catch (e) {
       throw new DqError('a Postgres store needs the "pg" package: npm install pg', { code: 'config-invalid', retriable: false, cause: e });
     }
-    const pool = new pg.Pool({ connectionString: spec, max: 4 });
+    // A database that stops answering (a frozen server, a network partition) must not hold the run
+    // forever: a query or a connection that takes this long fails as the store being unreachable
+    // (exit 75). `?query_timeout=<ms>` in the URL sets another limit.
+    const sockets = new Set<Socket>();
+    const pool = new pg.Pool({
+      connectionString: spec,
+      max: 4,
+      query_timeout: STORE_QUERY_TIMEOUT_MS,
+      connectionTimeoutMillis: STORE_CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      // The pool's sockets, kept so that closing does not wait on a server that stopped answering.
+      stream: () => {
+        const socket = new Socket();
+        sockets.add(socket);
+        socket.once('close', () => sockets.delete(socket));
+        return socket;
+      },
+    });
     // An idle connection that drops must not crash the process; the next query reports it.
     pool.on('error', () => undefined);
-    return openPgStore({ db: pool, owned: true, location: redactUrl(spec), maxAgeMs });
+    return openPgStore({ db: pool, owned: true, location: redactUrl(spec), maxAgeMs, end: () => endPool(pool, sockets) });
   }
   if (spec !== undefined && spec.trim() === '') {
     throw new DqError('--store is empty: give a folder, a postgres:// URL or off', { code: 'config-invalid', retriable: false });

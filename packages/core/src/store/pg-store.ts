@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
+import { pgStoreError, type StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
@@ -27,6 +28,8 @@ export interface PgStoreOptions {
   db: PgQueryable & { end?: () => Promise<void> };
   /** Close `db` when the store is closed. */
   owned: boolean;
+  /** How to close an owned `db`; default `db.end()`. */
+  end?: () => Promise<void>;
   /** Printed location (a URL without its password). */
   location: string;
   maxAgeMs: number;
@@ -142,7 +145,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     close() {
       closed ??= (async () => {
         await flushing?.catch(() => undefined);
-        if (options.owned) await options.db.end?.();
+        if (options.owned) await (options.end ?? options.db.end?.bind(options.db))?.();
       })();
       return closed;
     },
@@ -205,15 +208,6 @@ async function storedVersion(db: PgQueryable): Promise<number> {
   return v.rows[0]?.version ?? 0;
 }
 
-function storeError(location: string, cause: unknown): DqError {
-  const e = cause as { code?: string; message?: string };
-  const reason =
-    e.code === '42501'
-      ? `permission denied: create schema ${STORE_SCHEMA} once as a role allowed to, or grant this user SELECT, INSERT, UPDATE, DELETE on ${STORE_SCHEMA}.results`
-      : (e.message ?? String(cause));
-  return new DqError(`the result store ${location} cannot be used (${reason}); fix it or pass --store off`, {
-    code: 'store-io',
-    retriable: e.code !== '42501' && e.code !== '28P01',
-    cause,
-  });
+function storeError(location: string, cause: unknown): StoreError {
+  return pgStoreError(location, cause, STORE_SCHEMA);
 }

@@ -1,12 +1,13 @@
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { ExitCode } from '@dq/core';
-import { REVIEW_COLUMNS, restoreCell } from '@dq/core/review';
+import { FORMULA_START, neutraliseCell, REVIEW_COLUMNS, restoreCell } from '@dq/core/review';
 import { CsvError } from '../errors.js';
 import { openSource } from '../source/index.js';
 import type { InputFormat } from '../source/types.js';
 import { openCleanedFile, type CleanedFile, type CleanedRecord } from './cleaned-file.js';
 import { holdFinishedOutput, refuseSameFiles, writeAtomically } from './files.js';
+import type { CellValue } from '../sink/csv-format.js';
 import { cleanedLayout, LINE_COLUMN, parseCandidates, type CleanedLayout } from './layout.js';
 
 /** Options of {@link applyReview}. */
@@ -21,6 +22,11 @@ export interface ReviewApplyOptions {
   readonly delimiter?: string;
   /** The cleaned file's format; default from its extension. */
   readonly format?: InputFormat;
+  /**
+   * The cleaned file was written with `--spreadsheet-safe` (CSV): the cells apply writes are
+   * neutralised like the rest of the file. A file that contradicts it (either way) is refused.
+   */
+  readonly spreadsheetSafe?: boolean;
 }
 
 /** A decision that was not applied, and why. */
@@ -113,11 +119,21 @@ async function applyTo(options: ReviewApplyOptions): Promise<ReviewApplySummary>
     const layout = cleanedLayout(file.names, options.output);
     const inputs = file.format === 'csv' ? file.names.slice(0, file.names.indexOf('dq_status')) : undefined;
     const { pending, names } = await readDecisions(options.input, layout, inputs, badDecisions, () => (undecided += 1));
+    const safe = file.format === 'csv' && options.spreadsheetSafe === true;
+    const evidence = file.format === 'csv' ? new SafeEvidence(file.names) : undefined;
     for await (const record of file.records) {
+      if (evidence?.open) {
+        const view = file.view(record, layout.resultNames);
+        if (typeof view !== 'string')
+          evidence.row(
+            record.row,
+            file.names.map((name) => view.text(name)),
+          );
+      }
       const decided = pending.get(record.row);
       if (!decided) continue;
       pending.delete(record.row);
-      const outcome = decide(file, layout, names, record, decided);
+      const outcome = decide(file, layout, names, record, decided, safe);
       if ('conflict' in outcome) conflictRows.push(skipped(decided, outcome.conflict));
       else if ('bad' in outcome) badDecisions.push(skipped(decided, outcome.bad));
       else {
@@ -125,6 +141,7 @@ async function applyTo(options: ReviewApplyOptions): Promise<ReviewApplySummary>
         counts[decided.decision.kind === 'candidate' ? 'applied' : decided.decision.kind === 'keep' ? 'kept' : 'invalid'] += 1;
       }
     }
+    evidence?.check(options.output, options.spreadsheetSafe === true);
     for (const decided of pending.values()) {
       conflictRows.push(
         skipped(decided, `the cleaned file has no data row ${decided.row}: it is not the file this review was exported from, or rows were removed since`),
@@ -263,9 +280,12 @@ async function reviewDelimiter(path: string): Promise<string> {
 
 type Outcome = { text: string } | { conflict: string } | { bad: string };
 
-function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string[], record: CleanedRecord, decided: Pending): Outcome {
+function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string[], record: CleanedRecord, decided: Pending, safe: boolean): Outcome {
   const view = file.view(record, layout.resultNames);
   if (typeof view === 'string') return { conflict: `row ${decided.row} of the cleaned file cannot be read: ${view}` };
+  // The cells written here, neutralised as the sink writes a --spreadsheet-safe file (text only:
+  // a number cannot hold a formula); the row's other cells are copied as the file has them.
+  const put = (name: string, value: CellValue): void => view.set(name, safe && typeof value === 'string' ? neutraliseCell(value) : value);
   for (let i = 0; i < names.length; i++) {
     const now = view.text(names[i]!);
     if (now !== decided.current[i]) {
@@ -295,14 +315,67 @@ function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string
         bad: `candidate ${decision.n} does not exist: row ${decided.row} has ${candidates.length === 1 ? 'one candidate' : `candidates 1-${candidates.length}`}`,
       };
     }
-    for (const [name, value] of layout.chosenValues(candidate)) view.set(name, value);
-    view.set('dq_status', 'accepted');
-    view.set('dq_review_decision', `candidate ${decision.n}`);
+    for (const [name, value] of layout.chosenValues(candidate)) put(name, value);
+    put('dq_status', 'accepted');
+    put('dq_review_decision', `candidate ${decision.n}`);
   } else {
-    view.set('dq_status', decision.kind === 'keep' ? 'kept' : 'invalid');
-    view.set('dq_review_decision', decision.kind);
+    put('dq_status', decision.kind === 'keep' ? 'kept' : 'invalid');
+    put('dq_review_decision', decision.kind);
   }
   return { text: view.serialise() };
+}
+
+/**
+ * What a CSV cleaned file shows of how it was written. The file does not say whether it was
+ * written with --spreadsheet-safe, so apply is told (its own flag) and checks the file against it:
+ * a cell starting with a formula character proves it was not (a safe file has a ' before every
+ * such cell: this is decisive, and ends the reading); a cell that starts with ' and then such a
+ * character (or a second ') is what a safe file holds for one.
+ */
+class SafeEvidence {
+  /** The first cell starting with a formula character. */
+  #bare: { row: number; column: string; cell: string } | undefined;
+  /** The first cell that looks neutralised. */
+  #neutralised: { row: number; column: string; cell: string } | undefined;
+  readonly #names: readonly string[];
+
+  constructor(names: readonly string[]) {
+    this.#names = names;
+    this.row(0, names);
+  }
+
+  /** Whether a further row can still change the verdict. */
+  get open(): boolean {
+    return this.#bare === undefined;
+  }
+
+  row(row: number, cells: readonly string[]): void {
+    for (let i = 0; i < cells.length && this.#bare === undefined; i++) {
+      const cell = cells[i]!;
+      if (FORMULA_START.test(cell)) this.#bare = { row, column: this.#names[i] ?? String(i + 1), cell };
+      else if (this.#neutralised === undefined && cell.startsWith("'") && (FORMULA_START.test(cell.slice(1)) || cell.startsWith("''"))) {
+        this.#neutralised = { row, column: this.#names[i] ?? String(i + 1), cell };
+      }
+    }
+  }
+
+  /** Throws a usage error when the file contradicts `safe`. */
+  check(path: string, safe: boolean): void {
+    const where = (e: { row: number; column: string; cell: string }) =>
+      `${e.row === 0 ? 'the header' : `row ${e.row}`}, column ${e.column}, holds ${JSON.stringify(e.cell.length > 24 ? `${e.cell.slice(0, 24)}…` : e.cell)}`;
+    if (safe && this.#bare) {
+      throw new CsvError(
+        'usage',
+        `--spreadsheet-safe: ${path} was not written with --spreadsheet-safe (${where(this.#bare)}, which such a file has behind a '); apply without --spreadsheet-safe, or validate again with it`,
+      );
+    }
+    if (!safe && !this.#bare && this.#neutralised) {
+      throw new CsvError(
+        'usage',
+        `--spreadsheet-safe: ${path} looks written with --spreadsheet-safe (${where(this.#neutralised)}): pass --spreadsheet-safe to review apply, so that the cells it writes are neutralised like the rest of the file`,
+      );
+    }
+  }
 }
 
 /**

@@ -7,7 +7,7 @@ import { refuseSameFiles } from './files.js';
 
 /** The `dq-csv review --help` text. */
 export const REVIEW_USAGE = `Usage: dq-csv review export --input <cleaned file> --output <review.csv> [--classes D,E]
-       dq-csv review apply --input <review.csv> --output <cleaned file> --to <new file>
+       dq-csv review apply --input <review.csv> --output <cleaned file> --to <new file> [--spreadsheet-safe]
 
 Closes the loop on rows dq-csv validate left for a person (dq_status review: class D or E, or a
 company search without a clear winner).
@@ -31,6 +31,9 @@ Options:
   --delimiter <char>    the cleaned file's delimiter; default: read from its header
   --format <fmt>        the cleaned file's format: csv, json, ndjson; default from its extension
                         (the review file is always CSV)
+  --spreadsheet-safe    apply: the cleaned file (CSV) was written with validate --spreadsheet-safe;
+                        the cells apply writes get the same leading ' before = + - @ tab CR or '.
+                        A cleaned file that contradicts it, either way, is refused (exit 2)
   --help                this text
 
 Prints one JSON summary line on stdout. Exit codes: 0 done; 2 bad usage, unreadable files, a
@@ -56,6 +59,7 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
           classes: { type: 'string' },
           delimiter: { type: 'string' },
           format: { type: 'string' },
+          'spreadsheet-safe': { type: 'boolean' },
           help: { type: 'boolean', short: 'h' },
         },
       });
@@ -86,6 +90,7 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
       );
     if (command === 'export') {
       if (v.to) throw usageError('--to', 'is for review apply');
+      if (v['spreadsheet-safe']) throw usageError('--spreadsheet-safe', 'is for review apply (the review file is always spreadsheet-safe)');
       const classes = (v.classes ?? 'D,E')
         .split(',')
         .map((s) => s.trim().toUpperCase())
@@ -98,7 +103,7 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
     }
     if (v.classes) throw usageError('--classes', 'is for review export');
     if (!v.to) throw usageError('--to', 'required: the new file to write (the cleaned file is never changed in place)');
-    const summary = await applyReview({ input: v.input, output: v.output, to: v.to, delimiter, format });
+    const summary = await applyReview({ input: v.input, output: v.output, to: v.to, delimiter, format, spreadsheetSafe: v['spreadsheet-safe'] ?? false });
     for (const c of summary.conflictRows) process.stderr.write(`dq-csv: review line ${c.reviewLine}: conflict, left as it is: ${c.reason}\n`);
     for (const b of summary.badDecisions)
       process.stderr.write(`dq-csv: review line ${b.reviewLine}: bad decision${b.decision ? ` "${b.decision}"` : ''}, skipped: ${b.reason}\n`);

@@ -1,0 +1,64 @@
+import { defineErrorCodes } from '../errors/error-codes.js';
+import { ExitCode } from '../errors/exit-code.js';
+import { CONNECTION_CODES } from '../transport/http-failure.js';
+
+/**
+ * The result store's errors and the exit codes they lead to (README "The result store"): a store
+ * that cannot be reached is worth a retry (75), one this user may not use is configuration (2),
+ * anything else is unexpected (1). Every message names the store (never its password) and what to do.
+ */
+export class StoreError extends defineErrorCodes('dq-store', {
+  usage: { exit: ExitCode.USAGE },
+  /** the store's database is down, refuses connections for now, or dropped the connection */
+  'store-unreachable': { exit: ExitCode.TEMPFAIL },
+  /** the store's role lacks a privilege or cannot log in, or the folder cannot be written */
+  'store-permission-denied': { exit: ExitCode.USAGE },
+  /** any other failure of the store */
+  'store-io': { exit: ExitCode.UNEXPECTED },
+}) {
+  override readonly name = 'StoreError';
+}
+
+/** PostgreSQL error classes of a server that cannot serve us now: connection (08), resources (53), operator intervention (57), not in the state for it (55, e.g. a database closed to connections). */
+const PG_UNAVAILABLE_CLASSES = new Set(['08', '53', '55', '57']);
+/** Login or access refused: a person must grant or fix the credentials. */
+const PG_DENIED = new Set(['42501', '28000', '28P01', '3D000']);
+/** Folder errors a person fixes: permissions, a read-only file system. */
+const FS_DENIED = new Set(['EACCES', 'EPERM', 'EROFS']);
+
+/** The error of a Postgres store at `location` (a URL without its password) for `cause`. */
+export function pgStoreError(location: string, cause: unknown, schema: string): StoreError {
+  const e = cause as { code?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : undefined;
+  const reason = typeof e.message === 'string' && e.message !== '' ? e.message : String(cause);
+  if (code !== undefined && PG_DENIED.has(code)) {
+    const what =
+      code === '42501'
+        ? `permission denied: create schema ${schema} once as a role allowed to, or GRANT USAGE ON SCHEMA ${schema} and GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.results to this user`
+        : `${reason}: check the user, password and database of the URL`;
+    return new StoreError('store-permission-denied', `the result store ${location} cannot be used (${what}); then rerun, or pass --store off`, { cause });
+  }
+  // No SQLSTATE (the connection broke or could not be made) or a server that cannot serve now.
+  if (code === undefined || CONNECTION_CODES.has(code) || PG_UNAVAILABLE_CLASSES.has(code.slice(0, 2))) {
+    return new StoreError(
+      'store-unreachable',
+      `the result store ${location} cannot be used: unreachable (${reason}); the run stops here, rerun once the database answers again (or pass --store off)`,
+      { cause },
+    );
+  }
+  return new StoreError('store-io', `the result store ${location} cannot be used (${reason}); fix it or pass --store off`, { cause });
+}
+
+/** The error of the embedded store in `dir` for `cause` (a file system or LMDB error). */
+export function lmdbStoreError(dir: string, cause: unknown): StoreError {
+  const code = (cause as NodeJS.ErrnoException).code;
+  const reason = code ?? (cause as Error).message ?? 'I/O error';
+  if (code !== undefined && FS_DENIED.has(code)) {
+    return new StoreError(
+      'store-permission-denied',
+      `the result store ${dir} cannot be used (${reason}); check the folder and its permissions, or pass --store off`,
+      { cause },
+    );
+  }
+  return new StoreError('store-io', `the result store ${dir} cannot be used (${reason}); check the folder and the disk, or pass --store off`, { cause });
+}
