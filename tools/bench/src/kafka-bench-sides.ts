@@ -18,7 +18,10 @@ const PATH = '/location/v1/validate/batch/sync';
 const HEADERS = { accept: 'application/json, application/problem+json', 'content-type': 'application/json', authorization: 'Bearer bench-key' };
 export const MAP = 'street=/address/street,houseNumber=/address/houseNumber,postalCode=/address/postalCode,locality=/address/locality,country=/address/country';
 
-/** One measured run of one side: rate from the first message taken to the last one delivered. */
+/**
+ * One measured run of one side: rate from the first message taken (or from the end of the warm-up)
+ * to the last one delivered.
+ */
 export interface Sample {
   messagesPerSecond: number;
   /** CPU time of the consuming process (all threads) per message, in µs; null where unknown. */
@@ -48,13 +51,17 @@ export async function fill(kafka: Kafka, topic: string, n: number, run: number):
 
 type Transform = (batch: EachBatchPayload['batch']) => Promise<Message[]>;
 
-/** eachBatch → transform → send (acks all) → commit, until `n` messages went through. */
-async function consumeLoop(kafka: Kafka, input: string, group: string, n: number, transform: Transform): Promise<Sample> {
+/**
+ * eachBatch → transform → send (acks all) → commit, until `n` messages went through. The clock
+ * starts once `warmup` messages went through (at the first batch when 0).
+ */
+async function consumeLoop(kafka: Kafka, input: string, group: string, n: number, warmup: number, transform: Transform): Promise<Sample> {
   const consumer = kafka.consumer({ groupId: group, sessionTimeout: 6000, heartbeatInterval: 2000, maxWaitTimeInMs: 500 });
   const producer = kafka.producer();
   await Promise.all([consumer.connect(), producer.connect()]);
   await consumer.subscribe({ topic: input, fromBeginning: true });
   let seen = 0;
+  let seenAtStart = 0;
   let t0 = 0;
   let cpu0 = process.cpuUsage();
   const measured = await new Promise<Sample>((resolve, reject) => {
@@ -62,7 +69,7 @@ async function consumeLoop(kafka: Kafka, input: string, group: string, n: number
       autoCommit: false,
       eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset }) => {
-        if (t0 === 0) [t0, cpu0] = [performance.now(), process.cpuUsage()];
+        if (t0 === 0 && warmup === 0) [t0, cpu0] = [performance.now(), process.cpuUsage()];
         const last = batch.messages[batch.messages.length - 1];
         if (!last) return;
         try {
@@ -73,9 +80,11 @@ async function consumeLoop(kafka: Kafka, input: string, group: string, n: number
         resolveOffset(last.offset);
         await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }]);
         seen += batch.messages.length;
+        if (t0 === 0 && seen >= warmup) [t0, cpu0, seenAtStart] = [performance.now(), process.cpuUsage(), seen];
         if (seen < n) return;
         const cpu = process.cpuUsage(cpu0);
-        resolve({ messagesPerSecond: n / ((performance.now() - t0) / 1000), cpuMicrosPerMessage: (cpu.user + cpu.system) / n });
+        const counted = seen - seenAtStart;
+        resolve({ messagesPerSecond: counted / ((performance.now() - t0) / 1000), cpuMicrosPerMessage: (cpu.user + cpu.system) / counted });
       },
     });
   });
@@ -84,8 +93,8 @@ async function consumeLoop(kafka: Kafka, input: string, group: string, n: number
 }
 
 /** The issue's reference: the messages are sent on as they are, no HTTP. */
-export function rawRun(kafka: Kafka, input: string, n: number): Promise<Sample> {
-  return consumeLoop(kafka, input, `raw-${input}`, n, async (batch) => batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })));
+export function rawRun(kafka: Kafka, input: string, n: number, warmup = 0): Promise<Sample> {
+  return consumeLoop(kafka, input, `raw-${input}`, n, warmup, async (batch) => batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })));
 }
 
 /**
@@ -93,10 +102,10 @@ export function rawRun(kafka: Kafka, input: string, n: number): Promise<Sample> 
  * undici ({@link CONCURRENCY} lanes on one keep-alive pool, the engine's headers and body fields),
  * the answer parsed and checked, and a `dq` member added to the value sent on.
  */
-export async function rawHttpRun(kafka: Kafka, input: string, n: number, endpoint: string): Promise<Sample> {
+export async function rawHttpRun(kafka: Kafka, input: string, n: number, endpoint: string, warmup = 0): Promise<Sample> {
   const pool = new Pool(endpoint, { connections: CONCURRENCY, pipelining: 1 });
   try {
-    return await consumeLoop(kafka, input, `http-${input}`, n, async (batch) => {
+    return await consumeLoop(kafka, input, `http-${input}`, n, warmup, async (batch) => {
       const messages = batch.messages;
       const out = new Array<Message>(messages.length);
       let next = 0;
@@ -165,6 +174,7 @@ export async function dqRun(
   extraArgs: string[],
   profileDir?: string,
   cli = CLI,
+  warmup = 0,
 ): Promise<Sample> {
   const child: ChildProcess = spawn(
     process.execPath,
@@ -205,24 +215,30 @@ export async function dqRun(
     const port = Number(/"msg":"metrics listening".*?"port":(\d+)/.exec(log)?.[1] ?? NaN);
     if (!Number.isFinite(port)) throw new Error(`dq-kafka did not start: ${log.slice(-1000)}`);
     const deadline = Date.now() + 300_000;
-    while ((await metric(port, 'dq_kafka_messages_consumed_total')) === 0) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`dq-kafka consumed nothing: ${log.slice(-1000)}`);
+    // The clock starts at the first message taken, or once `warmup` messages were delivered.
+    const started = warmup === 0 ? 'dq_kafka_messages_consumed_total' : 'dq_kafka_messages_produced_total';
+    let producedAtStart = 0;
+    for (let count = await metric(port, started); count < Math.max(1, warmup); count = await metric(port, started)) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`dq-kafka did not get going: ${log.slice(-1000)}`);
       await new Promise((r) => setTimeout(r, 20));
     }
     const t0 = performance.now();
     const cpu0 = processCpuMicros(child.pid);
+    if (warmup > 0) producedAtStart = await metric(port, 'dq_kafka_messages_produced_total');
     for (
       let produced = await metric(port, 'dq_kafka_messages_produced_total');
       produced < n;
       produced = await metric(port, 'dq_kafka_messages_produced_total')
     ) {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`dq-kafka did not finish: ${log.slice(-1000)}`);
-      const perMessageMs = produced > 0 ? (performance.now() - t0) / produced : 1;
+      const done = produced - producedAtStart;
+      const perMessageMs = done > 0 ? (performance.now() - t0) / done : 1;
       await new Promise((r) => setTimeout(r, Math.min(500, Math.max(20, ((n - produced) * perMessageMs) / 2))));
     }
     const elapsed = performance.now() - t0;
     const cpu1 = processCpuMicros(child.pid);
-    return { messagesPerSecond: n / (elapsed / 1000), cpuMicrosPerMessage: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / n };
+    const counted = n - producedAtStart;
+    return { messagesPerSecond: counted / (elapsed / 1000), cpuMicrosPerMessage: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / counted };
   } finally {
     child.kill('SIGTERM');
     if (child.exitCode === null) await new Promise((r) => child.once('exit', r));

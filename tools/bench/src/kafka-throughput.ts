@@ -11,12 +11,17 @@
  * Fairness: the endpoint runs in a child process (this file with `--serve`), so it shares an event
  * loop with no side; each side reads the same fresh topic of distinct addresses (dedup and the cache
  * cannot flatter dq-kafka) with its own consumer group; the order of the sides rotates run by run;
- * rates run from the first message taken to the last one delivered (group join excluded); figures
- * are medians. CPU per message (the consuming process, all threads) is steadier than wall time on a
- * shared machine and is reported beside it.
+ * rates run from the end of a warm-up (the first `warmup` messages delivered, group join and
+ * start-up excluded) to the last message delivered, on every side alike: dq-kafka starts as a
+ * fresh process each run while the raw loops run in this process, which grows warmer run by run (its
+ * JIT has compiled kafkajs and undici), so a clock started at the first message compared a cold
+ * dq-kafka with an ever warmer reference (a dq-kafka consumer runs for hours, warm). `warmup=0`
+ * starts the clocks at the first message instead. Figures are medians. CPU per message (the
+ * consuming process, all threads) is steadier than wall time on a shared machine and is reported
+ * beside it.
  *
  * Broker: librdkafka's mock cluster via kcat (`apt-get install kcat`), or KAFKA_BROKERS.
- * Run: `node tools/bench/dist/kafka-throughput.js [messages=20000] [runs=3] [-- extra dq-kafka flags]`.
+ * Run: `node tools/bench/dist/kafka-throughput.js [messages=30000] [runs=3] [warmup=5000] [-- extra dq-kafka flags]`.
  * KAFKA_BENCH_CPU_PROF_DIR=<dir> writes a CPU profile of each dq-kafka process there;
  * KAFKA_BENCH_CLI=<path> measures another build of the CLI; KAFKA_BENCH_OUT=<file> writes the JSON
  * there instead of tools/bench/results/kafka-throughput.json.
@@ -97,8 +102,9 @@ async function main(): Promise<void> {
   const dashes = process.argv.indexOf('--');
   const positional = dashes === -1 ? process.argv.slice(2) : process.argv.slice(2, dashes);
   const dqArgs = dashes === -1 ? [] : process.argv.slice(dashes + 1);
-  const n = Number(positional[0] ?? 20_000);
+  const n = Number(positional[0] ?? 30_000);
   const runs = Math.max(3, Number(positional[1] ?? 3));
+  const warmup = Math.min(Math.floor(n / 2), Number(positional[2] ?? 5_000));
   const profileDir = process.env['KAFKA_BENCH_CPU_PROF_DIR'];
   const cli = process.env['KAFKA_BENCH_CLI'];
   const loadBefore = loadavg().map((l) => Number(l.toFixed(2)));
@@ -112,9 +118,9 @@ async function main(): Promise<void> {
       await fill(kafka, input, n, r);
       // Rotate the order so drift (load from other processes, broker state) favours no side.
       for (const side of [...SIDES.slice(r % 3), ...SIDES.slice(0, r % 3)]) {
-        if (side === 'raw') samples.raw.push(await rawRun(kafka, input, n));
-        else if (side === 'rawHttp') samples.rawHttp.push(await rawHttpRun(kafka, input, n, endpoint.url));
-        else samples.dq.push(await dqRun(broker.brokers, endpoint.url, input, n, dqArgs, profileDir, cli));
+        if (side === 'raw') samples.raw.push(await rawRun(kafka, input, n, warmup));
+        else if (side === 'rawHttp') samples.rawHttp.push(await rawHttpRun(kafka, input, n, endpoint.url, warmup));
+        else samples.dq.push(await dqRun(broker.brokers, endpoint.url, input, n, dqArgs, profileDir, cli, warmup));
       }
       const [d, h, w] = [samples.dq.at(-1)!, samples.rawHttp.at(-1)!, samples.raw.at(-1)!];
       process.stderr.write(
@@ -131,6 +137,7 @@ async function main(): Promise<void> {
     benchmark: 'kafka-throughput',
     ...(cli ? { cli } : {}),
     messages: n,
+    warmupMessages: warmup,
     runs,
     concurrency: CONCURRENCY,
     dqArgs,

@@ -20,7 +20,7 @@ const BENCHMARKS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['csv-rate', ['2000', '3']],
   ['pg-cleanse', ['1000000', '5']],
   ['download', []],
-  ['kafka-throughput', ['20000', '3']],
+  ['kafka-throughput', ['30000', '3']],
   ['store-choice', ['1000000', '5']],
   ['store-overhead', ['20000', '5']],
   ['store-rerun', ['1000000', '5']],
