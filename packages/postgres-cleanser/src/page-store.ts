@@ -168,7 +168,10 @@ export function pageWriteParamTypes(target: TargetTable, recordKnown?: KnownReco
  * The page write, one statement and so one transaction: the range's checkpoint moves
  * from the key the page was read after to its last key; a guarded `UPDATE … FROM unnest(…)` touches
  * only rows whose mapped columns still hold the values read (`IS NOT DISTINCT FROM`, so NULLs
- * compare too; old values cast to the column's type so `char(n)` padding compares as stored); and
+ * compare too; old values cast to the column's type so `char(n)` padding compares as stored), and
+ * only rows it changes: a row whose corrections are to be written, or (with status columns) whose
+ * status columns would get another value than they hold (compared in the column's type; see
+ * {@link statusChanges}); and
  * one results row per row of the page records its status, class, request id, candidates and, for
  * the rows updated, the audit's before and after values. If the checkpoint no longer stands where
  * the page was read from (another process took the range over), `range_taken` raises and nothing
@@ -182,8 +185,7 @@ export function pageWriteParamTypes(target: TargetTable, recordKnown?: KnownReco
  * then, as the audit and rollback cover only the rows updated.
  *
  * Parameters: see {@link pageWriteParams}. Returns one row: `written` (count) and `conflicts`
- * (keys of rows to update — with status columns every row of the page — that had changed since
- * they were read).
+ * (keys of rows to update that had changed since they were read).
  */
 export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording): string {
   const { key, qualified, columns } = target;
@@ -204,15 +206,16 @@ export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording):
     ...columns.map((c, i) => `t.${c.quoted} IS NOT DISTINCT FROM v.o${i}::${c.type}`),
     ...target.status.map((s, i) => `t.${s.quoted} IS NOT DISTINCT FROM v.s${i}::${s.type}`),
   ].join(' AND ');
-  // With status columns every row of the page is updated (its status, and its corrections if it
-  // has any); without, only the rows with corrections. Either way only rows still holding the
-  // values read (the guard); `wr` are the rows whose corrections were written.
   // The answer's own check time (from the result store it is that of the call that bought it).
   const checked = `$${firstStatus + target.status.length}::timestamptz[]`;
   arrays.push(checked);
   names.push('chk');
   const statusValue: Record<string, string> = { status: 'v.status', class: 'v.class', requestId: 'v.rid', checkedAt: 'COALESCE(v.chk, $2)' };
   const withStatus = target.status.length > 0;
+  // `nw`: the row is to be updated — its corrections are written, or a status column changes.
+  // Only rows still holding the values read are (the guard); `wr` are the rows whose corrections
+  // were written. A row with nothing to change is not touched: no UPDATE, no trigger, no audit.
+  const needsWrite = withStatus ? `v.w OR ${statusChanges(target.status)}` : 'v.w';
   const set = [
     ...columns.map((c, i) =>
       withStatus ? `${c.quoted} = CASE WHEN v.w THEN COALESCE(v.n${i}, v.o${i}) ELSE t.${c.quoted} END` : `${c.quoted} = COALESCE(v.n${i}, v.o${i})`,
@@ -225,18 +228,17 @@ export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording):
   const before = `ARRAY[${[...columns.map((_, i) => `v.o${i}`), ...target.status.map((_, i) => `v.s${i}`)].join(', ')}]::text[]`;
   const after = `ARRAY[${[...columns.map((_, i) => `COALESCE(v.n${i}, v.o${i})`), ...target.status.map((_, i) => `u.s${i}`)].join(', ')}]::text[]`;
   // A conflict is a row that was to be updated and was not: it no longer held the values read.
-  // With status columns that is every row of the page, corrected or not.
-  const conflictCount = withStatus ? '(SELECT count(*) FROM v) - (SELECT count(*) FROM upd)' : '(SELECT count(*) FROM v WHERE v.w) - (SELECT count(*) FROM wr)';
-  const conflictRows = withStatus ? 'NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = v.k)' : 'v.w AND NOT EXISTS (SELECT 1 FROM wr WHERE wr.k = v.k)';
+  const conflictCount = '(SELECT count(*) FROM v WHERE v.nw) - (SELECT count(*) FROM upd)';
+  const conflictRows = 'v.nw AND NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = v.k)';
   const returned = ['t.' + key.quoted + ' AS k', 'v.w AS w', ...target.status.map((s, i) => `t.${s.quoted}::text AS s${i}`)].join(', ');
   // The rows recorded as known, and the results rows that keep their `after` values.
   const recorded = recordKnown === 'decided' ? `NOT (${conflictRows})` : 'u.k IS NOT NULL';
   const knownRows = recordKnown === 'decided' ? `v LEFT JOIN upd u ON u.k = v.k WHERE ${recorded}` : 'wr';
   const knownKey = recordKnown === 'decided' ? 'v.k' : 'wr.k';
-  return `WITH v AS (SELECT * FROM unnest(${arrays.join(', ')}) AS v(${names.join(', ')})),
+  return `WITH v AS (SELECT v.*, (${needsWrite}) AS nw FROM unnest(${arrays.join(', ')}) AS v(${names.join(', ')})),
 upd AS (
   UPDATE ${qualified} AS t SET ${set} FROM v
-   WHERE ${withStatus ? '' : 'v.w AND '}t.${key.quoted} = v.k AND t.${key.quoted} >= $4::${kt} AND t.${key.quoted} <= $5::${kt} AND ${guard}
+   WHERE v.nw AND t.${key.quoted} = v.k AND t.${key.quoted} >= $4::${kt} AND t.${key.quoted} <= $5::${kt} AND ${guard}
   RETURNING ${returned}),
 wr AS (SELECT k FROM upd WHERE w),
 prog AS (
@@ -250,7 +252,7 @@ prog AS (
 res AS (
   INSERT INTO ${STATE_SCHEMA}.results (run_id, row_key, status, result_class, outcome, request_id, candidates, detail, error, checked_at, worker, before, after)
   SELECT $1, v.k::text, v.status, v.class,
-         CASE WHEN u.w THEN 'written' WHEN ${withStatus ? 'v.w OR u.k IS NULL' : 'v.w'} THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
+         CASE WHEN u.w THEN 'written' WHEN v.nw AND u.k IS NULL THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
          v.rid, v.cand, v.detail, v.err, COALESCE(v.chk, $2), $3,
          CASE WHEN u.k IS NOT NULL THEN ${before} END, CASE WHEN ${recorded} THEN ${after} END
     FROM v LEFT JOIN upd u ON u.k = v.k)${
@@ -264,6 +266,25 @@ kn AS (
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM prog) THEN ${STATE_SCHEMA}.range_taken($1, $14) END AS taken,
        (SELECT count(*) FROM wr)::int AS written,
        ARRAY(SELECT v.k::text FROM v WHERE ${conflictRows}) AS conflicts`;
+}
+
+/**
+ * SQL (over the page's unnested row `v`): whether any status column would get another value than
+ * the one read (`v.s<i>`, which the guard holds the row to), both compared in the column's type.
+ * A check time counts only when the result has one of its own (an answer, from the platform or
+ * the result store): a row refused by the local checks again, its status, class and request id
+ * the same, keeps the time it was first refused at instead of being written for the clock alone;
+ * an empty check-time column is filled.
+ */
+export function statusChanges(status: TargetTable['status']): string {
+  const value: Record<string, string> = { status: 'v.status', class: 'v.class', requestId: 'v.rid' };
+  return status
+    .map((s, i) => {
+      const held = `v.s${i}::${s.type}`;
+      if (s.field === 'checkedAt') return `(v.s${i} IS NULL OR (v.chk IS NOT NULL AND ${held} IS DISTINCT FROM v.chk::${s.type}))`;
+      return `${held} IS DISTINCT FROM ${value[s.field]}::${s.type}`;
+    })
+    .join(' OR ');
 }
 
 const NEEDS_ESCAPE = /["\\]/;
