@@ -711,4 +711,104 @@ describe('dq-pg review export / apply', () => {
     expect(latin1.code).toBe(2);
     expect(latin1.stderr).toMatch(/is not UTF-8 text; save it from the spreadsheet as "CSV UTF-8"/);
   });
+
+  it('a nightly run between an export and its apply: its export lists the rows again and says so; the decision applied first stands, and the older file never overwrites newer data', async () => {
+    const status = ['--status-columns', 'status=dq_status,class=dq_class'];
+    const db = await cleaned('night-a', 150);
+    const review = await reviewRows(db, 'night-a');
+    const file1 = join(dir, 'night-a.csv');
+    const first = await runCli(['review', 'export', '--db', db, '--run', 'night-a', '--output', file1]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toBe('');
+    expect(json(first)).toMatchObject({ rows: review.length, alsoAwaiting: { rows: 0, runs: [] } });
+
+    // While the file is with the steward, a person edits one of its rows, and the nightly run comes.
+    const [edited, ...rest] = review as [ReviewRow, ...ReviewRow[]];
+    await withClient(db, (c) => c.query(`UPDATE customers SET city = 'Edited by a person' WHERE id = $1`, [edited.key]));
+    const calls = billable(env.sandbox);
+    const nightly = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'night-b', '--batch-size', '50', ...status]));
+    expect(nightly.code, nightly.stderr).toBe(0);
+    expect(billable(env.sandbox) - calls).toBeLessThanOrEqual(1);
+    const queued = new Set((await reviewRows(db, 'night-b')).map((r) => r.key));
+    const both = rest.filter((r) => queued.has(r.key));
+    expect(both).toHaveLength(rest.length);
+    // Listed in both queues by key (the edited row too, if its new values await review as well).
+    const shared = review.filter((r) => queued.has(r.key)).length;
+
+    // Its export lists those rows again (nothing waits on a file that may never come back), and
+    // says which other run's export lists them too.
+    const file2 = join(dir, 'night-b.csv');
+    const second = await runCli(['review', 'export', '--db', db, '--run', 'night-b', '--output', file2]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(json(second)).toMatchObject({ rows: queued.size, alsoAwaiting: { rows: shared, runs: ['night-a'] } });
+    expect(second.stderr).toContain(`note: ${shared} of the ${queued.size} row(s) also await review in run(s) night-a`);
+    const csv2 = await readCsv(file2);
+    expect(csv2.rows.map((r) => r['id'])).toEqual(expect.arrayContaining(both.map((r) => r.key)));
+
+    // The steward decides the newer file first: one row kept, one given its first candidate.
+    const withCandidates = both.filter((r) => r.candidates.length > 0);
+    const [kept, picked, pickedInOld] = withCandidates as [ReviewRow, ReviewRow, ReviewRow];
+    expect(pickedInOld).toBeDefined();
+    await saveCsv(
+      file2,
+      csv2.headers,
+      csv2.rows,
+      new Map([
+        [kept.key, 'keep'],
+        [picked.key, '1'],
+      ]),
+      { bom: true, delimiter: ',', quoteAll: true },
+    );
+    const newer = await runCli(['review', 'apply', '--db', db, '--input', file2, '--run-id', 'rv-night-b']);
+    expect(newer.code, newer.stderr).toBe(0);
+    expect(json(newer)).toMatchObject({ applied: 1, kept: 1, conflicts: 0, badDecisions: 0 });
+    const afterNewer = await rowTexts(db);
+
+    // Then the older file, decided differently for those two rows, plus a row only it decides and
+    // the row edited since its export: only that one row is applied.
+    const csv1 = await readCsv(file1);
+    await saveCsv(
+      file1,
+      csv1.headers,
+      csv1.rows,
+      new Map([
+        [kept.key, 'invalid'],
+        [picked.key, 'keep'],
+        [pickedInOld.key, '1'],
+        [edited.key, 'keep'],
+      ]),
+      { bom: true, delimiter: ',', quoteAll: true },
+    );
+    const older = await runCli(['review', 'apply', '--db', db, '--input', file1, '--run-id', 'rv-night-a']);
+    expect(older.code).toBe(4);
+    expect(json(older)).toMatchObject({ applied: 1, kept: 0, invalid: 0, conflicts: 1, conflictKeys: [edited.key], badDecisions: 2 });
+    for (const r of [kept, picked]) {
+      expect(older.stderr).toContain(
+        `(key ${r.key}): review run rv-night-b decided this row already (it applied an export of run night-b, which listed the row too)`,
+      );
+    }
+    const afterOlder = await rowTexts(db);
+    for (const [id, text] of afterNewer) if (id !== pickedInOld.key) expect(afterOlder.get(id), id).toBe(text);
+    expect(await row(db, kept.key)).toMatchObject({ dq_status: 'accepted' });
+    expect(await row(db, edited.key)).toMatchObject({ city: 'Edited by a person' });
+    expect(await row(db, pickedInOld.key)).toMatchObject({ dq_status: 'accepted' });
+
+    // Neither run's export lists a decided row again.
+    for (const [runId, size] of [
+      ['night-a', review.length],
+      ['night-b', queued.size],
+    ] as const) {
+      const again = await runCli(['review', 'export', '--db', db, '--run', runId, '--output', join(dir, `${runId}-again.csv`)]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(json(again)['rows'], runId).toBe(size - 3);
+    }
+
+    // The next night calls nothing and writes nothing: every decision stands.
+    const callsBefore = billable(env.sandbox);
+    const next = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'night-c', '--batch-size', '50', ...status]));
+    expect(next.code, next.stderr).toBe(0);
+    expect(billable(env.sandbox) - callsBefore).toBe(0);
+    expect(json(next)).toMatchObject({ written: 0, conflicts: 0 });
+    expect(await rowTexts(db)).toEqual(afterOlder);
+  });
 });

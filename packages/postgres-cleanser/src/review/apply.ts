@@ -14,7 +14,7 @@ import type { TargetTable } from '../preflight.js';
 import { decideRow } from '../row-values.js';
 import { finishRun, holdRun, knownScope, newRunId, openRun, stopRun } from '../runs.js';
 import { REVIEW_COLUMNS } from './export.js';
-import { loadReviewedRun } from './stored-run.js';
+import { decidedKeysSql, loadReviewedRun } from './stored-run.js';
 import type { ReviewedRun } from './stored-run.js';
 
 /** Options of {@link reviewApply} (`dq-pg review apply`). */
@@ -131,14 +131,13 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     }
     runId = options.runId ?? newRunId();
     const reviewRows = await loadReviewRows(client, run.runId);
+    // Rows decided since the run saw them, by another review run of this run or of another run of
+    // the table (an export of an earlier or later night listing the same rows): not decided again.
     const decidedBefore = new Map(
-      (
-        await client.query<{ row_key: string; run_id: string }>(
-          `SELECT d.row_key, d.run_id FROM ${STATE_SCHEMA}.results d JOIN ${STATE_SCHEMA}.runs rr ON rr.run_id = d.run_id
-        WHERE rr.kind = 'review' AND rr.review_of = $1 AND rr.state <> 'rolled-back' AND d.outcome <> 'conflict' AND d.run_id <> $2`,
-          [run.runId, runId],
-        )
-      ).rows.map((r) => [r.row_key, r.run_id]),
+      (await client.query<{ row_key: string; run_id: string; review_of: string }>(decidedKeysSql('$1', '$2::text'), [run.runId, runId])).rows.map((r) => [
+        r.row_key,
+        { runId: r.run_id, reviewOf: r.review_of },
+      ]),
     );
     const { decided, bad, skipped } = readDecisions(file.records, run, target, reviewRows, decidedBefore);
 
@@ -280,8 +279,8 @@ function readDecisions(
   run: ReviewedRun,
   target: TargetTable,
   reviewRows: ReadonlyMap<string, ReviewRow>,
-  /** Rows another review run (not rolled back) decided already: key → that run. */
-  decidedBefore: ReadonlyMap<string, string>,
+  /** Rows another review run (not rolled back) decided since the run saw them: key → that run and the run it reviewed. */
+  decidedBefore: ReadonlyMap<string, { runId: string; reviewOf: string }>,
 ): { decided: DecidedRow[]; bad: BadDecision[]; skipped: number } {
   const decided: DecidedRow[] = [];
   const bad: BadDecision[] = [];
@@ -300,7 +299,12 @@ function readDecisions(
     if (!review)
       return fail(`no row with ${target.key.column} ${JSON.stringify(key)} awaits review in run ${run.runId}; decide only rows of the exported file`);
     const other = decidedBefore.get(key);
-    if (other !== undefined) return fail(`review run ${other} decided this row already; roll that run back to decide it again, or leave the cell empty`);
+    if (other !== undefined) {
+      const from = other.reviewOf === run.runId ? '' : ` (it applied an export of run ${other.reviewOf}, which listed the row too)`;
+      return fail(
+        `review run ${other.runId} decided this row already${from}; its decision stands: roll that run back to decide it again, or leave the cell empty`,
+      );
+    }
     const earlier = firstLine.get(key);
     if (earlier !== undefined) return fail(`the row was decided already on line ${earlier}; decide each row once`);
     const count = review.candidates.length;

@@ -26,6 +26,13 @@ export async function reviewCommand(
     });
     if (summary.missing > 0) err(`warning: ${summary.missing} review row(s) of run ${summary.runId} are no longer in ${summary.table} and were not exported`);
     if (summary.rows === 0) err(`nothing awaits review in run ${summary.runId}: ${summary.output} has the header only`);
+    const also = summary.alsoAwaiting;
+    if (also.rows > 0) {
+      const runs = also.runs.length > 3 ? `${also.runs.slice(0, 3).join(', ')} and ${also.runs.length - 3} more` : also.runs.join(', ');
+      err(
+        `note: ${also.rows} of the ${summary.rows} row(s) also await review in run(s) ${runs}, whose export lists them too: a row decided in one file is decided; applying the other file reports it as decided already and leaves it as decided`,
+      );
+    }
     out({ type: 'summary', ...summary });
     return summary.exitCode;
   }

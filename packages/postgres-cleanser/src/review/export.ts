@@ -9,7 +9,7 @@ import type { Logger, ResultClass } from '@dq/core';
 import { STATE_SCHEMA } from '../bookkeeping.js';
 import { connect, dbTarget } from '../db.js';
 import { CleanseError, connectionLost, usageError } from '../errors.js';
-import { DECIDED_KEYS_SQL, loadReviewedRun } from './stored-run.js';
+import { ALSO_AWAITING_SQL, decidedKeysSql, loadReviewedRun } from './stored-run.js';
 
 /** Options of {@link reviewExport} (`dq-pg review export`). */
 export interface ReviewExportOptions {
@@ -36,6 +36,13 @@ export interface ReviewExportSummary {
   candidates: number;
   /** Review rows of the run whose table row no longer exists: not exported. */
   missing: number;
+  /**
+   * Rows of the file that other runs of the table (same key and mapping) also hold as awaiting
+   * review, undecided — an export of one of `runs` (oldest first) lists them too. Deciding a row
+   * in either file is safe: the decision applied first stands, and applying the other file reports
+   * the row as decided already and leaves it alone.
+   */
+  alsoAwaiting: { rows: number; runs: string[] };
   exitCode: number;
 }
 
@@ -44,7 +51,8 @@ export const REVIEW_COLUMNS = { run: 'run_id', ...FILE_COLUMNS } as const;
 
 /**
  * Writes one CSV row per row of cleanse run `runId` that awaits a decision: status `review`, of
- * the given classes, not yet decided by a review run. Each row has the run id, the key, the mapped
+ * the given classes, not decided by a review run since (`decidedKeysSql`: also one that applied
+ * an export of another run of the table). Each row has the run id, the key, the mapped
  * columns as the table holds them now, the class, the request id, every stored candidate as a
  * numbered set of fields, and an empty `decision` column. The file is for spreadsheets: UTF-8 with
  * a byte order mark, CRLF, every cell quoted, and cells that would start a formula neutralised
@@ -75,7 +83,7 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
     const k = `${t}.${target.key.quoted}`;
     const select = `FROM ${STATE_SCHEMA}.results r JOIN ${target.qualified} AS ${t} ON ${k} = r.row_key::${target.key.type}
       WHERE r.run_id = $1 AND r.status = 'review' AND ($2::text[] IS NULL OR r.result_class = ANY ($2))
-        AND r.row_key NOT IN (${DECIDED_KEYS_SQL})`;
+        AND r.row_key NOT IN (SELECT dk.row_key FROM (${decidedKeysSql('$1')}) dk)`;
     const params = [run.runId, byClass ? classes : null];
     const { rows } = await client.query<unknown[]>({
       text: `SELECT r.row_key, r.result_class, r.request_id, r.candidates, ${target.columns.map((c) => `${t}.${c.quoted}`).join(', ')} ${select} ORDER BY ${k}`,
@@ -87,6 +95,9 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
           AND NOT EXISTS (SELECT 1 FROM ${target.qualified} AS ${t} WHERE ${k} = r.row_key::${target.key.type})`,
       params,
     );
+    // Rows an export of another run (an earlier night's, say) lists as well: said, not left out — a
+    // row left out because some older file lists it would wait for a file that may never come back.
+    const also = await client.query<{ n: number; runs: string[] }>(ALSO_AWAITING_SQL, [run.runId, rows.map((r) => r[0] as string)]);
     const widest = rows.reduce<number>((m, r) => Math.max(m, Array.isArray(r[3]) ? r[3].length : 0), 0);
     const fields = CANDIDATE_FIELDS[run.mode === 'address' ? 'address' : 'company'];
     await writeCsv(
@@ -112,6 +123,7 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
       rows: rows.length,
       candidates: widest,
       missing: missing.rows[0]?.n ?? 0,
+      alsoAwaiting: { rows: also.rows[0]?.n ?? 0, runs: also.rows[0]?.runs ?? [] },
       exitCode: 0,
     };
   } catch (e) {

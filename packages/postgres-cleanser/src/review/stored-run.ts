@@ -83,8 +83,34 @@ export async function loadReviewedRun(
 }
 
 /**
- * SQL (parameter `$1`: the cleanse run): the keys of the run's review rows that a review run has
- * decided — applied, kept or marked invalid, not a conflict, and not rolled back since.
+ * SQL: the keys of cleanse run `run`'s review rows (`run`, `except`: SQL expressions, e.g.
+ * parameters) that a person has decided since — a row decided (applied, kept or marked invalid;
+ * not a conflict) by a review run other than `except` that was not rolled back and that is either
+ * a review of this run, or of another run of the same table, key and mapping and was still working
+ * when this run started or later. Such a decision is newer than what this run saw of the row:
+ * whichever of the exports listing the row was applied first decided it, and no other export lists
+ * it again or applies a decision to it. A decision that ended before this run started is older than
+ * the run's own look at the row (which put the row back in review): it does not count.
+ * Returns `row_key`, the deciding `run_id` and the run it reviewed (`review_of`).
  */
-export const DECIDED_KEYS_SQL = `SELECT d.row_key FROM ${STATE_SCHEMA}.results d JOIN ${STATE_SCHEMA}.runs rr ON rr.run_id = d.run_id
-  WHERE rr.kind = 'review' AND rr.review_of = $1 AND rr.state <> 'rolled-back' AND d.outcome <> 'conflict'`;
+export function decidedKeysSql(run: string, except = 'NULL::text'): string {
+  return `SELECT d.row_key, d.run_id, rr.review_of FROM ${STATE_SCHEMA}.runs c
+  JOIN ${STATE_SCHEMA}.runs rr ON rr.kind = 'review' AND rr.state <> 'rolled-back' AND rr.run_id IS DISTINCT FROM ${except}
+   AND (rr.review_of = c.run_id OR (rr.table_name = c.table_name AND rr.key_column = c.key_column AND rr.mapping = c.mapping AND rr.updated_at >= c.created_at))
+  JOIN ${STATE_SCHEMA}.results d ON d.run_id = rr.run_id AND d.outcome <> 'conflict'
+  WHERE c.run_id = ${run}`;
+}
+
+/**
+ * SQL (parameters `$1`: a cleanse run, `$2`: keys of its review rows): the other cleanse runs of
+ * the same table, key and mapping (not rolled back, oldest first) that hold some of these rows as
+ * awaiting review too, undecided since — an export of one of them lists the same rows — and how
+ * many of the keys they hold (`n`).
+ */
+export const ALSO_AWAITING_SQL = `WITH m AS (
+  SELECT o.run_id, o.created_at, r.row_key FROM ${STATE_SCHEMA}.runs c
+    JOIN ${STATE_SCHEMA}.runs o ON o.kind = 'cleanse' AND o.run_id <> c.run_id AND o.state <> 'rolled-back'
+     AND o.table_name = c.table_name AND o.key_column = c.key_column AND o.mapping = c.mapping
+    JOIN ${STATE_SCHEMA}.results r ON r.run_id = o.run_id AND r.status = 'review' AND r.row_key = ANY ($2::text[])
+   WHERE c.run_id = $1 AND NOT EXISTS (SELECT 1 FROM (${decidedKeysSql('o.run_id')}) dk WHERE dk.row_key = r.row_key))
+SELECT (SELECT count(DISTINCT row_key) FROM m)::int AS n, ARRAY(SELECT run_id FROM m GROUP BY run_id, created_at ORDER BY created_at, run_id) AS runs`;
