@@ -25,6 +25,7 @@ const BENCHMARKS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['store-overhead', ['20000', '5']],
   ['store-rerun', ['1000000', '5']],
   ['store-pg-rerun', ['1000000', '5']],
+  ['pg-status-rerun', ['200000', '5']],
   ['csv-writer', ['200000', '5']],
 ];
 

@@ -325,7 +325,7 @@ function readDecisions(
 
 /**
  * The page statement's input for decided rows (in key order): a row is written where its values
- * change (a candidate picked) and, with status columns, every row gets its status; the guard
+ * change (a candidate picked) and, with status columns, every row gets its status (updated where it differs); the guard
  * holds each row to the values the file shows. A row whose table values no longer are what the
  * file shows (or that is gone) is sent as a write guarded by the file's values, which fails: the
  * statement records it as a conflict and writes nothing to it.

@@ -1,0 +1,175 @@
+/**
+ * dq-pg with `--status-columns`, a new run over an unchanged table right after the run that
+ * cleaned it (the nightly case: every answer known, every status the same) ÷ the same rerun
+ * without status columns, which writes nothing to the table anyway. A rerun that updates only the
+ * rows it changes is as fast as one that has no status columns to write: target ratio ≥ 0.9. The
+ * table has a statement-level trigger that counts the rows UPDATEd (printed per side: 0 expected).
+ *
+ * Every row is a distinct address; half hold `Hauptstr. N`, which the server corrects (class B),
+ * the others it answers as sent (class A). The first run (not part of the ratio) pays for every
+ * row and writes every row's status. The server runs in its own process; the sides alternate
+ * order; figures are medians with their spread (min–max) and the 1-minute load average at each run.
+ *
+ * Run: `node tools/bench/dist/pg-status-rerun.js [rows=200000] [runs=5]` (at least 3 runs)
+ */
+import { fork } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { createSilentLogger } from '@dq/core';
+import { cleanse } from '@dq/postgres-cleanser';
+import { startBenchPostgres } from './pg-server.js';
+
+/** Child: answers every batch/sync at once: `Hauptstr.` corrected to `Hauptstraße` (class B), else the address as sent (class A). */
+function serve(): void {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const a = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
+      const street = a['street'] ?? '';
+      const corrected = street.startsWith('Hauptstr. ');
+      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${street}` });
+      res.end(
+        JSON.stringify({
+          customerAddressId: a['customerAddressId'],
+          resultClass: corrected ? 'B' : 'A',
+          results: [
+            {
+              addressType: 'delivery',
+              country: a['country'],
+              postalCode: a['postalCode'],
+              locality: a['locality'],
+              street: corrected ? `Hauptstraße ${street.slice('Hauptstr. '.length)}` : street,
+              houseNumber: a['houseNumber'],
+            },
+          ],
+        }),
+      );
+    });
+  });
+  server.keepAliveTimeout = 120_000;
+  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+}
+
+const STATUS = { status: 'dq_status', class: 'dq_class', requestId: 'dq_request_id', checkedAt: 'dq_checked_at' } as const;
+
+async function updatedRows(db: string): Promise<number> {
+  const client = new pg.Client({ connectionString: db });
+  await client.connect();
+  try {
+    return Number((await client.query<{ n: string }>('SELECT n FROM bench_updates')).rows[0]?.n ?? 0);
+  } finally {
+    await client.end();
+  }
+}
+
+async function run(
+  db: string,
+  baseUrl: string,
+  runId: string,
+  withStatus: boolean,
+): Promise<{ rowsPerSecond: number; apiCalls: number; updated: number; load: number }> {
+  const before = await updatedRows(db);
+  const t0 = performance.now();
+  const summary = await cleanse({
+    db,
+    table: 'bench',
+    key: 'id',
+    batchSize: 1000,
+    runId,
+    baseUrl,
+    apiKey: 'bench-key',
+    logger: createSilentLogger(),
+    map: { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' },
+    ...(withStatus ? { statusColumns: STATUS } : {}),
+    engine: { rateLimits: { batch: 0 } },
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  if (summary.exitCode !== 0) throw new Error(`dq-pg: ${JSON.stringify(summary)}`);
+  return {
+    rowsPerSecond: summary.rows / seconds,
+    apiCalls: summary.apiCalls,
+    updated: (await updatedRows(db)) - before,
+    load: Number((loadavg()[0] ?? 0).toFixed(2)),
+  };
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
+
+async function main(): Promise<void> {
+  const n = Number(process.argv[2] ?? 200_000);
+  const runs = Math.max(3, Number(process.argv[3] ?? 5));
+  const server = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
+  const port = await new Promise<number>((resolve) => server.once('message', (m) => resolve(Number(m))));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const db = await startBenchPostgres();
+  try {
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await client.query(`CREATE TABLE bench AS
+      SELECT g::bigint AS id, CASE WHEN g % 2 = 0 THEN 'Hauptstr. ' ELSE 'Hauptstraße ' END || g AS street, '1'::text AS house_number, '10115'::text AS postal_code, 'Berlin'::text AS city, 'DE'::text AS country,
+             NULL::text AS dq_status, NULL::text AS dq_class, NULL::text AS dq_request_id, NULL::timestamptz AS dq_checked_at
+        FROM generate_series(1, ${n}) g; ALTER TABLE bench ADD PRIMARY KEY (id);
+      CREATE TABLE bench_updates (n bigint NOT NULL); INSERT INTO bench_updates VALUES (0);
+      CREATE FUNCTION bench_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE bench_updates SET n = n + (SELECT count(*) FROM changed); RETURN NULL; END $$;
+      CREATE TRIGGER bench_count AFTER UPDATE ON bench REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION bench_count()`);
+    await client.end();
+    const fill = await run(db.url, baseUrl, 'fill', true);
+    if (fill.apiCalls !== n || fill.updated !== n) throw new Error(`the first run made ${fill.apiCalls} calls and updated ${fill.updated} rows for ${n}`);
+    const status: number[] = [];
+    const plain: number[] = [];
+    const updated: number[] = [];
+    const loads: number[] = [];
+    for (let i = 0; i < runs; i += 1) {
+      for (const side of i % 2 === 0 ? ['status', 'plain'] : ['plain', 'status']) {
+        const r = await run(db.url, baseUrl, `${side}-${i}`, side === 'status');
+        if (r.apiCalls !== 0) throw new Error(`the ${side} rerun made ${r.apiCalls} calls`);
+        if (side === 'status') updated.push(r.updated);
+        else if (r.updated !== 0) throw new Error(`the rerun without status columns updated ${r.updated} rows`);
+        (side === 'status' ? status : plain).push(r.rowsPerSecond);
+        loads.push(r.load);
+      }
+      console.log(
+        `run ${i + 1}/${runs}: --status-columns ${Math.round(status.at(-1)!)} rows/s (${updated.at(-1)} rows updated), without ${Math.round(plain.at(-1)!)} rows/s, load ${loads.join(' ')}`,
+      );
+    }
+    const result = {
+      benchmark: 'pg-status-rerun',
+      rows: n,
+      runs,
+      cpus: availableParallelism(),
+      node: process.version,
+      statusRowsPerSecond: Math.round(median(status)),
+      plainRowsPerSecond: Math.round(median(plain)),
+      ratio: Number((median(status) / median(plain)).toFixed(3)),
+      target: 0.9,
+      rowsUpdatedPerRerun: updated,
+      fillRowsPerSecond: Math.round(fill.rowsPerSecond),
+      spread: { status: spread(status), plain: spread(plain) },
+      loadAtRuns: [Math.min(fill.load, ...loads), Math.max(fill.load, ...loads)],
+      loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
+      measuredAt: new Date().toISOString(),
+    };
+    console.log(
+      `dq-pg ${n} rows, new run over the unchanged table with --status-columns: ${result.statusRowsPerSecond} rows/s, rows updated ${updated.join(', ')} | without status columns ${result.plainRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 0.9) | first run ${result.fillRowsPerSecond} rows/s | medians of ${runs}, load ${result.loadAtRuns.join('–')}`,
+    );
+    const out = fileURLToPath(new URL('../results/', import.meta.url));
+    await mkdir(out, { recursive: true });
+    await writeFile(`${out}pg-status-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);
+  } finally {
+    server.kill();
+    await db.stop();
+  }
+}
+
+if (process.argv.includes('--serve')) serve();
+else await main();
