@@ -276,7 +276,7 @@ SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM prog) THEN ${STATE_SCHEMA}.range_take
  * the same, keeps the time it was first refused at instead of being written for the clock alone;
  * an empty check-time column is filled.
  */
-export function statusChanges(status: TargetTable['status']): string {
+function statusChanges(status: TargetTable['status']): string {
   const value: Record<string, string> = { status: 'v.status', class: 'v.class', requestId: 'v.rid' };
   return status
     .map((s, i) => {
