@@ -811,4 +811,45 @@ describe('dq-pg review export / apply', () => {
     expect(json(next)).toMatchObject({ written: 0, conflicts: 0 });
     expect(await rowTexts(db)).toEqual(afterOlder);
   });
+
+  it('the older export applied first: the newer one does not decide its rows again; a decision older than a run (--max-age 0 asked again) lets that run decide anew', async () => {
+    const status = ['--status-columns', 'status=dq_status,class=dq_class'];
+    const db = await cleaned('night-x', 100);
+    const [first] = (await reviewRows(db, 'night-x')) as [ReviewRow];
+    const fileX = join(dir, 'night-x.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'night-x', '--output', fileX])).code).toBe(0);
+    expect((await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'night-y', '--batch-size', '50', ...status]))).code).toBe(0);
+    const fileY = join(dir, 'night-y.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'night-y', '--output', fileY])).code).toBe(0);
+
+    const x = await readCsv(fileX);
+    await saveCsv(fileX, x.headers, x.rows, new Map([[first.key, 'keep']]), { bom: true, delimiter: ',', quoteAll: true });
+    const appliedX = await runCli(['review', 'apply', '--db', db, '--input', fileX, '--run-id', 'rv-x']);
+    expect(appliedX.code, appliedX.stderr).toBe(0);
+    expect(json(appliedX)).toMatchObject({ kept: 1 });
+    const y = await readCsv(fileY);
+    expect(y.rows.map((r) => r['id'])).toContain(first.key);
+    await saveCsv(fileY, y.headers, y.rows, new Map([[first.key, 'invalid']]), { bom: true, delimiter: ',', quoteAll: true });
+    const appliedY = await runCli(['review', 'apply', '--db', db, '--input', fileY, '--run-id', 'rv-y']);
+    expect(appliedY.code).toBe(4);
+    expect(json(appliedY)).toMatchObject({ invalid: 0, badDecisions: 1 });
+    expect(appliedY.stderr).toContain(
+      `(key ${first.key}): review run rv-x decided this row already (it applied an export of run night-x, which listed the row too)`,
+    );
+    expect(await row(db, first.key)).toMatchObject({ dq_status: 'accepted' });
+
+    // A run that asks the platform again (--max-age 0) puts the row back in review after the
+    // decision: its export lists it, and a decision in that file is applied.
+    expect((await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'night-z', '--batch-size', '50', '--max-age', '0', ...status]))).code).toBe(0);
+    expect((await reviewRows(db, 'night-z')).map((r) => r.key)).toContain(first.key);
+    const fileZ = join(dir, 'night-z.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'night-z', '--output', fileZ])).code).toBe(0);
+    const z = await readCsv(fileZ);
+    expect(z.rows.map((r) => r['id'])).toContain(first.key);
+    await saveCsv(fileZ, z.headers, z.rows, new Map([[first.key, 'invalid']]), { bom: true, delimiter: ',', quoteAll: true });
+    const appliedZ = await runCli(['review', 'apply', '--db', db, '--input', fileZ, '--run-id', 'rv-z']);
+    expect(appliedZ.code, appliedZ.stderr).toBe(0);
+    expect(json(appliedZ)).toMatchObject({ invalid: 1, badDecisions: 0 });
+    expect(await row(db, first.key)).toMatchObject({ dq_status: 'invalid' });
+  });
 });
