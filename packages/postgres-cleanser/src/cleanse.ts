@@ -115,11 +115,11 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       // of its own, so a later run (a new run id, another machine) does not pay again for answers
       // it has; --store names another (a folder, another database) or turns it off.
       const { store, maxAgeMs, ...engineSettings } = options.engine ?? {};
-      let defaultDb: { db: pg.Client; location: string } | undefined;
+      let defaultDb: { db: pg.Client; location: string; initCommand: string } | undefined;
       if (store === undefined) {
         const storeClient = await connect(db, 'dq-pg store');
         connections.push(storeClient);
-        defaultDb = { db: storeClient, location: `${db.where} (schema dq_store)` };
+        defaultDb = { db: storeClient, location: `${db.where} (schema dq_store)`, initCommand: 'dq-pg init' };
       }
       const resultStore = await openStore(store, { maxAgeMs, defaultDb });
       return createEngine({
