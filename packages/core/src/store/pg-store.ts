@@ -199,7 +199,12 @@ export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
   if (seen >= STORE_SCHEMA_VERSION) return;
   // One connection for the transaction: a pool hands out a client, a client is used as it is.
   const pool = db as Partial<pg.Pool>;
-  const client: PgQueryable & { release?: () => void } = typeof pool.connect === 'function' && 'totalCount' in pool ? await pool.connect() : db;
+  const connection: PgQueryable & { release?: () => void } = typeof pool.connect === 'function' && 'totalCount' in pool ? await pool.connect() : db;
+  // Waiting for the lock while another process upgrades, and rewriting a large table, may take
+  // longer than a store query is otherwise allowed (`query_timeout`): these wait as long as needed.
+  const client: PgQueryable = {
+    query: ((text: string) => connection.query({ text, query_timeout: UPGRADE_TIMEOUT_MS } as pg.QueryConfig)) as PgQueryable['query'],
+  };
   try {
     await client.query('BEGIN');
     try {
@@ -227,9 +232,12 @@ export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
       throw e;
     }
   } finally {
-    client.release?.();
+    connection.release?.();
   }
 }
+
+/** Longest wait of a query creating or upgrading the store (a day: as long as it takes). */
+const UPGRADE_TIMEOUT_MS = 86_400_000;
 
 /** A role that does not own the store tried to upgrade its older layout. */
 class UpgradeDenied extends Error {
