@@ -7,7 +7,7 @@ import { RESULT_CLASSES } from '@dq/core/schemas';
 import { DEFAULT_MAX_AGE_MS, openStore } from '@dq/core/store';
 import type { Engine, Mode, PolicyStatus, ResultClass, RunReport } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
-import { connect, dbTarget } from './db.js';
+import { connect, dbTarget, disconnect } from './db.js';
 import { connectionLost, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
@@ -115,11 +115,11 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       // of its own, so a later run (a new run id, another machine) does not pay again for answers
       // it has; --store names another (a folder, another database) or turns it off.
       const { store, maxAgeMs, ...engineSettings } = options.engine ?? {};
-      let defaultDb: { db: pg.Client; location: string } | undefined;
+      let defaultDb: { db: pg.Client; location: string; initCommand: string } | undefined;
       if (store === undefined) {
         const storeClient = await connect(db, 'dq-pg store');
         connections.push(storeClient);
-        defaultDb = { db: storeClient, location: `${db.where} (schema dq_store)` };
+        defaultDb = { db: storeClient, location: `${db.where} (schema dq_store)`, initCommand: 'dq-pg init' };
       }
       const resultStore = await openStore(store, { maxAgeMs, defaultDb });
       return createEngine({
@@ -212,8 +212,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   } finally {
     if (engine) options.onEngineReport?.(withReused(engine.report(), reused));
     await engine?.close().catch(() => undefined);
-    await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
-    await client.end().catch(() => undefined);
+    await Promise.all(connections.map((c) => disconnect(c)));
+    await disconnect(client);
   }
 }
 

@@ -32,9 +32,27 @@ export function dbTarget(url: string | undefined, redactor?: Redactor): DbTarget
   return { url, where: `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}/${database}` };
 }
 
-/** Opens one connection (application name `dq-pg`); connection failures become CleanseErrors. */
+/** Longest wait for one query: a database that stops answering ends the command (exit 75) instead of holding it. */
+const QUERY_TIMEOUT_MS = 30_000;
+/** Longest wait for a new connection. */
+const CONNECT_TIMEOUT_MS = 15_000;
+/** How long closing a connection waits for the server to take the goodbye before dropping the socket. */
+const CLOSE_WAIT_MS = 5_000;
+
+/**
+ * Opens one connection (application name `dq-pg`); connection failures become CleanseErrors. A
+ * query that gets no answer for 30 s (a frozen server, a network partition) fails as a lost
+ * connection, and so does a connection not made within 15 s; `?query_timeout=<ms>` in the URL sets
+ * another limit.
+ */
 export async function connect(target: DbTarget, applicationName = 'dq-pg'): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: target.url, application_name: applicationName });
+  const client = new pg.Client({
+    connectionString: target.url,
+    application_name: applicationName,
+    query_timeout: QUERY_TIMEOUT_MS,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+  });
   // An idle client whose server goes away emits 'error'; the next query then fails and is handled there.
   client.on('error', () => undefined);
   try {
@@ -44,6 +62,22 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg'): Prom
     throw connectionError(e, target.where);
   }
   return client;
+}
+
+/**
+ * Closes `client`; when the server does not take the goodbye within 5 s (it stopped answering),
+ * its socket is dropped, so that a frozen server does not keep the process alive.
+ */
+export async function disconnect(client: pg.Client): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const ended = client.end().then(
+    () => true,
+    () => true,
+  );
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_WAIT_MS)));
+  const done = await Promise.race([ended, late]);
+  clearTimeout(timer);
+  if (!done) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 /** Runs `fn` inside BEGIN … COMMIT, rolling back when it throws. */

@@ -61,10 +61,10 @@ const UNREACHABLE_ERRNO = new Set([
 /**
  * node-postgres's own errors when the connection went away; they carry no code ("Connection
  * terminated unexpectedly" when the server closed the socket, the "not queryable" ones for queries
- * sent on such a client afterwards).
+ * sent on such a client afterwards, "Query read timeout" when a query got no answer in time).
  */
 const LOST_CONNECTION_MESSAGE =
-  /^(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired)/;
+  /^(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired|Query read timeout)/;
 
 /**
  * Whether `e` means the connection to the database is lost or cannot be made: a network error,

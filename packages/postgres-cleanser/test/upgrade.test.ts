@@ -137,6 +137,36 @@ describe('a database of the layout-3 dq-pg', () => {
     expect(resumed.summary).toMatchObject({ state: 'done', rows: 40, budget: { scope: 'shared' } });
   });
 
+  it('a result store of layout 1 (answers as jsonb) under a current dq_cleanse: the ETL role is told to have dq-pg init run; after it the answers are reused', async () => {
+    const owner = await layout3();
+    expect((await runCli(['init', '--db', owner])).code).toBe(0);
+    // The store as the former version left it: layout 1.
+    await withClient(owner, async (c) => {
+      await c.query('ALTER TABLE dq_store.results ALTER COLUMN result TYPE jsonb USING result::jsonb');
+      await c.query('UPDATE dq_store.schema_version SET version = 1');
+    });
+    const etl = await createEtlRole(owner);
+    const before = await customers(owner);
+    const refused = await cleanse(etl, 'etl-old-store');
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toMatch(/store-permission-denied: .*may not upgrade schema dq_store from layout version 1 to 2 .*run "dq-pg init" once/);
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
+    expect(refused.calls).toBe(0);
+    expect(await customers(owner)).toEqual(before);
+    expect((await runCli(['init', '--db', owner])).code).toBe(0);
+    expect(
+      await one(owner, `SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'dq_store.results'::regclass AND attname = 'result'`),
+    ).toEqual({
+      t: 'json',
+    });
+    // The old run's answers, kept through the upgrade: a rolled-back run is corrected again without a call.
+    expect((await runCli(['rollback', '--db', owner, '--run', 'old-nightly'])).code).toBe(0);
+    const again = await cleanse(etl, 'etl-old-store-2');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.calls).toBe(0);
+    expect(again.summary).toMatchObject({ rows: 40, written: OLD_WRITTEN });
+  });
+
   it('the migration is safe with several processes starting at once, and idempotent', async () => {
     const owner = await layout3();
     const results = await one<{ n: number }>(owner, 'SELECT count(*)::int AS n FROM dq_cleanse.results');

@@ -4,7 +4,7 @@ import { formatAge, parseAge } from './age.js';
 import { defaultStoreDir, openStore, redactUrl } from './open.js';
 
 /** The `--help` text of dq-store. */
-export const STORE_USAGE = `Usage: dq-store <info|prune|clear> [--store <dir|postgres-url>] [options]
+export const STORE_USAGE = `Usage: dq-store <info|prune|clear|init> [--store <dir|postgres-url>] [options]
 
 Shows and trims the result store: the platform's answers kept so that later runs do not buy
 them again. It holds addresses and company names (personal data) as the platform answered them.
@@ -13,6 +13,8 @@ Commands:
   info                      location, size, entries, oldest and newest check
   prune --older-than <age>  removes entries checked longer ago than <age> (30d, 12h, 3600)
   clear                     removes every entry
+  init                      creates the store, or upgrades an older Postgres store's layout (run it
+                            as the role that is to own schema dq_store)
 
 Options:
   --store <dir|url>         the store: a folder, or postgres://… (env DQ_STORE); default
@@ -52,8 +54,8 @@ export async function runStoreCli(
     io.err(`dq-store: ${message}; see dq-store --help\n`);
     return 2;
   };
-  if (command !== 'info' && command !== 'prune' && command !== 'clear')
-    return usage(`expected info, prune or clear, got ${command === undefined ? 'nothing' : `"${command}"`}`);
+  if (command !== 'info' && command !== 'prune' && command !== 'clear' && command !== 'init')
+    return usage(`expected info, prune, clear or init, got ${command === undefined ? 'nothing' : `"${command}"`}`);
   if (rest.length > 0) return usage(`unexpected "${rest.join(' ')}" after "${command}"`);
   let olderThan: number | undefined;
   if (command === 'prune') {
@@ -67,7 +69,11 @@ export async function runStoreCli(
   try {
     const store = (await openStore(spec, { env }))!;
     try {
-      if (command === 'info') {
+      if (command === 'init') {
+        // Opening the store created it, or upgraded its layout.
+        if (values.json) io.out(`${JSON.stringify({ command, store: store.location })}\n`);
+        else io.out(`store ${store.location} is ready\n`);
+      } else if (command === 'info') {
         const info = await store.info();
         if (values.json) io.out(`${JSON.stringify(info)}\n`);
         else {

@@ -13,9 +13,10 @@ export interface OpenStoreOptions {
   maxAgeMs?: number;
   /**
    * The connector's own database, used when `spec` is undefined (dq-pg: the store lives next to
-   * its bookkeeping). Not closed by the store.
+   * its bookkeeping). Not closed by the store. `initCommand`: what the owner of an older store in
+   * it runs to upgrade it (see `PgStoreOptions`).
    */
-  defaultDb?: { db: PgQueryable; location: string };
+  defaultDb?: { db: PgQueryable; location: string; initCommand?: string };
   /** Environment for the default folder; default `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
 }
@@ -64,6 +65,16 @@ async function endPool(pool: { end(): Promise<void> }, sockets: ReadonlySet<Sock
   if (!done) for (const socket of sockets) socket.destroy();
 }
 
+/** `dq-store init` for the store database `url`, with its role left for the owner to fill in. */
+function ownerInit(url: string): string {
+  try {
+    const u = new URL(url);
+    return `dq-store init --store ${u.protocol}//<owner>@${u.host}${u.pathname}`;
+  } catch {
+    return 'dq-store init --store postgres://<owner>@…';
+  }
+}
+
 const isPostgresUrl = (spec: string): boolean => /^postgres(ql)?:\/\//i.test(spec);
 
 /**
@@ -79,7 +90,8 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
   const maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS;
   if (spec === 'off') return undefined;
   if (spec === undefined && options.defaultDb) {
-    return openPgStore({ db: options.defaultDb.db, owned: false, location: options.defaultDb.location, maxAgeMs });
+    const { db, location, initCommand } = options.defaultDb;
+    return openPgStore({ db, owned: false, location, maxAgeMs, ...(initCommand === undefined ? {} : { initCommand }) });
   }
   if (spec !== undefined && isPostgresUrl(spec)) {
     let pg: typeof import('pg');
@@ -108,7 +120,7 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
     });
     // An idle connection that drops must not crash the process; the next query reports it.
     pool.on('error', () => undefined);
-    return openPgStore({ db: pool, owned: true, location: redactUrl(spec), maxAgeMs, end: () => endPool(pool, sockets) });
+    return openPgStore({ db: pool, owned: true, location: redactUrl(spec), maxAgeMs, end: () => endPool(pool, sockets), initCommand: ownerInit(spec) });
   }
   if (spec !== undefined && spec.trim() === '') {
     throw new DqError('--store is empty: give a folder, a postgres:// URL or off', { code: 'config-invalid', retriable: false });

@@ -1,19 +1,23 @@
 import type pg from 'pg';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
-import { pgStoreError, type StoreError } from './errors.js';
+import { pgStoreError, StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
 /** Schema of the shared result store. */
 export const STORE_SCHEMA = 'dq_store';
-/** Layout version of the store's table, kept in `dq_store.schema_version`. */
-export const STORE_SCHEMA_VERSION = 1;
+/**
+ * Layout version of the store's table, kept in `dq_store.schema_version`. 1: `result` was `jsonb`,
+ * which reorders an answer's object keys (and drops duplicate ones), so an answer read back was
+ * equal in value but not in bytes; 2: `result` is `json`, kept as written (byte-exact reruns).
+ */
+export const STORE_SCHEMA_VERSION = 2;
 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS ${STORE_SCHEMA}.results (
   key        text COLLATE "C" PRIMARY KEY,
-  result     jsonb NOT NULL,
+  result     json NOT NULL,
   checked_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS results_checked_at ON ${STORE_SCHEMA}.results (checked_at);
@@ -33,6 +37,11 @@ export interface PgStoreOptions {
   /** Printed location (a URL without its password). */
   location: string;
   maxAgeMs: number;
+  /**
+   * The command the owner of an older store runs to upgrade it, named in the error a role that
+   * may not upgrade it gets; default `dq-store init --store <location>`.
+   */
+  initCommand?: string;
 }
 
 /**
@@ -49,6 +58,14 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     await ensureStoreSchema(options.db);
   } catch (e) {
     if (options.owned) await options.db.end?.().catch(() => undefined);
+    if (e instanceof UpgradeDenied) {
+      const init = options.initCommand ?? `dq-store init --store ${location}`;
+      throw new StoreError(
+        'store-permission-denied',
+        `the result store ${location} cannot be used: the database user ${e.user} ${e.message}; have the owner of schema ${STORE_SCHEMA} run "${init}" once (as that role), then rerun, or pass --store off`,
+        { cause: e.cause },
+      );
+    }
     throw storeError(location, e);
   }
   /** Answers stored in this engine step, written by one upsert. */
@@ -69,7 +86,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     try {
       await db.query(
         `INSERT INTO ${STORE_SCHEMA}.results (key, result, checked_at)
-         SELECT * FROM unnest($1::text[], $2::jsonb[], $3::timestamptz[])
+         SELECT * FROM unnest($1::text[], $2::json[], $3::timestamptz[])
          ON CONFLICT (key) DO UPDATE SET result = EXCLUDED.result, checked_at = EXCLUDED.checked_at
           WHERE ${STORE_SCHEMA}.results.checked_at <= EXCLUDED.checked_at`,
         [keys, values, times],
@@ -170,15 +187,24 @@ function serialised(db: PgQueryable): PgQueryable {
 }
 
 /**
- * Creates the store's schema when it is missing (or older); when it is there, only reads its
- * version: no DDL on a normal run, so a role with only SELECT/INSERT/UPDATE/DELETE on the table
- * can use it.
+ * Creates the store's schema when it is missing, or upgrades an older layout; when it is current,
+ * only reads its version: no DDL on a normal run, so a role with only SELECT/INSERT/UPDATE/DELETE
+ * on the table can use it. Creating or upgrading happens once, under an advisory lock (openers
+ * starting together wait, then find it done); upgrading layout 1 turns `result` from `jsonb` into
+ * `json`, which keeps every entry's value (the key order jsonb dropped is not restored). Only the
+ * table's owner may upgrade: another role gets an error naming the layout versions.
  */
 export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
-  if ((await storedVersion(db)) >= STORE_SCHEMA_VERSION) return;
+  const seen = await storedVersion(db);
+  if (seen >= STORE_SCHEMA_VERSION) return;
   // One connection for the transaction: a pool hands out a client, a client is used as it is.
   const pool = db as Partial<pg.Pool>;
-  const client: PgQueryable & { release?: () => void } = typeof pool.connect === 'function' && 'totalCount' in pool ? await pool.connect() : db;
+  const connection: PgQueryable & { release?: () => void } = typeof pool.connect === 'function' && 'totalCount' in pool ? await pool.connect() : db;
+  // Waiting for the lock while another process upgrades, and rewriting a large table, may take
+  // longer than a store query is otherwise allowed (`query_timeout`): these wait as long as needed.
+  const client: PgQueryable = {
+    query: ((text: string) => connection.query({ text, query_timeout: UPGRADE_TIMEOUT_MS } as pg.QueryConfig)) as PgQueryable['query'],
+  };
   try {
     await client.query('BEGIN');
     try {
@@ -188,16 +214,40 @@ export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
         // CREATE SCHEMA IF NOT EXISTS checks the database's CREATE privilege even when the schema exists.
         if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${STORE_SCHEMA}`);
         await client.query(TABLES);
+        // Layout 1 → 2: the answers as json (the value of each entry is kept).
+        const column = await client.query<{ type: string }>(
+          `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = '${STORE_SCHEMA}.results'::regclass AND attname = 'result'`,
+        );
+        if (column.rows[0]?.type === 'jsonb') await client.query(`ALTER TABLE ${STORE_SCHEMA}.results ALTER COLUMN result TYPE json USING result::json`);
         await client.query(`DELETE FROM ${STORE_SCHEMA}.schema_version`);
         await client.query(`INSERT INTO ${STORE_SCHEMA}.schema_version (version) VALUES (${STORE_SCHEMA_VERSION})`);
       }
       await client.query('COMMIT');
     } catch (e) {
       await client.query('ROLLBACK').catch(() => undefined);
+      if (seen > 0 && (e as { code?: unknown }).code === '42501') {
+        const { rows } = await client.query<{ user: string }>('SELECT current_user AS user').catch(() => ({ rows: [] as { user: string }[] }));
+        throw new UpgradeDenied(rows[0]?.user ?? '(this user)', seen, e);
+      }
       throw e;
     }
   } finally {
-    client.release?.();
+    connection.release?.();
+  }
+}
+
+/** Longest wait of a query creating or upgrading the store (a day: as long as it takes). */
+const UPGRADE_TIMEOUT_MS = 86_400_000;
+
+/** A role that does not own the store tried to upgrade its older layout. */
+class UpgradeDenied extends Error {
+  readonly code = '42501';
+  constructor(
+    readonly user: string,
+    seen: number,
+    override readonly cause: unknown,
+  ) {
+    super(`may not upgrade schema ${STORE_SCHEMA} from layout version ${seen} to ${STORE_SCHEMA_VERSION} (only the owner of ${STORE_SCHEMA}.results may)`);
   }
 }
 
