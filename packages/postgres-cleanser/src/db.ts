@@ -39,17 +39,28 @@ const CONNECT_TIMEOUT_MS = 15_000;
 /** How long closing a connection waits for the server to take the goodbye before dropping the socket. */
 const CLOSE_WAIT_MS = 5_000;
 
+/** Options of {@link connect}. */
+export interface ConnectOptions {
+  /**
+   * Longest wait for one query in ms (default 30 s); 0 for none, for the commands whose single
+   * statements may rightly run for minutes over a large table (`init`'s layout upgrades,
+   * `rollback`, `status`, `report`).
+   */
+  queryTimeoutMs?: number;
+}
+
 /**
  * Opens one connection (application name `dq-pg`); connection failures become CleanseErrors. A
  * query that gets no answer for 30 s (a frozen server, a network partition) fails as a lost
  * connection, and so does a connection not made within 15 s; `?query_timeout=<ms>` in the URL sets
  * another limit.
  */
-export async function connect(target: DbTarget, applicationName = 'dq-pg'): Promise<pg.Client> {
+export async function connect(target: DbTarget, applicationName = 'dq-pg', options: ConnectOptions = {}): Promise<pg.Client> {
+  const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
   const client = new pg.Client({
     connectionString: target.url,
     application_name: applicationName,
-    query_timeout: QUERY_TIMEOUT_MS,
+    ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     keepAlive: true,
   });

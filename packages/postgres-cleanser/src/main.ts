@@ -55,7 +55,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       return ExitCode.OK;
     }
     if (cmd.command === 'init') {
-      const client = await connect(dbTarget(cmd.db, logger.redactor));
+      const client = await connect(dbTarget(cmd.db, logger.redactor), 'dq-pg', { queryTimeoutMs: 0 });
       try {
         const version = await ensureSchema(client);
         // The result store's schema, created here too, so an ETL role without CREATE can use it.

@@ -148,7 +148,7 @@ export async function reportAfterCleanse(
   const runId = summary['runId'];
   let details: ReportDetails = {};
   if (typeof runId === 'string') {
-    const client = await connect(dbTarget(db, logger.redactor));
+    const client = await connect(dbTarget(db, logger.redactor), 'dq-pg', { queryTimeoutMs: 0 });
     try {
       details = (await readRunDetails(client, runId)).details;
     } finally {
@@ -179,7 +179,7 @@ export async function reportOfRun(options: { db: string; runId: string; output: 
   const [run] = await status({ db: options.db, runId: options.runId, logger: options.logger });
   if (!run) throw new CleanseError('run-not-found', `--run ${options.runId}: no such run; dq-pg status lists the runs`);
   const target = dbTarget(options.db, options.logger.redactor);
-  const client = await connect(target);
+  const client = await connect(target, 'dq-pg', { queryTimeoutMs: 0 });
   try {
     if (!(await schemaExists(client))) throw new CleanseError('run-not-found', `--run ${options.runId}: no dq-pg runs in this database`);
     const { details, byStatus } = await readRunDetails(client, options.runId);

@@ -45,7 +45,7 @@ export interface RunStatus {
 export async function status(options: { db: string; runId?: string; logger?: Logger }): Promise<RunStatus[]> {
   const logger = options.logger ?? createLogger({ level: 'warn' });
   const target = dbTarget(options.db, logger.redactor);
-  const client = await connect(target);
+  const client = await connect(target, 'dq-pg', { queryTimeoutMs: 0 });
   try {
     const runs = (await schemaExists(client)) ? await readStatus(client, options.runId) : [];
     if (options.runId !== undefined && runs.length === 0) {
