@@ -15,10 +15,10 @@ import {
 } from '../src/errors/index.js';
 import type { ErrorData, ProblemFragment } from '../src/errors/index.js';
 import { createTransport } from '../src/transport/index.js';
-import { closeAfterEach, companyError, problem, sequence, startServer } from './transport-test-server.js';
+import { companyError, problem, sequence, startServer, useServerAndTransport } from './transport-test-server.js';
 import type { Reply } from './transport-test-server.js';
 
-const live = closeAfterEach();
+const live = useServerAndTransport();
 
 async function answerOnce(reply: Reply): Promise<unknown> {
   live.server = await startServer(sequence(reply));

@@ -5,10 +5,10 @@ import { AddressClient, CompanyClient } from '../src/clients/index.js';
 import { errorToData } from '../src/errors/index.js';
 import { createLogger, createRedactor } from '../src/log/index.js';
 import { createTransport } from '../src/transport/index.js';
-import { closeAfterEach, companyError, problem, startServer } from './transport-test-server.js';
+import { companyError, problem, startServer, useServerAndTransport } from './transport-test-server.js';
 import type { Reply } from './transport-test-server.js';
 
-const live = closeAfterEach();
+const live = useServerAndTransport();
 
 const API_KEY = 'sk_live_9f8e7d6c5b4a3210';
 

@@ -4,10 +4,10 @@ import { exitCodeForError } from '../src/engine/index.js';
 import type { EndpointId, Throttle } from '../src/throttle/index.js';
 import { createTransport, parseRetryAfter, retry, retryDelay, DEFAULT_RETRY } from '../src/transport/index.js';
 import type { Transport, TransportOptions } from '../src/transport/index.js';
-import { CLASS_A, closeAfterEach, problem, sequence, startServer } from './transport-test-server.js';
+import { CLASS_A, problem, sequence, startServer, useServerAndTransport } from './transport-test-server.js';
 import type { Handler } from './transport-test-server.js';
 
-const live = closeAfterEach();
+const live = useServerAndTransport();
 
 async function setup(handler: Handler, options: Partial<TransportOptions> = {}): Promise<Transport> {
   live.server = await startServer(handler);

@@ -3,10 +3,10 @@ import { AddressClient } from '../src/clients/index.js';
 import { PlatformError } from '../src/errors/index.js';
 import { SessionManager, createTransport } from '../src/transport/index.js';
 import type { TransportOptions } from '../src/transport/index.js';
-import { closeAfterEach, problem, startServer } from './transport-test-server.js';
+import { problem, startServer, useServerAndTransport } from './transport-test-server.js';
 import type { Reply, SeenRequest, TestServer } from './transport-test-server.js';
 
-const live = closeAfterEach();
+const live = useServerAndTransport();
 
 const API_KEY = 'key-session-test';
 

@@ -3,7 +3,7 @@ import { RetriesExhaustedError } from '../src/errors/index.js';
 import type { EndpointId, Throttle } from '../src/throttle/index.js';
 import { createTransport } from '../src/transport/index.js';
 import type { Transport, TransportOptions } from '../src/transport/index.js';
-import { CLASS_A, closeAfterEach, problem, sequence, startServer } from './transport-test-server.js';
+import { CLASS_A, problem, sequence, startServer, useServerAndTransport } from './transport-test-server.js';
 import type { Handler } from './transport-test-server.js';
 
 // The rate budget hears of the end of every attempt the transport makes, once, the moment it ends,
@@ -11,7 +11,7 @@ import type { Handler } from './transport-test-server.js';
 // A budget that never hears of an end holds that request's share of the limit (the Postgres
 // budget's lane) until a fallback gives it up.
 
-const live = closeAfterEach();
+const live = useServerAndTransport();
 
 interface Event {
   kind: 'acquire' | 'ended';

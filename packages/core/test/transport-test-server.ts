@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach } from 'vitest';
+import { closeAfterEach } from '@dq/test-support/use';
 import type { Transport } from '../src/transport/index.js';
 
 /** A request as the test server saw it. */
@@ -94,17 +94,16 @@ export interface Opened {
 }
 
 /**
- * Call once at the top of a test file: a test puts the server and transport it opens here, and
+ * Call once at a test file's top level: a test puts the server and transport it opens here, and
  * after each test both are closed (the transport first, so its keep-alive pool never outlives the
- * server) and cleared.
+ * server) and forgotten.
  */
-export function closeAfterEach(): Opened {
+export function useServerAndTransport(): Opened {
   const opened: Opened = { server: undefined, transport: undefined };
-  afterEach(async () => {
-    await opened.transport?.close();
-    await opened.server?.close();
-    opened.transport = opened.server = undefined;
-  });
+  closeAfterEach(
+    () => [opened.transport, opened.server],
+    () => (opened.transport = opened.server = undefined),
+  );
   return opened;
 }
 
