@@ -35,7 +35,8 @@ export interface DownloadClientOptions {
   /** Retry policy of the core retrier (default: 6 attempts, 15 minutes in total per file). */
   retry?: Partial<RetryOptions>;
   /**
-   * Rate limiter consulted (endpoint `download`) before every attempt, told of its end (see `#get`) and of every 429 (with
+   * Rate limiter consulted (endpoint `download`) before every attempt, told of the attempt's end
+   * (when the answer's status and headers arrive, or it failed before them) and of every 429 (with
    * its `Retry-After`, capped by the retry policy) so that it slows every sender sharing it
    * (default: none).
    */
