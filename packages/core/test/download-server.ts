@@ -5,7 +5,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type Fault = 'ok' | '503' | 'cut' | 'ignore-range' | 'stall' | '429' | 'problem-split';
+/**
+ * `cut`: half the body, then the connection is dropped; `stall`: half the body, then silence;
+ * `reset`: the connection is dropped before any answer; `hang`: no answer at all, the connection kept open.
+ */
+export type Fault = 'ok' | '503' | 'cut' | 'ignore-range' | 'stall' | '429' | 'problem-split' | 'reset' | 'hang';
 
 /** Title of the problem+json 404 that the `problem-split` fault sends with a UTF-8 character cut between two writes. */
 export const SPLIT_TITLE = 'Datei für Größe nicht gefunden';
@@ -48,6 +52,11 @@ export async function startDownloadServer(): Promise<TestServer> {
     state.seen.push({ path, range: req.headers.range, authorization: req.headers.authorization, at: performance.now() });
     const fault = state.faults.shift() ?? 'ok';
     res.setHeader('X-Service-Request-Id', `req-${state.seen.length}`);
+    if (fault === 'reset') {
+      req.socket.destroy();
+      return;
+    }
+    if (fault === 'hang') return;
     if (fault === '503') {
       res.writeHead(503, { 'content-type': 'text/plain' }).end('busy');
       return;

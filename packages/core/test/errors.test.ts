@@ -1,5 +1,5 @@
 import { MessageChannel } from 'node:worker_threads';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { CompanyClient } from '../src/clients/index.js';
 import {
   ContractError,
@@ -15,22 +15,15 @@ import {
 } from '../src/errors/index.js';
 import type { ErrorData, ProblemFragment } from '../src/errors/index.js';
 import { createTransport } from '../src/transport/index.js';
-import type { Transport } from '../src/transport/index.js';
-import { companyError, problem, sequence, startServer } from './transport-test-server.js';
-import type { Reply, TestServer } from './transport-test-server.js';
+import { companyError, problem, sequence, startServer, useServerAndTransport } from './transport-test-server.js';
+import type { Reply } from './transport-test-server.js';
 
-let server: TestServer | undefined;
-let transport: Transport | undefined;
-afterEach(async () => {
-  await transport?.close();
-  await server?.close();
-  transport = server = undefined;
-});
+const live = useServerAndTransport();
 
 async function answerOnce(reply: Reply): Promise<unknown> {
-  server = await startServer(sequence(reply));
-  transport = createTransport({ baseUrl: server.url, apiKey: 'key-errors-test' });
-  return transport.request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {}, retry: false }).then(
+  live.server = await startServer(sequence(reply));
+  live.transport = createTransport({ baseUrl: live.server.url, apiKey: 'key-errors-test' });
+  return live.transport.request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {}, retry: false }).then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -84,7 +77,7 @@ describe('address API problems (contract 7.1)', () => {
     expect(err.scope).toBe(row.scope);
     expect(err.message).toContain('req-1');
     if (violations) expect(err.violations).toEqual(violations);
-    expect(server?.requests).toHaveLength(1);
+    expect(live.server?.requests).toHaveLength(1);
   });
 
   test('the run stops on key, account, service, feature and quota problems but not on record or request problems', () => {
@@ -115,14 +108,14 @@ describe('address API problems (contract 7.1)', () => {
   });
 
   test('an unknown problem type on a 5xx is retried with backoff, as contract 7.1 allows for every 5xx', async () => {
-    server = await startServer(sequence(problem(503, 'brand-new-outage'), { body: { resultClass: 'A', results: [] } }));
-    transport = createTransport({ baseUrl: server.url, apiKey: 'key-errors-test', retry: { baseDelayMs: 1, maxAttempts: 4 } });
-    const e = (await transport.request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {} }).then(
+    live.server = await startServer(sequence(problem(503, 'brand-new-outage'), { body: { resultClass: 'A', results: [] } }));
+    live.transport = createTransport({ baseUrl: live.server.url, apiKey: 'key-errors-test', retry: { baseDelayMs: 1, maxAttempts: 4 } });
+    const e = (await live.transport.request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {} }).then(
       () => undefined,
       (x: unknown) => x,
     )) as PlatformError;
     expect(e).toBeUndefined();
-    expect(server?.requests).toHaveLength(2);
+    expect(live.server?.requests).toHaveLength(2);
   });
 
   test('an unknown problem type on a 5xx is a retriable server-error keeping its type, title and status', async () => {
@@ -145,16 +138,16 @@ describe('address API problems (contract 7.1)', () => {
 
   test('isRunStop is true for a quota-exhausted answer and false for a field error', async () => {
     expect(isRunStop(await answerOnce(problem(403, 'quota-exhausted')))).toBe(true);
-    await transport?.close();
-    await server?.close();
+    await live.transport?.close();
+    await live.server?.close();
     expect(isRunStop(await answerOnce(problem(400, 'field-error')))).toBe(false);
   });
 
   test('a 200 whose body breaks the schema is a contract error naming the field and the request id', async () => {
-    server = await startServer(sequence({ body: { resultClass: 'Z', results: [] } }));
-    transport = createTransport({ baseUrl: server.url });
+    live.server = await startServer(sequence({ body: { resultClass: 'Z', results: [] } }));
+    live.transport = createTransport({ baseUrl: live.server.url });
     const { AddressResultSchema } = await import('../src/schemas/index.js');
-    const e = await transport
+    const e = await live.transport
       .request({ endpoint: 'validate', method: 'POST', path: '/location/v1/validate', body: {}, schema: AddressResultSchema })
       .catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ContractError);
@@ -172,9 +165,9 @@ describe('company error envelopes (contract 7.2)', () => {
     [500, 'Internal Server Error', 'company-server-error', true, 'request'],
   ];
   test.each(rows)('a %i envelope (%s) becomes code %s', async (status, error, code, retriable, scope) => {
-    server = await startServer(sequence(companyError(status, error, 'the message of the service')));
-    transport = createTransport({ baseUrl: server.url, apiKey: 'key-company', retry: { maxAttempts: 1 } });
-    const e = await new CompanyClient(transport).company({ company: 'ACME GmbH' }).catch((x: unknown) => x);
+    live.server = await startServer(sequence(companyError(status, error, 'the message of the service')));
+    live.transport = createTransport({ baseUrl: live.server.url, apiKey: 'key-company', retry: { maxAttempts: 1 } });
+    const e = await new CompanyClient(live.transport).company({ company: 'ACME GmbH' }).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(PlatformError);
     const err = e as PlatformError;
     expect([err.code, err.status, err.retriable, err.scope, err.requestId]).toEqual([code, status, retriable, scope, 'req-1']);

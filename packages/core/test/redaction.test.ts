@@ -1,21 +1,14 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { AddressClient, CompanyClient } from '../src/clients/index.js';
 import { errorToData } from '../src/errors/index.js';
 import { createLogger, createRedactor } from '../src/log/index.js';
 import { createTransport } from '../src/transport/index.js';
-import type { Transport } from '../src/transport/index.js';
-import { companyError, problem, startServer } from './transport-test-server.js';
-import type { Reply, TestServer } from './transport-test-server.js';
+import { companyError, problem, startServer, useServerAndTransport } from './transport-test-server.js';
+import type { Reply } from './transport-test-server.js';
 
-let server: TestServer | undefined;
-let transport: Transport | undefined;
-afterEach(async () => {
-  await transport?.close();
-  await server?.close();
-  transport = server = undefined;
-});
+const live = useServerAndTransport();
 
 const API_KEY = 'sk_live_9f8e7d6c5b4a3210';
 
@@ -23,7 +16,7 @@ describe('no credential in any log line or error message', () => {
   test('a run with sessions, renewals, retries and refusals that echo credentials leaks neither key nor token', async () => {
     const tokens: string[] = [];
     let autocompletes = 0;
-    server = await startServer((req): Reply => {
+    live.server = await startServer((req): Reply => {
       const auth = String(req.headers.authorization ?? '');
       if (req.path === '/location/v1/start-session') {
         const token = `sess.${tokens.length + 1}.Zm9vYmFyYmF6`;
@@ -48,13 +41,13 @@ describe('no credential in any log line or error message', () => {
 
     const lines: string[] = [];
     const logger = createLogger({ level: 'debug', write: (line) => void lines.push(line) });
-    transport = createTransport({ baseUrl: server.url, apiKey: API_KEY, logger, retry: { baseDelayMs: 5 } });
-    const address = new AddressClient(transport);
+    live.transport = createTransport({ baseUrl: live.server.url, apiKey: API_KEY, logger, retry: { baseDelayMs: 5 } });
+    const address = new AddressClient(live.transport);
     const errors: unknown[] = [];
 
     await address.autocomplete({ country: 'DE', query: 'Linden' });
     await address.validate({ localityLine: 'Berlin' }).catch((e: unknown) => errors.push(e));
-    await new CompanyClient(transport).company({ company: 'ACME' }).catch((e: unknown) => errors.push(e));
+    await new CompanyClient(live.transport).company({ company: 'ACME' }).catch((e: unknown) => errors.push(e));
     for (const e of errors) logger.error('call failed', { err: e });
     logger.info('config', { apiKey: API_KEY, headers: { Authorization: `Bearer ${tokens[0]}` }, url: 'postgres://etl:hunter2pw@db:5432/crm' });
 

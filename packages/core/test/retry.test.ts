@@ -1,24 +1,18 @@
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { DqError, PlatformError, RetriesExhaustedError, TransportError, errorFromData, errorToData, isRunStop } from '../src/errors/index.js';
 import { exitCodeForError } from '../src/engine/index.js';
 import type { EndpointId, Throttle } from '../src/throttle/index.js';
 import { createTransport, parseRetryAfter, retry, retryDelay, DEFAULT_RETRY } from '../src/transport/index.js';
 import type { Transport, TransportOptions } from '../src/transport/index.js';
-import { CLASS_A, problem, sequence, startServer } from './transport-test-server.js';
-import type { Handler, TestServer } from './transport-test-server.js';
+import { CLASS_A, problem, sequence, startServer, useServerAndTransport } from './transport-test-server.js';
+import type { Handler } from './transport-test-server.js';
 
-let server: TestServer | undefined;
-let transport: Transport | undefined;
-afterEach(async () => {
-  await transport?.close();
-  await server?.close();
-  transport = server = undefined;
-});
+const live = useServerAndTransport();
 
 async function setup(handler: Handler, options: Partial<TransportOptions> = {}): Promise<Transport> {
-  server = await startServer(handler);
-  transport = createTransport({ baseUrl: server.url, apiKey: 'key-retry-test', retry: { baseDelayMs: 20 }, ...options });
-  return transport;
+  live.server = await startServer(handler);
+  live.transport = createTransport({ baseUrl: live.server.url, apiKey: 'key-retry-test', retry: { baseDelayMs: 20 }, ...options });
+  return live.transport;
 }
 
 const validate = (t: Transport, signal?: AbortSignal) =>
@@ -41,7 +35,7 @@ describe('retries over HTTP', () => {
     const t = await setup(sequence(problem(400, 'field-error', { violations: [{ fieldName: 'country', message: 'bad' }] })));
     const e = await validate(t).catch((x: unknown) => x);
     expect((e as PlatformError).code).toBe('field-error');
-    expect(server?.requests).toHaveLength(1);
+    expect(live.server?.requests).toHaveLength(1);
   });
 
   test('503, 503, 200 succeeds in three calls and reports three attempts', async () => {
@@ -50,14 +44,14 @@ describe('retries over HTTP', () => {
     expect(res.data).toEqual(CLASS_A);
     expect(res.attempts).toBe(3);
     expect(res.requestId).toBe('req-3');
-    expect(server?.requests).toHaveLength(3);
+    expect(live.server?.requests).toHaveLength(3);
   });
 
   test('a 429 with Retry-After: 1 waits at least a second and slows the throttle', async () => {
     const throttle = recordingThrottle();
     const t = await setup(sequence(problem(429, 'too-many-requests', {}, { 'retry-after': '1' }), { body: CLASS_A }), { throttle });
     await validate(t);
-    const [first, second] = server?.requests ?? [];
+    const [first, second] = live.server?.requests ?? [];
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(995);
     expect(throttle.backoffs).toEqual([1000]);
     expect(throttle.acquired).toEqual(['validate', 'validate']);
@@ -85,7 +79,7 @@ describe('retries over HTTP', () => {
     const copy = errorFromData(errorToData(e)) as DqError;
     expect(isRunStop(copy)).toBe(true);
     expect(exitCodeForError(copy)).toBe(75);
-    expect(server?.requests).toHaveLength(1);
+    expect(live.server?.requests).toHaveLength(1);
     expect(throttle.backoffs).toEqual([5_000]);
   });
 
@@ -95,7 +89,7 @@ describe('retries over HTTP', () => {
     });
     const res = await validate(t);
     expect(res.attempts).toBe(2);
-    const [first, second] = server?.requests ?? [];
+    const [first, second] = live.server?.requests ?? [];
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(1995);
   });
 
@@ -106,8 +100,8 @@ describe('retries over HTTP', () => {
     const elapsed = performance.now() - started;
     expect(e).toBeInstanceOf(RetriesExhaustedError);
     expect(elapsed).toBeLessThan(1500 + 300);
-    expect(server!.requests.length).toBeGreaterThan(2);
-    expect(server!.requests.length).toBeLessThan(1000);
+    expect(live.server!.requests.length).toBeGreaterThan(2);
+    expect(live.server!.requests.length).toBeLessThan(1000);
   });
 
   test('exhausted retries give a non-retriable error that keeps the last failure and its request id', async () => {
@@ -120,7 +114,7 @@ describe('retries over HTTP', () => {
     expect(e.status).toBe(500);
     expect((e.cause as PlatformError).code).toBe('internal-error');
     expect(e.message).toContain('req-4');
-    expect(server?.requests).toHaveLength(4);
+    expect(live.server?.requests).toHaveLength(4);
   });
 
   test('a timed-out attempt is repeated and the next answer is used', async () => {
@@ -141,7 +135,7 @@ describe('retries over HTTP', () => {
     const t = await setup(sequence({ destroy: true }, { body: CLASS_A }));
     const res = await validate(t);
     expect(res.attempts).toBe(2);
-    expect(server?.requests).toHaveLength(2);
+    expect(live.server?.requests).toHaveLength(2);
   });
 
   test('aborting during a backoff wait ends the request at once with code aborted', async () => {
@@ -156,7 +150,7 @@ describe('retries over HTTP', () => {
     expect(e).toBeInstanceOf(TransportError);
     expect(e.code).toBe('aborted');
     expect(e.retriable).toBe(false);
-    expect(server?.requests).toHaveLength(1);
+    expect(live.server?.requests).toHaveLength(1);
   });
 
   test('the throttle is asked before every attempt, retries included', async () => {
@@ -164,7 +158,7 @@ describe('retries over HTTP', () => {
     const t = await setup(sequence({ status: 502 }, { destroy: true }, { body: CLASS_A }), { throttle });
     await validate(t);
     expect(throttle.acquired).toHaveLength(3);
-    expect(server?.requests).toHaveLength(3);
+    expect(live.server?.requests).toHaveLength(3);
   });
 });
 

@@ -1,18 +1,12 @@
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { AddressClient } from '../src/clients/index.js';
 import { PlatformError } from '../src/errors/index.js';
 import { SessionManager, createTransport } from '../src/transport/index.js';
-import type { Transport, TransportOptions } from '../src/transport/index.js';
-import { problem, startServer } from './transport-test-server.js';
+import type { TransportOptions } from '../src/transport/index.js';
+import { problem, startServer, useServerAndTransport } from './transport-test-server.js';
 import type { Reply, SeenRequest, TestServer } from './transport-test-server.js';
 
-let server: TestServer | undefined;
-let transport: Transport | undefined;
-afterEach(async () => {
-  await transport?.close();
-  await server?.close();
-  transport = server = undefined;
-});
+const live = useServerAndTransport();
 
 const API_KEY = 'key-session-test';
 
@@ -25,7 +19,7 @@ async function sessionPlatform(options: Partial<TransportOptions> = {}, { autoco
   const issued: string[] = [];
   const expired = new Set<string>();
   let n = 0;
-  server = await startServer((req: SeenRequest): Reply => {
+  live.server = await startServer((req: SeenRequest): Reply => {
     const auth = String(req.headers.authorization ?? '');
     const body = req.body as { country?: string };
     if (req.path === '/location/v1/start-session') {
@@ -39,8 +33,8 @@ async function sessionPlatform(options: Partial<TransportOptions> = {}, { autoco
     if (!issued.includes(token) || !token.startsWith(`tok/${body.country}/`)) return problem(401, 'invalid-session-token');
     return { delayMs: autocompleteDelayMs, body: { results: [{ country: body.country, locality: 'Berlin' }] } };
   });
-  transport = createTransport({ baseUrl: server.url, apiKey: API_KEY, ...options });
-  return { client: new AddressClient(transport), issued, expired, server };
+  live.transport = createTransport({ baseUrl: live.server.url, apiKey: API_KEY, ...options });
+  return { client: new AddressClient(live.transport), issued, expired, server: live.server };
 }
 
 const autocompleteTokens = (s: TestServer) => s.requests.filter((r) => r.path === '/location/v1/autocomplete').map((r) => String(r.headers.authorization));
@@ -101,12 +95,12 @@ describe('sessions', () => {
   });
 
   test('validate can use the session token of its country instead of the API key', async () => {
-    server = await startServer((req) =>
+    live.server = await startServer((req) =>
       req.path.endsWith('start-session') ? { body: { _sessionToken: 'validate-token-1' } } : { body: { resultClass: 'A', results: [] } },
     );
-    transport = createTransport({ baseUrl: server.url, apiKey: API_KEY });
-    await new AddressClient(transport).validate({ localityLine: '10117 Berlin', country: 'DE' }, { auth: 'session' });
-    expect(server.requests.map((r) => r.headers.authorization)).toEqual([`Bearer ${API_KEY}`, 'Bearer validate-token-1']);
+    live.transport = createTransport({ baseUrl: live.server.url, apiKey: API_KEY });
+    await new AddressClient(live.transport).validate({ localityLine: '10117 Berlin', country: 'DE' }, { auth: 'session' });
+    expect(live.server.requests.map((r) => r.headers.authorization)).toEqual([`Bearer ${API_KEY}`, 'Bearer validate-token-1']);
   });
 });
 

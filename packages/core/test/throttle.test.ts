@@ -208,6 +208,33 @@ describe('shared throttle', () => {
     for (let i = 0; i + 10 < sent.length; i++) expect(sent[i + 10]! - sent[i]!).toBeGreaterThan(1000);
   });
 
+  it('more callers than the limit, every 4th request counted 300 ms after it was sent: any limit + 1 requests are counted over a second apart', async () => {
+    // The platform counts a request when it arrives, and answers at once; a quarter of them arrive
+    // 300 ms late (a slow path). Slots are handed out up to a second ahead, so the request a
+    // second's worth after a late one already holds its slot when the late one's answer comes.
+    const LIMIT = 10;
+    const throttle = createSharedThrottle({ limits: { phone: LIMIT } });
+    const counted: number[] = [];
+    const until = performance.now() + 3_000;
+    let n = 0;
+    await Promise.all(
+      Array.from({ length: 3 * LIMIT }, async () => {
+        while (performance.now() < until) {
+          const ticket = await throttle.acquire('phone');
+          if (++n % 4 === 0) await new Promise((r) => setTimeout(r, 300));
+          counted.push(performance.now());
+          await new Promise((r) => setTimeout(r, 2));
+          throttle.ended?.('phone', ticket);
+        }
+      }),
+    );
+    counted.sort((x, y) => x - y);
+    const tooClose = counted.filter((at, i) => i >= LIMIT && at - (counted[i - LIMIT] as number) < 1000).length;
+    expect(tooClose).toBe(0);
+    // 3 s at 10/s and the slots of the callers still waiting then: the late requests cost their lanes little.
+    expect(counted.length).toBeGreaterThanOrEqual(30);
+  });
+
   it('rejects a waiting acquire with the abort reason and gives the slot back', async () => {
     const throttle = createSharedThrottle({ limits: { phone: 1 } });
     await throttle.acquire('phone');

@@ -1,23 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RetriesExhaustedError } from '../src/errors/index.js';
 import type { EndpointId, Throttle } from '../src/throttle/index.js';
 import { createTransport } from '../src/transport/index.js';
 import type { Transport, TransportOptions } from '../src/transport/index.js';
-import { CLASS_A, problem, sequence, startServer } from './transport-test-server.js';
-import type { Handler, TestServer } from './transport-test-server.js';
+import { CLASS_A, problem, sequence, startServer, useServerAndTransport } from './transport-test-server.js';
+import type { Handler } from './transport-test-server.js';
 
 // The rate budget hears of the end of every attempt the transport makes, once, the moment it ends,
 // whatever ended it: an answer, a reset, a refused connection, a timeout, an abort by the caller.
 // A budget that never hears of an end holds that request's share of the limit (the Postgres
 // budget's lane) until a fallback gives it up.
 
-let server: TestServer | undefined;
-let transport: Transport | undefined;
-afterEach(async () => {
-  await transport?.close();
-  await server?.close();
-  transport = server = undefined;
-});
+const live = useServerAndTransport();
 
 interface Event {
   kind: 'acquire' | 'ended';
@@ -51,9 +45,9 @@ function expectEachEndedOnce(events: Event[], attempts: number): number[] {
 }
 
 async function setup(handler: Handler, options: Partial<TransportOptions> = {}): Promise<Transport> {
-  server = await startServer(handler);
-  transport = createTransport({ baseUrl: server.url, apiKey: 'key-budget-test', retry: { baseDelayMs: 20, maxDelayMs: 40 }, ...options });
-  return transport;
+  live.server = await startServer(handler);
+  live.transport = createTransport({ baseUrl: live.server.url, apiKey: 'key-budget-test', retry: { baseDelayMs: 20, maxDelayMs: 40 }, ...options });
+  return live.transport;
 }
 
 describe('the transport tells the rate budget of every attempt’s end, once', () => {
@@ -72,13 +66,13 @@ describe('the transport tells the rate budget of every attempt’s end, once', (
   });
 
   it('a refused connection (nothing listens), every attempt of the retries', async () => {
-    server = await startServer(sequence({ body: CLASS_A }));
-    const url = server.url;
-    await server.close();
-    server = undefined;
+    live.server = await startServer(sequence({ body: CLASS_A }));
+    const url = live.server.url;
+    await live.server.close();
+    live.server = undefined;
     const throttle = ticketingThrottle();
-    transport = createTransport({ baseUrl: url, apiKey: 'key-budget-test', throttle, retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 40 } });
-    await expect(validate(transport)).rejects.toBeInstanceOf(RetriesExhaustedError);
+    live.transport = createTransport({ baseUrl: url, apiKey: 'key-budget-test', throttle, retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 40 } });
+    await expect(validate(live.transport)).rejects.toBeInstanceOf(RetriesExhaustedError);
     expectEachEndedOnce(throttle.events, 3);
   });
 

@@ -1,6 +1,8 @@
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { closeAfterEach } from '@dq/test-support/use';
+import type { Transport } from '../src/transport/index.js';
 
 /** A request as the test server saw it. */
 export interface SeenRequest {
@@ -83,6 +85,26 @@ export async function startServer(handler: Handler): Promise<TestServer> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** The scripted server and the transport a test opened, to be closed when it ends. */
+export interface Opened {
+  server: TestServer | undefined;
+  transport: Transport | undefined;
+}
+
+/**
+ * Call once at a test file's top level: a test puts the server and transport it opens here, and
+ * after each test both are closed (the transport first, so its keep-alive pool never outlives the
+ * server) and forgotten.
+ */
+export function useServerAndTransport(): Opened {
+  const opened: Opened = { server: undefined, transport: undefined };
+  closeAfterEach(
+    () => [opened.transport, opened.server],
+    () => (opened.transport = opened.server = undefined),
+  );
+  return opened;
 }
 
 /** Replies in order; the last one repeats. */

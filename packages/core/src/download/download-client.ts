@@ -8,11 +8,12 @@ import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Agent, type Dispatcher } from 'undici';
-import { DqError, LocalValidationError, PlatformError } from '../errors/dq-error.js';
+import { DqError, LocalValidationError } from '../errors/dq-error.js';
 import type { Violation } from '../errors/dq-error.js';
 import { createSilentLogger, type Logger } from '../log/logger.js';
 import { dataPath, installerPath, softwarePath, VERSION_FILE_PATH } from '../schemas/download.js';
 import type { DataPathParts, SoftwarePathParts } from '../schemas/download.js';
+import { meteredAttempt } from '../throttle/metered.js';
 import type { Throttle } from '../throttle/types.js';
 import { resolveRetryOptions, type RetryOptions } from '../transport/retry/policy.js';
 import { retry } from '../transport/retry/retrier.js';
@@ -34,7 +35,8 @@ export interface DownloadClientOptions {
   /** Retry policy of the core retrier (default: 6 attempts, 15 minutes in total per file). */
   retry?: Partial<RetryOptions>;
   /**
-   * Rate limiter consulted (endpoint `download`) before every attempt, and told of every 429 (with
+   * Rate limiter consulted (endpoint `download`) before every attempt, told of the attempt's end
+   * (when the answer's status and headers arrive, or it failed before them) and of every 429 (with
    * its `Retry-After`, capped by the retry policy) so that it slows every sender sharing it
    * (default: none).
    */
@@ -173,7 +175,7 @@ export class DownloadClient {
     const last = await retry(
       async () => {
         attempts++;
-        await this.#throttle?.acquire('download', signal);
+        // Before the slot is taken: hashing a part left by an earlier run may take a while.
         const { offset, total: knownTotal } = await part.resumeOffset();
         const req = {
           url,
@@ -328,7 +330,6 @@ export class DownloadClient {
     const headers = this.#headers(auth);
     return retry(
       async () => {
-        await this.#throttle?.acquire('download', signal);
         const req = { url, headers, dispatcher: this.#dispatcher, timeoutMs: this.#timeoutMs, signal };
         const res = await this.#get(req);
         let text: string;
@@ -344,19 +345,16 @@ export class DownloadClient {
   }
 
   /**
-   * One GET. A 429 slows the shared throttle for every sender of the endpoint (and holds them back
-   * until its `Retry-After`, capped by the retry policy) before the retrier waits and repeats, as
-   * the transport does for the other calls.
+   * One GET under the rate budget (endpoint `download`), metered like every attempt of the
+   * transport: a slot before it is sent, and its end told to the budget the moment its status and
+   * headers arrive (or it failed before them: refused, reset, timed out, aborted), so it frees its
+   * share of the limit while the body is still coming. The platform counted the request before it
+   * answered; nothing that happens to the body (a reset, a stall, an abort, a digest that does not
+   * match) changes that. A 429 slows the budget for every sender of the endpoint and holds them
+   * back until its `Retry-After`, capped by the retry policy, before the retrier waits and repeats.
    */
-  async #get(req: GetRequest): Promise<GetResponse> {
-    try {
-      return await get(req);
-    } catch (error) {
-      if (error instanceof PlatformError && error.status === 429) {
-        this.#throttle?.backoff('download', error.retryAfterMs === undefined ? undefined : Math.min(error.retryAfterMs, this.#maxRetryAfterMs));
-      }
-      throw error;
-    }
+  #get(req: GetRequest): Promise<GetResponse> {
+    return meteredAttempt(this.#throttle, { endpoint: 'download', signal: req.signal, maxHoldMs: this.#maxRetryAfterMs }, () => get(req));
   }
 
   #url(urlPath: string): URL {

@@ -34,8 +34,9 @@ export interface ThrottleOptions {
    * second, counted when they arrive, and forgives nothing. Paced at 99 % (the default, 0.01), the
    * requests one second's worth apart are sent 1010 ms apart, and their answers (which come after
    * the platform counted them) normally arrive within those 10 ms; when an attempt ends later (a
-   * late send, a stalled platform, a timeout), `ended` moves the later slots back (in shared
-   * memory, or in the Postgres row for every process of the account), so jitter does not cost a 429.
+   * late send, a stalled platform, a timeout), `ended` moves the next request of its lane back (in
+   * shared memory, or in the Postgres row for every process of the account), so jitter does not
+   * cost a 429.
    */
   margin?: number;
   /** After a 429 the endpoint's rate is multiplied by this. Default 0.5. */

@@ -7,14 +7,18 @@ import type { EndpointId, Throttle } from './types.js';
  * Layout of the shared memory (BigInt64Array slots).
  * Header: magic, layout version, burst, margin, decrease, floor, recovery per second (the last four
  * in parts per million), decrease cooldown (ms), cold-start gap (µs), longest Retry-After hold (µs).
- * Per endpoint, four slots: theoretical arrival time (TAT, µs on the monotonic clock), limit (milli
+ * Per endpoint, six slots: theoretical arrival time (TAT, µs on the monotonic clock), limit (milli
  * requests per second, 0 = unlimited), rate state (factor in ppm << 43 | time of the last decrease
- * in ms), number of slots handed out so far (the next ticket).
+ * in ms), number of slots handed out so far (the next ticket), where its lanes start and how many
+ * there are. Then the lanes of every endpoint: one per request its limit allows in a second (none
+ * above `MAX_LANES`), each the earliest time (µs) the next request of that lane may go (0: any time).
  */
 const MAGIC = 0x4451_5448n; // "DQTH"
-const LAYOUT_VERSION = 3n;
+const LAYOUT_VERSION = 4n;
 const HEADER = 10;
-const PER_ENDPOINT = 4;
+const PER_ENDPOINT = 6;
+/** Most lanes of an endpoint (512 KiB); a limit above this many requests per second has none: its margin alone covers jitter. */
+const MAX_LANES = 65_536;
 const PPM = 1_000_000;
 const TIME_BITS = 43n;
 const TIME_MASK = (1n << TIME_BITS) - 1n;
@@ -43,7 +47,11 @@ const pack = (factorPpm: bigint, atMs: bigint): bigint => (factorPpm << TIME_BIT
  */
 export function createSharedThrottle(options: ThrottleOptions = {}): SharedThrottle {
   const o = resolveThrottleOptions(options);
-  const slots = new BigInt64Array(new SharedArrayBuffer((HEADER + PER_ENDPOINT * ENDPOINT_IDS.length) * 8));
+  const laneCounts = ENDPOINT_IDS.map((endpoint) =>
+    o.limits[endpoint] > 0 && o.limits[endpoint] < MAX_LANES + 1 ? Math.max(1, Math.floor(o.limits[endpoint])) : 0,
+  );
+  const lanesFrom = HEADER + PER_ENDPOINT * ENDPOINT_IDS.length;
+  const slots = new BigInt64Array(new SharedArrayBuffer((lanesFrom + laneCounts.reduce((x, y) => x + y, 0)) * 8));
   const header = [
     MAGIC,
     LAYOUT_VERSION,
@@ -57,10 +65,14 @@ export function createSharedThrottle(options: ThrottleOptions = {}): SharedThrot
     BigInt(Math.round(o.maxHoldMs * 1000)),
   ];
   header.forEach((v, i) => (slots[i] = v));
+  let lane = lanesFrom;
   ENDPOINT_IDS.forEach((endpoint, e) => {
     const base = HEADER + e * PER_ENDPOINT;
     slots[base + 1] = BigInt(Math.round(o.limits[endpoint] * 1000));
     slots[base + 2] = pack(BigInt(PPM), 0n);
+    slots[base + 4] = BigInt(lane);
+    slots[base + 5] = BigInt(laneCounts[e] as number);
+    lane += laneCounts[e] as number;
   });
   return attachSharedThrottle(slots.buffer as SharedArrayBuffer);
 }
@@ -75,7 +87,9 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
     throw new TypeError('attachSharedThrottle needs the `buffer` of a throttle made by createSharedThrottle');
   }
   const a = new BigInt64Array(buffer);
-  if (a[0] !== MAGIC || a[1] !== LAYOUT_VERSION || a.length !== HEADER + PER_ENDPOINT * ENDPOINT_IDS.length) {
+  const lanesFrom = HEADER + PER_ENDPOINT * ENDPOINT_IDS.length;
+  const lastBase = HEADER + (ENDPOINT_IDS.length - 1) * PER_ENDPOINT;
+  if (a[0] !== MAGIC || a[1] !== LAYOUT_VERSION || a.length < lanesFrom || a.length !== Number((a[lastBase + 4] ?? 0n) + (a[lastBase + 5] ?? 0n))) {
     throw new TypeError('attachSharedThrottle: buffer is not a throttle of this version of @dq/core');
   }
   const burst = a[2] ?? 1n;
@@ -100,6 +114,25 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
     return Math.min(PPM, f + (recovery * Math.max(0, elapsedMs)) / 1000);
   };
   const limitOf = (base: number): number => Number(Atomics.load(a, base + 1)) / 1000;
+  /** How long a lane stays taken after its request was sent, µs: a second paced at 1 - margin (1010 ms at the default 1 %). */
+  const laneSpanUs = BigInt(Math.round(Number(SECOND_US) / (1 - margin)));
+  /** Moves lane `i` to `atUs` unless it is free later already. */
+  const raise = (i: number, atUs: bigint): void => {
+    if (i < 0) return;
+    for (;;) {
+      const at = Atomics.load(a, i);
+      if (at >= atUs || Atomics.compareExchange(a, i, at, atUs) === at) return;
+    }
+  };
+  /**
+   * The lane of `ticket` (tickets `window` apart share it): any `window` + 1 requests have two in
+   * one lane, so a sliding second that holds each lane's requests at most once holds at most
+   * `window`. -1 for an endpoint without lanes (unlimited, or over `MAX_LANES` per second).
+   */
+  const laneOf = (base: number, ticket: number, window: number): number => {
+    const lanes = Number(a[base + 5] ?? 0n);
+    return lanes === 0 ? -1 : Number(a[base + 4] ?? 0n) + (ticket % Math.min(window, lanes));
+  };
 
   return {
     buffer,
@@ -133,10 +166,20 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         const next = start + interval + (now - tat > IDLE_US ? coldGapUs : 0n);
         if (Atomics.compareExchange(a, base, tat, next) !== tat) continue;
         const ticket = Number(Atomics.add(a, base + 3, 1n));
-        const waitUs = start - tolerance - now;
-        if (waitUs <= 0n) return ticket;
+        const lane = laneOf(base, ticket, Number(window));
+        // The request goes at its slot, or later when its lane says so: the request before it in its
+        // lane ended late (see `ended`), even after this slot was handed out.
+        let due = start - tolerance;
+        let slept = false;
         try {
-          await sleep(Math.ceil(Number(waitUs) / 1000), signal);
+          for (;;) {
+            const laneFree = lane < 0 ? 0n : Atomics.load(a, lane);
+            if (laneFree > due) due = laneFree;
+            const waitUs = due - monotonicMicros();
+            if (waitUs <= 0n) break;
+            await sleep(Math.ceil(Number(waitUs) / 1000), signal);
+            slept = true;
+          }
         } catch (err) {
           // Hand the slot back if nobody reserved after it; otherwise it stays spent (budget lost, never exceeded).
           Atomics.compareExchange(a, base, next, start);
@@ -144,7 +187,10 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
         }
         // Woken more than one interval late (a stalled event loop): sending now would land on top of
         // the next slot's request, a burst the platform may answer with 429. Take a fresh slot instead.
-        if (monotonicMicros() - (start - tolerance) > interval && attempt < MAX_STALE_RETRIES) continue;
+        if (slept && monotonicMicros() - due > interval && attempt < MAX_STALE_RETRIES) continue;
+        // Sent now: the next request of its lane goes a second (and the margin) from now at the
+        // earliest, whenever this slot was meant to go; its end may move that further.
+        raise(lane, monotonicMicros() + laneSpanUs);
         return ticket;
       }
     },
@@ -155,24 +201,14 @@ export function attachSharedThrottle(buffer: SharedArrayBuffer): SharedThrottle 
       if (limit <= 0) return;
       // The platform allows `window` requests in any second, counted when each arrives: for this one
       // (if it arrived at all) some moment before now, the end of its attempt, whether an answer,
-      // a network error, a timeout or an abort ended it. So every slot from `window` tickets after
-      // this one on must be at least a second from now. The margin normally keeps them further
-      // apart than that; a late send, a slow network, a stalled platform or a request that timed
-      // out after the platform counted it does not, and then the slots not yet handed out move
-      // back by the difference. (A slot already handed out that far ahead, with more callers
-      // waiting than a second's worth, cannot move: the margin alone covers it.) The request's own
-      // slot is not handed back: it counts against the rate whatever its outcome.
-      const window = BigInt(Math.max(1, Math.floor(limit)));
-      const nowUs = monotonicMicros();
-      const factor = factorAt(Atomics.load(a, base + 2), nowUs / 1000n) / PPM;
-      const interval = BigInt(Math.max(1, Math.round(1e6 / (limit * (1 - margin) * factor))));
-      const ahead = Atomics.load(a, base + 3) - BigInt(ticket);
-      if (ahead > window) return;
-      const floorUs = nowUs + SECOND_US + ANSWER_GUARD_US - (window - ahead) * interval;
-      for (;;) {
-        const tat = Atomics.load(a, base);
-        if (tat >= floorUs || Atomics.compareExchange(a, base, tat, floorUs) === tat) return;
-      }
+      // a network error, a timeout or an abort ended it. So the next request of its lane (`window`
+      // tickets later) must go at least a second from now. Its slot is normally further away than
+      // that (the margin); after a late send, a slow network, a stalled platform or a request that
+      // timed out after the platform counted it, that one request waits for the lane, even when its
+      // slot was handed out long ago (more callers waiting than a second's worth), while the slots
+      // of the other lanes keep their times. The request's own slot is not handed back: it counts
+      // against the rate whatever its outcome.
+      raise(laneOf(base, ticket, Math.max(1, Math.floor(limit))), monotonicMicros() + SECOND_US + ANSWER_GUARD_US);
     },
     backoff(endpoint, retryAfterMs) {
       const base = baseOf(endpoint);

@@ -17,8 +17,10 @@ export interface Throttle {
    * once per ticket, the moment the attempt ends. If the platform counted the request, it did so
    * before now (an answer comes after the count; nothing sent on a connection arrives after that
    * connection is gone), so the request a second's worth of requests later must go at least one
-   * second from now. The request still counts against the rate: nothing is handed back. Optional,
-   * and without a ticket nothing happens.
+   * second from now. The request still counts against the rate: nothing is handed back. A streamed
+   * answer (a download) ends its attempt when its status and headers arrive: what then happens to
+   * the body changes nothing the platform counted. Optional, and without a ticket nothing happens.
+   * `meteredAttempt` (throttle/metered.ts) is the one caller.
    */
   ended?(endpoint: EndpointId, ticket: number | void): void;
   /**

@@ -11,6 +11,7 @@ import { retryResolved } from './retry/retrier.js';
 import type { RetryEvent } from './retry/retrier.js';
 import { HeaderBuilder, TargetCache } from './request-parts.js';
 import { SessionManager } from './session-manager.js';
+import { meteredAttempt } from '../throttle/metered.js';
 import type { AuthMode, Transport, TransportOptions, TransportRequest, TransportResponse } from './types.js';
 
 /** Path of the start-session endpoint (contract 4.3). */
@@ -76,11 +77,12 @@ export function createTransport(options: TransportOptions): Transport {
      * told once, the moment it ends, before anything else happens (a retry, a session renewal).
      */
     const sendMetered = async (token: string | undefined, remainingMs: number): Promise<AttemptResult<T>> => {
-      const ticket = await throttle?.acquire(req.endpoint, signal);
-      const started = debug ? performance.now() : 0;
-      let res: AttemptResult<T>;
-      try {
-        res = await sendOnce({
+      let started = 0;
+      // Every sender of the endpoint holds back for a 429's Retry-After, but never longer than the
+      // retry policy waits: a longer Retry-After stops the run in the retrier instead.
+      const res = await meteredAttempt(throttle, { endpoint: req.endpoint, signal, maxHoldMs: policy.maxRetryAfterMs }, () => {
+        if (debug) started = performance.now();
+        return sendOnce({
           target,
           method: req.method,
           headers: headerBuilder.headers(auth === 'none' ? undefined : token, body !== undefined, req.headers),
@@ -91,9 +93,7 @@ export function createTransport(options: TransportOptions): Transport {
           signal,
           redact,
         });
-      } finally {
-        throttle?.ended?.(req.endpoint, ticket);
-      }
+      });
       if (debug) {
         logger.debug('http answer', {
           endpoint: req.endpoint,
@@ -115,12 +115,6 @@ export function createTransport(options: TransportOptions): Transport {
         try {
           return await sendMetered(token, remainingMs);
         } catch (error) {
-          // Every sender of the endpoint holds back for Retry-After, but never longer than the retry
-          // policy waits: a longer Retry-After stops the run in the retrier instead.
-          if (error instanceof PlatformError && error.status === 429) {
-            const hold = error.retryAfterMs === undefined ? undefined : Math.min(error.retryAfterMs, policy.maxRetryAfterMs);
-            throttle?.backoff(req.endpoint, hold);
-          }
           // Contract 3: an expired token is replaced by a new session and the request repeated, once.
           const expired = error instanceof PlatformError && error.code === 'expired-session-token';
           if (expired && country !== undefined && token !== undefined && !renewed) {
