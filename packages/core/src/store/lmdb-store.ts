@@ -1,9 +1,10 @@
+import { closeSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import { chmod, mkdir, open as openFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Database } from 'lmdb';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
-import { lmdbStoreError, type StoreError } from './errors.js';
+import { errnoName, FS_FULL, lmdbStoreError, type StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
@@ -83,7 +84,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
             for (const [k, entry] of batch) db.putSync(k, entry);
           });
         } catch (e) {
-          throw storeError(dir, e);
+          throw storeError(dir, commitFailure(path, e));
         }
       });
       return writing;
@@ -133,4 +134,32 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
 
 function storeError(dir: string, cause: unknown): StoreError {
   return lmdbStoreError(dir, cause);
+}
+
+/**
+ * The cause of a commit that failed with `cause`. LMDB reports a write the kernel cut short as EIO
+ * and drops the reason, and a short write is how a full disk or the file-size limit (`ulimit -f`)
+ * stops a growing file. One byte written to a scratch file in the same folder, at the offset where
+ * the data file stopped, meets the same refusal: ENOSPC, EDQUOT or EFBIG is then the cause (else
+ * the EIO stands). The scratch file is removed at once.
+ */
+function commitFailure(path: string, cause: unknown): unknown {
+  if (errnoName(cause) !== 'EIO') return cause;
+  const scratch = `${path}-full-check`;
+  try {
+    const fd = openSync(scratch, 'w', 0o600);
+    try {
+      writeSync(fd, Buffer.alloc(1), 0, 1, statSync(path).size);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (e) {
+    const code = errnoName(e);
+    if (code !== undefined && FS_FULL.has(code)) {
+      return Object.assign(new Error(`${(cause as Error).message}: ${(e as Error).message}`, { cause }), { code });
+    }
+  } finally {
+    rmSync(scratch, { force: true });
+  }
+  return cause;
 }
