@@ -31,7 +31,7 @@ const FS_DENIED = new Set(['EACCES', 'EPERM', 'EROFS']);
  * limit (`ulimit -f`). Not retriable (75): a rerun would buy answers again and fail at the same
  * commit until a person frees space or moves the store.
  */
-export const FS_FULL = new Set(['ENOSPC', 'EDQUOT', 'EFBIG']);
+const FS_FULL = new Set(['ENOSPC', 'EDQUOT', 'EFBIG']);
 
 /**
  * The errno name (`EIO`, `ENOSPC`, …) of a file system or LMDB error: Node's string code, or the
