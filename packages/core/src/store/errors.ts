@@ -1,3 +1,4 @@
+import { getSystemErrorName } from 'node:util';
 import { defineErrorCodes } from '../errors/error-codes.js';
 import { ExitCode } from '../errors/exit-code.js';
 import { CONNECTION_CODES } from '../transport/http-failure.js';
@@ -25,6 +26,28 @@ const PG_UNAVAILABLE_CLASSES = new Set(['08', '53', '55', '57']);
 const PG_DENIED = new Set(['42501', '28000', '28P01', '3D000']);
 /** Folder errors a person fixes: permissions, a read-only file system. */
 const FS_DENIED = new Set(['EACCES', 'EPERM', 'EROFS']);
+/**
+ * The store's file cannot grow: a full disk, a used-up disk quota, or the process's file-size
+ * limit (`ulimit -f`). Not retriable (75): a rerun would buy answers again and fail at the same
+ * commit until a person frees space or moves the store.
+ */
+const FS_FULL = new Set(['ENOSPC', 'EDQUOT', 'EFBIG']);
+
+/**
+ * The errno name (`EIO`, `ENOSPC`, …) of a file system or LMDB error: Node's string code, or the
+ * positive errno number LMDB puts in `code` (5 → `EIO`); undefined for LMDB's own (negative) codes.
+ */
+export function errnoName(cause: unknown): string | undefined {
+  const code = (cause as { code?: unknown } | null | undefined)?.code;
+  if (typeof code === 'string') return code;
+  if (typeof code !== 'number' || !Number.isInteger(code) || code <= 0) return undefined;
+  try {
+    const name = getSystemErrorName(-code);
+    return name.startsWith('Unknown') ? undefined : name;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The error of a Postgres store at `location` (a URL without its password) for `cause`. */
 export function pgStoreError(location: string, cause: unknown, schema: string): StoreError {
@@ -51,12 +74,26 @@ export function pgStoreError(location: string, cause: unknown, schema: string): 
 
 /** The error of the embedded store in `dir` for `cause` (a file system or LMDB error). */
 export function lmdbStoreError(dir: string, cause: unknown): StoreError {
-  const code = (cause as NodeJS.ErrnoException).code;
-  const reason = code ?? (cause as Error).message ?? 'I/O error';
+  const code = errnoName(cause);
+  const message = (cause as Error | undefined)?.message;
+  const reason = code ?? (typeof message === 'string' && message !== '' ? message : 'I/O error');
   if (code !== undefined && FS_DENIED.has(code)) {
     return new StoreError(
       'store-permission-denied',
       `the result store ${dir} cannot be used (${reason}); check the folder and its permissions, or pass --store off`,
+      { cause },
+    );
+  }
+  if (code !== undefined && FS_FULL.has(code)) {
+    const what =
+      code === 'EFBIG'
+        ? 'its file reached the file-size limit (EFBIG: ulimit -f, or the largest file of its file system); raise the limit'
+        : code === 'EDQUOT'
+          ? 'the disk quota is used up (EDQUOT); free space or raise the quota'
+          : 'the disk is full (ENOSPC); free space on it';
+    return new StoreError(
+      'store-io',
+      `the result store ${dir} cannot be used: ${what} or give --store a folder on another file system, then rerun (or pass --store off)`,
       { cause },
     );
   }

@@ -1,3 +1,4 @@
+import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { chmod, mkdir, open as openFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Database } from 'lmdb';
@@ -15,6 +16,11 @@ interface Entry {
 
 /** The database file in the store's folder; LMDB keeps its lock file next to it (`-lock`). */
 const DATA_FILE = 'results.mdb';
+/** Room kept written past LMDB's last page before a commit: at least this, … */
+const ROOM_MIN = 256 * 1024;
+/** … or this per answer of the commit (two pages: the answer and its share of the tree's pages). */
+const ROOM_PER_ENTRY = 2 * 4096;
+const ZEROS = Buffer.alloc(64 * 1024);
 
 /**
  * Opens (creating if missing) the embedded result store in `dir`: an LMDB database (lmdb-js), a
@@ -41,6 +47,32 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   } catch (e) {
     throw storeError(dir, e);
   }
+  let fd: number;
+  try {
+    fd = openSync(path, 'r+');
+  } catch (e) {
+    await db.close();
+    throw storeError(dir, e);
+  }
+  /** Bytes of the data file known to be written (zeros past LMDB's last page included). */
+  let written = 0;
+  /**
+   * Makes room for a commit of `entries` answers, within its write transaction (no other process
+   * writes the file meanwhile, and no one has written past its end): zeros are written past LMDB's
+   * last page, at least 256 KiB or an eighth of the file at a time. LMDB's page writes then land in blocks the file
+   * already has, and a full disk or the file-size limit fails this plain write, with its errno,
+   * instead of LMDB's own: its error path (lmdb-js 3.5) overruns a heap buffer, which can abort the
+   * process (SIGABRT), and prints an unterminated "Write error" line onto stderr.
+   */
+  const makeRoom = (entries: number) => {
+    const { lastPageNumber, pageSize } = db.getStats() as { lastPageNumber: number; pageSize: number };
+    const used = (lastPageNumber + 1) * pageSize;
+    const needed = used + Math.max(ROOM_MIN, entries * ROOM_PER_ENTRY);
+    if (written >= needed) return;
+    written = fstatSync(fd).size;
+    const target = needed + Math.ceil(Math.max(ROOM_MIN, used / 8) / pageSize) * pageSize;
+    while (written < target) written += writeSync(fd, ZEROS, 0, Math.min(ZEROS.length, target - written), written);
+  };
   const fresh = (entry: Entry | undefined, now: number): CachedResult | undefined =>
     entry !== undefined && maxAgeMs > 0 && now - entry.t < maxAgeMs ? entry.r : undefined;
   let closed: Promise<void> | undefined;
@@ -80,6 +112,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
           // One synchronous transaction on this thread: no hand-off to LMDB's writer thread, whose
           // wake-up on a busy machine cost more than the write (measured: store-overhead bench).
           db.transactionSync(() => {
+            makeRoom(batch.length);
             for (const [k, entry] of batch) db.putSync(k, entry);
           });
         } catch (e) {
@@ -124,6 +157,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       closed ??= (async () => {
         await writing?.catch(() => undefined);
         await db.close();
+        closeSync(fd);
       })();
       return closed;
     },
