@@ -2,7 +2,7 @@ import { createServer, Socket as NetSocket } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { billable, cleanseArgs, createCustomers, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import { billable, cleanseArgs, createCustomers, resultRows, runCli, spawnCli, startEnv, summaryOf } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -51,15 +51,6 @@ async function startProxy(target: URL): Promise<{ url: (db: string) => string; c
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
-}
-
-async function resultRows(db: string, runId: string): Promise<number> {
-  return withClient(db, async (c) => {
-    const exists = await c.query(`SELECT to_regclass('dq_cleanse.results') IS NOT NULL AS ok`);
-    if (!exists.rows[0]?.ok) return 0;
-    const { rows } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = $1`, [runId]);
-    return rows[0]?.n ?? 0;
-  });
 }
 
 describe('losing the database connection', () => {

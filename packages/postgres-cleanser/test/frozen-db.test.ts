@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { billable, cleanseArgs, createCustomers, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import { billable, cleanseArgs, createCustomers, resultRows, runCli, spawnCli, startEnv, summaryOf } from './support.js';
 import type { TestEnv } from './support.js';
 
 // A database that stops answering in the middle of a run (the server frozen with SIGSTOP: sockets
@@ -20,15 +20,6 @@ afterAll(async () => {
 const ROWS = 1200;
 const BATCH = 20;
 const WORKERS = 2;
-
-async function resultRows(db: string, runId: string): Promise<number> {
-  return withClient(db, async (c) => {
-    const exists = await c.query(`SELECT to_regclass('dq_cleanse.results') IS NOT NULL AS ok`);
-    if (!exists.rows[0]?.ok) return 0;
-    const { rows } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = $1`, [runId]);
-    return rows[0]?.n ?? 0;
-  });
-}
 
 describe('the database stops answering mid-run', () => {
   it(

@@ -55,6 +55,16 @@ export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T
  * Creates `public.customers` (id bigint primary key + the seven address columns) holding `n`
  * dirty inputs of the sandbox's labelled generator; ids are 1..n.
  */
+/** Results rows of run `runId` (0 before dq-pg made its schema): how far a run got. */
+export async function resultRows(db: string, runId: string): Promise<number> {
+  return withClient(db, async (c) => {
+    const exists = await c.query(`SELECT to_regclass('dq_cleanse.results') IS NOT NULL AS ok`);
+    if (!exists.rows[0]?.ok) return 0;
+    const { rows } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = $1`, [runId]);
+    return rows[0]?.n ?? 0;
+  });
+}
+
 export async function createCustomers(url: string, n: number, seed = 7): Promise<void> {
   const inputs = generateDirtyInputs(n, { seed });
   await withClient(url, async (c) => {
