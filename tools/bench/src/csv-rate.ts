@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { createSilentLogger } from '@dq/core';
 import { processFile } from '@dq/csv-processor';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
+import { middle } from './stats.js';
 
 const LIMIT = 100; // batch/sync requests in any second, the platform's limit
 const self = fileURLToPath(import.meta.url);
@@ -120,7 +121,7 @@ async function runOnce(input: string, output: string, inProcess: boolean): Promi
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const median = (xs: number[]): number => middle(xs, 0);
 
 async function main(): Promise<void> {
   const rows = Number(process.argv[2] ?? 2000);

@@ -10,6 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { format } from '@fast-csv/format';
 import { formatCsvLine } from '@dq/csv-processor';
+import { middle } from './stats.js';
 
 const RESULT = fileURLToPath(new URL('../results/csv-writer.json', import.meta.url));
 
@@ -51,7 +52,7 @@ async function fastCsv(data: string[][]): Promise<{ ms: number; text: string }> 
   return { ms: performance.now() - started, text: parts.join('') };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const median = (xs: number[]): number => middle(xs, 0);
 
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 200_000);

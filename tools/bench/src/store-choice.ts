@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ClassicLevel } from 'classic-level';
 import { open } from 'lmdb';
+import { median, spread } from './stats.js';
 
 const BATCH = 500;
 
@@ -82,13 +83,6 @@ async function measure(make: (dir: string) => Promise<Side>, keys: string[]): Pr
     await rm(dir, { recursive: true, force: true });
   }
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
-const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
 
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 1_000_000);

@@ -14,48 +14,15 @@
  *
  * Run: `node tools/bench/dist/store-pg-rerun.js [rows=1000000] [runs=5]` (at least 3 runs)
  */
-import { fork } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createSilentLogger } from '@dq/core';
 import { cleanse } from '@dq/postgres-cleanser';
+import { correctHauptstr, serveInstant, startInstantServer } from './instant-server.js';
 import { startBenchPostgres } from './pg-server.js';
-
-/** Child: answers every batch/sync at once: `Hauptstr.` corrected to `Hauptstraße` (class B), else the address as sent (class A). */
-function serve(): void {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const a = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
-      const street = a['street'] ?? '';
-      const corrected = street.startsWith('Hauptstr. ');
-      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${street}` });
-      res.end(
-        JSON.stringify({
-          customerAddressId: a['customerAddressId'],
-          resultClass: corrected ? 'B' : 'A',
-          results: [
-            {
-              addressType: 'delivery',
-              country: a['country'],
-              postalCode: a['postalCode'],
-              locality: a['locality'],
-              street: corrected ? `Hauptstraße ${street.slice('Hauptstr. '.length)}` : street,
-              houseNumber: a['houseNumber'],
-            },
-          ],
-        }),
-      );
-    });
-  });
-  server.keepAliveTimeout = 120_000;
-  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
-}
+import { median, spread } from './stats.js';
 
 async function run(
   db: string,
@@ -86,19 +53,10 @@ async function run(
   };
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
-const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
-
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 1_000_000);
   const runs = Math.max(3, Number(process.argv[3] ?? 5));
-  const server = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve) => server.once('message', (m) => resolve(Number(m))));
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const { url: baseUrl, child: server } = await startInstantServer(fileURLToPath(import.meta.url));
   const db = await startBenchPostgres();
   try {
     const client = new pg.Client({ connectionString: db.url });
@@ -156,5 +114,5 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--serve')) serve();
+if (process.argv.includes('--serve')) serveInstant(correctHauptstr);
 else await main();
