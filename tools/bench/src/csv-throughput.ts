@@ -12,7 +12,7 @@
  */
 import { fork } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,7 @@ import { createSilentLogger } from '@dq/core';
 import { processFile } from '@dq/csv-processor';
 import { echoClassA, serveInstant, startInstantServer } from './instant-server.js';
 import { middle } from './stats.js';
+import { writeResult } from './results.js';
 
 const PATH = '/location/v1/validate/batch/sync';
 const CONCURRENCY = 32;
@@ -160,9 +161,7 @@ async function main(): Promise<void> {
       `dq-csv ${result.dqCsvRowsPerSecond} rows/s | raw fast-csv→undici→fast-csv ${result.rawRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 0.7, median of ${runs})`,
     );
     console.log(`peak RSS ${JSON.stringify(result.peakRssMb)} MB | ratio ${result.rssRatio} (target ≤ 1.25)`);
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}csv-throughput.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('csv-throughput', result);
   } finally {
     server.kill();
     await rm(dir, { recursive: true, force: true });

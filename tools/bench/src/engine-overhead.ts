@@ -13,7 +13,6 @@
  *
  * Run: `node tools/bench/dist/engine-overhead.js [records=20000] [runs=5]`
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
@@ -21,6 +20,7 @@ import { createEngine, createSilentLogger, defaultThreads } from '@dq/core';
 import type { Engine } from '@dq/core';
 import { fixedClassA, serveInstant, startInstantServer } from './instant-server.js';
 import { median } from './stats.js';
+import { writeResult } from './results.js';
 
 const PATH = '/location/v1/validate/batch/sync';
 const CONCURRENCY = 32;
@@ -184,9 +184,7 @@ async function main(): Promise<void> {
     console.log(
       `engine on ${altThreads} thread${altThreads === 1 ? '' : 's'} ${result.altRecordsPerSecond} rec/s | ratio ${result.altRatio} | CPU/rec ${result.altCpuMicrosPerRecord} µs`,
     );
-    const dir = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(dir, { recursive: true });
-    await writeFile(`${dir}engine-overhead.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('engine-overhead', result);
   } finally {
     await Promise.all(engines.map((e) => e.close()));
     await pool.close();

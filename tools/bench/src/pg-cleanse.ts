@@ -18,7 +18,6 @@
  *
  * Run: `node tools/bench/dist/pg-cleanse.js [rows=1000000] [runs=3]` (`npm run bench` uses 5 runs)
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +29,7 @@ import type { BenchPostgres } from './pg-server.js';
 import { serveInstant, startInstantServer } from './instant-server.js';
 import type { Address, Answer } from './instant-server.js';
 import { median } from './stats.js';
+import { writeResult } from './results.js';
 
 const PAGE = 1000;
 const DISTINCT = 1000;
@@ -241,9 +241,7 @@ async function main(): Promise<void> {
       `dq-pg cleanse (defaults: ${DEFAULT_WORKERS} range workers) ${result.cleanserRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ ${result.target})`,
     );
     console.log(`dq-pg cleanse --workers 1 ${result.cleanserWorkers1RowsPerSecond} rows/s | ratio ${result.ratioWorkers1}`);
-    const dir = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(dir, { recursive: true });
-    await writeFile(`${dir}pg-cleanse.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('pg-cleanse', result);
   } finally {
     server.kill();
     await db.stop();

@@ -12,15 +12,14 @@
  *
  * Run: `node tools/bench/dist/pg-status-rerun.js [rows=200000] [runs=5]` (at least 3 runs)
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createSilentLogger } from '@dq/core';
-import { cleanse } from '@dq/postgres-cleanser';
 import { correctHauptstr, serveInstant, startInstantServer } from './instant-server.js';
 import { startBenchPostgres } from './pg-server.js';
 import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
+import { createHauptstrTable, loadNow, timedCleanse } from './pg-rerun.js';
 
 const STATUS = { status: 'dq_status', class: 'dq_class', requestId: 'dq_request_id', checkedAt: 'dq_checked_at' } as const;
 
@@ -41,27 +40,12 @@ async function run(
   withStatus: boolean,
 ): Promise<{ rowsPerSecond: number; apiCalls: number; updated: number; load: number }> {
   const before = await updatedRows(db);
-  const t0 = performance.now();
-  const summary = await cleanse({
-    db,
-    table: 'bench',
-    key: 'id',
-    batchSize: 1000,
-    runId,
-    baseUrl,
-    apiKey: 'bench-key',
-    logger: createSilentLogger(),
-    map: { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' },
-    ...(withStatus ? { statusColumns: STATUS } : {}),
-    engine: { rateLimits: { batch: 0 } },
-  });
-  const seconds = (performance.now() - t0) / 1000;
-  if (summary.exitCode !== 0) throw new Error(`dq-pg: ${JSON.stringify(summary)}`);
+  const { summary, seconds } = await timedCleanse(db, baseUrl, runId, withStatus ? { statusColumns: STATUS } : {});
   return {
     rowsPerSecond: summary.rows / seconds,
     apiCalls: summary.apiCalls,
     updated: (await updatedRows(db)) - before,
-    load: Number((loadavg()[0] ?? 0).toFixed(2)),
+    load: loadNow(),
   };
 }
 
@@ -71,16 +55,12 @@ async function main(): Promise<void> {
   const { url: baseUrl, child: server } = await startInstantServer(fileURLToPath(import.meta.url));
   const db = await startBenchPostgres();
   try {
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    await client.query(`CREATE TABLE bench AS
-      SELECT g::bigint AS id, CASE WHEN g % 2 = 0 THEN 'Hauptstr. ' ELSE 'Hauptstraße ' END || g AS street, '1'::text AS house_number, '10115'::text AS postal_code, 'Berlin'::text AS city, 'DE'::text AS country,
-             NULL::text AS dq_status, NULL::text AS dq_class, NULL::text AS dq_request_id, NULL::timestamptz AS dq_checked_at
-        FROM generate_series(1, ${n}) g; ALTER TABLE bench ADD PRIMARY KEY (id);
-      CREATE TABLE bench_updates (n bigint NOT NULL); INSERT INTO bench_updates VALUES (0);
+    await createHauptstrTable(db.url, n, {
+      columns: 'NULL::text AS dq_status, NULL::text AS dq_class, NULL::text AS dq_request_id, NULL::timestamptz AS dq_checked_at',
+      after: `CREATE TABLE bench_updates (n bigint NOT NULL); INSERT INTO bench_updates VALUES (0);
       CREATE FUNCTION bench_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE bench_updates SET n = n + (SELECT count(*) FROM changed); RETURN NULL; END $$;
-      CREATE TRIGGER bench_count AFTER UPDATE ON bench REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION bench_count()`);
-    await client.end();
+      CREATE TRIGGER bench_count AFTER UPDATE ON bench REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION bench_count()`,
+    });
     const fill = await run(db.url, baseUrl, 'fill', true);
     if (fill.apiCalls !== n || fill.updated !== n) throw new Error(`the first run made ${fill.apiCalls} calls and updated ${fill.updated} rows for ${n}`);
     const status: number[] = [];
@@ -120,9 +100,7 @@ async function main(): Promise<void> {
     console.log(
       `dq-pg ${n} rows, new run over the unchanged table with --status-columns: ${result.statusRowsPerSecond} rows/s, rows updated ${updated.join(', ')} | without status columns ${result.plainRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 0.9) | first run ${result.fillRowsPerSecond} rows/s | medians of ${runs}, load ${result.loadAtRuns.join('–')}`,
     );
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}pg-status-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('pg-status-rerun', result);
   } finally {
     server.kill();
     await db.stop();

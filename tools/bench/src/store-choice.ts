@@ -10,13 +10,13 @@
  * Run: `node tools/bench/dist/store-choice.js [keys=1000000] [runs=5]`
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ClassicLevel } from 'classic-level';
 import { open } from 'lmdb';
 import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
 
 const BATCH = 500;
 
@@ -118,9 +118,7 @@ async function main(): Promise<void> {
   console.log(
     `${n} keys: LMDB put ${result.lmdbPutsPerSecond}/s, get ${result.lmdbGetsPerSecond}/s | LevelDB put ${result.leveldbPutsPerSecond}/s, get ${result.leveldbGetsPerSecond}/s | ratio put ${result.putRatio}, get ${result.getRatio} | medians of ${runs}`,
   );
-  const out = fileURLToPath(new URL('../results/', import.meta.url));
-  await mkdir(out, { recursive: true });
-  await writeFile(`${out}store-choice.json`, `${JSON.stringify(result, null, 2)}\n`);
+  await writeResult('store-choice', result);
 }
 
 await main();

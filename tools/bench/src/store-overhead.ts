@@ -12,7 +12,7 @@
  *
  * Run: `node tools/bench/dist/store-overhead.js [records=20000] [runs=5] [pg=1]`
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,7 @@ import { startPostgres } from '@dq/test-support/pg';
 import { serveInstant, startInstantServer } from './instant-server.js';
 import type { Address, Answer } from './instant-server.js';
 import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
 
 const CONCURRENCY = 32;
 
@@ -131,9 +132,7 @@ async function main(): Promise<void> {
         (pg ? `, Postgres ${result.cpuMicrosPerRecord.pg} (ratio ${result.pgCpuRatio})` : '') +
         ` | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
     );
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}store-overhead.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('store-overhead', result);
   } finally {
     child.kill();
     await pg?.stop();

@@ -14,15 +14,13 @@
  *
  * Run: `node tools/bench/dist/store-pg-rerun.js [rows=1000000] [runs=5]` (at least 3 runs)
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { createSilentLogger } from '@dq/core';
-import { cleanse } from '@dq/postgres-cleanser';
 import { correctHauptstr, serveInstant, startInstantServer } from './instant-server.js';
 import { startBenchPostgres } from './pg-server.js';
 import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
+import { createHauptstrTable, loadNow, timedCleanse } from './pg-rerun.js';
 
 async function run(
   db: string,
@@ -30,26 +28,13 @@ async function run(
   runId: string,
   store: string | undefined,
 ): Promise<{ rowsPerSecond: number; apiCalls: number; written: number; callsSavedByStore: number; load: number }> {
-  const t0 = performance.now();
-  const summary = await cleanse({
-    db,
-    table: 'bench',
-    key: 'id',
-    batchSize: 1000,
-    runId,
-    baseUrl,
-    apiKey: 'bench-key',
-    logger: createSilentLogger(),
-    map: { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' },
-    engine: { rateLimits: { batch: 0 }, ...(store === undefined ? {} : { store }) },
-  });
-  if (summary.exitCode !== 0) throw new Error(`dq-pg: ${JSON.stringify(summary)}`);
+  const { summary, seconds } = await timedCleanse(db, baseUrl, runId, store === undefined ? {} : { engine: { store } });
   return {
-    rowsPerSecond: summary.rows / ((performance.now() - t0) / 1000),
+    rowsPerSecond: summary.rows / seconds,
     apiCalls: summary.apiCalls,
     written: summary.written,
     callsSavedByStore: summary.callsSavedByStore,
-    load: Number((loadavg()[0] ?? 0).toFixed(2)),
+    load: loadNow(),
   };
 }
 
@@ -59,12 +44,7 @@ async function main(): Promise<void> {
   const { url: baseUrl, child: server } = await startInstantServer(fileURLToPath(import.meta.url));
   const db = await startBenchPostgres();
   try {
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    await client.query(`CREATE TABLE bench AS
-      SELECT g::bigint AS id, CASE WHEN g % 2 = 0 THEN 'Hauptstr. ' ELSE 'Hauptstraße ' END || g AS street, '1'::text AS house_number, '10115'::text AS postal_code, 'Berlin'::text AS city, 'DE'::text AS country
-        FROM generate_series(1, ${n}) g; ALTER TABLE bench ADD PRIMARY KEY (id)`);
-    await client.end();
+    await createHauptstrTable(db.url, n);
     const fill = await run(db.url, baseUrl, 'fill', undefined);
     if (fill.apiCalls !== n || fill.written !== Math.floor(n / 2))
       throw new Error(`the first run made ${fill.apiCalls} calls and ${fill.written} writes for ${n} rows`);
@@ -105,9 +85,7 @@ async function main(): Promise<void> {
     console.log(
       `dq-pg ${n} rows, new run right after the first over the unchanged table: ${result.allHitRowsPerSecond} rows/s (first rerun ${result.firstRerunRowsPerSecond}), 0 calls, 0 writes | no store, instant server ${result.noStoreRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 1.0) | first run ${result.fillRowsPerSecond} rows/s | medians of ${runs}, load ${result.loadAtRuns.join('–')}`,
     );
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}store-pg-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('store-pg-rerun', result);
   } finally {
     server.kill();
     await db.stop();

@@ -18,7 +18,7 @@
  */
 import { fork } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,7 @@ import { createSilentLogger } from '@dq/core';
 import { processFile } from '@dq/csv-processor';
 import { echoClassA, serveInstant, startInstantServer } from './instant-server.js';
 import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
 
 const CONCURRENCY = 32;
 const self = fileURLToPath(import.meta.url);
@@ -140,9 +141,7 @@ async function main(): Promise<void> {
     console.log(
       `dq-csv ${rows} rows: all-hit rerun ${result.allHitRowsPerSecond} rows/s | no store, instant server ${result.noStoreRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 1.0) | filling run ${result.fillRowsPerSecond} rows/s (ratio ${result.fillRatio}) | CPU µs/row: all-hit ${result.cpuMicrosPerRow.allHit}, no store ${result.cpuMicrosPerRow.noStore}, fill ${result.fillCpuMicrosPerRow} | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
     );
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}store-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('store-rerun', result);
   } finally {
     server.kill();
     await rm(dir, { recursive: true, force: true });
