@@ -17,13 +17,15 @@
 import { fork } from 'node:child_process';
 import { subscribe } from 'node:diagnostics_channel';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSilentLogger } from '@dq/core';
 import { processFile } from '@dq/csv-processor';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
+import { middle } from './stats.js';
+import { writeResult } from './results.js';
 
 const LIMIT = 100; // batch/sync requests in any second, the platform's limit
 const self = fileURLToPath(import.meta.url);
@@ -120,7 +122,7 @@ async function runOnce(input: string, output: string, inProcess: boolean): Promi
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const median = (xs: number[]): number => middle(xs, 0);
 
 async function main(): Promise<void> {
   const rows = Number(process.argv[2] ?? 2000);
@@ -172,9 +174,7 @@ async function main(): Promise<void> {
     console.log(
       `  sandbox in-process: ratio ${result.inProcess.ratio}, first to last call ${result.inProcess.steadyRatio}, 429s: ${result.inProcess.tooManyRequests}`,
     );
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}csv-rate.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('csv-rate', result);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -12,9 +12,7 @@
  */
 import { fork } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,31 +21,13 @@ import { format } from '@fast-csv/format';
 import { Pool } from 'undici';
 import { createSilentLogger } from '@dq/core';
 import { processFile } from '@dq/csv-processor';
+import { echoClassA, serveInstant, startInstantServer } from './instant-server.js';
+import { middle } from './stats.js';
+import { writeResult } from './results.js';
 
 const PATH = '/location/v1/validate/batch/sync';
 const CONCURRENCY = 32;
 const self = fileURLToPath(import.meta.url);
-
-/** Child: answers every batch/sync at once with a class-A body echoing customerAddressId. */
-function serve(): void {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const { customerAddressId, street, houseNumber, postalCode, locality } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
-      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'bench' });
-      res.end(
-        JSON.stringify({
-          customerAddressId,
-          resultClass: 'A',
-          results: [{ addressType: 'delivery', country: 'DE', postalCode, locality, street, houseNumber }],
-        }),
-      );
-    });
-  });
-  server.keepAliveTimeout = 120_000;
-  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
-}
 
 /** Child: the raw pipeline, order preserved with a window of CONCURRENCY calls in flight. */
 async function rawPipeline(url: string, input: string, output: string): Promise<void> {
@@ -132,15 +112,13 @@ async function writeInput(path: string, rows: number): Promise<void> {
   await new Promise<void>((r) => out.end(() => r()));
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const median = (xs: number[]): number => middle(xs, 0);
 
 async function main(): Promise<void> {
   const rows = Number(process.argv[2] ?? 1_000_000);
   const runs = Math.max(1, Number(process.argv[3] ?? 3));
   const dir = await mkdtemp(join(tmpdir(), 'dq-csv-bench-'));
-  const server = fork(self, ['--serve'], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve) => server.once('message', (m) => resolve(Number(m))));
-  const url = `http://127.0.0.1:${port}`;
+  const { url, child: server } = await startInstantServer(self);
   try {
     const big = join(dir, 'big.csv');
     const small = join(dir, 'small.csv');
@@ -183,9 +161,7 @@ async function main(): Promise<void> {
       `dq-csv ${result.dqCsvRowsPerSecond} rows/s | raw fast-csv→undici→fast-csv ${result.rawRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 0.7, median of ${runs})`,
     );
     console.log(`peak RSS ${JSON.stringify(result.peakRssMb)} MB | ratio ${result.rssRatio} (target ≤ 1.25)`);
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}csv-throughput.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('csv-throughput', result);
   } finally {
     server.kill();
     await rm(dir, { recursive: true, force: true });
@@ -193,6 +169,6 @@ async function main(): Promise<void> {
 }
 
 const [mode, ...rest] = process.argv.slice(2);
-if (mode === '--serve') serve();
+if (mode === '--serve') serveInstant((a) => echoClassA(a, 'bench'));
 else if (mode === '--raw' || mode === '--dq') await child(mode, rest[0]!, rest[1]!, rest[2]!);
 else await main();

@@ -6,12 +6,10 @@
  *
  * Run: `node tools/bench/dist/csv-writer.js [rows=200000] [runs=5]`
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { format } from '@fast-csv/format';
 import { formatCsvLine } from '@dq/csv-processor';
-
-const RESULT = fileURLToPath(new URL('../results/csv-writer.json', import.meta.url));
+import { middle } from './stats.js';
+import { writeResult } from './results.js';
 
 function rows(n: number): string[][] {
   const out: string[][] = [];
@@ -51,7 +49,7 @@ async function fastCsv(data: string[][]): Promise<{ ms: number; text: string }> 
   return { ms: performance.now() - started, text: parts.join('') };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const median = (xs: number[]): number => middle(xs, 0);
 
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 200_000);
@@ -88,8 +86,7 @@ async function main(): Promise<void> {
   console.log(
     `dq-csv writer ${result.dqCsvRowsPerSecond} rows/s (${result.dqCsvSpread.join('–')}) | @fast-csv/format ${result.fastCsvRowsPerSecond} rows/s (${result.fastCsvSpread.join('–')}) | ratio ${result.ratio} (median of ${runs}) | same bytes: ${sameBytes}`,
   );
-  await mkdir(new URL('../results/', import.meta.url), { recursive: true });
-  await writeFile(RESULT, `${JSON.stringify(result, null, 2)}\n`);
+  await writeResult('csv-writer', result);
 }
 
 await main();

@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DownloadClient } from '@dq/core/download';
 import { firstLine, stop } from './child.js';
+import { middle } from './stats.js';
 
 const TARGET = 0.8; // our throughput ÷ SHA-512 alone's, same run
 const TOOLS_TARGET = 1.3; // our throughput ÷ curl | tee | openssl's, same run
@@ -65,7 +66,7 @@ async function threadCpuMs(): Promise<{ main: number; others: number }> {
   return { main, others };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const median = (xs: number[]): number => middle(xs, NaN);
 
 /** Seconds curl takes to write the artifact to `file`. */
 async function curl(url: string, file: string): Promise<number> {

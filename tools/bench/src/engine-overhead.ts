@@ -13,16 +13,14 @@
  *
  * Run: `node tools/bench/dist/engine-overhead.js [records=20000] [runs=5]`
  */
-import { fork } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { createEngine, createSilentLogger, defaultThreads } from '@dq/core';
 import type { Engine } from '@dq/core';
+import { fixedClassA, serveInstant, startInstantServer } from './instant-server.js';
+import { median } from './stats.js';
+import { writeResult } from './results.js';
 
 const PATH = '/location/v1/validate/batch/sync';
 const CONCURRENCY = 32;
@@ -37,26 +35,6 @@ const HEADERS = {
   authorization: 'Bearer bench-key',
 };
 
-/** Child mode: answer every batch/sync at once with a fixed class-A body echoing customerAddressId. */
-function serve(): void {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const { customerAddressId } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { customerAddressId?: string };
-      const body = JSON.stringify({
-        customerAddressId,
-        resultClass: 'A',
-        results: [{ addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street: 'Unter den Linden', houseNumber: '1' }],
-      });
-      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'bench' });
-      res.end(body);
-    });
-  });
-  server.keepAliveTimeout = 120_000;
-  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
-}
-
 function records(n: number, run: number): Array<Record<string, string>> {
   return Array.from({ length: n }, (_, i) => ({
     street: `Street ${run}-${i}`,
@@ -65,15 +43,6 @@ function records(n: number, run: number): Array<Record<string, string>> {
     locality: 'Berlin',
     country: 'DE',
   }));
-}
-
-async function startServer(): Promise<{ url: string; child: ChildProcess }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (m) => resolve(Number(m)));
-    child.once('error', reject);
-  });
-  return { url: `http://127.0.0.1:${port}`, child };
 }
 
 /** Throughput and client CPU (all threads of this process) per record of one measured run. */
@@ -143,12 +112,6 @@ async function engineRun(engine: Engine, input: Array<Record<string, string>>): 
   return measured;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
-
 const rate = (xs: Sample[]): number => median(xs.map((s) => s.recordsPerSecond));
 const cpu = (xs: Sample[]): number => median(xs.map((s) => s.cpuMicrosPerRecord));
 
@@ -158,7 +121,7 @@ async function main(): Promise<void> {
   const threads = defaultThreads();
   // The other pool size worth knowing about: one worker thread where the default is none, else none.
   const altThreads = threads === 0 ? 1 : 0;
-  const { url, child } = await startServer();
+  const { url, child } = await startInstantServer(fileURLToPath(import.meta.url));
   const pool = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
   const engines: Engine[] = [];
   try {
@@ -221,9 +184,7 @@ async function main(): Promise<void> {
     console.log(
       `engine on ${altThreads} thread${altThreads === 1 ? '' : 's'} ${result.altRecordsPerSecond} rec/s | ratio ${result.altRatio} | CPU/rec ${result.altCpuMicrosPerRecord} µs`,
     );
-    const dir = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(dir, { recursive: true });
-    await writeFile(`${dir}engine-overhead.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('engine-overhead', result);
   } finally {
     await Promise.all(engines.map((e) => e.close()));
     await pool.close();
@@ -231,5 +192,5 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--serve')) serve();
+if (process.argv.includes('--serve')) serveInstant(fixedClassA);
 else await main();

@@ -26,17 +26,16 @@
  * KAFKA_BENCH_CLI=<path> measures another build of the CLI; KAFKA_BENCH_OUT=<file> writes the JSON
  * there instead of tools/bench/results/kafka-throughput.json.
  */
-import { fork, spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { CONCURRENCY, dqRun, fill, rawHttpRun, rawRun } from './kafka-bench-sides.js';
 import type { Sample } from './kafka-bench-sides.js';
+import { fixedClassA, serveInstant, startInstantServer } from './instant-server.js';
+import { median } from './stats.js';
 
 const RESULT = fileURLToPath(new URL('../results/kafka-throughput.json', import.meta.url));
 const TARGET = 0.8;
@@ -56,41 +55,6 @@ async function startBroker(): Promise<{ brokers: string[]; stop: () => void }> {
   return { brokers: [broker], stop: () => void child.kill('SIGKILL') };
 }
 
-/** Child mode: answer every batch/sync at once with a class-A body echoing customerAddressId. */
-function serve(): void {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const { customerAddressId } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { customerAddressId?: string };
-      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'bench' });
-      res.end(
-        JSON.stringify({
-          customerAddressId,
-          resultClass: 'A',
-          results: [{ addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street: 'Unter den Linden', houseNumber: '1' }],
-        }),
-      );
-    });
-  });
-  server.keepAliveTimeout = 120_000;
-  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
-}
-
-async function startEndpoint(): Promise<{ url: string; child: ChildProcess }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (m) => resolve(Number(m)));
-    child.once('error', reject);
-  });
-  return { url: `http://127.0.0.1:${port}`, child };
-}
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
 const rate = (xs: Sample[]): number => median(xs.map((s) => s.messagesPerSecond));
 const cpu = (xs: Sample[]): number | null =>
   xs.every((s) => s.cpuMicrosPerMessage !== null) ? Math.round(median(xs.map((s) => s.cpuMicrosPerMessage ?? 0))) : null;
@@ -109,7 +73,7 @@ async function main(): Promise<void> {
   const cli = process.env['KAFKA_BENCH_CLI'];
   const loadBefore = loadavg().map((l) => Number(l.toFixed(2)));
   const broker = await startBroker();
-  const endpoint = await startEndpoint();
+  const endpoint = await startInstantServer(fileURLToPath(import.meta.url));
   const kafka = new Kafka({ brokers: broker.brokers, clientId: 'bench', logLevel: logLevel.NOTHING });
   const samples: Record<Side, Sample[]> = { dq: [], raw: [], rawHttp: [] };
   try {
@@ -174,5 +138,5 @@ async function main(): Promise<void> {
   );
 }
 
-if (process.argv[2] === '--serve') serve();
+if (process.argv[2] === '--serve') serveInstant(fixedClassA);
 else await main();

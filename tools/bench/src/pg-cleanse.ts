@@ -18,10 +18,6 @@
  *
  * Run: `node tools/bench/dist/pg-cleanse.js [rows=1000000] [runs=3]` (`npm run bench` uses 5 runs)
  */
-import { fork } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -30,38 +26,34 @@ import { createSilentLogger } from '@dq/core';
 import { cleanse, DEFAULT_WORKERS } from '@dq/postgres-cleanser';
 import { startBenchPostgres } from './pg-server.js';
 import type { BenchPostgres } from './pg-server.js';
+import { serveInstant, startInstantServer } from './instant-server.js';
+import type { Address, Answer } from './instant-server.js';
+import { median } from './stats.js';
+import { writeResult } from './results.js';
 
 const PAGE = 1000;
 const DISTINCT = 1000;
 const COLUMNS = ['street', 'house_number', 'postal_code', 'city', 'country'] as const;
 
-/** Child mode: answer every batch/sync at once, class C, street upper-cased, customerAddressId echoed. */
-function serve(): void {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const a = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
-      const body = JSON.stringify({
-        customerAddressId: a['customerAddressId'],
-        resultClass: 'C',
-        results: [
-          {
-            addressType: 'delivery',
-            country: a['country'],
-            postalCode: a['postalCode'],
-            locality: a['locality'],
-            street: a['street']?.toUpperCase(),
-            houseNumber: a['houseNumber'],
-          },
-        ],
-      });
-      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'bench' });
-      res.end(body);
-    });
-  });
-  server.keepAliveTimeout = 120_000;
-  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+/** Child mode's answer: class C, street upper-cased, customerAddressId echoed. */
+function answer(a: Address): Answer {
+  return {
+    body: {
+      customerAddressId: a['customerAddressId'],
+      resultClass: 'C',
+      results: [
+        {
+          addressType: 'delivery',
+          country: a['country'],
+          postalCode: a['postalCode'],
+          locality: a['locality'],
+          street: a['street']?.toUpperCase(),
+          houseNumber: a['houseNumber'],
+        },
+      ],
+    },
+    requestId: 'bench',
+  };
 }
 
 async function query(url: string, sql: string): Promise<void> {
@@ -142,12 +134,6 @@ async function cleanserRun(url: string, table: string, baseUrl: string, runId: s
   return summary.rows;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
-
 interface Measured {
   rows: number;
   rowsPerSecond: number;
@@ -182,11 +168,7 @@ type SideName = (typeof SIDES)[number]['name'];
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 1_000_000);
   const runs = Math.max(1, Number(process.argv[3] ?? 3));
-  const server = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('message', (m) => resolve(Number(m)));
-    server.once('error', reject);
-  });
+  const { url, child: server } = await startInstantServer(fileURLToPath(import.meta.url));
   const db = await startBenchPostgres();
   try {
     await query(
@@ -202,7 +184,7 @@ async function main(): Promise<void> {
       for (const side of order) {
         await freshTable(db.url, 'bench_run');
         const m = await timed(db, () =>
-          side.workers < 0 ? rawLoop(db.url, 'bench_run') : cleanserRun(db.url, 'bench_run', `http://127.0.0.1:${port}`, `bench-${run}`, side.workers),
+          side.workers < 0 ? rawLoop(db.url, 'bench_run') : cleanserRun(db.url, 'bench_run', url, `bench-${run}`, side.workers),
         );
         if (m.rows !== n) throw new Error(`${side.name}: ${m.rows} of ${n} rows`);
         samples.get(side.name)?.push(m);
@@ -259,14 +241,12 @@ async function main(): Promise<void> {
       `dq-pg cleanse (defaults: ${DEFAULT_WORKERS} range workers) ${result.cleanserRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ ${result.target})`,
     );
     console.log(`dq-pg cleanse --workers 1 ${result.cleanserWorkers1RowsPerSecond} rows/s | ratio ${result.ratioWorkers1}`);
-    const dir = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(dir, { recursive: true });
-    await writeFile(`${dir}pg-cleanse.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('pg-cleanse', result);
   } finally {
     server.kill();
     await db.stop();
   }
 }
 
-if (process.argv.includes('--serve')) serve();
+if (process.argv.includes('--serve')) serveInstant(answer);
 else await main();

@@ -12,48 +12,14 @@
  *
  * Run: `node tools/bench/dist/pg-status-rerun.js [rows=200000] [runs=5]` (at least 3 runs)
  */
-import { fork } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createSilentLogger } from '@dq/core';
-import { cleanse } from '@dq/postgres-cleanser';
+import { correctHauptstr, serveInstant, startInstantServer } from './instant-server.js';
 import { startBenchPostgres } from './pg-server.js';
-
-/** Child: answers every batch/sync at once: `Hauptstr.` corrected to `Hauptstraße` (class B), else the address as sent (class A). */
-function serve(): void {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const a = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
-      const street = a['street'] ?? '';
-      const corrected = street.startsWith('Hauptstr. ');
-      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${street}` });
-      res.end(
-        JSON.stringify({
-          customerAddressId: a['customerAddressId'],
-          resultClass: corrected ? 'B' : 'A',
-          results: [
-            {
-              addressType: 'delivery',
-              country: a['country'],
-              postalCode: a['postalCode'],
-              locality: a['locality'],
-              street: corrected ? `Hauptstraße ${street.slice('Hauptstr. '.length)}` : street,
-              houseNumber: a['houseNumber'],
-            },
-          ],
-        }),
-      );
-    });
-  });
-  server.keepAliveTimeout = 120_000;
-  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
-}
+import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
+import { createHauptstrTable, loadNow, timedCleanse } from './pg-rerun.js';
 
 const STATUS = { status: 'dq_status', class: 'dq_class', requestId: 'dq_request_id', checkedAt: 'dq_checked_at' } as const;
 
@@ -74,55 +40,27 @@ async function run(
   withStatus: boolean,
 ): Promise<{ rowsPerSecond: number; apiCalls: number; updated: number; load: number }> {
   const before = await updatedRows(db);
-  const t0 = performance.now();
-  const summary = await cleanse({
-    db,
-    table: 'bench',
-    key: 'id',
-    batchSize: 1000,
-    runId,
-    baseUrl,
-    apiKey: 'bench-key',
-    logger: createSilentLogger(),
-    map: { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' },
-    ...(withStatus ? { statusColumns: STATUS } : {}),
-    engine: { rateLimits: { batch: 0 } },
-  });
-  const seconds = (performance.now() - t0) / 1000;
-  if (summary.exitCode !== 0) throw new Error(`dq-pg: ${JSON.stringify(summary)}`);
+  const { summary, seconds } = await timedCleanse(db, baseUrl, runId, withStatus ? { statusColumns: STATUS } : {});
   return {
     rowsPerSecond: summary.rows / seconds,
     apiCalls: summary.apiCalls,
     updated: (await updatedRows(db)) - before,
-    load: Number((loadavg()[0] ?? 0).toFixed(2)),
+    load: loadNow(),
   };
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
-const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
 
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 200_000);
   const runs = Math.max(3, Number(process.argv[3] ?? 5));
-  const server = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve) => server.once('message', (m) => resolve(Number(m))));
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const { url: baseUrl, child: server } = await startInstantServer(fileURLToPath(import.meta.url));
   const db = await startBenchPostgres();
   try {
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    await client.query(`CREATE TABLE bench AS
-      SELECT g::bigint AS id, CASE WHEN g % 2 = 0 THEN 'Hauptstr. ' ELSE 'Hauptstraße ' END || g AS street, '1'::text AS house_number, '10115'::text AS postal_code, 'Berlin'::text AS city, 'DE'::text AS country,
-             NULL::text AS dq_status, NULL::text AS dq_class, NULL::text AS dq_request_id, NULL::timestamptz AS dq_checked_at
-        FROM generate_series(1, ${n}) g; ALTER TABLE bench ADD PRIMARY KEY (id);
-      CREATE TABLE bench_updates (n bigint NOT NULL); INSERT INTO bench_updates VALUES (0);
+    await createHauptstrTable(db.url, n, {
+      columns: 'NULL::text AS dq_status, NULL::text AS dq_class, NULL::text AS dq_request_id, NULL::timestamptz AS dq_checked_at',
+      after: `CREATE TABLE bench_updates (n bigint NOT NULL); INSERT INTO bench_updates VALUES (0);
       CREATE FUNCTION bench_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE bench_updates SET n = n + (SELECT count(*) FROM changed); RETURN NULL; END $$;
-      CREATE TRIGGER bench_count AFTER UPDATE ON bench REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION bench_count()`);
-    await client.end();
+      CREATE TRIGGER bench_count AFTER UPDATE ON bench REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION bench_count()`,
+    });
     const fill = await run(db.url, baseUrl, 'fill', true);
     if (fill.apiCalls !== n || fill.updated !== n) throw new Error(`the first run made ${fill.apiCalls} calls and updated ${fill.updated} rows for ${n}`);
     const status: number[] = [];
@@ -162,14 +100,12 @@ async function main(): Promise<void> {
     console.log(
       `dq-pg ${n} rows, new run over the unchanged table with --status-columns: ${result.statusRowsPerSecond} rows/s, rows updated ${updated.join(', ')} | without status columns ${result.plainRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 0.9) | first run ${result.fillRowsPerSecond} rows/s | medians of ${runs}, load ${result.loadAtRuns.join('–')}`,
     );
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}pg-status-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('pg-status-rerun', result);
   } finally {
     server.kill();
     await db.stop();
   }
 }
 
-if (process.argv.includes('--serve')) serve();
+if (process.argv.includes('--serve')) serveInstant(correctHauptstr);
 else await main();

@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateDirtyInputs } from '@dq/sandbox';
 import { firstLine, stop } from './child.js';
+import { middle } from './stats.js';
 
 const TARGET = 3000; // validate requests per second
 const KEY = 'bench-key-0000001';
@@ -47,7 +48,7 @@ async function rawServer(body: string): Promise<void> {
   process.on('SIGTERM', () => server.close(() => process.exit(0)));
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const median = (xs: number[]): number => middle(xs, NaN);
 
 async function load(url: string, requests: object[], seconds: number, connections: number): Promise<CannonResult> {
   return autocannon({ url: `${url}/location/v1/validate`, connections, duration: seconds, requests });

@@ -10,12 +10,13 @@
  * Run: `node tools/bench/dist/store-choice.js [keys=1000000] [runs=5]`
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ClassicLevel } from 'classic-level';
 import { open } from 'lmdb';
+import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
 
 const BATCH = 500;
 
@@ -83,13 +84,6 @@ async function measure(make: (dir: string) => Promise<Side>, keys: string[]): Pr
   }
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
-const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
-
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 1_000_000);
   const runs = Math.max(5, Number(process.argv[3] ?? 5));
@@ -124,9 +118,7 @@ async function main(): Promise<void> {
   console.log(
     `${n} keys: LMDB put ${result.lmdbPutsPerSecond}/s, get ${result.lmdbGetsPerSecond}/s | LevelDB put ${result.leveldbPutsPerSecond}/s, get ${result.leveldbGetsPerSecond}/s | ratio put ${result.putRatio}, get ${result.getRatio} | medians of ${runs}`,
   );
-  const out = fileURLToPath(new URL('../results/', import.meta.url));
-  await mkdir(out, { recursive: true });
-  await writeFile(`${out}store-choice.json`, `${JSON.stringify(result, null, 2)}\n`);
+  await writeResult('store-choice', result);
 }
 
 await main();

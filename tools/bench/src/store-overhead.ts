@@ -12,10 +12,7 @@
  *
  * Run: `node tools/bench/dist/store-overhead.js [records=20000] [runs=5] [pg=1]`
  */
-import { fork } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,28 +20,23 @@ import { createEngine, createSilentLogger, defaultThreads } from '@dq/core';
 import { openStore } from '@dq/core/store';
 import type { ResultStore } from '@dq/core/store';
 import { startPostgres } from '@dq/test-support/pg';
+import { serveInstant, startInstantServer } from './instant-server.js';
+import type { Address, Answer } from './instant-server.js';
+import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
 
 const CONCURRENCY = 32;
 
-/** Child: answers every batch/sync at once with a class-A body echoing customerAddressId. */
-function serve(): void {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const { customerAddressId, street, houseNumber } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
-      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${street}` });
-      res.end(
-        JSON.stringify({
-          customerAddressId,
-          resultClass: 'A',
-          results: [{ addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street, houseNumber }],
-        }),
-      );
-    });
-  });
-  server.keepAliveTimeout = 120_000;
-  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+/** Child's answer: a class-A body echoing customerAddressId, street and house number (10117 Berlin). */
+function answer({ customerAddressId, street, houseNumber }: Address): Answer {
+  return {
+    body: {
+      customerAddressId,
+      resultClass: 'A',
+      results: [{ addressType: 'delivery', country: 'DE', postalCode: '10117', locality: 'Berlin', street, houseNumber }],
+    },
+    requestId: `bench-${street}`,
+  };
 }
 
 function records(n: number, run: string): Array<Record<string, string>> {
@@ -83,21 +75,12 @@ async function measure(url: string, store: ResultStore | undefined, n: number, r
   }
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
-const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
-
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 20_000);
   const runs = Math.max(5, Number(process.argv[3] ?? 5));
   const withPg = (process.argv[4] ?? '1') !== '0';
   const loadAtStart = loadavg().map((l) => Number(l.toFixed(2)));
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve) => child.once('message', (m) => resolve(Number(m))));
-  const url = `http://127.0.0.1:${port}`;
+  const { url, child } = await startInstantServer(fileURLToPath(import.meta.url));
   const dir = await mkdtemp(join(tmpdir(), 'dq-bench-store-'));
   const pg = withPg ? await startPostgres() : undefined;
   try {
@@ -149,9 +132,7 @@ async function main(): Promise<void> {
         (pg ? `, Postgres ${result.cpuMicrosPerRecord.pg} (ratio ${result.pgCpuRatio})` : '') +
         ` | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
     );
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}store-overhead.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('store-overhead', result);
   } finally {
     child.kill();
     await pg?.stop();
@@ -159,5 +140,5 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--serve')) serve();
+if (process.argv.includes('--serve')) serveInstant(answer);
 else await main();

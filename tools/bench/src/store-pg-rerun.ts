@@ -14,48 +14,13 @@
  *
  * Run: `node tools/bench/dist/store-pg-rerun.js [rows=1000000] [runs=5]` (at least 3 runs)
  */
-import { fork } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { createSilentLogger } from '@dq/core';
-import { cleanse } from '@dq/postgres-cleanser';
+import { correctHauptstr, serveInstant, startInstantServer } from './instant-server.js';
 import { startBenchPostgres } from './pg-server.js';
-
-/** Child: answers every batch/sync at once: `Hauptstr.` corrected to `Hauptstraße` (class B), else the address as sent (class A). */
-function serve(): void {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const a = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
-      const street = a['street'] ?? '';
-      const corrected = street.startsWith('Hauptstr. ');
-      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${street}` });
-      res.end(
-        JSON.stringify({
-          customerAddressId: a['customerAddressId'],
-          resultClass: corrected ? 'B' : 'A',
-          results: [
-            {
-              addressType: 'delivery',
-              country: a['country'],
-              postalCode: a['postalCode'],
-              locality: a['locality'],
-              street: corrected ? `Hauptstraße ${street.slice('Hauptstr. '.length)}` : street,
-              houseNumber: a['houseNumber'],
-            },
-          ],
-        }),
-      );
-    });
-  });
-  server.keepAliveTimeout = 120_000;
-  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
-}
+import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
+import { createHauptstrTable, loadNow, timedCleanse } from './pg-rerun.js';
 
 async function run(
   db: string,
@@ -63,50 +28,23 @@ async function run(
   runId: string,
   store: string | undefined,
 ): Promise<{ rowsPerSecond: number; apiCalls: number; written: number; callsSavedByStore: number; load: number }> {
-  const t0 = performance.now();
-  const summary = await cleanse({
-    db,
-    table: 'bench',
-    key: 'id',
-    batchSize: 1000,
-    runId,
-    baseUrl,
-    apiKey: 'bench-key',
-    logger: createSilentLogger(),
-    map: { street: 'street', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' },
-    engine: { rateLimits: { batch: 0 }, ...(store === undefined ? {} : { store }) },
-  });
-  if (summary.exitCode !== 0) throw new Error(`dq-pg: ${JSON.stringify(summary)}`);
+  const { summary, seconds } = await timedCleanse(db, baseUrl, runId, store === undefined ? {} : { engine: { store } });
   return {
-    rowsPerSecond: summary.rows / ((performance.now() - t0) / 1000),
+    rowsPerSecond: summary.rows / seconds,
     apiCalls: summary.apiCalls,
     written: summary.written,
     callsSavedByStore: summary.callsSavedByStore,
-    load: Number((loadavg()[0] ?? 0).toFixed(2)),
+    load: loadNow(),
   };
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
-const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
 
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 1_000_000);
   const runs = Math.max(3, Number(process.argv[3] ?? 5));
-  const server = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve) => server.once('message', (m) => resolve(Number(m))));
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const { url: baseUrl, child: server } = await startInstantServer(fileURLToPath(import.meta.url));
   const db = await startBenchPostgres();
   try {
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    await client.query(`CREATE TABLE bench AS
-      SELECT g::bigint AS id, CASE WHEN g % 2 = 0 THEN 'Hauptstr. ' ELSE 'Hauptstraße ' END || g AS street, '1'::text AS house_number, '10115'::text AS postal_code, 'Berlin'::text AS city, 'DE'::text AS country
-        FROM generate_series(1, ${n}) g; ALTER TABLE bench ADD PRIMARY KEY (id)`);
-    await client.end();
+    await createHauptstrTable(db.url, n);
     const fill = await run(db.url, baseUrl, 'fill', undefined);
     if (fill.apiCalls !== n || fill.written !== Math.floor(n / 2))
       throw new Error(`the first run made ${fill.apiCalls} calls and ${fill.written} writes for ${n} rows`);
@@ -147,14 +85,12 @@ async function main(): Promise<void> {
     console.log(
       `dq-pg ${n} rows, new run right after the first over the unchanged table: ${result.allHitRowsPerSecond} rows/s (first rerun ${result.firstRerunRowsPerSecond}), 0 calls, 0 writes | no store, instant server ${result.noStoreRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 1.0) | first run ${result.fillRowsPerSecond} rows/s | medians of ${runs}, load ${result.loadAtRuns.join('–')}`,
     );
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}store-pg-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('store-pg-rerun', result);
   } finally {
     server.kill();
     await db.stop();
   }
 }
 
-if (process.argv.includes('--serve')) serve();
+if (process.argv.includes('--serve')) serveInstant(correctHauptstr);
 else await main();

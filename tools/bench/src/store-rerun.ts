@@ -18,41 +18,18 @@
  */
 import { fork } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSilentLogger } from '@dq/core';
 import { processFile } from '@dq/csv-processor';
+import { echoClassA, serveInstant, startInstantServer } from './instant-server.js';
+import { median, spread } from './stats.js';
+import { writeResult } from './results.js';
 
 const CONCURRENCY = 32;
 const self = fileURLToPath(import.meta.url);
-
-/** Child: answers every batch/sync at once with a class-A body echoing customerAddressId; counts calls. */
-function serve(): void {
-  let calls = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      calls += 1;
-      const { customerAddressId, street, houseNumber, postalCode, locality } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
-      res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': `bench-${calls}` });
-      res.end(
-        JSON.stringify({
-          customerAddressId,
-          resultClass: 'A',
-          results: [{ addressType: 'delivery', country: 'DE', postalCode, locality, street, houseNumber }],
-        }),
-      );
-    });
-  });
-  server.keepAliveTimeout = 120_000;
-  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
-  process.on('message', () => process.send?.(calls));
-}
 
 /** Child: one dq-csv run; reports its seconds and API calls. */
 async function child(url: string, input: string, output: string, store: string): Promise<void> {
@@ -101,21 +78,12 @@ async function writeInput(path: string, rows: number): Promise<void> {
   await new Promise<void>((r) => out.end(() => r()));
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
-const spread = (xs: number[]): [number, number] => [Math.round(Math.min(...xs)), Math.round(Math.max(...xs))];
-
 async function main(): Promise<void> {
   const rows = Number(process.argv[2] ?? 1_000_000);
   const runs = Math.max(3, Number(process.argv[3] ?? 5));
   const referenceRows = Math.min(rows, Number(process.argv[4] ?? 100_000));
   const loadAtStart = loadavg().map((l) => Number(l.toFixed(2)));
-  const server = fork(self, ['--serve'], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve) => server.once('message', (m) => resolve(Number(m))));
-  const url = `http://127.0.0.1:${port}`;
+  const { url, child: server } = await startInstantServer(self);
   const dir = await mkdtemp(join(tmpdir(), 'dq-store-rerun-'));
   try {
     const input = join(dir, 'in.csv');
@@ -173,9 +141,7 @@ async function main(): Promise<void> {
     console.log(
       `dq-csv ${rows} rows: all-hit rerun ${result.allHitRowsPerSecond} rows/s | no store, instant server ${result.noStoreRowsPerSecond} rows/s | ratio ${result.ratio} (target ≥ 1.0) | filling run ${result.fillRowsPerSecond} rows/s (ratio ${result.fillRatio}) | CPU µs/row: all-hit ${result.cpuMicrosPerRow.allHit}, no store ${result.cpuMicrosPerRow.noStore}, fill ${result.fillCpuMicrosPerRow} | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
     );
-    const out = fileURLToPath(new URL('../results/', import.meta.url));
-    await mkdir(out, { recursive: true });
-    await writeFile(`${out}store-rerun.json`, `${JSON.stringify(result, null, 2)}\n`);
+    await writeResult('store-rerun', result);
   } finally {
     server.kill();
     await rm(dir, { recursive: true, force: true });
@@ -183,6 +149,6 @@ async function main(): Promise<void> {
 }
 
 const mode = process.argv[2];
-if (mode === '--serve') serve();
+if (mode === '--serve') serveInstant((a, call) => echoClassA(a, `bench-${call}`), { reportCalls: true });
 else if (mode === '--run') await child(process.argv[3]!, process.argv[4]!, process.argv[5]!, process.argv[6]!);
 else await main();

@@ -32,6 +32,7 @@ import type { Throttle } from '@dq/core/throttle';
 import { createPgThrottle } from '@dq/core/throttle-pg';
 import type { PgThrottleStats } from '@dq/core/throttle-pg';
 import { loadavg } from 'node:os';
+import { middle, range } from './stats.js';
 
 const CONCURRENCY = 4; // async request loops per thread or process
 const SERVER_BURST = 5;
@@ -276,11 +277,8 @@ async function runScenario(s: Scenario, limit: number, job: Job, pgUrl: string):
   return (await forkLoads(2, job, limit, pgUrl)).sent;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? NaN;
-};
-const spread = (xs: number[]): [number, number] => [Math.min(...xs), Math.max(...xs)];
+const median = (xs: number[]): number => middle(xs, NaN);
+const spread = range;
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : dflt;
