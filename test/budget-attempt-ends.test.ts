@@ -1,5 +1,3 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { DqError } from '@dq/core/errors';
 import { createPgThrottle, type PgThrottle } from '@dq/core/throttle-pg';
@@ -8,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { bestOf } from '@dq/test-support/timing';
+import { startSlowPath } from './slow-path.js';
 
 // The rate budget hears of the end of every attempt, whatever ended it (docs/architecture.md, "The
 // rate budget and the spending cap"): a request that failed without an answer (a reset, a refused
@@ -81,62 +80,6 @@ async function setFaults(sandbox: SandboxProcess, faults: object): Promise<void>
 
 async function batchStatuses(sandbox: SandboxProcess): Promise<Record<string, number>> {
   return (await sandbox.stats()).requests['batch']?.byStatus ?? {};
-}
-
-/** What the slow path does with one request: how late it passes it on, and whether it then holds the answer back. */
-interface Passage {
-  lateMs: number;
-  withhold: boolean;
-}
-
-/**
- * A proxy in front of the sandbox, as a slow path to the platform: each request reaches the
- * sandbox (which counts it when it arrives) `lateMs` late; its answer is passed back, or held
- * back (`withhold`) until the client gives up: a timeout after the platform counted the request.
- */
-async function startSlowPath(target: string, decide: () => Passage): Promise<{ url: string; withheld: () => number; close(): Promise<void> }> {
-  let withheld = 0;
-  const read = (req: IncomingMessage): Promise<Buffer> =>
-    new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => resolve(Buffer.concat(chunks)));
-      req.on('error', reject);
-    });
-  const proxy: Server = createServer((req, res) => {
-    const { lateMs, withhold } = decide();
-    void (async () => {
-      const body = await read(req);
-      if (lateMs > 0) await sleep(lateMs);
-      const answer = await fetch(`${target}${req.url}`, {
-        method: req.method,
-        headers: { authorization: String(req.headers.authorization), 'content-type': String(req.headers['content-type']) },
-        body,
-      });
-      const text = await answer.text();
-      if (withhold) {
-        withheld++;
-        return; // the client times out; its socket closes
-      }
-      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json', ...headerIf(answer, 'retry-after') });
-      res.end(text);
-    })().catch(() => res.destroy());
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-    withheld: () => withheld,
-    close: () =>
-      new Promise<void>((resolve) => {
-        proxy.closeAllConnections();
-        proxy.close(() => resolve());
-      }),
-  };
-}
-
-function headerIf(res: Response, name: string): Record<string, string> {
-  const v = res.headers.get(name);
-  return v === null ? {} : { [name]: v };
 }
 
 describe('the shared budget hears of every attempt’s end', () => {

@@ -1,5 +1,3 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { DqError } from '@dq/core/errors';
 import { createSharedThrottle } from '@dq/core/throttle';
@@ -7,6 +5,7 @@ import { createTransport, type Transport } from '@dq/core/transport';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { bestOf } from '@dq/test-support/timing';
+import { startSlowPath, type SlowPath } from './slow-path.js';
 
 // The budget of one process (throttle/shared.ts) against the sandbox's strict limit, in a process
 // of its own: exactly `limit` requests in any sliding second, nothing forgiven. With more callers
@@ -18,7 +17,6 @@ import { bestOf } from '@dq/test-support/timing';
 
 const BATCH = '/location/v1/validate/batch/sync';
 const LIMIT = 10;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let sandbox: SandboxProcess;
 beforeAll(async () => {
@@ -29,47 +27,9 @@ afterAll(async () => {
 });
 
 /** A path to the sandbox on which every `every`-th request arrives `lateMs` late; answers come back at once. */
-async function startLatePath(target: string, every: number, lateMs: number): Promise<{ url: string; late: () => number; close(): Promise<void> }> {
+function startLatePath(target: string, every: number, lateMs: number): Promise<SlowPath> {
   let n = 0;
-  let late = 0;
-  const read = (req: IncomingMessage): Promise<Buffer> =>
-    new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => resolve(Buffer.concat(chunks)));
-      req.on('error', reject);
-    });
-  const proxy: Server = createServer((req, res) => {
-    const delay = ++n % every === 0 ? lateMs : 0;
-    void (async () => {
-      const body = await read(req);
-      if (delay > 0) {
-        late++;
-        await sleep(delay);
-      }
-      const answer = await fetch(`${target}${req.url}`, {
-        method: req.method,
-        headers: { authorization: String(req.headers.authorization), 'content-type': String(req.headers['content-type']) },
-        body,
-      });
-      const retryAfter = answer.headers.get('retry-after');
-      res.writeHead(answer.status, {
-        'content-type': answer.headers.get('content-type') ?? 'application/json',
-        ...(retryAfter ? { 'retry-after': retryAfter } : {}),
-      });
-      res.end(await answer.text());
-    })().catch(() => res.destroy());
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-    late: () => late,
-    close: () =>
-      new Promise<void>((resolve) => {
-        proxy.closeAllConnections();
-        proxy.close(() => resolve());
-      }),
-  };
+  return startSlowPath(target, () => ({ lateMs: ++n % every === 0 ? lateMs : 0, withhold: false }));
 }
 
 /** `callers` loops sending batch/sync requests, one attempt each, for `ms`; counts answers and 429s. */

@@ -2,9 +2,8 @@ import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { DEFAULT_API_KEY, makeSampleCsv, startSandbox, type Sandbox } from '@dq/sandbox';
-import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
+import { startPostgres, withClient, type TestPostgres } from '@dq/test-support/pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billable, comparable, completed, readCsv, runCli, sampleArgs, startCli, summaryOf, unlimited, useTempDir } from './helpers.js';
 
@@ -40,16 +39,6 @@ function dqStore(argv: string[]): Promise<{ code: number | null; stdout: string;
       resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
-}
-
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
 }
 
 /** The review candidates of an output: JSON lists of objects with several fields each. */

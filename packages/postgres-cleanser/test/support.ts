@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { DEFAULT_API_KEY, generateDirtyInputs, startSandbox } from '@dq/sandbox';
 import type { Sandbox, SandboxConfig } from '@dq/sandbox';
-import { startPostgres } from '@dq/test-support/pg';
+import { startPostgres, withClient } from '@dq/test-support/pg';
+
+export { withClient };
 import type { TestPostgres } from '@dq/test-support/pg';
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -38,17 +39,6 @@ export async function startEnv(quota: number | null = null): Promise<TestEnv> {
       await server.stop();
     },
   };
-}
-
-/** Runs `fn` with a connection to `url`. */
-export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
 }
 
 /**

@@ -46,3 +46,14 @@ export async function startPostgres(options: PostgresSettings = {}): Promise<Tes
     stop: () => server.stop(),
   };
 }
+
+/** Runs `fn` on a fresh connection to `url`, closed afterwards whatever `fn` does. */
+export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
