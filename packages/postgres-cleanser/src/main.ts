@@ -1,10 +1,10 @@
 import { ensureThrottleTable } from '@dq/core/throttle-pg';
-import { createLogger, ExitCode } from '@dq/core';
+import { createLogger, DqError, ExitCode } from '@dq/core';
 import { cliFailure } from '@dq/core/cli';
 import type { Logger } from '@dq/core';
 import { cleanse } from './cleanse.js';
 import { parseCli, USAGE } from './cli-args.js';
-import { ensureStoreSchema, STORE_SCHEMA } from '@dq/core/store';
+import { ensureStoreSchema, STORE_SCHEMA, storeSchemaError } from '@dq/core/store';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { connectionLost, usageError } from './errors.js';
@@ -55,13 +55,22 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       return ExitCode.OK;
     }
     if (cmd.command === 'init') {
-      const client = await connect(dbTarget(cmd.db, logger.redactor), 'dq-pg', { queryTimeoutMs: 0 });
+      const target = dbTarget(cmd.db, logger.redactor);
+      const client = await connect(target, 'dq-pg', { queryTimeoutMs: 0 });
       try {
         const version = await ensureSchema(client);
         // The result store's schema, created here too, so an ETL role without CREATE can use it.
-        await ensureStoreSchema(client);
+        await ensureStoreSchema(client).catch((e: unknown) => {
+          throw storeSchemaError(`${target.where} (schema ${STORE_SCHEMA})`, e, 'dq-pg init');
+        });
         // The account's shared rate budget (the root README's "One rate budget per account").
-        await ensureThrottleTable(client);
+        await ensureThrottleTable(client).catch((e: unknown) => {
+          if ((e as { code?: unknown }).code !== '42501') throw e;
+          throw new DqError(
+            `the database user may not create or upgrade the shared rate budget's table dq_throttle (only its owner may): run "dq-pg init" once as the owner of dq_throttle`,
+            { code: 'budget-permission-denied', retriable: false, scope: 'run', cause: e },
+          );
+        });
         // One JSON line: what `init` made sure exists.
         out({ schema: STATE_SCHEMA, version, store: STORE_SCHEMA, budget: 'dq_throttle' });
       } finally {

@@ -131,6 +131,10 @@ describe('a database of the layout-3 dq-pg', () => {
     expect(refused.stderr).not.toMatch(/\n\s+at /);
     expect(refused.calls).toBe(0);
     expect(await customers(owner)).toEqual(before);
+    const notOwner = await runCli(['init', '--db', etl]);
+    expect(notOwner.code, notOwner.stderr).toBe(2);
+    expect(notOwner.stderr).toMatch(/^dq-pg: budget-permission-denied: .*dq_throttle.*dq-pg init/);
+    expect(notOwner.stderr.trim().split('\n')).toHaveLength(1);
     expect((await runCli(['init', '--db', owner])).code).toBe(0);
     const resumed = await cleanse(etl, 'etl-old-budget');
     expect(resumed.code, resumed.stderr).toBe(0);
@@ -153,6 +157,13 @@ describe('a database of the layout-3 dq-pg', () => {
     expect(refused.stderr).not.toMatch(/\n\s+at /);
     expect(refused.calls).toBe(0);
     expect(await customers(owner)).toEqual(before);
+    // init as the ETL role cannot upgrade it either: one line, exit 2, naming the role that can.
+    const notOwner = await runCli(['init', '--db', etl]);
+    expect(notOwner.code, notOwner.stderr).toBe(2);
+    expect(notOwner.stderr).toMatch(
+      /^dq-pg: store-permission-denied: the result store 127\.0\.0\.1:\d+\/\w+ \(schema dq_store\) cannot be used: the database user etl_\w+ may not upgrade schema dq_store from layout version 1 to 2 .*run "dq-pg init" once \(as that role\)/,
+    );
+    expect(notOwner.stderr.trim().split('\n')).toHaveLength(1);
     expect((await runCli(['init', '--db', owner])).code).toBe(0);
     expect(
       await one(owner, `SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'dq_store.results'::regclass AND attname = 'result'`),

@@ -58,15 +58,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     await ensureStoreSchema(options.db);
   } catch (e) {
     if (options.owned) await options.db.end?.().catch(() => undefined);
-    if (e instanceof UpgradeDenied) {
-      const init = options.initCommand ?? `dq-store init --store ${location}`;
-      throw new StoreError(
-        'store-permission-denied',
-        `the result store ${location} cannot be used: the database user ${e.user} ${e.message}; have the owner of schema ${STORE_SCHEMA} run "${init}" once (as that role), then rerun, or pass --store off`,
-        { cause: e.cause },
-      );
-    }
-    throw storeError(location, e);
+    throw storeSchemaError(location, e, options.initCommand ?? `dq-store init --store ${location}`);
   }
   /** Answers stored in this engine step, written by one upsert. */
   let queued: Map<string, { json: string; at: string }> | undefined;
@@ -256,6 +248,19 @@ async function storedVersion(db: PgQueryable): Promise<number> {
   if (!rows[0]?.versioned) return 0;
   const v = await db.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${STORE_SCHEMA}.schema_version`);
   return v.rows[0]?.version ?? 0;
+}
+
+/**
+ * The error of {@link ensureStoreSchema} for the store at `location` (a URL without its password):
+ * a role that may not upgrade an older layout is told to have its owner run `initCommand`.
+ */
+export function storeSchemaError(location: string, cause: unknown, initCommand: string): StoreError {
+  if (!(cause instanceof UpgradeDenied)) return storeError(location, cause);
+  return new StoreError(
+    'store-permission-denied',
+    `the result store ${location} cannot be used: the database user ${cause.user} ${cause.message}; have the owner of schema ${STORE_SCHEMA} run "${initCommand}" once (as that role), then rerun, or pass --store off`,
+    { cause: cause.cause },
+  );
 }
 
 function storeError(location: string, cause: unknown): StoreError {
