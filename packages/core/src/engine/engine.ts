@@ -330,7 +330,7 @@ class ValidationEngine implements Engine {
     const onOutcome = store
       ? (i: number, outcome: CallOutcome): void => {
           if (outcome.kind !== 'result' || outcome.unreachableAt !== undefined || outcome.result.status === 'unavailable') return;
-          outcome.result.checkedAt ??= new Date().toISOString();
+          outcome.result.checkedAt ??= isoNow();
           this.#storeWrite(store, (chunk[i] as PendingCall).key, outcome.result);
           stored.add(i);
         }
@@ -515,4 +515,16 @@ function passwordOf(url: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+let isoMillis = -1;
+let isoText = '';
+/** The time now as an ISO string, formatted once per millisecond (a chunk's answers arrive in the same one). */
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== isoMillis) {
+    isoMillis = now;
+    isoText = new Date(now).toISOString();
+  }
+  return isoText;
 }
