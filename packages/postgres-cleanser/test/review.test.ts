@@ -853,6 +853,18 @@ describe('dq-pg review export / apply', () => {
     expect(appliedZ.code, appliedZ.stderr).toBe(0);
     expect(json(appliedZ)).toMatchObject({ invalid: 1, badDecisions: 0 });
     expect(await row(db, first.key)).toMatchObject({ dq_status: 'invalid' });
+
+    // Night y's file again: the row's latest decision (rv-z's invalid) is the one it is held to.
+    const again = await runCli(['review', 'apply', '--db', db, '--input', fileY, '--run-id', 'rv-y2']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(json(again)).toMatchObject({ invalid: 0, badDecisions: 0, sameAsApplied: { rows: 1, runs: ['rv-z'] } });
+    await saveCsv(fileY, y.headers, y.rows, new Map([[first.key, 'keep']]), { bom: true, delimiter: ',', quoteAll: true });
+    const keepY = await runCli(['review', 'apply', '--db', db, '--input', fileY, '--run-id', 'rv-y3']);
+    expect(keepY.code).toBe(4);
+    expect(keepY.stderr).toContain(
+      `(key ${first.key}): review run rv-z decided this row already (it applied an export of run night-z, which listed the row too): invalid, not keep`,
+    );
+    expect(await row(db, first.key)).toMatchObject({ dq_status: 'invalid' });
   });
   it('alsoAwaiting names another run only while its review is still to come: not once its file was applied, nor for a row decided since', async () => {
     const status = ['--status-columns', 'status=dq_status,class=dq_class'];

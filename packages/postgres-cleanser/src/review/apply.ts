@@ -143,10 +143,11 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     const reviewRows = await loadReviewRows(client, run.runId);
     // Rows decided since the run saw them, by another review run of this run or of another run of
     // the table (an export of an earlier or later night listing the same rows): not decided again.
+    // The latest decision of a row is the one that stands (the Map keeps the last).
     const decidedBefore = new Map(
       (
         await client.query<{ row_key: string; run_id: string; review_of: string; decision: string | null; candidate: unknown }>(
-          decidedKeysSql('$1', '$2::text'),
+          `SELECT * FROM (${decidedKeysSql('$1', '$2::text')}) dk ORDER BY dk.checked_at, dk.run_id`,
           [run.runId, runId],
         )
       ).rows.map((r) => [r.row_key, { runId: r.run_id, reviewOf: r.review_of, decision: r.decision, candidate: r.candidate }]),

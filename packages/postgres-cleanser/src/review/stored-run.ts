@@ -93,10 +93,11 @@ export async function loadReviewedRun(
  * the run's own look at the row (which put the row back in review): it does not count.
  * Returns `row_key`, the deciding `run_id`, the run it reviewed (`review_of`) and what it decided
  * (`decision`: the review file's cell as `review apply` recorded it — `keep`, `invalid` or
- * `candidate <n>`, numbered in its own file — and `candidate`: the candidate picked, or null).
+ * `candidate <n>`, numbered in its own file — `candidate`: the candidate picked, or null — and
+ * `checked_at`: when; a row decided again after a run asked anew has a row per decision).
  */
 export function decidedKeysSql(run: string, except = 'NULL::text'): string {
-  return `SELECT d.row_key, d.run_id, rr.review_of, d.detail ->> 'decision' AS decision, d.candidates -> 0 AS candidate FROM ${STATE_SCHEMA}.runs c
+  return `SELECT d.row_key, d.run_id, rr.review_of, d.detail ->> 'decision' AS decision, d.candidates -> 0 AS candidate, d.checked_at FROM ${STATE_SCHEMA}.runs c
   JOIN ${STATE_SCHEMA}.runs rr ON rr.kind = 'review' AND rr.state <> 'rolled-back' AND rr.run_id IS DISTINCT FROM ${except}
    AND (rr.review_of = c.run_id OR (rr.table_name = c.table_name AND rr.key_column = c.key_column AND rr.mapping = c.mapping AND rr.updated_at >= c.created_at))
   JOIN ${STATE_SCHEMA}.results d ON d.run_id = rr.run_id AND d.outcome <> 'conflict'
