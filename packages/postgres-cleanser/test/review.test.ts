@@ -8,7 +8,7 @@ import pg from 'pg';
 import { createCompanyService } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../src/bookkeeping.js';
-import { billable, cleanseArgs, createCustomers, createEtlRole, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import { billable, cleanseArgs, COLUMNS, createCustomers, createEtlRole, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
 
 // The review loop end to end: a real PostgreSQL, the sandbox over HTTP, the CLI from dist/ as a
@@ -281,11 +281,13 @@ describe('dq-pg review export / apply', () => {
     const again = await runCli(['review', 'export', '--db', db, '--run', 'c1', '--output', join(dir, 'again.csv')]);
     expect(json(again)['rows']).toBe(review.length - 3);
 
-    // The same file applied again as another review run: the rows rv1 decided are not decided twice.
+    // The same file applied again as another review run: the rows rv1 decided are not decided
+    // twice — the same decisions count as applied; the bad cells and the conflict are still named.
     const twice = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv1-again']);
     expect(twice.code).toBe(4);
-    expect(json(twice)).toMatchObject({ applied: 0, kept: 0, invalid: 0, conflicts: 1, badDecisions: 5 });
-    expect(twice.stderr).toContain(`line ${line(pick!.key)} (key ${pick!.key}): review run rv1 decided this row already`);
+    expect(json(twice)).toMatchObject({ applied: 0, kept: 0, invalid: 0, conflicts: 1, badDecisions: 2, sameAsApplied: { rows: 3, runs: ['rv1'] } });
+    expect(twice.stderr).toContain(`note: 3 row(s) of ${file} were decided the same way already by review run(s) rv1`);
+    expect(twice.stderr).not.toContain('decided this row already');
     expect(await rowTexts(db)).toEqual(nowTexts);
     expect((await runCli(['rollback', '--db', db, '--run', 'rv1-again'])).code).toBe(0);
 
@@ -741,7 +743,7 @@ describe('dq-pg review export / apply', () => {
     const second = await runCli(['review', 'export', '--db', db, '--run', 'night-b', '--output', file2]);
     expect(second.code, second.stderr).toBe(0);
     expect(json(second)).toMatchObject({ rows: queued.size, alsoAwaiting: { rows: shared, runs: ['night-a'] } });
-    expect(second.stderr).toContain(`note: ${shared} of the ${queued.size} row(s) also await review in run(s) night-a`);
+    expect(second.stderr).toContain(`note: ${shared} of the ${queued.size} row(s) also await a decision in run(s) night-a: no review of that run`);
     const csv2 = await readCsv(file2);
     expect(csv2.rows.map((r) => r['id'])).toEqual(expect.arrayContaining(both.map((r) => r.key)));
 
@@ -851,5 +853,160 @@ describe('dq-pg review export / apply', () => {
     expect(appliedZ.code, appliedZ.stderr).toBe(0);
     expect(json(appliedZ)).toMatchObject({ invalid: 1, badDecisions: 0 });
     expect(await row(db, first.key)).toMatchObject({ dq_status: 'invalid' });
+
+    // Night y's file again: the row's latest decision (rv-z's invalid) is the one it is held to.
+    const again = await runCli(['review', 'apply', '--db', db, '--input', fileY, '--run-id', 'rv-y2']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(json(again)).toMatchObject({ invalid: 0, badDecisions: 0, sameAsApplied: { rows: 1, runs: ['rv-z'] } });
+    await saveCsv(fileY, y.headers, y.rows, new Map([[first.key, 'keep']]), { bom: true, delimiter: ',', quoteAll: true });
+    const keepY = await runCli(['review', 'apply', '--db', db, '--input', fileY, '--run-id', 'rv-y3']);
+    expect(keepY.code).toBe(4);
+    expect(keepY.stderr).toContain(
+      `(key ${first.key}): review run rv-z decided this row already (it applied an export of run night-z, which listed the row too): invalid, not keep`,
+    );
+    expect(await row(db, first.key)).toMatchObject({ dq_status: 'invalid' });
+  });
+  it('alsoAwaiting names another run only while its review is still to come: not once its file was applied, nor for a row decided since', async () => {
+    const status = ['--status-columns', 'status=dq_status,class=dq_class'];
+    const db = await cleaned('n1', 150);
+    const queue1 = await reviewRows(db, 'n1');
+    const file1 = join(dir, 'n1.csv');
+    const exported1 = await runCli(['review', 'export', '--db', db, '--run', 'n1', '--output', file1]);
+    expect(exported1.code, exported1.stderr).toBe(0);
+
+    // The nightly run while file1 is with the steward: its export names n1 for the rows both hold.
+    expect((await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'n2', '--batch-size', '50', ...status]))).code).toBe(0);
+    const queue2 = new Set((await reviewRows(db, 'n2')).map((r) => r.key));
+    const shared = queue1.filter((r) => queue2.has(r.key)).length;
+    expect(shared).toBeGreaterThan(3);
+    const pending = await runCli(['review', 'export', '--db', db, '--run', 'n2', '--output', join(dir, 'n2-pending.csv')]);
+    expect(pending.code, pending.stderr).toBe(0);
+    expect(json(pending)).toMatchObject({ rows: queue2.size, alsoAwaiting: { rows: shared, runs: ['n1'] } });
+    expect(pending.stderr).toBe(
+      `dq-pg: note: ${shared} of the ${queue2.size} row(s) also await a decision in run(s) n1: no review of that run has been applied yet, and an export of that run lists them too. ` +
+        'Whichever file is applied first decides such a row; applying the other file then counts the same decision as applied and refuses a different one by name (exit 4)\n',
+    );
+
+    // File1 comes back: one row given a candidate that changes it, one left empty, the rest kept.
+    const csv1 = await readCsv(file1);
+    const changes = (r: ReviewRow): boolean => {
+      const c = r.candidates[0];
+      const now = csv1.rows.find((x) => x['id'] === r.key);
+      return queue2.has(r.key) && full(c) && (c.street !== now?.['street'] || c.postalCode !== now?.['postal_code'] || c.locality !== now?.['city']);
+    };
+    const picked = queue1.find(changes) as ReviewRow;
+    const left = queue1.find((r) => r !== picked && queue2.has(r.key)) as ReviewRow;
+    expect(picked).toBeDefined();
+    const original = await row(db, picked.key);
+    await saveCsv(file1, csv1.headers, csv1.rows, new Map(queue1.filter((r) => r !== left).map((r) => [r.key, r === picked ? '1' : 'keep'])), {
+      bom: true,
+      delimiter: ',',
+      quoteAll: true,
+    });
+    const applied1 = await runCli(['review', 'apply', '--db', db, '--input', file1, '--run-id', 'rv-n1']);
+    expect(applied1.code, applied1.stderr).toBe(0);
+    expect(json(applied1)).toMatchObject({ applied: 1, kept: queue1.length - 2, skipped: 1, conflicts: 0 });
+
+    // n2's export now lists the row left empty (and rows only n2 holds), and names no run: n1's
+    // file was applied, and every other row is decided.
+    const file2 = join(dir, 'n2.csv');
+    const after = await runCli(['review', 'export', '--db', db, '--run', 'n2', '--output', file2]);
+    expect(after.code, after.stderr).toBe(0);
+    expect(json(after)).toMatchObject({ rows: queue2.size - (shared - 1), alsoAwaiting: { rows: 0, runs: [] } });
+    expect(after.stderr).toBe('');
+    const csv2 = await readCsv(file2);
+    expect(csv2.rows.map((r) => r['id'])).toContain(left.key);
+
+    // File2 comes back with that row kept; then a person puts the picked row's old values back, and
+    // the next night holds it as awaiting review again: its export lists it, and names no run for
+    // it (n1 and n2 both had it decided by rv-n1).
+    await saveCsv(file2, csv2.headers, csv2.rows, new Map(csv2.rows.map((r) => [r['id'] ?? '', 'keep'])), { bom: true, delimiter: ',', quoteAll: true });
+    const applied2 = await runCli(['review', 'apply', '--db', db, '--input', file2, '--run-id', 'rv-n2']);
+    expect(applied2.code, applied2.stderr).toBe(0);
+    await withClient(db, (c) =>
+      c.query(`UPDATE customers SET ${COLUMNS.map((col, i) => `${col} = $${i + 2}`).join(', ')} WHERE id = $1`, [
+        picked.key,
+        ...COLUMNS.map((col) => original[col]),
+      ]),
+    );
+    expect((await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'n3', '--batch-size', '50', ...status]))).code).toBe(0);
+    expect((await reviewRows(db, 'n3')).map((r) => r.key)).toEqual([picked.key]);
+    const third = await runCli(['review', 'export', '--db', db, '--run', 'n3', '--output', join(dir, 'n3.csv')]);
+    expect(third.code, third.stderr).toBe(0);
+    expect(json(third)).toMatchObject({ rows: 1, alsoAwaiting: { rows: 0, runs: [] } });
+    expect(third.stderr).toBe('');
+  });
+
+  describe.each([
+    { order: 'newer file first', first: 'b', second: 'a' },
+    { order: 'older file first', first: 'a', second: 'b' },
+  ] as const)('two exports listing the same rows, $order', ({ first, second }) => {
+    it('the second file deciding a row the same way counts it as applied (no write, exit 0); a different decision is refused by name (exit 4)', async () => {
+      const status = ['--status-columns', 'status=dq_status,class=dq_class'];
+      const night = { a: `same-${first}${second}-a`, b: `same-${first}${second}-b` };
+      const db = await cleaned(night.a, 150);
+      const files = { a: join(dir, `${night.a}.csv`), b: join(dir, `${night.b}.csv`) };
+      expect((await runCli(['review', 'export', '--db', db, '--run', night.a, '--output', files.a])).code).toBe(0);
+      expect((await runCli(cleanseArgs(db, env.sandbox, ['--run-id', night.b, '--batch-size', '50', ...status]))).code).toBe(0);
+      expect((await runCli(['review', 'export', '--db', db, '--run', night.b, '--output', files.b])).code).toBe(0);
+      const queues = { a: await reviewRows(db, night.a), b: await reviewRows(db, night.b) };
+      const inB = new Map(queues.b.map((r) => [r.key, r]));
+      // Rows both files list: one kept, one marked invalid, one given a candidate (a row with two).
+      const both = queues.a.filter((r) => inB.has(r.key));
+      const picked = both.find((r) => full(r.candidates[0]) && full(r.candidates[1])) as ReviewRow;
+      expect(picked).toBeDefined();
+      const [kept, invalid] = both.filter((r) => r !== picked) as [ReviewRow, ReviewRow];
+      // The same candidate by its fields, numbered in each file's own list.
+      const numberIn = (run: 'a' | 'b', n: number): string => {
+        const list = run === 'a' ? picked.candidates : (inB.get(picked.key)?.candidates ?? []);
+        return String(list.findIndex((c) => JSON.stringify(c) === JSON.stringify(picked.candidates[n - 1])) + 1);
+      };
+      const decide = async (run: 'a' | 'b', cells: Map<string, string>, runId: string): Promise<CliResult> => {
+        const csv = await readCsv(files[run]);
+        const out = join(dir, `${runId}.csv`);
+        await saveCsv(out, csv.headers, csv.rows, cells, { bom: true, delimiter: ',', quoteAll: true });
+        return runCli(['review', 'apply', '--db', db, '--input', out, '--run-id', runId]);
+      };
+      const decisions = (run: 'a' | 'b', overrides: [string, string][] = []) =>
+        new Map([[kept.key, 'keep'], [invalid.key, 'invalid'], [picked.key, numberIn(run, 1)], ...overrides]);
+
+      const firstApply = await decide(first, decisions(first), `rv-${night[first]}`);
+      expect(firstApply.code, firstApply.stderr).toBe(0);
+      expect(json(firstApply)).toMatchObject({ applied: 1, kept: 1, invalid: 1, conflicts: 0, badDecisions: 0 });
+      const decided = await rowTexts(db);
+      await countWrites(db);
+
+      // The other file, decided the same way: nothing to write, nothing refused.
+      const same = await decide(second, decisions(second), `rv-${night[second]}`);
+      expect(same.code, same.stderr).toBe(0);
+      expect(json(same)).toMatchObject({
+        applied: 0,
+        kept: 0,
+        invalid: 0,
+        conflicts: 0,
+        badDecisions: 0,
+        sameAsApplied: { rows: 3, runs: [`rv-${night[first]}`] },
+      });
+      expect(same.stderr).toBe(
+        `dq-pg: note: 3 row(s) of ${join(dir, `rv-${night[second]}.csv`)} were decided the same way already by review run(s) rv-${night[first]}: nothing to write for them\n`,
+      );
+      expect(await writes(db)).toEqual([]);
+      expect(await rowTexts(db)).toEqual(decided);
+      expect(await resultsOf(db, `rv-${night[second]}`, [kept.key, invalid.key, picked.key])).toEqual(new Map());
+
+      // Again with the other candidate for one row: that row is refused by name, the two others
+      // count as applied, and the table keeps the first decision.
+      const other = await decide(second, decisions(second, [[picked.key, numberIn(second, 2)]]), `rv-${night[second]}-2`);
+      expect(other.code).toBe(4);
+      expect(json(other)).toMatchObject({ applied: 0, kept: 0, invalid: 0, conflicts: 0, badDecisions: 1, sameAsApplied: { rows: 2 } });
+      const c = (n: number) => [picked.candidates[n - 1]?.street, picked.candidates[n - 1]?.houseNumber].join(', ');
+      expect(other.stderr).toContain(
+        `(key ${picked.key}): review run rv-${night[first]} decided this row already (it applied an export of run ${night[first]}, which listed the row too): candidate ${numberIn(first, 1)} of its file (${c(1)}`,
+      );
+      expect(other.stderr).toContain(`, not candidate ${numberIn(second, 2)} (${c(2)}`);
+      expect(other.stderr.match(/bad-decision:/g)).toHaveLength(1);
+      expect(await writes(db)).toEqual([]);
+      expect(await rowTexts(db)).toEqual(decided);
+    });
   });
 });

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { parseString } from '@fast-csv/parse';
 import { createLogger, ExitCode } from '@dq/core';
-import { restoreCell } from '@dq/core/review';
+import { candidateText, CANDIDATE_FIELDS, restoreCell } from '@dq/core/review';
 import type { Logger, RecordResult } from '@dq/core';
 import type pg from 'pg';
 import { STATE_SCHEMA } from '../bookkeeping.js';
@@ -62,6 +62,12 @@ export interface ReviewApplySummary {
   skipped: number;
   /** Decided rows this review run had already applied before (a rerun, a resumed run). */
   alreadyApplied: number;
+  /**
+   * Decided rows another review run (`runs`) decided the same way already — the same `keep`,
+   * `invalid` or candidate (its fields as the file shows them): nothing written, nothing to fix.
+   * A different decision for such a row is a bad decision naming that run.
+   */
+  sameAsApplied: { rows: number; runs: string[] };
   state: 'done' | 'stopped';
   exitCode: number;
 }
@@ -94,6 +100,9 @@ const MAX_LISTED = 100;
  * `dq-pg rollback`. Status columns of the cleanse run are set too. Rows this review run already
  * has a result for are not applied again, so a rerun with the same run id resumes. A decision cell
  * that is no decision for its row is reported with its line and key and skipped, never guessed.
+ * A row another review run decided since the cleanse run saw it (an export of another night that
+ * listed it too, applied first) keeps that decision: the same decision here is counted as
+ * `sameAsApplied` and written nowhere; a different one is a bad decision naming that run.
  */
 export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewApplySummary> {
   const logger = options.logger ?? createLogger({ level: 'warn' });
@@ -115,6 +124,7 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       bad: [],
       skipped: 0,
       alreadyApplied: 0,
+      sameAsApplied: { rows: 0, runs: [] },
       state: 'done',
       exitCode: ExitCode.OK,
     };
@@ -133,13 +143,16 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     const reviewRows = await loadReviewRows(client, run.runId);
     // Rows decided since the run saw them, by another review run of this run or of another run of
     // the table (an export of an earlier or later night listing the same rows): not decided again.
+    // The latest decision of a row is the one that stands (the Map keeps the last).
     const decidedBefore = new Map(
-      (await client.query<{ row_key: string; run_id: string; review_of: string }>(decidedKeysSql('$1', '$2::text'), [run.runId, runId])).rows.map((r) => [
-        r.row_key,
-        { runId: r.run_id, reviewOf: r.review_of },
-      ]),
+      (
+        await client.query<{ row_key: string; run_id: string; review_of: string; decision: string | null; candidate: unknown }>(
+          `SELECT * FROM (${decidedKeysSql('$1', '$2::text')}) dk ORDER BY dk.checked_at, dk.run_id`,
+          [run.runId, runId],
+        )
+      ).rows.map((r) => [r.row_key, { runId: r.run_id, reviewOf: r.review_of, decision: r.decision, candidate: r.candidate }]),
     );
-    const { decided, bad, skipped } = readDecisions(file.records, run, target, reviewRows, decidedBefore);
+    const { decided, bad, skipped, same } = readDecisions(file.records, run, target, reviewRows, decidedBefore);
 
     await holdRun(client, runId);
     const opened = await openRun(
@@ -184,6 +197,7 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       bad: bad.slice(0, MAX_LISTED),
       skipped,
       alreadyApplied: decided.length - todo.length,
+      sameAsApplied: { rows: same.length, runs: [...new Set(same.map((d) => d.runId))].sort() },
       state: 'done',
       exitCode: ExitCode.OK,
     };
@@ -273,17 +287,47 @@ async function loadReviewRows(client: pg.Client, runId: string): Promise<Map<str
   );
 }
 
-/** The file's rows with a decision, the bad decision cells, and how many rows had none. */
+/** A decision another review run made for a row (see `decidedKeysSql`). */
+interface PriorDecision {
+  runId: string;
+  reviewOf: string;
+  /** As that run recorded it: `keep`, `invalid` or `candidate <n>` (numbered in its own file). */
+  decision: string | null;
+  /** The candidate it picked. */
+  candidate: unknown;
+}
+
+/**
+ * Whether `decision` (of this file, for a row with `review`'s candidates) is what `prior` decided:
+ * the same `keep` or `invalid`, or a candidate whose fields, as the review file shows them, are
+ * the prior candidate's (the numbers may differ: each run numbers its own candidates).
+ */
+function sameDecision(run: ReviewedRun, decision: Decision, review: ReviewRow, prior: PriorDecision): boolean {
+  if (decision.kind !== 'candidate') return prior.decision === decision.kind;
+  if (!prior.decision?.startsWith('candidate ') || prior.candidate === null || prior.candidate === undefined) return false;
+  const chosen = review.candidates[decision.n - 1];
+  return CANDIDATE_FIELDS[run.mode === 'address' ? 'address' : 'company'].every((f) => candidateText(chosen, f) === candidateText(prior.candidate, f));
+}
+
+/** A decision in words, for a message: `keep`, `invalid`, or `candidate <n>` `where` and the candidate's fields. */
+function describe(run: ReviewedRun, decision: string | null, candidate: unknown, where = ''): string {
+  if (!decision?.startsWith('candidate ')) return decision ?? 'a decision';
+  const fields = CANDIDATE_FIELDS[run.mode === 'address' ? 'address' : 'company'].map((f) => candidateText(candidate, f)).filter((t) => t !== '');
+  return `${decision}${where} (${fields.join(', ')})`;
+}
+
+/** The file's rows with a decision, the bad decision cells, how many rows had none, and the rows decided the same way already. */
 function readDecisions(
   records: readonly Record<string, string>[],
   run: ReviewedRun,
   target: TargetTable,
   reviewRows: ReadonlyMap<string, ReviewRow>,
-  /** Rows another review run (not rolled back) decided since the run saw them: key → that run and the run it reviewed. */
-  decidedBefore: ReadonlyMap<string, { runId: string; reviewOf: string }>,
-): { decided: DecidedRow[]; bad: BadDecision[]; skipped: number } {
+  /** Rows another review run (not rolled back) decided since the run saw them, by key. */
+  decidedBefore: ReadonlyMap<string, PriorDecision>,
+): { decided: DecidedRow[]; bad: BadDecision[]; skipped: number; same: { key: string; runId: string }[] } {
   const decided: DecidedRow[] = [];
   const bad: BadDecision[] = [];
+  const same: { key: string; runId: string }[] = [];
   const firstLine = new Map<string, number>();
   let skipped = 0;
   records.forEach((record, i) => {
@@ -298,13 +342,6 @@ function readDecisions(
     const fail = (message: string): void => void bad.push({ line, key, message });
     if (!review)
       return fail(`no row with ${target.key.column} ${JSON.stringify(key)} awaits review in run ${run.runId}; decide only rows of the exported file`);
-    const other = decidedBefore.get(key);
-    if (other !== undefined) {
-      const from = other.reviewOf === run.runId ? '' : ` (it applied an export of run ${other.reviewOf}, which listed the row too)`;
-      return fail(
-        `review run ${other.runId} decided this row already${from}; its decision stands: roll that run back to decide it again, or leave the cell empty`,
-      );
-    }
     const earlier = firstLine.get(key);
     if (earlier !== undefined) return fail(`the row was decided already on line ${earlier}; decide each row once`);
     const count = review.candidates.length;
@@ -317,10 +354,24 @@ function readDecisions(
       if (n < 1 || n > count) return fail(`"${cell}" is not a candidate of this row: it has ${count === 0 ? 'none' : count}; write ${choices}`);
       decision = { kind: 'candidate', n };
     } else return fail(`"${cell}" is not a decision; write ${choices}`);
+    // Decided since the run saw it by another review run: the same decision is applied already;
+    // a different one does not overturn it.
+    const other = decidedBefore.get(key);
+    if (other !== undefined) {
+      if (!sameDecision(run, decision, review, other)) {
+        const from = other.reviewOf === run.runId ? '' : ` (it applied an export of run ${other.reviewOf}, which listed the row too)`;
+        const mine = decision.kind === 'candidate' ? describe(run, `candidate ${decision.n}`, review.candidates[decision.n - 1]) : decision.kind;
+        return fail(
+          `review run ${other.runId} decided this row already${from}: ${describe(run, other.decision, other.candidate, ' of its file')}, not ${mine}; its decision stands: roll that run back to decide it again, or leave the cell empty`,
+        );
+      }
+      firstLine.set(key, line);
+      return void same.push({ key, runId: other.runId });
+    }
     firstLine.set(key, line);
     decided.push({ line, key, decision, values: target.columns.map((c) => restoreCell(record[c.column] ?? '')), review });
   });
-  return { decided, bad, skipped };
+  return { decided, bad, skipped, same };
 }
 
 /**

@@ -29,8 +29,10 @@ export async function reviewCommand(
     const also = summary.alsoAwaiting;
     if (also.rows > 0) {
       const runs = also.runs.length > 3 ? `${also.runs.slice(0, 3).join(', ')} and ${also.runs.length - 3} more` : also.runs.join(', ');
+      const those = also.runs.length === 1 ? 'that run' : 'those runs';
       err(
-        `note: ${also.rows} of the ${summary.rows} row(s) also await review in run(s) ${runs}, whose export lists them too: a row decided in one file is decided; applying the other file reports it as decided already and leaves it as decided`,
+        `note: ${also.rows} of the ${summary.rows} row(s) also await a decision in run(s) ${runs}: no review of ${those} has been applied yet, and an export of ${those} lists them too. ` +
+          `Whichever file is applied first decides such a row; applying the other file then counts the same decision as applied and refuses a different one by name (exit 4)`,
       );
     }
     out({ type: 'summary', ...summary });
@@ -54,6 +56,10 @@ export async function reviewCommand(
     });
     for (const b of summary.bad) err(`bad-decision: ${cmd.input} line ${b.line} (key ${b.key}): ${b.message}`);
     if (summary.badDecisions > summary.bad.length) err(`bad-decision: … and ${summary.badDecisions - summary.bad.length} more`);
+    const same = summary.sameAsApplied;
+    if (same.rows > 0) {
+      err(`note: ${same.rows} row(s) of ${cmd.input} were decided the same way already by review run(s) ${same.runs.join(', ')}: nothing to write for them`);
+    }
     for (const k of summary.conflictKeys) err(`conflict: key ${k} changed in ${summary.table} since the export; not written (export again to decide it)`);
     if (summary.conflicts > summary.conflictKeys.length) err(`conflict: … and ${summary.conflicts - summary.conflictKeys.length} more`);
     if (summary.runId === null) err(`nothing to apply: ${cmd.input} has no rows`);

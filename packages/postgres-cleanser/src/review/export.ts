@@ -37,10 +37,11 @@ export interface ReviewExportSummary {
   /** Review rows of the run whose table row no longer exists: not exported. */
   missing: number;
   /**
-   * Rows of the file that other runs of the table (same key and mapping) also hold as awaiting
-   * review, undecided — an export of one of `runs` (oldest first) lists them too. Deciding a row
-   * in either file is safe: the decision applied first stands, and applying the other file reports
-   * the row as decided already and leaves it alone.
+   * Rows of the file whose decision other runs of the table (same key and mapping) still wait for
+   * too: each of `runs` (oldest first) holds them as awaiting review, nobody decided them since,
+   * and no review of that run has been applied yet, so an export of it lists them as well. Deciding
+   * a row in either file is safe: the decision applied first stands; applying the other file counts
+   * the same decision as applied already and refuses a different one by name (exit 4).
    */
   alsoAwaiting: { rows: number; runs: string[] };
   exitCode: number;
@@ -95,8 +96,9 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
           AND NOT EXISTS (SELECT 1 FROM ${target.qualified} AS ${t} WHERE ${k} = r.row_key::${target.key.type})`,
       params,
     );
-    // Rows an export of another run (an earlier night's, say) lists as well: said, not left out — a
-    // row left out because some older file lists it would wait for a file that may never come back.
+    // Rows an export of another run still to be applied (an earlier night's, say) lists as well:
+    // said, not left out — a row left out because some older file lists it would wait for a file
+    // that may never come back.
     const also = await client.query<{ n: number; runs: string[] }>(ALSO_AWAITING_SQL, [run.runId, rows.map((r) => r[0] as string)]);
     const widest = rows.reduce<number>((m, r) => Math.max(m, Array.isArray(r[3]) ? r[3].length : 0), 0);
     const fields = CANDIDATE_FIELDS[run.mode === 'address' ? 'address' : 'company'];

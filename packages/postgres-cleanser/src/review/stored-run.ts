@@ -91,10 +91,13 @@ export async function loadReviewedRun(
  * whichever of the exports listing the row was applied first decided it, and no other export lists
  * it again or applies a decision to it. A decision that ended before this run started is older than
  * the run's own look at the row (which put the row back in review): it does not count.
- * Returns `row_key`, the deciding `run_id` and the run it reviewed (`review_of`).
+ * Returns `row_key`, the deciding `run_id`, the run it reviewed (`review_of`) and what it decided
+ * (`decision`: the review file's cell as `review apply` recorded it — `keep`, `invalid` or
+ * `candidate <n>`, numbered in its own file — `candidate`: the candidate picked, or null — and
+ * `checked_at`: when; a row decided again after a run asked anew has a row per decision).
  */
 export function decidedKeysSql(run: string, except = 'NULL::text'): string {
-  return `SELECT d.row_key, d.run_id, rr.review_of FROM ${STATE_SCHEMA}.runs c
+  return `SELECT d.row_key, d.run_id, rr.review_of, d.detail ->> 'decision' AS decision, d.candidates -> 0 AS candidate, d.checked_at FROM ${STATE_SCHEMA}.runs c
   JOIN ${STATE_SCHEMA}.runs rr ON rr.kind = 'review' AND rr.state <> 'rolled-back' AND rr.run_id IS DISTINCT FROM ${except}
    AND (rr.review_of = c.run_id OR (rr.table_name = c.table_name AND rr.key_column = c.key_column AND rr.mapping = c.mapping AND rr.updated_at >= c.created_at))
   JOIN ${STATE_SCHEMA}.results d ON d.run_id = rr.run_id AND d.outcome <> 'conflict'
@@ -103,14 +106,20 @@ export function decidedKeysSql(run: string, except = 'NULL::text'): string {
 
 /**
  * SQL (parameters `$1`: a cleanse run, `$2`: keys of its review rows): the other cleanse runs of
- * the same table, key and mapping (not rolled back, oldest first) that hold some of these rows as
- * awaiting review too, undecided since — an export of one of them lists the same rows — and how
- * many of the keys they hold (`n`).
+ * the same table, key and mapping (not rolled back, oldest first) whose review is still to come
+ * for some of these rows, and how many of the keys that is (`n`). A run counts for a row while it
+ * holds the row as awaiting review, no review run decided the row since that run saw it
+ * (`decidedKeysSql`), and no review of that run was applied to the end (a review run of it that
+ * is done and not rolled back: its file came back, and a row left empty in it waits in the newer
+ * exports, not in that file). An export of such a run lists the rows too; whichever file is
+ * applied first decides them.
  */
 export const ALSO_AWAITING_SQL = `WITH m AS (
   SELECT o.run_id, o.created_at, r.row_key FROM ${STATE_SCHEMA}.runs c
     JOIN ${STATE_SCHEMA}.runs o ON o.kind = 'cleanse' AND o.run_id <> c.run_id AND o.state <> 'rolled-back'
      AND o.table_name = c.table_name AND o.key_column = c.key_column AND o.mapping = c.mapping
     JOIN ${STATE_SCHEMA}.results r ON r.run_id = o.run_id AND r.status = 'review' AND r.row_key = ANY ($2::text[])
-   WHERE c.run_id = $1 AND NOT EXISTS (SELECT 1 FROM (${decidedKeysSql('o.run_id')}) dk WHERE dk.row_key = r.row_key))
+   WHERE c.run_id = $1
+     AND NOT EXISTS (SELECT 1 FROM ${STATE_SCHEMA}.runs a WHERE a.kind = 'review' AND a.review_of = o.run_id AND a.state = 'done')
+     AND NOT EXISTS (SELECT 1 FROM (${decidedKeysSql('o.run_id')}) dk WHERE dk.row_key = r.row_key))
 SELECT (SELECT count(DISTINCT row_key) FROM m)::int AS n, ARRAY(SELECT run_id FROM m GROUP BY run_id, created_at ORDER BY created_at, run_id) AS runs`;
