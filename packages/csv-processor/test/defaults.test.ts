@@ -1,6 +1,6 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeSampleCsv } from '@dq/sandbox';
+import { generateDirtyInputs, makeSampleCsv } from '@dq/sandbox';
 import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
 import { billable, readCsv, runCli, sampleArgs, summaryOf, useSandbox, useTempDir } from './helpers.js';
@@ -77,5 +77,43 @@ describe('dq-csv validate with the default --store and --max-age', () => {
     const third = await runCli(sampleArgs(input, join(dir, 'out.3.csv')), sandbox.env());
     expect(third.code, third.stderr).toBe(0);
     expect(summaryOf(third)).toMatchObject({ apiCalls: 0, storeHitRate: 1 });
+  });
+});
+
+describe('dq-csv validate with only --input and --output', () => {
+  it('reads a comma-separated .csv, maps the columns named like the fields, rejects a bad row to <output without extension>.rejects.csv and exits 4 (default --max-failed 0)', async () => {
+    const columns = ['id', 'street', 'houseNumber', 'postalCode', 'locality', 'country'] as const;
+    const inputs = generateDirtyInputs(200, { seed: 3 })
+      .map((x) => x.input)
+      .filter((a) => a.street && a.houseNumber && a.postalCode && a.locality && a.country && !/[",\r\n]/.test(Object.values(a).join('')))
+      .slice(0, 12);
+    const lines = [
+      'id,street,houseNumber,postalCode,locality,country',
+      ...inputs.map((a, i) => [String(i + 1), a.street, a.houseNumber, a.postalCode, a.locality, a.country].join(',')),
+    ];
+    lines.splice(5, 0, '99,only two cells'); // line 6: the wrong number of cells
+    const input = join(dir, 'plain.csv');
+    await writeFile(input, lines.join('\n') + '\n');
+    const output = join(dir, 'plain.out.csv');
+
+    const run = await runCli(['validate', '--input', input, '--output', output], sandbox.env());
+    expect(run.code, run.stderr).toBe(4);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(summaryOf(run)).toMatchObject({ exitCode: 4 });
+
+    const out = await readCsv(output); // the default delimiter: ','
+    expect(out.header.slice(0, columns.length)).toEqual([...columns]);
+    expect(out.rows).toHaveLength(inputs.length);
+    const status = out.header.indexOf('dq_status');
+    const error = out.header.indexOf('dq_error');
+    out.rows.forEach((row, i) => {
+      expect(row.slice(0, columns.length)).toEqual(lines[i < 4 ? i + 1 : i + 2]!.split(',')); // values as read
+      expect(['accepted', 'review', 'invalid']).toContain(row[status]); // every mapped field was sent
+      expect(row[error]).toBe('');
+    });
+    const rejects = await readFile(join(dir, 'plain.out.rejects.csv'), 'utf8'); // <output without extension>.rejects.csv
+    expect(rejects).toMatch(/^line,code,reason,raw/);
+    expect(rejects).toContain('6,');
+    expect(rejects).toContain('only two cells');
   });
 });
