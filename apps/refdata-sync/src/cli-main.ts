@@ -134,12 +134,14 @@ async function phoneDescribe(values: Values, apiKey: string | undefined, io: Cli
   const realtimeUrl = (values['realtime-url'] as string | undefined) ?? io.env['DQ_REALTIME_URL'];
   if (!realtimeUrl) throw new UsageError('--realtime-url URL (or DQ_REALTIME_URL) is required');
   if (!apiKey) throw new UsageError('--api-key KEY (or DQ_API_KEY) is required');
+  // Default: the user's cache folder; an empty XDG_CACHE_HOME counts as unset (XDG base directory
+  // spec), as for the result store: never a relative path into the working folder.
   const cacheFile =
     typeof values.cache === 'string'
       ? values.cache
       : typeof values.target === 'string'
         ? join(values.target, 'phone-describe.json')
-        : join(io.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'dq-refdata', 'phone-describe.json');
+        : join(io.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'dq-refdata', 'phone-describe.json');
   const maxAgeMs = parseDuration(typeof values['max-age'] === 'string' ? values['max-age'] : '1d');
   const r = await describePhone({ realtimeUrl, apiKey, cacheFile, maxAgeMs, logger, ...(io.signal ? { signal: io.signal } : {}) });
   if (r.warning !== undefined) io.stderr(`dq-refdata: warning: ${r.warning}`);

@@ -19,7 +19,8 @@ rejects file with their line number and the reason.
 Options:
   --input <file>            file to clean (required)
   --output <file>           cleaned file, same format as the input (required)
-  --rejects <file>          unparseable rows (CSV: line,code,reason,raw); default <output>.rejects.csv
+  --rejects <file>          unparseable rows (CSV: line,code,reason,raw); default
+                            <output without extension>.rejects.csv
   --map <field>=<col>,...   request fields from columns; default: columns named like the fields
                             address: street, houseNumber, addressLine, postalCode, locality,
                                      localityLine, country
