@@ -128,6 +128,12 @@ export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<
         keys: res.conflicts.slice(0, 20),
         count: res.conflicts.length,
       });
+    if (res.locked.length > 0)
+      ctx.logger.warn('rows locked by another session (an open transaction) were not written; the next run writes them, their answers stored', {
+        runId: ctx.runId,
+        keys: res.locked.slice(0, 20),
+        count: res.locked.length,
+      });
     ctx.options.onPage?.({ ...progress, byStatus: { ...progress.byStatus }, timings: { ...progress.timings } });
     last = lastKey;
     if (ctx.stopping()) {
