@@ -85,6 +85,8 @@ describe('rows locked by an application during a run', () => {
       // Each locked row named on stderr, with what happens to it.
       expect(first.stderr).toMatch(/rows locked by another session .*next run writes them/);
       for (const k of locked) expect(first.stderr).toContain(`"${k}"`);
+      // Not as rows changed since they were read: nobody changed them.
+      expect(first.stderr).not.toMatch(/changed by someone else/);
       const firstCalls = billable(env.sandbox) - calls0;
       expect(firstCalls).toBeGreaterThan(0);
 
