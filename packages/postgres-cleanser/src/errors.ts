@@ -13,6 +13,8 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   'db-auth': { exit: ExitCode.USAGE },
   /** the database server cannot be reached (refused, reset, timed out, shutting down) */
   'db-unreachable': { exit: ExitCode.TEMPFAIL },
+  /** a page write still waited too long for a lock with the rows other sessions hold left out: the table itself is locked */
+  'db-locked': { exit: ExitCode.TEMPFAIL },
   /** the table named by --table does not exist */
   'table-not-found': { exit: ExitCode.USAGE },
   /** the key or a mapped column does not exist */

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { RANGE_TAKEN, STATE_SCHEMA } from './bookkeeping.js';
 import type { TargetTable } from './preflight.js';
 import type { SourceRow } from './row-values.js';
+import { CleanseError, isConnectionLoss } from './errors.js';
 
 /** Per-row data of one page write, arrays in page order (all the same length). */
 export interface PageWrite {
@@ -184,10 +185,16 @@ export function pageWriteParamTypes(target: TargetTable, recordKnown?: KnownReco
  * `after` (the values the row was left with) even when it was not updated; `before` stays NULL
  * then, as the audit and rollback cover only the rows updated.
  *
- * Parameters: see {@link pageWriteParams}. Returns one row: `written` (count) and `conflicts`
- * (keys of rows to update that had changed since they were read).
+ * With `skipLocked` (the page's second attempt, after its first waited too long for a row lock),
+ * the rows to update are first locked with `FOR UPDATE SKIP LOCKED` and only those are updated: a
+ * row another session holds (an open transaction that changed it, a `SELECT … FOR UPDATE`) is not
+ * waited for but left as it is, a conflict like a row changed since it was read.
+ *
+ * Parameters: see {@link pageWriteParams}. Returns one row: `written` (count), `conflicts` (keys of
+ * rows to update that were not: changed since they were read, or locked) and `locked` (those of
+ * the conflicts another session held locked; always empty without `skipLocked`).
  */
-export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording): string {
+export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording, skipLocked = false): string {
   const { key, qualified, columns } = target;
   const kt = key.type;
   const arrays = [`$6::${kt}[]`, '$7::bool[]', '$8::text[]', '$9::text[]', '$10::text[]', '$11::jsonb[]', '$12::jsonb[]', '$13::jsonb[]'];
@@ -235,10 +242,19 @@ export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording):
   const recorded = recordKnown === 'decided' ? `NOT (${conflictRows})` : 'u.k IS NOT NULL';
   const knownRows = recordKnown === 'decided' ? `v LEFT JOIN upd u ON u.k = v.k WHERE ${recorded}` : 'wr';
   const knownKey = recordKnown === 'decided' ? 'v.k' : 'wr.k';
-  return `WITH v AS (SELECT v.*, (${needsWrite}) AS nw FROM unnest(${arrays.join(', ')}) AS v(${names.join(', ')})),
+  // With `skipLocked`, the rows to update are locked first, skipping those another session holds
+  // (`lk`); only rows locked here are updated, so the statement waits for no row of the table.
+  const inRange = `t.${key.quoted} = v.k AND t.${key.quoted} >= $4::${kt} AND t.${key.quoted} <= $5::${kt}`;
+  const lockFirst = skipLocked
+    ? `
+lk AS MATERIALIZED (SELECT t.${key.quoted} AS k FROM ${qualified} AS t JOIN v ON ${inRange} WHERE v.nw FOR UPDATE OF t SKIP LOCKED),`
+    : '';
+  const onlyLocked = skipLocked ? ` AND t.${key.quoted} IN (SELECT lk.k FROM lk)` : '';
+  const lockedRows = skipLocked ? `ARRAY(SELECT v.k::text FROM v WHERE v.nw AND NOT EXISTS (SELECT 1 FROM lk WHERE lk.k = v.k))` : `'{}'::text[]`;
+  return `WITH v AS (SELECT v.*, (${needsWrite}) AS nw FROM unnest(${arrays.join(', ')}) AS v(${names.join(', ')})),${lockFirst}
 upd AS (
   UPDATE ${qualified} AS t SET ${set} FROM v
-   WHERE v.nw AND t.${key.quoted} = v.k AND t.${key.quoted} >= $4::${kt} AND t.${key.quoted} <= $5::${kt} AND ${guard}
+   WHERE v.nw AND ${inRange} AND ${guard}${onlyLocked}
   RETURNING ${returned}),
 wr AS (SELECT k FROM upd WHERE w),
 prog AS (
@@ -265,7 +281,8 @@ kn AS (
     }
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM prog) THEN ${STATE_SCHEMA}.range_taken($1, $14) END AS taken,
        (SELECT count(*) FROM wr)::int AS written,
-       ARRAY(SELECT v.k::text FROM v WHERE ${conflictRows}) AS conflicts`;
+       ARRAY(SELECT v.k::text FROM v WHERE ${conflictRows}) AS conflicts,
+       ${lockedRows} AS locked`;
 }
 
 /**
@@ -369,6 +386,8 @@ export class PageStore {
   readonly #target: TargetTable;
   readonly #where: string | undefined;
   readonly #writeSql: string;
+  readonly #writeSkipLockedSql: string;
+  readonly #lockWaitMs: number;
   readonly #readSql = new Map<string, string>();
   readonly #known: KnownRows | undefined;
 
@@ -382,7 +401,10 @@ export class PageStore {
     this.#target = target;
     this.#where = where;
     this.#known = known;
-    this.#writeSql = pageWriteSql(target, known === undefined ? undefined : (known.record ?? 'corrected'));
+    const record = known === undefined ? undefined : (known.record ?? 'corrected');
+    this.#writeSql = pageWriteSql(target, record);
+    this.#writeSkipLockedSql = pageWriteSql(target, record, true);
+    this.#lockWaitMs = lockWaitMs(writer);
   }
 
   /** Up to `limit` rows with keys in (`after`, `upTo`] (null bounds = open), in key order. */
@@ -421,16 +443,19 @@ export class PageStore {
   }
 
   /**
-   * Commits one page with its checkpoint in one statement ({@link pageWriteSql}). Returns `taken`
-   * when the range's checkpoint had moved (another process took the range over): then nothing of
-   * the page was kept. A page without rows only moves the checkpoint.
+   * Commits one page with its checkpoint ({@link pageWriteSql}), in a transaction that waits at most
+   * a few seconds for a row lock ({@link lockWaitMs}): when a row of the page is held longer by
+   * another session, the page is written again without waiting, leaving the rows held unwritten
+   * (`locked`, counted among the `conflicts`). Returns `taken` when the range's checkpoint had moved
+   * (another process took the range over): then nothing of the page was kept. A page without rows
+   * only moves the checkpoint.
    */
   async commit(
     runId: string,
     worker: string,
     page: PageWrite | null,
     checkpoint: PageCheckpoint,
-  ): Promise<{ taken: true } | { taken: false; written: number; conflicts: string[] }> {
+  ): Promise<{ taken: true } | { taken: false; written: number; conflicts: string[]; locked: string[] }> {
     try {
       if (page === null || page.keys.length === 0) {
         const moved = await this.#writer.query({
@@ -439,19 +464,73 @@ export class PageStore {
                   WHERE run_id = $1 AND range_no = $2 AND last_key IS NOT DISTINCT FROM $3 AND NOT done`,
           values: [runId, checkpoint.rangeNo, checkpoint.prevKey, checkpoint.lastKey, checkpoint.done, worker],
         });
-        return moved.rowCount === 0 ? { taken: true } : { taken: false, written: 0, conflicts: [] };
+        return moved.rowCount === 0 ? { taken: true } : { taken: false, written: 0, conflicts: [], locked: [] };
       }
-      const res = await this.#writer.query<{ written: number; conflicts: string[] }>({
-        name: 'dq_write',
-        text: this.#writeSql,
-        values: pageWriteParams(runId, worker, new Date(), page, checkpoint, this.#known?.scope),
-      });
-      return { taken: false, written: res.rows[0]?.written ?? 0, conflicts: res.rows[0]?.conflicts ?? [] };
+      const values = pageWriteParams(runId, worker, new Date(), page, checkpoint, this.#known?.scope);
+      let res: pg.QueryResult<{ written: number; conflicts: string[]; locked: string[] }>;
+      try {
+        res = await this.#inLockWait(() => this.#writer.query({ name: 'dq_write', text: this.#writeSql, values }));
+      } catch (e) {
+        if ((e as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw e;
+        // A row of the page is held by another session: written now without it (and without waiting).
+        res = await this.#inLockWait(() => this.#writer.query({ name: 'dq_write_skip_locked', text: this.#writeSkipLockedSql, values }));
+      }
+      const row = res.rows[0];
+      return { taken: false, written: row?.written ?? 0, conflicts: row?.conflicts ?? [], locked: row?.locked ?? [] };
     } catch (e) {
       // RANGE_TAKEN: the checkpoint moved; 23505: another holder of the range stored these rows' results.
       const code = (e as { code?: string }).code;
       if (code === RANGE_TAKEN || code === '23505') return { taken: true };
+      if (code === LOCK_NOT_AVAILABLE) throw lockedOut(e, this.#target, this.#lockWaitMs, runId, page?.keys[0]);
       throw e;
     }
   }
+
+  /**
+   * Runs `write` in a transaction whose lock waits end after {@link lockWaitMs} (SQLSTATE 55P03),
+   * committed when it returns. When the server answered with an error the transaction is rolled
+   * back; a lost connection is left to its caller (nothing was committed, and a ROLLBACK on a
+   * frozen server would only wait out another query timeout).
+   */
+  async #inLockWait<T>(write: () => Promise<T>): Promise<T> {
+    await this.#writer.query(`BEGIN; SET LOCAL lock_timeout = ${this.#lockWaitMs}`);
+    try {
+      const out = await write();
+      await this.#writer.query('COMMIT');
+      return out;
+    } catch (e) {
+      if (!isConnectionLoss(e)) await this.#writer.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    }
+  }
+}
+
+/** SQLSTATE lock_not_available: a lock wait passed `lock_timeout` (or a NOWAIT found the lock held). */
+const LOCK_NOT_AVAILABLE = '55P03';
+/** Longest wait of a page write for a row lock another session holds. */
+const LOCK_WAIT_MS = 5_000;
+
+/**
+ * How long a page write on `client` waits for a lock: 5 s, and at most a quarter of the
+ * connection's query timeout (`?query_timeout=` in the URL may shorten it), so that a row held by
+ * another session is never mistaken for a database that stopped answering.
+ */
+export function lockWaitMs(client: pg.Client): number {
+  const queryTimeout = Number((client as unknown as { connectionParameters?: { query_timeout?: unknown } }).connectionParameters?.query_timeout);
+  return Number.isFinite(queryTimeout) && queryTimeout > 0 ? Math.max(50, Math.min(LOCK_WAIT_MS, Math.floor(queryTimeout / 4))) : LOCK_WAIT_MS;
+}
+
+/**
+ * The page write still waited too long for a lock after leaving out the rows other sessions hold:
+ * a lock on the table itself (an `ALTER TABLE`, a `LOCK TABLE`, a trigger's). Exit 75: the run keeps
+ * what it committed and resumes where it stopped.
+ */
+function lockedOut(e: unknown, target: TargetTable, waitMs: number, runId: string, firstKey: string | undefined): CleanseError {
+  const page = firstKey === undefined ? '' : ` while writing the page from key ${firstKey}`;
+  return new CleanseError(
+    'db-locked',
+    `${target.qualified} (or an object its update needs) stayed locked by another session for more than ${waitMs} ms${page}` +
+      ` (pg_locks names the session holding it); the run keeps what it committed: rerun with --run-id ${runId} once the lock is released`,
+    { cause: e },
+  );
 }

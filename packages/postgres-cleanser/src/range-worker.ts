@@ -122,11 +122,20 @@ export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<
     progress.apiCalls += plan.counts.apiCalls;
     for (const r of page.results) progress.byStatus[r.status] += 1;
     for (const k of res.conflicts) if (ctx.conflictKeys.length < MAX_CONFLICT_KEYS) ctx.conflictKeys.push(k);
-    if (res.conflicts.length > 0)
+    // The conflicts are rows changed since they were read, and rows another session held locked.
+    const locked = new Set(res.locked);
+    const changed = locked.size === 0 ? res.conflicts : res.conflicts.filter((k) => !locked.has(k));
+    if (changed.length > 0)
       ctx.logger.warn('rows changed by someone else since they were read were not written', {
         runId: ctx.runId,
-        keys: res.conflicts.slice(0, 20),
-        count: res.conflicts.length,
+        keys: changed.slice(0, 20),
+        count: changed.length,
+      });
+    if (res.locked.length > 0)
+      ctx.logger.warn('rows locked by another session (an open transaction) were not written; the next run writes them, their answers stored', {
+        runId: ctx.runId,
+        keys: res.locked.slice(0, 20),
+        count: res.locked.length,
       });
     ctx.options.onPage?.({ ...progress, byStatus: { ...progress.byStatus }, timings: { ...progress.timings } });
     last = lastKey;

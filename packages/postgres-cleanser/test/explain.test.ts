@@ -96,6 +96,22 @@ describe('the page update', () => {
     }
   });
 
+  it('written again without the rows another session holds, locks them and finds them through the primary-key index too', async () => {
+    const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
+      `EXPLAIN (FORMAT JSON) ${pageWriteSql(target, undefined, true)}`,
+      pageWriteParams('explain', 'w', new Date(), page(), CHECKPOINT),
+    );
+    const plan = (rows[0]?.['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan;
+    expect(nodes(plan).some((n) => n['Node Type'] === 'LockRows')).toBe(true);
+    // Every scan of the table in the statement: the lock's and the UPDATE's.
+    const scans = nodes(plan).filter((n) => n['Relation Name'] === 'big' && n['Node Type'] !== 'ModifyTable');
+    expect(scans.length).toBeGreaterThan(1);
+    for (const scan of scans) {
+      expect(scan['Node Type']).toMatch(/Index/);
+      expect(scan['Index Name']).toBe('big_pkey');
+    }
+  });
+
   it('keeps using the primary-key index once the prepared statement switches to a generic plan', async () => {
     const types = pageWriteParamTypes(target);
     await client.query(`PREPARE page_write(${types.join(', ')}) AS ${pageWriteSql(target)}`);
