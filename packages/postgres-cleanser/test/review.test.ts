@@ -376,6 +376,39 @@ describe('dq-pg review export / apply', () => {
     expect(await row(db, raced.key)).toMatchObject({ city: 'Raced', dq_status: 'review' });
   });
 
+  it('a decided row another session keeps locked is named as locked, not as changed, and applying the file again once it is released writes it', async () => {
+    const db = await cleaned('c-lock', 120);
+    const [held] = (await reviewRows(db, 'c-lock')) as [ReviewRow];
+    const file = join(dir, 'lock.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'c-lock', '--output', file])).code).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    await saveCsv(file, headers, rows, new Map([[held.key, 'keep']]), { bom: false, delimiter: ',', quoteAll: false });
+    // Locked, not changed: an application's open transaction on the row (SELECT … FOR UPDATE).
+    const other = new pg.Client({ connectionString: db });
+    await other.connect();
+    let first: CliResult;
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM customers WHERE id = $1 FOR UPDATE', [held.key]);
+      // A short query timeout makes the wait for a row lock short (a quarter of it).
+      // Held until the apply has ended (the ROLLBACK below): the apply did not wait for it.
+      first = await runCli(['review', 'apply', '--db', `${db}?query_timeout=4000`, '--input', file, '--run-id', 'rv-lock-1']);
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined);
+      await other.end();
+    }
+    expect(first.code, first.stderr).toBe(4);
+    expect(json(first)).toMatchObject({ kept: 0, conflicts: 0, locked: 1, lockedKeys: [held.key] });
+    expect(first.stderr).toContain(`locked: key ${held.key} is locked by another session`);
+    expect(first.stderr).not.toMatch(/changed in .* since the export/);
+    expect(await row(db, held.key)).toMatchObject({ dq_status: 'review' });
+
+    const again = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-lock-2']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(json(again)).toMatchObject({ kept: 1, conflicts: 0, locked: 0 });
+    expect(await row(db, held.key)).toMatchObject({ dq_status: 'accepted' });
+  });
+
   it('resumes after kill -9 during apply without writing any row twice', async () => {
     const db = await cleaned('c-kill', 300, false);
     const review = await reviewRows(db, 'c-kill');

@@ -55,6 +55,9 @@ export interface ReviewApplySummary {
   /** Rows changed since the export: not written. */
   conflicts: number;
   conflictKeys: string[];
+  /** Rows another session held locked (an open transaction) past the wait for a lock: not written; applying the file again writes them. */
+  locked: number;
+  lockedKeys: string[];
   /** Decision cells that are not a decision for their row (each named in `bad`). */
   badDecisions: number;
   bad: BadDecision[];
@@ -120,6 +123,8 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       invalid: 0,
       conflicts: 0,
       conflictKeys: [],
+      locked: 0,
+      lockedKeys: [],
       badDecisions: 0,
       bad: [],
       skipped: 0,
@@ -193,6 +198,8 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       invalid: 0,
       conflicts: 0,
       conflictKeys: [],
+      locked: 0,
+      lockedKeys: [],
       badDecisions: bad.length,
       bad: bad.slice(0, MAX_LISTED),
       skipped,
@@ -235,9 +242,14 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       const res = await store.commit(runId, worker, page, { rangeNo: 1, prevKey, lastKey, done: last, counts });
       if (res.taken)
         throw new CleanseError('run-busy', `review run ${runId}: another process applied part of it meanwhile; rerun with --run-id ${runId} once it ended`);
+      // The statement's conflicts include the rows another session held locked: those are not changed, only not yet written.
       const conflicts = new Set(res.conflicts);
+      const locked = new Set(res.locked);
       for (const d of rows) {
-        if (conflicts.has(d.key)) {
+        if (locked.has(d.key)) {
+          summary.locked += 1;
+          if (summary.lockedKeys.length < MAX_LISTED) summary.lockedKeys.push(d.key);
+        } else if (conflicts.has(d.key)) {
           summary.conflicts += 1;
           if (summary.conflictKeys.length < MAX_LISTED) summary.conflictKeys.push(d.key);
         } else if (d.decision.kind === 'candidate') summary.applied += 1;
@@ -247,8 +259,9 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       prevKey = lastKey;
     }
     await finishRun(client, runId);
-    // Done, but rows need a person: a bad decision cell or a row changed since the export (exit 4).
-    summary.exitCode = summary.badDecisions > 0 || summary.conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK;
+    // Done, but rows need a person: a bad decision cell, a row changed since the export, or a row
+    // still locked by another session, which a later apply of the file writes (exit 4).
+    summary.exitCode = summary.badDecisions > 0 || summary.conflicts > 0 || summary.locked > 0 ? ExitCode.MAX_FAILED : ExitCode.OK;
     return summary;
   } catch (e) {
     throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `every page committed is kept: rerun with --run-id ${runId} to finish`);

@@ -62,6 +62,11 @@ export async function reviewCommand(
     }
     for (const k of summary.conflictKeys) err(`conflict: key ${k} changed in ${summary.table} since the export; not written (export again to decide it)`);
     if (summary.conflicts > summary.conflictKeys.length) err(`conflict: … and ${summary.conflicts - summary.conflictKeys.length} more`);
+    for (const k of summary.lockedKeys)
+      err(
+        `locked: key ${k} is locked by another session (an open transaction) in ${summary.table}; not written (apply ${cmd.input} again with a new --run-id once it is released)`,
+      );
+    if (summary.locked > summary.lockedKeys.length) err(`locked: … and ${summary.locked - summary.lockedKeys.length} more`);
     if (summary.runId === null) err(`nothing to apply: ${cmd.input} has no rows`);
     if (summary.state === 'stopped') err(`interrupted: rerun dq-pg review apply --input ${cmd.input} --run-id ${summary.runId} to finish`);
     out({ type: 'summary', ...summary });
