@@ -81,7 +81,10 @@ describe('Postgres-backed throttle', () => {
       const shared = sentA + sentB;
       expect(shared).toBeLessThanOrEqual(20 * 3 + 1);
       expect(shared).toBeGreaterThanOrEqual(0.9 * 20 * 3);
-      expect(Math.min(sentA, sentB)).toBeGreaterThan(15);
+      // Neither process is starved. Lanes go in rounds of up to three to whichever process asks
+      // first, so over 3 s the split of ~60 requests follows about 20 coin tosses: 30 ± 6 each, and
+      // 13 for the smaller side in 30 loaded trials. A sixth (10) is over three deviations below.
+      expect(Math.min(sentA, sentB)).toBeGreaterThanOrEqual(10);
       expect(sentOther).toBeGreaterThanOrEqual(0.9 * 20 * 3);
     } finally {
       await Promise.all([a.close(), b.close(), other.close()]);

@@ -1,4 +1,21 @@
-import { defineProject, mergeConfig } from 'vitest/config';
-import base from '../../vitest.config.base.ts';
+import { configDefaults, defineConfig, mergeConfig } from 'vitest/config';
+import base, { twoFilesAtOnce } from '../../vitest.config.base.ts';
 
-export default mergeConfig(base, defineProject({ test: { name: '@dq/csv-processor' } }));
+/** Compares dq-csv's rate with a reference run: it runs after the other files, alone. */
+const timed = ['test/rate-limit.test.ts'];
+
+export default mergeConfig(
+  base,
+  defineConfig({
+    test: {
+      projects: [
+        {
+          extends: true,
+          test: { name: '@dq/csv-processor', exclude: [...configDefaults.exclude, ...timed], ...twoFilesAtOnce, sequence: { groupOrder: 0 } },
+        },
+        // Not `extends`: that would add the shared include pattern to this one.
+        { test: { ...base.test, name: '@dq/csv-processor (timed)', include: timed, sequence: { groupOrder: 1 } } },
+      ],
+    },
+  }),
+);

@@ -1,4 +1,4 @@
 import { defineProject, mergeConfig } from 'vitest/config';
-import base from '../../vitest.config.base.ts';
+import base, { twoFilesAtOnce } from '../../vitest.config.base.ts';
 
-export default mergeConfig(base, defineProject({ test: { name: '@dq/kafka-enricher' } }));
+export default mergeConfig(base, defineProject({ test: { name: '@dq/kafka-enricher', ...twoFilesAtOnce } }));
