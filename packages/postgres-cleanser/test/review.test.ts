@@ -718,6 +718,79 @@ describe('dq-pg review export / apply', () => {
     expect(await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows)).toEqual(before);
   });
 
+  it('company mode: the same hit picked in two exports is the same decision, also when the platform scored it differently the second night', async () => {
+    const byName = new Map<string, { id: number; company: string }[]>();
+    for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
+    const [a] = [...byName.values()].find((same) => same.length === 2) ?? [];
+    if (a === undefined) throw new Error('the register has no two active companies of one name');
+    const db = await env.pg.createDatabase();
+    await withClient(db, async (c) => {
+      await c.query('CREATE TABLE firms (id int PRIMARY KEY, name text, zip text, city text, street text)');
+      await c.query('INSERT INTO firms (id, name) VALUES (1, $1)', [a.company]);
+    });
+    const map = 'company=name,zip=zip,city=city,street=street';
+    const common = [
+      '--table',
+      'public.firms',
+      '--key',
+      'id',
+      '--map',
+      map,
+      '--mode',
+      'company',
+      '--base-url',
+      env.sandbox.url,
+      '--rate-limit',
+      '0',
+      '--threads',
+      '0',
+    ];
+    // Two nights before the steward decides: both leave the row awaiting review.
+    for (const night of ['firms-1', 'firms-2']) {
+      const run = await runCli(['cleanse', '--db', db, ...common, '--run-id', night]);
+      expect(run.code, run.stderr).toBe(0);
+    }
+    // The platform scored the same hits a little differently the second night.
+    const rescored = await withClient(db, (c) =>
+      c.query(
+        `UPDATE dq_cleanse.results SET candidates = (SELECT jsonb_agg(jsonb_set(h, '{searchScore}', to_jsonb((h->>'searchScore')::numeric - 0.01)))
+           FROM jsonb_array_elements(candidates) AS h) WHERE run_id = 'firms-2' AND status = 'review'`,
+      ),
+    );
+    expect(rescored.rowCount).toBe(1);
+    // Both exports are with the steward before either comes back.
+    const exported = await Promise.all(
+      ['firms-1', 'firms-2'].map(async (run) => {
+        const file = join(dir, `${run}.csv`);
+        const done = await runCli(['review', 'export', '--db', db, '--run', run, '--output', file]);
+        expect(done.code, done.stderr).toBe(0);
+        const { headers, rows } = await readCsv(file);
+        expect(rows).toHaveLength(1);
+        return { file, headers, rows, ids: [1, 2, 3, 4, 5].map((n) => rows[0]?.[`candidate_${n}_id`]) };
+      }),
+    );
+    /** Picks candidate `n` of export `k` and applies the file under `reviewRun`. */
+    const pick = async (k: number, n: number, reviewRun: string) => {
+      const { file, headers, rows } = exported[k]!;
+      await saveCsv(file, headers, rows, new Map([['1', String(n)]]), { bom: true, delimiter: ',', quoteAll: true });
+      return runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', reviewRun]);
+    };
+    const first = await pick(0, 2, 'firms-1-review');
+    expect(first.code, first.stderr).toBe(0);
+    expect(json(first)).toMatchObject({ applied: 1, badDecisions: 0 });
+    const afterFirst = await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows);
+    // The second file, the same hit picked (under its own number, with its own score): nothing to
+    // decide again, exit 0, the row as the first file left it.
+    const id = exported[0]!.ids[1];
+    const n = exported[1]!.ids.indexOf(id) + 1;
+    expect(n).toBeGreaterThan(0);
+    expect(exported[1]!.rows[0]?.[`candidate_${n}_search_score`]).not.toBe(exported[0]!.rows[0]?.['candidate_2_search_score']);
+    const second = await pick(1, n, 'firms-2-review');
+    expect(second.code, second.stderr).toBe(0);
+    expect(json(second)).toMatchObject({ applied: 0, badDecisions: 0, sameAsApplied: { rows: 1, runs: ['firms-1-review'] } });
+    expect(await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows)).toEqual(afterFirst);
+  });
+
   it('export: exit 2 for an unknown run or a run of another table; exit 0 and a header-only file when nothing awaits review', async () => {
     const db = await cleaned('c-small', 40, false);
     await withClient(db, (c) => c.query('CREATE TABLE other (id bigint PRIMARY KEY, street text)'));

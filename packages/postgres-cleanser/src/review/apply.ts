@@ -311,6 +311,16 @@ interface PriorDecision {
 }
 
 /**
+ * The fields that make two candidates the same choice: every field the review file shows, except a
+ * company hit's `searchScore` (how well it matched that night's search, which the platform may
+ * score differently another night; it is not written to the row).
+ */
+const IDENTITY_FIELDS = {
+  address: CANDIDATE_FIELDS.address,
+  company: CANDIDATE_FIELDS.company.filter((f) => f.field !== 'searchScore'),
+} as const;
+
+/**
  * Whether `decision` (of this file, for a row with `review`'s candidates) is what `prior` decided:
  * the same `keep` or `invalid`, or a candidate whose fields, as the review file shows them, are
  * the prior candidate's (the numbers may differ: each run numbers its own candidates).
@@ -319,7 +329,7 @@ function sameDecision(run: ReviewedRun, decision: Decision, review: ReviewRow, p
   if (decision.kind !== 'candidate') return prior.decision === decision.kind;
   if (!prior.decision?.startsWith('candidate ') || prior.candidate === null || prior.candidate === undefined) return false;
   const chosen = review.candidates[decision.n - 1];
-  return CANDIDATE_FIELDS[run.mode === 'address' ? 'address' : 'company'].every((f) => candidateText(chosen, f) === candidateText(prior.candidate, f));
+  return IDENTITY_FIELDS[run.mode === 'address' ? 'address' : 'company'].every((f) => candidateText(chosen, f) === candidateText(prior.candidate, f));
 }
 
 /** A decision in words, for a message: `keep`, `invalid`, or `candidate <n>` `where` and the candidate's fields. */
