@@ -159,6 +159,43 @@ async function cleaned(runId: string, rows = 200, statusColumns = true, db?: str
 const full = (c: Candidate | undefined): c is Required<Pick<Candidate, 'street' | 'houseNumber' | 'postalCode' | 'locality'>> & Candidate =>
   !!c && !!c.street && !!c.houseNumber && !!c.postalCode && !!c.locality;
 
+/** A database whose table `firms` has one row: a name two active companies of the register share (a company search puts it in review). */
+async function firmsWithAmbiguousName(): Promise<{ db: string; name: string }> {
+  const byName = new Map<string, { id: number; company: string }[]>();
+  for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
+  const [a] = [...byName.values()].find((same) => same.length === 2) ?? [];
+  if (a === undefined) throw new Error('the register has no two active companies of one name');
+  const db = await env.pg.createDatabase();
+  await withClient(db, async (c) => {
+    await c.query('CREATE TABLE firms (id int PRIMARY KEY, name text, zip text, city text, street text)');
+    await c.query('INSERT INTO firms (id, name) VALUES (1, $1)', [a.company]);
+  });
+  return { db, name: a.company };
+}
+
+/** A company cleanse of `firms` with run id `runId`. */
+const firmsCleanse = (db: string, runId: string): string[] => [
+  'cleanse',
+  '--db',
+  db,
+  '--table',
+  'public.firms',
+  '--key',
+  'id',
+  '--map',
+  'company=name,zip=zip,city=city,street=street',
+  '--mode',
+  'company',
+  '--base-url',
+  env.sandbox.url,
+  '--rate-limit',
+  '0',
+  '--threads',
+  '0',
+  '--run-id',
+  runId,
+];
+
 describe('dq-pg review export / apply', () => {
   it('exports D and E rows, applies a candidate, keep and invalid, reports a bad decision and a conflict, and rollback restores the table exactly', async () => {
     const db = await cleaned('c1');
@@ -639,36 +676,8 @@ describe('dq-pg review export / apply', () => {
   });
 
   it('company mode: an ambiguous name goes to review, and the hit picked lands in the mapped columns', async () => {
-    const byName = new Map<string, { id: number; company: string }[]>();
-    for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
-    const [a] = [...byName.values()].find((same) => same.length === 2) ?? [];
-    if (a === undefined) throw new Error('the register has no two active companies of one name');
-    const db = await env.pg.createDatabase();
-    await withClient(db, async (c) => {
-      await c.query('CREATE TABLE firms (id int PRIMARY KEY, name text, zip text, city text, street text)');
-      await c.query('INSERT INTO firms (id, name) VALUES (1, $1)', [a.company]);
-    });
-    const run = await runCli([
-      'cleanse',
-      '--db',
-      db,
-      '--table',
-      'public.firms',
-      '--key',
-      'id',
-      '--map',
-      'company=name,zip=zip,city=city,street=street',
-      '--mode',
-      'company',
-      '--base-url',
-      env.sandbox.url,
-      '--rate-limit',
-      '0',
-      '--threads',
-      '0',
-      '--run-id',
-      'firms',
-    ]);
+    const { db, name } = await firmsWithAmbiguousName();
+    const run = await runCli(firmsCleanse(db, 'firms'));
     expect(run.code, run.stderr).toBe(0);
     const file = join(dir, 'firms.csv');
     const classes = await runCli(['review', 'export', '--db', db, '--run', 'firms', '--classes', 'E', '--output', file]);
@@ -698,7 +707,7 @@ describe('dq-pg review export / apply', () => {
       city: rows[0]?.['candidate_2_city'],
       street: rows[0]?.['candidate_2_street'],
     };
-    expect(second.company).toBe(a.company);
+    expect(second.company).toBe(name);
     const before = await withClient(db, async (c) => (await c.query('SELECT * FROM firms')).rows);
     await saveCsv(file, headers, rows, new Map([['1', '2']]), { bom: true, delimiter: ',', quoteAll: true });
     const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'firms-review']);
@@ -719,35 +728,10 @@ describe('dq-pg review export / apply', () => {
   });
 
   it('company mode: the same hit picked in two exports is the same decision, also when the platform scored it differently the second night', async () => {
-    const byName = new Map<string, { id: number; company: string }[]>();
-    for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
-    const [a] = [...byName.values()].find((same) => same.length === 2) ?? [];
-    if (a === undefined) throw new Error('the register has no two active companies of one name');
-    const db = await env.pg.createDatabase();
-    await withClient(db, async (c) => {
-      await c.query('CREATE TABLE firms (id int PRIMARY KEY, name text, zip text, city text, street text)');
-      await c.query('INSERT INTO firms (id, name) VALUES (1, $1)', [a.company]);
-    });
-    const map = 'company=name,zip=zip,city=city,street=street';
-    const common = [
-      '--table',
-      'public.firms',
-      '--key',
-      'id',
-      '--map',
-      map,
-      '--mode',
-      'company',
-      '--base-url',
-      env.sandbox.url,
-      '--rate-limit',
-      '0',
-      '--threads',
-      '0',
-    ];
+    const { db } = await firmsWithAmbiguousName();
     // Two nights before the steward decides: both leave the row awaiting review.
     for (const night of ['firms-1', 'firms-2']) {
-      const run = await runCli(['cleanse', '--db', db, ...common, '--run-id', night]);
+      const run = await runCli(firmsCleanse(db, night));
       expect(run.code, run.stderr).toBe(0);
     }
     // The platform scored the same hits a little differently the second night.
