@@ -5,6 +5,7 @@ import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, inTransaction } from './db.js';
 import { CleanseError, connectionLost, usageError } from './errors.js';
 import { inspectTable } from './preflight.js';
+import { holdRunAlone } from './runs.js';
 import type { TargetTable } from './preflight.js';
 
 /** Options of {@link rollback}. */
@@ -155,8 +156,15 @@ async function loadRun(client: pg.Client, runId: string): Promise<StoredRun> {
   return run;
 }
 
-/** A range of the run still claimed means a process is writing: rolling back under it would race it. */
+/**
+ * A process working on the run (holding its share of the run's lock from start to end, or, for a
+ * dq-pg of an older version, a range of it) would race the rollback: refused. The run's lock is
+ * then held alone until the rollback ends, so a cleanse or review apply of the run started
+ * meanwhile stops at once (`run-busy`) rather than writing rows the rollback has passed already.
+ */
 async function refuseIfActive(client: pg.Client, runId: string): Promise<void> {
+  if (!(await holdRunAlone(client, runId)))
+    throw new CleanseError('usage', `--run ${runId}: a dq-pg process is still working on this run; stop it (or let it finish) before rolling back`);
   await inTransaction(client, async () => {
     try {
       await client.query(`SELECT 1 FROM ${STATE_SCHEMA}.ranges WHERE run_id = $1 FOR UPDATE NOWAIT`, [runId]);

@@ -125,9 +125,31 @@ export async function openRun(client: pg.Client, target: TargetTable, settings: 
  */
 export const RUN_LOCK_CLASS = 1685147719;
 
-/** Takes this session's share of run `runId`'s lock; it goes when the connection does, however it ends. */
+/**
+ * Takes this session's share of run `runId`'s lock; it goes when the connection does, however it
+ * ends. A rollback of the run holds the lock alone ({@link holdRunAlone}): while it works, a
+ * process starting on the run stops at once (`run-busy`, exit 75) instead of writing rows behind
+ * the rollback's back; rerun afterwards, it finds the run rolled back and does nothing.
+ *
+ * @throws CleanseError `run-busy` while a rollback of the run is in progress.
+ */
 export async function holdRun(client: pg.Client, runId: string): Promise<void> {
-  await client.query(`SELECT pg_advisory_lock_shared(${RUN_LOCK_CLASS}, hashtext($1))`, [runId]);
+  const { rows } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock_shared(${RUN_LOCK_CLASS}, hashtext($1)) AS ok`, [runId]);
+  if (rows[0]?.ok !== true)
+    throw new CleanseError(
+      'run-busy',
+      `run ${runId} is being rolled back by another dq-pg process; rerun once the rollback ended (a rolled-back run is not written again)`,
+    );
+}
+
+/**
+ * Takes run `runId`'s lock alone for this session (a rollback): false when any process holds a
+ * share of it ({@link holdRun}: a cleanse or review apply working on the run, from its start to
+ * its end, also between two ranges) or another rollback holds it.
+ */
+export async function holdRunAlone(client: pg.Client, runId: string): Promise<boolean> {
+  const { rows } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${RUN_LOCK_CLASS}, hashtext($1)) AS ok`, [runId]);
+  return rows[0]?.ok === true;
 }
 
 /** SQL: whether a live session holds run `<alias>.run_id` (see {@link RUN_LOCK_CLASS}). */
