@@ -35,6 +35,8 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   'run-not-found': { exit: ExitCode.USAGE },
   /** another process is applying the same review run (`dq-pg review apply`): retry once it ended */
   'run-busy': { exit: ExitCode.TEMPFAIL },
+  /** a reviewer's candidate is longer than its column holds (`varchar(n)`, `char(n)`): widen the column or decide otherwise */
+  'value-too-long': { exit: ExitCode.USAGE },
   /** the review file cannot be read: not UTF-8, not CSV, or not a file of `dq-pg review export` */
   'review-file': { exit: ExitCode.USAGE },
 }) {

@@ -2,7 +2,7 @@ import type { Mode, RecordResult } from '@dq/core';
 import type { PageCounts, PageWrite } from './page-store.js';
 import type { MappedColumn } from './preflight.js';
 import { decideRow, reviewCandidates, resultDetail } from './row-values.js';
-import type { RowDecision, SourceRow } from './row-values.js';
+import type { RowDecision, SourceRow, UnfitValue } from './row-values.js';
 
 /** A page with its engine results turned into what to write and what to count. */
 export interface PagePlan {
@@ -11,6 +11,8 @@ export interface PagePlan {
   counts: PageCounts;
   /** Rows whose corrected values differ from the stored ones. */
   changes: number;
+  /** Rows not written because a correction is longer than its column holds: key and columns. */
+  unfit: { key: string; columns: string[] }[];
 }
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
@@ -48,6 +50,7 @@ export function planPage(
   const counts: PageCounts = { rowsRead: n, unchanged: 0, accepted: 0, review: 0, invalid: 0, invalidInput: 0, unavailable: 0, apiCalls };
   const decisions = sized<RowDecision>();
   let changes = 0;
+  const unfit: PagePlan['unfit'] = [];
   for (let i = 0; i < n; i += 1) {
     const row = rows[i] as SourceRow;
     const result = results[i] as RecordResult;
@@ -71,7 +74,8 @@ export function planPage(
     write.checkedAt![i] = result.checkedAt ?? null;
     write.candidates[i] = row.known ? row.known.candidates : json(reviewCandidates(result));
     write.detail[i] = row.known ? row.known.detail : json(resultDetail(result));
-    write.error[i] = json(result.error);
+    write.error[i] = decision.unfit ? json(unfitError(decision.unfit)) : json(result.error);
+    if (decision.unfit) unfit.push({ key: row.key, columns: decision.unfit.map((u) => u.column) });
     for (let c = 0; c < columns.length; c += 1) {
       const before = row.values[c] ?? null;
       const after = decision.after[c] ?? null;
@@ -82,5 +86,18 @@ export function planPage(
     }
     for (let s = 0; s < statusColumns; s += 1) (write.statusBefore?.[s] as (string | null)[])[i] = row.status?.[s] ?? null;
   }
-  return { write, decisions, counts, changes };
+  return { write, decisions, counts, changes, unfit };
+}
+
+/** Which columns a correction does not fit, and by how much. */
+export function unfitText(unfit: readonly UnfitValue[]): string {
+  return unfit.map((u) => `${u.column} (${u.length} characters, the column holds ${u.maxLength}: ${u.type})`).join(', ');
+}
+
+/** The results row's error of a row whose correction does not fit its columns (`value-too-long`). */
+function unfitError(unfit: readonly UnfitValue[]): { code: string; message: string } {
+  return {
+    code: 'value-too-long',
+    message: `the correction does not fit ${unfitText(unfit)}; the row was not written. Widen the column, then run again with a new run id (the answer is reused from the result store)`,
+  };
 }

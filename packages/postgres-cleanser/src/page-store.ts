@@ -268,7 +268,7 @@ prog AS (
 res AS (
   INSERT INTO ${STATE_SCHEMA}.results (run_id, row_key, status, result_class, outcome, request_id, candidates, detail, error, checked_at, worker, before, after)
   SELECT $1, v.k::text, v.status, v.class,
-         CASE WHEN u.w THEN 'written' WHEN v.nw AND u.k IS NULL THEN 'conflict' WHEN v.status = 'accepted' THEN 'unchanged' ELSE 'kept' END,
+         CASE WHEN u.w THEN 'written' WHEN v.nw AND u.k IS NULL THEN 'conflict' WHEN v.status = 'accepted' AND v.err IS NULL THEN 'unchanged' ELSE 'kept' END,
          v.rid, v.cand, v.detail, v.err, COALESCE(v.chk, $2), $3,
          CASE WHEN u.k IS NOT NULL THEN ${before} END, CASE WHEN ${recorded} THEN ${after} END
     FROM v LEFT JOIN upd u ON u.k = v.k)${

@@ -14,6 +14,11 @@ export interface MappedColumn {
   quoted: string;
   /** SQL type as `format_type` spells it, e.g. `character(5)`; old values are cast to it when compared. */
   type: string;
+  /**
+   * Characters the column holds (`varchar(n)`, `char(n)`, also through a domain); absent: no limit.
+   * A correction longer than that is not written (see `decideRow`).
+   */
+  maxLength?: number;
 }
 
 /** What a status column of the table holds (`--status-columns`). */
@@ -71,6 +76,8 @@ interface ColumnRow {
   category: string;
   notnull: boolean;
   generated: string;
+  /** Declared length of a varchar(n)/char(n) column (or domain over one); null: unbounded. */
+  max_length?: number | null;
 }
 
 /**
@@ -85,7 +92,10 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
   const qualified = `${quoteIdent(schema)}.${quoteIdent(table)}`;
   const { rows: columns } = await client.query<ColumnRow>(
     `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
-            COALESCE(bt.typcategory, t.typcategory) AS category, a.attnotnull AS notnull, a.attgenerated AS generated
+            COALESCE(bt.typcategory, t.typcategory) AS category, a.attnotnull AS notnull, a.attgenerated AS generated,
+            CASE WHEN COALESCE(bt.oid, t.oid) IN ('pg_catalog.varchar'::regtype, 'pg_catalog.bpchar'::regtype)
+                  AND (CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) >= 4
+                 THEN (CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) - 4 END AS max_length
        FROM pg_attribute a
        JOIN pg_type t ON t.oid = a.atttypid
        LEFT JOIN pg_type bt ON t.typtype = 'd' AND bt.oid = t.typbasetype
@@ -137,7 +147,13 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
       );
     }
     if (row.generated !== '') throw new CleanseError('column-type', `--map ${field}: column "${row.name}" of ${qualified} is generated and cannot be written`);
-    return { field, column: row.name, quoted: quoteIdent(row.name), type: row.type };
+    return {
+      field,
+      column: row.name,
+      quoted: quoteIdent(row.name),
+      type: row.type,
+      ...(typeof row.max_length === 'number' ? { maxLength: row.max_length } : {}),
+    };
   });
   const seen = new Set<string>();
   for (const m of mapped) {

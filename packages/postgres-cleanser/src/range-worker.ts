@@ -137,6 +137,12 @@ export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<
         keys: res.locked.slice(0, 20),
         count: res.locked.length,
       });
+    if (plan.unfit.length > 0)
+      ctx.logger.warn('rows whose correction is longer than its column holds were not written; widen the column and run again', {
+        runId: ctx.runId,
+        rows: plan.unfit.slice(0, 20),
+        count: plan.unfit.length,
+      });
     ctx.options.onPage?.({ ...progress, byStatus: { ...progress.byStatus }, timings: { ...progress.timings } });
     last = lastKey;
     if (ctx.stopping()) {

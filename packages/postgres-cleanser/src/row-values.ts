@@ -34,6 +34,25 @@ export type RowOutcome = 'write' | 'unchanged' | 'kept';
 export interface RowDecision {
   outcome: RowOutcome;
   after: (string | null)[];
+  /** Corrections the row's columns are too short for: the row is `kept` as it is, not written. */
+  unfit?: UnfitValue[];
+}
+
+/** A corrected value longer than its column's declared length (`varchar(n)`, `char(n)`). */
+export interface UnfitValue {
+  column: string;
+  type: string;
+  /** The corrected value's length in characters (trailing spaces not counted, as PostgreSQL drops them). */
+  length: number;
+  maxLength: number;
+}
+
+/**
+ * The length PostgreSQL checks a value against `varchar(n)`/`char(n)` with: characters (code
+ * points), trailing spaces beyond `n` being dropped rather than refused.
+ */
+function storedLength(value: string): number {
+  return [...value.replace(/ +$/u, '')].length;
 }
 
 /** The engine record of a row: request field → column value (NULL stays absent). */
@@ -86,7 +105,18 @@ export function decideRow(mode: Mode, row: SourceRow, columns: readonly MappedCo
     return corrected;
   });
   const changed = after.some((v, i) => v !== (row.values[i] ?? null));
-  return { outcome: changed ? 'write' : 'unchanged', after };
+  if (!changed) return { outcome: 'unchanged', after };
+  // A correction the column is too short for would fail the page's statement: the row keeps its
+  // values (all of them, never half a correction) and says why.
+  const unfit: UnfitValue[] = [];
+  columns.forEach((c, i) => {
+    const v = after[i];
+    if (c.maxLength === undefined || v === null || v === undefined || v === (row.values[i] ?? null)) return;
+    const length = storedLength(v);
+    if (length > c.maxLength) unfit.push({ column: c.column, type: c.type, length, maxLength: c.maxLength });
+  });
+  if (unfit.length > 0) return { outcome: 'kept', after: row.values, unfit };
+  return { outcome: 'write', after };
 }
 
 /** Candidates kept for review (D: the suggestion, E: every candidate with `houseNumberChoice`, company: every hit). */

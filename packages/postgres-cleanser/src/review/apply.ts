@@ -12,6 +12,7 @@ import { PageStore } from '../page-store.js';
 import type { PageCounts, PageWrite } from '../page-store.js';
 import type { TargetTable } from '../preflight.js';
 import { decideRow } from '../row-values.js';
+import { unfitText } from '../page-plan.js';
 import { finishRun, holdRun, knownScope, newRunId, openRun, stopRun } from '../runs.js';
 import { REVIEW_COLUMNS } from './export.js';
 import { decidedKeysSql, loadReviewedRun } from './stored-run.js';
@@ -443,7 +444,13 @@ async function planReviewPage(
     if (d.decision.kind === 'candidate') {
       chosen = d.review.candidates[d.decision.n - 1] ?? null;
       const result = (run.mode === 'address' ? { status: 'accepted', address: chosen } : { status: 'accepted', company: chosen }) as RecordResult;
-      after = decideRow(run.mode, { key: d.key, values: before }, target.columns, result).after;
+      const decided = decideRow(run.mode, { key: d.key, values: before }, target.columns, result);
+      if (decided.unfit)
+        throw new CleanseError(
+          'value-too-long',
+          `line ${d.line}, key ${d.key}: candidate ${d.decision.n} does not fit ${unfitText(decided.unfit)}; nothing of its page was written. Widen the column, then apply again with the same --run-id, or decide this row otherwise`,
+        );
+      after = decided.after;
     }
     const changes = after.some((v, i) => v !== before[i]);
     const write = !same || changes;
