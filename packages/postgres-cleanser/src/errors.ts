@@ -37,6 +37,8 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   'run-busy': { exit: ExitCode.TEMPFAIL },
   /** a reviewer's candidate is longer than its column holds (`varchar(n)`, `char(n)`): widen the column or decide otherwise */
   'value-too-long': { exit: ExitCode.USAGE },
+  /** the table refused a page's new values (constraint, trigger, type) even without the rows found refusing them; or a review apply's row */
+  'write-refused': { exit: ExitCode.USAGE },
   /** the review file cannot be read: not UTF-8, not CSV, or not a file of `dq-pg review export` */
   'review-file': { exit: ExitCode.USAGE },
 }) {

@@ -455,7 +455,7 @@ export class PageStore {
     worker: string,
     page: PageWrite | null,
     checkpoint: PageCheckpoint,
-  ): Promise<{ taken: true } | { taken: false; written: number; conflicts: string[]; locked: string[] }> {
+  ): Promise<{ taken: true } | { taken: false; written: number; conflicts: string[]; locked: string[]; refused: Refused[] }> {
     try {
       if (page === null || page.keys.length === 0) {
         const moved = await this.#writer.query({
@@ -464,26 +464,73 @@ export class PageStore {
                   WHERE run_id = $1 AND range_no = $2 AND last_key IS NOT DISTINCT FROM $3 AND NOT done`,
           values: [runId, checkpoint.rangeNo, checkpoint.prevKey, checkpoint.lastKey, checkpoint.done, worker],
         });
-        return moved.rowCount === 0 ? { taken: true } : { taken: false, written: 0, conflicts: [], locked: [] };
+        return moved.rowCount === 0 ? { taken: true } : { taken: false, written: 0, conflicts: [], locked: [], refused: [] };
       }
-      const values = pageWriteParams(runId, worker, new Date(), page, checkpoint, this.#known?.scope);
       let res: pg.QueryResult<{ written: number; conflicts: string[]; locked: string[] }>;
+      let refused: Refused[] = [];
       try {
-        res = await this.#inLockWait(() => this.#writer.query({ name: 'dq_write', text: this.#writeSql, values }));
+        res = await this.#writePage(pageWriteParams(runId, worker, new Date(), page, checkpoint, this.#known?.scope));
       } catch (e) {
-        if ((e as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw e;
-        // A row of the page is held by another session: written now without it (and without waiting).
-        res = await this.#inLockWait(() => this.#writer.query({ name: 'dq_write_skip_locked', text: this.#writeSkipLockedSql, values }));
+        // The table refused a row's new values (a CHECK or unique constraint, a trigger, a value its
+        // type rejects): those rows are found and left as they are, the page is written without them.
+        // A review run's decisions are a person's: stopped there instead, naming the row.
+        if (!refusedByTable(e) || this.#known?.record === 'decided') throw e;
+        refused = await this.#refusedRows(page);
+        if (refused.length === 0) throw e;
+        res = await this.#writePage(pageWriteParams(runId, worker, new Date(), withoutRefused(page, refused), checkpoint, this.#known?.scope));
       }
       const row = res.rows[0];
-      return { taken: false, written: row?.written ?? 0, conflicts: row?.conflicts ?? [], locked: row?.locked ?? [] };
+      return { taken: false, written: row?.written ?? 0, conflicts: row?.conflicts ?? [], locked: row?.locked ?? [], refused };
     } catch (e) {
-      // RANGE_TAKEN: the checkpoint moved; 23505: another holder of the range stored these rows' results.
+      // RANGE_TAKEN: the checkpoint moved; 23505 on the results table: another holder of the range
+      // stored these rows' results. A unique violation of the table being cleaned is not that.
       const code = (e as { code?: string }).code;
-      if (code === RANGE_TAKEN || code === '23505') return { taken: true };
+      if (code === RANGE_TAKEN || (code === '23505' && (e as { schema?: string }).schema === STATE_SCHEMA)) return { taken: true };
       if (code === LOCK_NOT_AVAILABLE) throw lockedOut(e, this.#target, this.#lockWaitMs, runId, page?.keys[0]);
+      if (refusedByTable(e)) throw writeRefused(e, this.#target, runId, page?.keys[0], page?.keys.at(-1));
       throw e;
     }
+  }
+
+  /** The page statement; when a row of the page is held by another session, again without it (and without waiting). */
+  async #writePage(values: unknown[]): Promise<pg.QueryResult<{ written: number; conflicts: string[]; locked: string[] }>> {
+    try {
+      return await this.#inLockWait(() => this.#writer.query({ name: 'dq_write', text: this.#writeSql, values }));
+    } catch (e) {
+      if ((e as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw e;
+      return this.#inLockWait(() => this.#writer.query({ name: 'dq_write_skip_locked', text: this.#writeSkipLockedSql, values }));
+    }
+  }
+
+  /**
+   * The rows of `page` whose new values the table refuses: each row to write is updated on its own
+   * under a savepoint, in key order (so of two rows corrected into one unique value, the second is
+   * refused), in a transaction that is rolled back. A row another session holds is not waited for.
+   */
+  async #refusedRows(page: PageWrite): Promise<Refused[]> {
+    const { key, qualified, columns } = this.#target;
+    const set = columns.map((c, i) => `${c.quoted} = COALESCE($${i + 2}, ${c.quoted})`).join(', ');
+    const text = `UPDATE ${qualified} SET ${set} WHERE ${key.quoted} = $1::${key.type}`;
+    const refused: Refused[] = [];
+    const q = (sql: string): Promise<unknown> => this.#writer.query(sql);
+    await q(`BEGIN; SET LOCAL lock_timeout = ${this.#lockWaitMs}`);
+    try {
+      for (let i = 0; i < page.keys.length; i += 1) {
+        if (!page.write[i]) continue;
+        await q('SAVEPOINT dq_probe');
+        try {
+          await this.#writer.query({ name: 'dq_probe', text, values: [page.keys[i], ...columns.map((_, c) => page.after[c]?.[i] ?? null)] });
+          await q('RELEASE SAVEPOINT dq_probe');
+        } catch (e) {
+          if (isConnectionLoss(e)) throw e;
+          await q('ROLLBACK TO SAVEPOINT dq_probe');
+          if (refusedByTable(e)) refused.push({ key: page.keys[i] as string, index: i, reason: refusalText(e) });
+        }
+      }
+    } finally {
+      await q('ROLLBACK').catch(() => undefined);
+    }
+    return refused;
   }
 
   /**
@@ -503,6 +550,60 @@ export class PageStore {
       throw e;
     }
   }
+}
+
+/** A row of a page the table refused to take its new values: its key, its index in the page and why. */
+export interface Refused {
+  key: string;
+  index: number;
+  reason: string;
+}
+
+/**
+ * Whether the table refused the new values (not the database failing): a data exception (class
+ * 22, e.g. a value its type rejects), an integrity constraint (class 23: CHECK, unique, NOT NULL,
+ * foreign key, exclusion) or an exception raised by a trigger (P0001). Never the bookkeeping's own.
+ */
+function refusedByTable(e: unknown): boolean {
+  const { code, schema } = e as { code?: unknown; schema?: unknown };
+  if (typeof code !== 'string' || schema === STATE_SCHEMA) return false;
+  return code.startsWith('22') || code.startsWith('23') || code === 'P0001';
+}
+
+/** PostgreSQL's reason, with the constraint it names; not its detail (which may quote the whole row). */
+function refusalText(e: unknown): string {
+  const { code, message, constraint } = e as { code?: string; message?: string; constraint?: string };
+  return `${message ?? 'refused'} (SQLSTATE ${code ?? '?'}${constraint ? `, constraint ${constraint}` : ''})`;
+}
+
+/** `page` with the refused rows not written: each keeps its values, its results row says why (`write-refused`). */
+function withoutRefused(page: PageWrite, refused: readonly Refused[]): PageWrite {
+  const write = [...page.write];
+  const error = [...page.error];
+  const after = page.after.map((a) => [...a]);
+  for (const r of refused) {
+    write[r.index] = false;
+    for (const a of after) a[r.index] = null;
+    error[r.index] = JSON.stringify({
+      code: 'write-refused',
+      message: `the table refused this row's corrected values: ${r.reason}; the row was not written`,
+    });
+  }
+  return { ...page, write, error, after };
+}
+
+/**
+ * The table refused a page's values even without the rows found refusing them one by one (or in a
+ * review apply, where a person's decision is never left out silently): the run stops, naming the
+ * page and the reason. Exit 2: rerunning changes nothing until the table or the data is changed.
+ */
+function writeRefused(e: unknown, target: TargetTable, runId: string, firstKey: string | undefined, lastKey: string | undefined): CleanseError {
+  const page = firstKey === undefined ? '' : ` the page of keys ${firstKey} to ${lastKey ?? firstKey}:`;
+  return new CleanseError(
+    'write-refused',
+    `${target.qualified} refused${page} ${refusalText(e)}; nothing of that page was written. Change the constraint, trigger or row (or leave the row out with --where), then rerun with --run-id ${runId}`,
+    { cause: e },
+  );
 }
 
 /** SQLSTATE lock_not_available: a lock wait passed `lock_timeout` (or a NOWAIT found the lock held). */

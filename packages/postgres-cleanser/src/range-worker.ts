@@ -137,6 +137,12 @@ export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<
         keys: res.locked.slice(0, 20),
         count: res.locked.length,
       });
+    if (res.refused.length > 0)
+      ctx.logger.warn('rows whose corrected values the table refused (constraint, trigger) were not written', {
+        runId: ctx.runId,
+        rows: res.refused.slice(0, 20).map((r) => ({ key: r.key, reason: r.reason })),
+        count: res.refused.length,
+      });
     if (plan.unfit.length > 0)
       ctx.logger.warn('rows whose correction is longer than its column holds were not written; widen the column and run again', {
         runId: ctx.runId,

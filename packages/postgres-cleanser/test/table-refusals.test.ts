@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanseArgs, createCustomers, rowTexts, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import type { CliResult, TestEnv } from './support.js';
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await startEnv();
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+/** Runs the CLI, killed after `ms` (a run that never ends fails here instead of hanging the suite). */
+async function runWithin(args: string[], ms: number): Promise<CliResult> {
+  const { child, done } = spawnCli(args);
+  const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+  try {
+    return await done;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+interface Refusal {
+  row_key: string;
+  outcome: string;
+  before: string[] | null;
+  error: { code: string; message: string };
+}
+
+async function refusals(db: string, runId: string): Promise<Refusal[]> {
+  return withClient(db, async (c) => {
+    const { rows } = await c.query<Refusal>(
+      `SELECT row_key, outcome, before, error FROM dq_cleanse.results WHERE run_id = $1 AND error ->> 'code' = 'write-refused' ORDER BY row_key`,
+      [runId],
+    );
+    return rows;
+  });
+}
+
+describe('dq-pg and rows the table refuses to take', () => {
+  it('a unique index two corrections would collide in: the second row is left as it is and named, the run ends (was: an endless loop)', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 300);
+    // Each address once, as the table's unique index wants; dirty variants of one address remain,
+    // and the platform corrects them into the same street and number.
+    await withClient(db, async (c) => {
+      await c.query(`DELETE FROM customers a USING customers b WHERE a.id > b.id
+                       AND a.street IS NOT DISTINCT FROM b.street AND a.house_number IS NOT DISTINCT FROM b.house_number`);
+      await c.query(`CREATE UNIQUE INDEX customers_address ON customers (street, house_number)`);
+    });
+    const original = await rowTexts(db);
+    const run = await runWithin(cleanseArgs(db, env.sandbox, ['--run-id', 'unique', '--batch-size', '100', '--workers', '1']), 30_000);
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(0);
+    expect(run.stderr).not.toContain('taken over');
+    expect(summaryOf(run)).toMatchObject({ state: 'done' });
+    const refused = await refusals(db, 'unique');
+    expect(refused.length).toBeGreaterThan(0);
+    const after = await rowTexts(db);
+    for (const r of refused) {
+      expect(after.get(r.row_key)).toBe(original.get(r.row_key));
+      expect(r).toMatchObject({ outcome: 'kept', before: null });
+      expect(r.error.message).toContain('customers_address');
+      expect(run.stderr).toContain(`"key":"${r.row_key}"`);
+    }
+    expect(summaryOf(run)['written'] as number).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('a CHECK constraint the corrections break: those rows are named and kept, the others written', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 300);
+    // A legacy rule, NOT VALID: the rows that hold longer streets already stay, new values must obey.
+    await withClient(db, (c) => c.query(`ALTER TABLE customers ADD CONSTRAINT short_street CHECK (length(street) <= 15) NOT VALID`));
+    const original = await rowTexts(db);
+    const run = await runWithin(cleanseArgs(db, env.sandbox, ['--run-id', 'checked', '--batch-size', '100']), 30_000);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(run.code).toBe(0);
+    const refused = await refusals(db, 'checked');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]!.error.message).toContain('short_street');
+    const after = await rowTexts(db);
+    for (const r of refused) expect(after.get(r.row_key)).toBe(original.get(r.row_key));
+    expect(summaryOf(run)['written'] as number).toBeGreaterThan(0);
+  }, 60_000);
+});
