@@ -564,14 +564,14 @@ export interface Refused {
  * 22, e.g. a value its type rejects), an integrity constraint (class 23: CHECK, unique, NOT NULL,
  * foreign key, exclusion) or an exception raised by a trigger (P0001). Never the bookkeeping's own.
  */
-function refusedByTable(e: unknown): boolean {
+export function refusedByTable(e: unknown): boolean {
   const { code, schema } = e as { code?: unknown; schema?: unknown };
   if (typeof code !== 'string' || schema === STATE_SCHEMA) return false;
   return code.startsWith('22') || code.startsWith('23') || code === 'P0001';
 }
 
 /** PostgreSQL's reason, with the constraint it names; not its detail (which may quote the whole row). */
-function refusalText(e: unknown): string {
+export function refusalText(e: unknown): string {
   const { code, message, constraint } = e as { code?: string; message?: string; constraint?: string };
   return `${message ?? 'refused'} (SQLSTATE ${code ?? '?'}${constraint ? `, constraint ${constraint}` : ''})`;
 }

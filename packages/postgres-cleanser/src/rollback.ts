@@ -6,6 +6,7 @@ import { connect, dbTarget, inTransaction } from './db.js';
 import { CleanseError, connectionLost, usageError } from './errors.js';
 import { inspectTable } from './preflight.js';
 import { holdRunAlone } from './runs.js';
+import { refusalText, refusedByTable } from './page-store.js';
 import type { TargetTable } from './preflight.js';
 
 /** Options of {@link rollback}. */
@@ -42,7 +43,8 @@ export interface AuditedColumn {
  * `before` values, but only where every audited column still holds the run's `after` value; every
  * audit row of the batch is marked `restored` or `conflict`. `columns` must be in the order of the
  * run's `columns` (the order of the `before`/`after` arrays): the mapped columns, then the status
- * columns, which the run wrote on every row it updated.
+ * columns, which the run wrote on every row it updated. Keys in `$4` (rows the table refuses to
+ * take their old values back) are left as they are and marked `conflict`.
  */
 export function rollbackSql(target: Pick<TargetTable, 'key' | 'qualified'> & { columns: readonly AuditedColumn[] }): string {
   const { key, qualified, columns } = target;
@@ -54,7 +56,7 @@ export function rollbackSql(target: Pick<TargetTable, 'key' | 'qualified'> & { c
    ORDER BY row_key LIMIT $3),
 upd AS (
   UPDATE ${qualified} AS t SET ${set} FROM a
-   WHERE t.${key.quoted} = a.row_key::${key.type} AND ${guard}
+   WHERE t.${key.quoted} = a.row_key::${key.type} AND ${guard} AND a.row_key <> ALL ($4::text[])
   RETURNING t.${key.quoted}::text AS k),
 mark AS (
   UPDATE ${STATE_SCHEMA}.results au SET rollback = CASE WHEN upd.k IS NULL THEN 'conflict' ELSE 'restored' END, rolled_back_at = now()
@@ -92,12 +94,22 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     let restored = 0;
     let conflicts = 0;
     const conflictKeys: string[] = [];
+    const refusedKeys: { key: string; reason: string }[] = [];
     for (;;) {
-      const res: pg.QueryResult<{ last: string | null; restored: number; conflicts: string[] }> = await client.query({
-        name: 'dq_rollback',
-        text: sql,
-        values: [options.runId, last, batchSize],
-      });
+      const batch = (skip: string[]): Promise<pg.QueryResult<{ last: string | null; restored: number; conflicts: string[] }>> =>
+        client.query({ name: 'dq_rollback', text: sql, values: [options.runId, last, batchSize, skip] });
+      let res: Awaited<ReturnType<typeof batch>>;
+      try {
+        res = await batch([]);
+      } catch (e) {
+        // The table refuses a row's old values (a CHECK constraint added since, a unique value another
+        // row holds now, a trigger): those rows are found one by one and left, as conflicts.
+        if (!refusedByTable(e)) throw e;
+        const refused = await refusedRestores(client, target, options.runId, last, batchSize);
+        if (refused.length === 0) throw e;
+        refusedKeys.push(...refused);
+        res = await batch(refused.map((r) => r.key));
+      }
       const r = res.rows[0];
       if (!r || r.last === null) break;
       restored += r.restored;
@@ -112,6 +124,12 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       [options.runId],
     );
     await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'rolled-back', updated_at = now() WHERE run_id = $1`, [options.runId]);
+    if (refusedKeys.length > 0)
+      logger.warn('rows whose old values the table refuses (constraint, trigger) were not restored; they count as conflicts', {
+        runId: options.runId,
+        rows: refusedKeys.slice(0, 20),
+        count: refusedKeys.length,
+      });
     if (conflicts > 0) logger.warn('rows changed after the run were not restored', { runId: options.runId, count: conflicts, keys: conflictKeys.slice(0, 20) });
     // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).
     return { runId: options.runId, table: target.qualified, restored, conflicts, conflictKeys, exitCode: conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK };
@@ -121,6 +139,48 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/**
+ * The audit rows of the batch after `last` whose `before` values the table refuses: each is
+ * restored on its own (under the rollback's guard) under a savepoint, in key order, in a
+ * transaction that is rolled back.
+ */
+async function refusedRestores(
+  client: pg.Client,
+  target: Pick<TargetTable, 'key' | 'qualified'> & { columns: readonly AuditedColumn[] },
+  runId: string,
+  last: string | null,
+  batchSize: number,
+): Promise<{ key: string; reason: string }[]> {
+  const { key, qualified, columns } = target;
+  const set = columns.map((c, i) => `${c.quoted} = ($2::text[])[${i + 1}]::${c.type}`).join(', ');
+  const guard = columns.map((c, i) => `${c.quoted} IS NOT DISTINCT FROM ($3::text[])[${i + 1}]::${c.type}`).join(' AND ');
+  const probe = `UPDATE ${qualified} SET ${set} WHERE ${key.quoted} = $1::${key.type} AND ${guard}`;
+  const refused: { key: string; reason: string }[] = [];
+  await client.query('BEGIN');
+  try {
+    const { rows } = await client.query<{ row_key: string; before: string[]; after: string[] }>(
+      `SELECT row_key, before, after FROM ${STATE_SCHEMA}.results
+        WHERE run_id = $1 AND ($2::text IS NULL OR row_key > $2) AND before IS NOT NULL AND rollback IS DISTINCT FROM 'restored'
+        ORDER BY row_key LIMIT $3`,
+      [runId, last, batchSize],
+    );
+    for (const row of rows) {
+      await client.query('SAVEPOINT dq_probe');
+      try {
+        await client.query(probe, [row.row_key, row.before, row.after]);
+        await client.query('RELEASE SAVEPOINT dq_probe');
+      } catch (e) {
+        if (!refusedByTable(e)) throw e;
+        await client.query('ROLLBACK TO SAVEPOINT dq_probe');
+        refused.push({ key: row.row_key, reason: refusalText(e) });
+      }
+    }
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+  }
+  return refused;
 }
 
 /** The mapped or status column `name` of the inspected table (the run's settings name exactly these). */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanseArgs, createCustomers, rowTexts, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import { cleanseArgs, createCustomers, rowTexts, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -82,5 +82,33 @@ describe('dq-pg and rows the table refuses to take', () => {
     const after = await rowTexts(db);
     for (const r of refused) expect(after.get(r.row_key)).toBe(original.get(r.row_key));
     expect(summaryOf(run)['written'] as number).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('rollback: rows whose old values a CHECK constraint added since refuses are left and named as conflicts (exit 4), every other row restored', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 300);
+    const original = await rowTexts(db);
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'to-undo', '--batch-size', '100']));
+    expect(run.code).toBe(0);
+    // After the run, a rule the old values break: a long street name may not come back.
+    await withClient(db, (c) => c.query(`ALTER TABLE customers ADD CONSTRAINT short_street CHECK (length(street) <= 15) NOT VALID`));
+    const cleaned = await rowTexts(db);
+    const blocked = await withClient(db, async (c) => {
+      const { rows } = await c.query<{ k: string }>(
+        `SELECT row_key AS k FROM dq_cleanse.results WHERE run_id = 'to-undo' AND before IS NOT NULL AND length(before[1]) > 15 ORDER BY row_key`,
+      );
+      return rows.map((r) => r.k);
+    });
+    expect(blocked.length).toBeGreaterThan(0);
+
+    const undo = await runCli(['rollback', '--db', db, '--run', 'to-undo']);
+    expect(undo.stderr).not.toMatch(/\n\s+at /);
+    expect(undo.code).toBe(4);
+    const summary = JSON.parse(undo.stdout) as { conflicts: number; conflictKeys: string[] };
+    expect(summary.conflicts).toBe(blocked.length);
+    expect([...summary.conflictKeys].sort()).toEqual([...blocked].sort().slice(0, 100));
+    expect(undo.stderr).toContain('short_street');
+    const restored = await rowTexts(db);
+    for (const [id, text] of original) expect(restored.get(id)).toBe(blocked.includes(id) ? cleaned.get(id) : text);
   }, 60_000);
 });
