@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { MODE_FIELDS } from '@dq/core/engine';
+import { RECORD_STATUSES } from '@dq/core/schemas';
 import type { Mode } from '@dq/core';
 import { quoteIdent } from './db.js';
 import { CleanseError, usageError } from './errors.js';
@@ -24,6 +25,17 @@ export interface MappedColumn {
 /** What a status column of the table holds (`--status-columns`). */
 export type StatusField = 'status' | 'class' | 'requestId' | 'checkedAt';
 export const STATUS_FIELDS: readonly StatusField[] = ['status', 'class', 'requestId', 'checkedAt'];
+
+/**
+ * Characters a text status column needs for each value it may get: the longest status
+ * (`unsupported-country`), a class letter, a check time as PostgreSQL writes a timestamptz as text
+ * (`2026-11-24 20:51:42.123456+05:30`).
+ */
+const STATUS_LENGTH: Partial<Record<StatusField, number>> = {
+  status: Math.max(...RECORD_STATUSES.map((s) => s.length)),
+  class: 1,
+  checkedAt: 32,
+};
 
 /** A column of the table that receives one of the row's results. */
 export interface StatusColumn {
@@ -181,6 +193,15 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     }
     if (row.generated !== '')
       throw new CleanseError('column-type', `--status-columns ${field}: column "${row.name}" of ${qualified} is generated and cannot be written`);
+    // A declared length every value of the result must fit, checked now rather than by a page's
+    // UPDATE failing after its calls were paid (a request id's length is the platform's: not checked).
+    const needed = STATUS_LENGTH[field as StatusField];
+    if (needed !== undefined && typeof row.max_length === 'number' && row.max_length < needed && !/^timestamp/.test(row.type)) {
+      throw new CleanseError(
+        'column-type',
+        `--status-columns ${field}: column "${row.name}" of ${qualified} is ${row.type}, too short for every ${field} value (${needed} characters needed); widen it or use text`,
+      );
+    }
     seen.add(row.name);
     return { field: field as StatusField, column: row.name, quoted: quoteIdent(row.name), type: row.type };
   });

@@ -58,3 +58,25 @@ describe('dq-pg and columns of a declared length', () => {
     expect(Object.values(env.sandbox.stats().billable).reduce((a, b) => a + b, 0)).toBe(calls);
   }, 60_000);
 });
+
+describe('dq-pg status columns of a declared length', () => {
+  it('a status column too short for every status is refused before any call, naming the length needed', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 50);
+    await withClient(db, async (c) => {
+      await c.query(`ALTER TABLE customers ADD COLUMN dq_status varchar(8)`);
+      // A row the local checks refuse: status invalid-input, 13 characters.
+      await c.query(
+        `UPDATE customers SET street = NULL, house_number = NULL, postal_code = NULL, city = NULL, address_line = NULL, locality_line = NULL WHERE id = 40`,
+      );
+    });
+    const before = env.sandbox.stats();
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'short-status', '--status-columns', 'status=dq_status']));
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('column-type');
+    expect(run.stderr).toContain('dq_status');
+    expect(run.stderr).toContain('19 characters');
+    expect(env.sandbox.stats().billable).toEqual(before.billable);
+  }, 60_000);
+});
