@@ -8,7 +8,7 @@ import { DEFAULT_MAX_AGE_MS, openStore } from '@dq/core/store';
 import type { Engine, Mode, PolicyStatus, ResultClass, RunReport } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, disconnect } from './db.js';
-import { connectionLost, usageError } from './errors.js';
+import { connectionLost, relationGone, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
 import { allInvalidHint, autoMappingHint, unmappedLookalikes } from './mapping-hints.js';
@@ -208,7 +208,14 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     return summary(done ? 'done' : 'running', exitCodeFor({ report: report()!, maxFailed: options.maxFailed ?? 0 }));
   } catch (e) {
     // Every page committed with its checkpoint, so the run resumes where the connection went.
-    throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`);
+    const lost = connectionLost(e, db.where, runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`);
+    throw relationGone(
+      lost,
+      options.table,
+      runId === undefined
+        ? 'Check --table and --map.'
+        : `The run keeps what it committed: rerun with --run-id ${runId} once the table is back under its name and columns.`,
+    );
   } finally {
     if (engine) options.onEngineReport?.(withReused(engine.report(), reused));
     await engine?.close().catch(() => undefined);

@@ -116,3 +116,20 @@ export function connectionError(e: unknown, where: string): unknown {
   }
   return e;
 }
+
+/**
+ * A relation or column the command uses vanished while it worked (SQLSTATE 42P01, 42703: the table
+ * dropped or renamed, a column renamed): a {@link CleanseError} (`table-not-found`,
+ * `column-not-found`, exit 2) quoting PostgreSQL and saying what to do next (`then`); other errors
+ * are returned unchanged.
+ */
+export function relationGone(e: unknown, table: string, then: string): unknown {
+  if (e instanceof CleanseError) return e;
+  const code = (e as { code?: unknown })?.code;
+  const message = (e as Error)?.message;
+  if (code === '42P01')
+    return new CleanseError('table-not-found', `${message}: was ${table} dropped or renamed while dq-pg worked on it? ${then}`, { cause: e });
+  if (code === '42703')
+    return new CleanseError('column-not-found', `${message}: was a column of ${table} dropped or renamed while dq-pg worked on it? ${then}`, { cause: e });
+  return e;
+}

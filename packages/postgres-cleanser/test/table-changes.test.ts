@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanseArgs, createCustomers, resultRows, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import type { TestEnv } from './support.js';
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await startEnv();
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+describe('dq-pg and a table changed under a run', () => {
+  it('a table renamed mid-run: exit 2 naming it and the run id to resume, no stack trace; renamed back, the run resumes to the end', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 400);
+    env.sandbox.setFaults({ batch: { latencyMs: 300 }, validate: { latencyMs: 300 } });
+    try {
+      const args = cleanseArgs(db, env.sandbox, ['--run-id', 'renamed', '--batch-size', '20', '--workers', '1']);
+      const { done } = spawnCli(args);
+      for (let i = 0; i < 200 && (await resultRows(db, 'renamed')) === 0; i += 1) await new Promise((r) => setTimeout(r, 50));
+      expect(await resultRows(db, 'renamed')).toBeGreaterThan(0);
+      await withClient(db, (c) => c.query('ALTER TABLE customers RENAME TO customers_old'));
+      const run = await done;
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(run.stderr).not.toContain('unexpected error');
+      expect(run.stderr).toContain('table-not-found');
+      expect(run.stderr).toContain('--run-id renamed');
+      expect(run.code).toBe(2);
+    } finally {
+      env.sandbox.setFaults({});
+    }
+    await withClient(db, (c) => c.query('ALTER TABLE customers_old RENAME TO customers'));
+    const resumed = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'renamed', '--batch-size', '20', '--workers', '1']));
+    expect(resumed.code).toBe(0);
+    expect(summaryOf(resumed)).toMatchObject({ state: 'done' });
+    expect(await resultRows(db, 'renamed')).toBe(400);
+  }, 90_000);
+});
