@@ -72,12 +72,15 @@ export async function readRunDetails(client: pg.Client, runId: string): Promise<
     [runId],
   );
 
+  // Failures: rows the platform could not answer or the local checks refused, and accepted rows
+  // the table could not take (a correction too long for its column, a constraint refusing it).
   const failed = await client.query<{ code: string; n: number; ids: string[] | null; keys: string[]; messages: (string | null)[] }>(
     `SELECT COALESCE(error->>'code', status) AS code, count(*)::int AS n,
             (array_agg(DISTINCT request_id) FILTER (WHERE request_id IS NOT NULL))[1:${REQUEST_IDS}] AS ids,
             (array_agg(row_key ORDER BY row_key))[1:${EXAMPLES}] AS keys,
             (array_agg(error->>'message' ORDER BY row_key))[1:${EXAMPLES}] AS messages
-       FROM ${S}.results WHERE run_id = $1 AND status IN ('unavailable', 'invalid-input') GROUP BY 1 ORDER BY 2 DESC, 1`,
+       FROM ${S}.results WHERE run_id = $1 AND (status IN ('unavailable', 'invalid-input') OR (outcome = 'kept' AND status = 'accepted' AND error IS NOT NULL))
+      GROUP BY 1 ORDER BY 2 DESC, 1`,
     [runId],
   );
   const failures: CodeGroup[] = failed.rows.map((r) => ({

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanseArgs, createCustomers, rowTexts, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
@@ -82,6 +85,13 @@ describe('dq-pg and rows the table refuses to take', () => {
     const after = await rowTexts(db);
     for (const r of refused) expect(after.get(r.row_key)).toBe(original.get(r.row_key));
     expect(summaryOf(run)['written'] as number).toBeGreaterThan(0);
+    // The run report lists them with the failures, by code, with the reason.
+    const html = join(mkdtempSync(join(tmpdir(), 'dq-pg-refused-')), 'run.html');
+    const report = await runCli(['report', '--db', db, '--run', 'checked', '--output', html]);
+    expect(report.code).toBe(0);
+    const page = readFileSync(html, 'utf8');
+    expect(page).toContain('write-refused');
+    expect(page).toContain('short_street');
   }, 60_000);
 
   it('rollback: rows whose old values a CHECK constraint added since refuses are left and named as conflicts (exit 4), every other row restored', async () => {
