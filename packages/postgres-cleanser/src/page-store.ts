@@ -233,11 +233,22 @@ export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording, 
   // bookkeeping.ts. Every row updated is audited, status columns included: a status column's new
   // value is the text of what the UPDATE stored (RETURNING shows the new row).
   const before = `ARRAY[${[...columns.map((_, i) => `v.o${i}`), ...target.status.map((_, i) => `v.s${i}`)].join(', ')}]::text[]`;
-  const after = `ARRAY[${[...columns.map((_, i) => `COALESCE(v.n${i}, v.o${i})`), ...target.status.map((_, i) => `u.s${i}`)].join(', ')}]::text[]`;
+  // A mapped column's `after` is the value sent, unless the row's own trigger stored another (a
+  // BEFORE UPDATE trigger that upper-cases, trims, …): then what the row holds, as RETURNING shows
+  // it, so that the audit, the rollback's guard and the known rows match the row.
+  const sent = (i: number): string => `COALESCE(v.n${i}, v.o${i})`;
+  const stored = (c: (typeof columns)[number], i: number): string =>
+    `CASE WHEN u.k IS NOT NULL AND u.c${i} IS DISTINCT FROM ${sent(i)}::${c.type} THEN u.c${i}::text ELSE ${sent(i)} END`;
+  const after = `ARRAY[${[...columns.map((c, i) => stored(c, i)), ...target.status.map((_, i) => `u.s${i}`)].join(', ')}]::text[]`;
   // A conflict is a row that was to be updated and was not: it no longer held the values read.
   const conflictCount = '(SELECT count(*) FROM v WHERE v.nw) - (SELECT count(*) FROM upd)';
   const conflictRows = 'v.nw AND NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = v.k)';
-  const returned = ['t.' + key.quoted + ' AS k', 'v.w AS w', ...target.status.map((s, i) => `t.${s.quoted}::text AS s${i}`)].join(', ');
+  const returned = [
+    't.' + key.quoted + ' AS k',
+    'v.w AS w',
+    ...target.status.map((s, i) => `t.${s.quoted}::text AS s${i}`),
+    ...columns.map((c, i) => `t.${c.quoted} AS c${i}`),
+  ].join(', ');
   // The rows recorded as known, and the results rows that keep their `after` values.
   const recorded = recordKnown === 'decided' ? `NOT (${conflictRows})` : 'u.k IS NOT NULL';
   const knownRows = recordKnown === 'decided' ? `v LEFT JOIN upd u ON u.k = v.k WHERE ${recorded}` : 'wr';
