@@ -82,6 +82,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   const progress = emptyProgress();
   const reused = emptyTally();
   const conflictKeys: string[] = [];
+  const notWritten = { count: 0, keys: [] as string[] };
   const client = await connect(db);
   const connections: pg.Client[] = [];
   const slots: WorkerSlot[] = [];
@@ -171,6 +172,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       ...rounded(),
       runId: run.runId,
       dryRun: false,
+      notWritten: notWritten.count,
+      notWrittenKeys: notWritten.keys,
       state,
       exitCode,
       ...(error ? { error } : {}),
@@ -180,7 +183,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
 
     engine = await makeEngine();
     const processId = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
-    const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, reused, conflictKeys, logger, options };
+    const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, reused, conflictKeys, notWritten, logger, options };
     // Each range worker gets connections of its own: one holding its claim, one reading, one writing
     // (the first worker writes on `client`). Opened before any range is claimed.
     for (let i = 0; i < workers; i += 1) {

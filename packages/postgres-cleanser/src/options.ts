@@ -110,6 +110,13 @@ export interface CleanseSummary extends CleanseProgress {
   exitCode: number;
   /** Keys of rows not written because someone changed them after they were read (first 100). */
   conflictKeys: string[];
+  /**
+   * Accepted rows of this process the table could not take: a correction longer than its column
+   * (`value-too-long`) or refused by a constraint or trigger (`write-refused`); left as they are.
+   */
+  notWritten: number;
+  /** Their keys (first 100); the reasons are in `dq_cleanse.results.error`. */
+  notWrittenKeys: string[];
   error?: { code: string; message: string; requestId?: string };
   /** The rate budget this process used (shared or local) and its billable calls against --max-calls. */
   budget?: BudgetReport;

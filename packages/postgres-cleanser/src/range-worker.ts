@@ -36,6 +36,8 @@ export interface WorkContext {
   /** Rows of this process answered from what an earlier run wrote to them (no call, no write). */
   reused: ReusedTally;
   conflictKeys: string[];
+  /** Rows the table could not take (see CleanseSummary.notWritten), shared like `conflictKeys`. */
+  notWritten: { count: number; keys: string[] };
   logger: Logger;
   options: CleanseOptions;
   /** True once the process is stopping (interrupt, or another worker of it halted or failed). */
@@ -137,6 +139,10 @@ export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<
         keys: res.locked.slice(0, 20),
         count: res.locked.length,
       });
+    for (const k of [...plan.unfit.map((u) => u.key), ...res.refused.map((r) => r.key)]) {
+      ctx.notWritten.count += 1;
+      if (ctx.notWritten.keys.length < MAX_CONFLICT_KEYS) ctx.notWritten.keys.push(k);
+    }
     if (res.refused.length > 0)
       ctx.logger.warn('rows whose corrected values the table refused (constraint, trigger) were not written', {
         runId: ctx.runId,

@@ -35,6 +35,9 @@ describe('dq-pg and columns of a declared length', () => {
       return { unfit: u.rows, written: w.rows[0]!.n };
     });
     expect(unfit.length).toBeGreaterThan(0);
+    // Counted and listed in the summary, beside the conflicts.
+    expect(summary['notWritten']).toBe(unfit.length);
+    expect([...(summary['notWrittenKeys'] as string[])].sort()).toEqual(unfit.map((r) => r.row_key).sort());
     expect(written).toBe(summary['written']);
     const after = await rowTexts(db);
     for (const r of unfit) {

@@ -60,6 +60,8 @@ describe('dq-pg and rows the table refuses to take', () => {
     expect(summaryOf(run)).toMatchObject({ state: 'done' });
     const refused = await refusals(db, 'unique');
     expect(refused.length).toBeGreaterThan(0);
+    expect(summaryOf(run)['notWritten']).toBe(refused.length);
+    expect([...(summaryOf(run)['notWrittenKeys'] as string[])].sort()).toEqual(refused.map((r) => r.row_key).sort());
     const after = await rowTexts(db);
     for (const r of refused) {
       expect(after.get(r.row_key)).toBe(original.get(r.row_key));
