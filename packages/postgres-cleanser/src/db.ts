@@ -108,3 +108,13 @@ export async function inTransaction<T>(client: pg.Client, fn: () => Promise<T>):
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
+
+/**
+ * SQL: whether the column value `held` is exactly `value` (text, cast to the column's `type`),
+ * character for character: both as text under collation "C", so that a `citext` column or a
+ * case-insensitive collation does not take `Berlin` for `BERLIN` (an edit since the read would be
+ * overwritten), while `char(n)` padding still compares as the type does (its text drops it).
+ */
+export function holdsExactly(held: string, value: string, type: string): string {
+  return `(${held})::text COLLATE "C" IS NOT DISTINCT FROM (${value})::${type}::text COLLATE "C"`;
+}

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { RANGE_TAKEN, STATE_SCHEMA } from './bookkeeping.js';
 import type { TargetTable } from './preflight.js';
+import { holdsExactly } from './db.js';
 import type { SourceRow } from './row-values.js';
 import { CleanseError, isConnectionLoss } from './errors.js';
 
@@ -98,7 +99,7 @@ export function pageReadSql(target: TargetTable, where: string | undefined, lowe
     ...target.status.map((s, i) => `${t}.${s.quoted}::text AS s${i}`),
   ].join(', ');
   const outer = ['p.dq_key', ...target.columns.map((_, i) => `p.c${i}`), ...target.status.map((_, i) => `p.s${i}`)].join(', ');
-  const same = target.columns.map((c, i) => `p.c${i} IS NOT DISTINCT FROM r.after[${i + 1}]::${c.type}`).join(' AND ');
+  const same = target.columns.map((c, i) => holdsExactly(`p.c${i}`, `r.after[${i + 1}]`, c.type)).join(' AND ');
   // Two lateral probes, each by the whole primary key of its table; LIMIT 1 keeps the planner from
   // flattening them into a join it might hash over the whole table, so the plan stays index
   // probes per row of the page whatever the statistics (the harness runs without autovacuum).
@@ -210,8 +211,8 @@ export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording, 
     names.push(`s${i}`);
   });
   const guard = [
-    ...columns.map((c, i) => `t.${c.quoted} IS NOT DISTINCT FROM v.o${i}::${c.type}`),
-    ...target.status.map((s, i) => `t.${s.quoted} IS NOT DISTINCT FROM v.s${i}::${s.type}`),
+    ...columns.map((c, i) => holdsExactly(`t.${c.quoted}`, `v.o${i}`, c.type)),
+    ...target.status.map((s, i) => holdsExactly(`t.${s.quoted}`, `v.s${i}`, s.type)),
   ].join(' AND ');
   // The answer's own check time (from the result store it is that of the call that bought it).
   const checked = `$${firstStatus + target.status.length}::timestamptz[]`;
@@ -238,7 +239,7 @@ export function pageWriteSql(target: TargetTable, recordKnown?: KnownRecording, 
   // it, so that the audit, the rollback's guard and the known rows match the row.
   const sent = (i: number): string => `COALESCE(v.n${i}, v.o${i})`;
   const stored = (c: (typeof columns)[number], i: number): string =>
-    `CASE WHEN u.k IS NOT NULL AND u.c${i} IS DISTINCT FROM ${sent(i)}::${c.type} THEN u.c${i}::text ELSE ${sent(i)} END`;
+    `CASE WHEN u.k IS NOT NULL AND NOT ${holdsExactly(`u.c${i}`, sent(i), c.type)} THEN u.c${i}::text ELSE ${sent(i)} END`;
   const after = `ARRAY[${[...columns.map((c, i) => stored(c, i)), ...target.status.map((_, i) => `u.s${i}`)].join(', ')}]::text[]`;
   // A conflict is a row that was to be updated and was not: it no longer held the values read.
   const conflictCount = '(SELECT count(*) FROM v WHERE v.nw) - (SELECT count(*) FROM upd)';

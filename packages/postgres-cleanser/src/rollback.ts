@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
-import { connect, dbTarget, inTransaction } from './db.js';
+import { connect, dbTarget, holdsExactly, inTransaction } from './db.js';
 import { CleanseError, connectionLost, usageError } from './errors.js';
 import { inspectTable } from './preflight.js';
 import { holdRunAlone } from './runs.js';
@@ -49,7 +49,7 @@ export interface AuditedColumn {
 export function rollbackSql(target: Pick<TargetTable, 'key' | 'qualified'> & { columns: readonly AuditedColumn[] }): string {
   const { key, qualified, columns } = target;
   const set = columns.map((c, i) => `${c.quoted} = a.before[${i + 1}]::${c.type}`).join(', ');
-  const guard = columns.map((c, i) => `t.${c.quoted} IS NOT DISTINCT FROM a.after[${i + 1}]::${c.type}`).join(' AND ');
+  const guard = columns.map((c, i) => holdsExactly(`t.${c.quoted}`, `a.after[${i + 1}]`, c.type)).join(' AND ');
   return `WITH a AS (
   SELECT row_key, before, after FROM ${STATE_SCHEMA}.results
    WHERE run_id = $1 AND ($2::text IS NULL OR row_key > $2) AND before IS NOT NULL AND rollback IS DISTINCT FROM 'restored'
@@ -155,7 +155,7 @@ async function refusedRestores(
 ): Promise<{ key: string; reason: string }[]> {
   const { key, qualified, columns } = target;
   const set = columns.map((c, i) => `${c.quoted} = ($2::text[])[${i + 1}]::${c.type}`).join(', ');
-  const guard = columns.map((c, i) => `${c.quoted} IS NOT DISTINCT FROM ($3::text[])[${i + 1}]::${c.type}`).join(' AND ');
+  const guard = columns.map((c, i) => holdsExactly(c.quoted, `($3::text[])[${i + 1}]`, c.type)).join(' AND ');
   const probe = `UPDATE ${qualified} SET ${set} WHERE ${key.quoted} = $1::${key.type} AND ${guard}`;
   const refused: { key: string; reason: string }[] = [];
   await client.query('BEGIN');
