@@ -61,8 +61,16 @@ export async function readManifest(target: string): Promise<Manifest> {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return emptyManifest();
     throw e;
   }
-  const parsed = manifestSchema.safeParse(JSON.parse(text));
-  if (!parsed.success) throw new Error(`${path} is not a dq-refdata manifest (${parsed.error.issues[0]?.message ?? 'invalid'}); move it away to start afresh`);
+  const afresh = 'move it away to start afresh (reference-data files on disk that match the server checksums are kept, not downloaded again)';
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    // Cut short or hand-edited: name the file, not just a position in some JSON.
+    throw new Error(`${path} is not a dq-refdata manifest (not JSON: ${(e as Error).message}); ${afresh}`, { cause: e });
+  }
+  const parsed = manifestSchema.safeParse(json);
+  if (!parsed.success) throw new Error(`${path} is not a dq-refdata manifest (${parsed.error.issues[0]?.message ?? 'invalid'}); ${afresh}`);
   return parsed.data;
 }
 

@@ -116,6 +116,25 @@ describe('dq-refdata command line', () => {
     expect(noTarget.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
 
+  it('sync, verify and status name a manifest.json cut short (not JSON) and say what to do, without a stack trace', async () => {
+    const target = freshTarget();
+    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    const manifest = join(target, 'manifest.json');
+    writeFileSync(manifest, readFileSync(manifest, 'utf8').slice(0, 300)); // as a crash of an editor leaves it
+    for (const args of [
+      ['sync', ...flags(target)],
+      ['verify', '--target', target],
+      ['status', '--target', target],
+    ]) {
+      const r = await run(args, { DQ_API_KEY: DEFAULT_API_KEY });
+      expect(r.code, args[0]).toBe(1);
+      expect(r.stderr, args[0]).toContain(`${manifest} is not a dq-refdata manifest (not JSON:`);
+      expect(r.stderr, args[0]).toContain('move it away to start afresh');
+      expect(r.stderr, args[0]).not.toMatch(/\n\s+at /);
+      expect(JSON.parse(r.stdout), args[0]).toMatchObject({ command: args[0], exitCode: 1 });
+    }
+  });
+
   it('records manifest paths relative to a target given as ./dir, so verify finds every file (regression)', async () => {
     const target = freshTarget();
     const rel = ['./' + basename(target)];
