@@ -41,6 +41,9 @@ export interface DescribeOutcome {
 const cacheSchema = z.object({ fetchedAt: z.string(), realtimeUrl: z.string(), description: PhoneDescribeSchema });
 type CacheFile = z.infer<typeof cacheSchema>;
 
+/** How far a cache's fetch time may lie ahead of this machine's clock and still count as fresh. */
+const MAX_CLOCK_SKEW_MS = 60_000;
+
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `500ms`, `30s`, `15m`, `12h`, `1d`, or a bare number of seconds → ms. */
@@ -82,7 +85,11 @@ export async function describePhone(o: DescribeOptions): Promise<DescribeOutcome
   const now = o.now ?? Date.now;
   const cached = await readCache(o.cacheFile, o.realtimeUrl);
   const age = (c: CacheFile) => Math.max(0, now() - Date.parse(c.fetchedAt));
-  if (cached !== undefined && age(cached) <= o.maxAgeMs) {
+  // A fetch time later than now (beyond clock skew between machines sharing the cache) means the
+  // clock was put back or the file was copied or edited: it says nothing about freshness, so the
+  // service is asked (the entry still serves as a stale cache if the service fails).
+  const fresh = (c: CacheFile) => Date.parse(c.fetchedAt) <= now() + MAX_CLOCK_SKEW_MS && age(c) <= o.maxAgeMs;
+  if (cached !== undefined && fresh(cached)) {
     return { source: 'cache', fetchedAt: cached.fetchedAt, ageMs: age(cached), description: cached.description };
   }
   const transport = createTransport({
@@ -94,9 +101,9 @@ export async function describePhone(o: DescribeOptions): Promise<DescribeOutcome
   });
   try {
     const res = await new PhoneClient(transport).describe(o.signal ? { signal: o.signal } : {});
-    const fresh: CacheFile = { fetchedAt: new Date(now()).toISOString(), realtimeUrl: o.realtimeUrl, description: res.data };
-    await writeCache(o.cacheFile, fresh);
-    return { source: 'service', fetchedAt: fresh.fetchedAt, ageMs: 0, description: res.data };
+    const entry: CacheFile = { fetchedAt: new Date(now()).toISOString(), realtimeUrl: o.realtimeUrl, description: res.data };
+    await writeCache(o.cacheFile, entry);
+    return { source: 'service', fetchedAt: entry.fetchedAt, ageMs: 0, description: res.data };
   } catch (e) {
     if (cached === undefined || isRunStop(e) || o.signal?.aborted) throw e;
     const warning = `phone describe service failed (${(e as { code?: string }).code ?? 'error'}): ${(e as Error).message}; using the cached description from ${cached.fetchedAt}`;
