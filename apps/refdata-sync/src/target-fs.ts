@@ -1,0 +1,45 @@
+/**
+ * File-system failures while writing a target, as errors that name the file and say what to do
+ * (README "Exit codes"): a full file system is exit 1 (a person frees space; the next sync keeps
+ * what was verified and resumes the part), a read-only or forbidden target exit 2 (configuration).
+ */
+import { TargetError } from './errors.js';
+
+const FULL: Readonly<Record<string, string>> = {
+  ENOSPC: 'the file system is full (ENOSPC)',
+  EDQUOT: 'the disk quota is used up (EDQUOT)',
+  EFBIG: 'the file reached the file-size limit (EFBIG: ulimit -f, or the largest file of its file system)',
+};
+const NOT_WRITABLE: Readonly<Record<string, string>> = {
+  EROFS: 'the file system is read-only (EROFS)',
+  EACCES: 'permission denied (EACCES)',
+  EPERM: 'operation not permitted (EPERM)',
+};
+
+/** The {@link TargetError} for a failure writing `path`, or undefined when `error` is no such file-system error. */
+export function targetFileError(path: string, error: unknown): TargetError | undefined {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  if (typeof code !== 'string') return undefined;
+  const full = FULL[code];
+  if (full !== undefined) {
+    return new TargetError(
+      'target-full',
+      `cannot write ${path}: ${full}; free space on it (or give --target a directory on another file system), then sync again: verified files are kept and a download cut short resumes`,
+      error,
+    );
+  }
+  const denied = NOT_WRITABLE[code];
+  if (denied !== undefined) {
+    return new TargetError('target-not-writable', `cannot write ${path}: ${denied}; make the target writable for this user, or give another --target`, error);
+  }
+  return undefined;
+}
+
+/** Runs `step`, which writes `path`; a full or unwritable file system becomes a {@link TargetError} naming `path`. */
+export async function writingTo<T>(path: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (e) {
+    throw targetFileError(path, e) ?? e;
+  }
+}
