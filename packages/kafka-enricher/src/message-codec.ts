@@ -153,8 +153,21 @@ export function invalidInputReason(result: RecordResult): DlqReason {
   };
 }
 
+/**
+ * The headers to send with a message. A header value may be null in Kafka (kafkajs reads it as
+ * null), but kafkajs cannot write one (its size calculation rejects null), so the send would fail
+ * on every start and the partition never move on: such a value is written empty (README "DLQ").
+ */
 function copyHeaders(headers: IHeaders | undefined): IHeaders {
   const out: IHeaders = {};
-  for (const [name, value] of Object.entries(headers ?? {})) if (value !== undefined) out[name] = value;
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (value === undefined) continue;
+    const values: unknown = value;
+    if (values === null) out[name] = EMPTY;
+    else if (Array.isArray(values)) out[name] = values.map((v: Buffer | string | null) => v ?? EMPTY);
+    else out[name] = value;
+  }
   return out;
 }
+
+const EMPTY = Buffer.alloc(0);

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
@@ -66,5 +67,21 @@ describe('dq-kafka and the bytes of a value', () => {
     expect(dead[0]!.headers['dq-error-message']).toBe(
       `offset 1: the value is not valid UTF-8 (a malformed sequence starts at byte ${at}, 0xff), so it is not JSON text; the producer must write UTF-8`,
     );
+  }, 120_000);
+
+  it('passes on a message with a header whose value is null (written empty: kafkajs cannot write null) instead of stopping at it on every start', async () => {
+    const [input, output, dlq, group] = [uniqueTopic('in'), uniqueTopic('out'), uniqueTopic('dlq'), uniqueGroup()];
+    // kafkajs cannot produce a null header value either; kcat (a librdkafka client) can: -H name without "=".
+    execFileSync('kcat', ['-P', '-b', kafka.brokers.join(','), '-t', input, '-p', '0', '-k', 'k1', '-H', 'nullh', '-H', 'empty=', '-H', 'x=1'], {
+      input: `${JSON.stringify({ id: 1, address })}\n`,
+    });
+    await produce(kafka.brokers, input, [{ key: 'k2', value: JSON.stringify({ id: 2, address }), partition: 0 }]);
+    run = spawnEnricher(cliArgs(kafka.brokers, { input, output, dlq, group }), sandbox.env());
+    const outs = await readTopic(kafka.brokers, output, (all) => all.length >= 2, 30_000);
+    expect(run.stdout(), run.stderr().slice(-2000)).toBe(''); // still running: no summary line yet
+    expect(outs.map((o) => o.key)).toEqual(['k1', 'k2']);
+    expect(outs[0]!.headers).toEqual({ nullh: '', empty: '', x: '1' });
+    run.child.kill('SIGTERM');
+    expect(await run.exited, run.stderr()).toEqual({ code: 0, signal: null });
   }, 120_000);
 });
