@@ -69,6 +69,14 @@ export async function verifyTarget(target: string): Promise<VerifySummary> {
   }
   if (manifest.current !== null && out.current !== manifest.current) {
     out.problems.push({ path: 'current', problem: 'current-pointer', detail: `points to ${out.current ?? 'nothing'}, manifest says ${manifest.current}` });
+  } else if (out.current !== undefined && manifest.versions[out.current]?.completedAt == null) {
+    // A version the manifest does not list (or lists as unfinished) has nothing to check its files against.
+    const what = manifest.versions[out.current] === undefined ? `which ${MANIFEST_FILE} does not list` : `which ${MANIFEST_FILE} lists as not complete`;
+    out.problems.push({
+      path: 'current',
+      problem: 'current-pointer',
+      detail: `points to ${out.current}, ${what}: none of its files can be checked; run dq-refdata sync (files whose content matches the server's checksums are kept, not downloaded again)`,
+    });
   }
   out.ok = out.problems.length === 0;
   return out;

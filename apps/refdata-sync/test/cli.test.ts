@@ -135,6 +135,21 @@ describe('dq-refdata command line', () => {
     }
   });
 
+  it('verify fails when the version current points to is not listed in the manifest (hand-edited), instead of passing with nothing checked', async () => {
+    const target = freshTarget();
+    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    const path = join(target, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(path, 'utf8'));
+    delete manifest.versions['2026-11-01'];
+    writeFileSync(path, JSON.stringify(manifest));
+    const r = await run(['verify', '--target', target]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, checked: 0, problems: [{ path: 'current', problem: 'current-pointer' }] });
+    expect(r.stderr).toContain(
+      'current: current-pointer (points to 2026-11-01, which manifest.json does not list: none of its files can be checked; run dq-refdata sync',
+    );
+  });
+
   it('records manifest paths relative to a target given as ./dir, so verify finds every file (regression)', async () => {
     const target = freshTarget();
     const rel = ['./' + basename(target)];
