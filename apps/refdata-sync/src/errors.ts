@@ -11,6 +11,8 @@ const RefdataErrorBase = defineErrorCodes('dq-refdata', {
   'target-full': { exit: ExitCode.UNEXPECTED },
   /** the target cannot be written (read-only file system, permissions): configuration */
   'target-not-writable': { exit: ExitCode.USAGE },
+  /** the sync was stopped (SIGTERM, SIGINT, an aborted signal): run it again, it resumes */
+  interrupted: { exit: ExitCode.TEMPFAIL },
 });
 
 /** Bad flags, config or path combinations: nothing was requested (exit code 2). */
@@ -34,5 +36,13 @@ export class TargetError extends RefdataErrorBase {
   override name = 'TargetError';
   constructor(code: 'target-full' | 'target-not-writable', message: string, cause: unknown) {
     super(code, message, { cause });
+  }
+}
+
+/** The sync was stopped by its signal (SIGTERM, SIGINT); the next sync resumes (exit code 75). */
+export class InterruptedError extends RefdataErrorBase {
+  override name = 'InterruptedError';
+  constructor(message: string, cause: unknown) {
+    super('interrupted', message, { cause });
   }
 }

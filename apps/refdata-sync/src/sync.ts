@@ -17,7 +17,7 @@ import { sha512OfFile, sizeOf } from './fs-sync.js';
 import { UsageError } from './errors.js';
 import { acquireLock, LOCK_FILE } from './lock.js';
 import { readManifest, upsertFile, writeManifest, type Manifest, type ManifestFile, type ManifestVersion } from './manifest.js';
-import { writingTo } from './target-fs.js';
+import { interrupted, writingTo } from './target-fs.js';
 
 /** A data artifact of the subscription. */
 interface PlannedArtifact {
@@ -174,6 +174,8 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
     await lock.release();
   }
   if (error === undefined && s.failures.length > 0) error = s.failures[0]?.cause;
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  if (signal?.aborted && (code === 'aborted' || code === 'interrupted')) error = interrupted(signal, error);
   const changed = s.downloaded.length > 0 || s.removedVersions.length > 0 || s.previous !== s.version || s.installer?.changed === true;
   s.status = error !== undefined ? 'failed' : changed ? 'updated' : 'up-to-date';
   s.durationMs = Date.now() - started;

@@ -3,7 +3,7 @@
  * (README "Exit codes"): a full file system is exit 1 (a person frees space; the next sync keeps
  * what was verified and resumes the part), a read-only or forbidden target exit 2 (configuration).
  */
-import { TargetError } from './errors.js';
+import { InterruptedError, TargetError } from './errors.js';
 
 const FULL: Readonly<Record<string, string>> = {
   ENOSPC: 'the file system is full (ENOSPC)',
@@ -35,11 +35,29 @@ export function targetFileError(path: string, error: unknown): TargetError | und
   return undefined;
 }
 
-/** Runs `step`, which writes `path`; a full or unwritable file system becomes a {@link TargetError} naming `path`. */
+/**
+ * Runs `step`, which writes `path`; a full or unwritable file system becomes a {@link TargetError}
+ * naming `path`, a stop by the caller's signal an {@link InterruptedError} naming it.
+ */
 export async function writingTo<T>(path: string, step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (e) {
+    if ((e as { code?: unknown } | null | undefined)?.code === 'aborted') throw new InterruptedError(`while writing ${path}`, e);
     throw targetFileError(path, e) ?? e;
   }
+}
+
+/**
+ * The error a sync stopped by `signal` ends with: why it stopped, where, and that the next sync
+ * resumes (a part stays beside its file, verified files are kept).
+ */
+export function interrupted(signal: AbortSignal, error: unknown): InterruptedError {
+  const reason: unknown = signal.reason;
+  const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
+  const where = error instanceof InterruptedError ? ` ${error.message}` : '';
+  return new InterruptedError(
+    `sync interrupted (${why})${where}; run dq-refdata sync again: verified files are kept and a download cut short resumes from its part`,
+    error,
+  );
 }

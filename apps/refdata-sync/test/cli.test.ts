@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -148,6 +148,26 @@ describe('dq-refdata command line', () => {
     expect(r.stderr).toContain(
       'current: current-pointer (points to 2026-11-01, which manifest.json does not list: none of its files can be checked; run dq-refdata sync',
     );
+  });
+
+  it('SIGTERM during a sync: exit 75 saying it was interrupted by SIGTERM and that the next sync resumes', async () => {
+    const target = freshTarget();
+    sandbox.setFaults({ download: { latencyMs: 3000 } });
+    try {
+      const child = spawn(process.execPath, [BIN, ...['sync', ...flags(target)]], { env: { PATH: process.env['PATH'] ?? '', DQ_API_KEY: DEFAULT_API_KEY } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      await new Promise((r) => setTimeout(r, 1000)); // asking for version.txt, which the sandbox delays
+      child.kill('SIGTERM');
+      const code = await new Promise((r) => child.once('close', r));
+      expect(code, stderr).toBe(75);
+      expect(stderr).toContain('sync interrupted (received SIGTERM); run dq-refdata sync again: verified files are kept and a download cut short resumes');
+      expect(JSON.parse(stdout)).toMatchObject({ status: 'failed', exitCode: 75, code: 'interrupted' });
+    } finally {
+      sandbox.setFaults({});
+    }
   });
 
   it('records manifest paths relative to a target given as ./dir, so verify finds every file (regression)', async () => {
