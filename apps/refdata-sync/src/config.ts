@@ -61,7 +61,7 @@ const list = z.union([
 
 /** The config file's shape; flags use the same names in kebab-case. */
 export const syncConfigSchema = z.strictObject({
-  downloadUrl: z.url(),
+  downloadUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://download.example.com' }),
   apiKey: z.string().min(1),
   target: z.string().min(1),
   products: list.pipe(z.array(z.enum(DATA_PRODUCTS)).min(1)),

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Sandbox } from '@dq/sandbox';
@@ -211,5 +211,29 @@ describe('dq-refdata command line', () => {
     });
     const cached = await run(['phone-describe', '--realtime-url', sandbox.url, '--target', target], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(JSON.parse(cached.stdout)).toMatchObject({ source: 'cache' });
+  });
+
+  it('a --realtime-url or --download-url that is not an http(s) URL is bad usage naming it (exit 2), for the flag and the variable', async () => {
+    for (const [args, env] of [
+      [['--realtime-url', 'not-a-url'], {}],
+      [['--realtime-url', 'ftp://example.com'], {}],
+      [[], { DQ_REALTIME_URL: 'localhost:8080' }],
+    ] as const) {
+      const r = await run(['phone-describe', ...args, '--cache', join(dirname(freshTarget()), 'c.json')], { DQ_API_KEY: DEFAULT_API_KEY, ...env });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(
+        /--realtime-url \(or DQ_REALTIME_URL\) must be an http\(s\) URL such as https:\/\/api\.example\.com; got "(not-a-url|ftp:\/\/example\.com|localhost:8080)"/,
+      );
+      expect(JSON.parse(r.stdout)).toMatchObject({ command: 'phone-describe', exitCode: 2, code: 'usage' });
+    }
+    const requests = downloadRequests(sandbox);
+    for (const url of ['localhost:8080', 'ftp://example.com']) {
+      const target = freshTarget();
+      const r = await run(['sync', ...flags(target).map((f) => (f === sandbox.url ? url : f))], { DQ_API_KEY: DEFAULT_API_KEY });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain('invalid sync configuration: downloadUrl: must be an http(s) URL such as https://download.example.com');
+      expect(existsSync(target)).toBe(false); // refused before the target was touched
+    }
+    expect(downloadRequests(sandbox)).toBe(requests);
   });
 });
