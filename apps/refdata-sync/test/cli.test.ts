@@ -152,14 +152,15 @@ describe('dq-refdata command line', () => {
 
   it('SIGTERM during a sync: exit 75 saying it was interrupted by SIGTERM and that the next sync resumes', async () => {
     const target = freshTarget();
-    sandbox.setFaults({ download: { latencyMs: 3000 } });
+    sandbox.setFaults({ download: { latencyMs: 10_000 } });
     try {
       const child = spawn(process.execPath, [BIN, ...['sync', ...flags(target)]], { env: { PATH: process.env['PATH'] ?? '', DQ_API_KEY: DEFAULT_API_KEY } });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-      await new Promise((r) => setTimeout(r, 1000)); // asking for version.txt, which the sandbox delays
+      // Signalled once it is asking for version.txt, which the sandbox holds back.
+      while ((sandbox.stats().concurrent['download']?.now ?? 0) === 0) await new Promise((r) => setTimeout(r, 50));
       child.kill('SIGTERM');
       const code = await new Promise((r) => child.once('close', r));
       expect(code, stderr).toBe(75);
