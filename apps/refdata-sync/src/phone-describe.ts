@@ -3,13 +3,13 @@
  * with its fetch time; served from the cache within `--max-age`, refreshed after it, and taken from
  * a stale cache (with a warning) when the service fails.
  */
-import { open, readFile, rename, mkdir } from 'node:fs/promises';
+import { open, readFile, rename, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { PhoneClient, createTransport, isRunStop } from '@dq/core';
 import { PhoneDescribeSchema } from '@dq/core/schemas';
 import type { Logger, PhoneDescribe, RetryOptions } from '@dq/core';
 import { z } from 'zod';
-import { UsageError } from './errors.js';
+import { TargetError, UsageError } from './errors.js';
 
 /** Options of {@link describePhone}. */
 export interface DescribeOptions {
@@ -65,14 +65,39 @@ async function readCache(file: string, realtimeUrl: string): Promise<CacheFile |
 async function writeCache(file: string, content: CacheFile): Promise<void> {
   await mkdir(dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'w');
   try {
-    await fh.writeFile(JSON.stringify(content));
-    await fh.sync();
-  } finally {
-    await fh.close();
+    const fh = await open(tmp, 'w');
+    try {
+      await fh.writeFile(JSON.stringify(content));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, file);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
   }
-  await rename(tmp, file);
+}
+
+const CACHE_FULL = new Set(['ENOSPC', 'EDQUOT', 'EFBIG']);
+
+/** Why the cache file could not be written, naming it and what to do; other errors unchanged. */
+function cacheWriteError(file: string, e: unknown): unknown {
+  const code = (e as { code?: unknown } | null | undefined)?.code;
+  if (typeof code !== 'string') return e;
+  const what = `cannot write the phone-describe cache ${file}`;
+  const advice = 'give --cache (or --target) a file in a writable folder, then run again';
+  if (CACHE_FULL.has(code)) return new TargetError('target-full', `${what}: the file system is full (${code}); free space or ${advice}`, e);
+  const why =
+    code === 'EEXIST' || code === 'ENOTDIR'
+      ? `a part of its path is not a folder (${code})`
+      : code === 'EISDIR'
+        ? `it is a folder (${code})`
+        : code === 'EROFS' || code === 'EACCES' || code === 'EPERM'
+          ? `not writable (${code})`
+          : undefined;
+  return why === undefined ? e : new TargetError('target-not-writable', `${what}: ${why}; the description was fetched but not kept; ${advice}`, e);
 }
 
 /**
@@ -102,7 +127,9 @@ export async function describePhone(o: DescribeOptions): Promise<DescribeOutcome
   try {
     const res = await new PhoneClient(transport).describe(o.signal ? { signal: o.signal } : {});
     const entry: CacheFile = { fetchedAt: new Date(now()).toISOString(), realtimeUrl: o.realtimeUrl, description: res.data };
-    await writeCache(o.cacheFile, entry);
+    await writeCache(o.cacheFile, entry).catch((e: unknown) => {
+      throw cacheWriteError(o.cacheFile, e);
+    });
     return { source: 'service', fetchedAt: entry.fetchedAt, ageMs: 0, description: res.data };
   } catch (e) {
     if (cached === undefined || isRunStop(e) || o.signal?.aborted) throw e;

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Sandbox } from '@dq/sandbox';
@@ -212,6 +212,20 @@ describe('dq-refdata command line', () => {
     });
     const cached = await run(['phone-describe', '--realtime-url', sandbox.url, '--target', target], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(JSON.parse(cached.stdout)).toMatchObject({ source: 'cache' });
+  });
+
+  it('phone-describe: a --cache that cannot be written is named with what to do (exit 2), not a bare EEXIST', async () => {
+    const file = join(dirname(freshTarget()), 'a-file');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, 'x');
+    const cache = join(file, 'phone-describe.json');
+    const r = await run(['phone-describe', '--realtime-url', sandbox.url, '--cache', cache], { DQ_API_KEY: DEFAULT_API_KEY });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/cannot write the phone-describe cache .*: a part of its path is not a folder \((EEXIST|ENOTDIR)\)/);
+    expect(r.stderr).toContain(cache);
+    expect(r.stderr).toContain('give --cache (or --target) a file in a writable folder');
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(JSON.parse(r.stdout)).toMatchObject({ command: 'phone-describe', exitCode: 2, code: 'target-not-writable' });
   });
 
   it('a --realtime-url or --download-url that is not an http(s) URL is bad usage naming it (exit 2), for the flag and the variable', async () => {
