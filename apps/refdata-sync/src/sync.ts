@@ -131,6 +131,11 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
     durationMs: 0,
   };
   let error: unknown;
+  if (planned.length === 0) {
+    // Nothing would be fetched: syncing would switch `current` to an empty version and report success.
+    const e = new UsageError(`nothing to download: the contract offers none of ${notOffered.join(', ')}; check --products and --countries`);
+    return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: e };
+  }
   let lock;
   try {
     await makeTarget(target);

@@ -152,7 +152,7 @@ describe('dq-refdata command line', () => {
 
   it('SIGTERM during a sync: exit 75 saying it was interrupted by SIGTERM and that the next sync resumes', async () => {
     const target = freshTarget();
-    sandbox.setFaults({ download: { latencyMs: 10_000 } });
+    sandbox.setFaults({ download: { latencyMs: 4000 } });
     try {
       const child = spawn(process.execPath, [BIN, ...['sync', ...flags(target)]], { env: { PATH: process.env['PATH'] ?? '', DQ_API_KEY: DEFAULT_API_KEY } });
       let stdout = '';
@@ -168,6 +168,8 @@ describe('dq-refdata command line', () => {
       expect(JSON.parse(stdout)).toMatchObject({ status: 'failed', exitCode: 75, code: 'interrupted' });
     } finally {
       sandbox.setFaults({});
+      // The held-back request ends (and is counted) only after its delay: let it, so later tests count only their own.
+      while ((sandbox.stats().concurrent['download']?.now ?? 0) > 0) await new Promise((r) => setTimeout(r, 50));
     }
   });
 
@@ -226,6 +228,28 @@ describe('dq-refdata command line', () => {
     expect(r.stderr).toContain('give --cache (or --target) a file in a writable folder');
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(JSON.parse(r.stdout)).toMatchObject({ command: 'phone-describe', exitCode: 2, code: 'target-not-writable' });
+  });
+
+  it('a country that is no ISO code (de, XX), or a subscription with nothing offered, is refused before any request (exit 2), not synced as an empty version with exit 0', async () => {
+    const requests = downloadRequests(sandbox);
+    const cases = [
+      { countries: 'DE,de', products: 'post', says: 'countries: "de" must be an upper-case ISO 3166-1 alpha-2 code, WORLD or one of INT_' },
+      { countries: 'XX', products: 'post,phone', says: 'countries: "XX" must be an upper-case ISO 3166-1 alpha-2 code' },
+      {
+        countries: 'INT_EUROPE',
+        products: 'autocompletion,phone',
+        says: 'nothing to download: the contract offers none of autocompletion/INT_EUROPE, phone/INT_EUROPE',
+      },
+    ];
+    for (const c of cases) {
+      const target = freshTarget();
+      const args = flags(target).map((f, i, all) => (all[i - 1] === '--countries' ? c.countries : all[i - 1] === '--products' ? c.products : f));
+      const r = await run(['sync', ...args], { DQ_API_KEY: DEFAULT_API_KEY });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(c.says);
+      expect(existsSync(target)).toBe(false);
+    }
+    expect(downloadRequests(sandbox)).toBe(requests);
   });
 
   it('a --realtime-url or --download-url that is not an http(s) URL is bad usage naming it (exit 2), for the flag and the variable', async () => {
