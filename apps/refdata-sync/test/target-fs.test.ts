@@ -1,4 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -92,5 +94,23 @@ describe('dq-refdata sync and the target file system', () => {
       expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 2, code: 'usage' });
     }
     expect(downloadRequests(sandbox)).toBe(requests);
+  });
+
+  it('a download host that redirects (http to https, a moved host): exit 1 naming where it points and that redirects are not followed', async () => {
+    const server = createServer((req, res) => {
+      res.writeHead(301, { location: `https://moved.example.com${req.url ?? '/'}`, 'content-length': '0' });
+      res.end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const r = await run(flags(freshTarget()).map((f) => (f === sandbox.url ? url : f)));
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toContain(
+        'GET /download/v1/data/post/version.txt: the server redirects (HTTP 301) to https://moved.example.com/download/v1/data/post/version.txt; redirects are not followed (the API key would go along): use that host as the download URL',
+      );
+    } finally {
+      server.close();
+    }
   });
 });
