@@ -173,6 +173,22 @@ describe('dq-refdata command line', () => {
     }
   });
 
+  it('status on a --target that does not exist or is a file is bad usage (exit 2) saying so, as for verify, not an empty success', async () => {
+    const missing = join(dirname(freshTarget()), 'no-such-dir');
+    const file = join(dirname(freshTarget()), 'a-file');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, 'x');
+    for (const [target, says] of [
+      [missing, 'does not exist'],
+      [file, 'is not a directory'],
+    ] as const) {
+      const r = await run(['status', '--target', target]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(`--target ${target} ${says}`);
+      expect(JSON.parse(r.stdout)).toMatchObject({ command: 'status', status: 'failed', exitCode: 2 });
+    }
+  });
+
   it('records manifest paths relative to a target given as ./dir, so verify finds every file (regression)', async () => {
     const target = freshTarget();
     const rel = ['./' + basename(target)];
