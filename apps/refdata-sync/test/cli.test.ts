@@ -152,6 +152,7 @@ describe('dq-refdata command line', () => {
 
   it('SIGTERM during a sync: exit 75 saying it was interrupted by SIGTERM and that the next sync resumes', async () => {
     const target = freshTarget();
+    const counted = downloadRequests(sandbox);
     sandbox.setFaults({ download: { latencyMs: 4000 } });
     try {
       const child = spawn(process.execPath, [BIN, ...['sync', ...flags(target)]], { env: { PATH: process.env['PATH'] ?? '', DQ_API_KEY: DEFAULT_API_KEY } });
@@ -168,8 +169,10 @@ describe('dq-refdata command line', () => {
       expect(JSON.parse(stdout)).toMatchObject({ status: 'failed', exitCode: 75, code: 'interrupted' });
     } finally {
       sandbox.setFaults({});
-      // The held-back request ends (and is counted) only after its delay: let it, so later tests count only their own.
-      while ((sandbox.stats().concurrent['download']?.now ?? 0) > 0) await new Promise((r) => setTimeout(r, 50));
+      // The held-back request is counted only when its delay is over, after the client left: wait
+      // for that, so later tests count only their own requests.
+      const until = Date.now() + 10_000;
+      while (downloadRequests(sandbox) === counted && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     }
   });
 
