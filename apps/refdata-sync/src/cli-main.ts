@@ -130,9 +130,22 @@ async function sync(values: Values, apiKey: string | undefined, io: CliIo, logge
   return code;
 }
 
+/** Whether `text` is an absolute http: or https: URL (`localhost:8080` parses, as scheme `localhost:`). */
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
 async function phoneDescribe(values: Values, apiKey: string | undefined, io: CliIo, logger: Logger): Promise<number> {
   const realtimeUrl = (values['realtime-url'] as string | undefined) ?? io.env['DQ_REALTIME_URL'];
   if (!realtimeUrl) throw new UsageError('--realtime-url URL (or DQ_REALTIME_URL) is required');
+  if (!isHttpUrl(realtimeUrl)) {
+    throw new UsageError(`--realtime-url (or DQ_REALTIME_URL) must be an http(s) URL such as https://api.example.com; got ${JSON.stringify(realtimeUrl)}`);
+  }
   if (!apiKey) throw new UsageError('--api-key KEY (or DQ_API_KEY) is required');
   // Default: the user's cache folder; an empty XDG_CACHE_HOME counts as unset (XDG base directory
   // spec), as for the result store: never a relative path into the working folder.

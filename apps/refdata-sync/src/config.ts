@@ -3,7 +3,7 @@
  * platform's download path rules — before any request is made.
  */
 import { readFile } from 'node:fs/promises';
-import { DATA_PRODUCTS, DATA_RELEASES, validateSoftwarePath } from '@dq/core/schemas';
+import { DATA_PRODUCTS, DATA_RELEASES, validateDataPath, validateSoftwarePath } from '@dq/core/schemas';
 import type { Violation } from '@dq/core';
 import { z } from 'zod';
 import { UsageError } from './errors.js';
@@ -61,7 +61,7 @@ const list = z.union([
 
 /** The config file's shape; flags use the same names in kebab-case. */
 export const syncConfigSchema = z.strictObject({
-  downloadUrl: z.url(),
+  downloadUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://download.example.com' }),
   apiKey: z.string().min(1),
   target: z.string().min(1),
   products: list.pipe(z.array(z.enum(DATA_PRODUCTS)).min(1)),
@@ -112,7 +112,14 @@ export function resolveSyncConfig(raw: Record<string, unknown>): SyncConfig {
   }
   const c = parsed.data;
   const software = c.software.map(parseSoftware);
-  const violations = software.flatMap((s) => s.violations);
+  // A country the contract knows for no product (a typo such as "de") is an error, not "not offered":
+  // post takes every country, WORLD and the INT_ regions, so its rules decide.
+  const countryViolations = c.countries.flatMap((country) =>
+    validateDataPath({ product: 'post', country, release: c.release, version: '2000-01-01', artifact: `${country}_001.zip` })
+      .filter((v) => v.fieldName === 'country')
+      .map((v) => ({ fieldName: 'countries', message: `"${country}" ${v.message}` })),
+  );
+  const violations = [...countryViolations, ...software.flatMap((s) => s.violations)];
   if (violations.length > 0) {
     throw new UsageError(`refused before any request: ${violations.map((v) => `${v.fieldName}: ${v.message}`).join('; ')}`);
   }

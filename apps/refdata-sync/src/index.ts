@@ -13,7 +13,7 @@ export type { HeldLock } from './lock.js';
 export { readManifest, MANIFEST_FILE } from './manifest.js';
 export type { Manifest, ManifestFile, ManifestVersion } from './manifest.js';
 export { CURRENT_LINK, readCurrent } from './current-pointer.js';
-export { UsageError, LockHeldError } from './errors.js';
+export { UsageError, LockHeldError, TargetError, InterruptedError } from './errors.js';
 /** The exit code of a failure: core's one mapping of the README's table. */
 export { exitCodeFor } from '@dq/core';
 export { main, USAGE } from './cli-main.js';

@@ -4,9 +4,10 @@
  * atomically (temporary file, fsync, rename) after every placed file, so an interrupted sync
  * loses nothing it verified.
  */
-import { open, readFile, rename } from 'node:fs/promises';
+import { open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { writingTo } from './target-fs.js';
 
 /** Name of the manifest inside the target directory. */
 export const MANIFEST_FILE = 'manifest.json';
@@ -61,8 +62,16 @@ export async function readManifest(target: string): Promise<Manifest> {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return emptyManifest();
     throw e;
   }
-  const parsed = manifestSchema.safeParse(JSON.parse(text));
-  if (!parsed.success) throw new Error(`${path} is not a dq-refdata manifest (${parsed.error.issues[0]?.message ?? 'invalid'}); move it away to start afresh`);
+  const afresh = 'move it away to start afresh (reference-data files on disk that match the server checksums are kept, not downloaded again)';
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    // Cut short or hand-edited: name the file, not just a position in some JSON.
+    throw new Error(`${path} is not a dq-refdata manifest (not JSON: ${(e as Error).message}); ${afresh}`, { cause: e });
+  }
+  const parsed = manifestSchema.safeParse(json);
+  if (!parsed.success) throw new Error(`${path} is not a dq-refdata manifest (${parsed.error.issues[0]?.message ?? 'invalid'}); ${afresh}`);
   return parsed.data;
 }
 
@@ -70,14 +79,22 @@ export async function readManifest(target: string): Promise<Manifest> {
 export async function writeManifest(target: string, manifest: Manifest): Promise<void> {
   const path = join(target, MANIFEST_FILE);
   const tmp = `${path}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(`${JSON.stringify(manifest, null, 2)}\n`);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
+  await writingTo(path, async () => {
+    try {
+      const fh = await open(tmp, 'w');
+      try {
+        await fh.writeFile(`${JSON.stringify(manifest, null, 2)}\n`);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(tmp, path);
+    } catch (e) {
+      // A full disk must not leave a half-written temporary manifest behind.
+      await rm(tmp, { force: true });
+      throw e;
+    }
+  });
 }
 
 /** Replaces or adds `entry` (matched by path) in `list`. */

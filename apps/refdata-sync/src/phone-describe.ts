@@ -3,13 +3,13 @@
  * with its fetch time; served from the cache within `--max-age`, refreshed after it, and taken from
  * a stale cache (with a warning) when the service fails.
  */
-import { open, readFile, rename, mkdir } from 'node:fs/promises';
+import { open, readFile, rename, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { PhoneClient, createTransport, isRunStop } from '@dq/core';
 import { PhoneDescribeSchema } from '@dq/core/schemas';
 import type { Logger, PhoneDescribe, RetryOptions } from '@dq/core';
 import { z } from 'zod';
-import { UsageError } from './errors.js';
+import { TargetError, UsageError } from './errors.js';
 
 /** Options of {@link describePhone}. */
 export interface DescribeOptions {
@@ -41,6 +41,9 @@ export interface DescribeOutcome {
 const cacheSchema = z.object({ fetchedAt: z.string(), realtimeUrl: z.string(), description: PhoneDescribeSchema });
 type CacheFile = z.infer<typeof cacheSchema>;
 
+/** How far a cache's fetch time may lie ahead of this machine's clock and still count as fresh. */
+const MAX_CLOCK_SKEW_MS = 60_000;
+
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `500ms`, `30s`, `15m`, `12h`, `1d`, or a bare number of seconds → ms. */
@@ -62,14 +65,39 @@ async function readCache(file: string, realtimeUrl: string): Promise<CacheFile |
 async function writeCache(file: string, content: CacheFile): Promise<void> {
   await mkdir(dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'w');
   try {
-    await fh.writeFile(JSON.stringify(content));
-    await fh.sync();
-  } finally {
-    await fh.close();
+    const fh = await open(tmp, 'w');
+    try {
+      await fh.writeFile(JSON.stringify(content));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, file);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
   }
-  await rename(tmp, file);
+}
+
+const CACHE_FULL = new Set(['ENOSPC', 'EDQUOT', 'EFBIG']);
+
+/** Why the cache file could not be written, naming it and what to do; other errors unchanged. */
+function cacheWriteError(file: string, e: unknown): unknown {
+  const code = (e as { code?: unknown } | null | undefined)?.code;
+  if (typeof code !== 'string') return e;
+  const what = `cannot write the phone-describe cache ${file}`;
+  const advice = 'give --cache (or --target) a file in a writable folder, then run again';
+  if (CACHE_FULL.has(code)) return new TargetError('target-full', `${what}: the file system is full (${code}); free space or ${advice}`, e);
+  const why =
+    code === 'EEXIST' || code === 'ENOTDIR'
+      ? `a part of its path is not a folder (${code})`
+      : code === 'EISDIR'
+        ? `it is a folder (${code})`
+        : code === 'EROFS' || code === 'EACCES' || code === 'EPERM'
+          ? `not writable (${code})`
+          : undefined;
+  return why === undefined ? e : new TargetError('target-not-writable', `${what}: ${why}; the description was fetched but not kept; ${advice}`, e);
 }
 
 /**
@@ -82,7 +110,11 @@ export async function describePhone(o: DescribeOptions): Promise<DescribeOutcome
   const now = o.now ?? Date.now;
   const cached = await readCache(o.cacheFile, o.realtimeUrl);
   const age = (c: CacheFile) => Math.max(0, now() - Date.parse(c.fetchedAt));
-  if (cached !== undefined && age(cached) <= o.maxAgeMs) {
+  // A fetch time later than now (beyond clock skew between machines sharing the cache) means the
+  // clock was put back or the file was copied or edited: it says nothing about freshness, so the
+  // service is asked (the entry still serves as a stale cache if the service fails).
+  const fresh = (c: CacheFile) => Date.parse(c.fetchedAt) <= now() + MAX_CLOCK_SKEW_MS && age(c) <= o.maxAgeMs;
+  if (cached !== undefined && fresh(cached)) {
     return { source: 'cache', fetchedAt: cached.fetchedAt, ageMs: age(cached), description: cached.description };
   }
   const transport = createTransport({
@@ -94,9 +126,11 @@ export async function describePhone(o: DescribeOptions): Promise<DescribeOutcome
   });
   try {
     const res = await new PhoneClient(transport).describe(o.signal ? { signal: o.signal } : {});
-    const fresh: CacheFile = { fetchedAt: new Date(now()).toISOString(), realtimeUrl: o.realtimeUrl, description: res.data };
-    await writeCache(o.cacheFile, fresh);
-    return { source: 'service', fetchedAt: fresh.fetchedAt, ageMs: 0, description: res.data };
+    const entry: CacheFile = { fetchedAt: new Date(now()).toISOString(), realtimeUrl: o.realtimeUrl, description: res.data };
+    await writeCache(o.cacheFile, entry).catch((e: unknown) => {
+      throw cacheWriteError(o.cacheFile, e);
+    });
+    return { source: 'service', fetchedAt: entry.fetchedAt, ageMs: 0, description: res.data };
   } catch (e) {
     if (cached === undefined || isRunStop(e) || o.signal?.aborted) throw e;
     const warning = `phone describe service failed (${(e as { code?: string }).code ?? 'error'}): ${(e as Error).message}; using the cached description from ${cached.fetchedAt}`;

@@ -14,8 +14,10 @@ import type { DownloadResult } from '@dq/core/download';
 import { installerFor, type SyncConfig } from './config.js';
 import { readCurrent, switchCurrent } from './current-pointer.js';
 import { sha512OfFile, sizeOf } from './fs-sync.js';
-import { acquireLock } from './lock.js';
+import { UsageError } from './errors.js';
+import { acquireLock, LOCK_FILE } from './lock.js';
 import { readManifest, upsertFile, writeManifest, type Manifest, type ManifestFile, type ManifestVersion } from './manifest.js';
+import { interrupted, writingTo } from './target-fs.js';
 
 /** A data artifact of the subscription. */
 interface PlannedArtifact {
@@ -129,10 +131,15 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
     durationMs: 0,
   };
   let error: unknown;
-  await mkdir(target, { recursive: true });
+  if (planned.length === 0) {
+    // Nothing would be fetched: syncing would switch `current` to an empty version and report success.
+    const e = new UsageError(`nothing to download: the contract offers none of ${notOffered.join(', ')}; check --products and --countries`);
+    return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: e };
+  }
   let lock;
   try {
-    lock = await acquireLock(target, cfg.lockWaitSeconds);
+    await makeTarget(target);
+    lock = await writingTo(join(target, LOCK_FILE), () => acquireLock(target, cfg.lockWaitSeconds));
   } catch (e) {
     return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: e };
   }
@@ -159,7 +166,7 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
     if (s.failures.length === 0) {
       if (v.completedAt === null || s.downloaded.some((p) => p.startsWith(`${version}/`))) v.completedAt = now();
       if (manifest.current !== version || s.previous !== version) {
-        await switchCurrent(target, version);
+        await writingTo(join(target, 'current'), () => switchCurrent(target, version));
         manifest.current = version;
       }
       s.removedVersions = await pruneVersions(target, manifest, cfg.keep);
@@ -172,6 +179,8 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
     await lock.release();
   }
   if (error === undefined && s.failures.length > 0) error = s.failures[0]?.cause;
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  if (signal?.aborted && (code === 'aborted' || code === 'interrupted')) error = interrupted(signal, error);
   const changed = s.downloaded.length > 0 || s.removedVersions.length > 0 || s.previous !== s.version || s.installer?.changed === true;
   s.status = error !== undefined ? 'failed' : changed ? 'updated' : 'up-to-date';
   s.durationMs = Date.now() - started;
@@ -184,7 +193,10 @@ type State = SyncSummary & { failures: Failure[] };
 
 async function syncInstaller(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, v: ManifestVersion, version: string, s: State, signal?: AbortSignal) {
   // The platform's rules: its installer is fetched each time reference data is downloaded, like version.txt.
-  const r = await client.downloadInstaller(installerFor(cfg.platform), { destDir: join(cfg.target, version, 'installer'), ...(signal ? { signal } : {}) });
+  const destDir = join(cfg.target, version, 'installer');
+  const r = await writingTo(join(destDir, installerFor(cfg.platform)), () =>
+    client.downloadInstaller(installerFor(cfg.platform), { destDir, ...(signal ? { signal } : {}) }),
+  );
   const changed = v.installer?.sha512 !== r.sha512;
   v.installer = entry(cfg.target, r, `/download/v1/data/post/${r.fileName}`, false);
   s.installer = { path: v.installer.path, changed };
@@ -218,12 +230,14 @@ async function syncArtifact(
       }
       return;
     }
-    const r = await client.download(source, {
-      destDir: join(cfg.target, dirname(rel)),
-      fileName: a.artifact,
-      expectedSha512: sha512,
-      ...(signal ? { signal } : {}),
-    });
+    const r = await writingTo(join(cfg.target, rel), () =>
+      client.download(source, {
+        destDir: join(cfg.target, dirname(rel)),
+        fileName: a.artifact,
+        expectedSha512: sha512,
+        ...(signal ? { signal } : {}),
+      }),
+    );
     upsertFile(v.files, entry(cfg.target, r, source, true));
     s.downloaded.push(rel);
     if (r.resumedFrom > 0) s.resumed.push(rel);
@@ -257,7 +271,7 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
     return;
   }
   const destDir = join(cfg.target, 'software', spec.product, spec.platform ?? 'any');
-  const r = await client.download(source, { destDir, ...(sha512 ? { expectedSha512: sha512 } : {}), ...(signal ? { signal } : {}) });
+  const r = await writingTo(destDir, () => client.download(source, { destDir, ...(sha512 ? { expectedSha512: sha512 } : {}), ...(signal ? { signal } : {}) }));
   if (r.unsafeServerName !== undefined)
     s.warnings.push(`unsafe file name ${printableName(r.unsafeServerName)} from ${source} saved as ${printableName(r.fileName)}`);
   const placed = entry(cfg.target, r, source, sha512 !== undefined);
@@ -267,6 +281,18 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
   s.downloaded.push(placed.path);
   if (r.resumedFrom > 0) s.resumed.push(placed.path);
   await writeManifest(cfg.target, manifest);
+}
+
+/** Creates the target directory; a target that is a file, or lies under one, is a usage error. */
+async function makeTarget(target: string): Promise<void> {
+  try {
+    await writingTo(target, () => mkdir(target, { recursive: true }));
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
+    const why = code === 'EEXIST' ? 'it is a file' : 'a part of its path is a file';
+    throw new UsageError(`--target ${target} cannot be a directory: ${why}; give the directory dq-refdata sync fills (it is created if missing)`);
+  }
 }
 
 /**

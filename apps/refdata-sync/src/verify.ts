@@ -21,21 +21,26 @@ export interface VerifySummary {
   problems: Array<{ path: string; problem: 'manifest-missing' | 'missing' | 'size-differs' | 'digest-differs' | 'current-pointer'; detail: string }>;
 }
 
-/**
- * Re-hashes every file in the manifest (all versions, installers, software) and checks `current`.
- * A target that is not a directory is a usage error (exit 2); a target without a manifest fails
- * verification: nothing says what its files should hold.
- */
-export async function verifyTarget(target: string): Promise<VerifySummary> {
+/** Throws a {@link UsageError} (exit 2) when `target` does not exist or is not a directory. */
+async function requireTargetDir(target: string, consequence: string): Promise<void> {
   const kind = await stat(target).then(
     (st) => (st.isDirectory() ? 'dir' : 'other'),
     () => 'none',
   );
   if (kind !== 'dir') {
     throw new UsageError(
-      `--target ${target} ${kind === 'none' ? 'does not exist' : 'is not a directory'}: nothing to verify; check the path (a target is the directory dq-refdata sync writes)`,
+      `--target ${target} ${kind === 'none' ? 'does not exist' : 'is not a directory'}: ${consequence}; check the path (a target is the directory dq-refdata sync writes)`,
     );
   }
+}
+
+/**
+ * Re-hashes every file in the manifest (all versions, installers, software) and checks `current`.
+ * A target that is not a directory is a usage error (exit 2); a target without a manifest fails
+ * verification: nothing says what its files should hold.
+ */
+export async function verifyTarget(target: string): Promise<VerifySummary> {
+  await requireTargetDir(target, 'nothing to verify');
   if ((await sizeOf(join(target, MANIFEST_FILE))) === undefined) {
     const detail = `no ${MANIFEST_FILE} in ${target}, so nothing says what its files should hold; run dq-refdata sync on it (files on disk that match the server's checksums are kept, not downloaded again)`;
     return {
@@ -69,6 +74,14 @@ export async function verifyTarget(target: string): Promise<VerifySummary> {
   }
   if (manifest.current !== null && out.current !== manifest.current) {
     out.problems.push({ path: 'current', problem: 'current-pointer', detail: `points to ${out.current ?? 'nothing'}, manifest says ${manifest.current}` });
+  } else if (out.current !== undefined && manifest.versions[out.current]?.completedAt == null) {
+    // A version the manifest does not list (or lists as unfinished) has nothing to check its files against.
+    const what = manifest.versions[out.current] === undefined ? `which ${MANIFEST_FILE} does not list` : `which ${MANIFEST_FILE} lists as not complete`;
+    out.problems.push({
+      path: 'current',
+      problem: 'current-pointer',
+      detail: `points to ${out.current}, ${what}: none of its files can be checked; run dq-refdata sync (files whose content matches the server's checksums are kept, not downloaded again)`,
+    });
   }
   out.ok = out.problems.length === 0;
   return out;
@@ -86,6 +99,7 @@ export interface StatusSummary {
 
 /** Describes the target from its manifest, pointer and lock file. */
 export async function targetStatus(target: string): Promise<StatusSummary> {
+  await requireTargetDir(target, 'nothing to describe');
   const manifest = await readManifest(target);
   let lockedBy: number | undefined;
   try {

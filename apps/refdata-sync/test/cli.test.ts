@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Sandbox } from '@dq/sandbox';
@@ -116,6 +116,82 @@ describe('dq-refdata command line', () => {
     expect(noTarget.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
 
+  it('sync, verify and status name a manifest.json cut short (not JSON) and say what to do, without a stack trace', async () => {
+    const target = freshTarget();
+    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    const manifest = join(target, 'manifest.json');
+    writeFileSync(manifest, readFileSync(manifest, 'utf8').slice(0, 300)); // as a crash of an editor leaves it
+    for (const args of [
+      ['sync', ...flags(target)],
+      ['verify', '--target', target],
+      ['status', '--target', target],
+    ]) {
+      const r = await run(args, { DQ_API_KEY: DEFAULT_API_KEY });
+      expect(r.code, args[0]).toBe(1);
+      expect(r.stderr, args[0]).toContain(`${manifest} is not a dq-refdata manifest (not JSON:`);
+      expect(r.stderr, args[0]).toContain('move it away to start afresh');
+      expect(r.stderr, args[0]).not.toMatch(/\n\s+at /);
+      expect(JSON.parse(r.stdout), args[0]).toMatchObject({ command: args[0], exitCode: 1 });
+    }
+  });
+
+  it('verify fails when the version current points to is not listed in the manifest (hand-edited), instead of passing with nothing checked', async () => {
+    const target = freshTarget();
+    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    const path = join(target, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(path, 'utf8'));
+    delete manifest.versions['2026-11-01'];
+    writeFileSync(path, JSON.stringify(manifest));
+    const r = await run(['verify', '--target', target]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, checked: 0, problems: [{ path: 'current', problem: 'current-pointer' }] });
+    expect(r.stderr).toContain(
+      'current: current-pointer (points to 2026-11-01, which manifest.json does not list: none of its files can be checked; run dq-refdata sync',
+    );
+  });
+
+  it('SIGTERM during a sync: exit 75 saying it was interrupted by SIGTERM and that the next sync resumes', async () => {
+    const target = freshTarget();
+    const counted = downloadRequests(sandbox);
+    sandbox.setFaults({ download: { latencyMs: 4000 } });
+    try {
+      const child = spawn(process.execPath, [BIN, ...['sync', ...flags(target)]], { env: { PATH: process.env['PATH'] ?? '', DQ_API_KEY: DEFAULT_API_KEY } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      // Signalled once it is asking for version.txt, which the sandbox holds back.
+      while ((sandbox.stats().concurrent['download']?.now ?? 0) === 0) await new Promise((r) => setTimeout(r, 50));
+      child.kill('SIGTERM');
+      const code = await new Promise((r) => child.once('close', r));
+      expect(code, stderr).toBe(75);
+      expect(stderr).toContain('sync interrupted (received SIGTERM); run dq-refdata sync again: verified files are kept and a download cut short resumes');
+      expect(JSON.parse(stdout)).toMatchObject({ status: 'failed', exitCode: 75, code: 'interrupted' });
+    } finally {
+      sandbox.setFaults({});
+      // The held-back request is counted only when its delay is over, after the client left: wait
+      // for that, so later tests count only their own requests.
+      const until = Date.now() + 10_000;
+      while (downloadRequests(sandbox) === counted && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+
+  it('status on a --target that does not exist or is a file is bad usage (exit 2) saying so, as for verify, not an empty success', async () => {
+    const missing = join(dirname(freshTarget()), 'no-such-dir');
+    const file = join(dirname(freshTarget()), 'a-file');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, 'x');
+    for (const [target, says] of [
+      [missing, 'does not exist'],
+      [file, 'is not a directory'],
+    ] as const) {
+      const r = await run(['status', '--target', target]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(`--target ${target} ${says}`);
+      expect(JSON.parse(r.stdout)).toMatchObject({ command: 'status', status: 'failed', exitCode: 2 });
+    }
+  });
+
   it('records manifest paths relative to a target given as ./dir, so verify finds every file (regression)', async () => {
     const target = freshTarget();
     const rel = ['./' + basename(target)];
@@ -157,5 +233,65 @@ describe('dq-refdata command line', () => {
     });
     const cached = await run(['phone-describe', '--realtime-url', sandbox.url, '--target', target], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(JSON.parse(cached.stdout)).toMatchObject({ source: 'cache' });
+  });
+
+  it('phone-describe: a --cache that cannot be written is named with what to do (exit 2), not a bare EEXIST', async () => {
+    const file = join(dirname(freshTarget()), 'a-file');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, 'x');
+    const cache = join(file, 'phone-describe.json');
+    const r = await run(['phone-describe', '--realtime-url', sandbox.url, '--cache', cache], { DQ_API_KEY: DEFAULT_API_KEY });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/cannot write the phone-describe cache .*: a part of its path is not a folder \((EEXIST|ENOTDIR)\)/);
+    expect(r.stderr).toContain(cache);
+    expect(r.stderr).toContain('give --cache (or --target) a file in a writable folder');
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(JSON.parse(r.stdout)).toMatchObject({ command: 'phone-describe', exitCode: 2, code: 'target-not-writable' });
+  });
+
+  it('a country that is no ISO code (de, XX), or a subscription with nothing offered, is refused before any request (exit 2), not synced as an empty version with exit 0', async () => {
+    const requests = downloadRequests(sandbox);
+    const cases = [
+      { countries: 'DE,de', products: 'post', says: 'countries: "de" must be an upper-case ISO 3166-1 alpha-2 code, WORLD or one of INT_' },
+      { countries: 'XX', products: 'post,phone', says: 'countries: "XX" must be an upper-case ISO 3166-1 alpha-2 code' },
+      {
+        countries: 'INT_EUROPE',
+        products: 'autocompletion,phone',
+        says: 'nothing to download: the contract offers none of autocompletion/INT_EUROPE, phone/INT_EUROPE',
+      },
+    ];
+    for (const c of cases) {
+      const target = freshTarget();
+      const args = flags(target).map((f, i, all) => (all[i - 1] === '--countries' ? c.countries : all[i - 1] === '--products' ? c.products : f));
+      const r = await run(['sync', ...args], { DQ_API_KEY: DEFAULT_API_KEY });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(c.says);
+      expect(existsSync(target)).toBe(false);
+    }
+    expect(downloadRequests(sandbox)).toBe(requests);
+  });
+
+  it('a --realtime-url or --download-url that is not an http(s) URL is bad usage naming it (exit 2), for the flag and the variable', async () => {
+    for (const [args, env] of [
+      [['--realtime-url', 'not-a-url'], {}],
+      [['--realtime-url', 'ftp://example.com'], {}],
+      [[], { DQ_REALTIME_URL: 'localhost:8080' }],
+    ] as const) {
+      const r = await run(['phone-describe', ...args, '--cache', join(dirname(freshTarget()), 'c.json')], { DQ_API_KEY: DEFAULT_API_KEY, ...env });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(
+        /--realtime-url \(or DQ_REALTIME_URL\) must be an http\(s\) URL such as https:\/\/api\.example\.com; got "(not-a-url|ftp:\/\/example\.com|localhost:8080)"/,
+      );
+      expect(JSON.parse(r.stdout)).toMatchObject({ command: 'phone-describe', exitCode: 2, code: 'usage' });
+    }
+    const requests = downloadRequests(sandbox);
+    for (const url of ['localhost:8080', 'ftp://example.com']) {
+      const target = freshTarget();
+      const r = await run(['sync', ...flags(target).map((f) => (f === sandbox.url ? url : f))], { DQ_API_KEY: DEFAULT_API_KEY });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain('invalid sync configuration: downloadUrl: must be an http(s) URL such as https://download.example.com');
+      expect(existsSync(target)).toBe(false); // refused before the target was touched
+    }
+    expect(downloadRequests(sandbox)).toBe(requests);
   });
 });

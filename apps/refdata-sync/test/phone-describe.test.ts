@@ -21,7 +21,8 @@ const cacheFile = () => {
   dirs.push(dir);
   return join(dir, 'cache', 'phone-describe.json');
 };
-const phoneCalls = (s: Sandbox) => s.stats().requests['phone']?.total ?? 0;
+/** Describe requests the sandbox answered (its `phone` endpoint counts analyses only). */
+const describeCalls = (s: Sandbox) => s.stats().requests['phone-describe']?.total ?? 0;
 
 describe('phone-describe cache', () => {
   it('fetches the description once and serves it from the cache while it is fresh', async () => {
@@ -31,7 +32,8 @@ describe('phone-describe cache', () => {
     expect(first.source).toBe('service');
     expect(first.description.content[0]?.parameters.map((p) => p.name)).toEqual(['language', 'country', 'par_format', 'par_verbosity']);
     expect(JSON.parse(readFileSync(file, 'utf8')).fetchedAt).toBe(first.fetchedAt);
-    const calls = phoneCalls(sandbox);
+    const calls = describeCalls(sandbox);
+    expect(calls).toBe(1);
     const second = await describePhone({
       realtimeUrl: sandbox.url,
       apiKey: DEFAULT_API_KEY,
@@ -42,7 +44,7 @@ describe('phone-describe cache', () => {
     });
     expect(second).toMatchObject({ source: 'cache', fetchedAt: first.fetchedAt });
     expect(second.ageMs).toBeGreaterThanOrEqual(DAY / 2 - 1000);
-    expect(phoneCalls(sandbox)).toBe(calls);
+    expect(describeCalls(sandbox)).toBe(calls);
   });
 
   it('refreshes a cache older than --max-age from the service', async () => {
@@ -53,6 +55,30 @@ describe('phone-describe cache', () => {
     const again = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast, now: () => later });
     expect(again.source).toBe('service');
     expect(Date.parse(again.fetchedAt)).toBeGreaterThan(Date.parse(first.fetchedAt));
+  });
+
+  it('does not serve as fresh a cache dated in the future (the clock was put back, a copied or hand-edited file): asks the service', async () => {
+    sandbox = await sandboxWith();
+    const file = cacheFile();
+    const first = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast });
+    const calls = describeCalls(sandbox);
+    expect(calls).toBe(1);
+    const monthBack = Date.now() - 30 * DAY;
+    const again = await describePhone({ realtimeUrl: sandbox.url, apiKey: DEFAULT_API_KEY, cacheFile: file, maxAgeMs: DAY, retry: fast, now: () => monthBack });
+    expect(again.source).toBe('service');
+    expect(describeCalls(sandbox)).toBe(calls + 1);
+    expect(Date.parse(again.fetchedAt)).toBe(monthBack);
+    expect(Date.parse(again.fetchedAt)).toBeLessThan(Date.parse(first.fetchedAt));
+    // Up to a minute ahead is clock skew between machines sharing the cache, and still fresh.
+    const skewed = await describePhone({
+      realtimeUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      cacheFile: file,
+      maxAgeMs: DAY,
+      retry: fast,
+      now: () => monthBack - 30_000,
+    });
+    expect(skewed).toMatchObject({ source: 'cache', ageMs: 0 });
   });
 
   it('falls back to a stale cache with a warning when the service is down', async () => {

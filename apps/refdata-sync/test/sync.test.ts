@@ -126,6 +126,33 @@ describe('dq-refdata sync against the sandbox', () => {
     expect(statSync(join(target, '2026-11-01/post/DE/DE_001.zip')).size).toBeGreaterThan(4 * 1024 * 1024);
   });
 
+  it('downloads a file whole once more when the part an earlier run left was damaged on disk, instead of blaming the server', async () => {
+    sandbox = await sandboxWith();
+    const target = freshTarget();
+    const cfg = syncConfig(sandbox.url, target, { products: 'post', countries: 'DE', levels: '001' });
+    expect((await runSync(cfg)).error).toBeUndefined();
+    // What a crash can leave: the first half of the file as the part (named as the download client
+    // names it: a hash of the URL path) with its sidecar, and a damaged block in it.
+    const rel = '2026-11-01/post/DE/DE_001.zip';
+    const placed = readFileSync(join(target, rel));
+    const manifest = await readManifest(target);
+    const source = manifest.versions['2026-11-01']?.files.find((f) => f.path === rel)?.source ?? '';
+    const part = join(target, dirname(rel), `.dq-download-${createHash('sha256').update(source).digest('hex').slice(0, 16)}.part`);
+    const half = Buffer.from(placed.subarray(0, placed.length >> 1));
+    half.fill(0, 100, 4196); // a block that never reached the disk
+    writeFileSync(part, half);
+    writeFileSync(`${part}.json`, JSON.stringify({ urlPath: source, total: placed.length, expectedSha512: sha512(placed) }));
+    rmSync(join(target, rel));
+
+    const { summary, error } = await runSync(cfg);
+    expect(error).toBeUndefined();
+    expect(summary).toMatchObject({ status: 'updated', downloaded: [rel], failures: [] });
+    expect(summary.resumed).toEqual([]); // placed from the whole download, not from the part
+    expect(readFileSync(join(target, rel)).equals(placed)).toBe(true);
+    expect(existsSync(part)).toBe(false);
+    expect((await verifyTarget(target)).ok).toBe(true);
+  });
+
   it('never places a corrupted artifact and fails the run with exit code 1, naming the file and both digests', async () => {
     sandbox = await sandboxWith({ corrupt: ['AT_001.zip'] });
     const target = freshTarget();

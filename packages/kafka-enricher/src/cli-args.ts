@@ -4,6 +4,7 @@ import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES } from '@dq/core/schemas';
 import type { LogLevel } from '@dq/core';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './field-map.js';
+import { checkDqField } from './options.js';
 import type { EnricherOptions, SaslOptions } from './options.js';
 
 const flags = createFlagParsers(usageError);
@@ -51,7 +52,8 @@ ${ENGINE_FLAGS_USAGE}
                             repeated send may duplicate, which at least once allows)
   --no-idempotent           the plain producer (the default; accepted for older scripts)
   --client-id <id>          Kafka client id, default dq-kafka
-  --dq-field <name>         member added to the output value, default dq
+  --dq-field <name>         member added to the output value, default dq; not a member
+                            --map reads from
   --ssl                     connect with TLS (system CAs)
   --ssl-ca <file>           PEM file of the CA(s) to trust (implies --ssl)
   --ssl-cert <file>         PEM client certificate (implies --ssl), with --ssl-key <file>
@@ -224,6 +226,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     sasl: saslOptions(str('sasl-mechanism'), str('sasl-username'), str('sasl-password')),
     engine,
   };
+  checkDqField(options.map, options.dqField ?? 'dq');
   const metricsPort = opt(str('metrics-port'), (t) => number('--metrics-port', t, 0, 65_535, true));
   return { help: false, options, metricsPort, logLevel: oneOf('--log-level', str('log-level') ?? 'info', LEVELS) };
 }

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { EngineRecord, RecordResult } from '@dq/core';
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import { extractRecord } from './field-map.js';
@@ -29,10 +30,24 @@ export const DLQ_HEADERS = {
   requestId: 'dq-request-id',
 } as const;
 
-/** Decodes a message value as a UTF-8 JSON object and extracts the mapped fields. */
+/**
+ * Decodes a message value as a UTF-8 JSON object and extracts the mapped fields. A value that is
+ * not valid UTF-8 is not JSON text (RFC 8259 section 8.1): decoding it would replace the bad bytes
+ * with U+FFFD, so the enriched copy would no longer hold the original value and the platform would
+ * be asked about altered text. It goes to the DLQ unchanged, naming the first bad byte.
+ */
 export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
   if (message.value === null || message.value.length === 0) {
     return { kind: 'reject', message, code: 'empty-value', reason: 'the message has no value (tombstone or empty)' };
+  }
+  if (!isUtf8(message.value)) {
+    const at = firstInvalidUtf8(message.value);
+    return {
+      kind: 'reject',
+      message,
+      code: 'not-json',
+      reason: `the value is not valid UTF-8 (a malformed sequence starts at byte ${at}, 0x${(message.value[at] ?? 0).toString(16).padStart(2, '0')}), so it is not JSON text; the producer must write UTF-8`,
+    };
   }
   const text = message.value.toString('utf8');
   let parsed: unknown;
@@ -94,6 +109,18 @@ function hasMembers(value: object): boolean {
   return false;
 }
 
+/** Index where the first malformed UTF-8 sequence starts (called only for invalid input). */
+function firstInvalidUtf8(bytes: Buffer): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i]!;
+    const n = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    if (n === 0 || !isUtf8(bytes.subarray(i, i + n))) return i;
+    i += n;
+  }
+  return bytes.length - 1;
+}
+
 /** What a DLQ message says about its failure. */
 export interface DlqReason {
   code: string;
@@ -126,8 +153,21 @@ export function invalidInputReason(result: RecordResult): DlqReason {
   };
 }
 
+/**
+ * The headers to send with a message. A header value may be null in Kafka (kafkajs reads it as
+ * null), but kafkajs cannot write one (its size calculation rejects null), so the send would fail
+ * on every start and the partition never move on: such a value is written empty (README "DLQ").
+ */
 function copyHeaders(headers: IHeaders | undefined): IHeaders {
   const out: IHeaders = {};
-  for (const [name, value] of Object.entries(headers ?? {})) if (value !== undefined) out[name] = value;
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (value === undefined) continue;
+    const values: unknown = value;
+    if (values === null) out[name] = EMPTY;
+    else if (Array.isArray(values)) out[name] = values.map((v: Buffer | string | null) => v ?? EMPTY);
+    else out[name] = value;
+  }
   return out;
 }
+
+const EMPTY = Buffer.alloc(0);

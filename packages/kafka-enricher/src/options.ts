@@ -1,3 +1,4 @@
+import { usageError } from './errors.js';
 import type { ConnectionOptions } from 'node:tls';
 import type { EngineConfig, Logger, Mode } from '@dq/core';
 import type { EngineFlagSettings } from '@dq/core/cli';
@@ -80,8 +81,23 @@ export type ResolvedEnricherOptions = Required<
 > &
   Pick<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine'>;
 
-/** Fills defaults. */
+/** Throws a usage error when `dqField` is the member a pointer of `map` starts at. */
+export function checkDqField(map: FieldMap, dqField: string): void {
+  const clash = map.find((m) => m.pointer.tokens[0] === dqField);
+  if (clash === undefined) return;
+  throw usageError(
+    '--dq-field',
+    `"${dqField}" is the member --map reads ${clash.field} from (${clash.pointer.text}); the output would hold the platform's answer instead of the input there: choose another name`,
+  );
+}
+
+/**
+ * Fills defaults. Refuses a `dqField` that is the member a mapped pointer starts at: the enriched
+ * value replaces a member of that name, so the output would hold the answer where the input was.
+ */
 export function resolveEnricherOptions(o: EnricherOptions): ResolvedEnricherOptions {
+  const dqField = o.dqField ?? 'dq';
+  checkDqField(o.map, dqField);
   return {
     ...o,
     mode: o.mode ?? 'address',
@@ -94,6 +110,6 @@ export function resolveEnricherOptions(o: EnricherOptions): ResolvedEnricherOpti
     retryBaseDelayMs: o.retryBaseDelayMs ?? 1000,
     drainTimeoutMs: o.drainTimeoutMs ?? 20_000,
     sessionTimeoutMs: o.sessionTimeoutMs ?? 30_000,
-    dqField: o.dqField ?? 'dq',
+    dqField,
   };
 }

@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { CLI } from '@dq/test-support/kafka';
 import type { KafkaMessage } from 'kafkajs';
 import { envName, parseCli } from '../src/cli-args.js';
 import { extractRecord, parseFieldMap } from '../src/field-map.js';
@@ -198,6 +200,21 @@ describe('command line', () => {
       }
     }
   });
+  it('refuses a --dq-field that would replace the member --map reads from (the output would lose the input), exit 2 from the CLI', async () => {
+    const argv = ['enrich', '--brokers', '127.0.0.1:1', '--group', 'g', '--input', 'i', '--output', 'o', '--dlq', 'd', '--base-url', 'http://127.0.0.1:1'];
+    const child = spawnSync(process.execPath, [CLI, ...argv, '--map', 'street=/address/street,country=/cc', '--dq-field', 'address'], {
+      env: { PATH: process.env['PATH'] ?? '', DQ_API_KEY: 'k' },
+      encoding: 'utf8',
+    });
+    expect(child.status, child.stderr).toBe(2);
+    expect(child.stderr).toContain(
+      'dq-kafka: usage: --dq-field: "address" is the member --map reads street from (/address/street); the output would hold the platform\'s answer instead of the input there: choose another name',
+    );
+    // A member no pointer starts with is fine, as is the default.
+    expect(() => parseCli([...argv, '--map', 'street=/address/street', '--dq-field', 'quality'], { DQ_API_KEY: 'k' })).not.toThrow();
+    expect(() => parseCli([...argv, '--map', 'street=/dq/street'], { DQ_API_KEY: 'k' })).toThrow(/--dq-field: "dq" is the member --map reads street from/);
+  });
+
   it('uses the plain producer unless --idempotent is given, and refuses both flags at once', () => {
     const plain = parseCli(required, { DQ_API_KEY: 'k' });
     const idem = parseCli([...required, '--idempotent'], { DQ_API_KEY: 'k' });

@@ -152,7 +152,8 @@ export class DownloadClient {
    * Downloads `urlPath` into `destDir`: streamed to a part file beside the target while hashing,
    * resumed with `Range` from what an interrupted attempt or run left, fsynced, and renamed onto
    * the target only when `expectedSha512` (if given) matches. Retries go through the core retrier.
-   * Throws {@link ChecksumMismatchError} (code `checksum-mismatch`) on a digest mismatch.
+   * A resumed file that does not match is fetched whole once more (the held part may be what is
+   * damaged); then {@link ChecksumMismatchError} (code `checksum-mismatch`) on a digest mismatch.
    */
   async download(urlPath: string, options: DownloadOptions): Promise<DownloadResult> {
     await mkdir(options.destDir, { recursive: true });
@@ -172,56 +173,69 @@ export class DownloadClient {
     const url = this.#url(urlPath);
     const headers = this.#headers(options.auth ?? true);
     let attempts = 0;
-    const last = await retry(
-      async () => {
-        attempts++;
-        // Before the slot is taken: hashing a part left by an earlier run may take a while.
-        const { offset, total: knownTotal } = await part.resumeOffset();
-        const req = {
-          url,
-          headers: offset > 0 ? { ...headers, range: `bytes=${offset}-` } : headers,
-          dispatcher: this.#dispatcher,
-          timeoutMs: this.#timeoutMs,
+    /** Whether bytes held before an attempt (from an earlier attempt or run) went into the file. */
+    let resumed = false;
+    const fetchAll = () =>
+      retry(
+        async () => {
+          attempts++;
+          // Before the slot is taken: hashing a part left by an earlier run may take a while.
+          const { offset, total: knownTotal } = await part.resumeOffset();
+          const req = {
+            url,
+            headers: offset > 0 ? { ...headers, range: `bytes=${offset}-` } : headers,
+            dispatcher: this.#dispatcher,
+            timeoutMs: this.#timeoutMs,
+            signal,
+          };
+          const res = await this.#get(req);
+          let start = offset;
+          if (offset > 0) resumed = true;
+          const total = await this.#checkResume(res, part, offset, knownTotal, urlPath);
+          if (res.status === 416) return { res, total, resumedFrom: total }; // a previous run got every byte
+          if (res.status === 200 && offset > 0) {
+            await part.reset(); // the server ignored the Range: take the whole body
+            start = 0;
+          }
+          if (start === 0) await part.begin(total);
+          try {
+            await part.append(res.body, (received) => onProgress?.({ received, total, resumedFrom: start }));
+          } catch (error) {
+            throw classifyGetFailure(error, req, res.requestId);
+          }
+          const { offset: size } = await part.resumeOffset();
+          if (size !== total) {
+            throw new DqError(`GET ${urlPath}: body ended at ${size} of ${total} bytes [request id ${res.requestId ?? 'none'}]`, {
+              code: DOWNLOAD_CODES.incompleteBody,
+              retriable: true,
+              requestId: res.requestId,
+            });
+          }
+          return { res, total, resumedFrom: start };
+        },
+        {
+          ...this.#retry,
           signal,
-        };
-        const res = await this.#get(req);
-        let start = offset;
-        const total = await this.#checkResume(res, part, offset, knownTotal, urlPath);
-        if (res.status === 416) return { res, total, resumedFrom: total }; // a previous run got every byte
-        if (res.status === 200 && offset > 0) {
-          await part.reset(); // the server ignored the Range: take the whole body
-          start = 0;
-        }
-        if (start === 0) await part.begin(total);
-        try {
-          await part.append(res.body, (received) => onProgress?.({ received, total, resumedFrom: start }));
-        } catch (error) {
-          throw classifyGetFailure(error, req, res.requestId);
-        }
-        const { offset: size } = await part.resumeOffset();
-        if (size !== total) {
-          throw new DqError(`GET ${urlPath}: body ended at ${size} of ${total} bytes [request id ${res.requestId ?? 'none'}]`, {
-            code: DOWNLOAD_CODES.incompleteBody,
-            retriable: true,
-            requestId: res.requestId,
-          });
-        }
-        return { res, total, resumedFrom: start };
-      },
-      {
-        ...this.#retry,
-        signal,
-        onRetry: (e) => this.#logger.warn('download attempt failed; retrying', { path: urlPath, attempt: e.attempt, delayMs: e.delayMs, error: e.error }),
-      },
-    );
-    const sha512 = await part.digest();
+          onRetry: (e) => this.#logger.warn('download attempt failed; retrying', { path: urlPath, attempt: e.attempt, delayMs: e.delayMs, error: e.error }),
+        },
+      );
+    let last = await fetchAll();
+    let sha512 = await part.digest();
+    const expected = options.expectedSha512?.toLowerCase();
+    if (expected !== undefined && expected !== sha512 && resumed) {
+      // The bytes held before (a part an earlier run left, possibly damaged on disk by a crash) may
+      // be what is wrong, not the server's file: fetch it whole once more before blaming the server.
+      this.#logger.warn('a resumed download does not match its checksum; downloading it again from the start', { path: urlPath });
+      await part.reset();
+      last = await fetchAll();
+      sha512 = await part.digest();
+    }
     const server = parseContentDisposition(last.res.headers['content-disposition'])?.filename;
     const fallback = urlPath.split('/').pop() ?? '';
     const named = options.fileName === undefined ? safeFileName(server, fallback) : { name: options.fileName, changed: false };
     if (named.changed && server !== undefined) {
       this.#logger.warn('unsafe file name from the server replaced', { path: urlPath, placedAs: named.name });
     }
-    const expected = options.expectedSha512?.toLowerCase();
     if (expected !== undefined && expected !== sha512) {
       await part.reset();
       throw new ChecksumMismatchError({ fileName: named.name, urlPath, expected, actual: sha512, requestId: last.res.requestId });

@@ -161,7 +161,7 @@ export async function get(r: GetRequest): Promise<GetResponse> {
   // The contract shows no error bodies for downloads (7, last line), so their retriability follows the
   // status alone (7.1's rule: 5xx may be retried), whatever problem type a server puts in the body.
   const retriable = decoded.retriable || res.statusCode >= 500 || res.statusCode === 429;
-  throw new PlatformError(`GET ${r.url.pathname}: ${decoded.message}`, {
+  throw new PlatformError(`GET ${r.url.pathname}: ${redirectMessage(res.statusCode, headers['location'], r.url, requestId) ?? decoded.message}`, {
     code: decoded.code,
     retriable,
     scope: decoded.scope,
@@ -173,6 +173,22 @@ export async function get(r: GetRequest): Promise<GetResponse> {
     retryAfterMs: decoded.retryAfterMs,
     cause: decoded,
   });
+}
+
+/**
+ * What a 3xx answer means for the user: redirects are not followed (the API key would be sent to
+ * wherever they point), so the message names the target to configure instead. Undefined for other
+ * statuses or without a usable `Location`.
+ */
+function redirectMessage(status: number, location: string | undefined, from: URL, requestId: string | undefined): string | undefined {
+  if (status < 300 || status >= 400 || location === undefined) return undefined;
+  let to: string;
+  try {
+    to = new URL(location, from).href;
+  } catch {
+    return undefined;
+  }
+  return `the server redirects (HTTP ${status}) to ${to}; redirects are not followed (the API key would go along): use that host as the download URL [request id ${requestId ?? 'none'}]`;
 }
 
 /**

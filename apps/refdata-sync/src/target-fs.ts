@@ -1,0 +1,63 @@
+/**
+ * File-system failures while writing a target, as errors that name the file and say what to do
+ * (README "Exit codes"): a full file system is exit 1 (a person frees space; the next sync keeps
+ * what was verified and resumes the part), a read-only or forbidden target exit 2 (configuration).
+ */
+import { InterruptedError, TargetError } from './errors.js';
+
+const FULL: Readonly<Record<string, string>> = {
+  ENOSPC: 'the file system is full (ENOSPC)',
+  EDQUOT: 'the disk quota is used up (EDQUOT)',
+  EFBIG: 'the file reached the file-size limit (EFBIG: ulimit -f, or the largest file of its file system)',
+};
+const NOT_WRITABLE: Readonly<Record<string, string>> = {
+  EROFS: 'the file system is read-only (EROFS)',
+  EACCES: 'permission denied (EACCES)',
+  EPERM: 'operation not permitted (EPERM)',
+};
+
+/** The {@link TargetError} for a failure writing `path`, or undefined when `error` is no such file-system error. */
+export function targetFileError(path: string, error: unknown): TargetError | undefined {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  if (typeof code !== 'string') return undefined;
+  const full = FULL[code];
+  if (full !== undefined) {
+    return new TargetError(
+      'target-full',
+      `cannot write ${path}: ${full}; free space on it (or give --target a directory on another file system), then sync again: verified files are kept and a download cut short resumes`,
+      error,
+    );
+  }
+  const denied = NOT_WRITABLE[code];
+  if (denied !== undefined) {
+    return new TargetError('target-not-writable', `cannot write ${path}: ${denied}; make the target writable for this user, or give another --target`, error);
+  }
+  return undefined;
+}
+
+/**
+ * Runs `step`, which writes `path`; a full or unwritable file system becomes a {@link TargetError}
+ * naming `path`, a stop by the caller's signal an {@link InterruptedError} naming it.
+ */
+export async function writingTo<T>(path: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (e) {
+    if ((e as { code?: unknown } | null | undefined)?.code === 'aborted') throw new InterruptedError(`while writing ${path}`, e);
+    throw targetFileError(path, e) ?? e;
+  }
+}
+
+/**
+ * The error a sync stopped by `signal` ends with: why it stopped, where, and that the next sync
+ * resumes (a part stays beside its file, verified files are kept).
+ */
+export function interrupted(signal: AbortSignal, error: unknown): InterruptedError {
+  const reason: unknown = signal.reason;
+  const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
+  const where = error instanceof InterruptedError ? ` ${error.message}` : '';
+  return new InterruptedError(
+    `sync interrupted (${why})${where}; run dq-refdata sync again: verified files are kept and a download cut short resumes from its part`,
+    error,
+  );
+}
