@@ -74,10 +74,12 @@ export interface RunPaths {
   readonly checkpoint: string;
   /** Held while a run writes the output: a second run on the same output is refused. */
   readonly lock: string;
+  /** The run report (`--report`), when asked for: written at the end, so checked like the others. */
+  readonly report?: string;
 }
 
 /** Absolute paths of every file a run touches. */
-export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 'rejects'>): RunPaths {
+export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 'rejects' | 'report'>): RunPaths {
   const output = resolve(options.output);
   const stem = output.replace(/\.(csv|json|ndjson|jsonl|txt)$/i, '');
   return {
@@ -86,6 +88,7 @@ export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 
     rejects: resolve(options.rejects ?? `${stem}.rejects.csv`),
     checkpoint: `${output}.checkpoint.json`,
     lock: `${output}.lock`,
+    ...(options.report !== undefined ? { report: resolve(options.report) } : {}),
   };
 }
 

@@ -4,15 +4,16 @@ import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core/
 import { CsvError } from './errors.js';
 import type { RunPaths } from './options.js';
 
-/** A file a run writes, and how to name it to the user. */
+/** A file a run writes, how to name it to the user, and the flags that choose another one. */
 export interface WrittenFile {
   readonly path: string;
   readonly label: string;
+  readonly flags?: string;
 }
 
 /**
  * Checks every file a run writes before anything is written, then takes the output's lock:
- * - no written file (output, rejects, checkpoint, lock) is the input, by device and
+ * - no written file (output, rejects, checkpoint, lock, report) is the input, by device and
  *   inode, so a symlink or hard link to the input is caught too; no two of them are one file;
  * - the folder of each exists (else a usage error naming the folder);
  * - no other live run writes the same output (else `output-locked`, exit 75, naming its pid); the
@@ -25,11 +26,14 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
   });
   const inputId = `${input.dev}:${input.ino}`;
   const files: WrittenFile[] = [
-    { path: paths.output, label: `the output ${paths.output}` },
-    { path: paths.rejects, label: `the rejects file ${paths.rejects}` },
-    { path: paths.checkpoint, label: `the checkpoint ${paths.checkpoint}` },
-    { path: `${paths.checkpoint}.tmp`, label: `the checkpoint's temporary file ${paths.checkpoint}.tmp` },
-    { path: paths.lock, label: `the lock ${paths.lock}` },
+    { path: paths.output, label: `the output ${paths.output}`, flags: '--output' },
+    { path: paths.rejects, label: `the rejects file ${paths.rejects}`, flags: '--output or --rejects' },
+    { path: paths.checkpoint, label: `the checkpoint ${paths.checkpoint}`, flags: '--output' },
+    { path: `${paths.checkpoint}.tmp`, label: `the checkpoint's temporary file ${paths.checkpoint}.tmp`, flags: '--output' },
+    { path: paths.lock, label: `the lock ${paths.lock}`, flags: '--output' },
+    // The report is written last, after the run paid for its answers: one that is the input or
+    // another of these files would destroy it then.
+    ...(paths.report !== undefined ? [{ path: paths.report, label: `the report ${paths.report}`, flags: '--report' }] : []),
   ];
   const seen = new Map<string, WrittenFile>();
   for (const file of files) {
@@ -37,11 +41,14 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
     if (id === inputId) {
       throw new CsvError(
         'path-conflict',
-        `${file.label} is the input file ${paths.input}: writing it would destroy the input; choose another --output${file.path === paths.rejects ? ' or --rejects' : ''}`,
+        `${file.label} is the input file ${paths.input}: writing it would destroy the input; choose another ${file.flags ?? '--output'}`,
       );
     }
     const other = seen.get(id);
-    if (other) throw new CsvError('path-conflict', `${file.label} and ${other.label} are the same file; choose another --output or --rejects`);
+    if (other) {
+      const flags = file.flags === '--report' ? '--report' : '--output or --rejects';
+      throw new CsvError('path-conflict', `${file.label} and ${other.label} are the same file; choose another ${flags}`);
+    }
     seen.set(id, file);
   }
   try {

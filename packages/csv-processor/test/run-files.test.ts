@@ -51,6 +51,9 @@ describe('files a run would write over', () => {
     ['--output is the input spelled another way', async (f: string, input: string) => ['--input', input, '--output', join(f, 'sub', '..', 'in.csv')]],
     ['--rejects is the input', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', input]],
     ['--rejects is --output', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv')]],
+    ['--report is the input', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--report', input]],
+    ['--report is --output', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--report', join(f, 'out.csv')]],
+    ['--report is --rejects', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--report', join(f, 'out.rejects.csv')]],
     [
       '--rejects is the checkpoint',
       async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv.checkpoint.json')],
