@@ -1,6 +1,7 @@
 import { type EngineRecord, type Mode } from '@dq/core';
 import { MODE_FIELDS } from '@dq/core/engine';
 import { CsvError, usageError } from './errors.js';
+import { JsonNumber, stringifyJson } from './source/lossless-json.js';
 import type { SourceRow } from './source/types.js';
 
 /** Request field → input column (CSV header name or JSON key). */
@@ -82,6 +83,6 @@ export function recordMapper(map: FieldMap, header: readonly string[] | undefine
 function jsonScalar(value: unknown): string | number | null | undefined {
   if (value === null || value === undefined) return value;
   if (typeof value === 'string' || typeof value === 'number') return value;
-  if (typeof value === 'boolean') return String(value);
-  return JSON.stringify(value);
+  if (typeof value === 'boolean' || value instanceof JsonNumber) return String(value);
+  return stringifyJson(value);
 }

@@ -56,6 +56,28 @@ describe('JSON inputs', () => {
     const rejects = await readCsv(summary.paths.rejects);
     expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'invalid-json']]);
   });
+
+  it.each(['ndjson', 'json'] as const)('writes the numbers of a %s input as written: 20-digit ids, 1.10, 1e3, -0', async (format) => {
+    // What each input object's text holds before its closing brace in the output: every byte of it.
+    const objects = [
+      '{"id":12345678901234567890,"amount":1.10,"rate":1e3,"delta":-0,"street":"Hauptstraße","houseNumber":5,"postalCode":10115,"locality":"Berlin","tags":[1.0,9007199254740993]}',
+      '{"id":98765432109876543210,"amount":2.5,"street":"Schillerstraße","houseNumber":"3","postalCode":"80336","locality":"München"}',
+    ];
+    const input = join(dir, `numbers.${format}`);
+    await writeFile(input, format === 'ndjson' ? objects.join('\n') + '\n' : `[${objects.join(',\n')}]`);
+    const summary = await processFile({
+      input,
+      output: join(dir, `numbers.out.${format}`),
+      country: 'DE',
+      baseUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      engine: { rateLimits: { batch: 0 }, store: 'off' },
+    });
+    const lines = (await readFile(summary.paths.output, 'utf8')).split('\n').filter((l) => l.startsWith('{'));
+    expect(lines).toHaveLength(2);
+    lines.forEach((line, i) => expect(line.slice(0, objects[i]!.length + 12)).toBe(objects[i]!.slice(0, -1) + ',"dq_status":'));
+    expect(summary.totals.byStatus.accepted).toBe(2); // the numeric postal code and house number were sent
+  });
 });
 
 describe('dedup', () => {

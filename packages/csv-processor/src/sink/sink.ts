@@ -1,6 +1,7 @@
 import type { RecordResult } from '@dq/core';
 import type { InputFormat, SourceReject, SourceRow } from '../source/types.js';
 import { formatCsvLine, type CellValue } from './csv-format.js';
+import { stringifyJson } from '../source/lossless-json.js';
 import { DurableFile } from './durable-file.js';
 import type { ResultColumns } from './result-columns.js';
 
@@ -76,7 +77,7 @@ export class Sink {
       this.#options.columns.names.forEach((name, i) => {
         object[name] = values[i] ?? null;
       });
-      const json = JSON.stringify(object);
+      const json = stringifyJson(object);
       if (this.#options.format === 'ndjson') this.#output.append(json + '\n');
       else this.#output.append((this.#rows === 0 ? '\n' : ',\n') + json);
     }
