@@ -8,7 +8,7 @@ import { CsvError } from './errors.js';
 import { inferFieldMap, recordMapper } from './mapping.js';
 import { formatFromPath, runPaths, type ProcessFileOptions, type RunPaths } from './options.js';
 import { claimRunFiles } from './run-files.js';
-import { resultColumns } from './sink/result-columns.js';
+import { refuseResultKeys, resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
 import { openSource } from './source/index.js';
 import { countResult, emptyTotals, failedShare, withEngineReport, type RunTotals } from './totals.js';
@@ -153,7 +153,8 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     // A window of batches with the engine: while the oldest one's last answers arrive and it is
     // written and checkpointed, the later ones keep the engine's calls (and the rate limit) busy.
     // Calls paid for by any of them are in the result store, so a kill costs no second payment.
-    reader = new BatchReader<RecordResult>(source, batchSize, batchesInFlight(batchSize), (items) => {
+    reader = new BatchReader<RecordResult>(source, batchSize, batchesInFlight(batchSize), (read) => {
+      const items = read.map((item) => refuseResultKeys(item, columns.names));
       const records: EngineRecord[] = [];
       for (const item of items) if (item.kind === 'row') records.push(toRecord(item));
       const results = records.length > 0 ? engine!.process(records, { signal: options.signal }) : Promise.resolve([]);
