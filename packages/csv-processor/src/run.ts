@@ -180,8 +180,9 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
         }
       }
       const sinkState = await sink.commit();
-      position = items[items.length - 1]!.position;
-      await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, sinkState, totalsNow()));
+      const next = items[items.length - 1]!.position;
+      await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, next, sinkState, totalsNow()));
+      position = next; // what a stop reports as checkpointed
       options.progress?.update(totalsNow(), position.offset, source.totalBytes);
     }
     await sink.finish();
@@ -201,7 +202,9 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       ...(budget ? { budget } : {}),
     };
   } catch (err) {
-    if (err instanceof CsvError) throw err;
+    // Refused before the run wrote anything (mapping, options, a checkpoint of other options): a
+    // usage error, no summary. Once the output is open, the run stops with its summary and report.
+    if (err instanceof CsvError && !sink) throw err;
     const totals = totalsNow();
     return {
       outcome: 'stopped',

@@ -1,9 +1,10 @@
+import { spawn } from 'node:child_process';
 import { link, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
+import { CLI, completed, readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
 
 let sandbox: Sandbox;
 let slow: Sandbox;
@@ -122,6 +123,28 @@ describe('two runs on one output', () => {
     const { rows } = await readCsv(output, { delimiter: ';' });
     expect(rows.map((r) => r[0])).toEqual((await readCsv(input, { delimiter: ';' })).rows.map((r) => r[0]));
     expect(await stat(`${output}.lock`).catch(() => undefined)).toBeUndefined();
+  });
+});
+
+describe('an output whose disk fills up', () => {
+  it('stops with exit 1 naming the output and EFBIG, prints the summary, and --resume with room finishes every row', async () => {
+    const { folder, input } = await caseDir('output-full', 2000);
+    const output = join(folder, 'out.csv');
+    const args = ['validate', '--input', input, '--output', output, ...MAP, '--store', 'off', '--batch-size', '100', '--rate-limit', '0'];
+    // A file-size limit on the process stops the output growing the way a full disk does (EFBIG
+    // instead of ENOSPC), and only there: the checkpoint and the rejects stay far below it.
+    const child = spawn('prlimit', ['--fsize=40000', process.execPath, CLI, ...args], { env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const full = await completed(child);
+    expect(full.code, full.stderr).toBe(1);
+    expect(full.stderr).toContain(`dq-csv: output-io: cannot write the output ${output}`);
+    expect(full.stderr).toContain('EFBIG');
+    expect(full.stderr).toContain('--resume');
+    expect(full.stderr).not.toMatch(/\n\s+at /);
+    expect(summaryOf(full)).toMatchObject({ outcome: 'stopped', exitCode: 1, error: { code: 'output-io' } });
+    const resumed = await runCli([...args, '--resume'], env());
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const { rows } = await readCsv(output, { delimiter: ';' });
+    expect(rows.map((r) => r[0])).toEqual((await readCsv(input, { delimiter: ';' })).rows.map((r) => r[0]));
   });
 });
 

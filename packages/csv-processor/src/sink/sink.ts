@@ -52,8 +52,8 @@ export class Sink {
 
   /** Opens (fresh: creates and writes headers; resume: truncates to the checkpoint) both files. */
   static async open(options: SinkOptions): Promise<Sink> {
-    const output = await DurableFile.open(options.outputPath, options.resume?.outputBytes);
-    const rejects = await DurableFile.open(options.rejectsPath, options.resume?.rejectsBytes);
+    const output = await DurableFile.open(options.outputPath, `the output ${options.outputPath}`, options.resume?.outputBytes);
+    const rejects = await DurableFile.open(options.rejectsPath, `the rejects file ${options.rejectsPath}`, options.resume?.rejectsBytes);
     const sink = new Sink(options, output, rejects);
     if (!options.resume) {
       if (options.format === 'csv') {
