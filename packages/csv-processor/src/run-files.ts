@@ -1,3 +1,4 @@
+import type { Stats } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core/lock';
@@ -21,9 +22,7 @@ export interface WrittenFile {
  * Returns the held lock; release it when the run ends.
  */
 export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
-  const input = await stat(paths.input).catch((err: unknown) => {
-    throw new CsvError('input-unreadable', `cannot read the input ${paths.input}: ${(err as NodeJS.ErrnoException).code}`, { cause: err });
-  });
+  const input = await statInput(paths.input);
   const inputId = `${input.dev}:${input.ino}`;
   const files: WrittenFile[] = [
     { path: paths.output, label: `the output ${paths.output}`, flags: '--output' },
@@ -65,20 +64,43 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
 }
 
 /**
+ * The input's stat, refusing what is not a file: a run reads the input twice (the header, then the
+ * records) and `--resume` reads it from an offset, which a pipe (`<(zcat …)`) cannot give; opening
+ * one would also wait for its writer.
+ */
+export async function statInput(path: string): Promise<Stats> {
+  const s = await stat(path).catch((err: unknown) => {
+    throw new CsvError('input-unreadable', `cannot read the input ${path}: ${(err as NodeJS.ErrnoException).code}`, { cause: err });
+  });
+  if (s.isFile()) return s;
+  const what = s.isDirectory() ? 'is a folder' : s.isFIFO() ? 'is a pipe' : 'is not a file';
+  throw new CsvError(
+    'input-unreadable',
+    `the input ${path} ${what}: dq-csv reads a file, from where it stopped on --resume${s.isFIFO() ? '; write the stream to a file first (e.g. zcat in.csv.gz > in.csv)' : ''}`,
+  );
+}
+
+/**
  * What a path will be written to: device and inode when it exists (following symlinks), else the
  * real path of its folder plus its name (so two spellings of one new file match). Devices and
  * pipes get an identity of their own.
  */
 export async function identityOf(file: WrittenFile): Promise<string> {
-  try {
-    const s = await stat(file.path);
-    // A device or pipe (/dev/null) is not overwritten by being written twice: never a conflict.
+  const s = await stat(file.path).catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new CsvError('output-unwritable', `cannot use ${file.label}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+  });
+  if (s) {
+    // A pipe or socket takes no write at an offset (and opening a pipe waits for its reader).
+    if (s.isFIFO() || s.isSocket()) {
+      throw new CsvError(
+        'output-unwritable',
+        `${file.label} is a ${s.isFIFO() ? 'pipe' : 'socket'}: dq-csv writes a file it can cut back to its checkpoint on --resume; write to a file`,
+      );
+    }
+    // A device (/dev/null) is not overwritten by being written twice: never a conflict.
     if (!s.isFile() && !s.isDirectory()) return `device:${file.label}`;
     return `${s.dev}:${s.ino}`;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw new CsvError('output-unwritable', `cannot use ${file.label}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
-    }
   }
   const folder = dirname(file.path);
   let real: string;

@@ -1,4 +1,3 @@
-import { stat } from 'node:fs/promises';
 import { createEngine, DqError, exitCodeFor, ExitCode, isRunStop, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
 import { openStore } from '@dq/core/store';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
@@ -7,7 +6,7 @@ import { planFile, type DryRunPlan } from './dry-run.js';
 import { CsvError } from './errors.js';
 import { inferFieldMap, recordMapper } from './mapping.js';
 import { formatFromPath, runPaths, type ProcessFileOptions, type RunPaths } from './options.js';
-import { claimRunFiles } from './run-files.js';
+import { claimRunFiles, statInput } from './run-files.js';
 import { refuseResultKeys, resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
 import { openSource } from './source/index.js';
@@ -59,9 +58,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
   const mode = options.mode ?? 'address';
   const delimiter = options.delimiter ?? ',';
   const batchSize = options.batchSize ?? 500;
-  const inputStat = await stat(paths.input).catch((err: unknown) => {
-    throw new CsvError('input-unreadable', `cannot read the input ${paths.input}: ${(err as NodeJS.ErrnoException).code}`, { cause: err });
-  });
+  const inputStat = await statInput(paths.input);
   if (options.dryRun) {
     const plan = await planFile({ ...options, format, mode, delimiter }, paths);
     return { outcome: 'dry-run', exitCode: ExitCode.OK, paths, totals: plan.totals, failedShare: failedShare(plan.totals), resumed: false, plan };

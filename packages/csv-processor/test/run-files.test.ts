@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { link, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
@@ -70,6 +70,23 @@ describe('files a run would write over', () => {
     expect(run.stderr).not.toMatch(/\n\s+at /); // no stack trace
     expect(await readFile(input, 'utf8')).toBe(content);
     expect((await readdir(folder)).sort()).toEqual(before);
+  });
+
+  it.each([
+    ['the input is a pipe (<(zcat …))', 'input'],
+    ['the input is a folder', 'input'],
+    ['the output is a pipe', 'output'],
+  ])('refuses with exit 2, no stack trace, when %s', async (name, which) => {
+    const { folder, input } = await caseDir(name.replace(/\W+/g, '-'));
+    const odd = join(folder, 'odd');
+    if (name.includes('folder')) await mkdir(odd);
+    else execFileSync('mkfifo', [odd]);
+    const args = which === 'input' ? ['--input', odd, '--output', join(folder, 'out.csv')] : ['--input', input, '--output', odd];
+    const run = await runCli(['validate', ...args, ...MAP, '--store', 'off'], env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(name.includes('folder') ? /is a folder/ : /is a pipe/);
+    expect(run.stderr).toContain(odd);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
   });
 
   it('exits 2 naming the folder when the output folder does not exist, and creates nothing', async () => {
