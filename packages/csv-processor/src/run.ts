@@ -200,8 +200,9 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     };
   } catch (err) {
     // Refused before the run wrote anything (mapping, options, a checkpoint of other options): a
-    // usage error, no summary. Once the output is open, the run stops with its summary and report.
-    if (err instanceof CsvError && !sink) throw err;
+    // usage error, no summary. Once the output is open, or when a write failed (output-io, the
+    // header's included), the run stops with its summary and report.
+    if (err instanceof CsvError && !sink && err.code !== 'output-io') throw err;
     const totals = totalsNow();
     return {
       outcome: 'stopped',
@@ -233,7 +234,7 @@ function checkpointOf(
 }
 
 function describeStop(err: unknown, records: number): RunSummary['error'] {
-  const where = `input records 1-${records} are written and checkpointed`;
+  const where = records === 0 ? 'no input record is written yet' : `input records 1-${records} are written and checkpointed`;
   if (err instanceof CsvError) return { code: err.code, message: `${err.message}; ${where}` };
   if (err instanceof DqError) {
     const action = !isRunStop(err)

@@ -163,6 +163,19 @@ describe('an output whose disk fills up', () => {
     const { rows } = await readCsv(output, { delimiter: ';' });
     expect(rows.map((r) => r[0])).toEqual((await readCsv(input, { delimiter: ';' })).rows.map((r) => r[0]));
   });
+
+  it('stops the same way, without a stack trace, when not even the header fits', async () => {
+    const { folder, input } = await caseDir('output-full-at-once', 10);
+    const output = join(folder, 'out.csv');
+    const args = ['validate', '--input', input, '--output', output, ...MAP, '--store', 'off'];
+    const child = spawn('prlimit', ['--fsize=200', process.execPath, CLI, ...args], { env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const full = await completed(child);
+    expect(full.code, full.stderr).toBe(1);
+    expect(full.stderr).toContain(`dq-csv: output-io: cannot write the output ${output}`);
+    expect(full.stderr).toContain('no input record is written yet');
+    expect(full.stderr).not.toMatch(/\n\s+at /);
+    expect(summaryOf(full)).toMatchObject({ outcome: 'stopped', exitCode: 1, error: { code: 'output-io' } });
+  });
 });
 
 describe('input values in the output', () => {
