@@ -142,6 +142,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       columns,
       spreadsheetSafe: options.spreadsheetSafe,
       resume: checkpoint?.sink,
+      checkpointPath: paths.checkpoint,
     });
     // The output exists from here on: a checkpoint marks it unfinished at once, so a run stopped or
     // killed before its first batch leaves an output that `--resume` continues and review refuses.

@@ -1,4 +1,4 @@
-import { stat, writeFile } from 'node:fs/promises';
+import { rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
@@ -68,6 +68,17 @@ describe('resuming after kill -9', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('resume-mismatch');
     expect(run.stderr).toContain('include');
+  });
+
+  it.each(['output', 'rejects file'])('refuses to resume when the %s of the killed run is gone, saying how to start over', async (which) => {
+    const output = join(dir, `gone-${which.replace(/\W/g, '')}.csv`);
+    await killWhenPast(output, 200);
+    const gone = which === 'output' ? output : output.replace(/\.csv$/, '.rejects.csv');
+    await rm(gone);
+    const run = await runCli(args(output, '--resume'), env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`dq-csv: resume-mismatch: the ${which} ${gone} of the interrupted run is gone`);
+    expect(run.stderr).toContain(`delete ${output}.checkpoint.json`);
   });
 
   it('refuses to start over a checkpoint without --resume', async () => {

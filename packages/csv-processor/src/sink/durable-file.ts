@@ -25,16 +25,20 @@ export class DurableFile {
    * Opens `path`. Fresh: created or truncated to empty. Resume (`keepBytes` given): truncated to
    * the checkpointed length, dropping whatever a killed run wrote after its last checkpoint.
    */
-  static async open(path: string, label: string, keepBytes?: number): Promise<DurableFile> {
+  static async open(path: string, label: string, keepBytes?: number, checkpoint = 'the checkpoint'): Promise<DurableFile> {
+    const startOver = `delete ${checkpoint} and rerun without --resume to start over (the answers the run paid for are not bought again unless it ran with --store off)`;
     try {
       if (keepBytes === undefined) return new DurableFile(path, label, await open(path, 'w'), 0);
-      const handle = await open(path, 'r+');
+      const handle = await open(path, 'r+').catch((err: unknown) => {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        throw new CsvError('resume-mismatch', `${label} of the interrupted run is gone (its checkpoint counts ${keepBytes} bytes in it): ${startOver}`);
+      });
       const { size } = await handle.stat();
       if (size < keepBytes) {
         await handle.close();
         throw new CsvError(
           'resume-mismatch',
-          `${path} is shorter (${size} bytes) than the checkpoint says (${keepBytes}): it was changed since the run stopped; start over without --resume after deleting the checkpoint`,
+          `${label} is shorter (${size} bytes) than the checkpoint says (${keepBytes}): it was changed since the run stopped; ${startOver}`,
         );
       }
       await handle.truncate(keepBytes);

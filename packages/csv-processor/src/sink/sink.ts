@@ -31,6 +31,8 @@ export interface SinkOptions {
   readonly spreadsheetSafe?: boolean;
   /** Resume: truncate both files to these lengths and go on from there. */
   readonly resume?: SinkState;
+  /** The checkpoint resumed from, for the message when a file it counts on is gone or shorter. */
+  readonly checkpointPath?: string;
 }
 
 /**
@@ -52,8 +54,9 @@ export class Sink {
 
   /** Opens (fresh: creates and writes headers; resume: truncates to the checkpoint) both files. */
   static async open(options: SinkOptions): Promise<Sink> {
-    const output = await DurableFile.open(options.outputPath, `the output ${options.outputPath}`, options.resume?.outputBytes);
-    const rejects = await DurableFile.open(options.rejectsPath, `the rejects file ${options.rejectsPath}`, options.resume?.rejectsBytes);
+    const checkpoint = options.checkpointPath ?? 'the checkpoint';
+    const output = await DurableFile.open(options.outputPath, `the output ${options.outputPath}`, options.resume?.outputBytes, checkpoint);
+    const rejects = await DurableFile.open(options.rejectsPath, `the rejects file ${options.rejectsPath}`, options.resume?.rejectsBytes, checkpoint);
     const sink = new Sink(options, output, rejects);
     if (!options.resume) {
       if (options.format === 'csv') {
