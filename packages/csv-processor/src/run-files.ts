@@ -13,11 +13,12 @@ export interface WrittenFile {
 }
 
 /**
- * Checks every file a run writes before anything is written, then takes the output's lock:
+ * Checks every file a run writes before anything is written, then takes the output's lock and the
+ * rejects file's:
  * - no written file (output, rejects, checkpoint, lock, report) is the input, by device and
  *   inode, so a symlink or hard link to the input is caught too; no two of them are one file;
  * - the folder of each exists (else a usage error naming the folder);
- * - no other live run writes the same output (else `output-locked`, exit 75, naming its pid); the
+ * - no other live run writes the same output or rejects file (else `output-locked`, exit 75, naming its pid); the
  *   lock of a run that is gone (kill -9) is taken over.
  * Returns the held lock; release it when the run ends.
  */
@@ -30,6 +31,7 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
     { path: paths.checkpoint, label: `the checkpoint ${paths.checkpoint}`, flags: '--output' },
     { path: `${paths.checkpoint}.tmp`, label: `the checkpoint's temporary file ${paths.checkpoint}.tmp`, flags: '--output' },
     { path: paths.lock, label: `the lock ${paths.lock}`, flags: '--output' },
+    { path: paths.rejectsLock, label: `the lock ${paths.rejectsLock}`, flags: '--output or --rejects' },
     // The report is written last, after the run paid for its answers: one that is the input or
     // another of these files would destroy it then.
     ...(paths.report !== undefined ? [{ path: paths.report, label: `the report ${paths.report}`, flags: '--report' }] : []),
@@ -50,14 +52,32 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
     }
     seen.set(id, file);
   }
+  // The output's lock, then the rejects file's: two runs on different outputs may name one --rejects.
+  const output = await lockFile(paths.lock, paths.output);
   try {
-    return await acquireFileLock(paths.lock);
+    const rejects = await lockFile(paths.rejectsLock, paths.rejects);
+    return {
+      tookOver: output.tookOver || rejects.tookOver,
+      release: async () => {
+        await rejects.release();
+        await output.release();
+      },
+    };
+  } catch (err) {
+    await output.release();
+    throw err;
+  }
+}
+
+async function lockFile(lock: string, written: string): Promise<HeldFileLock> {
+  try {
+    return await acquireFileLock(lock);
   } catch (err) {
     if (err instanceof FileLockHeldError) {
-      const who = err.owner ? `pid ${err.owner.pid} on ${err.owner.host}, started ${err.owner.startedAt}` : `the lock ${paths.lock} names no process`;
-      throw new CsvError('output-locked', `another dq-csv run is writing ${paths.output} (${who}); try again when it has finished (its lock is ${paths.lock})`);
+      const who = err.owner ? `pid ${err.owner.pid} on ${err.owner.host}, started ${err.owner.startedAt}` : `the lock ${lock} names no process`;
+      throw new CsvError('output-locked', `another dq-csv run is writing ${written} (${who}); try again when it has finished (its lock is ${lock})`);
     }
-    throw new CsvError('output-unwritable', `cannot create the lock ${paths.lock}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+    throw new CsvError('output-unwritable', `cannot create the lock ${lock}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
       cause: err,
     });
   }

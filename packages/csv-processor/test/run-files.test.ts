@@ -143,6 +143,44 @@ describe('two runs on one output', () => {
   });
 });
 
+describe('two runs on one rejects file', () => {
+  it("refuses the second with exit 75 naming the first one's pid, though their outputs differ", async () => {
+    const { folder, input } = await caseDir('shared-rejects', 400);
+    const rejects = join(folder, 'bad-rows.csv');
+    const run = (output: string) => [
+      'validate',
+      '--input',
+      input,
+      '--output',
+      join(folder, output),
+      '--rejects',
+      rejects,
+      ...MAP,
+      '--batch-size',
+      '50',
+      '--concurrency',
+      '1',
+    ];
+    const first = startCli(run('a.csv'), env(slow));
+    const exited = new Promise<number | null>((resolve) => first.on('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; !(await stat(join(folder, 'a.csv.lock')).catch(() => undefined)); i++) {
+        if (i > 600) throw new Error('the first run never took its lock');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const second = await runCli(run('b.csv'), env());
+      expect(second.code, second.stderr).toBe(75);
+      expect(second.stderr).toContain(`pid ${first.pid}`);
+      expect(second.stderr).toContain(rejects);
+      expect(first.exitCode, 'the first run was still running').toBe(null);
+      expect(await stat(join(folder, 'b.csv')).catch(() => undefined)).toBeUndefined();
+    } finally {
+      first.kill('SIGKILL');
+    }
+    await exited;
+  });
+});
+
 describe('an output whose disk fills up', () => {
   it('stops with exit 1 naming the output and EFBIG, prints the summary, and --resume with room finishes every row', async () => {
     const { folder, input } = await caseDir('output-full', 2000);
