@@ -89,7 +89,16 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     );
   }
   if (checkpoint && checkpoint.optionsHash !== optionsHash) {
-    const differ = differingOptions(checkpoint.options, identity).join(', ');
+    const differing = differingOptions(checkpoint.options, identity);
+    // The same options over a changed input: its offsets no longer point at the same records.
+    if (differing.every((name) => name === 'inputSize' || name === 'inputMtimeMs')) {
+      const was = checkpoint.options as { inputSize?: number; inputMtimeMs?: number };
+      throw new CsvError(
+        'resume-mismatch',
+        `the input ${paths.input} was changed since the interrupted run (${was.inputSize} bytes, modified ${new Date(was.inputMtimeMs ?? 0).toISOString()}; now ${inputStat.size} bytes, modified ${inputStat.mtime.toISOString()}): resuming would mix its two versions; delete ${paths.checkpoint} and rerun without --resume to clean it from the start (answers already paid for are not bought again unless the run had --store off)`,
+      );
+    }
+    const differ = differing.join(', ');
     throw new CsvError(
       'resume-mismatch',
       `cannot resume: ${differ} differ from the interrupted run's; rerun with the same options, or delete ${paths.checkpoint} to start over`,

@@ -1,8 +1,21 @@
-import { rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { batchCalls, checkpointRecords, comparable, runCli, sampleArgs, startCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
+import {
+  batchCalls,
+  checkpointPast,
+  checkpointRecords,
+  comparable,
+  completed,
+  runCli,
+  sampleArgs,
+  startCli,
+  summaryOf,
+  unlimited,
+  useSandbox,
+  useTempDir,
+} from './helpers.js';
 
 const ROWS = 3000;
 const BATCH = 100;
@@ -79,6 +92,24 @@ describe('resuming after kill -9', () => {
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toContain(`dq-csv: resume-mismatch: the ${which} ${gone} of the interrupted run is gone`);
     expect(run.stderr).toContain(`delete ${output}.checkpoint.json`);
+  });
+
+  it('refuses to resume over an input changed since the kill, saying so rather than naming options', async () => {
+    const changing = join(dir, 'changing.csv');
+    await writeFile(changing, makeSampleCsv(ROWS, 12));
+    const output = join(dir, 'changed-input.csv');
+    const flags = ['--batch-size', String(BATCH), '--concurrency', '8', '--rate-limit', '0', '--resume'];
+    const child = startCli(sampleArgs(changing, output, ...flags), env());
+    const run = completed(child);
+    await checkpointPast(output, 200, run);
+    child.kill('SIGKILL');
+    await run;
+    await appendFile(changing, 'K999999;Neu GmbH;Hauptstraße 5;10115;Berlin;DE;;2024-01-01\n');
+    const resumed = await runCli(sampleArgs(changing, output, ...flags), env());
+    expect(resumed.code, resumed.stderr).toBe(2);
+    expect(resumed.stderr).toContain(`dq-csv: resume-mismatch: the input ${changing} was changed since the interrupted run`);
+    expect(resumed.stderr).not.toContain('rerun with the same options');
+    expect(resumed.stderr).toContain(`delete ${output}.checkpoint.json`);
   });
 
   it('refuses to start over a checkpoint without --resume', async () => {
