@@ -221,7 +221,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       totals,
       failedShare: failedShare(totals),
       resumed: checkpoint !== undefined,
-      error: describeStop(err, position.records),
+      error: describeStop(err, position.records, options.signal?.aborted === true),
       ...(report ? { details: details() } : {}),
       ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     };
@@ -243,8 +243,12 @@ function checkpointOf(
   return { version: 1, optionsHash, options, position, sink, totals, writtenAt: new Date().toISOString() };
 }
 
-function describeStop(err: unknown, records: number): RunSummary['error'] {
+function describeStop(err: unknown, records: number, interrupted: boolean): RunSummary['error'] {
   const where = records === 0 ? 'no input record is written yet' : `input records 1-${records} are written and checkpointed`;
+  // SIGINT / SIGTERM (main.ts aborts the run with the signal's name): a stop asked for, not a failure.
+  if (interrupted && !(err instanceof CsvError)) {
+    return { code: 'interrupted', message: `${(err as Error)?.message ?? String(err)}; ${where}; rerun with --resume` };
+  }
   if (err instanceof CsvError) return { code: err.code, message: `${err.message}; ${where}` };
   if (err instanceof DqError) {
     const action = !isRunStop(err)

@@ -112,6 +112,22 @@ describe('resuming after kill -9', () => {
     expect(resumed.stderr).toContain(`delete ${output}.checkpoint.json`);
   });
 
+  it('stops on SIGTERM with exit 75 and the code interrupted, and --resume finishes every row', async () => {
+    const output = join(dir, 'terminated.csv');
+    const child = startCli(args(output, '--resume'), env());
+    const run = completed(child);
+    await checkpointPast(output, 200, run);
+    child.kill('SIGTERM');
+    const stopped = await run;
+    expect(stopped.code, stopped.stderr).toBe(75);
+    expect(summaryOf(stopped).error).toMatchObject({ code: 'interrupted' });
+    expect(stopped.stderr).toMatch(/dq-csv: interrupted: interrupted by SIGTERM; input records 1-\d+ are written and checkpointed; rerun with --resume/);
+    expect(stopped.stderr).not.toContain('unexpected');
+    const resumed = await runCli(args(output, '--resume'), env());
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(summaryOf(resumed).rows + summaryOf(resumed).rejects).toBe(ROWS);
+  });
+
   it('refuses to start over a checkpoint without --resume', async () => {
     const output = join(dir, 'no-resume.csv');
     await killWhenPast(output, 200);
