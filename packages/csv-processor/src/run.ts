@@ -173,6 +173,8 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       // The engine rejects (the run stops, the checkpoint stays at the last batch written) when the
       // platform cannot be reached; an unavailable result is a record that failed on its own.
       const results = await current.results;
+      // Counts as of the last batch written: a stop while writing this one reports what is written.
+      const written = structuredClone(counted);
       let r = 0;
       for (const item of items) {
         if (item.kind === 'row') {
@@ -186,9 +188,14 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
           counted.rejects += 1;
         }
       }
-      const sinkState = await sink.commit();
       const next = items[items.length - 1]!.position;
-      await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, next, sinkState, totalsNow()));
+      try {
+        const sinkState = await sink.commit();
+        await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, next, sinkState, totalsNow()));
+      } catch (err) {
+        Object.assign(counted, written);
+        throw err;
+      }
       position = next; // what a stop reports as checkpointed
       options.progress?.update(totalsNow(), position.offset, source.totalBytes);
     }

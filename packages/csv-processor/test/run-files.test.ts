@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { CLI, completed, readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
+import { checkpointRecords, CLI, completed, readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
 
 let sandbox: Sandbox;
 let slow: Sandbox;
@@ -196,6 +196,8 @@ describe('an output whose disk fills up', () => {
     expect(full.stderr).toContain('--resume');
     expect(full.stderr).not.toMatch(/\n\s+at /);
     expect(summaryOf(full)).toMatchObject({ outcome: 'stopped', exitCode: 1, error: { code: 'output-io' } });
+    // The summary counts what is written, not the batch the disk refused.
+    expect(summaryOf(full).rows + summaryOf(full).rejects).toBe(await checkpointRecords(output));
     const resumed = await runCli([...args, '--resume'], env());
     expect(resumed.code, resumed.stderr).toBe(0);
     const { rows } = await readCsv(output, { delimiter: ';' });
