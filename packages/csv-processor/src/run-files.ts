@@ -118,8 +118,9 @@ export async function identityOf(file: WrittenFile): Promise<string> {
         `${file.label} is a ${s.isFIFO() ? 'pipe' : 'socket'}: dq-csv writes a file it can cut back to its checkpoint on --resume; write to a file`,
       );
     }
+    if (s.isDirectory()) throw new CsvError('output-unwritable', `${file.label} is a folder: name a file in it (e.g. ${join(file.path, 'out.csv')})`);
     // A device (/dev/null) is not overwritten by being written twice: never a conflict.
-    if (!s.isFile() && !s.isDirectory()) return `device:${file.label}`;
+    if (!s.isFile()) return `device:${file.label}`;
     return `${s.dev}:${s.ino}`;
   }
   const folder = dirname(file.path);

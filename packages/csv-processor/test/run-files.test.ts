@@ -76,12 +76,19 @@ describe('files a run would write over', () => {
     ['the input is a pipe (<(zcat …))', 'input'],
     ['the input is a folder', 'input'],
     ['the output is a pipe', 'output'],
+    ['the output is a folder', 'output'],
+    ['the report is a folder', 'report'],
   ])('refuses with exit 2, no stack trace, when %s', async (name, which) => {
     const { folder, input } = await caseDir(name.replace(/\W+/g, '-'));
     const odd = join(folder, 'odd');
     if (name.includes('folder')) await mkdir(odd);
     else execFileSync('mkfifo', [odd]);
-    const args = which === 'input' ? ['--input', odd, '--output', join(folder, 'out.csv')] : ['--input', input, '--output', odd];
+    const args =
+      which === 'input'
+        ? ['--input', odd, '--output', join(folder, 'out.csv')]
+        : which === 'output'
+          ? ['--input', input, '--output', odd]
+          : ['--input', input, '--output', join(folder, 'out.csv'), '--report', odd];
     const run = await runCli(['validate', ...args, ...MAP, '--store', 'off'], env());
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toMatch(name.includes('folder') ? /is a folder/ : /is a pipe/);
