@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { CsvError } from './errors.js';
+import { writeError } from './sink/write-error.js';
 import type { SinkState } from './sink/sink.js';
 import type { SourcePosition } from './source/types.js';
 import type { RunTotals } from './totals.js';
@@ -67,9 +68,7 @@ export async function writeCheckpoint(path: string, checkpoint: Checkpoint): Pro
       await folder.close();
     }
   } catch (err) {
-    throw new CsvError('output-unwritable', `cannot write the checkpoint ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
-      cause: err,
-    });
+    throw writeError(`the checkpoint ${path}`, err);
   }
 }
 

@@ -2,6 +2,7 @@ import { createEngine, type Engine, type EngineRecord, type Mode } from '@dq/cor
 import { openStore } from '@dq/core/store';
 import { inferFieldMap, recordMapper } from './mapping.js';
 import type { ProcessFileOptions, RunPaths } from './options.js';
+import { refuseResultKeys, resultColumns } from './sink/result-columns.js';
 import { openSource } from './source/index.js';
 import type { InputFormat } from './source/types.js';
 import { emptyTotals, type RunTotals } from './totals.js';
@@ -76,7 +77,9 @@ export async function planFile(options: ProcessFileOptions & { format: InputForm
       fromStore += p.fromStore;
       batch = [];
     };
-    for await (const item of source.items) {
+    const names = resultColumns(options.mode, options.include).names;
+    for await (const read of source.items) {
+      const item = refuseResultKeys(read, names);
       if (item.kind === 'reject') {
         totals.rejects += 1;
         continue;

@@ -14,6 +14,8 @@ export class CsvError extends defineErrorCodes('dq-csv', {
   'output-unwritable': { exit: ExitCode.USAGE },
   /** an output, rejects or side file would be the input, or two of them the same file */
   'path-conflict': { exit: ExitCode.USAGE },
+  /** a write to the output, rejects or checkpoint failed mid-run (disk full, file-size limit, I/O): the checkpoint is kept */
+  'output-io': { exit: ExitCode.UNEXPECTED },
   /** another live run is writing the same output (its lock names the pid): try again later */
   'output-locked': { exit: ExitCode.TEMPFAIL },
   /** the input has no header row (CSV) */

@@ -1,4 +1,5 @@
-import { stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { createLogger, ExitCode } from '@dq/core';
 import { cliFailure } from '@dq/core/cli';
@@ -58,7 +59,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-/** A report in a folder that does not exist is refused before the run pays for anything. */
+/** A report in a folder that does not exist, or cannot be written, is refused before the run pays for anything. */
 async function checkReportFolder(path: string): Promise<void> {
   const folder = dirname(resolve(path));
   const ok = await stat(folder).then(
@@ -66,4 +67,7 @@ async function checkReportFolder(path: string): Promise<void> {
     () => false,
   );
   if (!ok) throw usageError('--report', `the folder ${folder} does not exist; create it or write the report elsewhere`);
+  await access(folder, constants.W_OK).catch((err: unknown) => {
+    throw usageError('--report', `the folder ${folder} cannot be written (${(err as NodeJS.ErrnoException).code}); write the report elsewhere`);
+  });
 }

@@ -1,6 +1,7 @@
 import { type EngineRecord, type Mode } from '@dq/core';
 import { MODE_FIELDS } from '@dq/core/engine';
 import { CsvError, usageError } from './errors.js';
+import { JsonNumber, stringifyJson } from './source/lossless-json.js';
 import type { SourceRow } from './source/types.js';
 
 /** Request field → input column (CSV header name or JSON key). */
@@ -45,7 +46,7 @@ export function inferFieldMap(mode: Mode, columns: readonly string[] | undefined
   if (Object.keys(map).length === 0) {
     throw usageError(
       '--map',
-      `no column is named like a field of ${mode} mode (${MODE_FIELDS[mode].join(', ')}); say which column holds what, e.g. --map street=Strasse,postalCode=PLZ`,
+      `no column is named like a field of ${mode} mode (${MODE_FIELDS[mode].join(', ')}); say which column holds what, e.g. --map street=Strasse,postalCode=PLZ${delimiterHint(columns)}`,
     );
   }
   return map;
@@ -61,7 +62,7 @@ export function recordMapper(map: FieldMap, header: readonly string[] | undefine
     const indexed = entries.map(([field, column]) => {
       const matches = header.flatMap((name, i) => (name === column ? [i] : []));
       if (matches.length !== 1) {
-        const problem = matches.length === 0 ? `is not in the header (${header.join(', ')})` : 'appears more than once in the header';
+        const problem = matches.length === 0 ? `is not in the header (${header.join(', ')})${delimiterHint(header)}` : 'appears more than once in the header';
         throw new CsvError('bad-mapping', `--map ${field}=${column}: column "${column}" ${problem}`);
       }
       return [field, matches[0] as number] as const;
@@ -79,9 +80,20 @@ export function recordMapper(map: FieldMap, header: readonly string[] | undefine
   };
 }
 
+/**
+ * A header read as one column that holds another common delimiter was split with the wrong one
+ * (`--delimiter` left at its default `,` for a `;` file): say which to pass.
+ */
+function delimiterHint(header: readonly string[]): string {
+  if (header.length !== 1) return '';
+  const found = [';', '\t', '|', ','].find((d) => header[0]!.includes(d));
+  if (found === undefined) return '';
+  return `; the header was read as one column: if the file is separated by ${found === '\t' ? 'tabs' : `'${found}'`}, pass --delimiter ${found === '\t' ? "'\\t'" : `'${found}'`}`;
+}
+
 function jsonScalar(value: unknown): string | number | null | undefined {
   if (value === null || value === undefined) return value;
   if (typeof value === 'string' || typeof value === 'number') return value;
-  if (typeof value === 'boolean') return String(value);
-  return JSON.stringify(value);
+  if (typeof value === 'boolean' || value instanceof JsonNumber) return String(value);
+  return stringifyJson(value);
 }

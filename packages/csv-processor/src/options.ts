@@ -74,18 +74,25 @@ export interface RunPaths {
   readonly checkpoint: string;
   /** Held while a run writes the output: a second run on the same output is refused. */
   readonly lock: string;
+  /** Held beside `lock`: a run on another output writing the same rejects file is refused too. */
+  readonly rejectsLock: string;
+  /** The run report (`--report`), when asked for: written at the end, so checked like the others. */
+  readonly report?: string;
 }
 
 /** Absolute paths of every file a run touches. */
-export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 'rejects'>): RunPaths {
+export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 'rejects' | 'report'>): RunPaths {
   const output = resolve(options.output);
   const stem = output.replace(/\.(csv|json|ndjson|jsonl|txt)$/i, '');
+  const rejects = resolve(options.rejects ?? `${stem}.rejects.csv`);
   return {
     input: resolve(options.input),
     output,
-    rejects: resolve(options.rejects ?? `${stem}.rejects.csv`),
+    rejects,
     checkpoint: `${output}.checkpoint.json`,
     lock: `${output}.lock`,
+    rejectsLock: `${rejects}.lock`,
+    ...(options.report !== undefined ? { report: resolve(options.report) } : {}),
   };
 }
 

@@ -1,4 +1,3 @@
-import { stat } from 'node:fs/promises';
 import { createEngine, DqError, exitCodeFor, ExitCode, isRunStop, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
 import { openStore } from '@dq/core/store';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
@@ -7,8 +6,8 @@ import { planFile, type DryRunPlan } from './dry-run.js';
 import { CsvError } from './errors.js';
 import { inferFieldMap, recordMapper } from './mapping.js';
 import { formatFromPath, runPaths, type ProcessFileOptions, type RunPaths } from './options.js';
-import { claimRunFiles } from './run-files.js';
-import { resultColumns } from './sink/result-columns.js';
+import { claimRunFiles, statInput } from './run-files.js';
+import { refuseResultKeys, resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
 import { openSource } from './source/index.js';
 import { countResult, emptyTotals, failedShare, withEngineReport, type RunTotals } from './totals.js';
@@ -59,9 +58,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
   const mode = options.mode ?? 'address';
   const delimiter = options.delimiter ?? ',';
   const batchSize = options.batchSize ?? 500;
-  const inputStat = await stat(paths.input).catch((err: unknown) => {
-    throw new CsvError('input-unreadable', `cannot read the input ${paths.input}: ${(err as NodeJS.ErrnoException).code}`, { cause: err });
-  });
+  const inputStat = await statInput(paths.input);
   if (options.dryRun) {
     const plan = await planFile({ ...options, format, mode, delimiter }, paths);
     return { outcome: 'dry-run', exitCode: ExitCode.OK, paths, totals: plan.totals, failedShare: failedShare(plan.totals), resumed: false, plan };
@@ -92,7 +89,16 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     );
   }
   if (checkpoint && checkpoint.optionsHash !== optionsHash) {
-    const differ = differingOptions(checkpoint.options, identity).join(', ');
+    const differing = differingOptions(checkpoint.options, identity);
+    // The same options over a changed input: its offsets no longer point at the same records.
+    if (differing.every((name) => name === 'inputSize' || name === 'inputMtimeMs')) {
+      const was = checkpoint.options as { inputSize?: number; inputMtimeMs?: number };
+      throw new CsvError(
+        'resume-mismatch',
+        `the input ${paths.input} was changed since the interrupted run (${was.inputSize} bytes, modified ${new Date(was.inputMtimeMs ?? 0).toISOString()}; now ${inputStat.size} bytes, modified ${inputStat.mtime.toISOString()}): resuming would mix its two versions; delete ${paths.checkpoint} and rerun without --resume to clean it from the start (answers already paid for are not bought again unless the run had --store off)`,
+      );
+    }
+    const differ = differing.join(', ');
     throw new CsvError(
       'resume-mismatch',
       `cannot resume: ${differ} differ from the interrupted run's; rerun with the same options, or delete ${paths.checkpoint} to start over`,
@@ -145,6 +151,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       columns,
       spreadsheetSafe: options.spreadsheetSafe,
       resume: checkpoint?.sink,
+      checkpointPath: paths.checkpoint,
     });
     // The output exists from here on: a checkpoint marks it unfinished at once, so a run stopped or
     // killed before its first batch leaves an output that `--resume` continues and review refuses.
@@ -153,7 +160,8 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     // A window of batches with the engine: while the oldest one's last answers arrive and it is
     // written and checkpointed, the later ones keep the engine's calls (and the rate limit) busy.
     // Calls paid for by any of them are in the result store, so a kill costs no second payment.
-    reader = new BatchReader<RecordResult>(source, batchSize, batchesInFlight(batchSize), (items) => {
+    reader = new BatchReader<RecordResult>(source, batchSize, batchesInFlight(batchSize), (read) => {
+      const items = read.map((item) => refuseResultKeys(item, columns.names));
       const records: EngineRecord[] = [];
       for (const item of items) if (item.kind === 'row') records.push(toRecord(item));
       const results = records.length > 0 ? engine!.process(records, { signal: options.signal }) : Promise.resolve([]);
@@ -165,6 +173,8 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       // The engine rejects (the run stops, the checkpoint stays at the last batch written) when the
       // platform cannot be reached; an unavailable result is a record that failed on its own.
       const results = await current.results;
+      // Counts as of the last batch written: a stop while writing this one reports what is written.
+      const written = structuredClone(counted);
       let r = 0;
       for (const item of items) {
         if (item.kind === 'row') {
@@ -178,9 +188,15 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
           counted.rejects += 1;
         }
       }
-      const sinkState = await sink.commit();
-      position = items[items.length - 1]!.position;
-      await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, sinkState, totalsNow()));
+      const next = items[items.length - 1]!.position;
+      try {
+        const sinkState = await sink.commit();
+        await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, next, sinkState, totalsNow()));
+      } catch (err) {
+        Object.assign(counted, written);
+        throw err;
+      }
+      position = next; // what a stop reports as checkpointed
       options.progress?.update(totalsNow(), position.offset, source.totalBytes);
     }
     await sink.finish();
@@ -200,7 +216,10 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       ...(budget ? { budget } : {}),
     };
   } catch (err) {
-    if (err instanceof CsvError) throw err;
+    // Refused before the run wrote anything (mapping, options, a checkpoint of other options): a
+    // usage error, no summary. Once the output is open, or when a write failed (output-io, the
+    // header's included), the run stops with its summary and report.
+    if (err instanceof CsvError && !sink && err.code !== 'output-io') throw err;
     const totals = totalsNow();
     return {
       outcome: 'stopped',
@@ -209,7 +228,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       totals,
       failedShare: failedShare(totals),
       resumed: checkpoint !== undefined,
-      error: describeStop(err, position.records),
+      error: describeStop(err, position.records, options.signal?.aborted === true),
       ...(report ? { details: details() } : {}),
       ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     };
@@ -231,8 +250,12 @@ function checkpointOf(
   return { version: 1, optionsHash, options, position, sink, totals, writtenAt: new Date().toISOString() };
 }
 
-function describeStop(err: unknown, records: number): RunSummary['error'] {
-  const where = `input records 1-${records} are written and checkpointed`;
+function describeStop(err: unknown, records: number, interrupted: boolean): RunSummary['error'] {
+  const where = records === 0 ? 'no input record is written yet' : `input records 1-${records} are written and checkpointed`;
+  // SIGINT / SIGTERM (main.ts aborts the run with the signal's name): a stop asked for, not a failure.
+  if (interrupted && !(err instanceof CsvError)) {
+    return { code: 'interrupted', message: `${(err as Error)?.message ?? String(err)}; ${where}; rerun with --resume` };
+  }
   if (err instanceof CsvError) return { code: err.code, message: `${err.message}; ${where}` };
   if (err instanceof DqError) {
     const action = !isRunStop(err)

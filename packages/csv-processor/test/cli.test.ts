@@ -67,6 +67,15 @@ describe('the dq-csv command line', () => {
     expect(run.stderr).toContain('"Strasse" is not in the header');
   });
 
+  it.each([
+    ['a mapped column', ['--map', 'addressLine=strasse,postalCode=plz,locality=ort']],
+    ['no --map', []],
+  ])('with %s, says which delimiter a one-column header holds when --delimiter was left out', async (_, map) => {
+    const run = await runCli(['validate', '--input', input, '--output', join(dir, 'o.csv'), ...map], { DQ_BASE_URL: 'http://127.0.0.1:9', DQ_API_KEY: 'k' });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`pass --delimiter ';'`);
+  });
+
   it('estimates a run with --dry-run without calling anything', async () => {
     const run = await runCli([
       'validate',

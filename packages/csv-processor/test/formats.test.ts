@@ -56,6 +56,58 @@ describe('JSON inputs', () => {
     const rejects = await readCsv(summary.paths.rejects);
     expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'invalid-json']]);
   });
+
+  it.each(['ndjson', 'json'] as const)('writes the numbers of a %s input as written: 20-digit ids, 1.10, 1e3, -0', async (format) => {
+    // What each input object's text holds before its closing brace in the output: every byte of it.
+    const objects = [
+      '{"id":12345678901234567890,"amount":1.10,"rate":1e3,"delta":-0,"street":"Hauptstraße","houseNumber":5,"postalCode":10115,"locality":"Berlin","tags":[1.0,9007199254740993]}',
+      '{"id":98765432109876543210,"amount":2.5,"street":"Schillerstraße","houseNumber":"3","postalCode":"80336","locality":"München"}',
+    ];
+    const input = join(dir, `numbers.${format}`);
+    await writeFile(input, format === 'ndjson' ? objects.join('\n') + '\n' : `[${objects.join(',\n')}]`);
+    const summary = await processFile({
+      input,
+      output: join(dir, `numbers.out.${format}`),
+      country: 'DE',
+      baseUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      engine: { rateLimits: { batch: 0 }, store: 'off' },
+    });
+    const lines = (await readFile(summary.paths.output, 'utf8')).split('\n').filter((l) => l.startsWith('{'));
+    expect(lines).toHaveLength(2);
+    lines.forEach((line, i) => expect(line.slice(0, objects[i]!.length + 12)).toBe(objects[i]!.slice(0, -1) + ',"dq_status":'));
+    expect(summary.totals.byStatus.accepted).toBe(2); // the numeric postal code and house number were sent
+  });
+
+  it.each(['ndjson', 'json'] as const)('rejects a %s object that already has a dq_ key, instead of writing over its value', async (format) => {
+    const objects = [{ ...records[0], dq_status: 'checked by hand' }, records[1], { ...records[1], id: 3, dq_review_decision: 'keep' }];
+    const input = join(dir, `clash.${format}`);
+    await writeFile(input, format === 'ndjson' ? objects.map((o) => JSON.stringify(o)).join('\n') : JSON.stringify(objects));
+    const summary = await processFile({
+      input,
+      output: join(dir, `clash.out.${format}`),
+      country: 'DE',
+      baseUrl: sandbox.url,
+      apiKey: DEFAULT_API_KEY,
+      maxFailed: 1,
+      engine: { rateLimits: { batch: 0 }, store: 'off' },
+    });
+    const text = await readFile(summary.paths.output, 'utf8');
+    expect(text).not.toContain('checked by hand');
+    const written = text
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l.replace(/,$/, '')) as Record<string, unknown>);
+    expect(written.map((o) => o['id'])).toEqual([2]);
+    const rejects = await readCsv(summary.paths.rejects);
+    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([
+      ['1', 'result-key-clash'],
+      ['3', 'result-key-clash'],
+    ]);
+    expect(rejects.rows[0]?.[2]).toContain('dq_status');
+    expect(JSON.parse(rejects.rows[0]![3]!)).toEqual(objects[0]); // the input value is kept, in the rejects
+    expect(summary.totals.rows + summary.totals.rejects).toBe(3);
+  });
 });
 
 describe('dedup', () => {

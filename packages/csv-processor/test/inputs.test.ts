@@ -137,6 +137,43 @@ describe('a record over the size limit', () => {
   });
 });
 
+describe('a Windows-1252 input', () => {
+  it.each(['csv', 'ndjson'] as const)('(%s) gives € „quotes“ – and Š for bytes 0x80-0x9F, not C1 control characters', async (format) => {
+    // 0x80 €, 0x84 „, 0x93 “, 0x96 –, 0x8A Š; 0xDF ß (as in Latin-1); 0x81 is unassigned and stays U+0081.
+    const note = Buffer.from([0x80, 0x20, 0x84, 0x61, 0x93, 0x20, 0x96, 0x20, 0x8a, 0xdf, 0x81]);
+    const bytes =
+      format === 'csv'
+        ? Buffer.concat([Buffer.from('id;strasse;plz;ort;note\n1;Hauptstra'), Buffer.from([0xdf]), Buffer.from('e 5;10115;Berlin;'), note, Buffer.from('\n')])
+        : Buffer.concat([
+            Buffer.from('{"id":1,"strasse":"Hauptstra'),
+            Buffer.from([0xdf]),
+            Buffer.from('e 5","plz":"10115","ort":"Berlin","note":"'),
+            note,
+            Buffer.from('"}\n'),
+          ]);
+    const { folder, input } = await inputFile(`cp1252.${format}`, bytes);
+    const output = join(folder, `out.${format}`);
+    const args = [
+      'validate',
+      '--input',
+      input,
+      '--output',
+      output,
+      '--encoding',
+      'windows-1252',
+      '--country',
+      'DE',
+      '--map',
+      'addressLine=strasse,postalCode=plz,locality=ort',
+    ];
+    const run = await runCli(format === 'csv' ? [...args, '--delimiter', ';'] : args, env());
+    expect(run.code, run.stderr).toBe(0);
+    const written =
+      format === 'csv' ? (await readCsv(output, { delimiter: ';' })).rows[0]?.[4] : (JSON.parse(await readFile(output, 'utf8')) as { note: string }).note;
+    expect(written).toBe('€ „a“ – Šß\u0081');
+  });
+});
+
 describe('a UTF-16 input', () => {
   const rows = [
     ['1', 'Hauptstraße 5', '10115', 'Berlin'],

@@ -1,4 +1,5 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, openReport } from '@dq/core/report-browser';
@@ -6,7 +7,7 @@ import type { Browser } from '@dq/core/report-browser';
 import { startSandbox } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
 import { makeSampleCsv, SAMPLE_MAP } from '@dq/sandbox';
-import { readCsv, runCli, summaryOf, tempDir } from './helpers.js';
+import { CLI, completed, readCsv, runCli, summaryOf, tempDir } from './helpers.js';
 
 const KEY = 'report-test-secret-key-7c1e';
 const EVIL = '<script>alert(1)</script>Hauptstr. 5';
@@ -163,6 +164,51 @@ describe('dq-csv validate --report', () => {
     );
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--report');
+    expect(sandbox.stats().requests['batch']?.total ?? 0).toBe(before);
+  });
+
+  // A read-only file system (mounted in a mount namespace of the run's own: needs root) stops
+  // root too, which a folder's mode would not.
+  it.skipIf(process.getuid?.() !== 0)('refuses a report path in a folder it cannot write before the run (exit 2)', async () => {
+    const before = sandbox.stats().requests['batch']?.total ?? 0;
+    const input = join(dir, 'small.csv');
+    await writeFile(input, 'strasse;plz;ort\nHauptstr. 5;10115;Berlin\n');
+    const readOnly = join(dir, 'read-only');
+    await mkdir(readOnly);
+    const args = [
+      'validate',
+      '--input',
+      input,
+      '--output',
+      join(dir, 'ro.out.csv'),
+      '--delimiter',
+      ';',
+      '--map',
+      'addressLine=strasse,postalCode=plz,locality=ort',
+    ];
+    const child = spawn(
+      'unshare',
+      [
+        '-m',
+        'sh',
+        '-c',
+        'mount -t tmpfs -o ro tmpfs "$0" || exit 90; shift; exec "$@"',
+        readOnly,
+        'x',
+        process.execPath,
+        CLI,
+        ...args,
+        '--report',
+        join(readOnly, 'r.html'),
+      ],
+      {
+        env: { ...process.env, DQ_BASE_URL: sandbox.url, DQ_API_KEY: KEY },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const run = await completed(child);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`dq-csv: usage: --report: the folder ${readOnly} cannot be written (EROFS)`);
     expect(sandbox.stats().requests['batch']?.total ?? 0).toBe(before);
   });
 });

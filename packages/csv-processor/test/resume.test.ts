@@ -1,8 +1,21 @@
-import { stat, writeFile } from 'node:fs/promises';
+import { appendFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { batchCalls, checkpointRecords, comparable, runCli, sampleArgs, startCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
+import {
+  batchCalls,
+  checkpointPast,
+  checkpointRecords,
+  comparable,
+  completed,
+  runCli,
+  sampleArgs,
+  startCli,
+  summaryOf,
+  unlimited,
+  useSandbox,
+  useTempDir,
+} from './helpers.js';
 
 const ROWS = 3000;
 const BATCH = 100;
@@ -68,6 +81,51 @@ describe('resuming after kill -9', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('resume-mismatch');
     expect(run.stderr).toContain('include');
+  });
+
+  it.each(['output', 'rejects file'])('refuses to resume when the %s of the killed run is gone, saying how to start over', async (which) => {
+    const output = join(dir, `gone-${which.replace(/\W/g, '')}.csv`);
+    await killWhenPast(output, 200);
+    const gone = which === 'output' ? output : output.replace(/\.csv$/, '.rejects.csv');
+    await rm(gone);
+    const run = await runCli(args(output, '--resume'), env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`dq-csv: resume-mismatch: the ${which} ${gone} of the interrupted run is gone`);
+    expect(run.stderr).toContain(`delete ${output}.checkpoint.json`);
+  });
+
+  it('refuses to resume over an input changed since the kill, saying so rather than naming options', async () => {
+    const changing = join(dir, 'changing.csv');
+    await writeFile(changing, makeSampleCsv(ROWS, 12));
+    const output = join(dir, 'changed-input.csv');
+    const flags = ['--batch-size', String(BATCH), '--concurrency', '8', '--rate-limit', '0', '--resume'];
+    const child = startCli(sampleArgs(changing, output, ...flags), env());
+    const run = completed(child);
+    await checkpointPast(output, 200, run);
+    child.kill('SIGKILL');
+    await run;
+    await appendFile(changing, 'K999999;Neu GmbH;Hauptstraße 5;10115;Berlin;DE;;2024-01-01\n');
+    const resumed = await runCli(sampleArgs(changing, output, ...flags), env());
+    expect(resumed.code, resumed.stderr).toBe(2);
+    expect(resumed.stderr).toContain(`dq-csv: resume-mismatch: the input ${changing} was changed since the interrupted run`);
+    expect(resumed.stderr).not.toContain('rerun with the same options');
+    expect(resumed.stderr).toContain(`delete ${output}.checkpoint.json`);
+  });
+
+  it('stops on SIGTERM with exit 75 and the code interrupted, and --resume finishes every row', async () => {
+    const output = join(dir, 'terminated.csv');
+    const child = startCli(args(output, '--resume'), env());
+    const run = completed(child);
+    await checkpointPast(output, 200, run);
+    child.kill('SIGTERM');
+    const stopped = await run;
+    expect(stopped.code, stopped.stderr).toBe(75);
+    expect(summaryOf(stopped).error).toMatchObject({ code: 'interrupted' });
+    expect(stopped.stderr).toMatch(/dq-csv: interrupted: interrupted by SIGTERM; input records 1-\d+ are written and checkpointed; rerun with --resume/);
+    expect(stopped.stderr).not.toContain('unexpected');
+    const resumed = await runCli(args(output, '--resume'), env());
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(summaryOf(resumed).rows + summaryOf(resumed).rejects).toBe(ROWS);
   });
 
   it('refuses to start over a checkpoint without --resume', async () => {

@@ -1,9 +1,10 @@
+import { execFileSync, spawn } from 'node:child_process';
 import { link, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
+import { checkpointRecords, CLI, completed, readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
 
 let sandbox: Sandbox;
 let slow: Sandbox;
@@ -51,6 +52,9 @@ describe('files a run would write over', () => {
     ['--output is the input spelled another way', async (f: string, input: string) => ['--input', input, '--output', join(f, 'sub', '..', 'in.csv')]],
     ['--rejects is the input', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', input]],
     ['--rejects is --output', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv')]],
+    ['--report is the input', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--report', input]],
+    ['--report is --output', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--report', join(f, 'out.csv')]],
+    ['--report is --rejects', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--report', join(f, 'out.rejects.csv')]],
     [
       '--rejects is the checkpoint',
       async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv.checkpoint.json')],
@@ -66,6 +70,30 @@ describe('files a run would write over', () => {
     expect(run.stderr).not.toMatch(/\n\s+at /); // no stack trace
     expect(await readFile(input, 'utf8')).toBe(content);
     expect((await readdir(folder)).sort()).toEqual(before);
+  });
+
+  it.each([
+    ['the input is a pipe (<(zcat …))', 'input'],
+    ['the input is a folder', 'input'],
+    ['the output is a pipe', 'output'],
+    ['the output is a folder', 'output'],
+    ['the report is a folder', 'report'],
+  ])('refuses with exit 2, no stack trace, when %s', async (name, which) => {
+    const { folder, input } = await caseDir(name.replace(/\W+/g, '-'));
+    const odd = join(folder, 'odd');
+    if (name.includes('folder')) await mkdir(odd);
+    else execFileSync('mkfifo', [odd]);
+    const args =
+      which === 'input'
+        ? ['--input', odd, '--output', join(folder, 'out.csv')]
+        : which === 'output'
+          ? ['--input', input, '--output', odd]
+          : ['--input', input, '--output', join(folder, 'out.csv'), '--report', odd];
+    const run = await runCli(['validate', ...args, ...MAP, '--store', 'off'], env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(name.includes('folder') ? /is a folder/ : /is a pipe/);
+    expect(run.stderr).toContain(odd);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
   });
 
   it('exits 2 naming the folder when the output folder does not exist, and creates nothing', async () => {
@@ -119,6 +147,81 @@ describe('two runs on one output', () => {
     const { rows } = await readCsv(output, { delimiter: ';' });
     expect(rows.map((r) => r[0])).toEqual((await readCsv(input, { delimiter: ';' })).rows.map((r) => r[0]));
     expect(await stat(`${output}.lock`).catch(() => undefined)).toBeUndefined();
+  });
+});
+
+describe('two runs on one rejects file', () => {
+  it("refuses the second with exit 75 naming the first one's pid, though their outputs differ", async () => {
+    const { folder, input } = await caseDir('shared-rejects', 400);
+    const rejects = join(folder, 'bad-rows.csv');
+    const run = (output: string) => [
+      'validate',
+      '--input',
+      input,
+      '--output',
+      join(folder, output),
+      '--rejects',
+      rejects,
+      ...MAP,
+      '--batch-size',
+      '50',
+      '--concurrency',
+      '1',
+    ];
+    const first = startCli(run('a.csv'), env(slow));
+    const exited = new Promise<number | null>((resolve) => first.on('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; !(await stat(join(folder, 'a.csv.lock')).catch(() => undefined)); i++) {
+        if (i > 600) throw new Error('the first run never took its lock');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const second = await runCli(run('b.csv'), env());
+      expect(second.code, second.stderr).toBe(75);
+      expect(second.stderr).toContain(`pid ${first.pid}`);
+      expect(second.stderr).toContain(rejects);
+      expect(first.exitCode, 'the first run was still running').toBe(null);
+      expect(await stat(join(folder, 'b.csv')).catch(() => undefined)).toBeUndefined();
+    } finally {
+      first.kill('SIGKILL');
+    }
+    await exited;
+  });
+});
+
+describe('an output whose disk fills up', () => {
+  it('stops with exit 1 naming the output and EFBIG, prints the summary, and --resume with room finishes every row', async () => {
+    const { folder, input } = await caseDir('output-full', 2000);
+    const output = join(folder, 'out.csv');
+    const args = ['validate', '--input', input, '--output', output, ...MAP, '--store', 'off', '--batch-size', '100', '--rate-limit', '0'];
+    // A file-size limit on the process stops the output growing the way a full disk does (EFBIG
+    // instead of ENOSPC), and only there: the checkpoint and the rejects stay far below it.
+    const child = spawn('prlimit', ['--fsize=40000', process.execPath, CLI, ...args], { env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const full = await completed(child);
+    expect(full.code, full.stderr).toBe(1);
+    expect(full.stderr).toContain(`dq-csv: output-io: cannot write the output ${output}`);
+    expect(full.stderr).toContain('EFBIG');
+    expect(full.stderr).toContain('--resume');
+    expect(full.stderr).not.toMatch(/\n\s+at /);
+    expect(summaryOf(full)).toMatchObject({ outcome: 'stopped', exitCode: 1, error: { code: 'output-io' } });
+    // The summary counts what is written, not the batch the disk refused.
+    expect(summaryOf(full).rows + summaryOf(full).rejects).toBe(await checkpointRecords(output));
+    const resumed = await runCli([...args, '--resume'], env());
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const { rows } = await readCsv(output, { delimiter: ';' });
+    expect(rows.map((r) => r[0])).toEqual((await readCsv(input, { delimiter: ';' })).rows.map((r) => r[0]));
+  });
+
+  it('stops the same way, without a stack trace, when not even the header fits', async () => {
+    const { folder, input } = await caseDir('output-full-at-once', 10);
+    const output = join(folder, 'out.csv');
+    const args = ['validate', '--input', input, '--output', output, ...MAP, '--store', 'off'];
+    const child = spawn('prlimit', ['--fsize=200', process.execPath, CLI, ...args], { env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const full = await completed(child);
+    expect(full.code, full.stderr).toBe(1);
+    expect(full.stderr).toContain(`dq-csv: output-io: cannot write the output ${output}`);
+    expect(full.stderr).toContain('no input record is written yet');
+    expect(full.stderr).not.toMatch(/\n\s+at /);
+    expect(summaryOf(full)).toMatchObject({ outcome: 'stopped', exitCode: 1, error: { code: 'output-io' } });
   });
 });
 

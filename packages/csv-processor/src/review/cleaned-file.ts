@@ -6,6 +6,7 @@ import { formatCsvLine, type CellValue } from '../sink/csv-format.js';
 import { fieldSplitter, type FieldSplitter } from '../source/csv-fields.js';
 import { bomLength } from '../source/decode.js';
 import { frameRecords, type RawRecord } from '../source/framer.js';
+import { parseJson, stringifyJson } from '../source/lossless-json.js';
 import type { InputFormat } from '../source/types.js';
 
 /** One data record of a cleaned file, with where it lies, so it can be copied or replaced exactly. */
@@ -170,7 +171,7 @@ function openJson(
     if (comma) text = text.slice(0, -1);
     let value: unknown;
     try {
-      value = JSON.parse(text);
+      value = parseJson(text);
     } catch (err) {
       return `it is not valid JSON: ${(err as Error).message}`;
     }
@@ -194,13 +195,13 @@ function openJson(
       return {
         text: (name) => {
           const value = object[name];
-          return value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+          return value === undefined || value === null ? '' : typeof value === 'string' ? value : stringifyJson(value);
         },
         inputNames: () => Object.keys(object).filter((name) => !resultNames.has(name)),
         set: (name, value) => {
           object[name] = value ?? null;
         },
-        serialise: () => JSON.stringify(object) + (comma ? ',' : ''),
+        serialise: () => stringifyJson(object) + (comma ? ',' : ''),
       };
     },
     close: () => stream.destroy(),

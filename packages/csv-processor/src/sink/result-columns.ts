@@ -1,4 +1,6 @@
 import type { Mode, RecordResult } from '@dq/core';
+import { stringifyJson } from '../source/lossless-json.js';
+import type { SourceItem } from '../source/types.js';
 import type { CellValue } from './csv-format.js';
 
 /** The result columns appended to every output row, per mode and include options. */
@@ -100,4 +102,22 @@ function scalar(value: unknown): CellValue {
   if (value === undefined || value === null) return null;
   if (typeof value === 'string' || typeof value === 'number') return value;
   return String(value);
+}
+
+/**
+ * A JSON object that has a key the run appends (dq_status, …) would lose its own value to the
+ * result: it goes to the rejects instead, whole (a CSV header with such a column is refused at once).
+ */
+export function refuseResultKeys(item: SourceItem, names: readonly string[]): SourceItem {
+  if (item.kind !== 'row' || !item.object) return item;
+  const taken = names.filter((name) => Object.hasOwn(item.object!, name));
+  if (taken.length === 0) return item;
+  return {
+    kind: 'reject',
+    line: item.line,
+    code: 'result-key-clash',
+    reason: `the object already has ${taken.length === 1 ? 'a key' : 'keys'} ${taken.join(', ')}, which dq-csv writes its result to (is it an output of dq-csv?); rename ${taken.length === 1 ? 'it' : 'them'} or clean the original record`,
+    raw: stringifyJson(item.object),
+    position: item.position,
+  };
 }

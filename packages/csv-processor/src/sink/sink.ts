@@ -1,6 +1,7 @@
 import type { RecordResult } from '@dq/core';
 import type { InputFormat, SourceReject, SourceRow } from '../source/types.js';
 import { formatCsvLine, type CellValue } from './csv-format.js';
+import { stringifyJson } from '../source/lossless-json.js';
 import { DurableFile } from './durable-file.js';
 import type { ResultColumns } from './result-columns.js';
 
@@ -30,6 +31,8 @@ export interface SinkOptions {
   readonly spreadsheetSafe?: boolean;
   /** Resume: truncate both files to these lengths and go on from there. */
   readonly resume?: SinkState;
+  /** The checkpoint resumed from, for the message when a file it counts on is gone or shorter. */
+  readonly checkpointPath?: string;
 }
 
 /**
@@ -51,8 +54,9 @@ export class Sink {
 
   /** Opens (fresh: creates and writes headers; resume: truncates to the checkpoint) both files. */
   static async open(options: SinkOptions): Promise<Sink> {
-    const output = await DurableFile.open(options.outputPath, options.resume?.outputBytes);
-    const rejects = await DurableFile.open(options.rejectsPath, options.resume?.rejectsBytes);
+    const checkpoint = options.checkpointPath ?? 'the checkpoint';
+    const output = await DurableFile.open(options.outputPath, `the output ${options.outputPath}`, options.resume?.outputBytes, checkpoint);
+    const rejects = await DurableFile.open(options.rejectsPath, `the rejects file ${options.rejectsPath}`, options.resume?.rejectsBytes, checkpoint);
     const sink = new Sink(options, output, rejects);
     if (!options.resume) {
       if (options.format === 'csv') {
@@ -76,7 +80,7 @@ export class Sink {
       this.#options.columns.names.forEach((name, i) => {
         object[name] = values[i] ?? null;
       });
-      const json = JSON.stringify(object);
+      const json = stringifyJson(object);
       if (this.#options.format === 'ndjson') this.#output.append(json + '\n');
       else this.#output.append((this.#rows === 0 ? '\n' : ',\n') + json);
     }

@@ -15,11 +15,18 @@ export function recordDecoder(encoding: InputEncoding): RecordDecoder {
     case 'latin1':
       // Buffer's latin1 is ISO-8859-1 proper; TextDecoder('latin1') would be Windows-1252.
       return (bytes) => bytes.toString('latin1');
-    case 'windows-1252': {
-      const decoder = new TextDecoder('windows-1252');
-      return (bytes) => decoder.decode(bytes);
-    }
+    case 'windows-1252':
+      return decodeWindows1252;
   }
+}
+
+// Bytes 0x80-0x9F of Windows-1252 (the WHATWG table: an unassigned byte stays its C1 control).
+// Node 20's TextDecoder('windows-1252') decodes them as Latin-1 (0x80 as U+0080, not €), so the
+// table is applied here: every other byte is the same in both.
+const CP1252_HIGH = '€\u0081‚ƒ„…†‡ˆ‰Š‹Œ\u008DŽ\u008F\u0090‘’“”•–—˜™š›œ\u009DžŸ';
+
+function decodeWindows1252(bytes: Buffer): string {
+  return bytes.toString('latin1').replace(/[\u0080-\u009f]/g, (c) => CP1252_HIGH[c.charCodeAt(0) - 0x80]!);
 }
 
 /** Decodes for display in the rejects file: never fails, bad bytes become U+FFFD. */

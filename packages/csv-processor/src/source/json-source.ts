@@ -7,6 +7,7 @@ import { fileSize, tooLargeReason } from './csv-source.js';
 import { bomLength, lossyDecode, recordDecoder } from './decode.js';
 import { frameRecords } from './framer.js';
 import { inputBytes, type InputBytes } from './input-bytes.js';
+import { jsonNumber, JsonNumber, parseJson, stringifyJson } from './lossless-json.js';
 import type { InputEncoding, Source, SourceItem, SourceOptions, SourcePosition } from './types.js';
 
 /** Opens an NDJSON file: one JSON object per line; other lines are rejected with their number. */
@@ -56,7 +57,7 @@ export async function openNdjsonSource(options: SourceOptions): Promise<Source> 
         }
         let value: unknown;
         try {
-          value = JSON.parse(text);
+          value = parseJson(text);
         } catch (err) {
           yield { kind: 'reject', line: record.line, code: 'invalid-json', reason: `not valid JSON: ${(err as Error).message}`, raw: raw(), position };
           continue;
@@ -96,6 +97,9 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
     },
   });
   const elements = StreamArray.make();
+  // Numbers as written (lossless-json.ts): the assembler would parseFloat them.
+  const assembler = (elements as unknown as { _assembler: { _saveValue(value: unknown): void; numberValue(text: string): void } })._assembler;
+  assembler.numberValue = (text) => assembler._saveValue(jsonNumber(text));
   const parser = Parser.make();
   // A syntax error must not discard the elements parsed before it (pipeline would destroy the
   // streamer holding their tokens): the parser's error is kept aside, the rest of the input
@@ -132,7 +136,7 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
             line: records,
             code: 'not-an-object',
             reason: `array element ${records}: expected a JSON object, found ${describe(value)}`,
-            raw: JSON.stringify(value) ?? '',
+            raw: stringifyJson(value),
             position,
           };
           continue;
@@ -296,11 +300,12 @@ function countLf(chunk: Buffer): number {
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof JsonNumber);
 }
 
 function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (value === null) return 'null';
+  if (value instanceof JsonNumber) return 'a number';
   return `a ${typeof value}`;
 }

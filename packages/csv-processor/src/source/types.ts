@@ -17,7 +17,7 @@ export type InputFormat = 'csv' | 'json' | 'ndjson';
 export type InputEncoding = 'utf8' | 'latin1' | 'windows-1252';
 
 /** Stable reasons a record goes to the rejects file. */
-export type RejectCode = 'column-count' | 'broken-quoting' | 'undecodable-bytes' | 'invalid-json' | 'not-an-object' | 'record-too-large';
+export type RejectCode = 'column-count' | 'broken-quoting' | 'undecodable-bytes' | 'invalid-json' | 'not-an-object' | 'record-too-large' | 'result-key-clash';
 
 /** A parsed row: CSV cells aligned with the header, or a JSON object. */
 export interface SourceRow {
