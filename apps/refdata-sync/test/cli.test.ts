@@ -1,20 +1,9 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, downloadRequests, freshTarget, sandboxWith, removeTargets } from './helpers.js';
-
-const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
-
-function run(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, ...(cwd ? { cwd } : {}) }, (err, stdout, stderr) => {
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+import { CLI_BIN, DEFAULT_API_KEY, downloadRequests, freshTarget, runCli, sandboxWith, removeTargets } from './helpers.js';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -41,7 +30,7 @@ const flags = (target: string) => [
 describe('dq-refdata command line', () => {
   it('syncs with flags, prints one JSON summary line and exits 0; the API key appears nowhere', async () => {
     const target = freshTarget();
-    const r = await run(['sync', ...flags(target), '--keep', '1'], { DQ_API_KEY: DEFAULT_API_KEY });
+    const r = await runCli(['sync', ...flags(target), '--keep', '1'], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
@@ -50,10 +39,10 @@ describe('dq-refdata command line', () => {
     expect(summary.downloaded).toHaveLength(4);
     expect(r.stdout + r.stderr).not.toContain(DEFAULT_API_KEY);
 
-    const again = await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY });
+    const again = await runCli(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(JSON.parse(again.stdout)).toMatchObject({ status: 'up-to-date', downloaded: [] });
 
-    const status = await run(['status', '--target', target]);
+    const status = await runCli(['status', '--target', target]);
     expect(JSON.parse(status.stdout)).toMatchObject({
       command: 'status',
       current: '2026-11-01',
@@ -76,22 +65,22 @@ describe('dq-refdata command line', () => {
         platform: 'linux_x64',
       }),
     );
-    expect((await run(['sync', '--config', config])).code).toBe(0);
-    expect((await run(['verify', '--target', target])).code).toBe(0);
+    expect((await runCli(['sync', '--config', config])).code).toBe(0);
+    expect((await runCli(['verify', '--target', target])).code).toBe(0);
     appendFileSync(join(target, '2026-11-01/post/DE/DE_001.zip'), 'x');
-    const bad = await run(['verify', '--target', target]);
+    const bad = await runCli(['verify', '--target', target]);
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout).problems[0]).toMatchObject({ path: '2026-11-01/post/DE/DE_001.zip', problem: 'size-differs' });
   });
 
   it('verify exits 1 naming the file when a placed file is corrupted at the same size (digest, not size)', async () => {
     const target = freshTarget();
-    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    expect((await runCli(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
     const file = join(target, '2026-11-01/post/AT/AT_001.zip');
     const bytes = readFileSync(file);
     bytes[100] = bytes[100]! ^ 0x01;
     writeFileSync(file, bytes);
-    const bad = await run(['verify', '--target', target]);
+    const bad = await runCli(['verify', '--target', target]);
     expect(bad.code).toBe(1);
     const out = JSON.parse(bad.stdout);
     expect(out.ok).toBe(false);
@@ -101,15 +90,15 @@ describe('dq-refdata command line', () => {
 
   it('verify fails when the manifest is gone (exit 1) and when the target does not exist (exit 2), saying why', async () => {
     const target = freshTarget();
-    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    expect((await runCli(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
     rmSync(join(target, 'manifest.json'));
-    const noManifest = await run(['verify', '--target', target]);
+    const noManifest = await runCli(['verify', '--target', target]);
     expect(noManifest.code).toBe(1);
     expect(JSON.parse(noManifest.stdout)).toMatchObject({ command: 'verify', ok: false, problems: [{ path: 'manifest.json', problem: 'manifest-missing' }] });
     expect(noManifest.stderr).toMatch(/no manifest\.json in .*run dq-refdata sync/);
 
     const missing = join(dirname(target), 'no-such-dir');
-    const noTarget = await run(['verify', '--target', missing]);
+    const noTarget = await runCli(['verify', '--target', missing]);
     expect(noTarget.code).toBe(2);
     expect(JSON.parse(noTarget.stdout)).toMatchObject({ command: 'verify', status: 'failed', exitCode: 2 });
     expect(noTarget.stderr).toContain(`--target ${missing} does not exist`);
@@ -118,7 +107,7 @@ describe('dq-refdata command line', () => {
 
   it('sync, verify and status name a manifest.json cut short (not JSON) and say what to do, without a stack trace', async () => {
     const target = freshTarget();
-    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    expect((await runCli(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
     const manifest = join(target, 'manifest.json');
     writeFileSync(manifest, readFileSync(manifest, 'utf8').slice(0, 300)); // as a crash of an editor leaves it
     for (const args of [
@@ -126,7 +115,7 @@ describe('dq-refdata command line', () => {
       ['verify', '--target', target],
       ['status', '--target', target],
     ]) {
-      const r = await run(args, { DQ_API_KEY: DEFAULT_API_KEY });
+      const r = await runCli(args, { DQ_API_KEY: DEFAULT_API_KEY });
       expect(r.code, args[0]).toBe(1);
       expect(r.stderr, args[0]).toContain(`${manifest} is not a dq-refdata manifest (not JSON:`);
       expect(r.stderr, args[0]).toContain('move it away to start afresh');
@@ -137,12 +126,12 @@ describe('dq-refdata command line', () => {
 
   it('verify fails when the version current points to is not listed in the manifest (hand-edited), instead of passing with nothing checked', async () => {
     const target = freshTarget();
-    expect((await run(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    expect((await runCli(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
     const path = join(target, 'manifest.json');
     const manifest = JSON.parse(readFileSync(path, 'utf8'));
     delete manifest.versions['2026-11-01'];
     writeFileSync(path, JSON.stringify(manifest));
-    const r = await run(['verify', '--target', target]);
+    const r = await runCli(['verify', '--target', target]);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, checked: 0, problems: [{ path: 'current', problem: 'current-pointer' }] });
     expect(r.stderr).toContain(
@@ -155,7 +144,9 @@ describe('dq-refdata command line', () => {
     const counted = downloadRequests(sandbox);
     sandbox.setFaults({ download: { latencyMs: 4000 } });
     try {
-      const child = spawn(process.execPath, [BIN, ...['sync', ...flags(target)]], { env: { PATH: process.env['PATH'] ?? '', DQ_API_KEY: DEFAULT_API_KEY } });
+      const child = spawn(process.execPath, [CLI_BIN, ...['sync', ...flags(target)]], {
+        env: { PATH: process.env['PATH'] ?? '', DQ_API_KEY: DEFAULT_API_KEY },
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -185,7 +176,7 @@ describe('dq-refdata command line', () => {
       [missing, 'does not exist'],
       [file, 'is not a directory'],
     ] as const) {
-      const r = await run(['status', '--target', target]);
+      const r = await runCli(['status', '--target', target]);
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain(`--target ${target} ${says}`);
       expect(JSON.parse(r.stdout)).toMatchObject({ command: 'status', status: 'failed', exitCode: 2 });
@@ -195,28 +186,28 @@ describe('dq-refdata command line', () => {
   it('records manifest paths relative to a target given as ./dir, so verify finds every file (regression)', async () => {
     const target = freshTarget();
     const rel = ['./' + basename(target)];
-    const r = await run(['sync', ...flags(rel[0] ?? '')], { DQ_API_KEY: DEFAULT_API_KEY }, dirname(target));
+    const r = await runCli(['sync', ...flags(rel[0] ?? '')], { DQ_API_KEY: DEFAULT_API_KEY }, dirname(target));
     expect(r.code).toBe(0);
     const manifest = JSON.parse(readFileSync(join(target, 'manifest.json'), 'utf8'));
     const version = manifest.versions['2026-11-01'];
     expect(version.installer.path).toBe('2026-11-01/installer/setupRefdata_linux_x64.sh');
     for (const f of version.files) expect(f.path.startsWith('2026-11-01/')).toBe(true);
-    const verify = await run(['verify', '--target', rel[0] ?? ''], {}, dirname(target));
+    const verify = await runCli(['verify', '--target', rel[0] ?? ''], {}, dirname(target));
     expect(verify.code).toBe(0);
   });
 
   it('exits 2 for uws on windows without sending a request, and for an unknown flag', async () => {
     const before = downloadRequests(sandbox);
-    const r = await run(['sync', ...flags(freshTarget()), '--software', 'uws:windows'], { DQ_API_KEY: DEFAULT_API_KEY });
+    const r = await runCli(['sync', ...flags(freshTarget()), '--software', 'uws:windows'], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('uws is only available for linux');
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 2 });
     expect(downloadRequests(sandbox)).toBe(before);
-    expect((await run(['sync', '--colour', 'red'])).code).toBe(2);
+    expect((await runCli(['sync', '--colour', 'red'])).code).toBe(2);
   });
 
   it('exits 3 with a clear message when the API key is refused', async () => {
-    const r = await run(['sync', ...flags(freshTarget()), '--api-key', 'bad-key-0000']);
+    const r = await runCli(['sync', ...flags(freshTarget()), '--api-key', 'bad-key-0000']);
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/API Key Invalid/);
     expect(r.stdout + r.stderr).not.toContain('bad-key-0000');
@@ -224,14 +215,14 @@ describe('dq-refdata command line', () => {
 
   it('prints the phone description source as one JSON line', async () => {
     const target = freshTarget();
-    const r = await run(['phone-describe', '--realtime-url', sandbox.url, '--target', target, '--max-age', '1h'], { DQ_API_KEY: DEFAULT_API_KEY });
+    const r = await runCli(['phone-describe', '--realtime-url', sandbox.url, '--target', target, '--max-age', '1h'], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({
       command: 'phone-describe',
       source: 'service',
       parameters: ['language', 'country', 'par_format', 'par_verbosity'],
     });
-    const cached = await run(['phone-describe', '--realtime-url', sandbox.url, '--target', target], { DQ_API_KEY: DEFAULT_API_KEY });
+    const cached = await runCli(['phone-describe', '--realtime-url', sandbox.url, '--target', target], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(JSON.parse(cached.stdout)).toMatchObject({ source: 'cache' });
   });
 
@@ -240,7 +231,7 @@ describe('dq-refdata command line', () => {
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, 'x');
     const cache = join(file, 'phone-describe.json');
-    const r = await run(['phone-describe', '--realtime-url', sandbox.url, '--cache', cache], { DQ_API_KEY: DEFAULT_API_KEY });
+    const r = await runCli(['phone-describe', '--realtime-url', sandbox.url, '--cache', cache], { DQ_API_KEY: DEFAULT_API_KEY });
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(/cannot write the phone-describe cache .*: a part of its path is not a folder \((EEXIST|ENOTDIR)\)/);
     expect(r.stderr).toContain(cache);
@@ -263,7 +254,7 @@ describe('dq-refdata command line', () => {
     for (const c of cases) {
       const target = freshTarget();
       const args = flags(target).map((f, i, all) => (all[i - 1] === '--countries' ? c.countries : all[i - 1] === '--products' ? c.products : f));
-      const r = await run(['sync', ...args], { DQ_API_KEY: DEFAULT_API_KEY });
+      const r = await runCli(['sync', ...args], { DQ_API_KEY: DEFAULT_API_KEY });
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain(c.says);
       expect(existsSync(target)).toBe(false);
@@ -277,7 +268,7 @@ describe('dq-refdata command line', () => {
       [['--realtime-url', 'ftp://example.com'], {}],
       [[], { DQ_REALTIME_URL: 'localhost:8080' }],
     ] as const) {
-      const r = await run(['phone-describe', ...args, '--cache', join(dirname(freshTarget()), 'c.json')], { DQ_API_KEY: DEFAULT_API_KEY, ...env });
+      const r = await runCli(['phone-describe', ...args, '--cache', join(dirname(freshTarget()), 'c.json')], { DQ_API_KEY: DEFAULT_API_KEY, ...env });
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toMatch(
         /--realtime-url \(or DQ_REALTIME_URL\) must be an http\(s\) URL such as https:\/\/api\.example\.com; got "(not-a-url|ftp:\/\/example\.com|localhost:8080)"/,
@@ -287,7 +278,7 @@ describe('dq-refdata command line', () => {
     const requests = downloadRequests(sandbox);
     for (const url of ['localhost:8080', 'ftp://example.com']) {
       const target = freshTarget();
-      const r = await run(['sync', ...flags(target).map((f) => (f === sandbox.url ? url : f))], { DQ_API_KEY: DEFAULT_API_KEY });
+      const r = await runCli(['sync', ...flags(target).map((f) => (f === sandbox.url ? url : f))], { DQ_API_KEY: DEFAULT_API_KEY });
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain('invalid sync configuration: downloadUrl: must be an http(s) URL such as https://download.example.com');
       expect(existsSync(target)).toBe(false); // refused before the target was touched

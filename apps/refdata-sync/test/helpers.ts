@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startSandbox, DEFAULT_API_KEY, type Sandbox } from '@dq/sandbox';
 import { resolveSyncConfig, type SyncConfig } from '../src/index.js';
 
@@ -47,4 +49,16 @@ export function syncConfig(url: string, target: string, extra: Record<string, un
 /** Download requests the sandbox has answered so far. */
 export function downloadRequests(sandbox: Sandbox): number {
   return sandbox.stats().requests['download']?.total ?? 0;
+}
+
+/** The built CLI. */
+export const CLI_BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
+
+/** Runs the CLI with `args` and only PATH and `env` in its environment; resolves with its exit code and output. */
+export function runCli(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI_BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, ...(cwd ? { cwd } : {}) }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
 }

@@ -1,25 +1,16 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, sandboxWith } from './helpers.js';
+import { DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith } from './helpers.js';
 
 // A target on a file system that fills up or turns read-only, and a target that is a file: each
 // run says which file it could not write and what to do, never only "ENOSPC: ..., write".
 
-const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
-
-function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', DQ_API_KEY: DEFAULT_API_KEY } }, (err, stdout, stderr) => {
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+const run = (args: string[]) => runCli(args, { DQ_API_KEY: DEFAULT_API_KEY });
 
 let sandbox: Sandbox;
 beforeAll(async () => {
