@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +50,23 @@ describe('dq-store', () => {
     const cleared = await dqStore(['clear', '--store', store, '--json']);
     expect(JSON.parse(cleared.stdout)).toMatchObject({ command: 'clear', removed: 2 });
     expect(JSON.parse((await dqStore(['info', '--store', store, '--json'])).stdout)).toMatchObject({ entries: 0 });
+  });
+
+  it('a folder without a store is reported as such, and info, prune and clear create nothing there', async () => {
+    const mistyped = join(dir, 'stroe');
+    for (const args of [['info'], ['prune', '--older-than', '30d'], ['clear']]) {
+      const r = await dqStore([...args, '--store', mistyped]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`no result store in ${mistyped}`);
+    }
+    expect(JSON.parse((await dqStore(['info', '--store', mistyped, '--json'])).stdout)).toEqual({ location: mistyped, exists: false, bytes: 0, entries: 0 });
+    // An existing folder that holds no store (here the temporary folder itself) gets no database file either.
+    expect((await dqStore(['info', '--store', dir])).stdout).toContain('no result store in');
+    expect(existsSync(mistyped)).toBe(false);
+    expect(existsSync(join(dir, 'results.mdb'))).toBe(false);
+    const init = await dqStore(['init', '--store', mistyped]);
+    expect(init.code, init.stderr).toBe(0);
+    expect(JSON.parse((await dqStore(['info', '--store', mistyped, '--json'])).stdout)).toMatchObject({ entries: 0, location: mistyped });
   });
 
   it('exits 2 naming the problem for bad usage, and never prints a database password', async () => {

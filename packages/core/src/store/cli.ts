@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { DqError } from '../errors/index.js';
 import { formatAge, parseAge } from './age.js';
+import { lmdbStoreExists } from './lmdb-store.js';
 import { defaultStoreDir, openStore, redactUrl } from './open.js';
 
 /** The `--help` text of dq-store. */
@@ -65,7 +66,16 @@ export async function runStoreCli(
   }
   const spec = values.store ?? (env['DQ_STORE'] || undefined);
   if (spec === 'off') return usage('--store off names no store');
-  const shown = spec !== undefined && /^postgres(ql)?:/i.test(spec) ? redactUrl(spec) : (spec ?? defaultStoreDir(env));
+  const isUrl = spec !== undefined && /^postgres(ql)?:/i.test(spec);
+  const shown = isUrl ? redactUrl(spec) : (spec ?? defaultStoreDir(env));
+  // A folder without a store (nothing stored there yet, or a mistyped path) is reported as such;
+  // only `init` (or a run) creates one.
+  if (!isUrl && command !== 'init' && !(await lmdbStoreExists(shown))) {
+    if (values.json)
+      io.out(`${JSON.stringify(command === 'info' ? { location: shown, exists: false, bytes: 0, entries: 0 } : { command, removed: 0, exists: false })}\n`);
+    else io.out(`no result store in ${shown}: nothing is stored there (a run with --store ${shown} creates it, or dq-store init)\n`);
+    return 0;
+  }
   try {
     const store = (await openStore(spec, { env }))!;
     try {

@@ -22,6 +22,15 @@ const ROOM_MIN = 256 * 1024;
 const ROOM_PER_ENTRY = 2 * 4096;
 const ZEROS = Buffer.alloc(64 * 1024);
 
+/** Whether `dir` holds an embedded result store (its database file), without creating anything. */
+export async function lmdbStoreExists(dir: string): Promise<boolean> {
+  try {
+    return (await stat(join(dir, DATA_FILE))).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Opens (creating if missing) the embedded result store in `dir`: an LMDB database (lmdb-js), a
  * memory-mapped B+tree. Reads are synchronous lookups in the map; the writes of one engine step
