@@ -39,6 +39,9 @@ Options (each also as an environment variable DQ_KAFKA_<NAME>, e.g. DQ_KAFKA_BRO
   --max-in-flight <n>       messages taken but not yet committed, default 5000; past it
                             partitions pause
   --batch-size <n>          messages per platform batch and per commit, default 500
+  --max-message-bytes <n>   the largest batch the brokers accept per partition (their
+                            message.max.bytes), default 1000000; sends are split to stay within
+                            it, and a message larger alone goes to the DLQ as too-large
 ${ENGINE_FLAGS_USAGE}
   --retry-max-ms <ms>       how long one batch may stay unavailable (5xx, timeouts, 429) before
                             the run ends with exit 75, default 600000; it is never dead-lettered
@@ -92,6 +95,7 @@ const STRING_FLAGS = [
   'metrics-port',
   'max-in-flight',
   'batch-size',
+  'max-message-bytes',
   'concurrency',
   'threads',
   'rate-limit',
@@ -216,6 +220,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     clientId: str('client-id'),
     maxInFlight: opt(str('max-in-flight'), (t) => number('--max-in-flight', t, 1, 1_000_000, true)),
     batchSize: opt(str('batch-size'), (t) => number('--batch-size', t, 1, 100_000, true)),
+    maxMessageBytes: opt(str('max-message-bytes'), (t) => number('--max-message-bytes', t, 4096, 2_147_483_647, true)),
     retryMaxMs: opt(str('retry-max-ms'), (t) => number('--retry-max-ms', t, 0, 86_400_000, true)),
     drainTimeoutMs: opt(str('drain-timeout-ms'), (t) => number('--drain-timeout-ms', t, 0, 3_600_000, true)),
     sessionTimeoutMs: opt(str('session-timeout-ms'), (t) => number('--session-timeout-ms', t, 6000, 3_600_000, true)),

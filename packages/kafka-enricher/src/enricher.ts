@@ -267,6 +267,7 @@ class KafkaEnricher implements Enricher {
       outputTopic: o.outputTopic,
       dlqTopic: o.dlqTopic,
       dqField: o.dqField,
+      maxMessageBytes: o.maxMessageBytes,
       retryMaxMs: o.retryMaxMs,
       retryBaseDelayMs: o.retryBaseDelayMs,
       commit: (topic, partition, offset) => this.#commit(topic, partition, offset),

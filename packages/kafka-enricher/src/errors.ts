@@ -14,6 +14,8 @@ const KafkaErrorBase = defineErrorCodes('dq-kafka', {
   'retry-budget-exhausted': { exit: ExitCode.TEMPFAIL, retriable: false },
   /** the Kafka client failed for good (broker unreachable, send or commit refused after its retries) */
   'kafka-failure': { exit: ExitCode.TEMPFAIL, retriable: false },
+  /** the brokers refused a send as too large: --max-message-bytes is above a topic's max.message.bytes */
+  'message-too-large': { exit: ExitCode.USAGE },
   /** the metrics server could not listen on --metrics-port */
   'metrics-listen-failed': { exit: ExitCode.USAGE },
 });

@@ -3,6 +3,7 @@ import type { EngineRecord, RecordResult } from '@dq/core';
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import { extractRecord } from './field-map.js';
 import type { FieldMap } from './field-map.js';
+import { tooLarge } from './message-size.js';
 
 /** Where an input message came from. */
 export interface SourcePosition {
@@ -128,8 +129,12 @@ export interface DlqReason {
   requestId?: string | undefined;
 }
 
-/** The dead-letter message: original key, value and headers, plus the dq-* headers. */
-export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason: DlqReason): Message {
+/**
+ * The dead-letter message: original key, value and headers, plus the dq-* headers. When that is
+ * larger than `maxBytes` (the original value was, already), the value is left out and the message
+ * header says where to read it (README "Message size").
+ */
+export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason: DlqReason, maxBytes = Infinity): Message {
   const headers = copyHeaders(message.headers);
   headers[DLQ_HEADERS.code] = reason.code;
   // Header values are bytes; keep them short enough for any broker's limits.
@@ -138,7 +143,11 @@ export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason
   headers[DLQ_HEADERS.partition] = String(source.partition);
   headers[DLQ_HEADERS.offset] = source.offset;
   if (reason.requestId !== undefined) headers[DLQ_HEADERS.requestId] = reason.requestId;
-  return { key: message.key, value: message.value, headers };
+  const letter: Message = { key: message.key, value: message.value, headers };
+  if (!tooLarge(letter, maxBytes)) return letter;
+  const left = `the value (${message.value?.length ?? 0} bytes) is left out here: read it from ${source.topic} partition ${source.partition} offset ${source.offset} while the topic keeps it`;
+  headers[DLQ_HEADERS.message] = `${reason.message.slice(0, 700)}; ${left}`;
+  return { key: message.key, value: EMPTY, headers };
 }
 
 /** The DLQ reason of a record the platform refused (400 field error or local validation). */

@@ -61,6 +61,12 @@ export interface EnricherOptions {
   sessionTimeoutMs?: number;
   /** Member added to the output value; default `dq`. */
   dqField?: string;
+  /**
+   * The largest send the brokers accept for one partition (their `message.max.bytes`, a topic's
+   * `max.message.bytes`), bytes; default 1 000 000 (Kafka's default is 1 048 588). Sends are split
+   * to stay within it, and a message that alone exceeds it is dead-lettered (`too-large`).
+   */
+  maxMessageBytes?: number;
   /** TLS: true for the system CAs, or Node TLS options (ca, cert, key, rejectUnauthorized). */
   ssl?: boolean | ConnectionOptions;
   sasl?: SaslOptions;
@@ -74,6 +80,9 @@ export interface EnricherOptions {
   /** Metrics to count into (default: a new set, see `Enricher.metrics`). */
   metrics?: Metrics;
 }
+
+/** Default {@link EnricherOptions.maxMessageBytes}: under Kafka's default message.max.bytes (1 048 588). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 1_000_000;
 
 /** {@link EnricherOptions} with defaults filled in. */
 export type ResolvedEnricherOptions = Required<
@@ -111,5 +120,6 @@ export function resolveEnricherOptions(o: EnricherOptions): ResolvedEnricherOpti
     drainTimeoutMs: o.drainTimeoutMs ?? 20_000,
     sessionTimeoutMs: o.sessionTimeoutMs ?? 30_000,
     dqField,
+    maxMessageBytes: o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
   };
 }

@@ -6,9 +6,10 @@ import { KafkaEnricherError } from './errors.js';
 import type { FieldMap } from './field-map.js';
 import type { FlowControl } from './flow-control.js';
 import { decodeMessage, dlqMessage, enrichedMessage, invalidInputReason } from './message-codec.js';
-import type { Decoded, SourcePosition } from './message-codec.js';
+import type { Decoded, DlqReason, SourcePosition } from './message-codec.js';
 import { METRIC } from './metrics.js';
 import type { Metrics } from './metrics.js';
+import { messageBytes, splitSends, tooLarge } from './message-size.js';
 import { tagInputPartition } from './output-partitioner.js';
 
 /** What a pipeline needs from the enricher. */
@@ -22,6 +23,8 @@ export interface PipelineContext {
   outputTopic: string;
   dlqTopic: string;
   dqField: string;
+  /** The largest send (a partition's record batch) the brokers accept, bytes (README "Message size"). */
+  maxMessageBytes: number;
   retryMaxMs: number;
   retryBaseDelayMs: number;
   /** Commits `offset` (the next one to read) of the partition; failures are logged, not thrown. */
@@ -172,39 +175,41 @@ export class PartitionPipeline {
 
   async #deliver(chunk: Chunk, { decoded, results }: Answered): Promise<void> {
     const ctx = this.#ctx;
+    const limit = ctx.maxMessageBytes;
     const first = chunk.messages[0]!.offset;
     const last = chunk.messages[chunk.messages.length - 1]!.offset;
     const out: Message[] = [];
     const dlq: Message[] = [];
     const dlqReasons = new Map<string, number>();
+    const deadLetter = (d: Decoded, source: SourcePosition, reason: DlqReason): void => {
+      dlq.push(tagInputPartition(dlqMessage(d.message, source, reason, limit), this.partition));
+      dlqReasons.set(reason.code, (dlqReasons.get(reason.code) ?? 0) + 1);
+    };
     let r = 0;
     for (const d of decoded) {
       const source: SourcePosition = { topic: this.topic, partition: this.partition, offset: d.message.offset };
       if (d.kind === 'reject') {
-        dlq.push(tagInputPartition(dlqMessage(d.message, source, { code: d.code, message: `offset ${d.message.offset}: ${d.reason}` }), this.partition));
-        dlqReasons.set(d.code, (dlqReasons.get(d.code) ?? 0) + 1);
+        deadLetter(d, source, { code: d.code, message: `offset ${d.message.offset}: ${d.reason}` });
         continue;
       }
       const result = results[r++]!;
       if (result.status === 'invalid-input') {
-        const reason = invalidInputReason(result);
-        dlq.push(tagInputPartition(dlqMessage(d.message, source, reason), this.partition));
-        dlqReasons.set(reason.code, (dlqReasons.get(reason.code) ?? 0) + 1);
-      } else {
-        out.push(tagInputPartition(enrichedMessage(d, result, source, ctx.dqField), this.partition));
+        deadLetter(d, source, invalidInputReason(result));
+        continue;
       }
+      const enriched = enrichedMessage(d, result, source, ctx.dqField);
+      // A message the brokers would refuse would stop the partition on every start: dead-lettered.
+      if (tooLarge(enriched, limit)) deadLetter(d, source, tooLargeReason(enriched, source, limit, result));
+      else out.push(tagInputPartition(enriched, this.partition));
     }
     const topicMessages: TopicMessages[] = [];
     if (out.length > 0) topicMessages.push({ topic: ctx.outputTopic, messages: out });
     if (dlq.length > 0) topicMessages.push({ topic: ctx.dlqTopic, messages: dlq });
     try {
-      await ctx.producer.sendBatch({ topicMessages, acks: -1 });
+      // In order, each send within the brokers' limit on a partition's batch (usually one send).
+      for (const send of splitSends(topicMessages, limit)) await ctx.producer.sendBatch({ topicMessages: send, acks: -1 });
     } catch (err) {
-      throw new KafkaEnricherError(
-        'kafka-failure',
-        `sending the results of ${this.#where(first, last)} failed: ${(err as Error).message}; the offsets stay uncommitted and are re-read on restart`,
-        { cause: err, topic: this.topic, partition: this.partition, offset: first },
-      );
+      throw sendFailure(err, this.#where(first, last), limit, { topic: this.topic, partition: this.partition, offset: first });
     }
     this.#count(out.length, dlqReasons, results);
     const next = (BigInt(last) + 1n).toString();
@@ -294,4 +299,44 @@ export class PartitionPipeline {
   #where(first: string, last: string): string {
     return `${this.topic}[${this.partition}] offsets ${first}-${last}`;
   }
+}
+
+/** Why an answered message is dead-lettered instead of sent: enriched, it is over the brokers' limit. */
+function tooLargeReason(enriched: Message, source: SourcePosition, limit: number, result: RecordResult): DlqReason {
+  return {
+    code: 'too-large',
+    message:
+      `offset ${source.offset}: the enriched message is ${messageBytes(enriched)} bytes, more than --max-message-bytes ${limit} ` +
+      `(raise it together with the topics' max.message.bytes, or make the message smaller)`,
+    requestId: result.requestId,
+  };
+}
+
+/** Kafka's answers to a send larger than a broker or topic accepts (kafkajs error types). */
+const REFUSED_AS_TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+
+/**
+ * The error that ends the run when the send of a chunk's results (`where`) failed. A send the
+ * brokers refused as too large would be refused again on every start, so it says what to change
+ * (exit 2); any other failure is Kafka's, the run stops with exit 75 and the chunk is re-read.
+ */
+export function sendFailure(err: unknown, where: string, limit: number, position: { topic: string; partition: number; offset: string }): KafkaEnricherError {
+  let refused: string | undefined;
+  for (let e: unknown = err; e instanceof Error && refused === undefined; e = e.cause) {
+    const type = (e as { type?: unknown }).type;
+    if (typeof type === 'string' && REFUSED_AS_TOO_LARGE.has(type)) refused = type;
+  }
+  if (refused !== undefined) {
+    return new KafkaEnricherError(
+      'message-too-large',
+      `the brokers refused the results of ${where} as too large (${refused}): a topic's max.message.bytes is below --max-message-bytes ${limit}; ` +
+        `set --max-message-bytes to at most the smallest max.message.bytes of the output and DLQ topics and start again (the offsets stay uncommitted and are re-read)`,
+      { cause: err, ...position },
+    );
+  }
+  return new KafkaEnricherError(
+    'kafka-failure',
+    `sending the results of ${where} failed: ${(err as Error).message}; the offsets stay uncommitted and are re-read on restart`,
+    { cause: err, ...position },
+  );
 }

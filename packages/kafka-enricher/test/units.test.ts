@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '@dq/test-support/kafka';
+import { KafkaJSNonRetriableError, KafkaJSProtocolError } from 'kafkajs';
 import type { KafkaMessage } from 'kafkajs';
 import { envName, parseCli } from '../src/cli-args.js';
 import { extractRecord, parseFieldMap } from '../src/field-map.js';
@@ -10,6 +11,7 @@ import { register } from 'prom-client';
 import { Metrics, METRIC } from '../src/metrics.js';
 import { KafkaEnricherError } from '../src/errors.js';
 import { consumerRestartDelayMs } from '../src/enricher.js';
+import { sendFailure } from '../src/partition-pipeline.js';
 
 const msg = (value: string | null, offset = '7'): KafkaMessage =>
   ({
@@ -222,6 +224,43 @@ describe('command line', () => {
     expect(plain.options.idempotent).toBe(false);
     expect(idem.options.idempotent).toBe(true);
     expect(() => parseCli([...required, '--idempotent', '--no-idempotent'], { DQ_API_KEY: 'k' })).toThrow(/--idempotent and --no-idempotent/);
+  });
+});
+
+describe('a send the brokers refuse', () => {
+  // The test broker accepts any size, so kafkajs's own error (as its producer throws it) stands in for a broker's answer.
+  const refusal = (type: string, code: number): Error => {
+    const protocol = new KafkaJSProtocolError({
+      name: 'KafkaJSProtocolError',
+      type,
+      code,
+      retriable: false,
+      message: 'The request included a message larger than the max message size the server will accept',
+    } as unknown as Error);
+    // As kafkajs's retrier gives up on it: the protocol error as the cause.
+    return Object.assign(new KafkaJSNonRetriableError(protocol), { cause: protocol });
+  };
+  const at = { topic: 'in', partition: 3, offset: '100' };
+
+  it('as too large: exit 2, saying to lower --max-message-bytes (a restart with the same flags would be refused again)', () => {
+    for (const [type, code] of [
+      ['MESSAGE_TOO_LARGE', 10],
+      ['RECORD_LIST_TOO_LARGE', 18],
+    ] as const) {
+      const e = sendFailure(refusal(type, code), 'in[3] offsets 100-599', 1_000_000, at);
+      expect(e.code).toBe('message-too-large');
+      expect(e.exitCode).toBe(2);
+      expect(e.message).toBe(
+        `the brokers refused the results of in[3] offsets 100-599 as too large (${type}): a topic's max.message.bytes is below --max-message-bytes 1000000; ` +
+          'set --max-message-bytes to at most the smallest max.message.bytes of the output and DLQ topics and start again (the offsets stay uncommitted and are re-read)',
+      );
+    }
+  });
+
+  it('for another reason: exit 75, re-read on restart', () => {
+    const e = sendFailure(new KafkaJSNonRetriableError('Broker not available'), 'in[3] offsets 100-599', 1_000_000, at);
+    expect(e.code).toBe('kafka-failure');
+    expect(e.exitCode).toBe(75);
   });
 });
 
