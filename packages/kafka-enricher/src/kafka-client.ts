@@ -1,10 +1,12 @@
 import type { Logger } from '@dq/core';
 import { Kafka, logLevel } from 'kafkajs';
 import type { KafkaConfig, LogEntry, SASLOptions } from 'kafkajs';
+import { registerCompressionCodecs } from './compression.js';
 import type { ResolvedEnricherOptions } from './options.js';
 
-/** The kafkajs client for the options' brokers, TLS and SASL, logging through `logger`. */
+/** The kafkajs client for the options' brokers, TLS and SASL, logging through `logger`; it reads every compression Kafka has. */
 export function createKafka(options: ResolvedEnricherOptions, logger: Logger): Kafka {
+  registerCompressionCodecs();
   const log = logger.child({ component: 'kafkajs' });
   if (options.sasl) log.redactor.add(options.sasl.password);
   const config: KafkaConfig = {
