@@ -262,9 +262,11 @@ function describeStop(err: unknown, records: number, interrupted: boolean): RunS
       ? 'rerun with --resume'
       : exitCodeFor(err) === ExitCode.MAX_CALLS
         ? 'rerun with --resume to continue (answers already paid for are not bought again), with a new --max-calls or none'
-        : exitCodeFor(err) === ExitCode.STOP
-          ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
-          : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
+        : err.code === 'proxy-refused'
+          ? 'fix the proxy setting and rerun with --resume'
+          : exitCodeFor(err) === ExitCode.STOP
+            ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
+            : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
     return {
       code: err.code,
       message: `${err.message}${err.requestId ? ` (request id ${err.requestId})` : ''}; ${where}; ${action}`,

@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { createAgent } from '../transport/agent.js';
 import { DqError, LocalValidationError } from '../errors/dq-error.js';
 import type { Violation } from '../errors/dq-error.js';
 import { createSilentLogger, type Logger } from '../log/logger.js';
@@ -145,7 +146,7 @@ export class DownloadClient {
     this.#logger = options.logger ?? createSilentLogger();
     if (options.apiKey) this.#logger.redactor.add(options.apiKey);
     this.#ownDispatcher = options.dispatcher === undefined;
-    this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connections: 8 });
+    this.#dispatcher = options.dispatcher ?? createAgent({ keepAliveTimeout: 10_000, connections: 8 });
   }
 
   /**

@@ -201,6 +201,7 @@ export function classifyGetFailure(error: unknown, r: Pick<GetRequest, 'url' | '
   if (error instanceof PlatformError || error instanceof TransportError) return error;
   return classifyFailure(error, {
     where: `GET ${r.url.origin}${r.url.pathname}`,
+    origin: r.url.origin,
     suffix: requestId === undefined ? '' : ` [request id ${requestId}]`,
     timeout: `nothing received for ${r.timeoutMs} ms`,
     reconnect: 'the download resumes where it stopped',

@@ -103,5 +103,12 @@ function classify(error: unknown, a: Attempt<unknown>, exchange: Exchange): unkn
       cause: error,
     });
   }
-  return classifyFailure(error, { where, suffix: answered, timeout: 'timed out', reconnect: 'the service may be restarting', url: 'base URL' });
+  return classifyFailure(error, {
+    where,
+    origin: a.target.origin,
+    suffix: answered,
+    timeout: 'timed out',
+    reconnect: 'the service may be restarting',
+    url: 'base URL',
+  });
 }

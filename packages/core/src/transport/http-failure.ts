@@ -3,7 +3,8 @@
  * API calls (`http-attempt.ts`) and the download API's GETs (`download/http.ts`) both use it, so a
  * socket error code means the same thing to both.
  */
-import { TransportError } from '../errors/dq-error.js';
+import { DqError, TransportError } from '../errors/dq-error.js';
+import { proxyShownFor } from './agent.js';
 
 /** Header carrying the platform's request id on every answer (docs/platform-contract.md). */
 export const REQUEST_ID_HEADER = 'x-service-request-id';
@@ -39,6 +40,8 @@ export function failureCode(error: unknown): string | undefined {
 export interface FailureWording {
   /** `METHOD origin/path`, the start of every message. */
   where: string;
+  /** The request's origin, to name the proxy it went through, if any. */
+  origin: string;
   /** Appended after the code: e.g. the request id of an answer that had started. */
   suffix: string;
   /** What a timeout means here, e.g. `nothing received for 30000 ms`. */
@@ -54,19 +57,64 @@ export interface FailureWording {
  * found (not retriable). Any other error is returned unchanged, and so never retried.
  */
 export function classifyFailure(error: unknown, w: FailureWording): unknown {
+  const refused = proxyRefusal(error);
+  if (refused !== undefined) return proxyFailure(refused, error, w);
   const code = failureCode(error);
   if (code === undefined) return error;
+  const proxy = proxyShownFor(w.origin);
+  const via = proxy === undefined ? '' : ` through the proxy ${proxy}`;
   if (TIMEOUT_CODES.has(code)) {
-    return new TransportError(`${w.where}: ${w.timeout} (${code})${w.suffix}`, { code: 'timeout', retriable: true, cause: error });
+    return new TransportError(`${w.where}${via}: ${w.timeout} (${code})${w.suffix}`, { code: 'timeout', retriable: true, cause: error });
   }
   if (CONNECTION_CODES.has(code)) {
-    return new TransportError(`${w.where}: connection failed (${code})${w.suffix}; ${w.reconnect}`, {
-      code: 'connection-error',
-      retriable: true,
+    return new TransportError(
+      `${w.where}${via}: connection failed (${code})${w.suffix}; ${proxy === undefined ? w.reconnect : 'the proxy or the service may be restarting'}`,
+      {
+        code: 'connection-error',
+        retriable: true,
+        cause: error,
+      },
+    );
+  }
+  return new TransportError(`${w.where}: host not found; check the ${w.url}`, { code: 'dns-error', retriable: false, cause: error });
+}
+
+/** undici's error when a proxy answers a tunnel request (CONNECT) with another status than 200. */
+const PROXY_REFUSAL = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/;
+
+/** The status a proxy refused the tunnel with, if that is what `error` (or a cause) is. */
+function proxyRefusal(error: unknown): number | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const m = PROXY_REFUSAL.exec(e.message);
+    if (m) return Number(m[1]);
+  }
+  return undefined;
+}
+
+/**
+ * A proxy that refused the tunnel: for its credentials (407) or its rules (403) a person must act,
+ * so the run stops (exit 3, like a refused API key); any other status (502, 503, 504: it could not
+ * reach the platform) is a connection failure, retried.
+ */
+function proxyFailure(status: number, error: unknown, w: FailureWording): DqError {
+  const proxy = proxyShownFor(w.origin) ?? 'the proxy in HTTPS_PROXY / HTTP_PROXY';
+  if (status === 407 || status === 403) {
+    const what =
+      status === 407
+        ? 'HTTP 407 Proxy Authentication Required): check the user and password in its URL (HTTPS_PROXY / HTTP_PROXY)'
+        : 'HTTP 403 Forbidden): ask for this host to be let through, or name it in NO_PROXY if it is reached directly';
+    return new DqError(`${w.where}: the proxy ${proxy} refused the connection (${what}`, {
+      code: 'proxy-refused',
+      retriable: false,
+      scope: 'run',
       cause: error,
     });
   }
-  return new TransportError(`${w.where}: host not found; check the ${w.url}`, { code: 'dns-error', retriable: false, cause: error });
+  return new TransportError(`${w.where}: the proxy ${proxy} could not connect (HTTP ${status})${w.suffix}; the proxy or the service may be restarting`, {
+    code: 'connection-error',
+    retriable: true,
+    cause: error,
+  });
 }
 
 /** An answer's body: undefined when empty, the JSON value, or the text itself when it is not JSON. */

@@ -1,8 +1,9 @@
-import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
 import { abortedError } from '../errors/aborted.js';
 import { DqError, PlatformError } from '../errors/dq-error.js';
 import { createSilentLogger } from '../log/logger.js';
 import { StartSessionResponseSchema } from '../schemas/index.js';
+import { createAgent } from './agent.js';
 import { sendOnce } from './http-attempt.js';
 import type { AttemptResult } from './http-attempt.js';
 import { resolveRetryOptions } from './retry/policy.js';
@@ -35,8 +36,8 @@ export function createTransport(options: TransportOptions): Transport {
   const logger = options.logger ?? createSilentLogger();
   const redactor = options.redactor ?? logger.redactor;
   redactor.add(apiKey);
-  const ownAgent = options.dispatcher === undefined ? new Agent({ connections, keepAliveTimeout: 30_000 }) : undefined;
-  const dispatcher = options.dispatcher ?? (ownAgent as Agent);
+  const ownAgent = options.dispatcher === undefined ? createAgent({ connections, keepAliveTimeout: 30_000 }) : undefined;
+  const dispatcher = options.dispatcher ?? (ownAgent as Dispatcher);
   const redact = (text: string): string => redactor.redact(text);
   const targets = new TargetCache();
   const headerBuilder = new HeaderBuilder(apiKey, origin);
