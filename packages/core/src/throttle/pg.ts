@@ -88,6 +88,8 @@ interface EndpointQueue {
   lastUsed: number;
   /** The pacing (`tat_us`) this process's last round trip left in the table, if it is known to be still there. */
   tat: number | undefined;
+  /** Slots given back whose pacing could not go back yet: a later slot was still kept. */
+  unpaced: number[];
 }
 
 /** A waiter woken late takes a fresh slot at most this many times, so a busy process is not starved. */
@@ -216,7 +218,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     UPDATE ${table} AS t SET
       lanes = (SELECT array_agg(CASE WHEN x.v = g.held THEN g.prev ELSE x.v END ORDER BY x.i)
         FROM unnest(t.lanes) WITH ORDINALITY AS x(v, i) LEFT JOIN unnest($3::int[], $4::bigint[], $5::bigint[]) AS g(i, held, prev) ON g.i = x.i),
-      tat_us = CASE WHEN t.tat_us = $7::bigint THEN $6::bigint ELSE t.tat_us END
+      tat_us = CASE WHEN $6::bigint IS NOT NULL AND t.tat_us = $7::bigint THEN $6::bigint ELSE t.tat_us END
     WHERE t.account = $1 AND t.endpoint = $2
     RETURNING t.tat_us::text AS tat`;
 
@@ -291,7 +293,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
 
   const queue = (endpoint: EndpointId): EndpointQueue => {
     let q = queues.get(endpoint);
-    if (!q) queues.set(endpoint, (q = { waiters: [], busy: false, returned: [], sleeping: new Set(), lastUsed: -Infinity, tat: undefined }));
+    if (!q) queues.set(endpoint, (q = { waiters: [], busy: false, returned: [], sleeping: new Set(), lastUsed: -Infinity, tat: undefined, unpaced: [] }));
     return q;
   };
   /** Runs `pump`, which `close` waits for. */
@@ -308,9 +310,12 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
    * follows, unless another process reserved since.
    */
   async function giveBack(endpoint: EndpointId, q: EndpointQueue): Promise<void> {
-    const returned = q.returned.splice(0);
+    // One entry per lane (the latest): a lane is reserved again only after its slot, given back or not.
+    const returned = [...new Map(q.returned.splice(0).map((r) => [r.lane, r])).values()];
     const kept = Math.max(q.lastUsed, ...q.sleeping);
-    const back = Math.min(...returned.filter((r) => r.slot > kept).map((r) => r.slot));
+    // Slots given back earlier while a later one was still kept count too, once nothing follows them.
+    const unpaced = [...q.unpaced, ...returned.map((r) => r.slot)].filter((slot) => slot > q.lastUsed);
+    const back = Math.min(...unpaced.filter((slot) => slot > kept));
     try {
       const res = await pool.query<{ tat: string }>(giveBackSql, [
         options.account,
@@ -322,10 +327,13 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
         q.tat ?? null,
       ]);
       const tat = Number(res.rows[0]?.tat);
-      q.tat = tat === back ? tat : undefined;
+      // Still this process's pacing (gone back, or kept for a later give-back), or another's since.
+      q.tat = tat === back || tat === q.tat ? tat : undefined;
+      q.unpaced = tat === back || q.tat === undefined ? [] : unpaced;
     } catch {
       // A lost give-back only means those lanes stay taken for their second.
       q.tat = undefined;
+      q.unpaced = [];
     }
   }
   const intervalUs = (endpoint: EndpointId): number => 1e6 / (o.limits[endpoint] * (1 - o.margin));
