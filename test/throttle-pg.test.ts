@@ -189,6 +189,114 @@ describe('Postgres-backed throttle', () => {
     expect(busiest).toBeLessThanOrEqual(20);
   }, 30_000);
 
+  it('every caller waiting is rejected as soon as its signal aborts, however many wait', async () => {
+    const t = await createPgThrottle({ connectionString: url, account: 'soylent', limits: { validate: 5 } });
+    try {
+      const stop = new AbortController();
+      let settled = 0;
+      const waits = Array.from({ length: 30 }, () =>
+        t.acquire('validate', stop.signal).then(
+          () => void settled++,
+          () => void settled++,
+        ),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      stop.abort(new Error('stopped'));
+      await Promise.race([Promise.all(waits), new Promise((r) => setTimeout(r, 1000))]);
+      expect(settled, 'callers settled a second after the abort').toBe(30);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('callers aborted while waiting leave at once and give back the slots and lanes they reserved: another process of the account gets the rate in the next second', async () => {
+    const opts = { connectionString: url, limits: { validate: 50 } };
+    /** Process A starts 30 callers and stops them 100 ms later; B then sends for a second. */
+    const run = async (account: string): Promise<{ sentByB: number; busiest: number }> => {
+      const a = await createPgThrottle({ ...opts, account });
+      const b = await createPgThrottle({ ...opts, account });
+      const grants: number[] = [];
+      try {
+        const stop = new AbortController();
+        const loops = Array.from({ length: 30 }, async () => {
+          for (;;) {
+            const ticket = await a.acquire('validate', stop.signal).catch(() => undefined);
+            if (ticket === undefined) return;
+            grants.push(performance.now());
+            a.ended?.('validate', ticket);
+          }
+        });
+        await new Promise((r) => setTimeout(r, 100));
+        stop.abort(new Error('stopped'));
+        // Every caller of A settles at once, queued or sleeping until its slot.
+        const settled = await Promise.race([Promise.all(loops).then(() => true), new Promise((r) => setTimeout(r, 1000, false))]);
+        expect(settled, "A's callers settled within a second of the abort").toBe(true);
+        const fromB = grants.length;
+        const end = performance.now() + 1000;
+        await Promise.all(
+          Array.from({ length: 30 }, async () => {
+            for (;;) {
+              const ticket = await b.acquire('validate');
+              if (performance.now() >= end) return;
+              grants.push(performance.now());
+              b.ended?.('validate', ticket);
+            }
+          }),
+        );
+        const busiest = Math.max(...grants.map((w) => grants.filter((g) => g >= w && g < w + 1000).length));
+        return { sentByB: grants.length - fromB, busiest };
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    };
+    let n = 0;
+    // 1 s at 50/s less the margin and the few A sent: about 44; the slots and lanes A had reserved up
+    // to 300 ms ahead would cost about 12 more.
+    const { results, fast } = await bestOf(
+      3,
+      () => run(`cyberdyne-${n++}`),
+      (r) => r.sentByB >= 40,
+    );
+    for (const r of results) expect(r.busiest, JSON.stringify(results)).toBeLessThanOrEqual(50);
+    expect(fast, JSON.stringify(results)).toBeDefined();
+  }, 30_000);
+
+  it('slots given back while a later caller still waits go back to the account once that caller stops too', async () => {
+    const run = async (account: string): Promise<number> => {
+      const opts = { connectionString: url, account, limits: { validate: 5 } };
+      const a = await createPgThrottle(opts);
+      const b = await createPgThrottle(opts);
+      try {
+        // At 5/s A's four callers get slots 0, 200, 400 and 600 ms from now; the first one sends.
+        const start = performance.now();
+        const stops = Array.from({ length: 4 }, () => new AbortController());
+        const waits = stops.map((s) => a.acquire('validate', s.signal).catch(() => undefined));
+        await new Promise((r) => setTimeout(r, 80));
+        // The second and third stop while the fourth still waits; then the fourth stops.
+        stops[1]!.abort(new Error('stopped'));
+        stops[2]!.abort(new Error('stopped'));
+        await new Promise((r) => setTimeout(r, 40));
+        stops[3]!.abort(new Error('stopped'));
+        await Promise.all(waits);
+        // B's four calls take the three slots given back and the next: the last at 800 ms.
+        for (let i = 0; i < 4; i++) await b.acquire('validate');
+        return performance.now() - start;
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    };
+    let n = 0;
+    // Without the slots of the second and third given back B's last call goes at 1400 ms (at 1200
+    // with the fourth's alone).
+    const { results, fast } = await bestOf(
+      3,
+      () => run(`oscorp-${n++}`),
+      (ms) => ms < 1000,
+    );
+    expect(fast, JSON.stringify(results)).toBeDefined();
+    for (const ms of results) expect(ms).toBeGreaterThanOrEqual(790);
+  });
+
   it('rejects with a stable code when the database cannot be reached, and refuses a bad table name', async () => {
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     const t = await createPgThrottle({ pool, account: 'x' });

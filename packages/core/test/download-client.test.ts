@@ -111,6 +111,43 @@ describe('DownloadClient.download', () => {
     expect(leftovers()).toEqual([]);
   });
 
+  it('breaks a body that trickles slower than the minimum progress and resumes it after the bytes held', async () => {
+    const slow = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: fast, timeoutMs: 2_000, minProgress: { bytes: 1024, windowMs: 400 } });
+    try {
+      server.faults.push('trickle');
+      const r = await slow.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body), signal: AbortSignal.timeout(5_000) });
+      expect(r.attempts).toBe(2);
+      expect(r.resumedFrom).toBeGreaterThan(Math.floor(body.length / 2));
+      expect(server.seen[1]?.range).toBe(`bytes=${r.resumedFrom}-`);
+      expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+
+      // A server that always trickles: a retriable download-stalled naming the URL, the bytes and the rate, without the key.
+      server.faults.push('trickle', 'trickle');
+      const once = new DownloadClient({
+        downloadUrl: server.url,
+        apiKey: API_KEY,
+        retry: { ...fast, maxAttempts: 2 },
+        minProgress: { bytes: 1024, windowMs: 400 },
+      });
+      const failed = await once.download(ARTIFACT, { destDir: join(dest, 'again'), signal: AbortSignal.timeout(5_000) }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await once.close();
+      expect(failed).toBeInstanceOf(RetriesExhaustedError);
+      const cause = (failed as RetriesExhaustedError).cause as DqError;
+      expect(cause).toMatchObject({ code: 'download-stalled', retriable: true });
+      expect(cause.message).toMatch(
+        new RegExp(
+          `^GET ${server.url}${ARTIFACT}: the server sent \\d bytes in the last 400 ms \\(\\d+\\.\\d B/s; \\d+ bytes in this answer\\), less than the minimum of 1024 bytes per 400 ms`,
+        ),
+      );
+      expect(String((failed as Error).message) + cause.message).not.toContain(API_KEY);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('starts over when the server ignores the Range and sends the whole file', async () => {
     server.faults.push('cut', 'ignore-range');
     const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });

@@ -7,9 +7,10 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * `cut`: half the body, then the connection is dropped; `stall`: half the body, then silence;
+ * `trickle`: half the body, then one byte every 100 ms, never silent for long;
  * `reset`: the connection is dropped before any answer; `hang`: no answer at all, the connection kept open.
  */
-export type Fault = 'ok' | '503' | 'cut' | 'ignore-range' | 'stall' | '429' | 'problem-split' | 'reset' | 'hang';
+export type Fault = 'ok' | '503' | 'cut' | 'ignore-range' | 'stall' | 'trickle' | '429' | 'problem-split' | 'reset' | 'hang';
 
 /** Title of the problem+json 404 that the `problem-split` fault sends with a UTF-8 character cut between two writes. */
 export const SPLIT_TITLE = 'Datei für Größe nicht gefunden';
@@ -108,6 +109,18 @@ export async function startDownloadServer(): Promise<TestServer> {
         if (fault === 'cut') setTimeout(() => res.destroy(), 20);
       });
       return; // 'stall' keeps the socket open and silent
+    }
+    if (fault === 'trickle') {
+      let at = Math.floor(part.length / 2);
+      state.bytesSent += at;
+      res.write(part.subarray(0, at));
+      const drip = setInterval(() => {
+        if (res.destroyed || at >= part.length - 1) return clearInterval(drip);
+        state.bytesSent++;
+        res.write(part.subarray(at, ++at));
+      }, 100);
+      res.on('close', () => clearInterval(drip));
+      return;
     }
     state.bytesSent += part.length;
     res.end(part);

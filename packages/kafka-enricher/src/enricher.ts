@@ -376,7 +376,9 @@ class KafkaEnricher implements Enricher {
     const e = err instanceof Error ? err : new Error(String(err));
     const code = err instanceof DqError ? err.code : 'unexpected';
     const requestId = err instanceof DqError ? err.requestId : undefined;
-    const message = this.#logger.redactor.redact(`${e.message}${requestId ? ` (request id ${requestId})` : ''}`);
+    // Platform errors name their request id already ("[…, HTTP 401, request id …]"): said once.
+    const named = requestId === undefined || e.message.includes(requestId);
+    const message = this.#logger.redactor.redact(`${e.message}${named ? '' : ` (request id ${requestId})`}`);
     return { exitCode, reason: 'fatal', error: requestId ? { code, message, requestId } : { code, message }, report };
   }
 }

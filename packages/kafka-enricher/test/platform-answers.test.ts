@@ -40,3 +40,24 @@ it('enriches a message of a country without reference data with status unsupport
   run.child.kill('SIGTERM');
   expect((await run.exited).code).toBe(0);
 }, 120_000);
+
+it('stops on a refused API key (401) with one line that gives the request id once and never the key', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  await produce(kafka.brokers, names.input, [
+    { key: 'k', value: JSON.stringify({ id: 0, address: { street: 'Lindenweg', houseNumber: '1', postalCode: '10115', locality: 'Berlin', country: 'DE' } }) },
+  ]);
+  const wrongKey = 'wrong-key-Zq81x7';
+  run = spawnEnricher(cliArgs(kafka.brokers, names), { ...sandbox.env(), DQ_API_KEY: wrongKey });
+  const { code } = await run.exited;
+  expect(code).toBe(3);
+  const line = run
+    .stderr()
+    .split('\n')
+    .find((l) => l.startsWith('dq-kafka: '));
+  expect(line).toMatch(
+    /^dq-kafka: api-key-invalid: API Key Invalid \[api-key-invalid, HTTP 401, request id [\w-]+\]; check the API key in the customer portal$/,
+  );
+  const summary = JSON.parse(run.stdout().trim().split('\n').at(-1)!) as { error: { message: string; requestId: string } };
+  for (const message of [line!, summary.error.message]) expect(message.split(summary.error.requestId).length - 1, message).toBe(1);
+  expect(run.stderr() + run.stdout()).not.toContain(wrongKey);
+}, 120_000);

@@ -211,7 +211,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     return summary(done ? 'done' : 'running', exitCodeFor({ report: report()!, maxFailed: options.maxFailed ?? 0 }));
   } catch (e) {
     // Every page committed with its checkpoint, so the run resumes where the connection went.
-    const lost = connectionLost(e, db.where, runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`);
+    const then = runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`;
+    const lost = connectionLost(e, db.where, then, options.engine?.store !== undefined);
     throw relationGone(
       lost,
       options.table,

@@ -1,5 +1,6 @@
 import { DqError, ExitCode } from '@dq/core';
 import { defineErrorCodes } from '@dq/core/errors';
+import { StoreError } from '@dq/core/store';
 
 /**
  * An error of dq-pg itself: its stable `code` (branch on it, never on the message) and the
@@ -90,10 +91,12 @@ export function isConnectionLoss(e: unknown): boolean {
 
 /**
  * A lost connection as a {@link CleanseError} (`db-unreachable`, exit 75) saying what to do next
- * (`then`); other errors are returned unchanged.
+ * (`then`); other errors are returned unchanged. With `storeApart` (`--store` names a store apart
+ * from --db: another database, a folder) the store's own error stays as it is
+ * (`store-unreachable`, exit 75, naming that store): the database is not what failed.
  */
-export function connectionLost(e: unknown, where: string, then = 'retry later'): unknown {
-  if (e instanceof CleanseError || !isConnectionLoss(e)) return e;
+export function connectionLost(e: unknown, where: string, then = 'retry later', storeApart = false): unknown {
+  if (e instanceof CleanseError || (storeApart && e instanceof StoreError) || !isConnectionLoss(e)) return e;
   const detail = (e as { code?: unknown }).code ? `${String((e as { code: unknown }).code)}: ${(e as Error).message}` : (e as Error).message;
   return new CleanseError('db-unreachable', `lost the connection to the database ${where} (${detail}); ${then}`, { cause: e });
 }

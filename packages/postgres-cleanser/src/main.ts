@@ -127,8 +127,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
 }
 
 function report(err: unknown, logger: Logger, io: CliIo): number {
-  // A raw node-postgres error of a lost connection becomes dq-pg's `db-unreachable` (exit 75).
-  const failure = cliFailure('dq-pg', connectionLost(err, 'during the command'), (t) => logger.redactor.redact(t));
+  // A raw node-postgres error of a lost connection becomes dq-pg's `db-unreachable` (exit 75). A
+  // result store's error left here is that of a --store apart from --db (cleanse turns the default
+  // store's, a schema of --db, into `db-unreachable`): it names that store.
+  const failure = cliFailure('dq-pg', connectionLost(err, 'during the command', undefined, true), (t) => logger.redactor.redact(t));
   io.err(failure.text);
   return failure.exitCode;
 }

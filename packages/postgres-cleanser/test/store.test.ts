@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billable, cleanseArgs, createCustomers, runCli, snapshot, startEnv, summaryOf, withClient, type TestEnv } from './support.js';
 
@@ -119,6 +120,31 @@ describe('dq-pg with the result store (default: its own database)', () => {
       expect(after.calls).toBe(0);
       expect(after.summary['written']).toBe(restored);
       expect((await cleanse('after-rollback-2')).summary).toMatchObject({ apiCalls: 0, written: 0 });
+    },
+  );
+
+  it(
+    'a --store database that cannot be reached stops the run with store-unreachable (75), naming that store, not --db, without its password',
+    { timeout: 600_000 },
+    async () => {
+      // A port nothing listens on: taken, then given back.
+      const port = await new Promise<number>((resolve) => {
+        const s = createServer().listen(0, '127.0.0.1', () => {
+          const p = (s.address() as AddressInfo).port;
+          s.close(() => resolve(p));
+        });
+      });
+      const before = billable(env.sandbox);
+      const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'store-down', '--store', `postgres://etl:St0re-pw-9@127.0.0.1:${port}/results`]));
+      expect(result.code, result.stderr).toBe(75);
+      expect(result.stderr).toMatch(
+        new RegExp(`dq-pg: store-unreachable: the result store postgres://etl:(\\*\\*\\*|\\[redacted\\])@127\\.0\\.0\\.1:${port}/results `),
+      );
+      const main = new URL(db);
+      expect(result.stderr).not.toContain(`${main.host}${main.pathname}`);
+      expect(result.stderr).not.toContain('St0re-pw-9');
+      expect(result.stdout).not.toContain('St0re-pw-9');
+      expect(billable(env.sandbox)).toBe(before);
     },
   );
 

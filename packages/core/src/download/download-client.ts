@@ -21,7 +21,7 @@ import { retry } from '../transport/retry/retrier.js';
 import { parseChecksumFile } from './checksum.js';
 import { parseContentDisposition, safeFileName } from './content-disposition.js';
 import { ChecksumMismatchError, DOWNLOAD_CODES } from './errors.js';
-import { classifyGetFailure, dump, get, text as bodyText, type GetRequest, type GetResponse } from './http.js';
+import { classifyGetFailure, dump, get, text as bodyText, type GetRequest, type GetResponse, type MinProgress } from './http.js';
 import { PartialFile } from './partial-file.js';
 import { inlineHasher, Sha512Worker, type BlockHasher } from './sha512-hasher.js';
 
@@ -33,6 +33,13 @@ export interface DownloadClientOptions {
   apiKey?: string;
   /** Ms allowed for response headers and for any silence between body chunks (default 30 000). */
   timeoutMs?: number;
+  /**
+   * Least progress of a body: fewer than `bytes` in a window of `windowMs` (default 1024 bytes in
+   * 60 000 ms) breaks it with a retriable `download-stalled`, so a server that trickles a byte now
+   * and then, never silent for `timeoutMs`, cannot hold a download for ever; the retry resumes
+   * after the bytes held. `false` turns the guard off.
+   */
+  minProgress?: MinProgress | false;
   /** Retry policy of the core retrier (default: 6 attempts, 15 minutes in total per file). */
   retry?: Partial<RetryOptions>;
   /**
@@ -98,6 +105,7 @@ export interface DownloadResult {
   unsafeServerName?: string;
 }
 
+const DEFAULT_MIN_PROGRESS: MinProgress = { bytes: 1024, windowMs: 60_000 };
 const DEFAULT_RETRY: Partial<RetryOptions> = { maxAttempts: 6, maxTotalMs: 15 * 60_000 };
 const MAX_TEXT = 64 * 1024; // characters of a .sha512 or version.txt worth looking at
 const OFF_THREAD_HASH_MIN = 8 * 1024 * 1024;
@@ -114,6 +122,7 @@ export class DownloadClient {
   readonly #base: URL;
   readonly #apiKey: string | undefined;
   readonly #timeoutMs: number;
+  readonly #minProgress: MinProgress | undefined;
   readonly #retry: Partial<RetryOptions>;
   /** The retry policy's cap on a `Retry-After`, passed on to the throttle too. */
   readonly #maxRetryAfterMs: number;
@@ -140,6 +149,11 @@ export class DownloadClient {
     this.#base = base;
     this.#apiKey = options.apiKey;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
+    const min = options.minProgress ?? DEFAULT_MIN_PROGRESS;
+    if (min !== false && !(Number.isInteger(min.bytes) && min.bytes > 0 && min.windowMs > 0)) {
+      throw new RangeError(`minProgress must be { bytes: integer > 0, windowMs: > 0 } or false; got ${JSON.stringify(min)}`);
+    }
+    this.#minProgress = min === false ? undefined : min;
     this.#retry = { ...DEFAULT_RETRY, ...options.retry };
     this.#maxRetryAfterMs = resolveRetryOptions(this.#retry).maxRetryAfterMs;
     this.#throttle = options.throttle;
@@ -187,6 +201,7 @@ export class DownloadClient {
             headers: offset > 0 ? { ...headers, range: `bytes=${offset}-` } : headers,
             dispatcher: this.#dispatcher,
             timeoutMs: this.#timeoutMs,
+            minProgress: this.#minProgress,
             signal,
           };
           const res = await this.#get(req);
@@ -345,7 +360,7 @@ export class DownloadClient {
     const headers = this.#headers(auth);
     return retry(
       async () => {
-        const req = { url, headers, dispatcher: this.#dispatcher, timeoutMs: this.#timeoutMs, signal };
+        const req = { url, headers, dispatcher: this.#dispatcher, timeoutMs: this.#timeoutMs, minProgress: this.#minProgress, signal };
         const res = await this.#get(req);
         let text: string;
         try {

@@ -12,6 +12,8 @@ export const DOWNLOAD_CODES = {
   rangeMismatch: 'range-mismatch',
   /** the body ended before its announced length without a socket error */
   incompleteBody: 'incomplete-body',
+  /** the body came slower than the client's `minProgress` (a trickling server); retried, resuming after the bytes held */
+  stalled: 'download-stalled',
 } as const;
 
 /**

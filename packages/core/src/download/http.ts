@@ -6,10 +6,11 @@ import type { Readable } from 'node:stream';
 import { request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { decodeErrorAnswer } from '../errors/decode.js';
-import { PlatformError, TransportError } from '../errors/dq-error.js';
+import { DqError, PlatformError, TransportError } from '../errors/dq-error.js';
 import { abortedError } from '../errors/aborted.js';
 import { REQUEST_ID_HEADER, classifyFailure, flattenHeaders, parseBody } from '../transport/http-failure.js';
 import { parseRetryAfter } from '../transport/retry/policy.js';
+import { DOWNLOAD_CODES } from './errors.js';
 
 const MAX_ERROR_BODY = 64 * 1024; // bytes of an error answer worth reading
 
@@ -21,6 +22,18 @@ export interface GetRequest {
   /** Ms allowed for the headers and for any silence between body chunks. */
   timeoutMs: number;
   signal: AbortSignal | undefined;
+  /** Least progress of a body (see {@link MinProgress}); none when undefined. */
+  minProgress?: MinProgress | undefined;
+}
+
+/**
+ * The least a body must bring: at least `bytes` in every `windowMs` (windows in which the reader
+ * held the body back, e.g. a slow disk, do not count). A server that trickles slower breaks the body
+ * with a retriable `download-stalled`, as a silence longer than the timeout does.
+ */
+export interface MinProgress {
+  bytes: number;
+  windowMs: number;
 }
 
 /** A 2xx (or the caller-handled 416) answer whose body is still to be read. */
@@ -53,8 +66,27 @@ export class EarlyBody {
   #sink: BodySink | undefined;
   #end: { error: unknown; complete: boolean } | undefined;
 
-  constructor(stream: Readable) {
+  #guard: ReturnType<typeof setInterval> | undefined;
+  /** Whether the reader held the body back during the current window of the progress guard. */
+  #heldBack = false;
+
+  /** `stalled` makes the error a body slower than `minProgress` breaks with (bytes in the window, bytes in all). */
+  constructor(stream: Readable, minProgress?: MinProgress, stalled?: (inWindow: number, received: number) => Error) {
     this.#stream = stream;
+    if (minProgress !== undefined && stalled !== undefined) {
+      let inWindow = 0;
+      let received = 0;
+      stream.on('data', (chunk: Buffer) => {
+        inWindow += chunk.length;
+        received += chunk.length;
+      });
+      this.#guard = setInterval(() => {
+        if (!this.#heldBack && !stream.isPaused() && inWindow < minProgress.bytes) stream.destroy(stalled(inWindow, received));
+        inWindow = 0;
+        this.#heldBack = stream.isPaused();
+      }, minProgress.windowMs);
+      this.#guard.unref();
+    }
     stream.on('data', (chunk: Buffer) => {
       if (this.#sink !== undefined) {
         this.#sink.data(chunk);
@@ -62,7 +94,10 @@ export class EarlyBody {
       }
       this.#held.push(chunk);
       this.#heldBytes += chunk.length;
-      if (this.#heldBytes > EARLY_MAX) stream.pause();
+      if (this.#heldBytes > EARLY_MAX) {
+        this.#heldBack = true;
+        stream.pause();
+      }
     });
     stream.once('end', () => this.#finish(undefined, true));
     stream.once('error', (e: unknown) => this.#finish(e, false));
@@ -84,6 +119,7 @@ export class EarlyBody {
 
   /** Stops the socket's reads (backpressure) until {@link resume}. */
   pause(): void {
+    this.#heldBack = true;
     this.#stream.pause();
   }
 
@@ -98,6 +134,7 @@ export class EarlyBody {
 
   #finish(error: unknown, complete: boolean): void {
     if (this.#end !== undefined) return;
+    clearInterval(this.#guard);
     this.#end = { error, complete };
     this.#sink?.done(error, complete);
   }
@@ -137,7 +174,9 @@ export async function get(r: GetRequest): Promise<GetResponse> {
   const headers = flattenHeaders(res.headers);
   const requestId = headers[REQUEST_ID_HEADER];
   if ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 416) {
-    return { status: res.statusCode, headers, requestId, body: new EarlyBody(res.body) };
+    const min = r.minProgress;
+    const stalled = min && ((inWindow: number, received: number) => stalledError(r.url, min, inWindow, received, requestId));
+    return { status: res.statusCode, headers, requestId, body: new EarlyBody(res.body, min, stalled) };
   }
   // Decoded once, whole: a UTF-8 character split between two chunks must not turn into U+FFFD twice.
   const chunks: Buffer[] = [];
@@ -173,6 +212,16 @@ export async function get(r: GetRequest): Promise<GetResponse> {
     retryAfterMs: decoded.retryAfterMs,
     cause: decoded,
   });
+}
+
+/** A body that came slower than `min`: what came, how fast, and that the retry resumes (no credentials: origin and path only). */
+function stalledError(url: URL, min: MinProgress, inWindow: number, received: number, requestId: string | undefined): DqError {
+  return new DqError(
+    `GET ${url.origin}${url.pathname}: the server sent ${inWindow} bytes in the last ${min.windowMs} ms ` +
+      `(${((inWindow * 1000) / min.windowMs).toFixed(1)} B/s; ${received} bytes in this answer), ` +
+      `less than the minimum of ${min.bytes} bytes per ${min.windowMs} ms; the download resumes where it stopped [request id ${requestId ?? 'none'}]`,
+    { code: DOWNLOAD_CODES.stalled, retriable: true, requestId },
+  );
 }
 
 /**

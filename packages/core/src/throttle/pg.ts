@@ -2,6 +2,7 @@ import pg from 'pg';
 import { DqError } from '../errors/index.js';
 import { ENDPOINT_IDS, resolveThrottleOptions } from './limits.js';
 import type { ThrottleOptions } from './limits.js';
+import { unwatchAbort, watchAbort } from '../abort-watch.js';
 import { sleep } from './sleep.js';
 import type { EndpointId, Throttle } from './types.js';
 
@@ -64,6 +65,31 @@ interface Waiter {
   signal: AbortSignal | undefined;
   /** How often this waiter woke too late and queued again. */
   stale: number;
+}
+
+/** A slot reserved for a caller aborted before it: its lane and its place in the pacing go back (see `giveBack`). */
+interface Returned {
+  slot: number;
+  lane: number;
+  /** The lane's value before the reservation, and the value the reservation gave it. */
+  prev: number;
+  held: number;
+}
+
+/** One endpoint's callers waiting in this process, and what it reserved for them. */
+interface EndpointQueue {
+  waiters: Waiter[];
+  busy: boolean;
+  /** Slots reserved for callers aborted before them, to give back in the next round trip. */
+  returned: Returned[];
+  /** Slots reserved for callers still sleeping until them. */
+  sleeping: Set<number>;
+  /** The latest slot used (or let lapse) by a caller of this process. */
+  lastUsed: number;
+  /** The pacing (`tat_us`) this process's last round trip left in the table, if it is known to be still there. */
+  tat: number | undefined;
+  /** Slots given back whose pacing could not go back yet: a later slot was still kept. */
+  unpaced: number[];
 }
 
 /** A waiter woken late takes a fresh slot at most this many times, so a busy process is not starved. */
@@ -155,7 +181,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       SELECT u.v, u.i::int AS i, (row_number() OVER (ORDER BY u.v, u.i) - 1)::int AS k
       FROM l, unnest(l.lanes) WITH ORDINALITY AS u(v, i) WHERE u.v < l.now_us + $10::bigint ORDER BY u.v, u.i LIMIT $3::int),
     s AS (
-      SELECT p.i, p.k, greatest(
+      SELECT p.i, p.k, p.v, greatest(
           l.b + round(p.k * $4::float8 / l.f)::bigint + CASE WHEN l.idle AND p.k > 0 THEN $6::bigint ELSE 0 END,
           max(p.v - round(p.k * $4::float8 / l.f)::bigint) OVER (ORDER BY p.k) + round(p.k * $4::float8 / l.f)::bigint) AS s
       FROM p, l),
@@ -165,9 +191,9 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
         tat_us = (SELECT max(s.s) FROM s) + round($4::float8 / l.f)::bigint + CASE WHEN l.idle AND (SELECT count(*) FROM s) = 1 THEN $6::bigint ELSE 0 END,
         lanes = (SELECT array_agg(coalesce(s.s + $9::bigint, x.v) ORDER BY x.i) FROM unnest(l.lanes) WITH ORDINALITY AS x(v, i) LEFT JOIN s ON s.i = x.i)
       FROM l WHERE t.account = $1 AND t.endpoint = $2 AND EXISTS (SELECT 1 FROM s)
-      RETURNING l.seq)
-    SELECT (SELECT seq FROM u)::text AS seq, (SELECT f FROM l) AS factor,
-      array_agg(s.s::text ORDER BY s.k) AS slots, array_agg(s.i ORDER BY s.k) AS lanes
+      RETURNING l.seq, t.tat_us)
+    SELECT (SELECT seq FROM u)::text AS seq, (SELECT tat_us FROM u)::text AS tat, (SELECT f FROM l) AS factor,
+      array_agg(s.s::text ORDER BY s.k) AS slots, array_agg(s.i ORDER BY s.k) AS lanes, array_agg(s.v::text ORDER BY s.k) AS prev
     FROM s HAVING count(*) > 0`;
   const backoffSql = `
     WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us)
@@ -184,6 +210,17 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   const endedSql = `
     UPDATE ${table} AS t SET lanes[$3::int] = greatest(t.lanes[$3::int], $4::bigint + ${SECOND_US + ANSWER_GUARD_US})
     WHERE t.account = $1 AND t.endpoint = $2 AND cardinality(t.lanes) >= $3::int`;
+
+  // Gives back slots reserved for callers aborted before them (see `giveBack`): $3 lanes, $4 the
+  // value each reservation gave its lane, $5 the value before; a lane reserved again since keeps its
+  // value. $6 the pacing to go back to, if the row still holds $7, the pacing this process left there.
+  const giveBackSql = `
+    UPDATE ${table} AS t SET
+      lanes = (SELECT array_agg(CASE WHEN x.v = g.held THEN g.prev ELSE x.v END ORDER BY x.i)
+        FROM unnest(t.lanes) WITH ORDINALITY AS x(v, i) LEFT JOIN unnest($3::int[], $4::bigint[], $5::bigint[]) AS g(i, held, prev) ON g.i = x.i),
+      tat_us = CASE WHEN $6::bigint IS NOT NULL AND t.tat_us = $7::bigint THEN $6::bigint ELSE t.tat_us END
+    WHERE t.account = $1 AND t.endpoint = $2
+    RETURNING t.tat_us::text AS tat`;
 
   // Offset between the database clock and performance.now(), from the quickest of a few pings, so a
   // slot's local time does not depend on how late this process got round to reading the answer.
@@ -204,7 +241,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   }
   await syncClock();
 
-  const queues = new Map<EndpointId, { waiters: Waiter[]; busy: boolean }>();
+  const queues = new Map<EndpointId, EndpointQueue>();
   /** Local send time (ms) and interval (µs) of recent tickets, by ticket modulo the ring's size. */
   const sent = { ticket: new Float64Array(TICKET_RING).fill(-1), slotMs: new Float64Array(TICKET_RING), lane: new Int32Array(TICKET_RING) };
   const pending = new Set<Promise<unknown>>();
@@ -254,11 +291,51 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   const sendDelayMs = ring();
   const lateByMs = ring();
 
-  const queue = (endpoint: EndpointId): { waiters: Waiter[]; busy: boolean } => {
+  const queue = (endpoint: EndpointId): EndpointQueue => {
     let q = queues.get(endpoint);
-    if (!q) queues.set(endpoint, (q = { waiters: [], busy: false }));
+    if (!q) queues.set(endpoint, (q = { waiters: [], busy: false, returned: [], sleeping: new Set(), lastUsed: -Infinity, tat: undefined, unpaced: [] }));
     return q;
   };
+  /** Runs `pump`, which `close` waits for. */
+  const kick = (endpoint: EndpointId): void => {
+    const p = pump(endpoint);
+    pending.add(p);
+    void p.finally(() => pending.delete(p));
+  };
+
+  /**
+   * Gives back the slots reserved for callers aborted before them (a run that stops, a spending cap
+   * reached): their lanes are free again at once for every process of the account, not a second
+   * later, and the pacing goes back to the earliest of them that no slot still used by this process
+   * follows, unless another process reserved since.
+   */
+  async function giveBack(endpoint: EndpointId, q: EndpointQueue): Promise<void> {
+    // One entry per lane (the latest): a lane is reserved again only after its slot, given back or not.
+    const returned = [...new Map(q.returned.splice(0).map((r) => [r.lane, r])).values()];
+    const kept = Math.max(q.lastUsed, ...q.sleeping);
+    // Slots given back earlier while a later one was still kept count too, once nothing follows them.
+    const unpaced = [...q.unpaced, ...returned.map((r) => r.slot)].filter((slot) => slot > q.lastUsed);
+    const back = Math.min(...unpaced.filter((slot) => slot > kept));
+    try {
+      const res = await pool.query<{ tat: string }>(giveBackSql, [
+        options.account,
+        endpoint,
+        returned.map((r) => r.lane),
+        returned.map((r) => r.held),
+        returned.map((r) => r.prev),
+        Number.isFinite(back) ? back : null,
+        q.tat ?? null,
+      ]);
+      const tat = Number(res.rows[0]?.tat);
+      // Still this process's pacing (gone back, or kept for a later give-back), or another's since.
+      q.tat = tat === back || tat === q.tat ? tat : undefined;
+      q.unpaced = tat === back || q.tat === undefined ? [] : unpaced;
+    } catch {
+      // A lost give-back only means those lanes stay taken for their second.
+      q.tat = undefined;
+      q.unpaced = [];
+    }
+  }
   const intervalUs = (endpoint: EndpointId): number => 1e6 / (o.limits[endpoint] * (1 - o.margin));
   /** One lane per request the platform allows in a second. */
   const lanes = (endpoint: EndpointId): number => Math.max(1, Math.floor(o.limits[endpoint]));
@@ -266,17 +343,25 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   async function pump(endpoint: EndpointId): Promise<void> {
     const q = queues.get(endpoint);
     if (!q || q.busy) return;
+    if (q.returned.length > 0) {
+      q.busy = true;
+      await giveBack(endpoint, q);
+      q.busy = false;
+    }
     const batch = q.waiters.splice(0, maxBatch).filter((w) => {
       if (!w.signal?.aborted) return true;
       w.reject(w.signal.reason);
       return false;
     });
-    if (batch.length === 0) return;
+    if (batch.length === 0) {
+      if (q.waiters.length > 0 || q.returned.length > 0) kick(endpoint);
+      return;
+    }
     q.busy = true;
     try {
       if (performance.now() - syncedAt > CLOCK_SYNC_MS) await syncClock();
       const base = intervalUs(endpoint);
-      const res = await pool.query<{ seq: string; factor: number; slots: string[]; lanes: number[] }>(reserveSql, [
+      const res = await pool.query<{ seq: string; tat: string; factor: number; slots: string[]; lanes: number[]; prev: string[] }>(reserveSql, [
         options.account,
         endpoint,
         batch.length,
@@ -306,41 +391,56 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
         await sleep(Math.max(1, Math.ceil(waitMs)));
       } else {
         counters.reserveTrips++;
+        q.tat = Number(row.tat);
         // Fewer lanes free than callers waiting: the others wait for the next round trip.
         if (row.slots.length < batch.length) q.waiters.unshift(...batch.splice(row.slots.length));
         const toleranceUs = (o.burst - 1) * (base / row.factor);
         const firstTicket = Number(row.seq);
         const now = performance.now();
         batch.forEach((w, k) => {
-          const slotLocalMs = (Number(row.slots[k]) - toleranceUs) / 1000 - offsetMs;
-          sleep(Math.max(0, Math.ceil(slotLocalMs - now)), w.signal).then(() => {
-            // Woken very late (a stalled event loop): take a fresh slot rather than send a request whose
-            // answer might come after the next slot of its lane was reserved.
-            const woken = performance.now();
-            if (woken - slotLocalMs > lateMs && w.stale < MAX_STALE_RETRIES) {
-              counters.lapsed++;
-              w.stale++;
-              queue(endpoint).waiters.unshift(w);
-              void pump(endpoint);
-            } else {
-              const ticket = firstTicket + k;
-              const i = ticket % TICKET_RING;
-              sent.ticket[i] = ticket;
-              sent.slotMs[i] = slotLocalMs;
-              sent.lane[i] = row.lanes[k] as number;
-              // Looked at again shortly before its lane may be reserved again (`laneAheadUs` before it is free).
-              inFlight.set(ticket, {
-                endpoint,
-                lane: row.lanes[k] as number,
-                slotMs: slotLocalMs,
-                checkAt: slotLocalMs + (laneSpanUs - laneAheadUs) / 1000 - 3 * WATCHDOG_MS,
-              });
-              if (!watchdog) (watchdog = setInterval(holdLanes, WATCHDOG_MS)).unref();
-              counters.granted++;
-              sendDelayMs.add(woken - slotLocalMs);
-              w.resolve(ticket);
-            }
-          }, w.reject);
+          const slot = Number(row.slots[k]);
+          const lane = row.lanes[k] as number;
+          const slotLocalMs = (slot - toleranceUs) / 1000 - offsetMs;
+          q.sleeping.add(slot);
+          sleep(Math.max(0, Math.ceil(slotLocalMs - now)), w.signal).then(
+            () => {
+              q.sleeping.delete(slot);
+              q.lastUsed = Math.max(q.lastUsed, slot);
+              // Woken very late (a stalled event loop): take a fresh slot rather than send a request whose
+              // answer might come after the next slot of its lane was reserved.
+              const woken = performance.now();
+              if (woken - slotLocalMs > lateMs && w.stale < MAX_STALE_RETRIES) {
+                counters.lapsed++;
+                w.stale++;
+                queue(endpoint).waiters.unshift(w);
+                void pump(endpoint);
+              } else {
+                const ticket = firstTicket + k;
+                const i = ticket % TICKET_RING;
+                sent.ticket[i] = ticket;
+                sent.slotMs[i] = slotLocalMs;
+                sent.lane[i] = lane;
+                // Looked at again shortly before its lane may be reserved again (`laneAheadUs` before it is free).
+                inFlight.set(ticket, {
+                  endpoint,
+                  lane,
+                  slotMs: slotLocalMs,
+                  checkAt: slotLocalMs + (laneSpanUs - laneAheadUs) / 1000 - 3 * WATCHDOG_MS,
+                });
+                if (!watchdog) (watchdog = setInterval(holdLanes, WATCHDOG_MS)).unref();
+                counters.granted++;
+                sendDelayMs.add(woken - slotLocalMs);
+                w.resolve(ticket);
+              }
+            },
+            (reason: unknown) => {
+              // Aborted before its slot: the slot is given back, for every process of the account.
+              q.sleeping.delete(slot);
+              q.returned.push({ slot, lane, prev: Number(row.prev[k]), held: slot + laneSpanUs });
+              kick(endpoint);
+              w.reject(reason);
+            },
+          );
         });
       }
     } catch (err) {
@@ -363,7 +463,27 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       if (signal?.aborted) return Promise.reject(signal.reason);
       if (o.limits[endpoint] <= 0) return Promise.resolve();
       return new Promise<number>((resolve, reject) => {
-        queue(endpoint).waiters.push({ resolve, reject, signal, stale: 0 });
+        const q = queue(endpoint);
+        // A caller aborted while queued leaves at once (it has no slot yet); one aborted later gives its slot back.
+        const watcher = {
+          onCallerAbort(reason: unknown) {
+            const at = q.waiters.indexOf(w);
+            if (at < 0) return;
+            q.waiters.splice(at, 1);
+            reject(reason);
+          },
+        };
+        const settled = (): void => {
+          if (signal) unwatchAbort(signal, watcher);
+        };
+        const w: Waiter = {
+          resolve: (ticket) => (settled(), resolve(ticket)),
+          reject: (err) => (settled(), reject(err)),
+          signal,
+          stale: 0,
+        };
+        if (signal) watchAbort(signal, watcher);
+        q.waiters.push(w);
         void pump(endpoint);
       });
     },
@@ -408,7 +528,8 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       if (watchdog) clearInterval(watchdog);
       watchdog = undefined;
       inFlight.clear();
-      await Promise.all(pending);
+      // Give-backs started by the waits `pending` holds join it: wait until none is left.
+      while (pending.size > 0) await Promise.all(pending);
       if (owned) await pool.end();
     },
     stats: () => ({ ...counters, sendDelayMs: sendDelayMs.all(), lateByMs: lateByMs.all() }),
