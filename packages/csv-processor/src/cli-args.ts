@@ -17,7 +17,7 @@ the output, in order, with dq_* result columns appended; rows that cannot be par
 rejects file with their line number and the reason.
 
 Options:
-  --input <file>            file to clean (required)
+  --input <file>            file to clean (required); gzip-compressed (.csv.gz) is read as is
   --output <file>           cleaned file, same format as the input (required)
   --rejects <file>          unparseable rows (CSV: line,code,reason,raw); default
                             <output without extension>.rejects.csv
@@ -105,6 +105,16 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   }
   if (!v.input) throw usageError('--input', 'required: the file to clean');
   if (!v.output && !v['dry-run']) throw usageError('--output', 'required: where to write the cleaned file');
+  // A gzip input is read decompressed; the output is always written as text, resumable by offset.
+  for (const flag of ['output', 'rejects'] as const) {
+    const path = v[flag];
+    if (path !== undefined && /\.gz$/i.test(path)) {
+      throw usageError(
+        `--${flag}`,
+        `"${path}" names a gzip file, but dq-csv writes plain text (cut back to its checkpoint on --resume): name it without .gz and compress it after the run`,
+      );
+    }
+  }
   if (v.report !== undefined && v['dry-run']) throw usageError('--report', 'a dry run calls nothing and has no report to write; drop --report or --dry-run');
 
   const mode = oneOf('--mode', v.mode ?? 'address', MODES);

@@ -96,9 +96,10 @@ export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 
   };
 }
 
-/** The format implied by a file name. */
+/** The format implied by a file name (a gzip-compressed file's `.gz` left out: `.ndjson.gz` is NDJSON). */
 export function formatFromPath(path: string): InputFormat {
-  if (/\.json$/i.test(path)) return 'json';
-  if (/\.(ndjson|jsonl)$/i.test(path)) return 'ndjson';
+  const name = path.replace(/\.gz$/i, '');
+  if (/\.json$/i.test(name)) return 'json';
+  if (/\.(ndjson|jsonl)$/i.test(name)) return 'ndjson';
   return 'csv';
 }

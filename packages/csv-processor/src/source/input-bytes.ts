@@ -1,14 +1,15 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { Transform, type Readable } from 'node:stream';
+import { PassThrough, Transform, type Readable } from 'node:stream';
+import { constants as zlibConstants, createGunzip, gunzipSync } from 'node:zlib';
 import { CsvError } from '../errors.js';
 import type { InputEncoding } from './types.js';
 
 /** A UTF-16 input, told by its byte order mark. */
 export type Utf16 = 'utf-16le' | 'utf-16be';
 
-/** The UTF-16 flavour of the file at `path` when it starts with a UTF-16 byte order mark. */
-export async function detectUtf16(path: string): Promise<Utf16 | undefined> {
+/** The first `length` bytes of the file at `path` (fewer when it is shorter). */
+async function readHead(path: string, length: number): Promise<Buffer> {
   let handle;
   try {
     handle = await open(path, 'r');
@@ -16,15 +17,28 @@ export async function detectUtf16(path: string): Promise<Utf16 | undefined> {
     throw new CsvError('input-unreadable', `cannot read the input ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
   }
   try {
-    const head = Buffer.alloc(2);
-    const { bytesRead } = await handle.read(head, 0, 2, 0);
-    if (bytesRead < 2) return undefined;
-    if (head[0] === 0xff && head[1] === 0xfe) return 'utf-16le';
-    if (head[0] === 0xfe && head[1] === 0xff) return 'utf-16be';
-    return undefined;
+    const head = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(head, 0, length, 0);
+    return head.subarray(0, bytesRead);
   } finally {
     await handle.close();
   }
+}
+
+/** The UTF-16 flavour of text starting with `head` when it starts with a UTF-16 byte order mark. */
+function utf16Of(head: Buffer): Utf16 | undefined {
+  if (head.length < 2) return undefined;
+  if (head[0] === 0xff && head[1] === 0xfe) return 'utf-16le';
+  if (head[0] === 0xfe && head[1] === 0xff) return 'utf-16be';
+  return undefined;
+}
+
+/** Whether a file starting with `head` is gzip-compressed (RFC 1952 magic bytes). */
+const isGzip = (head: Buffer): boolean => head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b;
+
+/** The UTF-16 flavour of the file at `path` when it starts with a UTF-16 byte order mark. */
+export async function detectUtf16(path: string): Promise<Utf16 | undefined> {
+  return utf16Of(await readHead(path, 2));
 }
 
 /** How a source reads its file: the encoding its records are in, and a stream of those bytes. */
@@ -33,38 +47,113 @@ export interface InputBytes {
   readonly encoding: InputEncoding;
   /** Set when the file is UTF-16: its text is delivered as UTF-8. */
   readonly utf16?: Utf16;
+  /** Set when the file is gzip-compressed: its text is delivered decompressed. */
+  readonly gzip?: true;
   /**
-   * The bytes from `start` on. Offsets are in the file for every encoding but UTF-16, where they
-   * are in its UTF-8 text (the file is read from its start again and that many bytes skipped).
+   * The bytes from `start` on. Offsets are in the file, except for UTF-16, where they are in its
+   * UTF-8 text, and for gzip, where they are in the decompressed text (the file is read from its
+   * start again and that many bytes skipped).
    */
   stream(start?: number): Readable;
-  /** Input size for progress: the file's, or for UTF-16 an estimate of its UTF-8 text. */
+  /** Input size for progress: the file's, or an estimate of its text (UTF-16: its UTF-8; gzip: decompressed). */
   readonly totalBytes: number;
 }
 
 const READ_CHUNK = 256 * 1024; // bytes
 
 /**
- * Opens the input's bytes. A file with a UTF-16 byte order mark (LE or BE) is transcoded to UTF-8
+ * Opens the input's bytes. A gzip-compressed file (`.csv.gz`, told by its first bytes, not its
+ * name) is read decompressed, its offsets in the decompressed text (README "Compressed input"). A
+ * file (or decompressed text) with a UTF-16 byte order mark (LE or BE) is transcoded to UTF-8
  * whatever `encoding` says, character for character (the mark itself is dropped); any other file
  * is read as it is, in `encoding`.
  */
 export async function inputBytes(path: string, encoding: InputEncoding, fileSize: number): Promise<InputBytes> {
-  const utf16 = await detectUtf16(path);
-  if (!utf16) {
+  const head = await readHead(path, 64 * 1024);
+  const gzip = isGzip(head);
+  const utf16 = utf16Of(gzip ? gunzipHead(path, head) : head);
+  if (!gzip && !utf16) {
     return { encoding, totalBytes: fileSize, stream: (start = 0) => createReadStream(path, { start, highWaterMark: READ_CHUNK }) };
   }
+  // The whole text is read from its start on every open, and `start` bytes of it skipped.
+  const text = (): Readable => (gzip ? gunzipped(path) : createReadStream(path, { highWaterMark: READ_CHUNK }));
+  const size = gzip ? await gunzippedSize(path, fileSize) : fileSize;
+  if (!utf16) return { encoding, gzip: true, totalBytes: size, stream: (start = 0) => skipping(text(), start) };
   return {
     encoding: 'utf8',
     utf16,
-    totalBytes: Math.round(fileSize / 2), // exact for ASCII text
+    ...(gzip ? { gzip: true } : {}),
+    totalBytes: Math.round(size / 2), // exact for ASCII text
     stream: (start = 0) => {
-      const file = createReadStream(path, { highWaterMark: READ_CHUNK });
+      const source = text();
       const transcode = utf16ToUtf8(path, utf16, start);
-      file.on('error', (err) => transcode.destroy(err));
-      return file.pipe(transcode);
+      source.on('error', (err) => transcode.destroy(err));
+      return source.pipe(transcode);
     },
   };
+}
+
+/** The decompressed start of a gzip file whose first bytes are `head` (as much as they give). */
+function gunzipHead(path: string, head: Buffer): Buffer {
+  try {
+    return gunzipSync(head, { finishFlush: zlibConstants.Z_SYNC_FLUSH });
+  } catch (err) {
+    throw gzipDamaged(path, err);
+  }
+}
+
+/** The file's text, decompressed; damaged or cut-off gzip data fails the stream with a clear error. */
+function gunzipped(path: string): Readable {
+  const file = createReadStream(path, { highWaterMark: READ_CHUNK });
+  const gunzip = createGunzip({ chunkSize: READ_CHUNK });
+  file.on('error', (err) => gunzip.destroy(err));
+  const out = new PassThrough({ highWaterMark: READ_CHUNK });
+  gunzip.on('error', (err) => out.destroy((err as NodeJS.ErrnoException).code?.startsWith('Z_') ? gzipDamaged(path, err) : err));
+  return file.pipe(gunzip).pipe(out);
+}
+
+function gzipDamaged(path: string, cause: unknown): CsvError {
+  const what =
+    (cause as NodeJS.ErrnoException).code === 'Z_BUF_ERROR'
+      ? 'ends in the middle of its compressed data (cut off?)'
+      : `holds damaged gzip data (${(cause as Error).message})`;
+  return new CsvError('input-unreadable', `the input ${path} is gzip-compressed but ${what}; fetch or compress it again`, { cause });
+}
+
+/**
+ * The decompressed size of a gzip file, for progress: its trailer's size field (the size modulo
+ * 2^32, of the last member), or the compressed size when that is clearly not it.
+ */
+async function gunzippedSize(path: string, fileSize: number): Promise<number> {
+  if (fileSize < 18) return fileSize;
+  const handle = await open(path, 'r');
+  try {
+    const tail = Buffer.alloc(4);
+    await handle.read(tail, 0, 4, fileSize - 4);
+    const size = tail.readUInt32LE(0);
+    return size >= fileSize ? size : fileSize;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** `stream` without its first `skip` bytes. */
+function skipping(stream: Readable, skip: number): Readable {
+  if (skip === 0) return stream;
+  let toSkip = skip;
+  const cut = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      if (toSkip >= chunk.length) {
+        toSkip -= chunk.length;
+        return done();
+      }
+      const rest = chunk.subarray(toSkip);
+      toSkip = 0;
+      done(null, rest);
+    },
+  });
+  stream.on('error', (err) => cut.destroy(err));
+  return stream.pipe(cut);
 }
 
 /** A transform from UTF-16 bytes to UTF-8 that drops the first `skip` bytes of its output. */
