@@ -1,0 +1,93 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
+import type { TestEnv } from './support.js';
+
+// Defaults no other test leaves out while asserting their effect: --workers (4 range workers in
+// one process) and --batch-size (1000 rows per page: one transaction each). --pages-per-claim 1
+// makes a key range one page, so 4,000 rows are four ranges, one for each of the default workers;
+// the sandbox answers 20 ms late so that no worker finishes its range before the others claim.
+const ROWS = 4_000;
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await startEnv();
+  env.sandbox.setFaults({ batch: { latencyMs: 20 } });
+}, 120_000);
+afterAll(async () => {
+  await env?.stop();
+});
+
+describe('dq-pg cleanse without --workers and --batch-size', () => {
+  it('runs 4 range workers, and writes each page of 1000 rows in one transaction', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, ROWS, 41);
+    const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'defaults', '--pages-per-claim', '1', '--store', 'off']));
+    expect(result.code, result.stderr).toBe(0);
+    expect(summaryOf(result)).toMatchObject({ rows: ROWS });
+
+    await withClient(db, async (c) => {
+      const workers = await c.query<{ worker: string; n: number }>(
+        `SELECT worker, count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'defaults' GROUP BY worker ORDER BY worker`,
+      );
+      expect(workers.rows.map((r) => r.worker.replace(/^.*\//, ''))).toEqual(['1', '2', '3', '4']);
+      expect(workers.rows.map((r) => r.n)).toEqual([1_000, 1_000, 1_000, 1_000]);
+      // A page's results are inserted in the page's transaction: rows sharing a transaction id are one page.
+      const pages = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'defaults' GROUP BY xmin::text`);
+      expect(pages.rows.map((r) => r.n)).toEqual([1_000, 1_000, 1_000, 1_000]);
+    });
+  }, 60_000);
+});
+
+/**
+ * The sandbox behind a proxy that answers the calls for one address (its street `marker`) with a
+ * 200 whose body breaks the contract's schema: that record ends `unavailable`, the others as usual.
+ */
+async function breakingProxy(upstream: string, marker: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    void (async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const body = Buffer.concat(chunks);
+      if (body.includes(marker)) return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"broken":true}');
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([k, v]) => typeof v === 'string' && !['host', 'connection', 'content-length'].includes(k)),
+      ) as Record<string, string>;
+      const answer = await fetch(upstream + (req.url ?? '/'), { method: req.method, headers, ...(body.length > 0 ? { body } : {}) });
+      const text = await answer.text();
+      res
+        .writeHead(answer.status, {
+          'content-type': answer.headers.get('content-type') ?? 'application/json',
+          'x-service-request-id': answer.headers.get('x-service-request-id') ?? '',
+        })
+        .end(text);
+    })().catch((e: unknown) => res.writeHead(502).end(String(e)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+describe('dq-pg cleanse without --max-failed', () => {
+  it('exits 4 when one row of 40 is unavailable (the default share is 0), with every other row done', async () => {
+    env.sandbox.setFaults({});
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 40, 43);
+    await withClient(db, (c) => c.query(`UPDATE customers SET street = 'Kaputtweg', address_line = NULL WHERE id = 17`));
+    const proxy = await breakingProxy(env.sandbox.url, 'Kaputtweg');
+    try {
+      const args = cleanseArgs(db, env.sandbox, ['--run-id', 'one-failed', '--store', 'off']);
+      args[args.indexOf('--base-url') + 1] = proxy.url;
+      const result = await runCli(args);
+      expect(result.code, result.stderr).toBe(4);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(summaryOf(result)).toMatchObject({ rows: 40, exitCode: 4, byStatus: { unavailable: 1 } });
+      const unavailable = await withClient(db, (c) =>
+        c.query<{ row_key: string }>(`SELECT row_key FROM dq_cleanse.results WHERE run_id = 'one-failed' AND status = 'unavailable'`),
+      );
+      expect(unavailable.rows).toEqual([{ row_key: '17' }]);
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
+});
