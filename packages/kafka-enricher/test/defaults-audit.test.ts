@@ -1,0 +1,73 @@
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import { afterEach, expect, it } from 'vitest';
+import { DEFAULT_API_KEY } from '@dq/sandbox';
+import { cliArgs, dataset, killIfRunning, metricsPort, metricValue, produce, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import type { Running } from '@dq/test-support/kafka';
+import { useKafka, useSandbox } from '@dq/test-support/use';
+
+// Defaults no other test leaves out while asserting their effect: --max-in-flight (5000 messages
+// taken but not committed), --concurrency (32 HTTP calls in flight) and --metrics-port (off: no
+// port is listened on). The sandbox has no rate limit and the runs that measure pass --rate-limit 0,
+// so nothing but the defaults under test holds the calls back.
+const kafka = useKafka();
+const sandbox = useSandbox({ accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] });
+let run: Running | undefined;
+afterEach(() => {
+  killIfRunning(run);
+  sandbox.setFaults({});
+});
+
+const names = () => ({ input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() });
+
+it('without --max-in-flight and --concurrency, takes up to 5000 messages at once and keeps 32 calls in flight', async () => {
+  const topic = names();
+  await produce(kafka.brokers, topic.input, dataset(6_000, 0).messages);
+  // Answers come 3 s late: the messages taken pile up until the in-flight limit holds them back.
+  sandbox.setFaults({ batch: { latencyMs: 3_000 } });
+  sandbox.resetStats();
+  run = spawnEnricher(cliArgs(kafka.brokers, topic, ['--metrics-port', '0', '--rate-limit', '0']), sandbox.env());
+  const port = await metricsPort(run);
+  let maxInFlight = 0;
+  let maxPaused = 0;
+  const until = Date.now() + 8_000;
+  while (Date.now() < until) {
+    maxInFlight = Math.max(maxInFlight, await metricValue(port, 'dq_kafka_in_flight_messages'));
+    maxPaused = Math.max(maxPaused, await metricValue(port, 'dq_kafka_paused_partitions'));
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  expect(maxInFlight).toBeLessThanOrEqual(5_000);
+  expect(maxInFlight).toBeGreaterThan(4_000); // 6,000 were there to take: the limit, not the topic, stopped it
+  expect(maxPaused).toBeGreaterThan(0);
+  expect(sandbox.stats().concurrent['batch']?.max).toBe(32);
+}, 60_000);
+
+/** TCP ports `pid` listens on (Linux: its socket inodes in the kernel's LISTEN table). */
+async function listeningPorts(pid: number): Promise<number[]> {
+  const inodes = new Set<string>();
+  for (const fd of await readdir(`/proc/${pid}/fd`)) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    const m = /^socket:\[(\d+)\]$/.exec(target);
+    if (m) inodes.add(m[1]!);
+  }
+  const ports: number[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const lines = (await readFile(table, 'utf8').catch(() => '')).split('\n').slice(1);
+    for (const line of lines) {
+      const f = line.trim().split(/\s+/);
+      if (f[3] === '0A' && inodes.has(f[9] ?? '')) ports.push(parseInt(f[1]!.split(':')[1]!, 16));
+    }
+  }
+  return ports;
+}
+
+it('without --metrics-port, serves no metrics: the running enricher listens on no port', async () => {
+  const topic = names();
+  await produce(kafka.brokers, topic.input, dataset(50, 0).messages);
+  run = spawnEnricher(cliArgs(kafka.brokers, topic), sandbox.env());
+  // Working: it has joined the group and consumed.
+  await run.waitForLog(/"msg":"partitions assigned"/, 30_000);
+  expect(await listeningPorts(run.child.pid!)).toEqual([]);
+  expect(run.stderr()).not.toMatch(/metrics listening/);
+  run.child.kill('SIGTERM');
+  expect((await run.exited).code).toBe(0);
+}, 60_000);
