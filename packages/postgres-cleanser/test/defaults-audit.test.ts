@@ -5,7 +5,8 @@ import { cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient }
 import type { TestEnv } from './support.js';
 
 // Defaults no other test leaves out while asserting their effect: --workers (4 range workers in
-// one process) and --batch-size (1000 rows per page: one transaction each). --pages-per-claim 1
+// one process), --batch-size (1000 rows per page: one transaction each), --concurrency (32 calls
+// in flight), --pages-per-claim (10 pages per claimed key range) and --max-failed (0). --pages-per-claim 1
 // makes a key range one page, so 4,000 rows are four ranges, one for each of the default workers;
 // the sandbox answers 20 ms late so that no worker finishes its range before the others claim.
 const ROWS = 4_000;
@@ -19,13 +20,16 @@ afterAll(async () => {
   await env?.stop();
 });
 
-describe('dq-pg cleanse without --workers and --batch-size', () => {
-  it('runs 4 range workers, and writes each page of 1000 rows in one transaction', async () => {
+describe('dq-pg cleanse without --workers, --batch-size and --concurrency', () => {
+  it('runs 4 range workers, writes each page of 1000 rows in one transaction, and keeps 32 calls in flight', async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, ROWS, 41);
+    env.sandbox.resetStats();
     const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'defaults', '--pages-per-claim', '1', '--store', 'off']));
     expect(result.code, result.stderr).toBe(0);
     expect(summaryOf(result)).toMatchObject({ rows: ROWS });
+    // Four pages at once want far more than 32 calls: the default --concurrency caps them.
+    expect(env.sandbox.stats().concurrent['batch']?.max).toBe(32);
 
     await withClient(db, async (c) => {
       const workers = await c.query<{ worker: string; n: number }>(
@@ -36,6 +40,17 @@ describe('dq-pg cleanse without --workers and --batch-size', () => {
       // A page's results are inserted in the page's transaction: rows sharing a transaction id are one page.
       const pages = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'defaults' GROUP BY xmin::text`);
       expect(pages.rows.map((r) => r.n)).toEqual([1_000, 1_000, 1_000, 1_000]);
+    });
+  }, 60_000);
+
+  it('without --pages-per-claim, a worker claims 10 pages at a time: 2,500 rows in pages of 100 are 3 ranges of 1000 rows', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 2_500, 42);
+    const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'claims', '--batch-size', '100', '--store', 'off']));
+    expect(result.code, result.stderr).toBe(0);
+    await withClient(db, async (c) => {
+      const { rows } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'claims' GROUP BY worker ORDER BY n`);
+      expect(rows.map((r) => r.n)).toEqual([500, 1_000, 1_000]); // one range per worker: the fourth found none left
     });
   }, 60_000);
 });
