@@ -1,13 +1,25 @@
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { afterEach, expect, it } from 'vitest';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
-import { cliArgs, dataset, killIfRunning, metricsPort, metricValue, produce, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import {
+  cliArgs,
+  committedOffsets,
+  dataset,
+  killIfRunning,
+  metricsPort,
+  metricValue,
+  produce,
+  readResults,
+  spawnEnricher,
+  uniqueGroup,
+  uniqueTopic,
+} from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 
 // Defaults no other test leaves out while asserting their effect: --max-in-flight (5000 messages
-// taken but not committed), --concurrency (32 HTTP calls in flight) and --metrics-port (off: no
-// port is listened on). The sandbox has no rate limit and the runs that measure pass --rate-limit 0,
+// taken but not committed), --concurrency (32 HTTP calls in flight), --batch-size (500 messages per
+// commit), --metrics-port (off: no port is listened on) and --log-level (info). The sandbox has no rate limit and the runs that measure pass --rate-limit 0,
 // so nothing but the defaults under test holds the calls back.
 const kafka = useKafka();
 const sandbox = useSandbox({ accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] });
@@ -41,6 +53,42 @@ it('without --max-in-flight and --concurrency, takes up to 5000 messages at once
   expect(sandbox.stats().concurrent['batch']?.max).toBe(32);
 }, 60_000);
 
+/** `n` messages, each with an address of its own (one call each: none is answered from the in-run cache). */
+function distinctMessages(n: number) {
+  return dataset(n, 0).messages.map((m, i) => {
+    const value = JSON.parse(String(m.value)) as { address: Record<string, unknown> };
+    return { ...m, value: JSON.stringify({ ...value, address: { ...value.address, houseNumber: String(i + 1) } }) };
+  });
+}
+
+it('without --batch-size, commits a partition in steps of 500 messages', async () => {
+  const topic = names();
+  const N = 1_200;
+  // One key: every message in one partition, produced in two sends (1,000 and 200), so the
+  // enricher's fetches hold more than a batch and only --batch-size splits them.
+  await produce(
+    kafka.brokers,
+    topic.input,
+    distinctMessages(N).map((m) => ({ ...m, key: 'one' })),
+  );
+  sandbox.setFaults({ batch: { latencyMs: 100 } });
+  run = spawnEnricher(cliArgs(kafka.brokers, topic, ['--rate-limit', '0']), sandbox.env());
+  const reading = readResults(kafka.brokers, topic, N, 0);
+  let finished = false;
+  void reading.finally(() => (finished = true));
+  const seen = new Set<bigint>();
+  while (!finished) {
+    for (const offset of (await committedOffsets(kafka.brokers, topic.group, topic.input)).values()) if (offset > 0n) seen.add(offset);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await reading;
+  run.child.kill('SIGTERM');
+  expect((await run.exited).code).toBe(0);
+  expect([...(await committedOffsets(kafka.brokers, topic.group, topic.input)).values()].filter((o) => o > 0n)).toEqual([BigInt(N)]);
+  seen.delete(BigInt(N));
+  expect([...seen].sort((a, b) => Number(a - b))).toEqual([500n, 1_000n]);
+}, 60_000);
+
 /** TCP ports `pid` listens on (Linux: its socket inodes in the kernel's LISTEN table). */
 async function listeningPorts(pid: number): Promise<number[]> {
   const inodes = new Set<string>();
@@ -60,14 +108,15 @@ async function listeningPorts(pid: number): Promise<number[]> {
   return ports;
 }
 
-it('without --metrics-port, serves no metrics: the running enricher listens on no port', async () => {
+it('without --metrics-port and --log-level, serves no metrics (it listens on no port) and logs at info, not debug', async () => {
   const topic = names();
   await produce(kafka.brokers, topic.input, dataset(50, 0).messages);
   run = spawnEnricher(cliArgs(kafka.brokers, topic), sandbox.env());
-  // Working: it has joined the group and consumed.
-  await run.waitForLog(/"msg":"partitions assigned"/, 30_000);
+  // Working: it has joined the group. The line is logged at info: the level is on.
+  await run.waitForLog(/"level":"info".*"msg":"partitions assigned"/, 30_000);
   expect(await listeningPorts(run.child.pid!)).toEqual([]);
   expect(run.stderr()).not.toMatch(/metrics listening/);
+  expect(run.stderr()).not.toMatch(/"level":"debug"/); // kafkajs's own debug lines stay out
   run.child.kill('SIGTERM');
   expect((await run.exited).code).toBe(0);
 }, 60_000);
