@@ -1,12 +1,14 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 // Defaults no other test leaves out while asserting their effect: --workers (4 range workers in
 // one process), --batch-size (1000 rows per page: one transaction each), --concurrency (32 calls
-// in flight), --pages-per-claim (10 pages per claimed key range) and --max-failed (0). --pages-per-claim 1
+// in flight), --pages-per-claim (10 pages per claimed key range) and --max-failed (0); and the wait
+// for a row lock (5 s with the default query timeout, README "A row another session holds locked"). --pages-per-claim 1
 // makes a key range one page, so 4,000 rows are four ranges, one for each of the default workers;
 // the sandbox answers 20 ms late so that no worker finishes its range before the others claim.
 const ROWS = 4_000;
@@ -103,6 +105,37 @@ describe('dq-pg cleanse without --max-failed', () => {
       expect(unavailable.rows).toEqual([{ row_key: '17' }]);
     } finally {
       await proxy.close();
+    }
+  }, 60_000);
+});
+
+describe('dq-pg cleanse with the default query timeout', () => {
+  it('waits 5 s for a row another session holds locked, then writes the page without it (a conflict) and ends while the lock is still held', async () => {
+    env.sandbox.setFaults({});
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 100, 44);
+    const dry = await runCli(cleanseArgs(db, env.sandbox, ['--dry-run', '--store', 'off']));
+    expect(dry.code, dry.stderr).toBe(0);
+    const changes = dry.stdout.split('\n').filter((l) => l.includes('"type":"change"'));
+    const key = String((JSON.parse(changes[0]!) as { key: unknown }).key);
+
+    const app = new pg.Client({ connectionString: db });
+    await app.connect();
+    try {
+      await app.query('BEGIN');
+      await app.query(`UPDATE customers SET house_number = house_number WHERE id = $1`, [key]);
+      const started = Date.now();
+      const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'row-lock', '--store', 'off']));
+      const elapsed = Date.now() - started;
+      expect(result.code, result.stderr).toBe(0);
+      expect(summaryOf(result)).toMatchObject({ rows: 100, conflicts: 1, conflictKeys: [key] });
+      expect(result.stderr).toMatch(/rows locked by another session/);
+      // It waited the default 5 s for the lock, and no longer: the lock is held until this test ends.
+      expect(elapsed).toBeGreaterThanOrEqual(5_000);
+      expect(elapsed).toBeLessThan(20_000);
+    } finally {
+      await app.query('ROLLBACK').catch(() => undefined);
+      await app.end();
     }
   }, 60_000);
 });
