@@ -38,7 +38,7 @@ describe('dq-store without --store and --json', () => {
 
     const store = (await openStore(undefined))!;
     const checkedAt = new Date().toISOString();
-    await Promise.all(['a', 'b', 'c'].map((k) => store.set(k, { status: 'accepted', resultClass: 'A', requestId: `r-${k}`, checkedAt })));
+    for (const k of ['a', 'b', 'c']) await store.set(k, { status: 'accepted', resultClass: 'A', requestId: `r-${k}`, checkedAt });
     await store.close();
 
     const info = await dqStore(['info']);
