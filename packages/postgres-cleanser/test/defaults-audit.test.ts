@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
@@ -8,7 +8,8 @@ import type { TestEnv } from './support.js';
 // Defaults no other test leaves out while asserting their effect: --workers (4 range workers in
 // one process), --batch-size (1000 rows per page: one transaction each), --concurrency (32 calls
 // in flight), --pages-per-claim (10 pages per claimed key range) and --max-failed (0); and the wait
-// for a row lock (5 s with the default query timeout, README "A row another session holds locked"). --pages-per-claim 1
+// for a row lock (5 s with the default query timeout, README "A row another session holds locked")
+// and for a new connection (15 s, README "Losing the database connection"). --pages-per-claim 1
 // makes a key range one page, so 4,000 rows are four ranges, one for each of the default workers;
 // the sandbox answers 20 ms late so that no worker finishes its range before the others claim.
 const ROWS = 4_000;
@@ -138,4 +139,27 @@ describe('dq-pg cleanse with the default query timeout', () => {
       await app.end();
     }
   }, 60_000);
+});
+
+describe('dq-pg cleanse against a database that accepts connections and never answers', () => {
+  it('gives up on connecting after the default 15 s: exit 75 (db-unreachable), no stack trace, no password', async () => {
+    const sockets: Socket[] = [];
+    const silent = createTcpServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const db = `postgres://etl:s3cret-pw@127.0.0.1:${(silent.address() as AddressInfo).port}/crm`;
+      const started = Date.now();
+      const result = await runCli(['cleanse', '--db', db, '--table', 'public.customers', '--base-url', env.sandbox.url]);
+      const elapsed = Date.now() - started;
+      expect(result.code, result.stderr).toBe(75);
+      expect(result.stderr).toMatch(/db-unreachable/);
+      expect(result.stderr).not.toContain('s3cret-pw');
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(elapsed).toBeGreaterThanOrEqual(15_000);
+      expect(elapsed).toBeLessThan(20_000);
+    } finally {
+      sockets.forEach((s) => s.destroy());
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  }, 40_000);
 });
