@@ -2,14 +2,15 @@ import { createServer } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
+import { billable, cleanseArgs, createCustomers, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 // Defaults no other test leaves out while asserting their effect: --workers (4 range workers in
 // one process), --batch-size (1000 rows per page: one transaction each), --concurrency (32 calls
 // in flight), --pages-per-claim (10 pages per claimed key range) and --max-failed (0); and the wait
 // for a row lock (5 s with the default query timeout, README "A row another session holds locked")
-// and for a new connection (15 s, README "Losing the database connection"). --pages-per-claim 1
+// and for a new connection (15 s, README "Losing the database connection"); --read-ahead (0: the
+// next page is not validated while one is written). --pages-per-claim 1
 // makes a key range one page, so 4,000 rows are four ranges, one for each of the default workers;
 // the sandbox answers 20 ms late so that no worker finishes its range before the others claim.
 const ROWS = 4_000;
@@ -110,21 +111,40 @@ describe('dq-pg cleanse without --max-failed', () => {
   }, 60_000);
 });
 
+/** The key of the first row of `db`'s customers a cleanse would change among ids up to `maxId`. */
+async function firstChange(db: string, maxId: number): Promise<string> {
+  const dry = await runCli(cleanseArgs(db, env.sandbox, ['--dry-run', '--store', 'off']));
+  expect(dry.code, dry.stderr).toBe(0);
+  const keys = dry.stdout
+    .split('\n')
+    .filter((l) => l.includes('"type":"change"'))
+    .map((l) => String((JSON.parse(l) as { key: unknown }).key));
+  const key = keys.find((k) => Number(k) <= maxId);
+  if (key === undefined) throw new Error(`no row up to id ${maxId} would change`);
+  return key;
+}
+
+/** Runs `fn` while another session holds a lock on row `key` (an open transaction that updated it). */
+async function whileLocked<T>(db: string, key: string, fn: () => Promise<T>): Promise<T> {
+  const app = new pg.Client({ connectionString: db });
+  await app.connect();
+  try {
+    await app.query('BEGIN');
+    await app.query(`UPDATE customers SET house_number = house_number WHERE id = $1`, [key]);
+    return await fn();
+  } finally {
+    await app.query('ROLLBACK').catch(() => undefined);
+    await app.end();
+  }
+}
+
 describe('dq-pg cleanse with the default query timeout', () => {
   it('waits 5 s for a row another session holds locked, then writes the page without it (a conflict) and ends while the lock is still held', async () => {
     env.sandbox.setFaults({});
     const db = await env.pg.createDatabase();
     await createCustomers(db, 100, 44);
-    const dry = await runCli(cleanseArgs(db, env.sandbox, ['--dry-run', '--store', 'off']));
-    expect(dry.code, dry.stderr).toBe(0);
-    const changes = dry.stdout.split('\n').filter((l) => l.includes('"type":"change"'));
-    const key = String((JSON.parse(changes[0]!) as { key: unknown }).key);
-
-    const app = new pg.Client({ connectionString: db });
-    await app.connect();
-    try {
-      await app.query('BEGIN');
-      await app.query(`UPDATE customers SET house_number = house_number WHERE id = $1`, [key]);
+    const key = await firstChange(db, 100);
+    await whileLocked(db, key, async () => {
       const started = Date.now();
       const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'row-lock', '--store', 'off']));
       const elapsed = Date.now() - started;
@@ -134,10 +154,7 @@ describe('dq-pg cleanse with the default query timeout', () => {
       // It waited the default 5 s for the lock, and no longer: the lock is held until this test ends.
       expect(elapsed).toBeGreaterThanOrEqual(5_000);
       expect(elapsed).toBeLessThan(20_000);
-    } finally {
-      await app.query('ROLLBACK').catch(() => undefined);
-      await app.end();
-    }
+    });
   }, 60_000);
 });
 
@@ -162,4 +179,33 @@ describe('dq-pg cleanse against a database that accepts connections and never an
       await new Promise<void>((resolve) => silent.close(() => resolve()));
     }
   }, 40_000);
+});
+
+describe('dq-pg cleanse without --read-ahead', () => {
+  it('validates no row of the next page while a page is being written', async () => {
+    env.sandbox.setFaults({});
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 100, 45);
+    // A row of the first page (ids 1-50) held locked: writing that page takes the 5 s lock wait.
+    const key = await firstChange(db, 50);
+    await whileLocked(db, key, async () => {
+      const calls0 = billable(env.sandbox);
+      const { done } = spawnCli(cleanseArgs(db, env.sandbox, ['--run-id', 'no-read-ahead', '--store', 'off', '--workers', '1', '--batch-size', '50']));
+      // The first page's calls, then a pause: the page write waits for the lock.
+      let seen = 0;
+      for (let still = 0; still < 10;) {
+        await new Promise((r) => setTimeout(r, 100));
+        const now = billable(env.sandbox) - calls0;
+        still = now > 0 && now === seen ? still + 1 : 0;
+        seen = now;
+      }
+      expect(seen).toBeLessThanOrEqual(50);
+      await new Promise((r) => setTimeout(r, 2_000)); // well inside the 5 s wait
+      expect(billable(env.sandbox) - calls0).toBe(seen); // nothing of page 2 was sent meanwhile
+      const result = await done;
+      expect(result.code, result.stderr).toBe(0);
+      expect(summaryOf(result)).toMatchObject({ rows: 100, conflicts: 1 });
+      expect(billable(env.sandbox) - calls0).toBeGreaterThan(seen);
+    });
+  }, 60_000);
 });
