@@ -111,6 +111,14 @@ describe('dq-pg cleanse without --max-failed', () => {
   }, 60_000);
 });
 
+/** A new database whose customers table holds 100 rows, and the key of the first row up to `maxId` a cleanse would change. */
+async function tableWithChange(seed: number, maxId: number): Promise<{ db: string; key: string }> {
+  env.sandbox.setFaults({});
+  const db = await env.pg.createDatabase();
+  await createCustomers(db, 100, seed);
+  return { db, key: await firstChange(db, maxId) };
+}
+
 /** The key of the first row of `db`'s customers a cleanse would change among ids up to `maxId`. */
 async function firstChange(db: string, maxId: number): Promise<string> {
   const dry = await runCli(cleanseArgs(db, env.sandbox, ['--dry-run', '--store', 'off']));
@@ -140,10 +148,7 @@ async function whileLocked<T>(db: string, key: string, fn: () => Promise<T>): Pr
 
 describe('dq-pg cleanse with the default query timeout', () => {
   it('waits 5 s for a row another session holds locked, then writes the page without it (a conflict) and ends while the lock is still held', async () => {
-    env.sandbox.setFaults({});
-    const db = await env.pg.createDatabase();
-    await createCustomers(db, 100, 44);
-    const key = await firstChange(db, 100);
+    const { db, key } = await tableWithChange(44, 100);
     await whileLocked(db, key, async () => {
       const started = Date.now();
       const result = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'row-lock', '--store', 'off']));
@@ -183,11 +188,8 @@ describe('dq-pg cleanse against a database that accepts connections and never an
 
 describe('dq-pg cleanse without --read-ahead', () => {
   it('validates no row of the next page while a page is being written', async () => {
-    env.sandbox.setFaults({});
-    const db = await env.pg.createDatabase();
-    await createCustomers(db, 100, 45);
     // A row of the first page (ids 1-50) held locked: writing that page takes the 5 s lock wait.
-    const key = await firstChange(db, 50);
+    const { db, key } = await tableWithChange(45, 50);
     await whileLocked(db, key, async () => {
       const calls0 = billable(env.sandbox);
       const { done } = spawnCli(cleanseArgs(db, env.sandbox, ['--run-id', 'no-read-ahead', '--store', 'off', '--workers', '1', '--batch-size', '50']));
