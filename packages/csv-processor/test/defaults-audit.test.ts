@@ -37,3 +37,24 @@ describe('dq-csv validate without --concurrency and --batch-size', () => {
     for (const records of seen) expect([500, 1_000, ROWS], `checkpoint at ${records} rows`).toContain(records);
   }, 60_000);
 });
+
+describe('dq-csv validate --mode company without --rate-limit', () => {
+  // The contract names no limit for company searches: the default is a cautious 10/s (README
+  // "Rate limits"). The sandbox here enforces none, so the pacing seen is the client's own.
+  const companies = useSandbox(unlimited());
+
+  it('paces company searches at 10 per second', async () => {
+    const input = join(dir, 'companies.csv');
+    await writeFile(input, `name\n${Array.from({ length: 30 }, (_, i) => `Beispiel ${i} GmbH`).join('\n')}\n`);
+    const run = await runCli(
+      ['validate', '--input', input, '--output', join(dir, 'companies.out.csv'), '--mode', 'company', '--map', 'company=name', '--store', 'off'],
+      companies.env(),
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run);
+    expect(summary).toMatchObject({ rows: 30, apiCalls: 30 });
+    // 30 searches at 10/s take 29 intervals of ~0.1 s; at the address rate (100/s) they took 0.3 s.
+    expect(summary['durationMs']).toBeGreaterThanOrEqual(2_800);
+    expect(summary['durationMs']).toBeLessThan(5_000);
+  }, 60_000);
+});

@@ -38,7 +38,8 @@ Options (each also as an environment variable DQ_KAFKA_<NAME>, e.g. DQ_KAFKA_BRO
   --metrics-port <port>     serve /metrics and /healthz on this port (0 = any free one)
   --max-in-flight <n>       messages taken but not yet committed, default 5000; past it
                             partitions pause
-  --batch-size <n>          messages per platform batch and per commit, default 500
+  --batch-size <n>          at most this many messages per platform batch and per commit
+                            (a smaller fetch makes a smaller one), default 500
   --max-message-bytes <n>   the largest batch the brokers accept per partition (their
                             message.max.bytes), default 1000000; sends are split to stay within
                             it, and a message larger alone goes to the DLQ as too-large

@@ -18,8 +18,9 @@ export const ENGINE_FLAG_OPTIONS = {
 export const ENGINE_FLAGS_USAGE = `  --concurrency <n>         HTTP calls in flight, default 32
   --threads <n>             engine worker threads (0: calls on the main thread), default one
                             per core beyond the first, 0 on a machine of 1–2 cores
-  --rate-limit <rps>        platform requests per second, default the contract's (batch/sync
-                            100, validate 30); 0 = no client-side limit
+  --rate-limit <rps>        platform requests per second, default the contract's for addresses
+                            (batch/sync 100); company searches 10 (the contract names none:
+                            raise it to your plan's); 0 = no client-side limit
   --store <dir|url|off>     result store: answers kept across runs are not bought again; a
                             folder (default ~/.cache/dq-connectors/store; dq-pg: its own
                             database), postgres://… (one store for every process and machine),
