@@ -3,6 +3,8 @@ import base, { twoFilesAtOnce } from '../../vitest.config.base.ts';
 
 /** Compares dq-csv's rate with a reference run: it runs after the other files, alone. */
 const timed = ['test/rate-limit.test.ts'];
+/** Removes the locks runs killed by the tests leave (added to the shared setup files). */
+const staleLocks = new URL('./test/stale-locks.ts', import.meta.url).pathname;
 
 export default mergeConfig(
   base,
@@ -11,10 +13,24 @@ export default mergeConfig(
       projects: [
         {
           extends: true,
-          test: { name: '@dq/csv-processor', exclude: [...configDefaults.exclude, ...timed], ...twoFilesAtOnce, sequence: { groupOrder: 0 } },
+          test: {
+            name: '@dq/csv-processor',
+            exclude: [...configDefaults.exclude, ...timed],
+            ...twoFilesAtOnce,
+            sequence: { groupOrder: 0 },
+            setupFiles: [staleLocks],
+          },
         },
         // Not `extends`: that would add the shared include pattern to this one.
-        { test: { ...base.test, name: '@dq/csv-processor (timed)', include: timed, sequence: { groupOrder: 1 } } },
+        {
+          test: {
+            ...base.test,
+            name: '@dq/csv-processor (timed)',
+            include: timed,
+            sequence: { groupOrder: 1 },
+            setupFiles: [...(base.test?.setupFiles as string[]), staleLocks],
+          },
+        },
       ],
     },
   }),

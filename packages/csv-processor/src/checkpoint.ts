@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { CsvError } from './errors.js';
+import type { InputFingerprint } from './input-fingerprint.js';
 import { writeError } from './sink/write-error.js';
 import type { SinkState } from './sink/sink.js';
 import type { SourcePosition } from './source/types.js';
@@ -19,6 +20,12 @@ export interface Checkpoint {
   readonly sink: SinkState;
   /** Counts of all runs so far, so the final summary covers the whole file. */
   readonly totals: RunTotals;
+  /**
+   * Samples of the input's content up to `position.offset`: a resume over an input whose size and
+   * modification time are the same but whose content is not is refused. Absent in a checkpoint
+   * of an older dq-csv: its resume checks size and modification time only.
+   */
+  readonly input?: InputFingerprint;
   /** ISO time of this write. */
   readonly writtenAt: string;
 }
@@ -41,12 +48,28 @@ export async function readCheckpoint(path: string): Promise<Checkpoint | undefin
   try {
     const checkpoint = JSON.parse(text) as Checkpoint;
     if (checkpoint.version !== 1 || typeof checkpoint.optionsHash !== 'string') throw new Error('unknown checkpoint version');
+    if (checkpoint.input !== undefined && !isFingerprint(checkpoint.input)) throw new Error('its input samples are damaged');
     return checkpoint;
   } catch (err) {
     throw new CsvError('resume-mismatch', `the checkpoint ${path} is not readable (${(err as Error).message}); delete it and the output to start over`, {
       cause: err,
     });
   }
+}
+
+function isFingerprint(value: unknown): value is InputFingerprint {
+  const f = value as Partial<InputFingerprint> | null;
+  return (
+    typeof f === 'object' &&
+    f !== null &&
+    f.algorithm === 'sha256' &&
+    typeof f.window === 'number' &&
+    f.window > 0 &&
+    typeof f.head === 'string' &&
+    typeof f.tail === 'string' &&
+    typeof f.before?.offset === 'number' &&
+    typeof f.before.sha256 === 'string'
+  );
 }
 
 /** Writes `checkpoint` atomically: temp file, fsync, rename over the old one, fsync the folder. */

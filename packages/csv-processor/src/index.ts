@@ -4,6 +4,8 @@ export { processFile } from './run.js';
 export type { RunSummary } from './run.js';
 export type { ProcessFileOptions, RunPaths } from './options.js';
 export { runPaths, formatFromPath } from './options.js';
+// The paths a run uses: derived from the file --output leads to (a symlink followed).
+export { resolveRunPaths } from './run-files.js';
 export { main } from './main.js';
 export { USAGE } from './cli-args.js';
 export { CsvError } from './errors.js';

@@ -78,13 +78,20 @@ export interface RunPaths {
   readonly rejectsLock: string;
   /** The run report (`--report`), when asked for: written at the end, so checked like the others. */
   readonly report?: string;
+  /**
+   * `--output` and `--rejects` as given, when they name the files above another way (a symlink,
+   * a symlinked folder): for messages.
+   */
+  readonly asGiven?: { readonly output?: string; readonly rejects?: string };
 }
 
-/** Absolute paths of every file a run touches. */
+/**
+ * Absolute paths of every file a run touches, from the paths as given. A run uses
+ * `resolveRunPaths` (run-files.ts): the same, derived from the file the output path leads to.
+ */
 export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 'rejects' | 'report'>): RunPaths {
   const output = resolve(options.output);
-  const stem = output.replace(/\.(csv|json|ndjson|jsonl|txt)$/i, '');
-  const rejects = resolve(options.rejects ?? `${stem}.rejects.csv`);
+  const rejects = resolve(options.rejects ?? rejectsNextTo(output));
   return {
     input: resolve(options.input),
     output,
@@ -94,6 +101,11 @@ export function runPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 
     rejectsLock: `${rejects}.lock`,
     ...(options.report !== undefined ? { report: resolve(options.report) } : {}),
   };
+}
+
+/** The default rejects file of `output`: `<output without extension>.rejects.csv`. */
+export function rejectsNextTo(output: string): string {
+  return `${output.replace(/\.(csv|json|ndjson|jsonl|txt)$/i, '')}.rejects.csv`;
 }
 
 /** The format implied by a file name (a gzip-compressed file's `.gz` left out: `.ndjson.gz` is NDJSON). */

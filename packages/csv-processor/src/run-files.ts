@@ -1,9 +1,10 @@
 import type { Stats } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { lstat, mkdir, readdir, readlink, realpath, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
 import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core/lock';
 import { CsvError } from './errors.js';
-import type { RunPaths } from './options.js';
+import { rejectsNextTo, runPaths, type ProcessFileOptions, type RunPaths } from './options.js';
 
 /** A file a run writes, how to name it to the user, and the flags that choose another one. */
 export interface WrittenFile {
@@ -13,16 +14,93 @@ export interface WrittenFile {
 }
 
 /**
- * Checks every file a run writes before anything is written, then takes the output's lock and the
- * rejects file's:
+ * The file the file system writes when `path` is opened for writing: the real path of the file
+ * when it exists (symlinks and symlinked folders followed), the target of a dangling symlink
+ * (opening it creates the target), else its folder's real path plus its name. A path whose folder
+ * does not exist, or cannot be read, is returned absolute as it is: the claim refuses it, naming
+ * the folder.
+ */
+export async function writtenPath(path: string): Promise<string> {
+  let current = resolve(path);
+  for (let hops = 0; hops < 40; hops++) {
+    const real = await realpath(current).catch(() => undefined);
+    if (real !== undefined) return real;
+    const folder = await realpath(dirname(current)).catch(() => undefined);
+    if (folder === undefined) return current;
+    const here = join(folder, basename(current));
+    const target = await readlink(here).catch(() => undefined);
+    if (target === undefined) return here;
+    current = resolve(folder, target);
+  }
+  return current; // a loop of symlinks: opening it fails (ELOOP), named by the claim
+}
+
+/**
+ * The paths of a run, derived from the file the output path leads to rather than from its
+ * spelling: `--output link.csv` (a symlink to out.csv), `--output linked-folder/out.csv` and
+ * `--output out.csv` all write out.csv, so all three take `out.csv.lock`, find
+ * `out.csv.checkpoint.json` and default the rejects file to `out.rejects.csv`, next to it. A
+ * checkpoint an older dq-csv left next to a symlink's own name is still found there (with the
+ * rejects file that run wrote).
+ */
+export async function resolveRunPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 'rejects' | 'report'>): Promise<RunPaths> {
+  const given = runPaths(options);
+  const output = await writtenPath(given.output);
+  let rejects = await writtenPath(options.rejects !== undefined ? given.rejects : rejectsNextTo(output));
+  let checkpoint = `${output}.checkpoint.json`;
+  if (given.checkpoint !== checkpoint && !(await exists(checkpoint)) && (await exists(given.checkpoint))) {
+    checkpoint = given.checkpoint;
+    rejects = await writtenPath(given.rejects);
+  }
+  const asGiven = {
+    ...(given.output !== output ? { output: given.output } : {}),
+    ...(options.rejects !== undefined && given.rejects !== rejects ? { rejects: given.rejects } : {}),
+  };
+  return {
+    input: given.input,
+    output,
+    rejects,
+    checkpoint,
+    lock: `${output}.lock`,
+    rejectsLock: `${rejects}.lock`,
+    ...(given.report !== undefined ? { report: given.report } : {}),
+    ...(Object.keys(asGiven).length > 0 ? { asGiven } : {}),
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The locks a run holds; `lockNewFiles` once the run has created its output and rejects file. */
+export interface RunClaim extends HeldFileLock {
+  /**
+   * Takes the lock by device and inode of the output and the rejects file that did not exist when
+   * the run was claimed (call it once the run has created them, before writing to them): a run
+   * started later under another name of the file (a hard link made meanwhile) is refused too.
+   */
+  lockNewFiles(): Promise<void>;
+}
+
+/**
+ * Checks every file a run writes before anything is written, then takes the output's locks and
+ * the rejects file's:
  * - no written file (output, rejects, checkpoint, lock, report) is the input, by device and
  *   inode, so a symlink or hard link to the input is caught too; no two of them are one file;
  * - the folder of each exists (else a usage error naming the folder);
- * - no other live run writes the same output or rejects file (else `output-locked`, exit 75, naming its pid); the
- *   lock of a run that is gone (kill -9) is taken over.
- * Returns the held lock; release it when the run ends.
+ * - no other live run writes the same output or rejects file, under any name (else
+ *   `output-locked`, exit 75, naming its pid); the lock of a run that is gone (kill -9) is taken
+ *   over. Two locks per file: `<file>.lock` next to the file it leads to (`paths` come from
+ *   {@link resolveRunPaths}: a symlink, a symlinked folder or `..` lead to one lock), and one by
+ *   device and inode (the one name all hard links of a file share) in {@link identityLockFolder}.
+ * A lock that cannot be written (a folder that is read-only or full, a file-size limit) is
+ * `output-unwritable` naming the folder and the cause, and leaves nothing behind.
+ * Returns the held locks; release them when the run ends.
  */
-export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
+export async function claimRunFiles(paths: RunPaths): Promise<RunClaim> {
   const input = await statInput(paths.input);
   const inputId = `${input.dev}:${input.ino}`;
   const files: WrittenFile[] = [
@@ -52,35 +130,162 @@ export async function claimRunFiles(paths: RunPaths): Promise<HeldFileLock> {
     }
     seen.set(id, file);
   }
-  // The output's lock, then the rejects file's: two runs on different outputs may name one --rejects.
-  const output = await lockFile(paths.lock, paths.output);
+  // The output's locks, then the rejects file's: two runs on different outputs may name one --rejects.
+  const held: HeldFileLock[] = [];
+  const release = async () => {
+    for (const lock of held.splice(0).reverse()) await lock.release();
+  };
+  const written = [
+    { path: paths.output, lock: paths.lock, asGiven: paths.asGiven?.output, flag: '--output' },
+    { path: paths.rejects, lock: paths.rejectsLock, asGiven: paths.asGiven?.rejects, flag: '--rejects' },
+  ];
+  const unlocked: typeof written = [];
   try {
-    const rejects = await lockFile(paths.rejectsLock, paths.rejects);
-    return {
-      tookOver: output.tookOver || rejects.tookOver,
-      release: async () => {
-        await rejects.release();
-        await output.release();
-      },
-    };
+    // Its folder first: one that cannot be used is refused before a file is created.
+    await ownFolder(identityLockFolder()).catch((err: unknown) => {
+      throw lockUnwritable(join(identityLockFolder(), '<device>-<inode>.lock'), err, IDENTITY_HINT);
+    });
+    for (const file of written) {
+      held.push(await lockFile(file.lock, file.path, file.asGiven, file.flag));
+      const byIdentity = await lockIdentity(file.path);
+      if (byIdentity) held.push(byIdentity);
+      else unlocked.push(file);
+    }
   } catch (err) {
-    await output.release();
+    await release();
     throw err;
   }
+  const tookOver = held.some((lock) => lock.tookOver);
+  return {
+    tookOver,
+    release,
+    lockNewFiles: async () => {
+      for (const file of unlocked.splice(0)) {
+        const byIdentity = await lockIdentity(file.path);
+        if (byIdentity) held.push(byIdentity);
+      }
+    },
+  };
 }
 
-async function lockFile(lock: string, written: string): Promise<HeldFileLock> {
+/**
+ * Takes `<file>.lock` for writing `file` (the path it leads to). `asGiven`: how the user named it,
+ * when that was another way (a symlink), for the message.
+ */
+export async function lockFile(lock: string, file: string, asGiven?: string, flag = '--output'): Promise<HeldFileLock> {
   try {
     return await acquireFileLock(lock);
   } catch (err) {
     if (err instanceof FileLockHeldError) {
-      const who = err.owner ? `pid ${err.owner.pid} on ${err.owner.host}, started ${err.owner.startedAt}` : `the lock ${lock} names no process`;
-      throw new CsvError('output-locked', `another dq-csv run is writing ${written} (${who}); try again when it has finished (its lock is ${lock})`);
+      const via = asGiven !== undefined ? `, the file ${flag} ${asGiven} leads to` : '';
+      throw new CsvError(
+        'output-locked',
+        `another dq-csv run is writing ${file}${via} (${ownerOf(err, lock)}); try again when it has finished (its lock is ${lock})`,
+      );
     }
-    throw new CsvError('output-unwritable', `cannot create the lock ${lock}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
-      cause: err,
-    });
+    throw lockUnwritable(lock, err);
   }
+}
+
+/**
+ * Where the locks by device and inode are kept: one folder per user on this machine, in the
+ * temporary folder (`TMPDIR`), as a file's hard links may sit in different folders.
+ */
+export function identityLockFolder(): string {
+  const uid = process.getuid?.();
+  return join(tmpdir(), uid === undefined ? 'dq-csv-locks' : `dq-csv-locks-${uid}`);
+}
+
+/**
+ * Takes the lock of the regular file `file` by device and inode: every name of the file (hard
+ * links, in any folder) takes the same one. Returns undefined when `file` does not exist yet (see
+ * {@link RunClaim.lockNewFiles}) or is not a regular file (/dev/null).
+ */
+export async function lockIdentity(file: string): Promise<HeldFileLock | undefined> {
+  const s = await stat(file, { bigint: true }).catch(() => undefined);
+  if (!s?.isFile()) return undefined;
+  const folder = identityLockFolder();
+  const lock = join(folder, `${s.dev}-${s.ino}.lock`);
+  try {
+    await ownFolder(folder);
+    return await acquireFileLock(lock, { about: file });
+  } catch (err) {
+    if (err instanceof FileLockHeldError) {
+      const other = err.owner?.about !== undefined && err.owner.about !== file ? `as ${err.owner.about}` : 'under another name';
+      throw new CsvError(
+        'output-locked',
+        `another dq-csv run is writing ${file} ${other}, a hard link to it: the same file (${ownerOf(err, lock)}); try again when it has finished (its lock is ${lock})`,
+      );
+    }
+    throw lockUnwritable(lock, err, IDENTITY_HINT);
+  }
+}
+
+const IDENTITY_HINT = 'dq-csv keeps there the locks that keep two runs off one file under two names; set TMPDIR to a folder it may write';
+
+/** Creates `folder` (this user's only) unless it is there; refuses one that is not this user's folder. */
+async function ownFolder(folder: string): Promise<void> {
+  await mkdir(folder, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EEXIST') throw err;
+  });
+  const s = await lstat(folder);
+  const uid = process.getuid?.();
+  if (!s.isDirectory() || (uid !== undefined && s.uid !== uid)) {
+    throw new Error(`${folder} is not a folder of this user (uid ${uid}); remove it or set TMPDIR to another folder`);
+  }
+}
+
+function ownerOf(err: FileLockHeldError, lock: string): string {
+  return err.owner ? `pid ${err.owner.pid} on ${err.owner.host}, started ${err.owner.startedAt}` : `the lock ${lock} names no process`;
+}
+
+/** A lock that cannot be written: `output-unwritable` naming its folder and why. */
+function lockUnwritable(lock: string, err: unknown, hint?: string): CsvError {
+  return new CsvError('output-unwritable', `cannot create the lock ${lock} in the folder ${dirname(lock)}: ${fsProblem(err)}${hint ? ` (${hint})` : ''}`, {
+    cause: err,
+  });
+}
+
+/** What a file-system error means, with its code, for a message. */
+export function fsProblem(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'ENOSPC':
+      return 'the disk is full (ENOSPC); free space';
+    case 'EDQUOT':
+      return 'the disk quota is used up (EDQUOT); free space or raise the quota';
+    case 'EFBIG':
+      return 'a file there would pass the file-size limit (EFBIG: ulimit -f); raise the limit';
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied (${code}); write the output where you may create files`;
+    case 'EROFS':
+      return 'the file system is read-only (EROFS); write the output elsewhere';
+    case 'ENOENT':
+      return 'the folder does not exist (ENOENT)';
+    default:
+      return code ?? (err as Error).message;
+  }
+}
+
+/**
+ * When the output has other names (hard links) and there is no checkpoint at `paths.checkpoint`:
+ * the checkpoint an interrupted run left next to another name of the same file in the same folder
+ * (`<name>.checkpoint.json`), if any. A name in another folder is not found.
+ */
+export async function checkpointOfAnotherName(paths: RunPaths): Promise<{ name: string; checkpoint: string } | undefined> {
+  const output = await stat(paths.output, { bigint: true }).catch(() => undefined);
+  if (!output?.isFile() || output.nlink < 2n) return undefined;
+  const folder = dirname(paths.output);
+  const suffix = '.checkpoint.json';
+  for (const entry of await readdir(folder).catch(() => [] as string[])) {
+    if (!entry.endsWith(suffix)) continue;
+    const name = join(folder, entry.slice(0, -suffix.length));
+    if (name === paths.output) continue;
+    const other = await stat(name, { bigint: true }).catch(() => undefined);
+    if (other && other.dev === output.dev && other.ino === output.ino) return { name, checkpoint: join(folder, entry) };
+  }
+  return undefined;
 }
 
 /**
@@ -133,5 +338,5 @@ export async function identityOf(file: WrittenFile): Promise<string> {
     const problem = code === 'ENOENT' ? 'does not exist' : code === 'ENOTDIR' ? 'is not a folder' : `cannot be used (${code ?? (err as Error).message})`;
     throw new CsvError('output-unwritable', `the folder ${folder} of ${file.label} ${problem}; create it first or choose another path`, { cause: err });
   }
-  return `new:${join(real, basename(file.path))}`;
+  return `new:${await writtenPath(join(real, basename(file.path)))}`;
 }

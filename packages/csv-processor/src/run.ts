@@ -5,8 +5,9 @@ import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeC
 import { planFile, type DryRunPlan } from './dry-run.js';
 import { CsvError } from './errors.js';
 import { inferFieldMap, recordMapper } from './mapping.js';
-import { formatFromPath, runPaths, type ProcessFileOptions, type RunPaths } from './options.js';
-import { claimRunFiles, statInput } from './run-files.js';
+import { InputSampler, type InputFingerprint } from './input-fingerprint.js';
+import { formatFromPath, type ProcessFileOptions, type RunPaths } from './options.js';
+import { checkpointOfAnotherName, claimRunFiles, resolveRunPaths, statInput, writtenPath, type RunClaim } from './run-files.js';
 import { refuseResultKeys, resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
 import { openSource } from './source/index.js';
@@ -42,18 +43,19 @@ export interface RunSummary {
  * end up in the summary's `error` and `exitCode`; usage problems throw a {@link CsvError}.
  */
 export async function processFile(options: ProcessFileOptions): Promise<RunSummary> {
-  if (options.dryRun) return runFile(options);
-  const claim = await claimRunFiles(runPaths(options));
+  // Paths of the files written, whatever way --output names them (a symlink, a symlinked folder).
+  const paths = await resolveRunPaths(options);
+  if (options.dryRun) return runFile(options, paths);
+  const claim = await claimRunFiles(paths);
   try {
-    return await runFile(options);
+    return await runFile(options, paths, claim);
   } finally {
     await claim.release();
   }
 }
 
-async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
+async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: RunClaim): Promise<RunSummary> {
   const started = Date.now();
-  const paths = runPaths(options);
   const format = options.format ?? formatFromPath(paths.input);
   const mode = options.mode ?? 'address';
   const delimiter = options.delimiter ?? ',';
@@ -82,14 +84,15 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
   };
   const optionsHash = hashOptions(identity);
   const checkpoint = await readCheckpoint(paths.checkpoint);
+  if (!checkpoint) await refuseCheckpointOfAnotherName(paths, options.resume === true);
   if (checkpoint && !options.resume) {
     throw new CsvError(
       'checkpoint-exists',
       `an interrupted run left ${paths.checkpoint}: rerun with --resume to continue it, or delete that file to start over`,
     );
   }
-  if (checkpoint && checkpoint.optionsHash !== optionsHash) {
-    const differing = differingOptions(checkpoint.options, identity);
+  const differing = checkpoint && checkpoint.optionsHash !== optionsHash ? await differingFromCheckpoint(checkpoint.options, identity) : [];
+  if (checkpoint && differing.length > 0) {
     // The same options over a changed input: its offsets no longer point at the same records.
     if (differing.every((name) => name === 'inputSize' || name === 'inputMtimeMs')) {
       const was = checkpoint.options as { inputSize?: number; inputMtimeMs?: number };
@@ -105,7 +108,16 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     );
   }
 
-  const source = await openSource({ path: paths.input, format, encoding: options.encoding, delimiter, start: checkpoint?.position });
+  // Samples of the input's content for the checkpoints, read from the file this run reads.
+  const sampler = await InputSampler.open(paths.input, inputStat.size, inputStat.ino);
+  let source: Awaited<ReturnType<typeof openSource>>;
+  try {
+    if (checkpoint?.input) await refuseChangedContent(sampler, checkpoint.input, paths, inputStat);
+    source = await openSource({ path: paths.input, format, encoding: options.encoding, delimiter, start: checkpoint?.position });
+  } catch (err) {
+    await sampler.close();
+    throw err;
+  }
   let sink: Sink | undefined;
   let engine: Engine | undefined;
   let reader: BatchReader<RecordResult> | undefined;
@@ -152,10 +164,13 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       spreadsheetSafe: options.spreadsheetSafe,
       resume: checkpoint?.sink,
       checkpointPath: paths.checkpoint,
+      // Files this run created: locked by device and inode too before anything is written to them.
+      ...(claim ? { opened: () => claim.lockNewFiles() } : {}),
     });
     // The output exists from here on: a checkpoint marks it unfinished at once, so a run stopped or
     // killed before its first batch leaves an output that `--resume` continues and review refuses.
-    if (!checkpoint) await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, sink.state, totalsNow()));
+    if (!checkpoint)
+      await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, sink.state, totalsNow(), await sampler.at(position.offset)));
 
     // A window of batches with the engine: while the oldest one's last answers arrive and it is
     // written and checkpointed, the later ones keep the engine's calls (and the rate limit) busy.
@@ -191,7 +206,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
       const next = items[items.length - 1]!.position;
       try {
         const sinkState = await sink.commit();
-        await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, next, sinkState, totalsNow()));
+        await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, next, sinkState, totalsNow(), await sampler.at(next.offset)));
       } catch (err) {
         Object.assign(counted, written);
         throw err;
@@ -237,6 +252,7 @@ async function runFile(options: ProcessFileOptions): Promise<RunSummary> {
     await sink?.close();
     await engine?.close().catch(() => undefined);
     await source.close();
+    await sampler.close();
   }
 }
 
@@ -246,8 +262,52 @@ function checkpointOf(
   position: Checkpoint['position'],
   sink: Checkpoint['sink'],
   totals: RunTotals,
+  input: InputFingerprint,
 ): Checkpoint {
-  return { version: 1, optionsHash, options, position, sink, totals, writtenAt: new Date().toISOString() };
+  return { version: 1, optionsHash, options, position, sink, totals, input, writtenAt: new Date().toISOString() };
+}
+
+/**
+ * The options that differ between a checkpoint and this run. The output and the rejects file are
+ * compared by the file they lead to: a checkpoint names them as its run's paths led to them (an
+ * older dq-csv: as given, e.g. a symlink).
+ */
+async function differingFromCheckpoint(checkpointed: Readonly<Record<string, unknown>>, now: Readonly<Record<string, unknown>>): Promise<string[]> {
+  const differing: string[] = [];
+  for (const name of differingOptions(checkpointed, now)) {
+    const then = checkpointed[name];
+    if ((name === 'output' || name === 'rejects') && typeof then === 'string' && (await writtenPath(then)) === now[name]) continue;
+    differing.push(name);
+  }
+  return differing;
+}
+
+/**
+ * No checkpoint next to the output: refuses when an interrupted run left one next to another name
+ * of the same file (a hard link in the same folder), rather than starting over the output that run
+ * is not finished with.
+ */
+async function refuseCheckpointOfAnotherName(paths: RunPaths, resume: boolean): Promise<void> {
+  const other = await checkpointOfAnotherName(paths);
+  if (!other) return;
+  const what = `the output ${paths.output} is also named ${other.name} (a hard link: the same file), and an interrupted run that wrote it under that name left ${other.checkpoint}`;
+  const todo = `rerun with --output ${other.name} --resume to continue it (a run finds its checkpoint next to the name it wrote), or delete ${other.checkpoint} to start over`;
+  if (resume) throw new CsvError('resume-mismatch', `cannot resume: ${what}: ${todo}`);
+  throw new CsvError('checkpoint-exists', `${what}: ${todo}`);
+}
+
+/**
+ * Refuses a resume whose input has the size and modification time of the checkpointed run's but
+ * other content where the checkpoint sampled it (a file copied over it with `cp -p`, `touch -r`
+ * or `rsync -t`): the output would mix the two files.
+ */
+async function refuseChangedContent(sampler: InputSampler, stored: InputFingerprint, paths: RunPaths, inputStat: { size: number; mtime: Date }): Promise<void> {
+  const differ = await sampler.differences(stored);
+  if (differ.length === 0) return;
+  throw new CsvError(
+    'resume-mismatch',
+    `the input ${paths.input} was changed since the interrupted run, though its size and modification time are as they were (${inputStat.size} bytes, modified ${inputStat.mtime.toISOString()}: copied over with cp -p, touch -r or rsync -t?): ${differ.join(', ')} differ from the interrupted run's; resuming would mix its two versions; put back the input the run started with and rerun with --resume, or delete ${paths.checkpoint} and rerun without --resume to clean it from the start (answers already paid for are not bought again unless the run had --store off)`,
+  );
 }
 
 function describeStop(err: unknown, records: number, interrupted: boolean): RunSummary['error'] {

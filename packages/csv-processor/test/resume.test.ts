@@ -1,4 +1,5 @@
-import { appendFile, rm, stat, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { appendFile, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
@@ -135,5 +136,118 @@ describe('resuming after kill -9', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('checkpoint-exists');
     expect(run.stderr).toContain('--resume');
+  });
+});
+
+describe('resuming over an input of the same size and modification time', () => {
+  // 800 rows of ~380 bytes (a wide note column): ~300 KB, so the three 64 KiB windows a
+  // checkpoint samples (start, before its offset, end) lie apart, and a run is short.
+  const WIDE_ROWS = 800;
+  const wideCsv = (seed: number) =>
+    makeSampleCsv(WIDE_ROWS, seed)
+      .split('\n')
+      .map((line, i) => (line === '' ? line : `${line};${i === 0 ? 'notiz' : 'n'.repeat(300)}`))
+      .join('\n');
+
+  /** Starts the CLI on `file` and kills it (kill -9) once its checkpoint holds `atRecords`; returns the checkpoint. */
+  async function killedAt(file: string, output: string, atRecords: number, ...more: string[]) {
+    const child = startCli(sampleArgs(file, output, '--batch-size', String(BATCH), '--concurrency', '8', '--rate-limit', '0', '--resume', ...more), env());
+    const run = completed(child);
+    await checkpointPast(output, atRecords, run, 2);
+    child.kill('SIGKILL');
+    await run;
+    const checkpoint = JSON.parse(await readFile(`${output}.checkpoint.json`, 'utf8')) as { position: { records: number; offset: number } };
+    expect(checkpoint.position.records, 'the run was killed before its end').toBeLessThan(WIDE_ROWS);
+    return checkpoint;
+  }
+
+  /** Changes one digit at or after byte `at` (the size stays the same). */
+  function changeDigit(bytes: Buffer, at: number): void {
+    let i = at;
+    while (bytes[i]! < 0x30 || bytes[i]! > 0x39) i++;
+    bytes[i] = bytes[i] === 0x39 ? 0x30 : bytes[i]! + 1;
+  }
+
+  // Where the copy differs: 64 KiB windows at the start, before the checkpoint's offset, at the end.
+  it.each([
+    [
+      'just before where the run stopped',
+      'touch -r',
+      (size: number, offset: number) => offset - 2000,
+      'the 64 KiB before the point the interrupted run stopped at',
+    ],
+    ['in its first 64 KiB (another file copied over it with cp -p)', 'cp -p', () => 3000, 'its first 64 KiB (bytes 0-65535)'],
+    ['in its last 64 KiB', 'touch -r', (size: number) => size - 2000, 'its last 64 KiB'],
+  ])('refuses when the input changed %s, saying what changed and what to do', async (name, how, where, what) => {
+    const file = join(dir, `same-size-${name.replace(/\W+/g, '-')}.csv`);
+    await writeFile(file, wideCsv(21));
+    const output = join(dir, `same-size-${name.replace(/\W+/g, '-')}.out.csv`);
+    const { position } = await killedAt(file, output, 500, '--store', 'off');
+    expect(position.offset).toBeGreaterThan(2 * 65536);
+    const before = await stat(file);
+    // A copy keeping the original's modification time to the nanosecond, for touch -r.
+    const original = `${file}.original`;
+    execFileSync('cp', ['-p', file, original]);
+    const edited = await readFile(file);
+    changeDigit(edited, where(edited.length, position.offset));
+    if (how === 'cp -p') {
+      // Another file (the edited copy) with the original's time, copied over the input with its time.
+      const other = `${file}.other`;
+      await writeFile(other, edited);
+      execFileSync('touch', ['-r', original, other]);
+      execFileSync('cp', ['-p', other, file]);
+    } else {
+      await writeFile(file, edited);
+      execFileSync('touch', ['-r', original, file]);
+    }
+    const now = await stat(file);
+    expect({ size: now.size, mtimeMs: now.mtimeMs }).toEqual({ size: before.size, mtimeMs: before.mtimeMs });
+    const written = await readFile(output);
+    const resumed = await runCli(
+      sampleArgs(file, output, '--batch-size', String(BATCH), '--concurrency', '8', '--rate-limit', '0', '--resume', '--store', 'off'),
+      env(),
+    );
+    expect(resumed.code, resumed.stderr).toBe(2);
+    expect(resumed.stderr).toContain(
+      `dq-csv: resume-mismatch: the input ${file} was changed since the interrupted run, though its size and modification time are as they were (${before.size} bytes, modified ${before.mtime.toISOString()}`,
+    );
+    expect(resumed.stderr).toContain(what);
+    expect(resumed.stderr).toContain('resuming would mix its two versions; put back the input the run started with and rerun with --resume');
+    expect(resumed.stderr).toContain(`delete ${output}.checkpoint.json and rerun without --resume`);
+    expect(resumed.stderr).not.toMatch(/\n\s+at /);
+    expect(await readFile(output)).toEqual(written);
+  });
+
+  it.each([
+    ['the input unchanged', false],
+    ['a checkpoint of an older dq-csv (no content samples), the input unchanged', true],
+  ])('resumes with %s, and the output is byte for byte that of a run never killed', async (name, older) => {
+    const file = join(dir, `unchanged-${older}.csv`);
+    await writeFile(file, wideCsv(22));
+    const output = join(dir, `unchanged-${older}.out.csv`);
+    // One store for all three runs: the run never killed (last) gets every answer, request id and
+    // check time from it, as the resumed one did.
+    const store = join(dir, `unchanged-${older}-store`);
+    await killedAt(file, output, 400, '--store', store);
+    if (older) {
+      const checkpoint = JSON.parse(await readFile(`${output}.checkpoint.json`, 'utf8')) as Record<string, unknown>;
+      expect(checkpoint['input']).toMatchObject({ algorithm: 'sha256', window: 65536 });
+      delete checkpoint['input'];
+      await writeFile(`${output}.checkpoint.json`, JSON.stringify(checkpoint) + '\n');
+    }
+    // An identical copy put in its place (cp -p: same content, size and time, another inode) is the same input.
+    execFileSync('cp', ['-p', file, `${file}.copy`]);
+    execFileSync('mv', [`${file}.copy`, file]);
+    const resumed = await runCli(
+      sampleArgs(file, output, '--batch-size', String(BATCH), '--concurrency', '8', '--rate-limit', '0', '--resume', '--store', store),
+      env(),
+    );
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(summaryOf(resumed)).toMatchObject({ resumed: true, runs: 2 });
+    const straight = join(dir, `unchanged-${older}.straight.csv`);
+    const clean = await runCli(sampleArgs(file, straight, '--batch-size', String(BATCH), '--store', store), env());
+    expect(clean.code, clean.stderr).toBe(0);
+    expect((await readFile(output)).equals(await readFile(straight))).toBe(true);
+    expect((await readFile(output.replace(/\.csv$/, '.rejects.csv'))).equals(await readFile(straight.replace(/\.csv$/, '.rejects.csv')))).toBe(true);
   });
 });

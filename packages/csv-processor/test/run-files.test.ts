@@ -1,13 +1,14 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { link, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { link, mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { checkpointRecords, CLI, completed, readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
+import { checkpointPast, checkpointRecords, CLI, completed, readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
 
 let sandbox: Sandbox;
 let slow: Sandbox;
+let steady: Sandbox;
 let dir: string;
 let cleanup: () => Promise<void>;
 
@@ -18,10 +19,15 @@ beforeAll(async () => {
     port: 0,
     config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }], faults: { batch: { latencyMs: 1000 } } },
   });
+  // A few milliseconds per call: a run lasts long enough to be killed after its first checkpoints.
+  steady = await startSandbox({
+    port: 0,
+    config: { accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }], faults: { batch: { latencyMs: 5 } } },
+  });
   ({ dir, cleanup } = await tempDir());
 });
 afterAll(async () => {
-  await Promise.all([sandbox.close(), slow.close()]);
+  await Promise.all([sandbox.close(), slow.close(), steady.close()]);
   await cleanup();
 });
 
@@ -150,6 +156,223 @@ describe('two runs on one output', () => {
   });
 });
 
+/** Runs the CLI with `args` on the steady sandbox and kills it (kill -9) once `output`'s checkpoint holds 100 records. */
+async function killedAfterCheckpoint(output: string, args: string[]): Promise<void> {
+  const child = startCli([...args, '--store', 'off'], env(steady));
+  const run = completed(child);
+  await checkpointPast(output, 100, run, 2);
+  child.kill('SIGKILL');
+  await run;
+  expect(await checkpointRecords(output), 'the run was killed before its end').toBeLessThan(1000);
+}
+
+/** Resolves once `path` exists (the first run took its lock); throws after 30 s. */
+async function appears(path: string): Promise<void> {
+  for (let i = 0; !(await stat(path).catch(() => undefined)); i++) {
+    if (i > 600) throw new Error(`${path} never appeared`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('two runs on one output under two names', () => {
+  // How the second run names the file the first one writes as <folder>/out.csv. `before`: made
+  // before the first run starts; `during`: made while it runs (a hard link needs the file).
+  const spellings: [string, { before?: (f: string) => Promise<string>; during?: (f: string) => Promise<string> }][] = [
+    ['a symlink to it', { before: async (f) => (await symlink(join(f, 'out.csv'), join(f, 'link.csv')), join(f, 'link.csv')) }],
+    [
+      'a relative symlink to it, in another folder',
+      { before: async (f) => (await mkdir(join(f, 'other')), await symlink('../out.csv', join(f, 'other', 'rel.csv')), join(f, 'other', 'rel.csv')) },
+    ],
+    [
+      'its folder through a symlink',
+      { before: async (f) => (await symlink(f, join(dir, `${basename(f)}-alias`)), join(dir, `${basename(f)}-alias`, 'out.csv')) },
+    ],
+    ['a path through ..', { before: async (f) => (await mkdir(join(f, 'sub')), `${f}/sub/../out.csv`) }],
+    [
+      'a hard link to it, the output there before the run',
+      {
+        before: async (f) => (await writeFile(join(f, 'out.csv'), 'an old output\n'), await link(join(f, 'out.csv'), join(f, 'hard.csv')), join(f, 'hard.csv')),
+      },
+    ],
+    [
+      'a hard link to it, in another folder, made while the run writes it',
+      {
+        during: async (f) => (
+          await mkdir(join(f, 'elsewhere')),
+          await link(join(f, 'out.csv'), join(f, 'elsewhere', 'hard.csv')),
+          join(f, 'elsewhere', 'hard.csv')
+        ),
+      },
+    ],
+  ];
+
+  it.each(spellings)("refuses the second with exit 75 naming the first one's pid when its --output is %s", async (name, make) => {
+    const { folder, input } = await caseDir(`two-names-${name.replace(/\W+/g, '-')}`, 400);
+    const output = join(folder, 'out.csv');
+    const other = make.before ? await make.before(folder) : undefined;
+    const args = (out: string) => ['validate', '--input', input, '--output', out, ...MAP, '--batch-size', '50', '--concurrency', '1'];
+    const first = startCli(args(output), env(slow));
+    const exited = new Promise<number | null>((resolve) => first.on('exit', (code) => resolve(code)));
+    try {
+      await appears(`${output}.lock`);
+      await appears(`${output}.checkpoint.json`); // the output is there and locked by device and inode
+      const second = await runCli(args(other ?? (await make.during!(folder))), env());
+      expect(second.code, second.stderr).toBe(75);
+      expect(second.stderr).toMatch(/^dq-csv: output-locked: another dq-csv run is writing /);
+      expect(second.stderr).toContain(`pid ${first.pid}`);
+      expect(second.stderr).not.toMatch(/\n\s+at /);
+      expect(first.exitCode, 'the first run was still running').toBe(null);
+    } finally {
+      first.kill('SIGKILL');
+    }
+    await exited;
+    // Nothing of the second run is left: only the first run's files (and the links made).
+    const left = (await readdir(folder)).filter((n) => !['in.csv', 'link.csv', 'hard.csv', 'other', 'sub', 'elsewhere'].includes(n)).sort();
+    expect(left).toEqual(['out.csv', 'out.csv.checkpoint.json', 'out.csv.lock', 'out.rejects.csv', 'out.rejects.csv.lock']);
+  });
+
+  it.each(spellings.filter(([name]) => !name.includes('hard link')))(
+    'resumes the killed run when --resume names the output through %s, and finishes every row',
+    async (name, make) => {
+      const { folder, input } = await caseDir(`resume-names-${name.replace(/\W+/g, '-')}`, 1000);
+      const output = join(folder, 'out.csv');
+      const other = await make.before!(folder);
+      const args = (out: string) => [
+        'validate',
+        '--input',
+        input,
+        '--output',
+        out,
+        ...MAP,
+        '--batch-size',
+        '50',
+        '--concurrency',
+        '8',
+        '--rate-limit',
+        '0',
+        '--resume',
+      ];
+      await killedAfterCheckpoint(output, args(output));
+      const resumed = await runCli(args(other), env());
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const summary = summaryOf(resumed);
+      expect(summary).toMatchObject({ resumed: true, runs: 2, output });
+      expect(summary.rows + summary.rejects).toBe(1000);
+      const { rows } = await readCsv(output, { delimiter: ';' });
+      expect(rows.map((r) => r[0])).toEqual((await readCsv(input, { delimiter: ';' })).rows.map((r) => r[0]));
+      expect((await readdir(folder)).filter((n) => n.startsWith('out.csv.') || n.endsWith('.checkpoint.json'))).toEqual([]);
+    },
+  );
+
+  it('resumes through a symlink from the checkpoint an older dq-csv left next to the symlink, with the rejects file it wrote there', async () => {
+    const { folder, input } = await caseDir('resume-older-symlink', 1000);
+    const output = join(folder, 'out.csv');
+    const link = join(folder, 'link.csv');
+    await symlink(output, link);
+    const args = (out: string) => [
+      'validate',
+      '--input',
+      input,
+      '--output',
+      out,
+      ...MAP,
+      '--batch-size',
+      '50',
+      '--concurrency',
+      '8',
+      '--rate-limit',
+      '0',
+      '--resume',
+    ];
+    await killedAfterCheckpoint(output, args(output));
+    // What an older dq-csv left for --output link.csv: its side files named after the symlink,
+    // the paths as given in the checkpoint, no content samples.
+    const checkpoint = JSON.parse(await readFile(`${output}.checkpoint.json`, 'utf8')) as { options: Record<string, unknown>; input?: unknown };
+    checkpoint.options['output'] = link;
+    checkpoint.options['rejects'] = join(folder, 'link.rejects.csv');
+    delete checkpoint.input;
+    await writeFile(`${link}.checkpoint.json`, JSON.stringify(checkpoint) + '\n');
+    await rm(`${output}.checkpoint.json`);
+    await rename(join(folder, 'out.rejects.csv'), join(folder, 'link.rejects.csv'));
+    const resumed = await runCli(args(link), env());
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(summaryOf(resumed)).toMatchObject({ resumed: true, runs: 2, output, rejectsFile: join(folder, 'link.rejects.csv') });
+    expect(summaryOf(resumed).rows + summaryOf(resumed).rejects).toBe(1000);
+    const { rows } = await readCsv(output, { delimiter: ';' });
+    expect(rows.map((r) => r[0])).toEqual((await readCsv(input, { delimiter: ';' })).rows.map((r) => r[0]));
+    expect((await readdir(folder)).filter((n) => n.includes('checkpoint'))).toEqual([]);
+  });
+
+  it("refuses a resume through a hard link, naming the killed run's name and checkpoint; that name resumes it", async () => {
+    const { folder, input } = await caseDir('resume-hard-link', 1000);
+    const output = join(folder, 'out.csv');
+    const hard = join(folder, 'hard.csv');
+    const args = (out: string, ...more: string[]) => [
+      'validate',
+      '--input',
+      input,
+      '--output',
+      out,
+      ...MAP,
+      '--batch-size',
+      '50',
+      '--concurrency',
+      '8',
+      '--rate-limit',
+      '0',
+      ...more,
+    ];
+    await killedAfterCheckpoint(output, args(output));
+    await link(output, hard);
+    const written = await readFile(output);
+    for (const more of [['--resume'], []]) {
+      const refused = await runCli(args(hard, ...more), env());
+      expect(refused.code, refused.stderr).toBe(2);
+      expect(refused.stderr).toContain(`the output ${hard} is also named ${output} (a hard link: the same file)`);
+      expect(refused.stderr).toContain(`rerun with --output ${output} --resume to continue it`);
+      expect(refused.stderr).toContain(`delete ${output}.checkpoint.json to start over`);
+      expect(await readFile(output)).toEqual(written);
+    }
+    const resumed = await runCli(args(output, '--resume'), env());
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(summaryOf(resumed).rows + summaryOf(resumed).rejects).toBe(1000);
+  });
+
+  it("refuses a second run whose --rejects is a symlink to the first one's, though their outputs differ", async () => {
+    const { folder, input } = await caseDir('rejects-two-names', 400);
+    const rejects = join(folder, 'bad-rows.csv');
+    await symlink(rejects, join(folder, 'bad-link.csv'));
+    const args = (output: string, r: string) => [
+      'validate',
+      '--input',
+      input,
+      '--output',
+      join(folder, output),
+      '--rejects',
+      r,
+      ...MAP,
+      '--batch-size',
+      '50',
+      '--concurrency',
+      '1',
+    ];
+    const first = startCli(args('a.csv', rejects), env(slow));
+    const exited = new Promise<number | null>((resolve) => first.on('exit', (code) => resolve(code)));
+    try {
+      await appears(join(folder, 'a.csv.checkpoint.json'));
+      const second = await runCli(args('b.csv', join(folder, 'bad-link.csv')), env());
+      expect(second.code, second.stderr).toBe(75);
+      expect(second.stderr).toContain(
+        `another dq-csv run is writing ${rejects}, the file --rejects ${join(folder, 'bad-link.csv')} leads to (pid ${first.pid}`,
+      );
+      expect(first.exitCode, 'the first run was still running').toBe(null);
+    } finally {
+      first.kill('SIGKILL');
+    }
+    await exited;
+  });
+});
+
 describe('two runs on one rejects file', () => {
   it("refuses the second with exit 75 naming the first one's pid, though their outputs differ", async () => {
     const { folder, input } = await caseDir('shared-rejects', 400);
@@ -222,6 +445,35 @@ describe('an output whose disk fills up', () => {
     expect(full.stderr).toContain('no input record is written yet');
     expect(full.stderr).not.toMatch(/\n\s+at /);
     expect(summaryOf(full)).toMatchObject({ outcome: 'stopped', exitCode: 1, error: { code: 'output-io' } });
+  });
+});
+
+describe('a lock that cannot be written', () => {
+  it('exits 2 (output-unwritable) naming the folder and the file-size limit, leaving nothing in the folder', async () => {
+    const { folder, input } = await caseDir('lock-fsize', 10);
+    const output = join(folder, 'out.csv');
+    const args = ['validate', '--input', input, '--output', output, ...MAP, '--store', 'off'];
+    // The lock's owner (pid, host, time) is written to a temporary file first: 10 bytes do not hold it.
+    const child = spawn('prlimit', ['--fsize=10', process.execPath, CLI, ...args], { env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const run = await completed(child);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`dq-csv: output-unwritable: cannot create the lock ${output}.lock in the folder ${folder}: `);
+    expect(run.stderr).toContain('EFBIG');
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(await readdir(folder)).toEqual(['in.csv']);
+    // With room, the same run goes through.
+    const roomy = await runCli(args, env());
+    expect(roomy.code, roomy.stderr).toBe(0);
+  });
+
+  it('exits 2 naming the folder of the locks by device and inode when TMPDIR cannot hold them, before writing anything', async () => {
+    const { folder, input } = await caseDir('lock-tmpdir', 10);
+    const missing = join(folder, 'no-such-tmp');
+    const run = await runCli(['validate', '--input', input, '--output', join(folder, 'out.csv'), ...MAP, '--store', 'off'], { ...env(), TMPDIR: missing });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`dq-csv: output-unwritable: cannot create the lock ${missing}/dq-csv-locks-`);
+    expect(run.stderr).toContain('set TMPDIR to a folder it may write');
+    expect(await readdir(folder)).toEqual(['in.csv']);
   });
 });
 

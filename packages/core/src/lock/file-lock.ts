@@ -16,6 +16,8 @@ export interface FileLockOwner {
   readonly pid: number;
   readonly host: string;
   readonly startedAt: string;
+  /** What the owner said it holds the lock for ({@link FileLockOptions.about}), when it said so. */
+  readonly about?: string;
 }
 
 /** A held lock; `release()` removes it (only if it is still ours). */
@@ -29,6 +31,11 @@ export interface HeldFileLock {
 export interface FileLockOptions {
   /** How long to wait for a live owner to release the lock; default 0 (do not wait). */
   readonly waitMs?: number;
+  /**
+   * Written into the lock beside pid and host, for a caller the lock refuses: what the owner
+   * holds it for (e.g. the file it writes, when the lock's name does not say).
+   */
+  readonly about?: string;
 }
 
 /** The lock is held by another live process (or its file cannot be read) after the wait. */
@@ -50,10 +57,16 @@ export class FileLockHeldError extends Error {
 /**
  * Takes the lock file `path`, waiting up to `options.waitMs` for a live owner. Throws
  * {@link FileLockHeldError} when the wait runs out; other errors (a folder that does not exist or
- * is not writable) are the file system's.
+ * is not writable, a full disk or a file-size limit while writing the owner) are the file
+ * system's, with its `code`, and leave no file behind.
  */
 export async function acquireFileLock(path: string, options: FileLockOptions = {}): Promise<HeldFileLock> {
-  const me: FileLockOwner = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString() };
+  const me: FileLockOwner = {
+    pid: process.pid,
+    host: hostname(),
+    startedAt: new Date().toISOString(),
+    ...(options.about !== undefined ? { about: options.about } : {}),
+  };
   const deadline = Date.now() + (options.waitMs ?? 0);
   let tookOver = false;
   for (;;) {
@@ -65,11 +78,14 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
       const aside = `${path}.stale-${randomBytes(4).toString('hex')}`;
       try {
         await rename(path, aside);
-        await rm(aside, { force: true });
-        tookOver = true;
-      } catch {
-        // someone else took it over first; try again
+      } catch (e) {
+        // ENOENT: someone else took it over first; try again. Anything else (a sticky folder
+        // whose other user owns the lock: EPERM) would fail the same way forever.
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw e;
       }
+      tookOver = true;
+      await rm(aside, { force: true }).catch(() => undefined);
       continue;
     }
     if (Date.now() >= deadline) throw new FileLockHeldError(path, owner);
@@ -90,7 +106,8 @@ function alive(pid: number): boolean {
 async function readOwner(path: string): Promise<FileLockOwner | undefined> {
   try {
     const o = JSON.parse(await readFile(path, 'utf8')) as Partial<FileLockOwner>;
-    return typeof o.pid === 'number' && typeof o.host === 'string' ? { pid: o.pid, host: o.host, startedAt: String(o.startedAt) } : undefined;
+    if (typeof o.pid !== 'number' || typeof o.host !== 'string') return undefined;
+    return { pid: o.pid, host: o.host, startedAt: String(o.startedAt), ...(typeof o.about === 'string' ? { about: o.about } : {}) };
   } catch {
     return undefined;
   }
@@ -98,25 +115,29 @@ async function readOwner(path: string): Promise<FileLockOwner | undefined> {
 
 /**
  * Creates `path` holding `content`, or returns false if it exists. The content is written to a
- * private file first and hard-linked into place, so no reader ever sees an empty lock.
+ * private file first and hard-linked into place, so no reader ever sees an empty lock. The private
+ * file is removed on every way out: a write refused by a full disk or a file-size limit (ENOSPC,
+ * EDQUOT, EFBIG) leaves nothing behind in the folder, and the file system's error is thrown as it
+ * came (its `code`), for the caller to name.
  */
 async function createWithContent(path: string, content: string): Promise<boolean> {
   const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  // Nothing is created when this fails (ENOENT, EACCES, ENOSPC for want of inodes...).
   const fh = await open(tmp, 'wx');
   try {
-    await fh.writeFile(content);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
+    try {
+      await fh.writeFile(content);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
     await link(tmp, path);
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw e;
   } finally {
-    await rm(tmp, { force: true });
+    await rm(tmp, { force: true }).catch(() => undefined);
   }
 }
 

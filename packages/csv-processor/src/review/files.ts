@@ -1,9 +1,8 @@
 import { open, rename, rm, stat } from 'node:fs/promises';
-import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core/lock';
+import type { HeldFileLock } from '@dq/core/lock';
 import { randomBytes } from 'node:crypto';
 import { CsvError } from '../errors.js';
-import { runPaths } from '../options.js';
-import { identityOf, type WrittenFile } from '../run-files.js';
+import { checkpointOfAnotherName, identityOf, lockFile, lockIdentity, resolveRunPaths, type WrittenFile } from '../run-files.js';
 
 /**
  * Refuses, before anything is written, a written file that is one of the files read (same
@@ -55,34 +54,46 @@ export function writeFileAtomically(path: string, bytes: Buffer): Promise<void> 
 
 /**
  * Holds a finished dq-csv output while review reads it: refuses one whose run has not finished
- * (its checkpoint is still there: the output is partial) and takes the output's lock, so no
- * validate run writes it meanwhile (a live one holding it: exit 75, naming its pid; a folder it
- * cannot create the lock in is read without it).
+ * (its checkpoint is still there, next to the file the path leads to or next to another name of
+ * it in the same folder: the output is partial) and takes the output's locks, the same a validate
+ * run takes (run-files.ts: by the file the path leads to, and by device and inode), so no validate
+ * run writes it meanwhile under any name (a live one holding it: exit 75, naming its pid; a folder
+ * review cannot create a lock in is read without that lock).
  */
 export async function holdFinishedOutput(path: string): Promise<HeldFileLock> {
-  const paths = runPaths({ input: path, output: path });
+  const paths = await resolveRunPaths({ input: path, output: path });
   // A run removes its checkpoint when it finishes.
-  for (const left of [paths.checkpoint]) {
-    if (
-      await stat(left).then(
-        () => true,
-        () => false,
-      )
-    ) {
-      throw new CsvError(
-        'checkpoint-exists',
-        `the dq-csv validate run writing ${path} has not finished (${left} is there): finish it with --resume first, then review its output`,
-      );
-    }
+  const left = (await exists(paths.checkpoint)) ? paths.checkpoint : (await checkpointOfAnotherName(paths))?.checkpoint;
+  if (left !== undefined) {
+    throw new CsvError(
+      'checkpoint-exists',
+      `the dq-csv validate run writing ${path} has not finished (${left} is there): finish it with --resume first, then review its output`,
+    );
   }
+  const held: HeldFileLock[] = [];
+  const release = async () => {
+    for (const lock of held.splice(0).reverse()) await lock.release();
+  };
+  // A folder review may not write to (a read-only share): read without the lock.
+  const unlessUnwritable = (err: unknown) => {
+    if (err instanceof CsvError && err.code === 'output-unwritable') return undefined;
+    throw err;
+  };
   try {
-    return await acquireFileLock(paths.lock);
+    const byPath = await lockFile(paths.lock, paths.output, paths.asGiven?.output).catch(unlessUnwritable);
+    if (byPath) held.push(byPath);
+    const byIdentity = await lockIdentity(paths.output).catch(unlessUnwritable);
+    if (byIdentity) held.push(byIdentity);
   } catch (err) {
-    if (err instanceof FileLockHeldError) {
-      const who = err.owner ? `pid ${err.owner.pid} on ${err.owner.host}, started ${err.owner.startedAt}` : `the lock ${paths.lock} names no process`;
-      throw new CsvError('output-locked', `a dq-csv run is writing ${path} (${who}); try again when it has finished`);
-    }
-    // A folder review may not write to (a read-only share): read without the lock.
-    return { release: async () => undefined } as unknown as HeldFileLock;
+    await release();
+    throw err;
   }
+  return { tookOver: held.some((lock) => lock.tookOver), release };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }

@@ -33,6 +33,11 @@ export interface SinkOptions {
   readonly resume?: SinkState;
   /** The checkpoint resumed from, for the message when a file it counts on is gone or shorter. */
   readonly checkpointPath?: string;
+  /**
+   * Called once both files are open (created when they were not there), before anything is
+   * written to them: the run locks a file it has just created (run-files.ts, `lockNewFiles`).
+   */
+  readonly opened?: () => Promise<void>;
 }
 
 /**
@@ -56,8 +61,22 @@ export class Sink {
   static async open(options: SinkOptions): Promise<Sink> {
     const checkpoint = options.checkpointPath ?? 'the checkpoint';
     const output = await DurableFile.open(options.outputPath, `the output ${options.outputPath}`, options.resume?.outputBytes, checkpoint);
-    const rejects = await DurableFile.open(options.rejectsPath, `the rejects file ${options.rejectsPath}`, options.resume?.rejectsBytes, checkpoint);
+    let rejects: DurableFile;
+    try {
+      rejects = await DurableFile.open(options.rejectsPath, `the rejects file ${options.rejectsPath}`, options.resume?.rejectsBytes, checkpoint);
+    } catch (err) {
+      await output.close().catch(() => undefined);
+      throw err;
+    }
     const sink = new Sink(options, output, rejects);
+    if (options.opened) {
+      try {
+        await options.opened();
+      } catch (err) {
+        await sink.close();
+        throw err;
+      }
+    }
     if (!options.resume) {
       if (options.format === 'csv') {
         output.append(formatCsvLine([...(options.header ?? []), ...options.columns.names], options.delimiter, options.spreadsheetSafe));

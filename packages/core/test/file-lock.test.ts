@@ -1,0 +1,126 @@
+import { spawn } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acquireFileLock, FileLockHeldError } from '@dq/core/lock';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dq-lock-test-'));
+});
+afterAll(async () => {
+  await chmod(dir, 0o700).catch(() => undefined);
+  await rm(dir, { recursive: true, force: true });
+});
+
+/**
+ * Runs `acquireFileLock(lock)` in a child and returns what it printed: `held` or the error's code
+ * and message. `fsize`: under `prlimit --fsize=<bytes>` (a write past the limit fails with EFBIG,
+ * as a full disk fails with ENOSPC). `unprivileged`: as user nobody when the tests run as root
+ * (root writes into any folder), so a folder's permissions count.
+ */
+function lockInChild(lock: string, how: { fsize?: number; unprivileged?: boolean }): Promise<{ code: number | null; out: string; err: string }> {
+  const script = `import { acquireFileLock } from '@dq/core/lock';
+    try { const held = await acquireFileLock(${JSON.stringify(lock)}); console.log('held'); await held.release(); }
+    catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
+  let command = [process.execPath, '--input-type=module', '-e', script];
+  if (how.fsize !== undefined) command = ['prlimit', `--fsize=${how.fsize}`, ...command];
+  if (how.unprivileged && process.getuid?.() === 0) command = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...command];
+  const child = spawn(command[0]!, command.slice(1), { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  // A lock that retries for ever would hang the test: 10 s is far more than a lock takes.
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out: out.trim(), err });
+    });
+  });
+}
+
+describe('acquireFileLock', () => {
+  it('takes a free lock, refuses a live owner naming its pid, and releases', async () => {
+    const lock = join(dir, 'a.lock');
+    const held = await acquireFileLock(lock);
+    expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
+    const second = acquireFileLock(lock);
+    await expect(second).rejects.toBeInstanceOf(FileLockHeldError);
+    await expect(acquireFileLock(lock)).rejects.toThrow(`held by pid ${process.pid}`);
+    await held.release();
+    expect(await readdir(dir)).not.toContain('a.lock');
+  });
+
+  it('leaves no temporary file behind when the owner cannot be written (file-size limit: EFBIG)', async () => {
+    const folder = join(dir, 'fsize');
+    await mkdir(folder);
+    // The owner ({"pid":…,"host":…,"startedAt":…}) is far longer than 10 bytes.
+    const run = await lockInChild(join(folder, 'out.csv.lock'), { fsize: 10 });
+    expect(run.code, run.err).toBe(0);
+    expect(JSON.parse(run.out)).toMatchObject({ code: 'EFBIG' });
+    expect(await readdir(folder)).toEqual([]);
+    // With room, the same lock is taken (and released) as usual.
+    const roomy = await lockInChild(join(folder, 'out.csv.lock'), { fsize: 1_000_000 });
+    expect(roomy.out).toBe('held');
+    expect(await readdir(folder)).toEqual([]);
+  });
+
+  it("throws the file system's error, creating nothing, in a folder it cannot write", async () => {
+    const folder = join(dir, 'read-only');
+    await mkdir(folder);
+    await chmod(dir, 0o755);
+    await chmod(folder, 0o555);
+    try {
+      const run = await lockInChild(join(folder, 'x.lock'), { unprivileged: true });
+      expect(JSON.parse(run.out), run.err).toMatchObject({ code: 'EACCES' });
+      expect(await readdir(folder)).toEqual([]);
+    } finally {
+      await chmod(folder, 0o700);
+    }
+  });
+
+  it('takes over the lock of a process that is gone, leaving nothing of it behind', async () => {
+    const lock = join(dir, 'stale.lock');
+    // A pid that is not running: a child that has exited.
+    const gone = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['-e', '']);
+      child.on('exit', () => resolve(child.pid!));
+    });
+    const owner = JSON.stringify({ pid: gone, host: hostname(), startedAt: new Date().toISOString() });
+    await writeFile(lock, owner);
+    const held = await acquireFileLock(lock);
+    expect(held.tookOver).toBe(true);
+    await held.release();
+    expect((await readdir(dir)).filter((n) => n.startsWith('stale'))).toEqual([]);
+  });
+
+  // Another user's lock is needed, so root (which runs the child as nobody) only.
+  it.runIf(process.getuid?.() === 0)("fails with the file system's error, not an endless loop, on a stale lock it may not move aside", async () => {
+    const gone = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['-e', '']);
+      child.on('exit', () => resolve(child.pid!));
+    });
+    const owner = JSON.stringify({ pid: gone, host: hostname(), startedAt: new Date().toISOString() });
+    const folder = join(dir, 'stuck');
+    await mkdir(folder);
+    await writeFile(join(folder, 'x.lock'), owner);
+    await chmod(dir, 0o755);
+    await chmod(join(folder, 'x.lock'), 0o644);
+    // A shared folder like /tmp (sticky: anyone creates files, only their owner moves them): the
+    // stale lock belongs to another user, so it can be read but not moved aside.
+    await chmod(folder, 0o1777);
+    try {
+      const run = await lockInChild(join(folder, 'x.lock'), { unprivileged: true });
+      expect(run.code, run.err).toBe(0);
+      expect(JSON.parse(run.out), run.err).toMatchObject({ code: 'EPERM' });
+    } finally {
+      await chmod(folder, 0o700);
+    }
+    expect(await readdir(folder)).toEqual(['x.lock']);
+  });
+});
