@@ -19,17 +19,26 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-describe.skipIf(oldest === undefined)('dq-pg on PostgreSQL 12, the oldest supported version', () => {
-  let server: TestPostgres;
+/** A server of the binaries in `nativeDir` for the enclosing describe. */
+function useServer(nativeDir: string | undefined): () => TestPostgres {
+  let server: TestPostgres | undefined;
   beforeAll(async () => {
-    server = await startPostgres({ nativeDir: oldest });
+    server = await startPostgres({ nativeDir });
   });
   afterAll(async () => {
     await server?.stop();
   });
+  return () => {
+    if (!server) throw new Error('the server did not start');
+    return server;
+  };
+}
+
+describe.skipIf(oldest === undefined)('dq-pg on PostgreSQL 12, the oldest supported version', () => {
+  const server = useServer(oldest);
 
   it('cleanses, shows the run and rolls it back to the original values', async () => {
-    const db = await server.createDatabase();
+    const db = await server().createDatabase();
     await createCustomers(db, 60);
     const original = await rowTexts(db);
 
@@ -51,16 +60,10 @@ describe.skipIf(oldest === undefined)('dq-pg on PostgreSQL 12, the oldest suppor
 });
 
 describe.skipIf(tooOld === undefined)('PostgreSQL 11, older than supported', () => {
-  let server: TestPostgres;
-  beforeAll(async () => {
-    server = await startPostgres({ nativeDir: tooOld });
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const server = useServer(tooOld);
 
   it('is refused before any platform call: exit 2 naming the server and its version, without the password', async () => {
-    const db = await server.createDatabase();
+    const db = await server().createDatabase();
     await createCustomers(db, 20);
     const calls = billable(sandbox);
     const before = await rowTexts(db);
@@ -82,7 +85,7 @@ describe.skipIf(tooOld === undefined)('PostgreSQL 11, older than supported', () 
   });
 
   it('is refused by a Postgres result store when it opens', async () => {
-    const db = await server.createDatabase();
+    const db = await server().createDatabase();
     const error = await openStore(db).then(
       async (s) => {
         await s?.close();
