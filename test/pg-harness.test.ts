@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { startPostgres } from '@dq/test-support/pg';
+import { extraPostgres, startPostgres } from '@dq/test-support/pg';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -33,6 +33,26 @@ describe('the PostgreSQL test harness', () => {
       }
     } finally {
       await rm(privateDir, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(extraPostgres(12) === undefined)('starts the server from the binaries DQ_TEST_PG_BIN names (another PostgreSQL version)', async () => {
+    const before = process.env['DQ_TEST_PG_BIN'];
+    process.env['DQ_TEST_PG_BIN'] = extraPostgres(12);
+    try {
+      const server = await startPostgres();
+      try {
+        const client = new pg.Client({ connectionString: server.url });
+        await client.connect();
+        const { rows } = await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v");
+        await client.end();
+        expect(Math.floor(Number(rows[0]?.v) / 10_000)).toBe(12);
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      if (before === undefined) delete process.env['DQ_TEST_PG_BIN'];
+      else process.env['DQ_TEST_PG_BIN'] = before;
     }
   });
 

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Redactor } from '@dq/core';
-import { connectionError, usageError } from './errors.js';
+import { postgresVersionProblem } from '@dq/core/store';
+import { CleanseError, connectionError, usageError } from './errors.js';
 
 /** A connection string checked and described without its password. */
 export interface DbTarget {
@@ -49,11 +50,15 @@ export interface ConnectOptions {
   queryTimeoutMs?: number;
 }
 
+/** Servers (by URL) whose version this process has checked already: one query per server, not per connection. */
+const versionChecked = new Set<string>();
+
 /**
  * Opens one connection (application name `dq-pg`); connection failures become CleanseErrors. A
  * query that gets no answer for 30 s (a frozen server, a network partition) fails as a lost
  * connection, and so does a connection not made within 15 s; `?query_timeout=<ms>` in the URL sets
- * another limit.
+ * another limit. A server older than PostgreSQL 12 is refused (`db-version`, exit 2) before any work
+ * (README, dq-pg section).
  */
 export async function connect(target: DbTarget, applicationName = 'dq-pg', options: ConnectOptions = {}): Promise<pg.Client> {
   const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
@@ -68,6 +73,11 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg', optio
   client.on('error', () => undefined);
   try {
     await client.connect();
+    if (!versionChecked.has(target.url)) {
+      const tooOld = await postgresVersionProblem(client, 'dq-pg', target.where);
+      if (tooOld !== undefined) throw new CleanseError('db-version', `${tooOld}; upgrade the server`);
+      versionChecked.add(target.url);
+    }
   } catch (e) {
     await client.end().catch(() => undefined);
     throw connectionError(e, target.where);

@@ -42,6 +42,8 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   'write-refused': { exit: ExitCode.USAGE },
   /** the review file cannot be read: not UTF-8, not CSV, or not a file of `dq-pg review export` */
   'review-file': { exit: ExitCode.USAGE },
+  /** the database server is older than dq-pg supports (README "Supported PostgreSQL versions") */
+  'db-version': { exit: ExitCode.USAGE },
 }) {
   override readonly name = 'CleanseError';
 }

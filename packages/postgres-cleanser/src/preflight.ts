@@ -227,7 +227,7 @@ async function findTable(client: pg.Client, given: string): Promise<{ oid: numbe
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE c.relkind IN ('r', 'p') AND lower(c.relname) = lower($2)
         AND (CASE WHEN $1::text IS NULL THEN n.nspname = ANY (current_schemas(false)) ELSE lower(n.nspname) = lower($1) END)
-      ORDER BY array_position(current_schemas(false), n.nspname::text)`,
+      ORDER BY array_position(current_schemas(false)::text[], n.nspname::text)`,
     [parts.schema ?? null, parts.table],
   );
   const exact = rows.filter((r) => r.table === parts.table && (parts.schema === undefined || r.schema === parts.schema));

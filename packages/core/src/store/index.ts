@@ -7,3 +7,4 @@ export type { PgStoreOptions, PgQueryable } from './pg-store.js';
 export { parseAge, formatAge, DEFAULT_MAX_AGE_MS } from './age.js';
 export { storeKey } from './key.js';
 export { StoreError } from './errors.js';
+export { postgresVersionProblem, MIN_POSTGRES_MAJOR } from './pg-version.js';

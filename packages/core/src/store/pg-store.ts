@@ -3,6 +3,7 @@ import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
 import { pgStoreError, StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
+import { postgresVersionProblem } from './pg-version.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
 /** Schema of the shared result store. */
@@ -55,10 +56,12 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
   const { location, maxAgeMs } = options;
   const db = serialised(options.db);
   try {
+    const tooOld = await postgresVersionProblem(options.db, 'the result store', location);
+    if (tooOld !== undefined) throw new StoreError('usage', `${tooOld}; upgrade the server or pass --store off`);
     await ensureStoreSchema(options.db);
   } catch (e) {
     if (options.owned) await options.db.end?.().catch(() => undefined);
-    throw storeSchemaError(location, e, options.initCommand ?? `dq-store init --store ${location}`);
+    throw e instanceof StoreError ? e : storeSchemaError(location, e, options.initCommand ?? `dq-store init --store ${location}`);
   }
   /** Answers stored in this engine step, written by one upsert. */
   let queued: Map<string, { json: string; at: string }> | undefined;

@@ -1,0 +1,29 @@
+/**
+ * The oldest PostgreSQL major version the connectors' SQL runs on (README, dq-pg section,
+ * "Supported PostgreSQL versions").
+ */
+export const MIN_POSTGRES_MAJOR = 12;
+const MIN_VERSION_NUM = MIN_POSTGRES_MAJOR * 10_000;
+
+/** Something that runs one query: a pg Client or Pool. */
+interface Queryable {
+  query<R extends object>(sql: string): Promise<{ rows: R[] }>;
+}
+
+/** `server_version_num` as people write it: 110022 → `11.22`, 90624 → `9.6.24`. */
+function versionText(num: number): string {
+  if (num >= 100_000) return `${Math.floor(num / 10_000)}.${num % 10_000}`;
+  return `${Math.floor(num / 10_000)}.${Math.floor(num / 100) % 100}.${num % 100}`;
+}
+
+/**
+ * Asks the server its version; undefined when it is {@link MIN_POSTGRES_MAJOR} or later, else the
+ * one-line refusal to show the user: `<tool> needs PostgreSQL 12 or later; the server at <where> is
+ * 11.22 (server_version_num 110022)`. `where` names the server without its password.
+ */
+export async function postgresVersionProblem(db: Queryable, tool: string, where: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`);
+  const num = Number(rows[0]?.v);
+  if (!Number.isInteger(num) || num >= MIN_VERSION_NUM) return undefined;
+  return `${tool} needs PostgreSQL ${MIN_POSTGRES_MAJOR} or later; the server at ${where} is ${versionText(num)} (server_version_num ${num})`;
+}
