@@ -4,6 +4,9 @@
  * command (message or stack, exit code from the README's table). The engine flags themselves are
  * in `flags.ts`.
  */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { exitCodeFor } from '../engine/exit-codes.js';
@@ -33,21 +36,39 @@ export function parseFlags<const O extends FlagOptions>(
 /** What a CLI prints and exits with for the error that ended a command. */
 export interface CliFailure {
   exitCode: ExitCode;
-  /** `<tool>: <code>: <message>`, or `<tool>: unexpected error: <stack>` for an unforeseen one; redacted, newline-terminated. */
+  /**
+   * One line, redacted and newline-terminated: `<tool>: <code>: <message>`, or for an unforeseen
+   * error `<tool>: unexpected error: <message>; …` naming the file that holds its stack.
+   */
   text: string;
 }
 
 /**
  * The report of `err` for `tool` (e.g. `dq-csv`): its exit code by `exitCodeFor`, and one line
- * naming the error's code and message; only an unexpected error (exit 1) shows its stack, which a
- * user can pass on in a bug report. `redact` removes the run's secrets.
+ * naming the error's code and message. An unexpected error (exit 1: a bug) is one line too: its
+ * stack, which a user can pass on in a bug report, goes to a file of its own in the temporary
+ * folder (mode 0600), never onto the terminal or the scheduler's log. `redact` removes the run's
+ * secrets, from the file as well.
  */
 export function cliFailure(tool: string, err: unknown, redact: (text: string) => string = (t) => t): CliFailure {
   const exitCode = exitCodeFor(err);
   const e = err as { code?: unknown; message?: unknown; stack?: unknown } | undefined;
-  const text =
-    exitCode === ExitCode.UNEXPECTED
-      ? `${tool}: unexpected error: ${String(e?.stack ?? err)}\n`
-      : `${tool}: ${typeof e?.code === 'string' ? `${e.code}: ` : ''}${String(e?.message ?? err)}\n`;
-  return { exitCode, text: redact(text) };
+  const message = String(e?.message ?? err);
+  if (exitCode !== ExitCode.UNEXPECTED) {
+    return { exitCode, text: redact(`${tool}: ${typeof e?.code === 'string' ? `${e.code}: ` : ''}${message}\n`) };
+  }
+  const details = detailsFile(tool, redact(String(e?.stack ?? err)));
+  const where = details === undefined ? '' : ` with ${details} (the details)`;
+  return { exitCode, text: redact(`${tool}: unexpected error: ${message.split('\n')[0]}; this is a bug in ${tool}: please report it${where}\n`) };
+}
+
+/** Writes `text` to a new file of the temporary folder, readable by this user only; its path, or undefined when it cannot. */
+function detailsFile(tool: string, text: string): string | undefined {
+  const path = join(tmpdir(), `${tool}-error-${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}.txt`);
+  try {
+    writeFileSync(path, `${text}\n`, { mode: 0o600, flag: 'wx' });
+    return path;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@dq/core';
+import { cliFailure } from '@dq/core/cli';
 import { CsvError, usageError } from '../errors.js';
 import { applyReview } from './apply.js';
 import { exportReview } from './export.js';
@@ -114,8 +115,9 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
       process.stderr.write(`dq-csv: ${err.code}: ${err.message}\n`);
       return err.exitCode;
     }
-    process.stderr.write(`dq-csv: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
-    return ExitCode.UNEXPECTED;
+    const failure = cliFailure('dq-csv', err);
+    process.stderr.write(failure.text);
+    return failure.exitCode;
   }
 }
 
