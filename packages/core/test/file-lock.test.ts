@@ -1,18 +1,29 @@
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireFileLock, FileLockHeldError } from '@dq/core/lock';
 
 let dir: string;
+/**
+ * A copy of the built lock module (it imports only node's own modules) in a folder every user may
+ * read: a child run as user nobody cannot reach the repository's when it sits in a private folder
+ * such as /root.
+ */
+let moduleDir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dq-lock-test-'));
+  moduleDir = await mkdtemp(join(tmpdir(), 'dq-lock-module-'));
+  await copyFile(fileURLToPath(new URL('../dist/lock/file-lock.js', import.meta.url)), join(moduleDir, 'file-lock.js'));
+  await writeFile(join(moduleDir, 'package.json'), '{"type":"module"}\n');
+  await chmod(moduleDir, 0o755);
 });
 afterAll(async () => {
   await chmod(dir, 0o700).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
+  await rm(moduleDir, { recursive: true, force: true });
 });
 
 /**
@@ -22,13 +33,13 @@ afterAll(async () => {
  * (root writes into any folder), so a folder's permissions count.
  */
 function lockInChild(lock: string, how: { fsize?: number; unprivileged?: boolean }): Promise<{ code: number | null; out: string; err: string }> {
-  const script = `import { acquireFileLock } from '@dq/core/lock';
+  const script = `import { acquireFileLock } from ${JSON.stringify(pathToFileURL(join(moduleDir, 'file-lock.js')).href)};
     try { const held = await acquireFileLock(${JSON.stringify(lock)}); console.log('held'); await held.release(); }
     catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
   let command = [process.execPath, '--input-type=module', '-e', script];
   if (how.fsize !== undefined) command = ['prlimit', `--fsize=${how.fsize}`, ...command];
   if (how.unprivileged && process.getuid?.() === 0) command = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...command];
-  const child = spawn(command[0]!, command.slice(1), { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command[0]!, command.slice(1), { cwd: moduleDir, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
