@@ -157,6 +157,11 @@ describe('two runs on one output', () => {
 });
 
 /** Runs the CLI with `args` on the steady sandbox and kills it (kill -9) once `output`'s checkpoint holds 100 records. */
+/** `dq-csv validate --resume` of `input` into `output`, in batches of 50 (a run killed after its first checkpoint is resumed with them). */
+function resumeArgs(input: string, output: string): string[] {
+  return ['validate', '--input', input, '--output', output, ...MAP, '--batch-size', '50', '--concurrency', '8', '--rate-limit', '0', '--resume'];
+}
+
 async function killedAfterCheckpoint(output: string, args: string[]): Promise<void> {
   const child = startCli([...args, '--store', 'off'], env(steady));
   const run = completed(child);
@@ -237,21 +242,7 @@ describe('two runs on one output under two names', () => {
       const { folder, input } = await caseDir(`resume-names-${name.replace(/\W+/g, '-')}`, 1000);
       const output = join(folder, 'out.csv');
       const other = await make.before!(folder);
-      const args = (out: string) => [
-        'validate',
-        '--input',
-        input,
-        '--output',
-        out,
-        ...MAP,
-        '--batch-size',
-        '50',
-        '--concurrency',
-        '8',
-        '--rate-limit',
-        '0',
-        '--resume',
-      ];
+      const args = (out: string) => resumeArgs(input, out);
       await killedAfterCheckpoint(output, args(output));
       const resumed = await runCli(args(other), env());
       expect(resumed.code, resumed.stderr).toBe(0);
@@ -269,21 +260,7 @@ describe('two runs on one output under two names', () => {
     const output = join(folder, 'out.csv');
     const link = join(folder, 'link.csv');
     await symlink(output, link);
-    const args = (out: string) => [
-      'validate',
-      '--input',
-      input,
-      '--output',
-      out,
-      ...MAP,
-      '--batch-size',
-      '50',
-      '--concurrency',
-      '8',
-      '--rate-limit',
-      '0',
-      '--resume',
-    ];
+    const args = (out: string) => resumeArgs(input, out);
     await killedAfterCheckpoint(output, args(output));
     // What an older dq-csv left for --output link.csv: its side files named after the symlink,
     // the paths as given in the checkpoint, no content samples.

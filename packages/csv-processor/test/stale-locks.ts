@@ -2,6 +2,7 @@ import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
+import { processAlive } from '@dq/core/lock';
 import { identityLockFolder } from '../src/run-files.js';
 
 /**
@@ -23,15 +24,6 @@ afterAll(async () => {
     const owner = await readFile(path, 'utf8')
       .then((text) => JSON.parse(text) as { pid?: unknown; host?: unknown })
       .catch(() => undefined);
-    if (owner?.host === hostname() && typeof owner.pid === 'number' && !alive(owner.pid)) await rm(path, { force: true });
+    if (owner?.host === hostname() && typeof owner.pid === 'number' && !processAlive(owner.pid)) await rm(path, { force: true });
   }
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

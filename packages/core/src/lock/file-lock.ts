@@ -73,7 +73,7 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
     if (await createWithContent(path, JSON.stringify(me))) return { tookOver, release: () => releaseLock(path) };
     const owner = await readOwner(path);
     // Only a dead owner on this host is stale; an unreadable lock (damaged by hand) is left alone.
-    if (owner !== undefined && owner.host === me.host && !alive(owner.pid)) {
+    if (owner !== undefined && owner.host === me.host && !processAlive(owner.pid)) {
       // Rename first: of two callers taking over at once, only one rename finds the stale file.
       const aside = `${path}.stale-${randomBytes(4).toString('hex')}`;
       try {
@@ -93,7 +93,8 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
   }
 }
 
-function alive(pid: number): boolean {
+/** Whether process `pid` of this host is alive (also when it belongs to another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
