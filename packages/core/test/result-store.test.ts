@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -273,5 +273,35 @@ describe('the Postgres result store', () => {
     cleanups.push(() => shown.close());
     expect(shown.location).not.toContain(new URL(url).password);
     expect((await shown.info()).entries).toBe(60);
+  });
+
+  it('once the database stops answering, a later write or lookup fails at once instead of waiting out a timeout of its own', async () => {
+    const store = (await openStore(`${url}${url.includes('?') ? '&' : '?'}query_timeout=2000`))!;
+    cleanups.push(() => store.close());
+    const answer = { status: 'accepted' as const, resultClass: 'A' as const, requestId: 'r-1', checkedAt: new Date().toISOString() };
+    await store.set('k-0', answer);
+    // The postmaster and every backend stopped: queries under way and new connections both hang.
+    const frozen = [
+      server.pid,
+      ...execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.pid)], { encoding: 'utf8' })
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number),
+    ];
+    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+    try {
+      const failure = (p: unknown) =>
+        Promise.resolve(p).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(await failure(store.getMany(['k-1']))).toMatchObject({ code: 'store-unreachable' }); // its query timed out
+      const started = Date.now();
+      expect(await failure(store.set('k-2', answer))).toMatchObject({ code: 'store-unreachable' });
+      expect(await failure(store.getMany(['k-3']))).toMatchObject({ code: 'store-unreachable' });
+      expect(Date.now() - started).toBeLessThan(1000);
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGCONT');
+    }
   });
 });

@@ -68,6 +68,18 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
   let flushing: Promise<void> | undefined;
   let closed: Promise<void> | undefined;
   const missed = new MissedKeys();
+  /**
+   * The first error that said the database cannot be reached. From then on every lookup and write
+   * fails with it at once: a run stops on a store failure, and against a server that stopped
+   * answering each later query would otherwise wait out a connection or query timeout of its own
+   * before the run could end (one per write the answers still arriving queue up).
+   */
+  let unreachable: StoreError | undefined;
+  const failed = (e: unknown): StoreError => {
+    const error = storeError(location, e);
+    if (error.code === 'store-unreachable') unreachable ??= error;
+    return error;
+  };
 
   const flush = async (batch: Map<string, { json: string; at: string }>): Promise<void> => {
     const keys: string[] = [];
@@ -78,6 +90,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       values.push(json);
       times.push(at);
     }
+    if (unreachable) throw unreachable;
     try {
       await db.query(
         `INSERT INTO ${STORE_SCHEMA}.results (key, result, checked_at)
@@ -87,7 +100,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
         [keys, values, times],
       );
     } catch (e) {
-      throw storeError(location, e);
+      throw failed(e);
     }
   };
 
@@ -101,6 +114,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       if (maxAgeMs <= 0 || keys.length === 0) return found;
       const byStored = new Map<string, string>();
       for (const key of keys) byStored.set(storeKey(key), key);
+      if (unreachable) throw unreachable;
       let rows: { key: string; result: CachedResult }[];
       try {
         ({ rows } = await db.query<{ key: string; result: CachedResult }>(
@@ -108,7 +122,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
           [[...byStored.keys()], new Date(Date.now() - maxAgeMs).toISOString()],
         ));
       } catch (e) {
-        throw storeError(location, e);
+        throw failed(e);
       }
       for (const row of rows) {
         const key = byStored.get(row.key);
