@@ -289,25 +289,17 @@ export interface Names {
   group: string;
 }
 
-/** CLI arguments for `names` on `brokers` (`map`: default {@link MAP}): the default producer settings, on the mock cluster and a real one alike. */
+/** dq-kafka's required flags only, for `names` on `brokers` (`map`: default {@link MAP}): every optional setting left at its default. */
+export function requiredArgs(brokers: string[], names: Names, map = MAP): string[] {
+  return ['--brokers', brokers.join(','), '--group', names.group, '--input', names.input, '--output', names.output, '--dlq', names.dlq, '--map', map];
+}
+
+/**
+ * CLI arguments for `names` on `brokers` (`map`: default {@link MAP}): the default producer settings, on the mock cluster and a real one alike,
+ * and a session timeout of 6 s (a crashed member's partitions move sooner than with the default 30 s).
+ */
 export function cliArgs(brokers: string[], names: Names, extra: string[] = [], map = MAP): string[] {
-  return [
-    '--brokers',
-    brokers.join(','),
-    '--group',
-    names.group,
-    '--input',
-    names.input,
-    '--output',
-    names.output,
-    '--dlq',
-    names.dlq,
-    '--map',
-    map,
-    '--session-timeout-ms',
-    '6000',
-    ...extra,
-  ];
+  return [...requiredArgs(brokers, names, map), '--session-timeout-ms', '6000', ...extra];
 }
 
 /** Produces `messages` in `chunks` sends spread over about `spreadMs`, so consumers see a live stream. */
