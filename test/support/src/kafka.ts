@@ -347,3 +347,26 @@ export async function readResults(
   ]);
   return { outs, dead };
 }
+
+/**
+ * Where `names.group`'s commits stand after a run, against the `inputCount` input messages and what
+ * reached the output and the DLQ (read for `readMs`, the DLQ for half of it): `missing` are committed
+ * offsets in neither (must be none), `delivered` the distinct input offsets in either, `committed`
+ * the messages below the committed offsets.
+ */
+export async function commitAudit(
+  brokers: string[],
+  names: Names,
+  inputCount: number,
+  readMs = 8_000,
+): Promise<{ missing: string[]; delivered: number; committed: number }> {
+  const inputs = await inputOffsets(brokers, names.input, inputCount);
+  const committed = await committedOffsets(brokers, names.group, names.input);
+  const [outs, dead] = await Promise.all([readTopic(brokers, names.output, () => false, readMs), readTopic(brokers, names.dlq, () => false, readMs / 2)]);
+  const covered = sourceOffsets(outs, dead);
+  return {
+    missing: committedButMissing(committed, inputs, covered),
+    delivered: covered.size,
+    committed: [...committed.values()].reduce((n, o) => n + (o > 0n ? Number(o) : 0), 0),
+  };
+}
