@@ -3,6 +3,7 @@ import { cliFailure } from '@dq/core/cli';
 import { parseCli, USAGE } from './cli-args.js';
 import { createEnricher } from './enricher.js';
 import { Metrics } from './metrics.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from './options.js';
 import { startMetricsServer } from './metrics-server.js';
 import type { MetricsServer } from './metrics-server.js';
 
@@ -41,7 +42,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         process.stderr.write('dq-kafka: drain-timeout: the shutdown did not finish in time; uncommitted messages are re-read on the next start\n');
         process.exit(ExitCode.TEMPFAIL);
       },
-      (command.options.drainTimeoutMs ?? 20_000) + SHUTDOWN_GRACE_MS,
+      (command.options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS) + SHUTDOWN_GRACE_MS,
     ).unref();
   };
   process.once('SIGTERM', onSignal);

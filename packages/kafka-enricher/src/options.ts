@@ -84,6 +84,9 @@ export interface EnricherOptions {
 /** Default {@link EnricherOptions.maxMessageBytes}: under Kafka's default message.max.bytes (1 048 588). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 1_000_000;
 
+/** Default {@link EnricherOptions.drainTimeoutMs}; the CLI's hard bound on a shutdown counts from it too. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 20_000;
+
 /** {@link EnricherOptions} with defaults filled in. */
 export type ResolvedEnricherOptions = Required<
   Omit<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine' | 'logger' | 'metrics'>
@@ -117,7 +120,7 @@ export function resolveEnricherOptions(o: EnricherOptions): ResolvedEnricherOpti
     idempotent: o.idempotent ?? false,
     retryMaxMs: o.retryMaxMs ?? 600_000,
     retryBaseDelayMs: o.retryBaseDelayMs ?? 1000,
-    drainTimeoutMs: o.drainTimeoutMs ?? 20_000,
+    drainTimeoutMs: o.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS,
     sessionTimeoutMs: o.sessionTimeoutMs ?? 30_000,
     dqField,
     maxMessageBytes: o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,

@@ -238,6 +238,8 @@ export class PartitionPipeline {
     const ctx = this.#ctx;
     const signal = this.#abort.signal;
     let paused = false;
+    // When the retrier gives up: it counts --retry-max-ms from its first attempt, which starts now.
+    const givesUpAt = new Date(Date.now() + ctx.retryMaxMs).toISOString();
     try {
       return await retry(
         async () => {
@@ -276,6 +278,8 @@ export class PartitionPipeline {
               lastOffset: last,
               attempt,
               delayMs,
+              retryMaxMs: ctx.retryMaxMs,
+              givesUpAt,
               error,
             });
           },

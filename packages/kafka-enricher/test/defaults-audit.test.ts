@@ -1,8 +1,11 @@
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { afterEach, expect, it } from 'vitest';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import {
   cliArgs,
+  commitAudit,
   committedOffsets,
   dataset,
   killIfRunning,
@@ -10,22 +13,28 @@ import {
   metricValue,
   produce,
   readResults,
+  requiredArgs,
   spawnEnricher,
   uniqueGroup,
   uniqueTopic,
 } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
-import { useKafka, useSandbox } from '@dq/test-support/use';
+import { useKafka, useSandbox, useTempDir } from '@dq/test-support/use';
 
 // Defaults no other test leaves out while asserting their effect: --max-in-flight (5000 messages
 // taken but not committed), --concurrency (32 HTTP calls in flight), --batch-size (500 messages per
-// commit), --metrics-port (off: no port is listened on) and --log-level (info). The sandbox has no rate limit and the runs that measure pass --rate-limit 0,
-// so nothing but the defaults under test holds the calls back.
+// commit), --metrics-port (off: no port is listened on), --log-level (info), --retry-max-ms (600 s),
+// --drain-timeout-ms (20 s), --client-id (dq-kafka), --session-timeout-ms (30 s) and --threads (one
+// per core beyond the first, none on 1-2 cores). The sandbox has no rate limit and the runs that
+// measure pass --rate-limit 0, so nothing but the defaults under test holds the calls back.
 const kafka = useKafka();
 const sandbox = useSandbox({ accounts: [{ id: 'a', apiKeys: [DEFAULT_API_KEY], rateLimits: { batch: 0 } }] });
+const reportDir = useTempDir('dq-kafka-reports-');
 let run: Running | undefined;
+let second: Running | undefined;
 afterEach(() => {
   killIfRunning(run);
+  killIfRunning(second);
   sandbox.setFaults({});
 });
 
@@ -123,3 +132,126 @@ it('without --metrics-port and --log-level, serves no metrics (it listens on no 
   run.child.kill('SIGTERM');
   expect((await run.exited).code).toBe(0);
 }, 60_000);
+
+/** Waits until `done()` holds, looking every 100 ms; false when `timeoutMs` passed first. */
+async function until(done: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return true;
+}
+
+/** The JSON log lines of `run` whose message is `msg`. */
+function logLines<T>(run: Running, msg: string): Array<T & { time: string }> {
+  const marker = `"msg":${JSON.stringify(msg)}`;
+  return run
+    .stderr()
+    .split('\n')
+    .filter((l) => l.includes(marker))
+    .map((l) => JSON.parse(l) as T & { time: string });
+}
+
+it('without --retry-max-ms, --drain-timeout-ms and --client-id: an outage is retried with 600 s to go, a stop during it drains 20 s, then exits 75 committing only what was delivered; kafkajs sends the client id dq-kafka', async () => {
+  const topic = names();
+  const messages = distinctMessages(500);
+  await produce(kafka.brokers, topic.input, messages.slice(0, 300));
+  // At debug, kafkajs logs each request it sends the brokers with the client id in its header.
+  run = spawnEnricher(cliArgs(kafka.brokers, topic, ['--metrics-port', '0', '--log-level', 'debug']), sandbox.env());
+  const port = await metricsPort(run);
+  expect(await until(async () => (await metricValue(port, 'dq_kafka_messages_produced_total')) >= 300, 60_000)).toBe(true);
+  const sent = run
+    .stderr()
+    .split('\n')
+    .filter((l) => /"msg":"Request \w+\(key: \d+/.test(l))
+    .map((l) => (JSON.parse(l) as { clientId?: string }).clientId);
+  expect(sent.length).toBeGreaterThan(0);
+  expect(new Set(sent)).toEqual(new Set(['dq-kafka']));
+
+  // An outage: every batch call answers 503, for the 200 messages that come now.
+  sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
+  await produce(kafka.brokers, topic.input, messages.slice(300));
+  await run.waitForLog(/"msg":"partition paused: records unavailable, retrying the batch"/, 60_000);
+  const [paused] = logLines<{ retryMaxMs: number; givesUpAt: string }>(run, 'partition paused: records unavailable, retrying the batch');
+  expect(paused!.retryMaxMs).toBe(600_000);
+  // Counted from the batch's first attempt, a few seconds (the transport's own retries) before this line.
+  const toGo = Date.parse(paused!.givesUpAt) - Date.parse(paused!.time);
+  expect(toGo).toBeGreaterThan(540_000);
+  expect(toGo).toBeLessThanOrEqual(600_000);
+
+  // A stop while the batch is still being retried: the drain waits 20 s for it, then hands it back.
+  const signalled = Date.now();
+  run.child.kill('SIGTERM');
+  expect(await run.exited).toEqual({ code: 75, signal: null });
+  const took = Date.now() - signalled;
+  expect(took).toBeGreaterThanOrEqual(19_500);
+  expect(took).toBeLessThan(20_000 + 15_000); // the hard bound after the drain (main.ts)
+  // The batch was retried through the whole drain, 30 s and more, without running out of --retry-max-ms.
+  expect(JSON.parse(run.stdout().trim().split('\n').pop()!)).toMatchObject({ exitCode: 75, reason: 'drain-timeout', error: { code: 'drain-timeout' } });
+  expect(run.stderr()).toMatch(/dq-kafka: drain-timeout: the drain did not finish within --drain-timeout-ms 20000: \d+ messages/);
+
+  // The 300 answered before the outage were delivered and committed; the 200 after it were neither.
+  expect(await commitAudit(kafka.brokers, topic, 500, 6_000)).toEqual({ missing: [], delivered: 300, committed: 300 });
+}, 120_000);
+
+/** Partitions a member holds now: those of its last assignment, none while a rebalance it heard of is on. */
+function holding(member: Running): number[] {
+  const text = member.stderr();
+  const assigned = text.lastIndexOf('"msg":"partitions assigned"');
+  if (assigned < 0 || text.lastIndexOf('"msg":"rebalancing: queued work handed back"') > assigned) return [];
+  const [last] = logLines<{ assignment: Record<string, number[]> }>(member, 'partitions assigned').slice(-1);
+  return Object.values(last!.assignment).flat();
+}
+
+/** Worker threads of a running dq-kafka, from the Node diagnostic report it writes on SIGUSR2. */
+async function workerThreads(member: Running): Promise<number> {
+  const pid = member.child.pid!;
+  member.child.kill('SIGUSR2');
+  let file: string | undefined;
+  await until(async () => {
+    file = (await readdir(reportDir)).find((f) => f.includes(`.${pid}.`) && f.endsWith('.json'));
+    if (file === undefined) return false;
+    return (await readFile(join(reportDir, file), 'utf8')).trimEnd().endsWith('}');
+  }, 20_000);
+  const report = JSON.parse(await readFile(join(reportDir, file!), 'utf8')) as { workers: unknown[] };
+  return report.workers.length;
+}
+
+it('without --session-timeout-ms and --threads: a killed member of a group is missed after 30 s, and the engine runs one worker thread per core beyond the first (none on 1-2 cores)', async () => {
+  const topic = names();
+  await produce(kafka.brokers, topic.input, distinctMessages(400));
+  // Node writes a diagnostic report, which lists the process's worker threads, on SIGUSR2.
+  const env = {
+    ...sandbox.env(),
+    NODE_OPTIONS: [process.env['NODE_OPTIONS'], '--report-on-signal', `--report-directory=${reportDir}`].filter(Boolean).join(' '),
+  };
+  run = spawnEnricher(requiredArgs(kafka.brokers, topic), env);
+  second = spawnEnricher(requiredArgs(kafka.brokers, topic), env);
+  const [first, survivor] = [run, second];
+  // Every message delivered (each member made calls, so its threads started) ...
+  await readResults(kafka.brokers, topic, 400, 0);
+  // ... and the group settled: the two hold the 4 partitions between them.
+  const settled = () => {
+    const held = [...holding(first), ...holding(survivor)];
+    return holding(first).length > 0 && holding(survivor).length > 0 && held.length === 4 && new Set(held).size === 4;
+  };
+  expect(await until(settled, 60_000)).toBe(true);
+
+  const cores = availableParallelism();
+  const expected = cores <= 2 ? 0 : cores - 1; // README: one per core beyond the first, 0 on 1-2 cores
+  expect(await workerThreads(first)).toBe(expected);
+  expect(await workerThreads(survivor)).toBe(expected);
+
+  // SIGKILL: the member cannot leave the group; the broker misses it once its session times out.
+  const rebalances = () => logLines(survivor, 'rebalancing: queued work handed back').length;
+  const before = rebalances();
+  first.child.kill('SIGKILL');
+  const killed = Date.now();
+  expect(await until(() => rebalances() > before, 60_000)).toBe(true);
+  const missedAfter = Date.now() - killed;
+  // Its last heartbeat came up to 3 s before the kill, and the survivor hears of the rebalance at its
+  // next heartbeat (every 3 s): 27-33 s, with some slack for a loaded machine.
+  expect(missedAfter).toBeGreaterThan(24_000);
+  expect(missedAfter).toBeLessThan(45_000);
+}, 150_000);

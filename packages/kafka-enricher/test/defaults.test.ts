@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
-import { dataset, killIfRunning, MAP, produce, readResults, spawnEnricher, startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { dataset, killIfRunning, produce, readResults, requiredArgs, spawnEnricher, startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Names, Running, TestKafka } from '@dq/test-support/kafka';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 
@@ -23,14 +23,9 @@ afterAll(async () => {
   await Promise.all([kafka?.stop(), sandbox?.stop()]);
 });
 
-/** The required flags only. */
-function requiredArgs(names: Names): string[] {
-  return ['--brokers', kafka.brokers.join(','), '--group', names.group, '--input', names.input, '--output', names.output, '--dlq', names.dlq, '--map', MAP];
-}
-
 /** Starts dq-kafka with the required flags, waits for every input offset in the output or DLQ, stops it with SIGTERM. */
 async function enrichAll(names: Names, bad: number) {
-  const run = spawnEnricher(requiredArgs(names), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
+  const run = spawnEnricher(requiredArgs(kafka.brokers, names), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
   runs.push(run);
   const results = await readResults(kafka.brokers, names, N - bad, bad);
   run.child.kill('SIGTERM');

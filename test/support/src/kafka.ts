@@ -289,25 +289,17 @@ export interface Names {
   group: string;
 }
 
-/** CLI arguments for `names` on `brokers` (`map`: default {@link MAP}): the default producer settings, on the mock cluster and a real one alike. */
+/** dq-kafka's required flags only, for `names` on `brokers` (`map`: default {@link MAP}): every optional setting left at its default. */
+export function requiredArgs(brokers: string[], names: Names, map = MAP): string[] {
+  return ['--brokers', brokers.join(','), '--group', names.group, '--input', names.input, '--output', names.output, '--dlq', names.dlq, '--map', map];
+}
+
+/**
+ * CLI arguments for `names` on `brokers` (`map`: default {@link MAP}): the default producer settings, on the mock cluster and a real one alike,
+ * and a session timeout of 6 s (a crashed member's partitions move sooner than with the default 30 s).
+ */
 export function cliArgs(brokers: string[], names: Names, extra: string[] = [], map = MAP): string[] {
-  return [
-    '--brokers',
-    brokers.join(','),
-    '--group',
-    names.group,
-    '--input',
-    names.input,
-    '--output',
-    names.output,
-    '--dlq',
-    names.dlq,
-    '--map',
-    map,
-    '--session-timeout-ms',
-    '6000',
-    ...extra,
-  ];
+  return [...requiredArgs(brokers, names, map), '--session-timeout-ms', '6000', ...extra];
 }
 
 /** Produces `messages` in `chunks` sends spread over about `spreadMs`, so consumers see a live stream. */
@@ -354,4 +346,27 @@ export async function readResults(
     dlqCount === 0 ? Promise.resolve([]) : readTopic(brokers, names.dlq, (all) => all.length >= dlqCount && distinct(all, true) >= dlqCount, timeoutMs),
   ]);
   return { outs, dead };
+}
+
+/**
+ * Where `names.group`'s commits stand after a run, against the `inputCount` input messages and what
+ * reached the output and the DLQ (read for `readMs`, the DLQ for half of it): `missing` are committed
+ * offsets in neither (must be none), `delivered` the distinct input offsets in either, `committed`
+ * the messages below the committed offsets.
+ */
+export async function commitAudit(
+  brokers: string[],
+  names: Names,
+  inputCount: number,
+  readMs = 8_000,
+): Promise<{ missing: string[]; delivered: number; committed: number }> {
+  const inputs = await inputOffsets(brokers, names.input, inputCount);
+  const committed = await committedOffsets(brokers, names.group, names.input);
+  const [outs, dead] = await Promise.all([readTopic(brokers, names.output, () => false, readMs), readTopic(brokers, names.dlq, () => false, readMs / 2)]);
+  const covered = sourceOffsets(outs, dead);
+  return {
+    missing: committedButMissing(committed, inputs, covered),
+    delivered: covered.size,
+    committed: [...committed.values()].reduce((n, o) => n + (o > 0n ? Number(o) : 0), 0),
+  };
 }
