@@ -326,7 +326,9 @@ function describeStop(err: unknown, records: number, interrupted: boolean): RunS
           ? 'fix the proxy setting and rerun with --resume'
           : exitCodeFor(err) === ExitCode.STOP
             ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
-            : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
+            : exitCodeFor(err) === ExitCode.USAGE
+              ? 'fix what it names, then rerun with --resume' // a shared budget's grants or server version
+              : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
     return {
       code: err.code,
       message: `${err.message}${err.requestId ? ` (request id ${err.requestId})` : ''}; ${where}; ${action}`,

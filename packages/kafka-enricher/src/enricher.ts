@@ -318,7 +318,9 @@ class KafkaEnricher implements Enricher {
           ? 'the spending cap (--max-calls) was reached: what was delivered is committed; restart to continue'
           : exitCodeFor(err) === ExitCode.STOP
             ? 'run stopped by the platform: fix the key, account or quota, then restart'
-            : 'run stopped by the platform: restart after the time it names';
+            : exitCodeFor(err) === ExitCode.USAGE
+              ? "run stopped: fix what the error names (the shared budget's grants or server version), then restart"
+              : 'run stopped by the platform: restart after the time it names';
       this.#logger.error(why, { error: err as Error });
     }
     this.#stopRequested();

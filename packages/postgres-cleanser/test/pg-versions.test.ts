@@ -84,6 +84,30 @@ describe.skipIf(tooOld === undefined)('PostgreSQL 11, older than supported', () 
     expect(status.stderr).toContain('dq-pg needs PostgreSQL 12 or later');
   });
 
+  it('is refused as the shared rate budget (--budget) of a run on a supported server: exit 2 before any platform call', async () => {
+    const current = await startPostgres();
+    try {
+      const db = await current.createDatabase();
+      await createCustomers(db, 20);
+      const budget = await server().createDatabase();
+      const calls = billable(sandbox);
+      const before = await rowTexts(db);
+      // The default rate limit: an endpoint without one (--rate-limit 0) has nothing to share.
+      const args = cleanseArgs(db, sandbox, ['--budget', budget]).filter((a, i, all) => a !== '--rate-limit' && all[i - 1] !== '--rate-limit');
+      const run = await runCli(args);
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(
+        /^dq-pg: budget-db-version: the shared rate budget needs PostgreSQL 12 or later; the server at postgres:\/\/postgres:(\*\*\*|\[redacted\])@127\.0\.0\.1:\d+\/t_\w+ is 11\.\d+ \(server_version_num 1100\d\d\); upgrade the server, or run with --budget off to use a budget of this process only/m,
+      );
+      expect(`${run.stdout}${run.stderr}`).not.toContain(decodeURIComponent(new URL(budget).password));
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(billable(sandbox)).toBe(calls);
+      expect(await rowTexts(db)).toEqual(before);
+    } finally {
+      await current.stop();
+    }
+  });
+
   it('is refused by a Postgres result store when it opens', async () => {
     const db = await server().createDatabase();
     const error = await openStore(db).then(

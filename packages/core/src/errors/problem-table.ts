@@ -96,6 +96,8 @@ export const LOCAL_CODES = {
   budgetUnreachable: 'budget-unreachable',
   /** the database user lacks the grants on the shared rate budget's table: the run stops (exit 2) */
   budgetPermissionDenied: 'budget-permission-denied',
+  /** the shared rate budget's server is older than PostgreSQL 12: the run stops (exit 2) before any call */
+  budgetDbVersion: 'budget-db-version',
 } as const;
 
 /** Every code a {@link DqError} raised by core can carry. */

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { DqError } from '../errors/index.js';
 import { formatAge, parseAge } from './age.js';
 import { lmdbStoreExists } from './lmdb-store.js';
-import { defaultStoreDir, openStore, redactUrl } from './open.js';
+import { defaultStoreDir, openStore } from './open.js';
+import { redactUrl } from './pg-version.js';
 
 /** The `--help` text of dq-store. */
 export const STORE_USAGE = `Usage: dq-store <info|prune|clear|init> [--store <dir|postgres-url>] [options]

@@ -5,6 +5,7 @@ import { DqError } from '../errors/index.js';
 import { DEFAULT_MAX_AGE_MS } from './age.js';
 import { openLmdbStore } from './lmdb-store.js';
 import { openPgStore, type PgQueryable } from './pg-store.js';
+import { redactUrl } from './pg-version.js';
 import type { ResultStore } from './types.js';
 
 /** Options of {@link openStore}. */
@@ -28,17 +29,6 @@ export interface OpenStoreOptions {
 export function defaultStoreDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
   const cache = env['XDG_CACHE_HOME'] || join(homedir(), '.cache');
   return join(cache, 'dq-connectors', 'store');
-}
-
-/** A Postgres URL with its password replaced by `***`, safe to print. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://…';
-  }
 }
 
 /** Longest wait for one query of the Postgres store (a lookup or an upsert takes milliseconds). */

@@ -5,6 +5,17 @@
 export const MIN_POSTGRES_MAJOR = 12;
 const MIN_VERSION_NUM = MIN_POSTGRES_MAJOR * 10_000;
 
+/** A Postgres URL with its password replaced by `***`, safe to print. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://…';
+  }
+}
+
 /** Something that runs one query: a pg Client or Pool. */
 interface Queryable {
   query<R extends object>(sql: string): Promise<{ rows: R[] }>;

@@ -68,7 +68,8 @@ export interface ClosableThrottle extends Throttle {
  * `spec.url`, the Postgres budget shared by every process of the account, opened on first use.
  * Each billable call then takes one from `counter`; the call past the cap is not sent: it fails
  * with a run stop `max-calls-reached`. A Postgres budget that cannot be reached stops the run
- * with `budget-unreachable` (exit 75), rather than sending without it.
+ * with `budget-unreachable` (exit 75), rather than sending without it; one on a server older than
+ * PostgreSQL 12 with `budget-db-version` (exit 2).
  */
 export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter: CallCounter, options: ThrottleOptions): ClosableThrottle {
   const url = spec.url;
@@ -79,7 +80,8 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
       .then(({ createPgThrottle }) => createPgThrottle({ ...options, connectionString: url, account: spec.account }))
       .catch((err: unknown) => {
         shared = undefined;
-        throw unreachable(err);
+        // A server too old for the budget's SQL is no outage: a rerun would fail the same way.
+        throw err instanceof DqError && err.code === LOCAL_CODES.budgetDbVersion ? err : unreachable(err);
       }));
   const count = new BigInt64Array(counter.buffer);
   const take = (endpoint: EndpointId): void => {

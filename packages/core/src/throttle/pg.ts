@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { DqError } from '../errors/index.js';
+import { DqError, LOCAL_CODES } from '../errors/index.js';
+import { postgresVersionProblem, redactUrl } from '../store/pg-version.js';
 import { ENDPOINT_IDS, resolveThrottleOptions } from './limits.js';
 import type { ThrottleOptions } from './limits.js';
 import { unwatchAbort, watchAbort } from '../abort-watch.js';
@@ -143,7 +144,22 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new RangeError(`createPgThrottle: maxBatch must be an integer ≥ 1; got ${maxBatch}`);
   const owned = options.pool === undefined;
   const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 2 });
-  await ensureTable(pool, table);
+  try {
+    // Before any DDL: the reserve statement needs PostgreSQL 12 (README, "Supported PostgreSQL versions").
+    const where = options.connectionString === undefined ? 'the given pool' : redactUrl(options.connectionString);
+    const tooOld = await postgresVersionProblem(pool, 'the shared rate budget', where);
+    if (tooOld !== undefined) {
+      throw new DqError(`${tooOld}; upgrade the server, or run with --budget off to use a budget of this process only`, {
+        code: LOCAL_CODES.budgetDbVersion,
+        retriable: false,
+        scope: 'run',
+      });
+    }
+    await ensureTable(pool, table);
+  } catch (err) {
+    if (owned) await pool.end().catch(() => undefined);
+    throw err;
+  }
 
   const recoveryPerUs = o.recoveryPerSecond / 1e6;
   // How long a lane stays taken after its slot, µs: a second paced at 1 - margin (1010 ms at the
