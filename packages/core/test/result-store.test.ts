@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -280,15 +280,7 @@ describe('the Postgres result store', () => {
     cleanups.push(() => store.close());
     const answer = { status: 'accepted' as const, resultClass: 'A' as const, requestId: 'r-1', checkedAt: new Date().toISOString() };
     await store.set('k-0', answer);
-    // The postmaster and every backend stopped: queries under way and new connections both hang.
-    const frozen = [
-      server.pid,
-      ...execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.pid)], { encoding: 'utf8' })
-        .split(/\s+/)
-        .filter(Boolean)
-        .map(Number),
-    ];
-    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+    const thaw = server.freeze();
     try {
       const failure = (p: unknown) =>
         Promise.resolve(p).then(
@@ -301,7 +293,7 @@ describe('the Postgres result store', () => {
       expect(await failure(store.getMany(['k-3']))).toMatchObject({ code: 'store-unreachable' });
       expect(Date.now() - started).toBeLessThan(1000);
     } finally {
-      for (const pid of frozen) process.kill(pid, 'SIGCONT');
+      thaw();
     }
   });
 });

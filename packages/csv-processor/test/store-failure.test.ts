@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -72,23 +71,11 @@ async function storeDatabase(): Promise<{ admin: pg.Client; name: string; url: s
  * Runs dq-csv over the sample with the store `storeUrl` against a slow sandbox, calls `fail` once
  * the checkpoint passes 400 records, and returns the run with what it paid.
  */
-async function runAndFail(storeUrl: string, output: string, fail: () => Promise<void>) {
+async function runAndFail(storeUrl: string, output: string, fail: () => Promise<void>, flags = ['--rate-limit', '0', '--store', storeUrl]) {
   const sandbox = await startSandbox({ port: 0, config: unlimited({ faults: { batch: { latencyMs: 20 } } }) });
   try {
     const child = startCli(
-      sampleArgs(
-        join(dir, 'in.csv'),
-        output,
-        '--rate-limit',
-        '0',
-        '--store',
-        storeUrl,
-        '--resume',
-        '--batch-size',
-        '100',
-        '--concurrency',
-        String(CONCURRENCY),
-      ),
+      sampleArgs(join(dir, 'in.csv'), output, ...flags, '--resume', '--batch-size', '100', '--concurrency', String(CONCURRENCY)),
       env(sandbox),
     );
     const run = completed(child);
@@ -106,10 +93,10 @@ async function runAndFail(storeUrl: string, output: string, fail: () => Promise<
  * store (the answers read back from the store included), and both runs together pay every distinct
  * input once, plus at most what was in flight when the store failed.
  */
-async function rerunFinishes(storeUrl: string, output: string, firstPaid: number): Promise<void> {
+async function rerunFinishes(storeUrl: string, output: string, firstPaid: number, flags = ['--rate-limit', '0', '--store', storeUrl]): Promise<void> {
   const sandbox = await startSandbox({ port: 0, config: unlimited() });
   try {
-    const ended = await runCli(sampleArgs(join(dir, 'in.csv'), output, '--rate-limit', '0', '--store', storeUrl, '--resume'), env(sandbox));
+    const ended = await runCli(sampleArgs(join(dir, 'in.csv'), output, ...flags, '--resume'), env(sandbox));
     expect(ended.code, ended.stderr).toBe(0);
     expect(await comparable(output)).toEqual(await comparable(reference.output));
     expect(firstPaid + billable(sandbox)).toBeLessThanOrEqual(reference.distinct + BOUGHT_IN_FLIGHT);
@@ -199,31 +186,13 @@ describe('dq-csv validate when the Postgres result store fails mid-run', () => {
     { timeout: 300_000 },
     async () => {
       const { admin, url } = await storeDatabase();
-      // The postmaster and every backend: new connections hang as well as the queries under way.
-      const processes = () => [
-        server.pid,
-        ...execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.pid)], { encoding: 'utf8' })
-          .split(/\s+/)
-          .filter(Boolean)
-          .map(Number),
-      ];
-      let frozen: number[] = [];
-      const thaw = () => {
-        for (const pid of frozen) process.kill(pid, 'SIGCONT');
-        frozen = [];
-      };
+      let thaw = (): void => undefined;
       try {
         const output = join(dir, 'frozen.csv');
         const started = Date.now();
-        let guard: NodeJS.Timeout | undefined;
         const first = await runAndFail(url, output, async () => {
-          frozen = processes();
-          for (const pid of frozen) process.kill(pid, 'SIGSTOP');
-          guard = setTimeout(thaw, 200_000); // a run that hangs must not leave the server frozen
-        }).finally(() => {
-          clearTimeout(guard);
-          thaw();
-        });
+          thaw = server.freeze();
+        }).finally(() => thaw());
         expect(first.ended.code, first.ended.stderr).toBe(75);
         const line = errorLine(first.ended.stderr);
         expect(line).toMatch(
@@ -238,6 +207,32 @@ describe('dq-csv validate when the Postgres result store fails mid-run', () => {
       } finally {
         thaw();
         await admin.end();
+      }
+    },
+  );
+
+  it(
+    "the shared rate budget's database stops answering (server frozen): exit 75 once its query times out, not a hang; the rerun once it answers again finishes the file",
+    { timeout: 300_000 },
+    async () => {
+      const budget = await server.createDatabase();
+      // The answers go to an embedded store; the run's calls wait for slots from the budget.
+      const flags = ['--store', join(dir, 'budget-store'), '--budget', budget, '--rate-limit', '1000'];
+      let thaw = (): void => undefined;
+      try {
+        const output = join(dir, 'budget-frozen.csv');
+        const started = Date.now();
+        const first = await runAndFail(budget, output, async () => void (thaw = server.freeze()), flags).finally(() => thaw());
+        expect(first.ended.code, first.ended.stderr).toBe(75);
+        expect(errorLine(first.ended.stderr)).toMatch(/^dq-csv: budget-unreachable: the shared rate budget's database could not be reached; .*--resume/);
+        expect(Date.now() - started).toBeLessThan(150_000); // a reservation's query and connection timeouts, then the close
+        const checkpointed = await leftBehind(output);
+        expect(checkpointed).toBeGreaterThanOrEqual(400);
+        expect(checkpointed).toBeLessThan(ROWS);
+
+        await rerunFinishes(budget, output, first.paid, flags);
+      } finally {
+        thaw();
       }
     },
   );

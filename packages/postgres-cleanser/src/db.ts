@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Redactor } from '@dq/core';
-import { postgresVersionProblem } from '@dq/core/store';
+import { endOrDrop, postgresVersionProblem } from '@dq/core/store';
 import { CleanseError, connectionError, usageError } from './errors.js';
 
 /** A connection string checked and described without its password. */
@@ -37,8 +37,6 @@ export function dbTarget(url: string | undefined, redactor?: Redactor): DbTarget
 const QUERY_TIMEOUT_MS = 30_000;
 /** Longest wait for a new connection. */
 const CONNECT_TIMEOUT_MS = 15_000;
-/** How long closing a connection waits for the server to take the goodbye before dropping the socket. */
-const CLOSE_WAIT_MS = 5_000;
 
 /** Options of {@link connect}. */
 export interface ConnectOptions {
@@ -90,15 +88,10 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg', optio
  * its socket is dropped, so that a frozen server does not keep the process alive.
  */
 export async function disconnect(client: pg.Client): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const ended = client.end().then(
-    () => true,
-    () => true,
+  await endOrDrop(
+    () => client.end(),
+    () => (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy(),
   );
-  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_WAIT_MS)));
-  const done = await Promise.race([ended, late]);
-  clearTimeout(timer);
-  if (!done) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 /** Runs `fn` inside BEGIN … COMMIT, rolling back when it throws. */

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -16,6 +17,13 @@ export interface TestPostgres {
   pid: number;
   /** Creates a fresh database with a random name and returns its connection URL. */
   createDatabase(): Promise<string>;
+  /**
+   * Freezes the server (SIGSTOP to the postmaster and every backend: sockets stay open, queries
+   * under way and new connections both hang, as with a frozen host or a network partition).
+   * Returns what thaws it (idempotent); it thaws by itself after `guardMs` (default 200 s), so that
+   * a run that hangs does not leave the server frozen for the tests after it.
+   */
+  freeze(guardMs?: number): () => void;
   /** Stops the server and deletes its data directory. */
   stop(): Promise<void>;
 }
@@ -45,6 +53,25 @@ export async function startPostgres(options: PostgresSettings = {}): Promise<Tes
         await client.end();
       }
       return urlOf(name);
+    },
+    freeze(guardMs = 200_000) {
+      const pids = [
+        server.pid,
+        ...execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.pid)], { encoding: 'utf8' })
+          .split(/\s+/)
+          .filter(Boolean)
+          .map(Number),
+      ];
+      for (const pid of pids) process.kill(pid, 'SIGSTOP');
+      let frozen = true;
+      const thaw = (): void => {
+        if (!frozen) return;
+        frozen = false;
+        clearTimeout(guard);
+        for (const pid of pids) process.kill(pid, 'SIGCONT');
+      };
+      const guard = setTimeout(thaw, guardMs);
+      return thaw;
     },
     stop: () => server.stop(),
   };

@@ -8,3 +8,4 @@ export { parseAge, formatAge, DEFAULT_MAX_AGE_MS } from './age.js';
 export { storeKey } from './key.js';
 export { StoreError } from './errors.js';
 export { postgresVersionProblem, MIN_POSTGRES_MAJOR, redactUrl } from './pg-version.js';
+export { endOrDrop } from '../end-or-drop.js';

@@ -1,4 +1,3 @@
-import { Socket } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DqError } from '../errors/index.js';
@@ -31,30 +30,6 @@ export function defaultStoreDir(env: Readonly<Record<string, string | undefined>
   return join(cache, 'dq-connectors', 'store');
 }
 
-/** Longest wait for one query of the Postgres store (a lookup or an upsert takes milliseconds). */
-const STORE_QUERY_TIMEOUT_MS = 30_000;
-/** Longest wait for a new connection to the Postgres store. */
-const STORE_CONNECT_TIMEOUT_MS = 15_000;
-
-/** How long closing waits for the store's database to end its connections before dropping them. */
-const STORE_CLOSE_WAIT_MS = 5_000;
-
-/**
- * Ends `pool`, its connections' sockets destroyed when the server does not take the goodbye within
- * {@link STORE_CLOSE_WAIT_MS} (a frozen server would otherwise keep the process alive).
- */
-async function endPool(pool: { end(): Promise<void> }, sockets: ReadonlySet<Socket>): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const ended = pool.end().then(
-    () => true,
-    () => true,
-  );
-  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), STORE_CLOSE_WAIT_MS)));
-  const done = await Promise.race([ended, late]);
-  clearTimeout(timer);
-  if (!done) for (const socket of sockets) socket.destroy();
-}
-
 /** `dq-store init` for the store database `url`, with its role left for the owner to fill in. */
 function ownerInit(url: string): string {
   try {
@@ -84,33 +59,15 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
     return openPgStore({ db, owned: false, location, maxAgeMs, ...(initCommand === undefined ? {} : { initCommand }) });
   }
   if (spec !== undefined && isPostgresUrl(spec)) {
-    let pg: typeof import('pg');
+    let bounded: typeof import('../pg-pool.js');
     try {
-      pg = (await import('pg')).default as unknown as typeof import('pg');
+      bounded = await import('../pg-pool.js');
     } catch (e) {
       throw new DqError('a Postgres store needs the "pg" package: npm install pg', { code: 'config-invalid', retriable: false, cause: e });
     }
-    // A database that stops answering (a frozen server, a network partition) must not hold the run
-    // forever: a query or a connection that takes this long fails as the store being unreachable
-    // (exit 75). `?query_timeout=<ms>` in the URL sets another limit.
-    const sockets = new Set<Socket>();
-    const pool = new pg.Pool({
-      connectionString: spec,
-      max: 4,
-      query_timeout: STORE_QUERY_TIMEOUT_MS,
-      connectionTimeoutMillis: STORE_CONNECT_TIMEOUT_MS,
-      keepAlive: true,
-      // The pool's sockets, kept so that closing does not wait on a server that stopped answering.
-      stream: () => {
-        const socket = new Socket();
-        sockets.add(socket);
-        socket.once('close', () => sockets.delete(socket));
-        return socket;
-      },
-    });
-    // An idle connection that drops must not crash the process; the next query reports it.
-    pool.on('error', () => undefined);
-    return openPgStore({ db: pool, owned: true, location: redactUrl(spec), maxAgeMs, end: () => endPool(pool, sockets), initCommand: ownerInit(spec) });
+    // A database that stops answering must not hold the run forever (see createBoundedPool).
+    const { pool, end } = bounded.createBoundedPool(spec, 4);
+    return openPgStore({ db: pool, owned: true, location: redactUrl(spec), maxAgeMs, end, initCommand: ownerInit(spec) });
   }
   if (spec !== undefined && spec.trim() === '') {
     throw new DqError('--store is empty: give a folder, a postgres:// URL or off', { code: 'config-invalid', retriable: false });

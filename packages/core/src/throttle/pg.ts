@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { DqError, LOCAL_CODES } from '../errors/index.js';
+import { createBoundedPool } from '../pg-pool.js';
 import { postgresVersionProblem, redactUrl } from '../store/pg-version.js';
 import { ENDPOINT_IDS, resolveThrottleOptions } from './limits.js';
 import type { ThrottleOptions } from './limits.js';
@@ -142,8 +143,10 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   // before that slot is reserved (a second later, and reserved at most 100 ms ahead).
   const lateMs = (SECOND_US - horizonUs) / 2000;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new RangeError(`createPgThrottle: maxBatch must be an integer ≥ 1; got ${maxBatch}`);
-  const owned = options.pool === undefined;
-  const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 2 });
+  // An owned pool gives up on a database that stops answering (see createBoundedPool): a
+  // reservation then fails (the run stops with exit 75) instead of waiting forever.
+  const owned = options.pool === undefined ? createBoundedPool(options.connectionString, 2) : undefined;
+  const pool = options.pool ?? owned!.pool;
   try {
     // Before any DDL: the reserve statement needs PostgreSQL 12 (README, "Supported PostgreSQL versions").
     const where = options.connectionString === undefined ? 'the given pool' : redactUrl(options.connectionString);
@@ -157,7 +160,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     }
     await ensureTable(pool, table);
   } catch (err) {
-    if (owned) await pool.end().catch(() => undefined);
+    await owned?.end();
     throw err;
   }
 
@@ -546,7 +549,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       inFlight.clear();
       // Give-backs started by the waits `pending` holds join it: wait until none is left.
       while (pending.size > 0) await Promise.all(pending);
-      if (owned) await pool.end();
+      await owned?.end();
     },
     stats: () => ({ ...counters, sendDelayMs: sendDelayMs.all(), lateByMs: lateByMs.all() }),
   };
