@@ -42,6 +42,7 @@ export {
   isRetriable,
   ExitCode,
   hasExitCode,
+  LOCAL_CODES,
 } from './errors/index.js';
 export type { DqErrorFields, PlatformErrorFields, TransportErrorCode, DqErrorCode, ProblemCode, ErrorData } from './errors/index.js';
 

@@ -1,4 +1,15 @@
-import { createEngine, DqError, exitCodeFor, ExitCode, isRunStop, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import {
+  createEngine,
+  DqError,
+  exitCodeFor,
+  ExitCode,
+  isRunStop,
+  LOCAL_CODES,
+  type BudgetReport,
+  type Engine,
+  type EngineRecord,
+  type RecordResult,
+} from '@dq/core';
 import { openStore } from '@dq/core/store';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
@@ -328,7 +339,9 @@ function describeStop(err: unknown, records: number, interrupted: boolean): RunS
             ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
             : exitCodeFor(err) === ExitCode.USAGE
               ? 'fix what it names, then rerun with --resume' // a shared budget's grants or server version
-              : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
+              : err.code === LOCAL_CODES.budgetUnreachable
+                ? "rerun with --resume once the budget's database answers again (answers already paid for are not bought again)"
+                : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
     return {
       code: err.code,
       message: `${err.message}${err.requestId ? ` (request id ${err.requestId})` : ''}; ${where}; ${action}`,

@@ -224,7 +224,9 @@ describe('dq-csv validate when the Postgres result store fails mid-run', () => {
         const started = Date.now();
         const first = await runAndFail(budget, output, async () => void (thaw = server.freeze()), flags).finally(() => thaw());
         expect(first.ended.code, first.ended.stderr).toBe(75);
-        expect(errorLine(first.ended.stderr)).toMatch(/^dq-csv: budget-unreachable: the shared rate budget's database could not be reached; .*--resume/);
+        expect(errorLine(first.ended.stderr)).toMatch(
+          /^dq-csv: budget-unreachable: the shared rate budget's database could not be reached; .*; rerun with --resume once the budget's database answers again/,
+        );
         expect(Date.now() - started).toBeLessThan(150_000); // a reservation's query and connection timeouts, then the close
         const checkpointed = await leftBehind(output);
         expect(checkpointed).toBeGreaterThanOrEqual(400);

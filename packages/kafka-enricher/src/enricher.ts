@@ -1,4 +1,4 @@
-import { createEngine, createLogger, DqError, ExitCode, exitCodeFor, isRunStop } from '@dq/core';
+import { createEngine, createLogger, DqError, ExitCode, exitCodeFor, isRunStop, LOCAL_CODES } from '@dq/core';
 import { emptyRunReport } from '@dq/core/engine';
 import { openStore } from '@dq/core/store';
 import { resolveRetryOptions, retryDelay, sleep } from '@dq/core/transport';
@@ -320,7 +320,9 @@ class KafkaEnricher implements Enricher {
             ? 'run stopped by the platform: fix the key, account or quota, then restart'
             : exitCodeFor(err) === ExitCode.USAGE
               ? "run stopped: fix what the error names (the shared budget's grants or server version), then restart"
-              : 'run stopped by the platform: restart after the time it names';
+              : err.code === LOCAL_CODES.budgetUnreachable
+                ? "run stopped: the shared rate budget's database could not be reached; restart once it answers"
+                : 'run stopped by the platform: restart after the time it names';
       this.#logger.error(why, { error: err as Error });
     }
     this.#stopRequested();

@@ -72,3 +72,27 @@ it('--max-calls: stops at the cap with exit 5, commits only what it delivered, a
   second.child.kill('SIGTERM');
   expect((await second.exited).code).toBe(0);
 }, 180_000);
+
+it('--budget whose database cannot be reached: exit 75 before any call, the log says to restart once it answers, nothing committed, no password shown', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  await produce(kafka.brokers, names.input, [
+    { key: 'k1', value: JSON.stringify({ id: 1, address: { street: 'Lindenweg', houseNumber: '1', postalCode: '10115', locality: 'Berlin', country: 'DE' } }) },
+  ]);
+  const before = await sandbox.billable();
+  // The default rate limit: an endpoint without one (--rate-limit 0) has nothing to share.
+  const run = spawnEnricher(cliArgs(kafka.brokers, names, ['--budget', 'postgres://etl:budget-pw-51c2@127.0.0.1:1/dq']), {
+    DQ_BASE_URL: sandbox.url,
+    DQ_API_KEY: DEFAULT_API_KEY,
+  });
+  runs.push(run);
+  const exited = await run.exited;
+  const stderr = run.stderr();
+  expect(exited.code, stderr.slice(-2000)).toBe(75);
+  expect(stderr).toMatch(/^dq-kafka: budget-unreachable: the shared rate budget's database could not be reached/m);
+  expect(stderr).toContain(`"msg":"run stopped: the shared rate budget's database could not be reached; restart once it answers"`);
+  expect(stderr).not.toMatch(/restart after the time it names|run stopped by the platform/);
+  expect(stderr).not.toContain('budget-pw-51c2');
+  expect(stderr).not.toMatch(/\n\s+at /);
+  expect(await sandbox.billable()).toBe(before);
+  expect([...(await committedOffsets(kafka.brokers, names.group, names.input)).values()].every((o) => o < 0n)).toBe(true);
+}, 90_000);
