@@ -41,9 +41,15 @@ export function createBoundedPool(connectionString: string | undefined, max: num
   pool.on('error', () => undefined);
   return {
     pool,
+    // Ended when every socket has closed: a connection the pool gave up on (a query that timed
+    // out) was told goodbye, but against a frozen server its socket stays half-open, and an open
+    // socket keeps the process alive until the server answers again.
     end: () =>
       endOrDrop(
-        () => pool.end(),
+        async () => {
+          await pool.end();
+          await Promise.all([...sockets].map((socket) => new Promise((closed) => socket.once('close', closed))));
+        },
         () => {
           for (const socket of sockets) socket.destroy();
         },

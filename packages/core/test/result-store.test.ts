@@ -275,6 +275,57 @@ describe('the Postgres result store', () => {
     expect((await shown.info()).entries).toBe(60);
   });
 
+  it('a process whose store database stopped answering exits once it has closed the store, not when the database answers again', async () => {
+    // The process: a write, then (once the database is frozen) a lookup that times out, the close
+    // (which says goodbye to the idle connection as well), and nothing left to do.
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { openStore } from '@dq/core/store';
+         import { writeSync } from 'node:fs';
+         const store = await openStore(${JSON.stringify(`${url}${url.includes('?') ? '&' : '?'}query_timeout=2000`)});
+         await store.set('k-0', { status: 'accepted', resultClass: 'A', requestId: 'r-0', checkedAt: new Date().toISOString() });
+         await Promise.all([store.getMany(['k-0']), store.getMany(['k-0'])]); // two connections: one for the lookup, one idle
+         writeSync(1, 'ready\\n');
+         await new Promise((resolve) => process.stdin.once('data', resolve));
+         process.stdin.destroy();
+         writeSync(1, (await store.getMany(['k-1']).then(() => 'found', (e) => e.code)) + '\\n');
+         await store.close();
+         writeSync(1, 'closed\\n');`,
+      ],
+      { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const printed = (line: string) =>
+      new Promise<number>((resolve, reject) => {
+        const seen = () => stdout.includes(`${line}\n`) && resolve(Date.now());
+        child.stdout.on('data', (d: Buffer) => {
+          stdout += d.toString();
+          seen();
+        });
+        seen();
+        void exited.then(() => reject(new Error(`the child exited before printing ${line}: ${stdout} ${stderr}`)));
+      });
+    await printed('ready');
+    const thaw = server.freeze(30_000);
+    try {
+      const frozenAt = Date.now();
+      child.stdin.write('go\n');
+      const closedAt = await printed('closed');
+      expect(stdout).toContain('store-unreachable\n');
+      expect(closedAt - frozenAt).toBeLessThan(15_000); // the lookup's 2 s, then at most 5 s for the close
+      await exited;
+      expect(Date.now() - closedAt).toBeLessThan(2_000); // no socket of the frozen server keeps it alive
+    } finally {
+      thaw();
+    }
+  });
+
   it('once the database stops answering, a later write or lookup fails at once instead of waiting out a timeout of its own', async () => {
     const store = (await openStore(`${url}${url.includes('?') ? '&' : '?'}query_timeout=2000`))!;
     cleanups.push(() => store.close());
