@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { exitWhenDone } from '@dq/core/cli';
 import { main } from './cli-main.js';
 
 const ac = new AbortController();
@@ -12,4 +13,4 @@ const code = await main(process.argv.slice(2), {
   env: process.env,
   signal: ac.signal,
 });
-process.exitCode = code;
+exitWhenDone('dq-refdata', code);

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // Launcher committed with its executable bit, so the command works as soon as `npm ci` has built dist/.
+import { exitWhenDone } from '../dist/cli/exit.js';
 import { runStoreCli } from '../dist/store/cli.js';
 
-process.exitCode = await runStoreCli(process.argv.slice(2));
+exitWhenDone('dq-store', await runStoreCli(process.argv.slice(2)));

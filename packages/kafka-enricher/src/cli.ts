@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { exitWhenDone } from '@dq/core/cli';
 import { main } from './main.js';
 
-process.exitCode = await main(process.argv.slice(2));
+exitWhenDone('dq-kafka', await main(process.argv.slice(2)));

@@ -1,0 +1,16 @@
+/** How long a finished CLI waits for the event loop to drain before it exits all the same. */
+const EXIT_GRACE_MS = 10_000;
+
+/**
+ * Ends a CLI whose work is done with `code`: the process exits as soon as nothing is left to run,
+ * and at the latest `graceMs` later. A connection a library left open (a server that stopped
+ * answering the goodbye, say) must not keep a scheduler's task running after its summary; when
+ * that happens, one line on stderr says so.
+ */
+export function exitWhenDone(name: string, code: number, graceMs = EXIT_GRACE_MS): void {
+  process.exitCode = code;
+  setTimeout(() => {
+    process.stderr.write(`${name}: exiting with ${code}: something was still open ${graceMs / 1000} s after the run ended (a connection that did not close)\n`);
+    process.exit(code);
+  }, graceMs).unref();
+}

@@ -1,0 +1,31 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/** Runs `body` after importing exitWhenDone in a fresh Node process; its exit code, stderr and how long it ran. */
+function runChild(body: string): Promise<{ code: number | null; stderr: string; ms: number }> {
+  const started = Date.now();
+  const child = spawn(process.execPath, ['--input-type=module', '-e', `import { exitWhenDone } from '@dq/core/cli';\n${body}`], {
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stderr, ms: Date.now() - started })));
+}
+
+describe('a finished CLI process', () => {
+  it('exits with its code as soon as nothing is left to run, saying nothing', async () => {
+    const run = await runChild(`exitWhenDone('dq-x', 4, 5000);`);
+    expect(run).toMatchObject({ code: 4, stderr: '' });
+    expect(run.ms).toBeLessThan(3000);
+  });
+
+  it('exits with its code after the grace time when something is still open, and says so on one line', async () => {
+    // A handle that would keep the process alive for ever, as a socket no server closes does.
+    const run = await runChild(`setInterval(() => undefined, 1000);\nexitWhenDone('dq-x', 75, 500);`);
+    expect(run.code).toBe(75);
+    expect(run.stderr).toBe('dq-x: exiting with 75: something was still open 0.5 s after the run ended (a connection that did not close)\n');
+    expect(run.ms).toBeLessThan(5000);
+  });
+});
