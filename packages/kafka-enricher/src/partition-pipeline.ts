@@ -289,7 +289,7 @@ export class PartitionPipeline {
       if (err instanceof RetriesExhaustedError) {
         throw new KafkaEnricherError(
           'retry-budget-exhausted',
-          `${this.#where(first, last)} stayed unavailable for --retry-max-ms; its offsets stay uncommitted and are re-read on restart`,
+          `${this.#where(first, last)} stayed unavailable for ${ctx.retryMaxMs / 1000} s (--retry-max-ms ${ctx.retryMaxMs}); its offsets stay uncommitted and are re-read on restart`,
           { cause: err, requestId: err.requestId, topic: this.topic, partition: this.partition, offset: first },
         );
       }

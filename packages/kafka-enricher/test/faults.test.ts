@@ -3,6 +3,7 @@ import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import {
   cliArgs,
+  committedOffsets,
   dataset,
   inputOffsets,
   killIfRunning,
@@ -47,3 +48,22 @@ it('dead-letters nothing when the platform answers 503: an outage pauses the par
   run.child.kill('SIGTERM');
   expect((await run.exited).code).toBe(0);
 }, 240_000);
+
+it('a platform unavailable for longer than --retry-max-ms: exit 75 naming the partition, its offsets and the time waited, nothing committed', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  await produce(kafka.brokers, names.input, dataset(200, 0).messages);
+  sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
+  try {
+    run = spawnEnricher(cliArgs(kafka.brokers, names, ['--retry-max-ms', '3000']), sandbox.env());
+    const exited = await run.exited;
+    const stderr = run.stderr();
+    expect(exited.code, stderr.slice(-2000)).toBe(75);
+    expect(stderr).toMatch(
+      /^dq-kafka: retry-budget-exhausted: in-\w+\[\d+\] offsets \d+-\d+ stayed unavailable for 3 s \(--retry-max-ms 3000\); its offsets stay uncommitted and are re-read on restart/m,
+    );
+    expect(stderr).not.toMatch(/\n\s+at /);
+    expect([...(await committedOffsets(kafka.brokers, names.group, names.input)).values()].every((o) => o < 0n)).toBe(true);
+  } finally {
+    sandbox.setFaults({});
+  }
+}, 120_000);
