@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DownloadClient } from '@dq/core/download';
 import { makeSampleCsv } from '@dq/sandbox';
+import { sampleArgs } from '@dq/test-support/csv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxEnv, useSandbox } from '@dq/test-support/use';
 
@@ -96,22 +97,7 @@ async function dqCsv(name: string, env: Record<string, string>): Promise<{ code:
   const input = join(dir, `${name}.csv`);
   const output = join(dir, `${name}.out.csv`);
   await writeFile(input, makeSampleCsv(20, 5));
-  const args = [
-    CSV_CLI,
-    'validate',
-    '--input',
-    input,
-    '--output',
-    output,
-    '--delimiter',
-    ';',
-    '--country',
-    'DE',
-    '--map',
-    'addressLine=strasse,postalCode=plz,locality=ort,country=land',
-    '--store',
-    'off',
-  ];
+  const args = [CSV_CLI, ...sampleArgs(input, output, '--store', 'off')];
   // Only the variables given: a proxy set for the test runner itself must not leak in.
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(https?|no|all)_proxy$/i.test(k))) as Record<string, string>;
   return new Promise((resolve) => {

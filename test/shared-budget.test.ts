@@ -10,6 +10,7 @@ import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandb
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useTempDir } from '@dq/test-support/use';
 import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher, type Running } from '@dq/test-support/kafka';
+import { validateArgs } from '@dq/test-support/csv';
 
 // One platform account, one rate limit (batch/sync: exactly 100 in any sliding second, nothing
 // forgiven, the sandbox's default), and several processes of different connectors using it at
@@ -30,20 +31,7 @@ afterAll(async () => {
 
 /** dq-csv `validate` arguments for a `strasse;nr;plz;ort` file of {@link addresses}, then `more`. */
 function csvArgs(input: string, output: string, ...more: string[]): string[] {
-  return [
-    'validate',
-    '--input',
-    input,
-    '--output',
-    output,
-    '--delimiter',
-    ';',
-    '--country',
-    'DE',
-    '--map',
-    'street=strasse,houseNumber=nr,postalCode=plz,locality=ort',
-    ...more,
-  ];
+  return validateArgs(input, output, 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', ...more);
 }
 
 interface Exit {

@@ -31,13 +31,7 @@ export function billable(sandbox: Sandbox): number {
   return Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
 }
 
-/** The `--map` of the sandbox's sample CSV (`makeSampleCsv`): address line, postal code, locality, country. */
-export const SAMPLE_MAP = 'addressLine=strasse,postalCode=plz,locality=ort,country=land';
-
-/** `dq-csv validate` arguments for the sandbox's sample CSV (`;`-separated, German addresses), then `more`. */
-export function sampleArgs(input: string, output: string, ...more: string[]): string[] {
-  return ['validate', '--input', input, '--output', output, '--delimiter', ';', '--country', 'DE', '--map', SAMPLE_MAP, ...more];
-}
+export { SAMPLE_MAP, sampleArgs } from '@dq/test-support/csv';
 
 /** Rows of a `;`-separated output with the request id and check time left out (each call has its own). */
 export async function comparable(path: string): Promise<string[][]> {
@@ -86,6 +80,15 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
 /** Starts the CLI and returns the child, for tests that kill it. */
 export function startCli(args: string[], env: Record<string, string> = {}) {
   return spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/**
+ * Runs the CLI under a file-size limit of `bytes` (`prlimit --fsize`, on that process only): a
+ * file growing past it fails with EFBIG, the way a full disk fails with ENOSPC.
+ */
+export function runCliWithFileSizeLimit(bytes: number, args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  const child = spawn('prlimit', [`--fsize=${bytes}`, process.execPath, CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return completed(child);
 }
 
 /** The outcome of a started child (its output collected from now on). */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { openSource, type SourceItem } from '../src/source/index.js';
 import { describe, expect, it } from 'vitest';
 import { readCsv, runCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
+import { validateArgs } from '@dq/test-support/csv';
 
 const dir = useTempDir();
 const sandbox = useSandbox(unlimited());
@@ -89,24 +90,7 @@ describe('a record over the size limit', () => {
     const text = `id;strasse;plz;ort\n1;Hauptstraße 5;10115;Berlin\n2;${big};10115;Berlin\n3;"${big}";10115;Berlin\n4;Lindenweg 2;01067;Dresden\n5;short\n6;Goethestraße 1;60313;Frankfurt\n`;
     const { folder, input } = await inputFile('big.csv', text);
     const output = join(folder, 'out.csv');
-    const run = await runCli(
-      [
-        'validate',
-        '--input',
-        input,
-        '--output',
-        output,
-        '--delimiter',
-        ';',
-        '--country',
-        'DE',
-        '--map',
-        'addressLine=strasse,postalCode=plz,locality=ort',
-        '--max-failed',
-        '0.5',
-      ],
-      env(),
-    );
+    const run = await runCli(validateArgs(input, output, 'addressLine=strasse,postalCode=plz,locality=ort', '--max-failed', '0.5'), env());
     expect(run.code, run.stderr).toBe(0);
     expect((await readCsv(output, { delimiter: ';' })).rows.map((r) => r[0])).toEqual(['1', '4', '6']);
     const rejects = await readCsv(join(folder, 'out.rejects.csv'));

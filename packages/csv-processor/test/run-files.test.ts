@@ -1,10 +1,10 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { link, mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { checkpointPast, checkpointRecords, CLI, completed, readCsv, runCli, startCli, summaryOf, tempDir } from './helpers.js';
+import { checkpointPast, checkpointRecords, completed, readCsv, runCli, runCliWithFileSizeLimit, startCli, summaryOf, tempDir } from './helpers.js';
 
 let sandbox: Sandbox;
 let slow: Sandbox;
@@ -395,8 +395,7 @@ describe('an output whose disk fills up', () => {
     const args = ['validate', '--input', input, '--output', output, ...MAP, '--store', 'off', '--batch-size', '100', '--rate-limit', '0'];
     // A file-size limit on the process stops the output growing the way a full disk does (EFBIG
     // instead of ENOSPC), and only there: the checkpoint and the rejects stay far below it.
-    const child = spawn('prlimit', ['--fsize=40000', process.execPath, CLI, ...args], { env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const full = await completed(child);
+    const full = await runCliWithFileSizeLimit(40000, args, env());
     expect(full.code, full.stderr).toBe(1);
     expect(full.stderr).toContain(`dq-csv: output-io: cannot write the output ${output}`);
     expect(full.stderr).toContain('EFBIG');
@@ -415,8 +414,7 @@ describe('an output whose disk fills up', () => {
     const { folder, input } = await caseDir('output-full-at-once', 10);
     const output = join(folder, 'out.csv');
     const args = ['validate', '--input', input, '--output', output, ...MAP, '--store', 'off'];
-    const child = spawn('prlimit', ['--fsize=200', process.execPath, CLI, ...args], { env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const full = await completed(child);
+    const full = await runCliWithFileSizeLimit(200, args, env());
     expect(full.code, full.stderr).toBe(1);
     expect(full.stderr).toContain(`dq-csv: output-io: cannot write the output ${output}`);
     expect(full.stderr).toContain('no input record is written yet');
@@ -431,8 +429,7 @@ describe('a lock that cannot be written', () => {
     const output = join(folder, 'out.csv');
     const args = ['validate', '--input', input, '--output', output, ...MAP, '--store', 'off'];
     // The lock's owner (pid, host, time) is written to a temporary file first: 10 bytes do not hold it.
-    const child = spawn('prlimit', ['--fsize=10', process.execPath, CLI, ...args], { env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const run = await completed(child);
+    const run = await runCliWithFileSizeLimit(10, args, env());
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toContain(`dq-csv: output-unwritable: cannot create the lock ${output}.lock in the folder ${folder}: `);
     expect(run.stderr).toContain('EFBIG');

@@ -7,7 +7,20 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_API_KEY, makeSampleCsv, startSandbox, type Sandbox } from '@dq/sandbox';
 import { openLmdbStore } from '@dq/core/store';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { billable, checkpointPast, CLI, comparable, completed, readCsv, runCli, sampleArgs, summaryOf, unlimited, useTempDir } from './helpers.js';
+import {
+  billable,
+  checkpointPast,
+  CLI,
+  comparable,
+  completed,
+  readCsv,
+  runCli,
+  runCliWithFileSizeLimit,
+  sampleArgs,
+  summaryOf,
+  unlimited,
+  useTempDir,
+} from './helpers.js';
 
 // The embedded result store's disk fills up in the middle of a run. A process started with a
 // file-size limit (RLIMIT_FSIZE, `prlimit --fsize`) sees its files stop growing at that size the
@@ -49,11 +62,7 @@ async function runLimited(limit: number, output: string, store: string) {
   const sandbox = await startSandbox({ port: 0, config: unlimited() });
   try {
     const args = sampleArgs(input, output, '--rate-limit', '0', '--store', store, '--resume', '--concurrency', String(CONCURRENCY));
-    const child = spawn('prlimit', [`--fsize=${limit}`, process.execPath, CLI, ...args], {
-      env: { ...process.env, ...env(sandbox) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const ended = await completed(child);
+    const ended = await runCliWithFileSizeLimit(limit, args, env(sandbox));
     return { ended, paid: billable(sandbox) };
   } finally {
     await sandbox.close();
