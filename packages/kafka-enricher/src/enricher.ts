@@ -147,6 +147,8 @@ class KafkaEnricher implements Enricher {
       });
       const engine = this.#engine;
       this.metrics.useEngineReport(() => engine.report());
+      // A shared budget that cannot be used stops the consumer now, not at its first message.
+      await engine.ready();
       const kafka = createKafka(o, this.#logger);
       const producer = (this.#producer = kafka.producer({
         idempotent: o.idempotent,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { DqError, errorFromData } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import type { Logger } from '../log/index.js';
-import { callsSent, createCallCounter, createSharedThrottle, DEFAULT_RATE_LIMITS, MAX_CALLS_REACHED } from '../throttle/index.js';
+import { callsSent, createCallCounter, createSharedThrottle, DEFAULT_RATE_LIMITS, MAX_CALLS_REACHED, probeBudget } from '../throttle/index.js';
 import type { CallCounter } from '../throttle/index.js';
 import { resolveEngineConfig } from './config.js';
 import type { EngineConfig, ResolvedEngineConfig } from './config.js';
@@ -89,6 +89,8 @@ class ValidationEngine implements Engine {
    * batch still running or started later fails with it (their answers could not be kept).
    */
   #storeFailure: unknown;
+  /** The check of {@link ready}, made once. */
+  #ready: Promise<void> | undefined;
 
   constructor(cfg: ResolvedEngineConfig, cache: ResultCache, store: ResultStore | undefined, logger: Logger) {
     this.#cfg = cfg;
@@ -456,6 +458,13 @@ class ValidationEngine implements Engine {
     }
     const fromStore = this.#store && unknown.length > 0 ? (await this.#store.getMany(unknown)).size : 0;
     return { records: records.length, distinct: keys.size, calls: unknown.length - fromStore, fromStore, invalidInput };
+  }
+
+  ready(): Promise<void> {
+    const cfg = this.#cfg;
+    const endpoint = cfg.mode === 'address' ? cfg.addressEndpoint : 'company';
+    this.#ready ??= probeBudget({ url: cfg.budget, account: cfg.account }, endpoint, { limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs });
+    return this.#ready;
   }
 
   report(): RunReport {

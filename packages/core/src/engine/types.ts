@@ -169,6 +169,14 @@ export interface Engine {
   process(records: readonly EngineRecord[], opts?: ProcessOptions): Promise<RecordResult[]>;
   /** Estimate without calling: distinct inputs, API calls needed after the cache and the store, invalid-input count. */
   plan(records: readonly EngineRecord[], options?: PlanOptions): Promise<RunPlan>;
+  /**
+   * Checks what the calls depend on besides the platform before any input is taken: the shared
+   * rate budget's database (it answers, is PostgreSQL 12 or newer, and the user may use its
+   * table). Rejects with the run stop the first billable call would have met. A long-running
+   * connector calls it at start, so a wrong budget URL stops it there instead of at its first
+   * message. Made once; nothing to check without a shared budget.
+   */
+  ready(): Promise<void>;
   /** Counts so far. */
   report(): RunReport;
   /** Stops the worker pool and closes the cache. Idempotent. */

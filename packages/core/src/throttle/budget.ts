@@ -153,6 +153,25 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
   };
 }
 
+/**
+ * Opens the shared budget of `spec` once and closes it again: checks, before a run takes any input,
+ * that its database answers, is new enough and lets the user use the budget's table. Rejects with
+ * the error the run's first billable call would have stopped it with (`budget-unreachable`,
+ * `budget-db-version`, `budget-permission-denied`). Nothing to check without a URL, or when
+ * `endpoint` has no limit (`--rate-limit 0`: the budget is never used).
+ */
+export async function probeBudget(spec: BudgetSpec, endpoint: EndpointId, options: ThrottleOptions): Promise<void> {
+  if (spec.url === undefined || options.limits?.[endpoint] === 0) return;
+  const { createPgThrottle } = await import('./pg.js');
+  let throttle: PgThrottle;
+  try {
+    throttle = await createPgThrottle({ ...options, connectionString: spec.url, account: spec.account });
+  } catch (err) {
+    throw err instanceof DqError && err.code === LOCAL_CODES.budgetDbVersion ? err : unreachable(err);
+  }
+  await throttle.close();
+}
+
 function unreachable(err: unknown): DqError {
   const code = (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code;
   if (code === '42501') {

@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DEFAULT_API_KEY } from '@dq/sandbox';
+import { cliArgs, killIfRunning, spawnEnricher, startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import type { Running, TestKafka } from '@dq/test-support/kafka';
+import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
+
+// A consumer runs for hours: a shared budget it cannot use must stop it at start, not at the first
+// message, which may come long after a deployment looked healthy.
+
+let kafka: TestKafka;
+let sandbox: SandboxProcess;
+const runs: Running[] = [];
+
+beforeAll(async () => {
+  [kafka, sandbox] = await Promise.all([startKafka(), startSandboxProcess()]);
+});
+afterAll(async () => {
+  runs.forEach(killIfRunning);
+  await Promise.all([kafka?.stop(), sandbox?.stop()]);
+});
+
+it('--budget whose database cannot be reached, on an idle topic: exit 75 at start, before joining the group', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  // The default rate limit: an endpoint without one (--rate-limit 0) has nothing to share.
+  const run = spawnEnricher(cliArgs(kafka.brokers, names, ['--budget', 'postgres://etl:budget-pw-7d1e@127.0.0.1:1/dq']), {
+    DQ_BASE_URL: sandbox.url,
+    DQ_API_KEY: DEFAULT_API_KEY,
+  });
+  runs.push(run);
+  const started = Date.now();
+  const exited = await Promise.race([run.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 20_000))]);
+  const stderr = run.stderr();
+  expect(exited === 'running' ? `still running after 20 s: ${stderr.slice(-1500)}` : exited.code).toBe(75);
+  expect(Date.now() - started).toBeLessThan(20_000);
+  expect(stderr).toMatch(/^dq-kafka: budget-unreachable: the shared rate budget's database could not be reached/m);
+  expect(stderr).not.toContain('"msg":"consuming"');
+  expect(stderr).not.toContain('"msg":"partitions assigned"');
+  expect(stderr).not.toContain('budget-pw-7d1e');
+  expect(stderr).not.toMatch(/\n\s+at /);
+}, 60_000);
