@@ -100,7 +100,13 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   );
   const { values: v, positionals } = parsed;
   if (v.help || positionals[0] === 'help') return { help: true };
-  if (positionals[0] !== 'validate' || positionals.length > 1) {
+  if (positionals[0] === 'validate' && positionals.length > 1) {
+    // `dq-csv validate file.csv`: the file is a flag's value.
+    const rest = positionals.slice(1);
+    const hint = v.input ? 'every setting is a flag, e.g. --output <file>' : `name the input with --input, e.g. dq-csv validate --input ${rest[0]}`;
+    throw usageError('command', `unexpected "${rest.join(' ')}" after "validate": ${hint}`);
+  }
+  if (positionals[0] !== 'validate') {
     throw usageError('command', `expected "validate", got ${positionals.length === 0 ? 'nothing' : `"${positionals.join(' ')}"`}`);
   }
   if (!v.input) throw usageError('--input', 'required: the file to clean');

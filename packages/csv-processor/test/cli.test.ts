@@ -41,6 +41,14 @@ describe('the dq-csv command line', () => {
     expect(run.stderr).toContain(flag);
   });
 
+  it('names the input file given without --input and how to pass it', async () => {
+    const run = await runCli(['validate', 'customers.csv', '--output', 'x.csv']);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(
+      'dq-csv: usage: command: unexpected "customers.csv" after "validate": name the input with --input, e.g. dq-csv validate --input customers.csv (see dq-csv --help)',
+    );
+  });
+
   it('says that a platform URL is needed when none is given', async () => {
     const run = await runCli([
       'validate',

@@ -147,7 +147,10 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const positionals = parsed.positionals;
   if (values['help'] || positionals[0] === 'help') return { help: true };
-  if (positionals[0] !== 'enrich' || positionals.length > 1) {
+  if (positionals[0] === 'enrich' && positionals.length > 1) {
+    throw usageError('command', `unexpected "${positionals.slice(1).join(' ')}" after "enrich": every setting is a flag, e.g. --input <topic>`);
+  }
+  if (positionals[0] !== 'enrich') {
     throw usageError('command', `expected "enrich", got ${positionals.length === 0 ? 'nothing' : `"${positionals.join(' ')}"`}`);
   }
   const str = (flag: (typeof STRING_FLAGS)[number]): string | undefined => {

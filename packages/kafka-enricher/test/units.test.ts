@@ -151,6 +151,12 @@ describe('command line', () => {
     '--base-url',
     'http://127.0.0.1:1',
   ];
+  it('names an argument given without its flag', () => {
+    expect(() => parseCli(['enrich', 'orders', ...required.slice(1)], { DQ_API_KEY: 'k' })).toThrow(
+      'unexpected "orders" after "enrich": every setting is a flag, e.g. --input <topic>',
+    );
+  });
+
   it('takes every flag from DQ_KAFKA_* when not given, flags winning', () => {
     const cmd = parseCli(['enrich', '--group', 'from-flag'], {
       DQ_KAFKA_BROKERS: 'a:1,b:2',
