@@ -49,6 +49,8 @@ describe('--max-calls, the spending cap', () => {
     expect(stopped.error.code).toBe('max-calls-reached');
     expect(stopped.error.message).toMatch(/spending cap.*500.*--resume/);
     expect(stopped.budget).toMatchObject({ scope: 'local', billableCalls: 500, maxCalls: 500 });
+    // The calls refused at the cap were never sent: the summary counts the 500 made, no more.
+    expect(stopped.apiCalls).toBe(500);
     expect(first.stderr).not.toMatch(/\n\s+at /); // no stack trace
 
     const resumed = await runCli(args('--resume'), env);
@@ -57,6 +59,7 @@ describe('--max-calls, the spending cap', () => {
     const done = summaryOf(resumed);
     expect(done.outcome).toBe('done');
     expect(done.budget).toMatchObject({ billableCalls: 1500, maxCalls: null });
+    expect(done.apiCalls).toBe(1500);
     const out = await readCsv(join(dir, 'out.csv'), { delimiter: ';' });
     expect(out.rows).toHaveLength(ROWS);
     expect(out.rows.map((r) => r[1])).toEqual(Array.from({ length: ROWS }, (_, i) => String(i + 1)));
@@ -77,6 +80,7 @@ describe('--account-db, the shared rate budget', () => {
     const summary = summaryOf(run);
     expect(summary.outcome).toBe('stopped');
     expect(summary.error.code).toBe('budget-unreachable');
+    expect(summary.apiCalls).toBe(0); // refused before sending: nothing reached the platform
     expect(summary.error.message).toMatch(/rate budget's database could not be reached.*--budget off/);
     expect(`${run.stdout}${run.stderr}`).not.toContain('budget-pw-93af');
     expect(run.stderr).not.toMatch(/\n\s+at /);

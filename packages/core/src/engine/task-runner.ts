@@ -4,7 +4,7 @@
  * (worker.ts) and, with `threads: 0`, directly on the engine's own thread (inline-pool.ts).
  * Everything it returns is plain data (errors as `ErrorData`), so it can cross `postMessage`.
  */
-import { RetriesExhaustedError } from '../errors/index.js';
+import { DqError, LOCAL_CODES, RetriesExhaustedError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { attachSharedThrottle, createBudgetThrottle, MAX_CALLS_REACHED } from '../throttle/index.js';
 import { createTransport } from '../transport/index.js';
@@ -20,6 +20,17 @@ export interface TaskRunner {
   run(task: CallTask, onOutcome?: OutcomeListener): Promise<TaskResult>;
   close(): Promise<void>;
 }
+
+/**
+ * Errors of a call the rate budget refused before its request went out (the spending cap, a
+ * shared budget that cannot be used): not a call made, so not in the report's `apiCalls`.
+ */
+const REFUSED_BEFORE_SENDING: ReadonlySet<string> = new Set([
+  LOCAL_CODES.maxCallsReached,
+  LOCAL_CODES.budgetUnreachable,
+  LOCAL_CODES.budgetPermissionDenied,
+  LOCAL_CODES.budgetDbVersion,
+]);
 
 // Atomics.waitAsync is in Node 20 (V8) but not in the ES2023 lib the project compiles against.
 const waitAsync = (
@@ -110,8 +121,8 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     next(); // the slot passes on: inFlight stays the same
   };
 
-  /** Calls the platform answered in one task, and when the last of them ended. */
-  type Answers = { count: number; lastAt: number; seconds: Map<number, number> };
+  /** Calls of one task sent to the platform, those it answered, and when the last of them ended. */
+  type Answers = { sent: number; count: number; lastAt: number; seconds: Map<number, number> };
   /**
    * Counts a call that ended at `now` (epoch ms): in the second its attempt ended, for the run
    * report's calls-per-second histogram (`sentCall`), and as answered by the platform (`answeredCall`).
@@ -122,6 +133,7 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
       answers.lastAt = now;
     }
     if (sentCall) {
+      answers.sent += 1;
       const second = Math.floor(now / 1000);
       answers.seconds.set(second, (answers.seconds.get(second) ?? 0) + 1);
     }
@@ -161,7 +173,8 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     if (signal.aborted) return { kind: 'skipped' };
     if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
     const outcome = errorOutcome(e);
-    ended(answers, Date.now(), true, outcome.kind === 'result' && outcome.unreachableAt === undefined);
+    const sent = !(e instanceof DqError && REFUSED_BEFORE_SENDING.has(e.code));
+    ended(answers, Date.now(), sent, outcome.kind === 'result' && outcome.unreachableAt === undefined);
     // Tell sibling calls and threads at once; the engine also stops every other batch. Not when
     // the spending cap was reached: the calls in flight were paid for and must bring their
     // answers home, and no further call can be sent anyway (each fails at the cap, unsent).
@@ -179,12 +192,11 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     /** Outcomes in request order. */
     async run(task, onOutcome) {
       const signal = controlSignal(task.control);
-      const answers: Answers = { count: 0, lastAt: 0, seconds: new Map() };
+      const answers: Answers = { sent: 0, count: 0, lastAt: 0, seconds: new Map() };
       const outcomes = await Promise.all(task.requests.map((_, i) => callOne(task, i, signal, answers, onOutcome)));
       const retries = unreportedRetries;
       unreportedRetries = 0;
-      const calls = outcomes.filter((o) => o.kind !== 'skipped').length;
-      return { outcomes, calls, retries, answered: answers.count, lastAnswerAt: answers.lastAt, callSeconds: [...answers.seconds] };
+      return { outcomes, calls: answers.sent, retries, answered: answers.count, lastAnswerAt: answers.lastAt, callSeconds: [...answers.seconds] };
     },
     close: async () => {
       await transport.close();
