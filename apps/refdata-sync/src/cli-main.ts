@@ -22,6 +22,9 @@ export const USAGE = `Usage:
   dq-refdata status --target DIR
   dq-refdata phone-describe [--max-age 1d] [--realtime-url URL] [--api-key KEY] [--cache FILE | --target DIR]
 
+Defaults: --levels 001, --software none, --keep 2 (complete versions kept in the target),
+--lock-wait 0 (another sync holding the target: exit 75 at once), --timeout-ms 30000 (wait for
+a response's headers, and the longest silence within a body), phone-describe --max-age 1d.
 Environment: DQ_API_KEY, DQ_DOWNLOAD_URL, DQ_REALTIME_URL stand in for the flags.
 Exit codes: 0 up to date or updated; 1 checksum mismatch, artifact not found or unexpected error;
 2 bad usage or configuration; 3 credentials or account refused; 75 service unavailable or target

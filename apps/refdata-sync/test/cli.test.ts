@@ -28,6 +28,13 @@ const flags = (target: string) => [
 ];
 
 describe('dq-refdata command line', () => {
+  it('--help states the default of every optional flag', async () => {
+    const run = await runCli(['--help']);
+    expect(run.code).toBe(0);
+    for (const flag of ['--levels 001', '--software none', '--keep 2', '--lock-wait 0', '--timeout-ms 30000', '--max-age 1d'])
+      expect(run.stdout).toContain(flag);
+  });
+
   it('syncs with flags, prints one JSON summary line and exits 0; the API key appears nowhere', async () => {
     const target = freshTarget();
     const r = await runCli(['sync', ...flags(target), '--keep', '1'], { DQ_API_KEY: DEFAULT_API_KEY });
