@@ -10,7 +10,7 @@ export * from './clients/index.js';
 export { createTransport } from './transport/index.js';
 export type { Transport, TransportOptions, TransportRequest, TransportResponse, AuthMode, RetryOptions } from './transport/index.js';
 
-export { createEngine, createMemoryCache, defaultThreads, exitCodeFor, exitCodeForError, exitCodeForReport } from './engine/index.js';
+export { createEngine, createMemoryCache, defaultThreads, exitCodeFor, exitCodeForError, exitCodeForReport, stopAdvice, stopKind } from './engine/index.js';
 export type {
   Engine,
   EngineConfig,
@@ -29,6 +29,9 @@ export type {
   MemoryCacheOptions,
   ExitPolicy,
   RunOutcome,
+  ResumeWords,
+  StopAdvice,
+  StopKind,
 } from './engine/index.js';
 
 export {

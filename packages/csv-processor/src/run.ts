@@ -1,15 +1,4 @@
-import {
-  createEngine,
-  DqError,
-  exitCodeFor,
-  ExitCode,
-  isRunStop,
-  LOCAL_CODES,
-  type BudgetReport,
-  type Engine,
-  type EngineRecord,
-  type RecordResult,
-} from '@dq/core';
+import { createEngine, DqError, exitCodeFor, ExitCode, stopAdvice, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
 import { openStore } from '@dq/core/store';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
@@ -321,33 +310,24 @@ async function refuseChangedContent(sampler: InputSampler, stored: InputFingerpr
   );
 }
 
+/** How a stopped dq-csv run continues, for core's stopAdvice. */
+const RESUME = { resume: 'rerun with --resume', kept: 'answers already paid for are not bought again' };
+
 function describeStop(err: unknown, records: number, interrupted: boolean): RunSummary['error'] {
   const where = records === 0 ? 'no input record is written yet' : `input records 1-${records} are written and checkpointed`;
   // SIGINT / SIGTERM (main.ts aborts the run with the signal's name): a stop asked for, not a failure.
   if (interrupted && !(err instanceof CsvError)) {
-    return { code: 'interrupted', message: `${(err as Error)?.message ?? String(err)}; ${where}; rerun with --resume` };
+    return { code: 'interrupted', message: `${(err as Error)?.message ?? String(err)}; ${where}; ${RESUME.resume}` };
   }
   if (err instanceof CsvError) return { code: err.code, message: `${err.message}; ${where}` };
+  const { advice } = stopAdvice(err, RESUME);
   if (err instanceof DqError) {
-    const action = !isRunStop(err)
-      ? 'rerun with --resume'
-      : exitCodeFor(err) === ExitCode.MAX_CALLS
-        ? 'rerun with --resume to continue (answers already paid for are not bought again), with a new --max-calls or none'
-        : err.code === 'proxy-refused'
-          ? 'fix the proxy setting and rerun with --resume'
-          : exitCodeFor(err) === ExitCode.STOP
-            ? 'the platform refused the account or key; fix it (key, plan, quota) and rerun with --resume'
-            : exitCodeFor(err) === ExitCode.USAGE
-              ? 'fix what it names, then rerun with --resume' // a shared budget's grants or server version
-              : err.code === LOCAL_CODES.budgetUnreachable
-                ? "rerun with --resume once the budget's database answers again (answers already paid for are not bought again)"
-                : 'rerun with --resume later, once the platform answers again (answers already paid for are not bought again)';
     return {
       code: err.code,
-      message: `${err.message}${err.requestId ? ` (request id ${err.requestId})` : ''}; ${where}; ${action}`,
+      message: `${err.message}${err.requestId ? ` (request id ${err.requestId})` : ''}; ${where}; ${advice}`,
       ...(err.requestId ? { requestId: err.requestId } : {}),
     };
   }
   const e = err as Error;
-  return { code: (e as { code?: string }).code ?? 'unexpected', message: `${e?.message ?? String(err)}; ${where}; rerun with --resume` };
+  return { code: (e as { code?: string }).code ?? 'unexpected', message: `${e?.message ?? String(err)}; ${where}; ${advice}` };
 }

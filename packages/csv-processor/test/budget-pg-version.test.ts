@@ -35,7 +35,7 @@ describe.skipIf(tooOld === undefined)('dq-csv --budget on PostgreSQL 11', () => 
     expect(run.code, run.stderr).toBe(2);
     const line = run.stderr.split('\n').find((l) => l.startsWith('dq-csv: '));
     expect(line).toMatch(
-      /^dq-csv: budget-db-version: the shared rate budget needs PostgreSQL 12 or later; the server at postgres:\/\/postgres:(\*\*\*|\[redacted\])@127\.0\.0\.1:\d+\/t_\w+ is 11\.\d+ \(server_version_num 1100\d\d\); upgrade the server, or run with --budget off to use a budget of this process only; no input record is written yet; fix what it names, then rerun with --resume$/,
+      /^dq-csv: budget-db-version: the shared rate budget needs PostgreSQL 12 or later; the server at postgres:\/\/postgres:(\*\*\*|\[redacted\])@127\.0\.0\.1:\d+\/t_\w+ is 11\.\d+ \(server_version_num 1100\d\d\); upgrade the server, or run with --budget off to use a budget of this process only; no input record is written yet; fix what the error names, then rerun with --resume$/,
     );
     expect(summaryOf(run)).toMatchObject({ outcome: 'stopped', exitCode: 2, error: { code: 'budget-db-version' } });
     expect(`${run.stdout}${run.stderr}`).not.toContain(decodeURIComponent(new URL(db).password));

@@ -1,4 +1,4 @@
-import { createEngine, createLogger, DqError, ExitCode, exitCodeFor, isRunStop, LOCAL_CODES } from '@dq/core';
+import { createEngine, createLogger, DqError, ExitCode, exitCodeFor, stopAdvice } from '@dq/core';
 import { emptyRunReport } from '@dq/core/engine';
 import { openStore } from '@dq/core/store';
 import { resolveRetryOptions, retryDelay, sleep } from '@dq/core/transport';
@@ -314,17 +314,9 @@ class KafkaEnricher implements Enricher {
   #fail(err: unknown): void {
     if (this.#fatal === undefined) {
       this.#fatal = err;
-      const why = !isRunStop(err)
-        ? 'run failed'
-        : exitCodeFor(err) === ExitCode.MAX_CALLS
-          ? 'the spending cap (--max-calls) was reached: what was delivered is committed; restart to continue'
-          : exitCodeFor(err) === ExitCode.STOP
-            ? 'run stopped by the platform: fix the key, account or quota, then restart'
-            : exitCodeFor(err) === ExitCode.USAGE
-              ? "run stopped: fix what the error names (the shared budget's grants or server version), then restart"
-              : err.code === LOCAL_CODES.budgetUnreachable
-                ? "run stopped: the shared rate budget's database could not be reached; restart once it answers"
-                : 'run stopped by the platform: restart after the time it names';
+      // What to do now, as every connector says it (core's stopAdvice); the error itself is logged with it.
+      const { kind, cause, advice } = stopAdvice(err, { resume: 'restart', kept: 'what was delivered is committed' });
+      const why = kind === 'failed' ? 'run failed' : `run stopped: ${cause}; ${advice}`;
       this.#logger.error(why, { error: err as Error });
     }
     this.#stopRequested();

@@ -44,7 +44,9 @@ describe.skipIf(tooOld === undefined)('dq-kafka --budget on PostgreSQL 11', () =
       /^dq-kafka: budget-db-version: the shared rate budget needs PostgreSQL 12 or later; the server at postgres:\/\/postgres:(\*\*\*|\[redacted\])@127\.0\.0\.1:\d+\/t_\w+ is 11\.\d+ \(server_version_num 1100\d\d\); upgrade the server, or run with --budget off to use a budget of this process only$/m,
     );
     // The log says what to do, not to wait for the platform.
-    expect(stderr).toContain('"msg":"run stopped: fix what the error names (the shared budget\'s grants or server version), then restart"');
+    expect(stderr).toContain(
+      `"msg":"run stopped: the shared rate budget cannot be used (its grants or its server's version); fix what the error names, then restart"`,
+    );
     expect(stderr).not.toMatch(/restart after the time it names|run stopped by the platform/);
     expect(stderr).not.toContain(decodeURIComponent(new URL(budget).password));
     expect(stderr).not.toMatch(/\n\s+at /);

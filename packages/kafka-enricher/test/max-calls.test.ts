@@ -54,6 +54,9 @@ it('--max-calls: stops at the cap with exit 5, commits only what it delivered, a
   expect(billed).toBeLessThanOrEqual(300);
   expect(billed).toBeGreaterThan(200);
   expect(first.stderr()).toMatch(/max-calls-reached/);
+  expect(first.stderr()).toContain(
+    '"msg":"run stopped: the spending cap (--max-calls) was reached; restart to continue (what was delivered is committed), with a new --max-calls or none"',
+  );
   expect(first.stderr()).not.toMatch(/\n\s+at /);
   const line = JSON.parse(first.stdout().trim().split('\n').pop()!) as { exitCode: number; budget: { billableCalls: number; maxCalls: number } };
   expect(line).toMatchObject({ exitCode: 5, budget: { billableCalls: 300, maxCalls: 300 } });
@@ -89,7 +92,9 @@ it('--budget whose database cannot be reached: exit 75 before any call, the log 
   const stderr = run.stderr();
   expect(exited.code, stderr.slice(-2000)).toBe(75);
   expect(stderr).toMatch(/^dq-kafka: budget-unreachable: the shared rate budget's database could not be reached/m);
-  expect(stderr).toContain(`"msg":"run stopped: the shared rate budget's database could not be reached; restart once it answers"`);
+  expect(stderr).toContain(
+    `"msg":"run stopped: the shared rate budget's database could not be reached; restart once the budget's database answers again (what was delivered is committed)"`,
+  );
   expect(stderr).not.toMatch(/restart after the time it names|run stopped by the platform/);
   expect(stderr).not.toContain('budget-pw-51c2');
   expect(stderr).not.toMatch(/\n\s+at /);

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop } from '@dq/core';
+import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop, stopAdvice } from '@dq/core';
 import { resolvePolicy, zeroByStatus } from '@dq/core/engine';
 import { RESULT_CLASSES } from '@dq/core/schemas';
 import { DEFAULT_MAX_AGE_MS, openStore } from '@dq/core/store';
@@ -266,9 +266,10 @@ async function runWorkers(
   return failure?.error;
 }
 
+/** A run stop as dq-pg prints and records it (`dq-pg status`): the error, then what to do now (core's stopAdvice). */
 function stopData(e: DqError, runId: string): { code: string; message: string; requestId?: string } {
-  const message = e.retriable ? `${e.message}; rerun with --run-id ${runId}` : e.message;
-  return { code: e.code, message, ...(e.requestId ? { requestId: e.requestId } : {}) };
+  const { advice } = stopAdvice(e, { resume: `rerun with --run-id ${runId}`, kept: 'the run keeps what it committed' });
+  return { code: e.code, message: `${e.message}; ${advice}`, ...(e.requestId ? { requestId: e.requestId } : {}) };
 }
 
 /** Reads and validates the whole selection, writes nothing, reports each row that would change. */

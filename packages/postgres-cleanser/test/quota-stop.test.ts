@@ -21,6 +21,8 @@ describe('quota stop', () => {
     const stopped = await runCli(args);
     expect(stopped.code).toBe(3);
     expect(stopped.stderr).toContain('quota-exhausted');
+    // What to do now, with the run's own way to resume (the stop is recorded with it for dq-pg status).
+    expect(stopped.stderr).toMatch(/^dq-pg: quota-exhausted: .*; fix the key, account, plan or quota, then rerun with --run-id quota$/m);
     const summary = summaryOf(stopped);
     expect(summary).toMatchObject({ state: 'stopped', error: { code: 'quota-exhausted' } });
     expect(summary['rows']).toBeGreaterThan(0);
@@ -48,7 +50,10 @@ describe('quota stop', () => {
         else expect(values).toBe(original.get(key));
       }
       const run = await c.query<{ state: string; last_error: { code: string } }>(`SELECT state, last_error FROM dq_cleanse.runs WHERE run_id = 'quota'`);
-      expect(run.rows[0]).toMatchObject({ state: 'stopped', last_error: { code: 'quota-exhausted' } });
+      expect(run.rows[0]).toMatchObject({
+        state: 'stopped',
+        last_error: { code: 'quota-exhausted', message: expect.stringMatching(/then rerun with --run-id quota$/) },
+      });
     });
 
     // A new plan period: the same run id picks up at the checkpoint.

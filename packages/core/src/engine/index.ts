@@ -27,6 +27,8 @@ export type { RequestFields } from './record-mapping.js';
 export { createMemoryCache } from './memory-cache.js';
 export type { MemoryCacheOptions } from './memory-cache.js';
 export { exitCodeFor, exitCodeForError, exitCodeForReport } from './exit-codes.js';
+export { stopAdvice, stopKind } from './stop-advice.js';
+export type { ResumeWords, StopAdvice, StopKind } from './stop-advice.js';
 export { OUTAGE_WINDOW, PLATFORM_UNREACHABLE } from './outage-watch.js';
 export type { ExitPolicy, RunOutcome } from './exit-codes.js';
 export { emptyRunReport, zeroByClass, zeroByStatus } from './run-report.js';
