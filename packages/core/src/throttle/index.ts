@@ -3,5 +3,14 @@ export { ENDPOINT_IDS, DEFAULT_RATE_LIMITS, resolveThrottleOptions } from './lim
 export type { ThrottleOptions, ResolvedThrottleOptions } from './limits.js';
 export { createSharedThrottle, attachSharedThrottle } from './shared.js';
 export type { SharedThrottle } from './shared.js';
-export { accountOf, BILLABLE_ENDPOINTS, BUDGET_UNREACHABLE, callsSent, createBudgetThrottle, createCallCounter, MAX_CALLS_REACHED, probeBudget } from './budget.js';
+export {
+  accountOf,
+  BILLABLE_ENDPOINTS,
+  BUDGET_UNREACHABLE,
+  callsSent,
+  createBudgetThrottle,
+  createCallCounter,
+  MAX_CALLS_REACHED,
+  probeBudget,
+} from './budget.js';
 export type { BudgetSpec, CallCounter, ClosableThrottle } from './budget.js';
