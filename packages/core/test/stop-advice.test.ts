@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { DqError, ExitCode, LOCAL_CODES, PlatformError, TransportError, defineErrorCodes } from '../src/errors/index.js';
 import { exitCodeFor, stopAdvice, stopKind, PLATFORM_UNREACHABLE } from '../src/engine/index.js';
 import type { StopKind } from '../src/engine/index.js';
+import { StoreError } from '../src/store/errors.js';
 import { classifyFailure } from '../src/transport/http-failure.js';
 import { comeBackLater } from '../src/transport/retry/retrier.js';
 
@@ -37,6 +38,12 @@ const CASES: Array<[string, unknown, StopKind, ExitCode]> = [
   ["the shared budget's grants", run(LOCAL_CODES.budgetPermissionDenied), 'fix-config', ExitCode.USAGE],
   ["the shared budget's server version", run(LOCAL_CODES.budgetDbVersion), 'fix-config', ExitCode.USAGE],
   ["the shared budget's database unreachable", run(LOCAL_CODES.budgetUnreachable), 'budget-db', ExitCode.TEMPFAIL],
+  [
+    "the result store's database unreachable",
+    new StoreError('store-unreachable', 'the result store cannot be used: unreachable'),
+    'store-db',
+    ExitCode.TEMPFAIL,
+  ],
   ['the platform unreachable', run(PLATFORM_UNREACHABLE, true), 'platform-later', ExitCode.TEMPFAIL],
   [
     'a Retry-After past the policy',
@@ -65,7 +72,7 @@ describe('stopAdvice: what the operator should do when a run stopped, once for e
     const csv = { resume: 'rerun with --resume', kept: 'answers already paid for are not bought again' };
     const pick = (kind: StopKind): unknown => CASES.find((c) => c[2] === kind)![1];
     const said = Object.fromEntries(
-      (['cap', 'account', 'proxy', 'fix-config', 'budget-db', 'platform-later', 'failed'] as const).map((k) => {
+      (['cap', 'account', 'proxy', 'fix-config', 'budget-db', 'store-db', 'platform-later', 'failed'] as const).map((k) => {
         const { cause, advice } = stopAdvice(pick(k), csv);
         return [k, { cause, advice }];
       }),
@@ -84,6 +91,10 @@ describe('stopAdvice: what the operator should do when a run stopped, once for e
       'budget-db': {
         cause: "the shared rate budget's database could not be reached",
         advice: "rerun with --resume once the budget's database answers again (answers already paid for are not bought again)",
+      },
+      'store-db': {
+        cause: "the result store's database could not be reached",
+        advice: "rerun with --resume once the store's database answers again (answers already paid for are not bought again)",
       },
       'platform-later': {
         cause: 'the platform could not be reached, or asked to come back later',

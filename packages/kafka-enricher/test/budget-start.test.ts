@@ -38,3 +38,21 @@ it('--budget whose database cannot be reached, on an idle topic: exit 75 at star
   expect(stderr).not.toContain('budget-pw-7d1e');
   expect(stderr).not.toMatch(/\n\s+at /);
 }, 60_000);
+
+it('--store whose database cannot be reached: exit 75 at start, logged as a stop to restart from once it answers, not as a failure', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const run = spawnEnricher(cliArgs(kafka.brokers, names, ['--store', 'postgres://etl:store-pw-3b9c@127.0.0.1:1/dq']), {
+    DQ_BASE_URL: sandbox.url,
+    DQ_API_KEY: DEFAULT_API_KEY,
+  });
+  runs.push(run);
+  const exited = await Promise.race([run.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 20_000))]);
+  const stderr = run.stderr();
+  expect(exited === 'running' ? `still running after 20 s: ${stderr.slice(-1500)}` : exited.code).toBe(75);
+  expect(stderr).toContain(
+    `"msg":"run stopped: the result store's database could not be reached; restart once the store's database answers again (what was delivered is committed)"`,
+  );
+  expect(stderr).not.toContain('"msg":"run failed"');
+  expect(stderr).not.toContain('"msg":"consuming"');
+  expect(stderr).not.toContain('store-pw-3b9c');
+}, 60_000);

@@ -10,10 +10,11 @@ import { exitCodeFor } from './exit-codes.js';
  * - `proxy`: the HTTP proxy refused the connection, for its credentials or rules (exit 3);
  * - `fix-config`: the shared rate budget cannot be used: its grants or its server's version (exit 2);
  * - `budget-db`: the shared rate budget's database could not be reached (exit 75);
+ * - `store-db`: the result store's database could not be reached (exit 75);
  * - `platform-later`: the platform could not be reached, or asked to come back later (exit 75);
  * - `failed`: anything else that is no run stop (a fault, a bug): its own message says more.
  */
-export type StopKind = 'cap' | 'account' | 'proxy' | 'fix-config' | 'budget-db' | 'platform-later' | 'failed';
+export type StopKind = 'cap' | 'account' | 'proxy' | 'fix-config' | 'budget-db' | 'store-db' | 'platform-later' | 'failed';
 
 /** How a connector continues a stopped run, in its own words, for {@link stopAdvice}. */
 export interface ResumeWords {
@@ -38,6 +39,7 @@ export interface StopAdvice {
 
 /** The sort of {@link stopAdvice}, beside {@link exitCodeFor}'s exit code. */
 export function stopKind(err: unknown): StopKind {
+  if ((err as { code?: unknown } | undefined)?.code === 'store-unreachable') return 'store-db';
   if (!isRunStop(err)) return 'failed';
   if (err.code === 'proxy-refused') return 'proxy';
   switch (exitCodeFor(err)) {
@@ -73,6 +75,8 @@ export function stopAdvice(err: unknown, words: ResumeWords): StopAdvice {
       return { kind, cause: "the shared rate budget cannot be used (its grants or its server's version)", advice: `fix what the error names, then ${resume}` };
     case 'budget-db':
       return { kind, cause: "the shared rate budget's database could not be reached", advice: `${resume} once the budget's database answers again${kept}` };
+    case 'store-db':
+      return { kind, cause: "the result store's database could not be reached", advice: `${resume} once the store's database answers again${kept}` };
     case 'platform-later':
       return {
         kind,
