@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateDirtyInputs, makeSampleCsv } from '@dq/sandbox';
-import { open } from 'lmdb';
+import { ageStoreEntries, DAY_MS } from '@dq/test-support/store';
 import { describe, expect, it } from 'vitest';
 import { billable, readCsv, runCli, sampleArgs, summaryOf, useSandbox, useTempDir } from './helpers.js';
 
@@ -9,41 +9,8 @@ import { billable, readCsv, runCli, sampleArgs, summaryOf, useSandbox, useTempDi
 // so the store is the default folder ($XDG_CACHE_HOME/dq-connectors/store; test/support/isolated-store.ts
 // gives each test its own XDG_CACHE_HOME) and answers are reused for the default 30 days.
 const ROWS = 60;
-const DAY_MS = 86_400_000;
 const dir = useTempDir();
 const sandbox = useSandbox();
-
-/** One entry of the embedded store as it keeps it: check time (ms) and the answer. */
-interface Entry {
-  t: number;
-  r: { checkedAt?: string } & Record<string, unknown>;
-}
-
-/**
- * Makes every entry of the default store look checked `ageDays(i)` days ago (i: the entry's
- * position), as a store filled that long ago would be; returns the check time of each age.
- */
-async function ageEntries(ageDays: (i: number) => number): Promise<Map<number, number>> {
-  const path = join(process.env['XDG_CACHE_HOME']!, 'dq-connectors', 'store', 'results.mdb');
-  // The store's own options (packages/core/src/store/lmdb-store.ts): its entries decode only with them.
-  const db = open<Entry, string>({ path, compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
-  const counts = new Map<number, number>();
-  try {
-    const entries = [...db.getRange()].map(({ key, value }) => [key, value] as const);
-    const now = Date.now();
-    await db.transaction(() => {
-      entries.forEach(([key, value], i) => {
-        const days = ageDays(i);
-        const t = now - days * DAY_MS;
-        void db.put(key, { t, r: { ...value.r, checkedAt: new Date(t).toISOString() } });
-        counts.set(days, (counts.get(days) ?? 0) + 1);
-      });
-    });
-  } finally {
-    await db.close();
-  }
-  return counts;
-}
 
 describe('dq-csv validate with the default --store and --max-age', () => {
   it('reuses a stored answer checked 29 days ago (its check time in the output) and buys again one checked 31 days ago', async () => {
@@ -57,7 +24,7 @@ describe('dq-csv validate with the default --store and --max-age', () => {
     // The default rate limit keeps under the platform's per-account limit: not one 429.
     expect(sandbox.stats().requests['batch']?.byStatus['429'] ?? 0).toBe(0);
 
-    const ages = await ageEntries((i) => (i % 2 === 0 ? 31 : 29));
+    const ages = await ageStoreEntries(join(process.env['XDG_CACHE_HOME']!, 'dq-connectors', 'store'), (i) => (i % 2 === 0 ? 31 : 29));
     expect((ages.get(31) ?? 0) + (ages.get(29) ?? 0)).toBe(paid);
 
     const second = await runCli(sampleArgs(input, join(dir, 'out.2.csv')), sandbox.env());
