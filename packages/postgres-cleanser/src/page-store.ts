@@ -480,8 +480,10 @@ export class PageStore {
       }
       let res: pg.QueryResult<{ written: number; conflicts: string[]; locked: string[] }>;
       let refused: Refused[] = [];
+      // Set once the page waited too long for a row another session holds: written again without waiting.
+      const held = { skipLocked: false };
       try {
-        res = await this.#writePage(pageWriteParams(runId, worker, new Date(), page, checkpoint, this.#known?.scope));
+        res = await this.#writePage(pageWriteParams(runId, worker, new Date(), page, checkpoint, this.#known?.scope), held);
       } catch (e) {
         // The table refused a row's new values (a CHECK or unique constraint, a trigger, a value its
         // type rejects): those rows are found and left as they are, the page is written without them.
@@ -489,7 +491,7 @@ export class PageStore {
         if (!refusedByTable(e) || this.#known?.record === 'decided') throw e;
         refused = await this.#refusedRows(page);
         if (refused.length === 0) throw e;
-        res = await this.#writePage(pageWriteParams(runId, worker, new Date(), withoutRefused(page, refused), checkpoint, this.#known?.scope));
+        res = await this.#writePage(pageWriteParams(runId, worker, new Date(), withoutRefused(page, refused), checkpoint, this.#known?.scope), held);
       }
       const row = res.rows[0];
       return { taken: false, written: row?.written ?? 0, conflicts: row?.conflicts ?? [], locked: row?.locked ?? [], refused };
@@ -504,25 +506,33 @@ export class PageStore {
     }
   }
 
-  /** The page statement; when a row of the page is held by another session, again without it (and without waiting). */
-  async #writePage(values: unknown[]): Promise<pg.QueryResult<{ written: number; conflicts: string[]; locked: string[] }>> {
+  /**
+   * The page statement; when a row of the page is held by another session, again without it (and
+   * without waiting), and so at once on a later attempt of the same page (`held.skipLocked`).
+   */
+  async #writePage(values: unknown[], held: { skipLocked: boolean }): Promise<pg.QueryResult<{ written: number; conflicts: string[]; locked: string[] }>> {
+    const skipLocked = () => this.#inLockWait(() => this.#writer.query({ name: 'dq_write_skip_locked', text: this.#writeSkipLockedSql, values }));
+    if (held.skipLocked) return skipLocked();
     try {
       return await this.#inLockWait(() => this.#writer.query({ name: 'dq_write', text: this.#writeSql, values }));
     } catch (e) {
       if ((e as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw e;
-      return this.#inLockWait(() => this.#writer.query({ name: 'dq_write_skip_locked', text: this.#writeSkipLockedSql, values }));
+      held.skipLocked = true;
+      return skipLocked();
     }
   }
 
   /**
    * The rows of `page` whose new values the table refuses: each row to write is updated on its own
    * under a savepoint, in key order (so of two rows corrected into one unique value, the second is
-   * refused), in a transaction that is rolled back. A row another session holds is not waited for.
+   * refused), in a transaction that is rolled back. A row another session holds is not waited for:
+   * it is skipped (the page's write leaves it as a conflict).
    */
   async #refusedRows(page: PageWrite): Promise<Refused[]> {
     const { key, qualified, columns } = this.#target;
     const set = columns.map((c, i) => `${c.quoted} = COALESCE($${i + 2}, ${c.quoted})`).join(', ');
-    const text = `UPDATE ${qualified} SET ${set} WHERE ${key.quoted} = $1::${key.type}`;
+    const text = `UPDATE ${qualified} SET ${set} WHERE ${key.quoted} = $1::${key.type}
+                    AND ${key.quoted} IN (SELECT ${key.quoted} FROM ${qualified} WHERE ${key.quoted} = $1::${key.type} FOR UPDATE SKIP LOCKED)`;
     const refused: Refused[] = [];
     const q = (sql: string): Promise<unknown> => this.#writer.query(sql);
     await q(`BEGIN; SET LOCAL lock_timeout = ${this.#lockWaitMs}`);

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanseArgs, createCustomers, rowTexts, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
@@ -71,6 +72,41 @@ describe('dq-pg and rows the table refuses to take', () => {
     }
     expect(summaryOf(run)['written'] as number).toBeGreaterThan(0);
   }, 60_000);
+
+  it('a page with rows the table refuses and rows another session holds locked: one lock wait, not one per held row', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 100);
+    await withClient(db, (c) => c.query(`ALTER TABLE customers ADD CONSTRAINT short_street CHECK (length(street) <= 15) NOT VALID`));
+    const original = await rowTexts(db);
+    // Another session holds 20 rows of the one page for the whole run (an application's long transaction).
+    const held = Array.from({ length: 20 }, (_, i) => String(2 * i + 1));
+    const other = new pg.Client({ connectionString: db });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`SELECT id FROM customers WHERE id = ANY($1::bigint[]) FOR UPDATE`, [held]);
+      const started = Date.now();
+      const run = await runWithin(cleanseArgs(db, env.sandbox, ['--run-id', 'held', '--batch-size', '100', '--workers', '1']), 90_000);
+      const seconds = (Date.now() - started) / 1000;
+      expect(run.signal, run.stderr.slice(-1500)).toBeNull();
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      const summary = summaryOf(run) as { written: number; conflicts: number; conflictKeys: string[] };
+      const refused = await refusals(db, 'held');
+      expect(refused.length).toBeGreaterThan(0);
+      // The held rows the run would change are conflicts, left as they were; the others are written.
+      expect(summary.conflicts).toBeGreaterThan(0);
+      for (const key of summary.conflictKeys) expect(held).toContain(key);
+      expect(summary.written).toBeGreaterThan(0);
+      await other.query('ROLLBACK');
+      const after = await rowTexts(db);
+      for (const key of [...summary.conflictKeys, ...refused.map((r) => r.row_key)]) expect(after.get(key)).toBe(original.get(key));
+      // The page waits once for the held rows (5 s) and is then written around them; probing the
+      // refused rows and writing the page again do not wait for them once more, each.
+      expect(seconds).toBeLessThan(15);
+    } finally {
+      await other.end();
+    }
+  }, 120_000);
 
   it('a CHECK constraint the corrections break: those rows are named and kept, the others written', async () => {
     const db = await env.pg.createDatabase();
