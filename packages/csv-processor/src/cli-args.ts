@@ -44,9 +44,9 @@ Options:
   --max-failed <share>      exit 4 when rejected + unavailable rows exceed this share, default 0
   --batch-size <rows>       rows per durable batch and checkpoint, default 500
 ${ENGINE_FLAGS_USAGE}
-  --base-url <url>          address API host (env DQ_BASE_URL)
+  --base-url <url>          address API host (required; or env DQ_BASE_URL)
   --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
-  --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
+  --api-key <key>           API key (required; or env DQ_API_KEY, better: flags show in ps)
   --help                    this text
 
 Exit codes: 0 done, 1 unexpected error, 2 bad usage (also: an output that is the input, a

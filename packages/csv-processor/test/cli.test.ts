@@ -20,6 +20,9 @@ describe('the dq-csv command line', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Usage: dq-csv validate');
     expect(run.stdout).toContain('Example:');
+    // What a run cannot start without is marked so.
+    expect(run.stdout).toMatch(/--base-url <url> +address API host \(required; or env DQ_BASE_URL\)/);
+    expect(run.stdout).toMatch(/--api-key <key> +API key \(required; or env DQ_API_KEY/);
   });
 
   it.each([

@@ -65,9 +65,9 @@ ${ENGINE_FLAGS_USAGE}
   --sasl-mechanism <m>      plain | scram-sha-256 | scram-sha-512
   --sasl-username <user>    SASL user
   --sasl-password <pw>      SASL password (prefer DQ_KAFKA_SASL_PASSWORD: flags show in ps)
-  --base-url <url>          address API host (env DQ_BASE_URL)
+  --base-url <url>          address API host (required; or env DQ_BASE_URL)
   --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
-  --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
+  --api-key <key>           API key (required; or env DQ_API_KEY, better: flags show in ps)
   --log-level <level>       debug | info (default) | warn | error
   --help                    this text
 

@@ -53,9 +53,9 @@ cleanse options:
                             HTML page with counts, corrections per column, review queue,
                             failures, conflicts and calls per second
 ${ENGINE_FLAGS_USAGE}
-  --base-url <url>          address API host (env DQ_BASE_URL)
+  --base-url <url>          address API host (required; or env DQ_BASE_URL)
   --realtime-url <url>      company service host (env DQ_REALTIME_URL), default the base URL
-  --api-key <key>           API key (env DQ_API_KEY; prefer the variable: flags show in ps)
+  --api-key <key>           API key (required; or env DQ_API_KEY, better: flags show in ps)
 
 rollback options:  --db <url>  --run <id>
 status options:    --db <url>  [--run <id>]  [--json]
