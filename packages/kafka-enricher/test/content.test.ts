@@ -124,6 +124,36 @@ describe("dq-kafka writes the platform's answer for each message into that messa
     expect(several).toBeGreaterThan(0);
   }, 300_000);
 
+  it('--include: coordinates and field metadata in dq.address; the store answers a run only with answers asked with the same --include', async () => {
+    const N = 20;
+    const values = Array.from({ length: N }, (_, i) => ({ id: i, a: { street: 'Lindenweg', no: String(i + 1), zip: '10115', city: 'Berlin', cc: 'DE' } }));
+    const map = 'street=/a/street,houseNumber=/a/no,postalCode=/a/zip,locality=/a/city,country=/a/cc';
+    const calls = (): number => sandbox.stats().requests['batch']?.total ?? 0;
+    const withAddress = (runs: Enriched[]) => runs.filter((e) => e.value.dq.address !== undefined);
+
+    const before = calls();
+    const plain = await enrich(values, map);
+    expect(calls() - before).toBe(N);
+    expect(withAddress(plain).length).toBeGreaterThan(0);
+    for (const { value } of plain) expect(value.dq.address?.coordinates).toBeUndefined();
+
+    // Asked with --include: not answered from the store's answers without coordinates.
+    const included = await enrich(values, map, ['--include', 'coordinates-wgs84,metadata']);
+    expect(calls() - before).toBe(2 * N);
+    expect(withAddress(included).length).toBe(withAddress(plain).length);
+    for (const { value } of withAddress(included)) {
+      expect(value.dq.address.coordinates.wgs84).toMatchObject({ lat: expect.any(Number), lon: expect.any(Number) });
+      expect(value.dq.address._meta.fields.street.status).toEqual(expect.any(String));
+    }
+
+    // The same --include again: every answer from the store, coordinates included.
+    const again = await enrich(values, map, ['--include', 'coordinates-wgs84,metadata']);
+    expect(calls() - before).toBe(2 * N);
+    const seq = (e: Enriched): number => Number(e.input.headers['x-seq']);
+    const bySeq = new Map(included.map((e) => [seq(e), e.value.dq.address]));
+    for (const e of again) expect(e.value.dq.address).toEqual(bySeq.get(seq(e)));
+  }, 120_000);
+
   it('company mode: status, the best hit and every hit of a review for each message', async () => {
     const inputs = companyInputs(8).map((c) => ({ company: c.company ?? '' }));
     const expected: KnownCompanyAnswer[] = await Promise.all(inputs.map((c) => askCompany(sandbox.url, DEFAULT_API_KEY, c)));
