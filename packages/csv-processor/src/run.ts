@@ -1,5 +1,5 @@
 import { createEngine, DqError, exitCodeFor, ExitCode, stopAdvice, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
-import { openStore } from '@dq/core/store';
+import { openStore, reusesAnswers } from '@dq/core/store';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planFile, type DryRunPlan } from './dry-run.js';
@@ -243,7 +243,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       totals,
       failedShare: failedShare(totals),
       resumed: checkpoint !== undefined,
-      error: describeStop(err, position.records, options.signal?.aborted === true),
+      error: describeStop(err, position.records, options.signal?.aborted === true, reusesAnswers(options.engine?.store, options.engine?.maxAgeMs)),
       ...(report ? { details: details() } : {}),
       ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     };
@@ -310,10 +310,11 @@ async function refuseChangedContent(sampler: InputSampler, stored: InputFingerpr
   );
 }
 
-/** How a stopped dq-csv run continues, for core's stopAdvice. */
-const RESUME = { resume: 'rerun with --resume', kept: 'answers already paid for are not bought again' };
+/** How a stopped dq-csv run continues, for core's stopAdvice; `reuses`: whether its store keeps the answers paid for. */
+const resumeWords = (reuses: boolean) => ({ resume: 'rerun with --resume', ...(reuses ? { kept: 'answers already paid for are not bought again' } : {}) });
 
-function describeStop(err: unknown, records: number, interrupted: boolean): RunSummary['error'] {
+function describeStop(err: unknown, records: number, interrupted: boolean, reuses: boolean): RunSummary['error'] {
+  const RESUME = resumeWords(reuses);
   const where = records === 0 ? 'no input record is written yet' : `input records 1-${records} are written and checkpointed`;
   // SIGINT / SIGTERM (main.ts aborts the run with the signal's name): a stop asked for, not a failure.
   if (interrupted && !(err instanceof CsvError)) {

@@ -64,6 +64,13 @@ describe('--max-calls, the spending cap', () => {
     expect(out.rows).toHaveLength(ROWS);
     expect(out.rows.map((r) => r[1])).toEqual(Array.from({ length: ROWS }, (_, i) => String(i + 1)));
   }, 120_000);
+
+  it('with --store off, the advice does not promise that resuming keeps the answers paid for (nothing keeps them)', async () => {
+    const run = await runCli(args('--max-calls', '5', '--store', 'off', '--output', join(dir, 'no-store.csv')), sandboxEnv(sandbox));
+    expect(run.code, run.stderr).toBe(5);
+    expect(summaryOf(run).error.message).toMatch(/; rerun with --resume to continue, with a new --max-calls or none$/);
+    expect(run.stderr).not.toContain('not bought again');
+  }, 60_000);
 });
 
 describe('--account-db, the shared rate budget', () => {

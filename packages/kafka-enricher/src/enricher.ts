@@ -1,6 +1,6 @@
 import { createEngine, createLogger, DqError, ExitCode, exitCodeFor, stopAdvice } from '@dq/core';
 import { emptyRunReport } from '@dq/core/engine';
-import { openStore } from '@dq/core/store';
+import { openStore, reusesAnswers } from '@dq/core/store';
 import { resolveRetryOptions, retryDelay, sleep } from '@dq/core/transport';
 import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
@@ -315,7 +315,7 @@ class KafkaEnricher implements Enricher {
     if (this.#fatal === undefined) {
       this.#fatal = err;
       // What to do now, as every connector says it (core's stopAdvice); the error itself is logged with it.
-      const { kind, cause, advice } = stopAdvice(err, { resume: 'restart', kept: 'what was delivered is committed' });
+      const { kind, cause, advice } = stopAdvice(err, this.#resumeWords());
       const why = kind === 'failed' ? 'run failed' : `run stopped: ${cause}; ${advice}`;
       this.#logger.error(why, { error: err as Error });
     }
@@ -353,6 +353,13 @@ class KafkaEnricher implements Enricher {
     return this.#shutdown;
   }
 
+  /** How a stopped dq-kafka continues, for core's stopAdvice. */
+  #resumeWords(): { resume: string; kept: string } {
+    const { store, maxAgeMs } = this.#o.engine ?? {};
+    const answers = reusesAnswers(store, maxAgeMs) ? ', and answers already paid for are not bought again' : '';
+    return { resume: 'restart', kept: `what was delivered is committed${answers}` };
+  }
+
   #outcome(): EnricherOutcome {
     const report = this.#engine?.report() ?? emptyRunReport();
     const err = this.#fatal;
@@ -376,7 +383,9 @@ class KafkaEnricher implements Enricher {
     const requestId = err instanceof DqError ? err.requestId : undefined;
     // Platform errors name their request id already ("[…, HTTP 401, request id …]"): said once.
     const named = requestId === undefined || e.message.includes(requestId);
-    const message = this.#logger.redactor.redact(`${e.message}${named ? '' : ` (request id ${requestId})`}`);
+    // What to do now, as the log line of the stop says it (core's stopAdvice).
+    const { kind, advice } = stopAdvice(err, this.#resumeWords());
+    const message = this.#logger.redactor.redact(`${e.message}${named ? '' : ` (request id ${requestId})`}${kind === 'failed' ? '' : `; ${advice}`}`);
     return { exitCode, reason: 'fatal', error: requestId ? { code, message, requestId } : { code, message }, report };
   }
 }

@@ -41,7 +41,7 @@ describe.skipIf(tooOld === undefined)('dq-kafka --budget on PostgreSQL 11', () =
     const stderr = run.stderr();
     expect(exited.code, stderr.slice(-2000)).toBe(2);
     expect(stderr).toMatch(
-      /^dq-kafka: budget-db-version: the shared rate budget needs PostgreSQL 12 or later; the server at postgres:\/\/postgres:(\*\*\*|\[redacted\])@127\.0\.0\.1:\d+\/t_\w+ is 11\.\d+ \(server_version_num 1100\d\d\); upgrade the server, or run with --budget off to use a budget of this process only$/m,
+      /^dq-kafka: budget-db-version: the shared rate budget needs PostgreSQL 12 or later; the server at postgres:\/\/postgres:(\*\*\*|\[redacted\])@127\.0\.0\.1:\d+\/t_\w+ is 11\.\d+ \(server_version_num 1100\d\d\); upgrade the server, or run with --budget off to use a budget of this process only; fix what the error names, then restart$/m,
     );
     // The log says what to do, not to wait for the platform.
     expect(stderr).toContain(

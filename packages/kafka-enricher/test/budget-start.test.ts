@@ -33,7 +33,10 @@ it('--budget whose database cannot be reached, on an idle topic: exit 75 at star
   // The default rate limit: an endpoint without one (--rate-limit 0) has nothing to share.
   const { code, stderr } = await startIdle(['--budget', 'postgres://etl:budget-pw-7d1e@127.0.0.1:1/dq']);
   expect(code === 'running' ? `still running after 20 s: ${stderr.slice(-1500)}` : code).toBe(75);
-  expect(stderr).toMatch(/^dq-kafka: budget-unreachable: the shared rate budget's database could not be reached/m);
+  // The last line says what to do, as the log line of the stop does.
+  expect(stderr).toMatch(
+    /^dq-kafka: budget-unreachable: the shared rate budget's database could not be reached \(ECONNREFUSED\); --budget off runs with a budget of this process only instead; restart once the budget's database answers again \(what was delivered is committed, and answers already paid for are not bought again\)$/m,
+  );
   expect(stderr).not.toContain('"msg":"consuming"');
   expect(stderr).not.toContain('"msg":"partitions assigned"');
   expect(stderr).not.toContain('budget-pw-7d1e');
@@ -44,7 +47,7 @@ it('--store whose database cannot be reached: exit 75 at start, logged as a stop
   const { code, stderr } = await startIdle(['--store', 'postgres://etl:store-pw-3b9c@127.0.0.1:1/dq']);
   expect(code === 'running' ? `still running after 20 s: ${stderr.slice(-1500)}` : code).toBe(75);
   expect(stderr).toContain(
-    `"msg":"run stopped: the result store's database could not be reached; restart once the store's database answers again (what was delivered is committed)"`,
+    `"msg":"run stopped: the result store's database could not be reached; restart once the store's database answers again (what was delivered is committed, and answers already paid for are not bought again)"`,
   );
   expect(stderr).not.toContain('"msg":"run failed"');
   expect(stderr).not.toContain('"msg":"consuming"');

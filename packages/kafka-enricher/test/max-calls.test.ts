@@ -55,7 +55,7 @@ it('--max-calls: stops at the cap with exit 5, commits only what it delivered, a
   expect(billed).toBeGreaterThan(200);
   expect(first.stderr()).toMatch(/max-calls-reached/);
   expect(first.stderr()).toContain(
-    '"msg":"run stopped: the spending cap (--max-calls) was reached; restart to continue (what was delivered is committed), with a new --max-calls or none"',
+    '"msg":"run stopped: the spending cap (--max-calls) was reached; restart to continue (what was delivered is committed, and answers already paid for are not bought again), with a new --max-calls or none"',
   );
   expect(first.stderr()).not.toMatch(/\n\s+at /);
   const line = JSON.parse(first.stdout().trim().split('\n').pop()!) as { exitCode: number; budget: { billableCalls: number; maxCalls: number } };
@@ -93,7 +93,7 @@ it('--budget whose database cannot be reached: exit 75 before any call, the log 
   expect(exited.code, stderr.slice(-2000)).toBe(75);
   expect(stderr).toMatch(/^dq-kafka: budget-unreachable: the shared rate budget's database could not be reached/m);
   expect(stderr).toContain(
-    `"msg":"run stopped: the shared rate budget's database could not be reached; restart once the budget's database answers again (what was delivered is committed)"`,
+    `"msg":"run stopped: the shared rate budget's database could not be reached; restart once the budget's database answers again (what was delivered is committed, and answers already paid for are not bought again)"`,
   );
   expect(stderr).not.toMatch(/restart after the time it names|run stopped by the platform/);
   expect(stderr).not.toContain('budget-pw-51c2');

@@ -55,7 +55,7 @@ it('stops on a refused API key (401) with one line that gives the request id onc
     .split('\n')
     .find((l) => l.startsWith('dq-kafka: '));
   expect(line).toMatch(
-    /^dq-kafka: api-key-invalid: API Key Invalid \[api-key-invalid, HTTP 401, request id [\w-]+\]; check the API key in the customer portal$/,
+    /^dq-kafka: api-key-invalid: API Key Invalid \[api-key-invalid, HTTP 401, request id [\w-]+\]; check the API key in the customer portal; fix the key, account, plan or quota, then restart$/,
   );
   const summary = JSON.parse(run.stdout().trim().split('\n').at(-1)!) as { error: { message: string; requestId: string } };
   for (const message of [line!, summary.error.message]) expect(message.split(summary.error.requestId).length - 1, message).toBe(1);

@@ -43,6 +43,15 @@ function ownerInit(url: string): string {
 const isPostgresUrl = (spec: string): boolean => /^postgres(ql)?:\/\//i.test(spec);
 
 /**
+ * Whether a rerun with these `--store` and `--max-age` settings reuses the answers a stopped run
+ * already paid for (not with `--store off`, nor with `--max-age 0`): only then may a connector's
+ * advice promise that resuming does not buy them again.
+ */
+export function reusesAnswers(spec: string | undefined, maxAgeMs: number | undefined): boolean {
+  return spec !== 'off' && maxAgeMs !== 0;
+}
+
+/**
  * Opens the result store the `--store` setting names, the one place that setting is resolved:
  * - `off`: none (undefined): every input is called;
  * - `postgres://…` / `postgresql://…`: the shared store in that database (schema `dq_store`);

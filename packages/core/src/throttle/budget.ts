@@ -88,7 +88,7 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
     if (!BILLABLE_ENDPOINTS.has(endpoint)) return;
     const before = Number(Atomics.add(count, 0, 1n));
     if (counter.max > 0 && before >= counter.max) {
-      throw new DqError(`the spending cap was reached: ${counter.max} billable calls sent (--max-calls); the run stops here: resume to continue`, {
+      throw new DqError(`the spending cap was reached: ${counter.max} billable calls sent (--max-calls)`, {
         code: MAX_CALLS_REACHED,
         retriable: false,
         scope: 'run',
@@ -97,7 +97,7 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
   };
   const capped = (): void => {
     if (counter.max > 0 && Number(Atomics.load(count, 0)) >= counter.max) {
-      throw new DqError(`the spending cap was reached: ${counter.max} billable calls sent (--max-calls); the run stops here: resume to continue`, {
+      throw new DqError(`the spending cap was reached: ${counter.max} billable calls sent (--max-calls)`, {
         code: MAX_CALLS_REACHED,
         retriable: false,
         scope: 'run',
@@ -183,7 +183,7 @@ function unreachable(err: unknown): DqError {
   }
   const detail = typeof code === 'string' && code !== 'throttle-store-failed' ? ` (${code})` : '';
   return new DqError(
-    `the shared rate budget's database could not be reached${detail}; the run stops here: rerun (resume) once it is reachable, or run with --budget off to use a budget of this process only`,
+    `the shared rate budget's database could not be reached${detail}; --budget off runs with a budget of this process only instead`,
     // Not retriable by the retrier (every call would wait on the same database); exit 75 all the same.
     { code: BUDGET_UNREACHABLE, retriable: false, scope: 'run', cause: err },
   );
