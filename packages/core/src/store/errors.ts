@@ -65,7 +65,7 @@ export function pgStoreError(location: string, cause: unknown, schema: string): 
   if (code === undefined || CONNECTION_CODES.has(code) || PG_UNAVAILABLE_CLASSES.has(code.slice(0, 2))) {
     return new StoreError(
       'store-unreachable',
-      `the result store ${location} cannot be used: unreachable (${reason}); the run stops here, rerun once the database answers again (or pass --store off)`,
+      `the result store ${location} cannot be used: unreachable (${reason}); --store off runs without it instead`,
       { cause },
     );
   }
