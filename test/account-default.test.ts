@@ -3,9 +3,9 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_API_KEY, makeSampleCsv } from '@dq/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sampleArgs } from '@dq/test-support/csv';
-import { startPostgres, withClient, type TestPostgres } from '@dq/test-support/pg';
+import { usePostgres, withClient } from '@dq/test-support/pg';
 import { useSandbox, useTempDir } from '@dq/test-support/use';
 
 // --account left out (README: "default: a digest of the API key and base URL; the key is never
@@ -21,14 +21,7 @@ const sandbox = useSandbox({
     { id: 'second', apiKeys: [OTHER_KEY] },
   ],
 });
-let server: TestPostgres;
-
-beforeAll(async () => {
-  server = await startPostgres();
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const server = usePostgres();
 
 /** dq-csv validate of a sample file of its own (`seed`) with `--account-db db`; its exit code, output and summary's budget. */
 async function validate(seed: number, db: string, env: Record<string, string>) {

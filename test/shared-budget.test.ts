@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
+import { describe, expect, it } from 'vitest';
+import { usePostgres } from '@dq/test-support/pg';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useTempDir } from '@dq/test-support/use';
@@ -20,14 +20,7 @@ const DQ_CSV = fileURLToPath(new URL('../packages/csv-processor/dist/cli.js', im
 const LIMIT = 100;
 
 const dir = useTempDir('dq-shared-budget-');
-let server: TestPostgres;
-
-beforeAll(async () => {
-  server = await startPostgres();
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const server = usePostgres();
 
 /** dq-csv `validate` arguments for a `strasse;nr;plz;ort` file of {@link addresses}, then `more`. */
 function csvArgs(input: string, output: string, ...more: string[]): string[] {

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { launchPostgres } from './pg-launch.js';
 import type { PostgresSettings } from './pg-launch.js';
 
@@ -26,6 +27,33 @@ export interface TestPostgres {
   freeze(guardMs?: number): () => void;
   /** Stops the server and deletes its data directory. */
   stop(): Promise<void>;
+}
+
+/**
+ * A Postgres server ({@link startPostgres}) for every test of the file: call at a test file's top
+ * level; started before the first test, stopped after the last. Its members are there once started.
+ */
+export function usePostgres(options: PostgresSettings = {}): TestPostgres {
+  let started: TestPostgres | undefined;
+  beforeAll(async () => {
+    started = await startPostgres(options);
+  }, 120_000);
+  afterAll(async () => started?.stop());
+  const it = (): TestPostgres => {
+    if (!started) throw new Error('the Postgres server is not started yet (use it inside a test or hook)');
+    return started;
+  };
+  return {
+    get url() {
+      return it().url;
+    },
+    get pid() {
+      return it().pid;
+    },
+    createDatabase: () => it().createDatabase(),
+    freeze: (guardMs) => it().freeze(guardMs),
+    stop: () => it().stop(),
+  };
 }
 
 /**
