@@ -46,6 +46,15 @@ describe('engine: the spending cap (maxCalls)', () => {
     expect(e.report().budget?.billableCalls).toBe(3);
   });
 
+  it('counts a request as a call made when its first attempt went out and the cap refused its retry', async () => {
+    platform = await startScriptedPlatform(() => problem(500, 'internal-error'));
+    const e = start(platform.url, { threads: 0, concurrency: 1, maxCalls: 2, retry: { baseDelayMs: 1, maxDelayMs: 1 } });
+    await expect(e.process(addresses(3))).rejects.toMatchObject({ code: 'max-calls-reached' });
+    // The first address was sent twice (two 500s), its third attempt refused; the others never went out.
+    expect(platform.seen).toHaveLength(2);
+    expect(e.report()).toMatchObject({ apiCalls: 1, budget: { billableCalls: 2 } });
+  });
+
   it('names the account by a digest of key and base URL, never the key', async () => {
     platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
     const e = start(platform.url, { threads: 0 });

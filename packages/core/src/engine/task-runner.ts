@@ -4,9 +4,10 @@
  * (worker.ts) and, with `threads: 0`, directly on the engine's own thread (inline-pool.ts).
  * Everything it returns is plain data (errors as `ErrorData`), so it can cross `postMessage`.
  */
-import { DqError, LOCAL_CODES, RetriesExhaustedError } from '../errors/index.js';
+import { RetriesExhaustedError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { attachSharedThrottle, createBudgetThrottle, MAX_CALLS_REACHED } from '../throttle/index.js';
+import { failedUnsent } from '../throttle/metered.js';
 import { createTransport } from '../transport/index.js';
 import type { Transport } from '../transport/index.js';
 import { Control } from './messages.js';
@@ -20,17 +21,6 @@ export interface TaskRunner {
   run(task: CallTask, onOutcome?: OutcomeListener): Promise<TaskResult>;
   close(): Promise<void>;
 }
-
-/**
- * Errors of a call the rate budget refused before its request went out (the spending cap, a
- * shared budget that cannot be used): not a call made, so not in the report's `apiCalls`.
- */
-const REFUSED_BEFORE_SENDING: ReadonlySet<string> = new Set([
-  LOCAL_CODES.maxCallsReached,
-  LOCAL_CODES.budgetUnreachable,
-  LOCAL_CODES.budgetPermissionDenied,
-  LOCAL_CODES.budgetDbVersion,
-]);
 
 // Atomics.waitAsync is in Node 20 (V8) but not in the ES2023 lib the project compiles against.
 const waitAsync = (
@@ -173,8 +163,8 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     if (signal.aborted) return { kind: 'skipped' };
     if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
     const outcome = errorOutcome(e);
-    const sent = !(e instanceof DqError && REFUSED_BEFORE_SENDING.has(e.code));
-    ended(answers, Date.now(), sent, outcome.kind === 'result' && outcome.unreachableAt === undefined);
+    // A call the budget refused before any of its attempts went out is not a call made (`apiCalls`).
+    ended(answers, Date.now(), !failedUnsent(e), outcome.kind === 'result' && outcome.unreachableAt === undefined);
     // Tell sibling calls and threads at once; the engine also stops every other batch. Not when
     // the spending cap was reached: the calls in flight were paid for and must bring their
     // answers home, and no further call can be sent anyway (each fails at the cap, unsent).

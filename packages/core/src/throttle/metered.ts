@@ -21,7 +21,13 @@ export interface MeteredAttempt {
  * limit at once. A streamed body (a download) is read after `send` returned its status and headers.
  */
 export async function meteredAttempt<T>(throttle: Throttle | undefined, a: MeteredAttempt, send: () => Promise<T>): Promise<T> {
-  const ticket = await throttle?.acquire(a.endpoint, a.signal);
+  let ticket: number | void;
+  try {
+    ticket = await throttle?.acquire(a.endpoint, a.signal);
+  } catch (error) {
+    if (typeof error === 'object' && error !== null) refusedUnsent.add(error);
+    throw error;
+  }
   let result: T;
   try {
     result = await send();
@@ -34,4 +40,29 @@ export async function meteredAttempt<T>(throttle: Throttle | undefined, a: Meter
   }
   throttle?.ended?.(a.endpoint, ticket);
   return result;
+}
+
+/**
+ * Errors with which the budget refused an attempt before its request went out (the spending cap,
+ * a shared budget that cannot be used, a wait aborted). A refusal error is made for the attempt it
+ * refuses; only a budget that failed to open hands one error to every waiting attempt, and those
+ * are first attempts (an attempt that went out had found the budget open).
+ */
+const refusedUnsent = new WeakSet<object>();
+
+/**
+ * Whether `error`, the failure of a request, means that none of its attempts went out: its last
+ * attempt was refused by the budget ({@link meteredAttempt}) and no earlier one was sent. Such a
+ * request is not a call made (the run report's `apiCalls`).
+ */
+export function failedUnsent(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && refusedUnsent.has(error);
+}
+
+/**
+ * Records that an earlier attempt of the request that failed with `error` went out, so the request
+ * counts as sent although the budget refused its last attempt (a 5xx, then the spending cap).
+ */
+export function sentBeforeRefusal(error: unknown): void {
+  if (typeof error === 'object' && error !== null) refusedUnsent.delete(error);
 }

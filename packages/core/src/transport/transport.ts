@@ -12,7 +12,7 @@ import { retryResolved } from './retry/retrier.js';
 import type { RetryEvent } from './retry/retrier.js';
 import { HeaderBuilder, TargetCache } from './request-parts.js';
 import { SessionManager } from './session-manager.js';
-import { meteredAttempt } from '../throttle/metered.js';
+import { meteredAttempt, sentBeforeRefusal } from '../throttle/metered.js';
 import type { AuthMode, Transport, TransportOptions, TransportRequest, TransportResponse } from './types.js';
 
 /** Path of the start-session endpoint (contract 4.3). */
@@ -70,6 +70,8 @@ export function createTransport(options: TransportOptions): Transport {
     const { signal } = req;
     const policy = policyFor(req.retry);
     let attempts = 0;
+    /** Attempts whose request went out (the budget did not refuse them). */
+    let sent = 0;
     let renewed = false;
 
     /**
@@ -83,6 +85,7 @@ export function createTransport(options: TransportOptions): Transport {
       // retry policy waits: a longer Retry-After stops the run in the retrier instead.
       const res = await meteredAttempt(throttle, { endpoint: req.endpoint, signal, maxHoldMs: policy.maxRetryAfterMs }, () => {
         if (debug) started = performance.now();
+        sent++;
         return sendOnce({
           target,
           method: req.method,
@@ -148,7 +151,12 @@ export function createTransport(options: TransportOptions): Transport {
           requestId: e?.requestId,
         });
       };
-      res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, { signal, onRetry, failed: { error, started } });
+      try {
+        res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, { signal, onRetry, failed: { error, started } });
+      } catch (last) {
+        if (sent > 0) sentBeforeRefusal(last);
+        throw last;
+      }
     }
     return { data: res.data, status: res.status, requestId: res.requestId, headers: res.headers, attempts };
   }
