@@ -1,5 +1,6 @@
 import { isRunStop } from '../errors/index.js';
 import { ExitCode } from '../errors/exit-code.js';
+import { STORE_UNREACHABLE } from '../store/errors.js';
 import { BUDGET_UNREACHABLE } from '../throttle/budget.js';
 import { exitCodeFor } from './exit-codes.js';
 
@@ -39,7 +40,7 @@ export interface StopAdvice {
 
 /** The sort of {@link stopAdvice}, beside {@link exitCodeFor}'s exit code. */
 export function stopKind(err: unknown): StopKind {
-  if ((err as { code?: unknown } | undefined)?.code === 'store-unreachable') return 'store-db';
+  if ((err as { code?: unknown } | undefined)?.code === STORE_UNREACHABLE) return 'store-db';
   if (!isRunStop(err)) return 'failed';
   if (err.code === 'proxy-refused') return 'proxy';
   switch (exitCodeFor(err)) {

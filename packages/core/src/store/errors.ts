@@ -8,10 +8,13 @@ import { CONNECTION_CODES } from '../transport/http-failure.js';
  * that cannot be reached is worth a retry (75), one this user may not use is configuration (2),
  * anything else is unexpected (1). Every message names the store (never its password) and what to do.
  */
+/** The code of a {@link StoreError} whose database cannot be reached now (exit 75; a stop to resume from). */
+export const STORE_UNREACHABLE = 'store-unreachable';
+
 export class StoreError extends defineErrorCodes('dq-store', {
   usage: { exit: ExitCode.USAGE },
   /** the store's database is down, refuses connections for now, or dropped the connection */
-  'store-unreachable': { exit: ExitCode.TEMPFAIL },
+  [STORE_UNREACHABLE]: { exit: ExitCode.TEMPFAIL },
   /** the store's role lacks a privilege or cannot log in, or the folder cannot be written */
   'store-permission-denied': { exit: ExitCode.USAGE },
   /** any other failure of the store */
@@ -63,7 +66,7 @@ export function pgStoreError(location: string, cause: unknown, schema: string): 
   }
   // No SQLSTATE (the connection broke or could not be made) or a server that cannot serve now.
   if (code === undefined || CONNECTION_CODES.has(code) || PG_UNAVAILABLE_CLASSES.has(code.slice(0, 2))) {
-    return new StoreError('store-unreachable', `the result store ${location} cannot be used: unreachable (${reason}); --store off runs without it instead`, {
+    return new StoreError(STORE_UNREACHABLE, `the result store ${location} cannot be used: unreachable (${reason}); --store off runs without it instead`, {
       cause,
     });
   }

@@ -6,6 +6,6 @@ export { openPgStore, ensureStoreSchema, storeSchemaError, STORE_SCHEMA } from '
 export type { PgStoreOptions, PgQueryable } from './pg-store.js';
 export { parseAge, formatAge, DEFAULT_MAX_AGE_MS } from './age.js';
 export { storeKey } from './key.js';
-export { StoreError } from './errors.js';
+export { StoreError, STORE_UNREACHABLE } from './errors.js';
 export { postgresVersionProblem, MIN_POSTGRES_MAJOR, redactUrl } from './pg-version.js';
 export { endOrDrop } from '../end-or-drop.js';

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
-import { pgStoreError, StoreError } from './errors.js';
+import { pgStoreError, STORE_UNREACHABLE, StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
 import { postgresVersionProblem } from './pg-version.js';
 import type { ResultStore, StoreInfo } from './types.js';
@@ -77,7 +77,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
   let unreachable: StoreError | undefined;
   const failed = (e: unknown): StoreError => {
     const error = storeError(location, e);
-    if (error.code === 'store-unreachable') unreachable ??= error;
+    if (error.code === STORE_UNREACHABLE) unreachable ??= error;
     return error;
   };
 
