@@ -22,7 +22,7 @@ describe('dq-pg and columns of a declared length', () => {
     const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'narrow', '--batch-size', '100']));
     expect(run.stderr).not.toMatch(/\n\s+at /);
     expect(run.stderr).not.toContain('unexpected error');
-    expect(run.code).toBe(0);
+    expect(run.code, `signal ${run.signal}; stderr: ${run.stderr}`).toBe(0);
     const summary = summaryOf(run);
     expect(summary).toMatchObject({ state: 'done', rows: 300 });
     expect(summary['written'] as number).toBeGreaterThan(0);
@@ -56,7 +56,7 @@ describe('dq-pg and columns of a declared length', () => {
     await withClient(db, (c) => c.query(`ALTER TABLE customers ALTER city TYPE varchar(40)`));
     const calls = Object.values(env.sandbox.stats().billable).reduce((a, b) => a + b, 0);
     const next = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'widened', '--batch-size', '100']));
-    expect(next.code).toBe(0);
+    expect(next.code, `signal ${next.signal}; stderr: ${next.stderr}`).toBe(0);
     expect(summaryOf(next)['written']).toBe(unfit.length);
     expect(Object.values(env.sandbox.stats().billable).reduce((a, b) => a + b, 0)).toBe(calls);
   }, 60_000);

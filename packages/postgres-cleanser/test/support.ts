@@ -127,7 +127,11 @@ export function spawnCli(args: string[]): { child: ChildProcess; done: Promise<C
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const done = new Promise<CliResult>((resolve, reject) => {
     child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.once('close', (code, signal) => {
+      // A signal this test did not send (the OOM killer, a crash) would otherwise show only as "exit code null".
+      if (signal !== null && !child.killed) process.stderr.write(`dq-pg ${args.join(' ')} was ended by ${signal}; its stderr:\n${stderr}\n`);
+      resolve({ code, signal, stdout, stderr });
+    });
   });
   return { child, done };
 }
