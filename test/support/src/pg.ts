@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll } from 'vitest';
 import { launchPostgres } from './pg-launch.js';
 import type { PostgresSettings } from './pg-launch.js';
+import { useStarted } from './started.js';
 
 export type { PostgresSettings };
 export { freePort } from './pg-launch.js';
@@ -34,26 +34,12 @@ export interface TestPostgres {
  * level; started before the first test, stopped after the last. Its members are there once started.
  */
 export function usePostgres(options: PostgresSettings = {}): TestPostgres {
-  let started: TestPostgres | undefined;
-  beforeAll(async () => {
-    started = await startPostgres(options);
-  }, 120_000);
-  afterAll(async () => started?.stop());
-  const it = (): TestPostgres => {
-    if (!started) throw new Error('the Postgres server is not started yet (use it inside a test or hook)');
-    return started;
-  };
-  return {
-    get url() {
-      return it().url;
-    },
-    get pid() {
-      return it().pid;
-    },
-    createDatabase: () => it().createDatabase(),
-    freeze: (guardMs) => it().freeze(guardMs),
-    stop: () => it().stop(),
-  };
+  return useStarted(
+    'the Postgres server',
+    () => startPostgres(options),
+    (pg) => pg.stop(),
+    { timeoutMs: 120_000 },
+  );
 }
 
 /**

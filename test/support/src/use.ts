@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox, type SandboxOptions } from '@dq/sandbox';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startKafka, type TestKafka } from './kafka.js';
+import { useStarted } from './started.js';
+
+export { useStarted };
 
 // Per-file test setup: call at a test file's top level; each registers its own beforeAll/afterAll.
 
@@ -34,51 +37,17 @@ export type UsedSandbox = Sandbox & { env(): Record<string, string> };
  * takes it; default: its own), started before the first test and closed after the last.
  */
 export function useSandbox(config?: object): UsedSandbox {
-  let started: Sandbox | undefined;
-  beforeAll(async () => {
-    started = await startSandbox(config === undefined ? { port: 0 } : { port: 0, config: config as SandboxOptions['config'] });
-  });
-  afterAll(async () => started?.close());
-  const it = (): Sandbox => {
-    if (!started) throw new Error('the sandbox is not started yet (use it inside a test or hook)');
-    return started;
-  };
-  return {
-    get url() {
-      return it().url;
-    },
-    get port() {
-      return it().port;
-    },
-    close: () => it().close(),
-    stats: () => it().stats(),
-    setFaults: (faults) => it().setFaults(faults),
-    resetStats: () => it().resetStats(),
-    reset: () => it().reset(),
-    env: () => sandboxEnv(it()),
-  };
+  return useStarted(
+    'the sandbox',
+    () => startSandbox(config === undefined ? { port: 0 } : { port: 0, config: config as SandboxOptions['config'] }),
+    (s) => s.close(),
+    { extra: (it) => ({ env: () => sandboxEnv(it()) }) },
+  );
 }
 
 /** A Kafka cluster (see {@link startKafka}) for every test of the file, stopped after the last. */
 export function useKafka(): TestKafka {
-  let started: TestKafka | undefined;
-  beforeAll(async () => {
-    started = await startKafka();
-  });
-  afterAll(async () => started?.stop());
-  const it = (): TestKafka => {
-    if (!started) throw new Error('the Kafka cluster is not started yet (use it inside a test or hook)');
-    return started;
-  };
-  return {
-    get brokers() {
-      return it().brokers;
-    },
-    get external() {
-      return it().external;
-    },
-    stop: () => it().stop(),
-  };
+  return useStarted('the Kafka cluster', startKafka, (k) => k.stop());
 }
 
 /** After each test, closes what `started()` names, in that order (an engine before the platform it calls), then `forget()`s them. */
