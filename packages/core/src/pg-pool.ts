@@ -1,11 +1,7 @@
 import { Socket } from 'node:net';
 import pg from 'pg';
+import { DB_CONNECT_TIMEOUT_MS, DB_QUERY_TIMEOUT_MS } from './db-timeouts.js';
 import { endOrDrop } from './end-or-drop.js';
-
-/** Longest wait for one query to a database the account shares (a lookup, an upsert or a reservation takes milliseconds). */
-export const SHARED_DB_QUERY_TIMEOUT_MS = 30_000;
-/** Longest wait for a new connection to it. */
-export const SHARED_DB_CONNECT_TIMEOUT_MS = 15_000;
 
 /** A pool whose `end` never waits on a server that stopped answering for more than a few seconds. */
 export interface BoundedPool {
@@ -26,8 +22,8 @@ export function createBoundedPool(connectionString: string | undefined, max: num
   const pool = new pg.Pool({
     connectionString,
     max,
-    query_timeout: SHARED_DB_QUERY_TIMEOUT_MS,
-    connectionTimeoutMillis: SHARED_DB_CONNECT_TIMEOUT_MS,
+    query_timeout: DB_QUERY_TIMEOUT_MS,
+    connectionTimeoutMillis: DB_CONNECT_TIMEOUT_MS,
     keepAlive: true,
     // The pool's sockets, kept so that closing does not wait on a server that stopped answering.
     stream: () => {

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Redactor } from '@dq/core';
-import { endOrDrop, postgresVersionProblem } from '@dq/core/store';
+import { DB_CONNECT_TIMEOUT_MS, DB_QUERY_TIMEOUT_MS, endOrDrop, postgresVersionProblem } from '@dq/core/store';
 import { CleanseError, connectionError, usageError } from './errors.js';
 
 /** A connection string checked and described without its password. */
@@ -33,11 +33,6 @@ export function dbTarget(url: string | undefined, redactor?: Redactor): DbTarget
   return { url, where: `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}/${database}` };
 }
 
-/** Longest wait for one query: a database that stops answering ends the command (exit 75) instead of holding it. */
-const QUERY_TIMEOUT_MS = 30_000;
-/** Longest wait for a new connection. */
-const CONNECT_TIMEOUT_MS = 15_000;
-
 /** Options of {@link connect}. */
 export interface ConnectOptions {
   /**
@@ -59,12 +54,12 @@ const versionChecked = new Set<string>();
  * (README, dq-pg section).
  */
 export async function connect(target: DbTarget, applicationName = 'dq-pg', options: ConnectOptions = {}): Promise<pg.Client> {
-  const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
+  const queryTimeoutMs = options.queryTimeoutMs ?? DB_QUERY_TIMEOUT_MS;
   const client = new pg.Client({
     connectionString: target.url,
     application_name: applicationName,
     ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: DB_CONNECT_TIMEOUT_MS,
     keepAlive: true,
   });
   // An idle client whose server goes away emits 'error'; the next query then fails and is handled there.

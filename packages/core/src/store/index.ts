@@ -9,3 +9,4 @@ export { storeKey } from './key.js';
 export { StoreError, STORE_UNREACHABLE } from './errors.js';
 export { postgresVersionProblem, MIN_POSTGRES_MAJOR, redactUrl } from './pg-version.js';
 export { endOrDrop } from '../end-or-drop.js';
+export { DB_QUERY_TIMEOUT_MS, DB_CONNECT_TIMEOUT_MS } from '../db-timeouts.js';
