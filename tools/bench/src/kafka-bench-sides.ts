@@ -159,7 +159,9 @@ function processCpuMicros(pid: number | undefined): number | null {
 }
 
 /**
- * dq-kafka as users run it, with its defaults (`--rate-limit 0`: the endpoint is local). The clock
+ * dq-kafka as users run it, with its defaults but two: `--rate-limit 0` (the endpoint is local) and
+ * `--store off` (the raw loops keep no answers either; the store's own cost is the store-overhead
+ * benchmark's). The clock
  * starts when /metrics first shows a consumed message (polled every 20 ms) and stops when it shows
  * `n` produced. Each scrape costs the measured process CPU the raw sides (timed in-process) do not
  * pay, so the end is polled adaptively: the next scrape waits about half the time the current rate
