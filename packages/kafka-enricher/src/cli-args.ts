@@ -73,6 +73,7 @@ ${ENGINE_FLAGS_USAGE}
 
 Exit codes: 0 stopped by SIGTERM/SIGINT after draining, 1 unexpected error, 2 bad usage,
 3 key/account/quota stopped the run (nothing unprocessed is committed; fix it, then restart),
+5 the spending cap --max-calls was reached (what was delivered is committed; restart to go on),
 75 Kafka or the platform stayed unavailable, or the drain after SIGTERM/SIGINT did not finish
 within --drain-timeout-ms (restart later; uncommitted messages are re-read).
 `;

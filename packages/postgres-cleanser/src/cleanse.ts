@@ -148,7 +148,11 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const rounded = (): CleanseProgress => {
       const t = progress.timings;
       const r = report();
-      const saved = r ? { callsSavedByDedup: r.callsSavedByDedup, callsSavedByStore: r.callsSavedByStore, storeHitRate: r.storeHitRate } : {};
+      // The calls this process made, also those of a page a stop cut short before it was written
+      // (the pages' own counts, which dq-pg status sums, hold only the pages written).
+      const saved = r
+        ? { apiCalls: r.apiCalls, callsSavedByDedup: r.callsSavedByDedup, callsSavedByStore: r.callsSavedByStore, storeHitRate: r.storeHitRate }
+        : {};
       return { ...copy(progress), ...saved, timings: { readMs: Math.round(t.readMs), validateMs: Math.round(t.validateMs), writeMs: Math.round(t.writeMs) } };
     };
 

@@ -75,7 +75,8 @@ init:              creates (or upgrades) the bookkeeping schema dq_cleanse; run 
 
 Exit codes: 0 done, 1 unexpected error, 2 bad usage or table/column/key problem, 3 key/account/
 quota stopped the run (fix, then rerun with --run-id), 4 done but --max-failed passed (rollback:
-rows changed since the run were left alone),
+rows changed since the run were left alone), 5 the spending cap --max-calls was reached (rerun
+with --run-id to go on),
 75 database or platform unavailable, or interrupted (rerun with --run-id).
 `;
 

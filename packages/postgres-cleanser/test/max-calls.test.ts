@@ -76,4 +76,12 @@ describe('dq-pg --max-calls', () => {
     expect(total).toBeGreaterThanOrEqual(ROWS);
     expect(total).toBeLessThanOrEqual(ROWS + 300);
   }, 180_000);
+
+  it('counts in the summary the calls of a page the cap cut short', async () => {
+    const before = await sandbox.billable();
+    const run = await runCli(args('--max-calls', '50', '--store', 'off').map((a) => (a === 'capped' ? 'cut-short' : a)));
+    expect(run.code, run.stderr).toBe(5);
+    expect(await sandbox.billable()).toBe(before + 50);
+    expect(summaryOf(run)).toMatchObject({ state: 'stopped', apiCalls: 50, budget: { billableCalls: 50 } });
+  }, 180_000);
 });
