@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DqError, PlatformError, createEngine, createLogger, exitCodeForError, isRunStop } from '@dq/core';
+import { DqError, PlatformError, createEngine, createLogger, exitCodeForError, isRunStop, stopAdvice } from '@dq/core';
 import type { Engine, EngineConfig } from '@dq/core';
 import { addresses, batchAnswer, closeAfterEach, problem, startScriptedPlatform, testEngine } from './engine-support.js';
 import type { ScriptedPlatform } from './engine-support.js';
@@ -137,6 +137,26 @@ describe('engine: run stop', () => {
     expect(String((error as Error).message)).not.toContain(API_KEY);
   });
 
+  it.each([0, 2])(
+    'stops with exit 2 naming --base-url when the platform has no endpoint at the URL (404), marking no record (threads: %i)',
+    async (threads) => {
+      platform = await startScriptedPlatform(() => problem(404, 'not-found'));
+      const base = platform.url.replace('http://', 'http://etl:db-pass-93@') + '/wrong-prefix';
+      const e = start(base, { threads, concurrency: 4 });
+      const error = await e.process(addresses(200)).catch((err: unknown) => err);
+      expect(error).toMatchObject({ code: 'platform-url-unknown', status: 404, scope: 'run' });
+      expect(exitCodeForError(error)).toBe(2);
+      expect(stopAdvice(error, { resume: 'rerun' })).toMatchObject({ kind: 'platform-url', advice: 'fix --base-url (or --realtime-url), then rerun' });
+      const message = (error as Error).message;
+      expect(message).toContain(`under ${platform.url}/wrong-prefix (HTTP 404`);
+      expect(message).toContain('check --base-url (env DQ_BASE_URL)');
+      expect(message).not.toContain('db-pass-93');
+      // One answer is enough: the calls in flight (4), not one per record.
+      expect(await settledCount(platform)).toBeLessThan(4 + 8);
+      expect(e.report().byStatus.unavailable).toBe(0);
+    },
+  );
+
   it.each([0, 1])('rejects with the abort reason and starts no further calls once the signal fires (threads: %i)', async (threads) => {
     platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: 30 }));
     const controller = new AbortController();
@@ -145,7 +165,6 @@ describe('engine: run stop', () => {
     const error = await e.process(addresses(200), { signal: controller.signal }).catch((err: unknown) => err);
     expect((error as Error).message).toBe('stop now');
     const sent = platform.seen.length;
-    console.log('SENT', threads, sent);
     expect(sent).toBeLessThan(40);
     await new Promise((r) => setTimeout(r, 100));
     expect(platform.seen.length).toBe(sent);

@@ -23,7 +23,7 @@ const TEMPORARY_CODES = new Set(['connection-error', 'timeout', 'dns-error', 're
  * ended a run, or a {@link RunOutcome} (a run that completed).
  *
  * Errors: a package error (`defineErrorCodes`) exits with its own code; 2 for bad usage or
- * configuration (`usage`, `config-invalid`, `local-validation`, a shared budget the role may not use or on a server older than PostgreSQL 12); 3 when credentials, account or quota
+ * configuration (`usage`, `config-invalid`, `local-validation`, a shared budget the role may not use or on a server older than PostgreSQL 12, a platform URL that answers 404/405); 3 when credentials, account or quota
  * stopped the run (a non-retriable run stop, or a 401/403); 5 when the spending cap (--max-calls) was
  * reached; 75 when a later run may succeed (a retriable run stop such as `platform-unreachable`, the
  * platform asking us to come back later than the retry policy waits, connection failures (also to
@@ -42,7 +42,9 @@ export function exitCodeFor(ended: unknown): ExitCode {
   if (hasExitCode(e)) return e.exitCode;
   if (isRunStop(e)) {
     if (e.code === MAX_CALLS_REACHED) return ExitCode.MAX_CALLS;
-    if (e.code === LOCAL_CODES.budgetPermissionDenied || e.code === LOCAL_CODES.budgetDbVersion) return ExitCode.USAGE;
+    if (e.code === LOCAL_CODES.budgetPermissionDenied || e.code === LOCAL_CODES.budgetDbVersion || e.code === LOCAL_CODES.platformUrlUnknown) {
+      return ExitCode.USAGE;
+    }
     return e.retriable || e.code === LOCAL_CODES.retryAfterTooLong || e.code === BUDGET_UNREACHABLE ? ExitCode.TEMPFAIL : ExitCode.STOP;
   }
   if (!(e instanceof DqError)) return ExitCode.UNEXPECTED;

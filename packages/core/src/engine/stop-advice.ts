@@ -1,4 +1,4 @@
-import { isRunStop } from '../errors/index.js';
+import { isRunStop, LOCAL_CODES } from '../errors/index.js';
 import { ExitCode } from '../errors/exit-code.js';
 import { STORE_UNREACHABLE } from '../store/errors.js';
 import { BUDGET_UNREACHABLE } from '../throttle/budget.js';
@@ -10,12 +10,13 @@ import { exitCodeFor } from './exit-codes.js';
  * - `account`: the platform refused the account or key: key, plan or quota (exit 3);
  * - `proxy`: the HTTP proxy refused the connection, for its credentials or rules (exit 3);
  * - `fix-config`: the shared rate budget cannot be used: its grants or its server's version (exit 2);
+ * - `platform-url`: the platform has no endpoint at the URL the calls went to (exit 2);
  * - `budget-db`: the shared rate budget's database could not be reached (exit 75);
  * - `store-db`: the result store's database could not be reached (exit 75);
  * - `platform-later`: the platform could not be reached, or asked to come back later (exit 75);
  * - `failed`: anything else that is no run stop (a fault, a bug): its own message says more.
  */
-export type StopKind = 'cap' | 'account' | 'proxy' | 'fix-config' | 'budget-db' | 'store-db' | 'platform-later' | 'failed';
+export type StopKind = 'cap' | 'account' | 'proxy' | 'fix-config' | 'platform-url' | 'budget-db' | 'store-db' | 'platform-later' | 'failed';
 
 /** How a connector continues a stopped run, in its own words, for {@link stopAdvice}. */
 export interface ResumeWords {
@@ -43,6 +44,7 @@ export function stopKind(err: unknown): StopKind {
   if ((err as { code?: unknown } | undefined)?.code === STORE_UNREACHABLE) return 'store-db';
   if (!isRunStop(err)) return 'failed';
   if (err.code === 'proxy-refused') return 'proxy';
+  if (err.code === LOCAL_CODES.platformUrlUnknown) return 'platform-url';
   switch (exitCodeFor(err)) {
     case ExitCode.MAX_CALLS:
       return 'cap';
@@ -74,6 +76,8 @@ export function stopAdvice(err: unknown, words: ResumeWords): StopAdvice {
       return { kind, cause: 'the proxy refused the connection', advice: `fix the proxy setting and ${resume}` };
     case 'fix-config':
       return { kind, cause: "the shared rate budget cannot be used (its grants or its server's version)", advice: `fix what the error names, then ${resume}` };
+    case 'platform-url':
+      return { kind, cause: 'the platform has no endpoint at the URL the run calls', advice: `fix --base-url (or --realtime-url), then ${resume}` };
     case 'budget-db':
       return { kind, cause: "the shared rate budget's database could not be reached", advice: `${resume} once the budget's database answers again${kept}` };
     case 'store-db':

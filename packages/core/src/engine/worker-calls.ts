@@ -1,4 +1,5 @@
 import { checkBatchEcho, checkVat, searchCompanies, totalCount, postBatchSync, validateAddress } from '../clients/calls.js';
+import { DqError, LOCAL_CODES, PlatformError } from '../errors/index.js';
 import type { Transport } from '../transport/index.js';
 import type { CallOutcome, WorkerInit } from './messages.js';
 import { addressOutcome, companyOutcome, vatOutcome } from './outcome.js';
@@ -13,6 +14,45 @@ export type Caller = (fields: RequestFields, customerAddressId: string, signal: 
  * worker turns them into outcomes.
  */
 export function createCaller(init: WorkerInit, transport: Transport): Caller {
+  const call = modeCaller(init, transport);
+  const address = init.mode === 'address';
+  const flag = address ? '--base-url (env DQ_BASE_URL)' : '--realtime-url (env DQ_REALTIME_URL, default the base URL)';
+  const base = withoutUserinfo(address ? init.baseUrl : (init.realtimeUrl ?? init.baseUrl));
+  return async (fields, customerAddressId, signal) => {
+    try {
+      return await call(fields, customerAddressId, signal);
+    } catch (e) {
+      throw e instanceof PlatformError && (e.status === 404 || e.status === 405) ? urlUnknown(e, base, flag) : e;
+    }
+  };
+}
+
+/**
+ * A 404 (or 405) answer to a platform call: the contract's endpoints are fixed paths, so it is never
+ * about the record but about the URL the call went to (a wrong host or path prefix, a proxy that
+ * routes elsewhere). Every call would get the same answer: the run stops (exit 2) instead of
+ * marking each record `unavailable` and ending as if the platform were down.
+ */
+function urlUnknown(e: PlatformError, base: string, flag: string): DqError {
+  return new DqError(
+    `the platform has no endpoint for this call under ${base} (HTTP ${e.status} ${e.title ?? ''}, request id ${e.requestId ?? 'none'}): check ${flag}; no record was marked for it`,
+    { code: LOCAL_CODES.platformUrlUnknown, retriable: false, scope: 'run', status: e.status, requestId: e.requestId, cause: e },
+  );
+}
+
+/** A URL for a message: user name and password left out. */
+function withoutUserinfo(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return url;
+  }
+}
+
+function modeCaller(init: WorkerInit, transport: Transport): Caller {
   const { mode, policy } = init;
   if (mode === 'address') {
     const options = init.include && init.include.length > 0 ? { _options: { include: init.include } } : {};

@@ -98,6 +98,8 @@ export const LOCAL_CODES = {
   budgetPermissionDenied: 'budget-permission-denied',
   /** the shared rate budget's server is older than PostgreSQL 12: the run stops (exit 2) before any call */
   budgetDbVersion: 'budget-db-version',
+  /** the platform answered 404 or 405 to a call: the URL it went to is wrong (--base-url, --realtime-url); the run stops (exit 2) */
+  platformUrlUnknown: 'platform-url-unknown',
 } as const;
 
 /** Every code a {@link DqError} raised by core can carry. */
