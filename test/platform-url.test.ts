@@ -25,8 +25,8 @@ describe('a --base-url the platform has no endpoints under', () => {
       ),
     );
     expect(code, stderr.slice(-2000)).toBe(2);
-    expect(stderr).toContain(`the platform has no endpoint for this call under ${sandbox.url}/v2 (HTTP 404`);
-    expect(stderr).toContain('check --base-url (env DQ_BASE_URL)');
+    expect(stderr).toContain(`the platform has no endpoint under ${sandbox.url}/v2, the base URL (--base-url, env DQ_BASE_URL) (HTTP 404`);
+    expect(stderr).toContain('fix that URL, then rerun with --resume');
     expect(stderr).not.toMatch(/\n\s+at /);
     const summary = JSON.parse(stdout.split('\n').find((l) => l.startsWith('{"event":"summary"')) ?? '{}') as {
       byStatus?: { unavailable?: number };

@@ -146,10 +146,9 @@ describe('engine: run stop', () => {
       const error = await e.process(addresses(200)).catch((err: unknown) => err);
       expect(error).toMatchObject({ code: 'platform-url-unknown', status: 404, scope: 'run' });
       expect(exitCodeForError(error)).toBe(2);
-      expect(stopAdvice(error, { resume: 'rerun' })).toMatchObject({ kind: 'platform-url', advice: 'fix --base-url (or --realtime-url), then rerun' });
+      expect(stopAdvice(error, { resume: 'rerun' })).toMatchObject({ kind: 'platform-url', advice: 'fix that URL, then rerun' });
       const message = (error as Error).message;
-      expect(message).toContain(`under ${platform.url}/wrong-prefix (HTTP 404`);
-      expect(message).toContain('check --base-url (env DQ_BASE_URL)');
+      expect(message).toContain(`no endpoint under ${platform.url}/wrong-prefix, the base URL (--base-url, env DQ_BASE_URL) (HTTP 404`);
       expect(message).not.toContain('db-pass-93');
       // One answer is enough: the calls in flight (4), not one per record.
       expect(await settledCount(platform)).toBeLessThan(4 + 8);

@@ -77,7 +77,7 @@ export function stopAdvice(err: unknown, words: ResumeWords): StopAdvice {
     case 'fix-config':
       return { kind, cause: "the shared rate budget cannot be used (its grants or its server's version)", advice: `fix what the error names, then ${resume}` };
     case 'platform-url':
-      return { kind, cause: 'the platform has no endpoint at the URL the run calls', advice: `fix --base-url (or --realtime-url), then ${resume}` };
+      return { kind, cause: 'the platform has no endpoint at the URL the run calls', advice: `fix that URL, then ${resume}` };
     case 'budget-db':
       return { kind, cause: "the shared rate budget's database could not be reached", advice: `${resume} once the budget's database answers again${kept}` };
     case 'store-db':

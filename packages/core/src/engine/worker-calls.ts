@@ -16,7 +16,7 @@ export type Caller = (fields: RequestFields, customerAddressId: string, signal: 
 export function createCaller(init: WorkerInit, transport: Transport): Caller {
   const call = modeCaller(init, transport);
   const address = init.mode === 'address';
-  const flag = address ? '--base-url (env DQ_BASE_URL)' : '--realtime-url (env DQ_REALTIME_URL, default the base URL)';
+  const flag = address ? 'the base URL (--base-url, env DQ_BASE_URL)' : 'the company service URL (--realtime-url, env DQ_REALTIME_URL, default the base URL)';
   const base = withoutUserinfo(address ? init.baseUrl : (init.realtimeUrl ?? init.baseUrl));
   return async (fields, customerAddressId, signal) => {
     try {
@@ -35,8 +35,15 @@ export function createCaller(init: WorkerInit, transport: Transport): Caller {
  */
 function urlUnknown(e: PlatformError, base: string, flag: string): DqError {
   return new DqError(
-    `the platform has no endpoint for this call under ${base} (HTTP ${e.status} ${e.title ?? ''}, request id ${e.requestId ?? 'none'}): check ${flag}; no record was marked for it`,
-    { code: LOCAL_CODES.platformUrlUnknown, retriable: false, scope: 'run', status: e.status, requestId: e.requestId, cause: e },
+    `the platform has no endpoint under ${base}, ${flag} (HTTP ${e.status} ${e.title ?? ''}, request id ${e.requestId ?? 'none'}); no record was marked`,
+    {
+      code: LOCAL_CODES.platformUrlUnknown,
+      retriable: false,
+      scope: 'run',
+      status: e.status,
+      requestId: e.requestId,
+      cause: e,
+    },
   );
 }
 
