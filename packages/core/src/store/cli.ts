@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { DqError } from '../errors/index.js';
 import { formatAge, parseAge } from './age.js';
-import { lmdbStoreExists } from './lmdb-store.js';
+import { lmdbStoreExists, removeDamagedLmdbFile } from './lmdb-store.js';
 import { defaultStoreDir, openStore } from './open.js';
 import { redactUrl } from './pg-version.js';
 
@@ -78,6 +78,13 @@ export async function runStoreCli(
     return 0;
   }
   try {
+    // A damaged data file holds no entry that can be read: clear removes it, and the store starts afresh.
+    const damage = !isUrl && command === 'clear' ? await removeDamagedLmdbFile(shown) : undefined;
+    if (damage !== undefined) {
+      if (values.json) io.out(`${JSON.stringify({ command, removed: 0, damaged: damage })}\n`);
+      else io.out(`the store file in ${shown} was damaged (${damage}): removed it, with every entry it held\n`);
+      return 0;
+    }
     const store = (await openStore(spec, { env }))!;
     try {
       if (command === 'init') {
