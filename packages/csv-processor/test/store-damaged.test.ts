@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { open, writeFile } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeSampleCsv } from '@dq/sandbox';
@@ -45,5 +45,23 @@ describe('dq-csv with a damaged result store', () => {
     const again = await runCli(args(output), sandbox.env());
     expect(again.code, again.stderr).toBe(0);
     expect(summaryOf(again)).toMatchObject({ outcome: 'done', rows: 200, apiCalls: paid });
+  });
+});
+
+describe('dq-csv with --store naming a file', () => {
+  it('stops before any call with exit 2 and one line saying it is not a folder', { timeout: 60_000 }, async () => {
+    const input = join(dir, 'in-file-store.csv');
+    await writeFile(input, makeSampleCsv(20, 6));
+    const file = join(dir, 'notes.txt');
+    await writeFile(file, 'not a store\n');
+    const before = billable(sandbox);
+    for (const store of [file, join(file, 'store')]) {
+      const run = await runCli(sampleArgs(input, join(dir, 'file-store.csv'), '--store', store), sandbox.env());
+      expect({ store, code: run.code }, run.stderr).toEqual({ store, code: 2 });
+      expect(run.stderr).toMatch(new RegExp(`^dq-csv: usage: the result store ${store} is not a folder \\(.+\\): give --store a folder .*or pass --store off`));
+      expect(summaryOf(run)).toMatchObject({ outcome: 'stopped', exitCode: 2, apiCalls: 0 });
+    }
+    expect(billable(sandbox)).toBe(before);
+    expect(await readFile(file, 'utf8')).toBe('not a store\n');
   });
 });

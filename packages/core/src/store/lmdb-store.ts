@@ -124,7 +124,17 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   const path = join(dir, DATA_FILE);
   let db: Database<Entry, string>;
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await mkdir(dir, { recursive: true, mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST' && e.code !== 'ENOTDIR') throw e;
+      const what = e.code === 'EEXIST' ? 'a file is in its place' : 'a part of its path is a file';
+      throw new StoreError(
+        'usage',
+        `the result store ${dir} is not a folder (${what}): give --store a folder (it is created if missing), or pass --store off`,
+        {
+          cause: e,
+        },
+      );
+    });
     // Created empty with mode 0600 before LMDB opens them, so they are never readable by others.
     for (const file of [path, `${path}-lock`]) await (await openFile(file, 'a', 0o600)).close();
     const damage = await lmdbFileDamage(path);
