@@ -123,4 +123,29 @@ describe('dq-store', () => {
     // The intact store is not taken for a damaged one.
     expect(JSON.parse((await dqStore(['info', '--store', intact, '--json'])).stdout)).toMatchObject({ entries: 3000 });
   });
+
+  it('clear while a run has the store open: the answers that run stores afterwards stay readable for every process', async () => {
+    const folder = join(dir, 'shared');
+    const run = (await openStore(folder))!;
+    const answer = (requestId: string) => ({ status: 'accepted' as const, resultClass: 'A' as const, requestId, checkedAt: new Date().toISOString() });
+    await run.set('k-before', answer('r-before'));
+    const cleared = await dqStore(['clear', '--store', folder]);
+    expect(cleared.stdout, cleared.stderr).toContain('removed 1 entry');
+    // The same shape of answer as before the clear, from the process that had it open.
+    await run.set('k-after', answer('r-after'));
+    await run.close();
+
+    const later = (await openStore(folder))!;
+    try {
+      expect(later.get('k-after')).toMatchObject({ requestId: 'r-after' });
+      expect(later.get('k-before')).toBeUndefined();
+    } finally {
+      await later.close();
+    }
+    const info = await dqStore(['info', '--store', folder, '--json']);
+    expect(info.code, info.stderr).toBe(0);
+    expect(JSON.parse(info.stdout)).toMatchObject({ entries: 1 });
+    const pruned = await dqStore(['prune', '--older-than', '30d', '--store', folder]);
+    expect(pruned.code, pruned.stderr).toBe(0);
+  });
 });

@@ -260,9 +260,17 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       return removed;
     },
     async clear() {
-      const count = db.getCount();
-      await db.clearAsync();
-      return count;
+      // Entry by entry, not by dropping the database: that would drop the record of the shapes
+      // (msgpack structures) the answers are encoded with too, and an answer another process that
+      // has the store open writes afterwards, in a shape it already knew, could not be read again.
+      let removed = 0;
+      await db.transaction(() => {
+        for (const key of db.getKeys()) {
+          db.removeSync(key);
+          removed += 1;
+        }
+      });
+      return removed;
     },
     close() {
       closed ??= (async () => {
