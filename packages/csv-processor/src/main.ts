@@ -8,7 +8,7 @@ import { usageError } from './errors.js';
 import { createProgress } from './progress.js';
 import { reviewMain } from './review/cli.js';
 import { processFile } from './run.js';
-import { summaryObject, summaryTable } from './summary.js';
+import { failedRecordsLine, summaryObject, summaryTable } from './summary.js';
 import { writeCsvReport } from './report.js';
 
 /**
@@ -38,6 +38,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     progress.done();
     if (process.stderr.isTTY) process.stderr.write(summaryTable(summary));
     if (summary.error) process.stderr.write(logger.redactor.redact(`dq-csv: ${summary.error.code}: ${summary.error.message}\n`));
+    const failed = failedRecordsLine(summary, command.options.maxFailed ?? 0);
+    if (failed) process.stderr.write(failed);
     const printed = summaryObject(summary);
     process.stdout.write(logger.redactor.redact(JSON.stringify(printed)) + '\n');
     if (command.options.report && summary.outcome !== 'dry-run') {
