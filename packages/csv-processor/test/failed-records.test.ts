@@ -1,8 +1,8 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeSampleCsv } from '@dq/sandbox';
 import { describe, expect, it } from 'vitest';
-import { billable, runCli, sampleArgs, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
+import { billable, completed, runCli, sampleArgs, startCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
 
 // A run that completes with more failed records than --max-failed allows exits 4: a scheduler's
 // log (stderr) says so in one line, naming the rejects file, not only the JSON summary on stdout.
@@ -41,5 +41,19 @@ describe('a run done with failed records past --max-failed', () => {
     const within = await runCli(sampleArgs(input, join(dir, 'ragged.within.csv'), '--store', 'off', '--max-failed', '0.1'), sandbox.env());
     expect(within.code, within.stderr).toBe(0);
     expect(within.stderr).not.toContain('records-failed');
+  });
+});
+
+describe('stdout closed by its reader', () => {
+  it('a run whose stdout reader went away (| head) still exits with the run outcome, without a stack trace', { timeout: 60_000 }, async () => {
+    const input = join(dir, 'piped.csv');
+    await writeFile(input, makeSampleCsv(20, 10));
+    const output = join(dir, 'piped.clean.csv');
+    const child = startCli(sampleArgs(input, output, '--store', 'off'), sandbox.env());
+    child.stdout.destroy();
+    const run = await completed(child);
+    expect({ code: run.code, signal: run.signal }, run.stderr).toEqual({ code: 0, signal: null });
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect((await readFile(output, 'utf8')).trimEnd().split('\n')).toHaveLength(21);
   });
 });
