@@ -148,4 +148,14 @@ describe('dq-store', () => {
     const pruned = await dqStore(['prune', '--older-than', '30d', '--store', folder]);
     expect(pruned.code, pruned.stderr).toBe(0);
   });
+
+  it("a reader of stdout that went away (| head) gets no stack trace, and the exit code stays the command's", async () => {
+    const child = spawn(process.execPath, [BIN, 'info', '--store', join(dir, 'store')], { env: { ...process.env, DQ_STORE: '' } });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code, stderr).toBe(0);
+    expect(stderr).toBe('');
+  });
 });
