@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, open, rm, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,14 +10,14 @@ import { openStore } from '@dq/core/store';
 const BIN = fileURLToPath(new URL('../bin/dq-store.js', import.meta.url));
 let dir: string;
 
-function dqStore(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function dqStore(args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, DQ_STORE: '' } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
 }
 
@@ -82,5 +82,80 @@ describe('dq-store', () => {
     expect(unreachable.stderr).toContain('cannot be used');
     expect(unreachable.stderr).not.toContain('s3cret-pw');
     expect(unreachable.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('a store file damaged on disk (overwritten, zeroed, cut short) stops info and prune with one line naming it; clear starts it afresh', async () => {
+    // A store of some size: its tree has pages past the first ones, as a store in use has.
+    const intact = join(dir, 'intact');
+    const store = (await openStore(intact))!;
+    const checkedAt = new Date().toISOString();
+    await Promise.all(
+      Array.from({ length: 3000 }, async (_, i) => store.set(`k-${i}`, { status: 'accepted', resultClass: 'A', requestId: `r-${i}`, checkedAt })),
+    );
+    await store.close();
+    const file = (folder: string) => join(folder, 'results.mdb');
+    const overwrite = async (folder: string, at: number, bytes: Buffer) => {
+      const handle = await open(file(folder), 'r+');
+      await handle.write(bytes, 0, bytes.length, at);
+      await handle.close();
+    };
+    const damages: Array<[string, (folder: string) => Promise<void>]> = [
+      ['overwritten with other bytes', (f) => overwrite(f, 0, Buffer.alloc(16_384, 0x5a))],
+      ['zeroed at its start', (f) => overwrite(f, 0, Buffer.alloc(8192))],
+      ['cut short', (f) => truncate(file(f), 64 * 1024)],
+    ];
+    for (const [how, damage] of damages) {
+      const folder = join(dir, `damaged-${how.split(' ')[0]}`);
+      await cp(intact, folder, { recursive: true });
+      await damage(folder);
+      for (const args of [['info'], ['prune', '--older-than', '30d']]) {
+        const r = await dqStore([...args, '--store', folder]);
+        expect({ how, args, code: r.code, signal: r.signal }).toEqual({ how, args, code: 2, signal: null });
+        expect(r.stderr).toMatch(new RegExp(`^dq-store: the result store ${folder} is damaged \\(.+\\); .*dq-store clear --store ${folder}.*\\n$`));
+      }
+      const cleared = await dqStore(['clear', '--store', folder]);
+      expect({ how, code: cleared.code, signal: cleared.signal }, cleared.stderr).toEqual({ how, code: 0, signal: null });
+      expect(cleared.stdout).toMatch(/damaged .*removed/);
+      const info = await dqStore(['info', '--store', folder, '--json']);
+      expect(info.code, info.stderr).toBe(0);
+      expect(JSON.parse(info.stdout)).toMatchObject({ entries: 0, location: folder });
+    }
+    // The intact store is not taken for a damaged one.
+    expect(JSON.parse((await dqStore(['info', '--store', intact, '--json'])).stdout)).toMatchObject({ entries: 3000 });
+  });
+
+  it('clear while a run has the store open: the answers that run stores afterwards stay readable for every process', async () => {
+    const folder = join(dir, 'shared');
+    const run = (await openStore(folder))!;
+    const answer = (requestId: string) => ({ status: 'accepted' as const, resultClass: 'A' as const, requestId, checkedAt: new Date().toISOString() });
+    await run.set('k-before', answer('r-before'));
+    const cleared = await dqStore(['clear', '--store', folder]);
+    expect(cleared.stdout, cleared.stderr).toContain('removed 1 entry');
+    // The same shape of answer as before the clear, from the process that had it open.
+    await run.set('k-after', answer('r-after'));
+    await run.close();
+
+    const later = (await openStore(folder))!;
+    try {
+      expect(later.get('k-after')).toMatchObject({ requestId: 'r-after' });
+      expect(later.get('k-before')).toBeUndefined();
+    } finally {
+      await later.close();
+    }
+    const info = await dqStore(['info', '--store', folder, '--json']);
+    expect(info.code, info.stderr).toBe(0);
+    expect(JSON.parse(info.stdout)).toMatchObject({ entries: 1 });
+    const pruned = await dqStore(['prune', '--older-than', '30d', '--store', folder]);
+    expect(pruned.code, pruned.stderr).toBe(0);
+  });
+
+  it("a reader of stdout that went away (| head) gets no stack trace, and the exit code stays the command's", async () => {
+    const child = spawn(process.execPath, [BIN, 'info', '--store', join(dir, 'store')], { env: { ...process.env, DQ_STORE: '' } });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code, stderr).toBe(0);
+    expect(stderr).toBe('');
   });
 });

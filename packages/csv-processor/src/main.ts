@@ -8,7 +8,7 @@ import { usageError } from './errors.js';
 import { createProgress } from './progress.js';
 import { reviewMain } from './review/cli.js';
 import { processFile } from './run.js';
-import { summaryObject, summaryTable } from './summary.js';
+import { failedRecordsLine, summaryObject, summaryTable } from './summary.js';
 import { writeCsvReport } from './report.js';
 
 /**
@@ -16,6 +16,11 @@ import { writeCsvReport } from './report.js';
  * and the table go to stderr; the JSON summary line goes to stdout.
  */
 export async function main(argv: readonly string[]): Promise<number> {
+  // A reader of stdout that went away (`| head`) loses the summary line, not the run: its files
+  // are written, and the exit code stays the run's.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
   if (argv[0] === 'review') return reviewMain(argv.slice(1));
   try {
     const command = parseCli(argv);
@@ -38,6 +43,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     progress.done();
     if (process.stderr.isTTY) process.stderr.write(summaryTable(summary));
     if (summary.error) process.stderr.write(logger.redactor.redact(`dq-csv: ${summary.error.code}: ${summary.error.message}\n`));
+    const failed = failedRecordsLine(summary, command.options.maxFailed ?? 0);
+    if (failed) process.stderr.write(failed);
     const printed = summaryObject(summary);
     process.stdout.write(logger.redactor.redact(JSON.stringify(printed)) + '\n');
     if (command.options.report && summary.outcome !== 'dry-run') {

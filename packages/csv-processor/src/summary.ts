@@ -1,4 +1,4 @@
-import type { BudgetReport } from '@dq/core';
+import { ExitCode, type BudgetReport } from '@dq/core';
 import type { RunSummary } from './run.js';
 
 /**
@@ -92,4 +92,24 @@ function budgetLines(b: BudgetReport): [string, string][] {
     ['rate budget', b.scope === 'shared' ? `shared by every process of account ${b.account}` : 'this process only'],
     ['billable calls', b.maxCalls === null ? n(b.billableCalls) : `${n(b.billableCalls)} of --max-calls ${n(b.maxCalls)}`],
   ];
+}
+
+/**
+ * The line on stderr of a run that completed with more failed records than `--max-failed` allows
+ * (exit 4): the counts, where the rejected rows are and what to do, for a scheduler's log, which
+ * may not keep the JSON summary on stdout. Undefined for any other run.
+ */
+export function failedRecordsLine(summary: RunSummary, maxFailed: number): string | undefined {
+  if (summary.outcome !== 'done' || summary.error || summary.exitCode !== ExitCode.MAX_FAILED) return undefined;
+  const { rows, rejects, byStatus } = summary.totals;
+  const unavailable = byStatus.unavailable;
+  const percent = Number((summary.failedShare * 100).toFixed(1));
+  const todo =
+    rows === 0
+      ? 'no record could be read: check --format, --delimiter and --encoding against the input'
+      : 'correct the rejected lines in the input and rerun; rows marked unavailable got no answer: rerun later';
+  return (
+    `dq-csv: records-failed: ${rejects + unavailable} of ${rows + rejects} input records failed (${rejects} rejected, in ${summary.paths.rejects}, ` +
+    `with line and reason; ${unavailable} unavailable): ${percent}% is over --max-failed ${maxFailed}; ${todo}\n`
+  );
 }

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { DqError } from '../errors/index.js';
 import { formatAge, parseAge } from './age.js';
-import { lmdbStoreExists } from './lmdb-store.js';
+import { lmdbStoreExists, removeDamagedLmdbFile } from './lmdb-store.js';
 import { defaultStoreDir, openStore } from './open.js';
 import { redactUrl } from './pg-version.js';
 
@@ -31,7 +31,7 @@ store's database is unreachable.
 /** Runs dq-store with `argv` (without node and script); returns the exit code. */
 export async function runStoreCli(
   argv: readonly string[],
-  io: { out(text: string): void; err(text: string): void } = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) },
+  io: { out(text: string): void; err(text: string): void } = { out: writeStdout, err: (t) => process.stderr.write(t) },
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<number> {
   let values: { store?: string; 'older-than'?: string; json?: boolean; help?: boolean };
@@ -78,6 +78,13 @@ export async function runStoreCli(
     return 0;
   }
   try {
+    // A damaged data file holds no entry that can be read: clear removes it, and the store starts afresh.
+    const damage = !isUrl && command === 'clear' ? await removeDamagedLmdbFile(shown) : undefined;
+    if (damage !== undefined) {
+      if (values.json) io.out(`${JSON.stringify({ command, removed: 0, damaged: damage })}\n`);
+      else io.out(`the store file in ${shown} was damaged (${damage}): removed it, with every entry it held\n`);
+      return 0;
+    }
     const store = (await openStore(spec, { env }))!;
     try {
       if (command === 'init') {
@@ -108,4 +115,17 @@ export async function runStoreCli(
     io.err(`dq-store: ${message}\n`);
     return e instanceof DqError && e.retriable ? 75 : 2;
   }
+}
+
+/**
+ * Writes to stdout; a reader that went away (`dq-store info | head -1`) gets what it read, and the
+ * exit code stays the command's instead of an EPIPE stack trace.
+ */
+function writeStdout(text: string): void {
+  if (process.stdout.listenerCount('error') === 0) {
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+    });
+  }
+  process.stdout.write(text);
 }

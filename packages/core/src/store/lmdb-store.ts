@@ -1,10 +1,11 @@
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
-import { chmod, mkdir, open as openFile, stat } from 'node:fs/promises';
+import { chmod, mkdir, open as openFile, rm, stat } from 'node:fs/promises';
+import { endianness } from 'node:os';
 import { join } from 'node:path';
 import type { Database } from 'lmdb';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
-import { lmdbStoreError, type StoreError } from './errors.js';
+import { lmdbStoreError, StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
@@ -32,6 +33,87 @@ export async function lmdbStoreExists(dir: string): Promise<boolean> {
 }
 
 /**
+ * The header (meta) pages of the LMDB that lmdb-js 3.x builds (its `mdb.c`): pages 0 and 1, each a
+ * 24-byte page header (page number, transaction id, pad, flags, lower, upper) followed by the meta
+ * data: magic, data version, map address and size, the free and main trees (the free tree's first
+ * field is the page size), the last page used and the id of the transaction that wrote it. Numbers
+ * are in the machine's byte order.
+ */
+const META = { flags: 18, magic: 24, version: 28, pageSize: 48, lastPage: 144, txnId: 152, end: 160 } as const;
+const P_META = 0x08;
+const MDB_MAGIC = 0xbeefc0de;
+const MDB_DATA_VERSION = 2;
+
+/**
+ * What is wrong with the store's data file at `path`, or undefined when its header pages are
+ * LMDB's and the file holds every page they name (a missing or empty file is fine: LMDB lays it
+ * out). Checked before LMDB opens the file: lmdb-js crashes the process (SIGSEGV) on a file whose
+ * header is not LMDB's, and a page read past the end of a file cut short is SIGBUS, so a store
+ * damaged on disk (README "Why LMDB") would end every run without a word.
+ */
+export async function lmdbFileDamage(path: string): Promise<string | undefined> {
+  // Another process laying out a new store writes its two header pages at once: a file caught in
+  // that write is looked at again before it is called damaged.
+  if ((await readDamage(path)) === undefined) return undefined;
+  await new Promise((resolve) => setTimeout(resolve, LAYOUT_GRACE_MS));
+  return readDamage(path);
+}
+
+/** How long a store file that looks damaged is given to be a new one being laid out. */
+const LAYOUT_GRACE_MS = 200;
+
+async function readDamage(path: string): Promise<string | undefined> {
+  let handle;
+  try {
+    handle = await openFile(path, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+  try {
+    const le = endianness() === 'LE';
+    const u32 = (b: Buffer, at: number) => (le ? b.readUInt32LE(at) : b.readUInt32BE(at));
+    const u64 = (b: Buffer, at: number) => (le ? b.readBigUInt64LE(at) : b.readBigUInt64BE(at));
+    const meta = async (at: number): Promise<Buffer | undefined> => {
+      const b = Buffer.alloc(META.end);
+      const { bytesRead } = await handle.read(b, 0, META.end, at);
+      const flags = le ? b.readUInt16LE(META.flags) : b.readUInt16BE(META.flags);
+      return bytesRead === META.end && (flags & P_META) !== 0 && u32(b, META.magic) === MDB_MAGIC && (u32(b, META.version) & 0xffff) === MDB_DATA_VERSION
+        ? b
+        : undefined;
+    };
+    if ((await handle.stat()).size === 0) return undefined;
+    const first = await meta(0);
+    if (!first) return 'its first page is not an LMDB header';
+    const pageSize = u32(first, META.pageSize);
+    if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) return `its header names a page size of ${pageSize} bytes`;
+    const second = await meta(pageSize);
+    if (!second) return 'its second page is not an LMDB header';
+    const newest = u64(second, META.txnId) > u64(first, META.txnId) ? second : first;
+    const needed = (u64(newest, META.lastPage) + 1n) * BigInt(pageSize);
+    // The size after the header: a commit writes its pages before the header that names them.
+    const size = (await handle.stat()).size;
+    if (BigInt(size) < needed) return `cut short: ${size} bytes of the ${needed} its last commit wrote`;
+    return undefined;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Removes the store's data file in `dir` when it is damaged (see {@link lmdbFileDamage}), so that the
+ * store starts afresh; returns what was wrong with it, or undefined (nothing removed) when it is not.
+ */
+export async function removeDamagedLmdbFile(dir: string): Promise<string | undefined> {
+  const path = join(dir, DATA_FILE);
+  const damage = await lmdbFileDamage(path).catch((e: unknown) => {
+    throw lmdbStoreError(dir, e);
+  });
+  if (damage !== undefined) await rm(path, { force: true });
+  return damage;
+}
+
+/**
  * Opens (creating if missing) the embedded result store in `dir`: an LMDB database (lmdb-js), a
  * memory-mapped B+tree. Reads are synchronous lookups in the map; the writes of one engine step
  * are committed as one transaction, and each `set` resolves once its transaction is committed.
@@ -42,9 +124,26 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   const path = join(dir, DATA_FILE);
   let db: Database<Entry, string>;
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await mkdir(dir, { recursive: true, mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST' && e.code !== 'ENOTDIR') throw e;
+      const what = e.code === 'EEXIST' ? 'a file is in its place' : 'a part of its path is a file';
+      throw new StoreError(
+        'usage',
+        `the result store ${dir} is not a folder (${what}): give --store a folder (it is created if missing), or pass --store off`,
+        {
+          cause: e,
+        },
+      );
+    });
     // Created empty with mode 0600 before LMDB opens them, so they are never readable by others.
     for (const file of [path, `${path}-lock`]) await (await openFile(file, 'a', 0o600)).close();
+    const damage = await lmdbFileDamage(path);
+    if (damage !== undefined) {
+      throw new StoreError(
+        'store-io',
+        `the result store ${dir} is damaged (${path}: ${damage}); its answers cannot be read: run dq-store clear --store ${dir} to start it afresh (answers are bought again as needed), or pass --store off`,
+      );
+    }
     // Loaded here, not at import: only a run with the embedded store loads the native module.
     const { open } = await import('lmdb');
     // noSync: a commit is written to the file (the OS has it: kill -9 loses nothing) without an
@@ -54,7 +153,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
     db = open<Entry, string>({ path, compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
     await chmod(path, 0o600);
   } catch (e) {
-    throw storeError(dir, e);
+    throw e instanceof StoreError ? e : storeError(dir, e);
   }
   let fd: number;
   try {
@@ -161,9 +260,17 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       return removed;
     },
     async clear() {
-      const count = db.getCount();
-      await db.clearAsync();
-      return count;
+      // Entry by entry, not by dropping the database: that would drop the record of the shapes
+      // (msgpack structures) the answers are encoded with too, and an answer another process that
+      // has the store open writes afterwards, in a shape it already knew, could not be read again.
+      let removed = 0;
+      await db.transaction(() => {
+        for (const key of db.getKeys()) {
+          db.removeSync(key);
+          removed += 1;
+        }
+      });
+      return removed;
     },
     close() {
       closed ??= (async () => {

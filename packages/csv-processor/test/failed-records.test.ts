@@ -1,0 +1,59 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { makeSampleCsv } from '@dq/sandbox';
+import { describe, expect, it } from 'vitest';
+import { billable, completed, runCli, sampleArgs, startCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
+
+// A run that completes with more failed records than --max-failed allows exits 4: a scheduler's
+// log (stderr) says so in one line, naming the rejects file, not only the JSON summary on stdout.
+
+const dir = useTempDir();
+const sandbox = useSandbox(unlimited());
+
+describe('a run done with failed records past --max-failed', () => {
+  it('exits 4 with one line on stderr naming the counts, the rejects file and what to do', { timeout: 60_000 }, async () => {
+    // A CSV file read as NDJSON (a wrong --format): every line is rejected.
+    const input = join(dir, 'customers.csv');
+    await writeFile(input, makeSampleCsv(30, 8));
+    const output = join(dir, 'customers.clean.ndjson');
+    const run = await runCli(sampleArgs(input, output, '--store', 'off', '--format', 'ndjson'), sandbox.env());
+    expect(run.code, run.stderr).toBe(4);
+    expect(summaryOf(run)).toMatchObject({ outcome: 'done', exitCode: 4, rows: 0, rejects: 31 });
+    expect(billable(sandbox)).toBe(0);
+    const lines = run.stderr.split('\n').filter((l) => l.startsWith('dq-csv: '));
+    expect(lines).toEqual([
+      `dq-csv: records-failed: 31 of 31 input records failed (31 rejected, in ${join(dir, 'customers.clean.rejects.csv')}, with line and reason; 0 unavailable): ` +
+        '100% is over --max-failed 0; no record could be read: check --format, --delimiter and --encoding against the input',
+    ]);
+  });
+
+  it('some rows rejected: the line says to correct them; within --max-failed, no line and exit 0', { timeout: 60_000 }, async () => {
+    const lines = makeSampleCsv(20, 9).trimEnd().split('\n');
+    lines[5] = 'K9;only;three';
+    const input = join(dir, 'ragged.csv');
+    await writeFile(input, lines.join('\n') + '\n');
+    const over = await runCli(sampleArgs(input, join(dir, 'ragged.clean.csv'), '--store', 'off'), sandbox.env());
+    expect(over.code, over.stderr).toBe(4);
+    expect(over.stderr).toContain(
+      `dq-csv: records-failed: 1 of 20 input records failed (1 rejected, in ${join(dir, 'ragged.clean.rejects.csv')}, with line and reason; 0 unavailable): ` +
+        '5% is over --max-failed 0; correct the rejected lines in the input and rerun',
+    );
+    const within = await runCli(sampleArgs(input, join(dir, 'ragged.within.csv'), '--store', 'off', '--max-failed', '0.1'), sandbox.env());
+    expect(within.code, within.stderr).toBe(0);
+    expect(within.stderr).not.toContain('records-failed');
+  });
+});
+
+describe('stdout closed by its reader', () => {
+  it('a run whose stdout reader went away (| head) still exits with the run outcome, without a stack trace', { timeout: 60_000 }, async () => {
+    const input = join(dir, 'piped.csv');
+    await writeFile(input, makeSampleCsv(20, 10));
+    const output = join(dir, 'piped.clean.csv');
+    const child = startCli(sampleArgs(input, output, '--store', 'off'), sandbox.env());
+    child.stdout.destroy();
+    const run = await completed(child);
+    expect({ code: run.code, signal: run.signal }, run.stderr).toEqual({ code: 0, signal: null });
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect((await readFile(output, 'utf8')).trimEnd().split('\n')).toHaveLength(21);
+  });
+});
