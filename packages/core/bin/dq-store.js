@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Launcher committed with its executable bit, so the command works as soon as `npm ci` has built dist/.
-import { exitWhenDone } from '../dist/cli/exit.js';
+import { runCommand } from '../dist/cli/exit.js';
 import { runStoreCli } from '../dist/store/cli.js';
 
-exitWhenDone('dq-store', await runStoreCli(process.argv.slice(2)));
+await runCommand('dq-store', () => runStoreCli(process.argv.slice(2)));

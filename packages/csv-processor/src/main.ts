@@ -16,11 +16,6 @@ import { writeCsvReport } from './report.js';
  * and the table go to stderr; the JSON summary line goes to stdout.
  */
 export async function main(argv: readonly string[]): Promise<number> {
-  // A reader of stdout that went away (`| head`) loses the summary line, not the run: its files
-  // are written, and the exit code stays the run's.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
-  });
   if (argv[0] === 'review') return reviewMain(argv.slice(1));
   try {
     const command = parseCli(argv);

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { exitWhenDone } from '@dq/core/cli';
+import { runCommand } from '@dq/core/cli';
 import { main } from './main.js';
 
-exitWhenDone('dq-pg', await main(process.argv.slice(2)));
+await runCommand('dq-pg', () => main(process.argv.slice(2)));

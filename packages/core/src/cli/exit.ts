@@ -14,3 +14,16 @@ export function exitWhenDone(name: string, code: number, graceMs = EXIT_GRACE_MS
     process.exit(code);
   }, graceMs).unref();
 }
+
+/**
+ * Runs a CLI's `main` and ends the process with its exit code ({@link exitWhenDone}). A reader of
+ * stdout that went away (`| head`) costs what was left to print, not the command: the EPIPE of the
+ * closed pipe is ignored, so no stack trace is printed and the exit code stays the command's (its
+ * files and state are written all the same). Any other error of stdout is thrown as before.
+ */
+export async function runCommand(name: string, main: () => Promise<number>): Promise<void> {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+  exitWhenDone(name, await main());
+}

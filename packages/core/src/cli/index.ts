@@ -2,4 +2,4 @@ export { createFlagParsers, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from './fl
 export type { EngineFlagSettings, FlagParsers } from './flags.js';
 export { parseFlags, cliFailure } from './run-cli.js';
 export type { CliFailure } from './run-cli.js';
-export { exitWhenDone } from './exit.js';
+export { exitWhenDone, runCommand } from './exit.js';

@@ -31,7 +31,7 @@ store's database is unreachable.
 /** Runs dq-store with `argv` (without node and script); returns the exit code. */
 export async function runStoreCli(
   argv: readonly string[],
-  io: { out(text: string): void; err(text: string): void } = { out: writeStdout, err: (t) => process.stderr.write(t) },
+  io: { out(text: string): void; err(text: string): void } = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) },
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<number> {
   let values: { store?: string; 'older-than'?: string; json?: boolean; help?: boolean };
@@ -117,15 +117,3 @@ export async function runStoreCli(
   }
 }
 
-/**
- * Writes to stdout; a reader that went away (`dq-store info | head -1`) gets what it read, and the
- * exit code stays the command's instead of an EPIPE stack trace.
- */
-function writeStdout(text: string): void {
-  if (process.stdout.listenerCount('error') === 0) {
-    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EPIPE') throw err;
-    });
-  }
-  process.stdout.write(text);
-}
