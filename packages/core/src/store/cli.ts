@@ -116,4 +116,3 @@ export async function runStoreCli(
     return e instanceof DqError && e.retriable ? 75 : 2;
   }
 }
-
