@@ -9,6 +9,7 @@ const cli = (path: string): string => fileURLToPath(new URL(`../${path}`, import
 // The exit codes each command can end with, as the README's table "Exit codes (for Airflow and
 // cron)" gives them: a scheduler's author reads them in `--help` as well.
 const COMMANDS = [
+  { name: 'dq-csv', path: 'packages/csv-processor/dist/cli.js', codes: [0, 1, 2, 3, 4, 5, 75] },
   { name: 'dq-pg', path: 'packages/postgres-cleanser/dist/cli.js', codes: [0, 1, 2, 3, 4, 5, 75] },
   { name: 'dq-kafka', path: 'packages/kafka-enricher/dist/cli.js', codes: [0, 1, 2, 3, 5, 75] },
 ] as const;

@@ -51,8 +51,9 @@ ${ENGINE_FLAGS_USAGE}
 
 Exit codes: 0 done, 1 unexpected error, 2 bad usage (also: an output that is the input, a
 missing output folder, invalid input), 3 key/account/quota stopped the run (fix, then
---resume), 4 done but --max-failed passed, 75 platform unreachable or interrupted (retry
---resume), or another run writing the same output (its pid is named).
+--resume), 4 done but --max-failed passed, 5 the spending cap --max-calls was reached
+(--resume to go on), 75 platform unreachable or interrupted (retry --resume), or another
+run writing the same output (its pid is named).
 
 Example:
   DQ_BASE_URL=https://api.example.com DQ_API_KEY=... dq-csv validate \\
