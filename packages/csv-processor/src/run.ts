@@ -101,10 +101,10 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
         `the input ${paths.input} was changed since the interrupted run (${was.inputSize} bytes, modified ${new Date(was.inputMtimeMs ?? 0).toISOString()}; now ${inputStat.size} bytes, modified ${inputStat.mtime.toISOString()}): resuming would mix its two versions; delete ${paths.checkpoint} and rerun without --resume to clean it from the start (answers already paid for are not bought again unless the run had --store off)`,
       );
     }
-    const differ = differing.join(', ');
+    const differ = differing.map((name) => OPTION_FLAG[name] ?? name).join(', ');
     throw new CsvError(
       'resume-mismatch',
-      `cannot resume: ${differ} differ from the interrupted run's; rerun with the same options, or delete ${paths.checkpoint} to start over`,
+      `cannot resume: ${differ} ${differing.length === 1 ? 'is' : 'are'} not as in the interrupted run; rerun with its options, or delete ${paths.checkpoint} to start over`,
     );
   }
 
@@ -272,6 +272,23 @@ function checkpointOf(
  * compared by the file they lead to: a checkpoint names them as its run's paths led to them (an
  * older dq-csv: as given, e.g. a symlink).
  */
+/** The flag (or file) behind each option a resume must repeat, as a user names it. */
+const OPTION_FLAG: Readonly<Record<string, string>> = {
+  input: '--input',
+  inputSize: 'the input file',
+  inputMtimeMs: 'the input file',
+  output: '--output',
+  rejects: '--rejects',
+  format: '--format',
+  encoding: '--encoding',
+  delimiter: '--delimiter',
+  mode: '--mode',
+  map: '--map',
+  country: '--country',
+  include: '--include',
+  spreadsheetSafe: '--spreadsheet-safe',
+};
+
 async function differingFromCheckpoint(checkpointed: Readonly<Record<string, unknown>>, now: Readonly<Record<string, unknown>>): Promise<string[]> {
   const differing: string[] = [];
   for (const name of differingOptions(checkpointed, now)) {
