@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdtemp, open, rm, truncate } from 'node:fs/promises';
+import { cp, mkdtemp, open, rm, stat, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -158,4 +158,41 @@ describe('dq-store', () => {
     expect(code, stderr).toBe(0);
     expect(stderr).toBe('');
   });
+});
+
+describe('dq-store on a full disk', () => {
+  it('prune and clear say the disk is full in one line, exit 2 and leave every entry as it was', async () => {
+    // Written as runs write (small commits), so the file has no spare room left.
+    const path = join(dir, 'full');
+    const store = (await openStore(path))!;
+    const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
+    for (let i = 0; i < 6000; i += 15) {
+      const commit: Promise<void>[] = [];
+      for (let j = i; j < i + 15; j++) {
+        commit.push(
+          Promise.resolve(
+            store.set(`key-${j}`, { status: 'accepted', resultClass: 'A', requestId: `r${j}`, checkedAt: j % 2 ? old : new Date().toISOString() }),
+          ),
+        );
+      }
+      await Promise.all(commit);
+    }
+    await store.close();
+    const { size } = await stat(join(path, 'results.mdb'));
+    // A file-size limit at the file's size: it cannot grow, the way a full disk stops it (EFBIG).
+    for (const command of [['prune', '--older-than', '30d'], ['clear']]) {
+      const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn('prlimit', [`--fsize=${size}`, process.execPath, BIN, ...command, '--store', path], { env: { ...process.env, DQ_STORE: '' } });
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.on('close', (code) => resolve({ code, stderr }));
+      });
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toBe(
+        `dq-store: the result store ${path} cannot be used: its file reached the file-size limit (EFBIG: ulimit -f, or the largest file of its file system); raise the limit or give --store a folder on another file system, then rerun (or pass --store off)\n`,
+      );
+    }
+    const info = await dqStore(['info', '--store', path, '--json']);
+    expect(JSON.parse(info.stdout)).toMatchObject({ entries: 6000 });
+  }, 60_000);
 });

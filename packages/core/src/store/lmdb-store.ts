@@ -175,10 +175,13 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
    * instead of LMDB's own: its error path (lmdb-js 3.5) overruns a heap buffer, which can abort the
    * process (SIGABRT), and prints an unterminated "Write error" line onto stderr.
    */
-  const makeRoom = (entries: number) => {
+  const makeRoom = (entries: number, removing = false) => {
     const { lastPageNumber } = env.info();
     const used = (lastPageNumber + 1) * pageSize;
-    const needed = used + Math.max(ROOM_MIN, entries * ROOM_PER_ENTRY);
+    // A removal copies at most each page of the tree once (one per removed entry at most): room
+    // for that, not for new answers, or a clear would leave the file many times its size.
+    const room = removing ? Math.min(entries * pageSize, used) : entries * ROOM_PER_ENTRY;
+    const needed = used + Math.max(ROOM_MIN, room);
     if (written >= needed) return;
     written = fstatSync(fd).size;
     const target = needed + Math.ceil(Math.max(ROOM_MIN, used / 8) / pageSize) * pageSize;
@@ -190,6 +193,25 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   let queued: Array<[string, Entry]> = [];
   let writing: Promise<void> | undefined;
   const missed = new MissedKeys();
+
+  /**
+   * Removes `keys` in one synchronous transaction, with room made for it first like a commit of
+   * answers ({@link makeRoom}): removing copies the pages it changes, so on a full disk the plain
+   * write of the room fails with its errno (`store-io` naming the full disk) before LMDB writes,
+   * whose own error path can crash the process.
+   */
+  const removeAll = async (keys: readonly string[]): Promise<number> => {
+    if (keys.length === 0) return 0;
+    try {
+      db.transactionSync(() => {
+        makeRoom(keys.length, true);
+        for (const key of keys) db.removeSync(key);
+      });
+    } catch (e) {
+      throw storeError(dir, e);
+    }
+    return keys.length;
+  };
 
   const store: ResultStore = {
     location: dir,
@@ -248,29 +270,15 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
     },
     async prune(olderThanMs) {
       const cutoff = Date.now() - olderThanMs;
-      let removed = 0;
-      await db.transaction(() => {
-        for (const { key, value } of db.getRange()) {
-          if (value.t < cutoff) {
-            db.removeSync(key);
-            removed += 1;
-          }
-        }
-      });
-      return removed;
+      const old: string[] = [];
+      for (const { key, value } of db.getRange()) if (value.t < cutoff) old.push(key);
+      return removeAll(old);
     },
     async clear() {
       // Entry by entry, not by dropping the database: that would drop the record of the shapes
       // (msgpack structures) the answers are encoded with too, and an answer another process that
       // has the store open writes afterwards, in a shape it already knew, could not be read again.
-      let removed = 0;
-      await db.transaction(() => {
-        for (const key of db.getKeys()) {
-          db.removeSync(key);
-          removed += 1;
-        }
-      });
-      return removed;
+      return removeAll([...db.getKeys()]);
     },
     close() {
       closed ??= (async () => {
