@@ -148,7 +148,7 @@ describe('engine: run stop', () => {
       expect(exitCodeForError(error)).toBe(2);
       expect(stopAdvice(error, { resume: 'rerun' })).toMatchObject({ kind: 'platform-url', advice: 'fix that URL, then rerun' });
       const message = (error as Error).message;
-      expect(message).toContain(`no endpoint under ${platform.url}/wrong-prefix, the base URL (--base-url, env DQ_BASE_URL) (HTTP 404`);
+      expect(message).toContain(`no endpoint under ${base.replace('db-pass-93', '***')}, the base URL (--base-url, env DQ_BASE_URL) (HTTP 404`);
       expect(message).not.toContain('db-pass-93');
       // One answer is enough: the calls in flight (4), not one per record.
       expect(await settledCount(platform)).toBeLessThan(4 + 8);

@@ -10,9 +10,12 @@ import { openStore } from '@dq/core/store';
 const BIN = fileURLToPath(new URL('../bin/dq-store.js', import.meta.url));
 let dir: string;
 
-function dqStore(args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+/** Runs dq-store with `args`; `fileSizeLimit` (bytes) runs it under `prlimit --fsize`, as on a full disk. */
+function dqStore(args: string[], fileSizeLimit?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, DQ_STORE: '' } });
+    const command = [process.execPath, BIN, ...args];
+    if (fileSizeLimit !== undefined) command.unshift('prlimit', `--fsize=${fileSizeLimit}`);
+    const child = spawn(command[0]!, command.slice(1), { env: { ...process.env, DQ_STORE: '' } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -181,12 +184,7 @@ describe('dq-store on a full disk', () => {
     const { size } = await stat(join(path, 'results.mdb'));
     // A file-size limit at the file's size: it cannot grow, the way a full disk stops it (EFBIG).
     for (const command of [['prune', '--older-than', '30d'], ['clear']]) {
-      const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn('prlimit', [`--fsize=${size}`, process.execPath, BIN, ...command, '--store', path], { env: { ...process.env, DQ_STORE: '' } });
-        let stderr = '';
-        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-        child.on('close', (code) => resolve({ code, stderr }));
-      });
+      const run = await dqStore([...command, '--store', path], size);
       expect(run.code, run.stderr).toBe(2);
       expect(run.stderr).toBe(
         `dq-store: the result store ${path} cannot be used: its file reached the file-size limit (EFBIG: ulimit -f, or the largest file of its file system); raise the limit or give --store a folder on another file system, then rerun (or pass --store off)\n`,

@@ -1,5 +1,6 @@
 import { checkBatchEcho, checkVat, searchCompanies, totalCount, postBatchSync, validateAddress } from '../clients/calls.js';
 import { DqError, LOCAL_CODES, PlatformError } from '../errors/index.js';
+import { shownUrl } from '../log/redact-url.js';
 import type { Transport } from '../transport/index.js';
 import type { CallOutcome, WorkerInit } from './messages.js';
 import { addressOutcome, companyOutcome, vatOutcome } from './outcome.js';
@@ -17,7 +18,7 @@ export function createCaller(init: WorkerInit, transport: Transport): Caller {
   const call = modeCaller(init, transport);
   const address = init.mode === 'address';
   const flag = address ? 'the base URL (--base-url, env DQ_BASE_URL)' : 'the company service URL (--realtime-url, env DQ_REALTIME_URL, default the base URL)';
-  const base = withoutUserinfo(address ? init.baseUrl : (init.realtimeUrl ?? init.baseUrl));
+  const base = shownUrl(address ? init.baseUrl : (init.realtimeUrl ?? init.baseUrl), 'the configured URL');
   return async (fields, customerAddressId, signal) => {
     try {
       return await call(fields, customerAddressId, signal);
@@ -45,18 +46,6 @@ function urlUnknown(e: PlatformError, base: string, flag: string): DqError {
       cause: e,
     },
   );
-}
-
-/** A URL for a message: user name and password left out. */
-function withoutUserinfo(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return url;
-  }
 }
 
 function modeCaller(init: WorkerInit, transport: Transport): Caller {

@@ -1,3 +1,5 @@
+import { shownUrl } from '../log/redact-url.js';
+
 /**
  * The oldest PostgreSQL major version the connectors' SQL runs on (README, dq-pg section,
  * "Supported PostgreSQL versions").
@@ -7,13 +9,7 @@ const MIN_VERSION_NUM = MIN_POSTGRES_MAJOR * 10_000;
 
 /** A Postgres URL with its password replaced by `***`, safe to print. */
 export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://…';
-  }
+  return shownUrl(url, 'postgres://…');
 }
 
 /** Something that runs one query: a pg Client or Pool. */

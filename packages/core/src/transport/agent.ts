@@ -1,5 +1,6 @@
 import { Agent, EnvHttpProxyAgent } from 'undici';
 import type { Dispatcher } from 'undici';
+import { shownUrl } from '../log/redact-url.js';
 
 /**
  * The proxy settings of the environment, read as curl and most tools read them: `HTTPS_PROXY` for
@@ -39,13 +40,7 @@ export function proxyShownFor(origin: string): string | undefined {
   const url = new URL(origin);
   const proxy = url.protocol === 'https:' ? env('HTTPS_PROXY') : env('HTTP_PROXY');
   if (proxy === undefined || bypassed(url)) return undefined;
-  try {
-    const shown = new URL(proxy);
-    if (shown.password !== '') shown.password = '***';
-    return shown.href.replace(/\/$/, '');
-  } catch {
-    return 'the proxy in HTTPS_PROXY / HTTP_PROXY (not a URL)';
-  }
+  return shownUrl(proxy, 'the proxy in HTTPS_PROXY / HTTP_PROXY (not a URL)');
 }
 
 function bypassed(url: URL): boolean {
