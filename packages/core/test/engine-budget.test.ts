@@ -55,6 +55,31 @@ describe('engine: the spending cap (maxCalls)', () => {
     expect(e.report()).toMatchObject({ apiCalls: 1, budget: { billableCalls: 2 } });
   });
 
+  it('a platform whose connection is refused was never sent a call: apiCalls 0, none of the cap used, and the run stops for the outage, not at the cap', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const url = platform.url;
+    await platform.close();
+    const e = start(url, { threads: 0, concurrency: 2, maxCalls: 3, retry: { baseDelayMs: 1, maxDelayMs: 1 } });
+    const error = await e.process(addresses(4)).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(error).not.toMatchObject({ code: 'max-calls-reached' });
+    expect(e.report()).toMatchObject({ apiCalls: 0, budget: { billableCalls: 0, maxCalls: 3 } });
+  });
+
+  it('counts a request as a call made when its first attempt was answered and its retries found the connection refused', async () => {
+    platform = await startScriptedPlatform(() => {
+      // Answered once, then gone: every retry finds the port closed.
+      setImmediate(() => void platform?.close());
+      return problem(500, 'internal-error');
+    });
+    const e = start(platform.url, { threads: 0, concurrency: 1, maxCalls: 10, retry: { baseDelayMs: 5, maxDelayMs: 5 } });
+    await e.process(addresses(1)).catch(() => undefined);
+    expect(platform.seen).toHaveLength(1);
+    expect(e.report()).toMatchObject({ apiCalls: 1, budget: { billableCalls: 1 } });
+  });
+
   it('names the account by a digest of key and base URL, never the key', async () => {
     platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
     const e = start(platform.url, { threads: 0 });

@@ -88,12 +88,18 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
     if (!BILLABLE_ENDPOINTS.has(endpoint)) return;
     const before = Number(Atomics.add(count, 0, 1n));
     if (counter.max > 0 && before >= counter.max) {
+      // Not sent: the count stays at the calls that went out.
+      Atomics.sub(count, 0, 1n);
       throw new DqError(`the spending cap was reached: ${counter.max} billable calls sent (--max-calls)`, {
         code: MAX_CALLS_REACHED,
         retriable: false,
         scope: 'run',
       });
     }
+  };
+  /** An attempt that took a call from the count but never went out (no connection) gives it back. */
+  const giveBack = (endpoint: EndpointId, unsent: boolean | undefined): void => {
+    if (unsent === true && BILLABLE_ENDPOINTS.has(endpoint)) Atomics.sub(count, 0, 1n);
   };
   const capped = (): void => {
     if (counter.max > 0 && Number(Atomics.load(count, 0)) >= counter.max) {
@@ -112,7 +118,10 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
         take(endpoint);
         return ticket;
       },
-      ended: local.ended?.bind(local),
+      ended(endpoint, ticket, unsent) {
+        local.ended?.(endpoint, ticket, unsent);
+        giveBack(endpoint, unsent);
+      },
       backoff: (endpoint, retryAfterMs) => local.backoff(endpoint, retryAfterMs),
       close: async () => undefined,
     };
@@ -138,8 +147,9 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
       take(endpoint);
       return ticket;
     },
-    ended(endpoint, ticket) {
-      throttle?.ended?.(endpoint, ticket);
+    ended(endpoint, ticket, unsent) {
+      throttle?.ended?.(endpoint, ticket, unsent);
+      giveBack(endpoint, unsent);
     },
     backoff(endpoint, retryAfterMs) {
       // The backoff state lives in the shared row: a 429 seen here slows every process of the account.

@@ -8,6 +8,11 @@ export interface MeteredAttempt {
   signal?: AbortSignal | undefined;
   /** Longest `Retry-After` (ms) a 429 may hold every sender of the endpoint back: the retry policy's `maxRetryAfterMs`. */
   maxHoldMs: number;
+  /**
+   * Whether a failure of `send` means its request never went out (its connection was never made):
+   * the attempt is then not counted as sent ({@link failedUnsent}, the spending cap's count).
+   */
+  neverSent?: (error: unknown) => boolean;
 }
 
 /**
@@ -32,7 +37,9 @@ export async function meteredAttempt<T>(throttle: Throttle | undefined, a: Meter
   try {
     result = await send();
   } catch (error) {
-    throttle?.ended?.(a.endpoint, ticket);
+    const unsent = a.neverSent?.(error) === true;
+    if (unsent && typeof error === 'object' && error !== null) refusedUnsent.add(error);
+    throttle?.ended?.(a.endpoint, ticket, unsent);
     if (error instanceof PlatformError && error.status === 429) {
       throttle?.backoff(a.endpoint, error.retryAfterMs === undefined ? undefined : Math.min(error.retryAfterMs, a.maxHoldMs));
     }
@@ -43,26 +50,32 @@ export async function meteredAttempt<T>(throttle: Throttle | undefined, a: Meter
 }
 
 /**
- * Errors with which the budget refused an attempt before its request went out (the spending cap,
- * a shared budget that cannot be used, a wait aborted). A refusal error is made for the attempt it
- * refuses; only a budget that failed to open hands one error to every waiting attempt, and those
- * are first attempts (an attempt that went out had found the budget open).
+ * Errors of attempts whose request did not go out: the budget refused them (the spending cap, a
+ * shared budget that cannot be used, a wait aborted), or their connection was never made. A
+ * refusal error is made for the attempt it refuses; only a budget that failed to open hands one
+ * error to every waiting attempt, and those are first attempts (an attempt that went out had found
+ * the budget open).
  */
 const refusedUnsent = new WeakSet<object>();
 
 /**
- * Whether `error`, the failure of a request, means that none of its attempts went out: its last
- * attempt was refused by the budget ({@link meteredAttempt}) and no earlier one was sent. Such a
- * request is not a call made (the run report's `apiCalls`).
+ * Whether `error`, the failure of an attempt or of a whole request, means that it did not go out:
+ * the budget refused it or its connection was never made ({@link meteredAttempt}), and for a
+ * request, no earlier attempt was sent either ({@link requestUnsent}). Such a request is not a call
+ * made (the run report's `apiCalls`).
  */
 export function failedUnsent(error: unknown): boolean {
   return typeof error === 'object' && error !== null && refusedUnsent.has(error);
 }
 
 /**
- * Records that an earlier attempt of the request that failed with `error` went out, so the request
- * counts as sent although the budget refused its last attempt (a 5xx, then the spending cap).
+ * Records whether any attempt of the request that failed with `error` went out: one that did makes
+ * the request a call sent although its last attempt did not go out (a 5xx, then the spending cap);
+ * none that did makes it a call not sent whatever its last error (retries given up on a refused
+ * connection).
  */
-export function sentBeforeRefusal(error: unknown): void {
-  if (typeof error === 'object' && error !== null) refusedUnsent.delete(error);
+export function requestUnsent(error: unknown, anySent: boolean): void {
+  if (typeof error !== 'object' || error === null) return;
+  if (anySent) refusedUnsent.delete(error);
+  else refusedUnsent.add(error);
 }

@@ -20,9 +20,10 @@ export interface Throttle {
    * second from now. The request still counts against the rate: nothing is handed back. A streamed
    * answer (a download) ends its attempt when its status and headers arrive: what then happens to
    * the body changes nothing the platform counted. Optional, and without a ticket nothing happens.
-   * `meteredAttempt` (throttle/metered.ts) is the one caller.
+   * `meteredAttempt` (throttle/metered.ts) is the one caller. `unsent`: the attempt failed before
+   * its request went out (its connection was never made), so the platform did not count it.
    */
-  ended?(endpoint: EndpointId, ticket: number | void): void;
+  ended?(endpoint: EndpointId, ticket: number | void, unsent?: boolean): void;
   /**
    * A 429 came back: slow this endpoint's shared rate down (it recovers gradually afterwards) and,
    * given `retryAfterMs`, hold every sender back that long, but never longer than `maxHoldMs`.

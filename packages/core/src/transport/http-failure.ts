@@ -36,6 +36,23 @@ export function failureCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Codes of a connection that was never made: refused, no route, the host not found, the connect
+ * timed out. A request that failed with one of them was never written, so the platform cannot
+ * have counted it. A connection that broke or timed out once made may have carried the request.
+ */
+const NOT_CONNECTED_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * Whether the attempt that failed with `error` never reached the platform: its connection (to the
+ * platform or to the proxy) was never made, or the proxy refused the tunnel to it. Such an attempt
+ * is not a call sent (the run report's `apiCalls` and the spending cap's count).
+ */
+export function neverSent(error: unknown): boolean {
+  const code = failureCode(error);
+  return (code !== undefined && NOT_CONNECTED_CODES.has(code)) || proxyRefusal(error) !== undefined;
+}
+
 /** How a failure is worded for the user in one kind of call. */
 export interface FailureWording {
   /** `METHOD origin/path`, the start of every message. */

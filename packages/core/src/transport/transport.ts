@@ -6,13 +6,14 @@ import { StartSessionResponseSchema } from '../schemas/index.js';
 import { createAgent } from './agent.js';
 import { sendOnce } from './http-attempt.js';
 import type { AttemptResult } from './http-attempt.js';
+import { neverSent } from './http-failure.js';
 import { resolveRetryOptions } from './retry/policy.js';
 import type { RetryOptions } from './retry/policy.js';
 import { retryResolved } from './retry/retrier.js';
 import type { RetryEvent } from './retry/retrier.js';
 import { HeaderBuilder, TargetCache } from './request-parts.js';
 import { SessionManager } from './session-manager.js';
-import { meteredAttempt, sentBeforeRefusal } from '../throttle/metered.js';
+import { failedUnsent, meteredAttempt, requestUnsent } from '../throttle/metered.js';
 import type { AuthMode, Transport, TransportOptions, TransportRequest, TransportResponse } from './types.js';
 
 /** Path of the start-session endpoint (contract 4.3). */
@@ -70,7 +71,7 @@ export function createTransport(options: TransportOptions): Transport {
     const { signal } = req;
     const policy = policyFor(req.retry);
     let attempts = 0;
-    /** Attempts whose request went out (the budget did not refuse them). */
+    /** Attempts whose request went out (the budget let them go, and their connection was made). */
     let sent = 0;
     let renewed = false;
 
@@ -83,9 +84,8 @@ export function createTransport(options: TransportOptions): Transport {
       let started = 0;
       // Every sender of the endpoint holds back for a 429's Retry-After, but never longer than the
       // retry policy waits: a longer Retry-After stops the run in the retrier instead.
-      const res = await meteredAttempt(throttle, { endpoint: req.endpoint, signal, maxHoldMs: policy.maxRetryAfterMs }, () => {
+      const res = await meteredAttempt(throttle, { endpoint: req.endpoint, signal, maxHoldMs: policy.maxRetryAfterMs, neverSent }, () => {
         if (debug) started = performance.now();
-        sent++;
         return sendOnce({
           target,
           method: req.method,
@@ -117,8 +117,11 @@ export function createTransport(options: TransportOptions): Transport {
       for (;;) {
         attempts++;
         try {
-          return await sendMetered(token, remainingMs);
+          const res = await sendMetered(token, remainingMs);
+          sent++;
+          return res;
         } catch (error) {
+          if (!failedUnsent(error)) sent++;
           // Contract 3: an expired token is replaced by a new session and the request repeated, once.
           const expired = error instanceof PlatformError && error.code === 'expired-session-token';
           if (expired && country !== undefined && token !== undefined && !renewed) {
@@ -154,7 +157,7 @@ export function createTransport(options: TransportOptions): Transport {
       try {
         res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, { signal, onRetry, failed: { error, started } });
       } catch (last) {
-        if (sent > 0) sentBeforeRefusal(last);
+        requestUnsent(last, sent > 0);
         throw last;
       }
     }
