@@ -82,7 +82,7 @@ export function batchAnswer(req: SeenRequest, resultClass: string, candidates = 
 }
 
 /** Starts the scripted platform; close it in `afterEach`/`afterAll`. */
-export async function startScriptedPlatform(script: Script): Promise<ScriptedPlatform> {
+export async function startScriptedPlatform(script: Script, host = '127.0.0.1'): Promise<ScriptedPlatform> {
   let inFlight = 0;
   const platform: ScriptedPlatform = {
     url: '',
@@ -116,8 +116,8 @@ export async function startScriptedPlatform(script: Script): Promise<ScriptedPla
     })();
   });
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  platform.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  platform.url = `http://${host}:${(server.address() as AddressInfo).port}`;
   const close = platform.close;
   platform.close = async () => {
     server.closeAllConnections();

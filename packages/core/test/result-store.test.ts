@@ -46,7 +46,7 @@ async function tempDir(): Promise<string> {
 }
 
 describe('the embedded result store', () => {
-  it('keys an entry by the SHA-256 of its request key, as every earlier version did: stores written before stay readable', () => {
+  it('keys an entry by the SHA-256 of its request key, the digest every version has used', () => {
     // The digest of one request key, as stores of earlier versions hold it (createHash's chain).
     expect(storeKey('address\u0000Unter den Linden\u00001\u000010117\u0000Berlin\u0000DE')).toBe('k1suUscDfXL7W98zMXQeIo6CrL2FHWkjxNHqonaHY8g');
   });
@@ -66,6 +66,29 @@ describe('the embedded result store', () => {
     expect(again.map((r) => ({ ...r, source: 'api' }))).toEqual(paid);
     expect(again.every((r) => r.source === 'store')).toBe(true);
     expect(second.report()).toMatchObject({ apiCalls: 0, callsSavedByStore: 20, storeLookups: 20, storeHits: 20, storeHitRate: 1 });
+  });
+
+  it("never answers a run against one platform with another platform's answers (the sandbox's for the real one); the same platform on another port shares them", async () => {
+    const dir = join(await tempDir(), 'store');
+    // The sandbox of a trial run: every address class A.
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const trial = start(platform.url, await openStore(dir));
+    await trial.process(addresses(10));
+    await trial.close();
+    // The real platform, on another host: class D for the same addresses.
+    const real = await startScriptedPlatform((req) => batchAnswer(req, 'D'), '127.0.0.2');
+    cleanups.push(() => real.close());
+    const production = start(real.url, await openStore(dir));
+    const answers = await production.process(addresses(10));
+    expect(real.seen).toHaveLength(10);
+    expect(answers.map((a) => [a.source, a.resultClass])).toEqual(Array.from({ length: 10 }, () => ['api', 'D']));
+    await production.close();
+    // The first platform again, restarted on another port: its stored answers serve, no call.
+    const restarted = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    cleanups.push(() => restarted.close());
+    const again = start(restarted.url, await openStore(dir));
+    expect((await again.process(addresses(10))).map((a) => [a.source, a.resultClass])).toEqual(Array.from({ length: 10 }, () => ['store', 'A']));
+    expect(restarted.seen).toHaveLength(0);
   });
 
   it('kill -9 the moment a batch returns: a rerun pays nothing for that batch', async () => {

@@ -100,7 +100,10 @@ class ValidationEngine implements Engine {
     const endpoint = cfg.mode === 'address' ? cfg.addressEndpoint : 'company';
     this.#report = new RunReportBuilder(cfg.maxReportedFailures, cfg.rateLimits[endpoint] ?? DEFAULT_RATE_LIMITS[endpoint]);
     // A digest: the scope is part of every key, and a short key is cheaper to hash and to keep.
-    const scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company]);
+    // The platform that answers is part of it: a store never hands one platform's answers (the
+    // sandbox's, say) to a run against another (docs/architecture.md "The result store").
+    const platform = answeringPlatform(cfg.mode === 'address' ? cfg.baseUrl : cfg.realtimeUrl);
+    const scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company, platform]);
     this.#scope = createHash('sha256').update(scope).digest('base64url').slice(0, 16);
     const throttle = createSharedThrottle({ limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs });
     this.#calls = createCallCounter(cfg.maxCalls);
@@ -536,4 +539,14 @@ function isoNow(): string {
     isoText = new Date(now).toISOString();
   }
   return isoText;
+}
+
+/**
+ * Which platform answers at `url`, for the keys of its answers: its host name (lower-case, as URL
+ * gives it) and path without a trailing slash. Not its scheme, port, user or query: the same
+ * platform reached over another port or with other credentials gives the same answers.
+ */
+function answeringPlatform(url: string): string {
+  const { hostname, pathname } = new URL(url);
+  return `${hostname}${pathname.replace(/\/+$/, '')}`;
 }
