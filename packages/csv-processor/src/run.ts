@@ -1,4 +1,4 @@
-import { createEngine, DqError, exitCodeFor, ExitCode, stopAdvice, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import { answeringPlatform, createEngine, DqError, exitCodeFor, ExitCode, stopAdvice, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
 import { openStore, reusesAnswers } from '@dq/core/store';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
@@ -81,6 +81,9 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
     country: options.country ?? null,
     include: options.include ?? [],
     ...(options.spreadsheetSafe ? { spreadsheetSafe: true } : {}),
+    // The platform that answers: a resume against another one would mix two platforms' answers
+    // (the sandbox's and the platform's, say) in one output.
+    platform: answeringPlatform(mode, options.baseUrl, options.realtimeUrl) ?? null,
   };
   const optionsHash = hashOptions(identity);
   const checkpoint = await readCheckpoint(paths.checkpoint);
@@ -101,7 +104,8 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
         `the input ${paths.input} was changed since the interrupted run (${was.inputSize} bytes, modified ${new Date(was.inputMtimeMs ?? 0).toISOString()}; now ${inputStat.size} bytes, modified ${inputStat.mtime.toISOString()}): resuming would mix its two versions; delete ${paths.checkpoint} and rerun without --resume to clean it from the start (answers already paid for are not bought again unless the run had --store off)`,
       );
     }
-    const differ = differing.map((name) => OPTION_FLAG[name] ?? name).join(', ');
+    const flag = (name: string) => (name === 'platform' ? (mode === 'address' ? '--base-url' : '--realtime-url') : (OPTION_FLAG[name] ?? name));
+    const differ = differing.map(flag).join(', ');
     throw new CsvError(
       'resume-mismatch',
       `cannot resume: ${differ} ${differing.length === 1 ? 'is' : 'are'} not as in the interrupted run; rerun with its options, or delete ${paths.checkpoint} to start over`,
@@ -293,6 +297,8 @@ async function differingFromCheckpoint(checkpointed: Readonly<Record<string, unk
   const differing: string[] = [];
   for (const name of differingOptions(checkpointed, now)) {
     const then = checkpointed[name];
+    // A checkpoint written before the platform was part of a run's options does not name it.
+    if (name === 'platform' && !('platform' in checkpointed)) continue;
     if ((name === 'output' || name === 'rejects') && typeof then === 'string' && (await writtenPath(then)) === now[name]) continue;
     differing.push(name);
   }

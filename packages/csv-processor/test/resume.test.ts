@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { appendFile, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { makeSampleCsv } from '@dq/sandbox';
+import { makeSampleCsv, startSandbox } from '@dq/sandbox';
 import {
   batchCalls,
   checkpointPast,
@@ -81,6 +81,24 @@ describe('resuming after kill -9', () => {
     const run = await runCli([...args(output, '--resume'), '--include', 'coordinates-wgs84'], env());
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('dq-csv: resume-mismatch: cannot resume: --include is not as in the interrupted run; rerun with its options');
+  });
+
+  it("refuses to resume against another platform (the sandbox's answers would precede the platform's in one output); the same platform on another port resumes", async () => {
+    const output = join(dir, 'other-platform.csv');
+    await killWhenPast(output, 200);
+    const elsewhere = { ...env(), DQ_BASE_URL: env()['DQ_BASE_URL']!.replace('127.0.0.1', 'localhost') };
+    const refused = await runCli(args(output, '--resume'), elsewhere);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain('dq-csv: resume-mismatch: cannot resume: --base-url is not as in the interrupted run; rerun with its options');
+    // The same sandbox process reached on another port (a second one, equally configured).
+    const again = await startSandbox({ port: 0, config: unlimited() });
+    try {
+      const resumed = await runCli(args(output, '--resume'), { ...env(), DQ_BASE_URL: again.url });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(summaryOf(resumed)).toMatchObject({ outcome: 'done', rows: ROWS });
+    } finally {
+      await again.close();
+    }
   });
 
   it.each(['output', 'rejects file'])('refuses to resume when the %s of the killed run is gone, saying how to start over', async (which) => {
@@ -219,7 +237,7 @@ describe('resuming over an input of the same size and modification time', () => 
 
   it.each([
     ['the input unchanged', false],
-    ['a checkpoint of an older dq-csv (no content samples), the input unchanged', true],
+    ['a checkpoint of an older dq-csv (no content samples, no platform among its options), the input unchanged', true],
   ])('resumes with %s, and the output is byte for byte that of a run never killed', async (name, older) => {
     const file = join(dir, `unchanged-${older}.csv`);
     await writeFile(file, wideCsv(22));
@@ -232,6 +250,9 @@ describe('resuming over an input of the same size and modification time', () => 
       const checkpoint = JSON.parse(await readFile(`${output}.checkpoint.json`, 'utf8')) as Record<string, unknown>;
       expect(checkpoint['input']).toMatchObject({ algorithm: 'sha256', window: 65536 });
       delete checkpoint['input'];
+      const options = checkpoint['options'] as Record<string, unknown>;
+      expect(options['platform']).toBe('127.0.0.1');
+      delete options['platform'];
       await writeFile(`${output}.checkpoint.json`, JSON.stringify(checkpoint) + '\n');
     }
     // An identical copy put in its place (cp -p: same content, size and time, another inode) is the same input.

@@ -13,6 +13,7 @@ import { createMemoryCache } from './memory-cache.js';
 import { Control } from './messages.js';
 import type { CallOutcome, WorkerInit } from './messages.js';
 import { mapRecord, requestKey } from './record-mapping.js';
+import { answeringPlatform } from './platform.js';
 import type { RequestFields } from './record-mapping.js';
 import { OutageWatch, type Verdict } from './outage-watch.js';
 import { PendingCall } from './pending-call.js';
@@ -102,7 +103,7 @@ class ValidationEngine implements Engine {
     // A digest: the scope is part of every key, and a short key is cheaper to hash and to keep.
     // The platform that answers is part of it: a store never hands one platform's answers (the
     // sandbox's, say) to a run against another (docs/architecture.md "The result store").
-    const platform = answeringPlatform(cfg.mode === 'address' ? cfg.baseUrl : cfg.realtimeUrl);
+    const platform = answeringPlatform(cfg.mode, cfg.baseUrl, cfg.realtimeUrl);
     const scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company, platform]);
     this.#scope = createHash('sha256').update(scope).digest('base64url').slice(0, 16);
     const throttle = createSharedThrottle({ limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs });
@@ -541,12 +542,3 @@ function isoNow(): string {
   return isoText;
 }
 
-/**
- * Which platform answers at `url`, for the keys of its answers: its host name (lower-case, as URL
- * gives it) and path without a trailing slash. Not its scheme, port, user or query: the same
- * platform reached over another port or with other credentials gives the same answers.
- */
-function answeringPlatform(url: string): string {
-  const { hostname, pathname } = new URL(url);
-  return `${hostname}${pathname.replace(/\/+$/, '')}`;
-}

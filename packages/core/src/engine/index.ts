@@ -19,6 +19,7 @@ export type {
 } from './types.js';
 export { ExitCode } from './types.js';
 export { createEngine } from './engine.js';
+export { answeringPlatform } from './platform.js';
 export { defaultThreads } from './config.js';
 export type { EngineConfig, EngineRetryOptions } from './config.js';
 export { DEFAULT_POLICY, resolvePolicy } from './policy.js';
