@@ -287,6 +287,40 @@ describe('dq-csv review: export, decide, apply', () => {
     }
   });
 
+  it('a review file a spreadsheet saved as plain "CSV" (Windows-1252, ;) is refused whole, nothing written, naming --encoding; with --encoding windows-1252 it applies as the UTF-8 file does', async () => {
+    const { output } = await validate('ansi', addressCsv(160), '--country', 'DE');
+    const review = join(dir, 'ansi.review.csv');
+    expect((await runCli(['review', 'export', '--input', output, '--output', review])).code).toBe(0);
+    const [header, ...rows] = await parseCsvText(await readFile(review, 'utf8'));
+    const decision = header!.indexOf('decision');
+    // Decisions on rows with letters beyond ASCII (ß, ü, …), which Windows-1252 writes as one byte each.
+    const accented = rows.filter((r) => r.some((cell) => /[^\x00-\x7f]/.test(cell)));
+    expect(accented.length, 'review rows with non-ASCII letters').toBeGreaterThanOrEqual(2);
+    accented[0]![decision] = 'keep';
+    accented[1]![decision] = '1';
+    const text = await writeToString([header!, ...rows], { rowDelimiter: '\r\n', delimiter: ';' });
+    expect(/[^\x00-\xff]/.test(text), 'every character has a Windows-1252 byte of its own').toBe(false);
+    const utf8Review = join(dir, 'ansi.review.utf8.csv');
+    await writeFile(utf8Review, text);
+    await writeFile(review, Buffer.from(text, 'latin1'));
+
+    const refusedTo = join(dir, 'ansi.refused.csv');
+    const refused = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', refusedTo]);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toMatch(
+      /^dq-csv: review-file: the review file .* is not UTF-8 \(line \d+\): .*pass --encoding windows-1252 .*; nothing was written\n$/,
+    );
+    await expect(readFile(refusedTo)).rejects.toMatchObject({ code: 'ENOENT' });
+
+    const fromAnsi = join(dir, 'ansi.applied.csv');
+    const ansi = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', fromAnsi, '--encoding', 'windows-1252']);
+    expect(ansi.code, ansi.stderr).toBe(0);
+    expect(JSON.parse(ansi.stdout)).toMatchObject({ applied: 1, kept: 1, conflicts: 0, bad: 0 });
+    const fromUtf8 = join(dir, 'ansi.applied.utf8.csv');
+    expect((await runCli(['review', 'apply', '--input', utf8Review, '--output', output, '--to', fromUtf8])).code).toBe(0);
+    expect(await readFile(fromAnsi)).toEqual(await readFile(fromUtf8));
+  });
+
   it('company mode: exports every hit of an ambiguous search and writes the chosen one into the dq_company_ columns', async () => {
     const byName = new Map<string, { id: number; company: string; zip: number }[]>();
     for (const c of createCompanyService({ seed: 1 }).companies) if (c.trStatus === 'active') byName.set(c.company, [...(byName.get(c.company) ?? []), c]);

@@ -4,7 +4,7 @@ import { ExitCode } from '@dq/core';
 import { FORMULA_START, neutraliseCell, REVIEW_COLUMNS, restoreCell } from '@dq/core/review';
 import { CsvError } from '../errors.js';
 import { openSource } from '../source/index.js';
-import type { InputFormat } from '../source/types.js';
+import type { InputEncoding, InputFormat } from '../source/types.js';
 import { openCleanedFile, type CleanedFile, type CleanedRecord } from './cleaned-file.js';
 import { holdFinishedOutput, refuseSameFiles, writeAtomically } from './files.js';
 import type { CellValue } from '../sink/csv-format.js';
@@ -27,6 +27,11 @@ export interface ReviewApplyOptions {
    * neutralised like the rest of the file. A file that contradicts it (either way) is refused.
    */
   readonly spreadsheetSafe?: boolean;
+  /**
+   * The review file's encoding: UTF-8 as exported (default), or what a spreadsheet saved it in
+   * (its plain "CSV" format is Windows-1252).
+   */
+  readonly encoding?: InputEncoding;
 }
 
 /** A decision that was not applied, and why. */
@@ -118,7 +123,7 @@ async function applyTo(options: ReviewApplyOptions): Promise<ReviewApplySummary>
   try {
     const layout = cleanedLayout(file.names, options.output);
     const inputs = file.format === 'csv' ? file.names.slice(0, file.names.indexOf('dq_status')) : undefined;
-    const { pending, names } = await readDecisions(options.input, layout, inputs, badDecisions, () => (undecided += 1));
+    const { pending, names } = await readDecisions(options.input, options.encoding ?? 'utf8', layout, inputs, badDecisions, () => (undecided += 1));
     const safe = file.format === 'csv' && options.spreadsheetSafe === true;
     const evidence = file.format === 'csv' ? new SafeEvidence(file.names) : undefined;
     for await (const record of file.records) {
@@ -177,13 +182,14 @@ function skipped(decided: Pending, reason: string): SkippedDecision {
  */
 async function readDecisions(
   path: string,
+  encoding: InputEncoding,
   layout: CleanedLayout,
   inputs: readonly string[] | undefined,
   bad: SkippedDecision[],
   onUndecided: () => void,
 ): Promise<{ pending: Map<number, Pending>; names: readonly string[] }> {
   const delimiter = await reviewDelimiter(path);
-  const source = await openSource({ path, format: 'csv', delimiter }).catch((err: unknown) => {
+  const source = await openSource({ path, format: 'csv', delimiter, encoding }).catch((err: unknown) => {
     if (err instanceof CsvError) throw new CsvError('review-file', `the review file ${path}: ${err.message}`, { cause: err });
     throw err;
   });
@@ -211,6 +217,13 @@ async function readDecisions(
     }
     const firstLine = new Map<number, number>();
     for await (const item of source.items) {
+      if (item.kind === 'reject' && item.code === 'undecodable-bytes') {
+        // The whole file is in another encoding, not one line: none of its decisions is applied.
+        throw new CsvError(
+          'review-file',
+          `the review file ${path} is not UTF-8 (line ${item.line}): a spreadsheet saves its plain "CSV" format in Windows-1252; pass --encoding windows-1252 (or latin1), or save it as "CSV UTF-8"; nothing was written`,
+        );
+      }
       if (item.kind === 'reject') {
         bad.push({ reviewLine: item.line, decision: '', reason: `the line cannot be read (${item.reason}); fix it in the review file` });
         continue;

@@ -8,7 +8,7 @@ import { refuseSameFiles } from './files.js';
 
 /** The `dq-csv review --help` text. */
 export const REVIEW_USAGE = `Usage: dq-csv review export --input <cleaned file> --output <review.csv> [--classes D,E]
-       dq-csv review apply --input <review.csv> --output <cleaned file> --to <new file> [--spreadsheet-safe]
+       dq-csv review apply --input <review.csv> --output <cleaned file> --to <new file> [--encoding windows-1252] [--spreadsheet-safe]
 
 Closes the loop on rows dq-csv validate left for a person (dq_status review: class D or E, or a
 company search without a clear winner).
@@ -32,6 +32,8 @@ Options:
   --delimiter <char>    the cleaned file's delimiter; default: read from its header
   --format <fmt>        the cleaned file's format: csv, json, ndjson; default from its extension
                         (the review file is always CSV)
+  --encoding <enc>      apply: the review file's encoding: utf8 (default, as exported) | latin1 |
+                        windows-1252 (a spreadsheet's plain "CSV" format saves this one)
   --spreadsheet-safe    apply: the cleaned file (CSV) was written with validate --spreadsheet-safe;
                         the cells apply writes get the same leading ' before = + - @ tab CR or '.
                         A cleaned file that contradicts it, either way, is refused (exit 2)
@@ -43,6 +45,7 @@ some decisions were bad or in conflict (listed on stderr and in the summary); 1 
 `;
 
 const FORMATS = ['csv', 'json', 'ndjson'] as const;
+const REVIEW_ENCODINGS = ['utf8', 'latin1', 'windows-1252'] as const;
 
 /** Runs `dq-csv review …` with the arguments after `review`; returns the exit code. */
 export async function reviewMain(argv: readonly string[]): Promise<number> {
@@ -61,6 +64,7 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
           delimiter: { type: 'string' },
           format: { type: 'string' },
           'spreadsheet-safe': { type: 'boolean' },
+          encoding: { type: 'string' },
           help: { type: 'boolean', short: 'h' },
         },
       });
@@ -92,6 +96,7 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
     if (command === 'export') {
       if (v.to) throw usageError('--to', 'is for review apply');
       if (v['spreadsheet-safe']) throw usageError('--spreadsheet-safe', 'is for review apply (the review file is always spreadsheet-safe)');
+      if (v.encoding) throw usageError('--encoding', 'is for review apply (the review file export writes is UTF-8)');
       const classes = (v.classes ?? 'D,E')
         .split(',')
         .map((s) => s.trim().toUpperCase())
@@ -104,7 +109,17 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
     }
     if (v.classes) throw usageError('--classes', 'is for review export');
     if (!v.to) throw usageError('--to', 'required: the new file to write (the cleaned file is never changed in place)');
-    const summary = await applyReview({ input: v.input, output: v.output, to: v.to, delimiter, format, spreadsheetSafe: v['spreadsheet-safe'] ?? false });
+    const encoding = v.encoding === undefined ? undefined : REVIEW_ENCODINGS.find((e) => e === v.encoding);
+    if (v.encoding !== undefined && encoding === undefined) throw usageError('--encoding', `"${v.encoding}" is not one of ${REVIEW_ENCODINGS.join(', ')}`);
+    const summary = await applyReview({
+      input: v.input,
+      output: v.output,
+      to: v.to,
+      delimiter,
+      format,
+      spreadsheetSafe: v['spreadsheet-safe'] ?? false,
+      ...(encoding ? { encoding } : {}),
+    });
     for (const c of summary.conflictRows) process.stderr.write(`dq-csv: review line ${c.reviewLine}: conflict, left as it is: ${c.reason}\n`);
     for (const b of summary.badDecisions)
       process.stderr.write(`dq-csv: review line ${b.reviewLine}: bad decision${b.decision ? ` "${b.decision}"` : ''}, skipped: ${b.reason}\n`);
