@@ -28,6 +28,8 @@ export class CsvError extends defineErrorCodes('dq-csv', {
   'invalid-json': { exit: ExitCode.USAGE },
   /** --resume without a checkpoint, or with options/input different from the checkpointed run */
   'resume-mismatch': { exit: ExitCode.USAGE },
+  /** the input was written to while the run read it (a writer not finished with it): the checkpoint is kept */
+  'input-changed': { exit: ExitCode.TEMPFAIL },
   /** a checkpoint exists but --resume was not given: refuse to throw away paid-for work */
   'checkpoint-exists': { exit: ExitCode.USAGE },
   /** dq-csv review: the review file cannot be read, or was exported from another cleaned file */

@@ -306,6 +306,22 @@ export async function statInput(path: string): Promise<Stats> {
 }
 
 /**
+ * Refuses to call a run done whose input was written to while it was read: the file it opened
+ * (same device and inode) has another size or modification time than when the run began, so a
+ * writer was not finished with it, and records at its end may be cut short or missing. A file
+ * replaced by another (renamed over it) was read whole as it was: that is no change of the file read.
+ */
+export async function refuseChangedWhileRead(path: string, before: Stats, checkpoint: string, reusesAnswers: boolean): Promise<void> {
+  const now = await stat(path).catch(() => undefined);
+  if (now === undefined || now.ino !== before.ino || now.dev !== before.dev) return;
+  if (now.size === before.size && now.mtimeMs === before.mtimeMs) return;
+  throw new CsvError(
+    'input-changed',
+    `the input ${path} changed while it was read (${before.size} bytes, modified ${before.mtime.toISOString()} when the run began; now ${now.size} bytes, modified ${now.mtime.toISOString()}): something was still writing it, and records at its end may be cut short or missing; once the file is complete, delete ${checkpoint} and rerun without --resume${reusesAnswers ? ' (answers already paid for are not bought again)' : ''}`,
+  );
+}
+
+/**
  * What a path will be written to: device and inode when it exists (following symlinks), else the
  * real path of its folder plus its name (so two spellings of one new file match). Devices and
  * pipes get an identity of their own.

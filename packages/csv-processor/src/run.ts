@@ -7,7 +7,7 @@ import { CsvError } from './errors.js';
 import { inferFieldMap, recordMapper } from './mapping.js';
 import { InputSampler, type InputFingerprint } from './input-fingerprint.js';
 import { formatFromPath, type ProcessFileOptions, type RunPaths } from './options.js';
-import { checkpointOfAnotherName, claimRunFiles, resolveRunPaths, statInput, writtenPath, type RunClaim } from './run-files.js';
+import { checkpointOfAnotherName, claimRunFiles, refuseChangedWhileRead, resolveRunPaths, statInput, writtenPath, type RunClaim } from './run-files.js';
 import { refuseResultKeys, resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
 import { openSource } from './source/index.js';
@@ -218,6 +218,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       position = next; // what a stop reports as checkpointed
       options.progress?.update(totalsNow(), position.offset, source.totalBytes);
     }
+    await refuseChangedWhileRead(paths.input, inputStat, paths.checkpoint, reusesAnswers(options.engine?.store, options.engine?.maxAgeMs));
     await sink.finish();
     const totals = totalsNow();
     const done = details();

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv, startSandbox } from '@dq/sandbox';
 import {
   batchCalls,
+  billable,
   checkpointPast,
   checkpointRecords,
   comparable,
@@ -128,6 +129,40 @@ describe('resuming after kill -9', () => {
     expect(resumed.stderr).toContain(`dq-csv: resume-mismatch: the input ${changing} was changed since the interrupted run`);
     expect(resumed.stderr).not.toContain('rerun with the same options');
     expect(resumed.stderr).toContain(`delete ${output}.checkpoint.json`);
+  });
+
+  it('an input still being written while it is read (appended to, its last line cut short) is no finished run: exit 75 naming the change, the checkpoint kept; once complete, a rerun pays only for the new records', async () => {
+    const growing = join(dir, 'growing.csv');
+    await writeFile(growing, makeSampleCsv(ROWS, 13));
+    const output = join(dir, 'growing.out.csv');
+    const store = join(dir, 'growing-store');
+    const flags = ['--batch-size', String(BATCH), '--concurrency', '8', '--rate-limit', '0', '--store', store];
+    const child = startCli(sampleArgs(growing, output, ...flags), env());
+    const run = completed(child);
+    await checkpointPast(output, 200, run);
+    // The writer adds 20 whole records and is in the middle of a 21st when the run reaches the end.
+    const added = Array.from({ length: 20 }, (_, i) => `K9${String(i).padStart(5, '0')};Neu ${i} GmbH;Hauptstraße ${i + 1};10115;Berlin;DE;;2024-01-01\n`).join(
+      '',
+    );
+    await appendFile(growing, `${added}K999999;Letzte GmbH;Hauptstraße 99;10115;Ber`);
+    const first = await run;
+    expect(first.code, first.stderr).toBe(75);
+    expect(summaryOf(first)).toMatchObject({ outcome: 'stopped', exitCode: 75, error: { code: 'input-changed' } });
+    expect(first.stderr).toMatch(
+      new RegExp(
+        `^dq-csv: input-changed: the input ${growing} changed while it was read \\(\\d+ bytes, modified \\S+ when the run began; now \\d+ bytes, modified \\S+\\): something was still writing it, .*delete ${output}.checkpoint.json and rerun without --resume \\(answers already paid for are not bought again\\); input records 1-\\d+ are written and checkpointed$`,
+        'm',
+      ),
+    );
+    await stat(`${output}.checkpoint.json`);
+
+    await appendFile(growing, 'lin;DE;;2024-01-01\n');
+    await rm(`${output}.checkpoint.json`);
+    const paidBefore = billable(sandbox);
+    const rerun = await runCli(sampleArgs(growing, output, ...flags), env());
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(summaryOf(rerun)).toMatchObject({ outcome: 'done', rows: ROWS + 21, rejects: 0 });
+    expect(billable(sandbox) - paidBefore).toBeLessThanOrEqual(21);
   });
 
   it('stops on SIGTERM with exit 75 and the code interrupted, and --resume finishes every row', async () => {
