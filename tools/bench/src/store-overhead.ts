@@ -10,14 +10,23 @@
  * per record of this process (the engine, its store writes and LMDB; not the server, nor the
  * Postgres server) tells the store's cost apart from the machine's load.
  *
+ * The floor, measured in the same runs: LMDB alone (lmdb-js opened as the store opens it) doing
+ * the store's work for as many new answers, with nothing of ours around it: a lookup that misses,
+ * then the answer written, 500 to a transaction (one engine batch: the fewest commits a store that
+ * commits before a batch returns can make), keys precomputed. The engine's CPU per record without a
+ * store ÷ (that + LMDB's alone) is the best ratio any store on LMDB could reach on this machine.
+ *
  * Run: `node tools/bench/dist/store-overhead.js [records=20000] [runs=5] [pg=1]`
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { open } from 'lmdb';
+import type { Database } from 'lmdb';
 import { createEngine, createSilentLogger, defaultThreads } from '@dq/core';
-import { openStore } from '@dq/core/store';
+import type { CachedResult } from '@dq/core';
+import { openStore, storeKey } from '@dq/core/store';
 import type { ResultStore } from '@dq/core/store';
 import { startPostgres } from '@dq/test-support/pg';
 import { serveInstant, startInstantServer } from './instant-server.js';
@@ -49,8 +58,30 @@ function records(n: number, run: string): Array<Record<string, string>> {
   }));
 }
 
-/** Records/s and CPU µs per record of one engine over `n` new inputs (batches of 500, as the connectors send them). */
-async function measure(url: string, store: ResultStore | undefined, n: number, run: string): Promise<{ rate: number; cpu: number }> {
+/** Answers LMDB alone writes to a transaction (one engine batch). */
+const BARE_BATCH = 500;
+
+/**
+ * CPU µs per record of LMDB alone doing the store's work for `n` new answers shaped like `answer`:
+ * a lookup that misses, then the write, {@link BARE_BATCH} to a transaction; keys made beforehand.
+ */
+function lmdbAlone(db: Database, answer: CachedResult, n: number, run: string): number {
+  const keys = Array.from({ length: n }, (_, i) => storeKey(`bare-${run}-${i}`));
+  const entries = keys.map((_, i) => ({ t: Date.now(), r: { ...answer, requestId: `bench-bare-${run}-${i}` } }));
+  const cpu0 = process.cpuUsage();
+  for (let i = 0; i < n; i += BARE_BATCH) {
+    const end = Math.min(n, i + BARE_BATCH);
+    for (let j = i; j < end; j++) if (db.get(keys[j]!) !== undefined) throw new Error('LMDB alone: a new key was found');
+    db.transactionSync(() => {
+      for (let j = i; j < end; j++) db.putSync(keys[j]!, entries[j]);
+    });
+  }
+  const cpu = process.cpuUsage(cpu0);
+  return (cpu.user + cpu.system) / n;
+}
+
+/** Records/s and CPU µs per record of one engine over `n` new inputs (batches of 500, as the connectors send them), and one of its answers. */
+async function measure(url: string, store: ResultStore | undefined, n: number, run: string): Promise<{ rate: number; cpu: number; answer: CachedResult }> {
   const engine = createEngine({
     mode: 'address',
     baseUrl: url,
@@ -61,7 +92,8 @@ async function measure(url: string, store: ResultStore | undefined, n: number, r
     resultStore: store,
   });
   try {
-    await engine.process(records(500, `${run}-warm`));
+    const [first] = await engine.process(records(500, `${run}-warm`));
+    const { source: _source, ...answer } = first!;
     const input = records(n, run);
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
@@ -69,7 +101,7 @@ async function measure(url: string, store: ResultStore | undefined, n: number, r
     const seconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     if (engine.report().apiCalls !== n + 500) throw new Error(`expected ${n + 500} calls, made ${engine.report().apiCalls}`);
-    return { rate: n / seconds, cpu: (cpu.user + cpu.system) / n };
+    return { rate: n / seconds, cpu: (cpu.user + cpu.system) / n, answer };
   } finally {
     await engine.close();
   }
@@ -86,6 +118,14 @@ async function main(): Promise<void> {
   try {
     const sides: Record<string, number[]> = { none: [], lmdb: [], pg: [] };
     const cpu: Record<string, number[]> = { none: [], lmdb: [], pg: [] };
+    const bare = open<unknown, string>({
+      path: join(dir, 'alone', 'results.mdb'),
+      compression: false,
+      noSync: true,
+      sharedStructuresKey: Symbol.for('structures'),
+    });
+    const alone: number[] = [];
+    const ceilings: number[] = [];
     for (let run = 0; run < runs; run += 1) {
       const order = run % 2 === 0 ? ['none', 'lmdb', 'pg'] : ['pg', 'lmdb', 'none'];
       for (const side of order) {
@@ -94,10 +134,17 @@ async function main(): Promise<void> {
         const measured = await measure(url, store, n, `${run}-${side}`);
         sides[side]!.push(measured.rate);
         cpu[side]!.push(measured.cpu);
+        if (side === 'none') {
+          alone.push(lmdbAlone(bare, measured.answer, n, String(run)));
+          ceilings.push(measured.cpu / (measured.cpu + alone.at(-1)!));
+        }
       }
       const shown = (side: string): string => `${side} ${Math.round(sides[side]!.at(-1)!)} rec/s (${cpu[side]!.at(-1)!.toFixed(1)} µs CPU/rec)`;
-      console.log(`run ${run + 1}/${runs}: ${shown('none')}, ${shown('lmdb')}${pg ? `, ${shown('pg')}` : ''} | load ${loadavg()[0]!.toFixed(1)}`);
+      console.log(
+        `run ${run + 1}/${runs}: ${shown('none')}, ${shown('lmdb')}${pg ? `, ${shown('pg')}` : ''}, LMDB alone ${alone.at(-1)!.toFixed(1)} µs CPU/rec | load ${loadavg()[0]!.toFixed(1)}`,
+      );
     }
+    await bare.close();
     const none = median(sides['none']!);
     const result = {
       benchmark: 'store-overhead',
@@ -120,6 +167,12 @@ async function main(): Promise<void> {
         ...(pg ? { pg: Number(median(cpu['pg']!).toFixed(1)) } : {}),
       },
       cpuRatio: Number((median(cpu['none']!) / median(cpu['lmdb']!)).toFixed(3)),
+      // LMDB alone doing the store's work (no engine, no code of ours), and the best CPU ratio a
+      // store on LMDB could reach: the engine's CPU without a store ÷ (that + LMDB's alone), per run.
+      lmdbAloneCpuMicrosPerRecord: Number(median(alone).toFixed(1)),
+      lmdbAloneSpread: [Number(Math.min(...alone).toFixed(1)), Number(Math.max(...alone).toFixed(1))],
+      ceilingRatio: Number(median(ceilings).toFixed(3)),
+      ceilingSpread: [Number(Math.min(...ceilings).toFixed(3)), Number(Math.max(...ceilings).toFixed(3))],
       ...(pg ? { pgCpuRatio: Number((median(cpu['none']!) / median(cpu['pg']!)).toFixed(3)) } : {}),
       loadAverageAtStart: loadAtStart,
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
@@ -130,6 +183,7 @@ async function main(): Promise<void> {
         (pg ? ` | Postgres store ${result.pgRecordsPerSecond} rec/s, ratio ${result.pgRatio}` : '') +
         ` | CPU µs/record: none ${result.cpuMicrosPerRecord.none}, LMDB ${result.cpuMicrosPerRecord.lmdb} (ratio ${result.cpuRatio})` +
         (pg ? `, Postgres ${result.cpuMicrosPerRecord.pg} (ratio ${result.pgCpuRatio})` : '') +
+        ` | LMDB alone ${result.lmdbAloneCpuMicrosPerRecord} µs CPU/rec: the best ratio a store on LMDB could reach ${result.ceilingRatio} (runs ${result.ceilingSpread.join('–')})` +
         ` | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
     );
     await writeResult('store-overhead', result);
