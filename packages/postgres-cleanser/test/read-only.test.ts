@@ -4,8 +4,9 @@ import { billable, cleanseArgs, createCustomers, runCli, snapshot, startEnv, wit
 import type { TestEnv } from './support.js';
 
 // Operator mistakes with the databases dq-pg writes to: a --store URL that reaches a read-only
-// server (a hot standby, or a role with default_transaction_read_only). It must stop before the
-// first billable call, with exit 2 and one line saying what to change, not an "unexpected error".
+// server (a hot standby, or a role with default_transaction_read_only), and a --store
+// database whose dq_store.results is another application's table. Each must stop before the first
+// billable call, with exit 2 and one line saying what to change, not an "unexpected error".
 let env: TestEnv;
 let db: string;
 const ROWS = 120;
@@ -59,5 +60,25 @@ describe('dq-pg with a result store it cannot write to', () => {
     // Not one answer bought that could not be kept, however often the scheduler retries.
     expect(billable(env.sandbox) - calls).toBe(0);
     expect(await snapshot(db)).toEqual(before);
+  });
+
+  it('a --store database whose dq_store.results is not a result store stops before any call (exit 2), naming the table', async () => {
+    const storeDb = await env.pg.createDatabase();
+    await withClient(storeDb, async (c) => {
+      await c.query(`CREATE SCHEMA dq_store`);
+      await c.query(`CREATE TABLE dq_store.results (id integer PRIMARY KEY, payload text)`);
+      await c.query(`INSERT INTO dq_store.results VALUES (1, 'theirs')`);
+    });
+    const calls = billable(env.sandbox);
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'foreign-store', '--store', storeDb]));
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).not.toContain('bug in dq-pg');
+    expect(run.stderr).toMatch(
+      /^dq-pg: usage: the result store postgres:\/\/.*: dq_store\.results there is not a result store \(it lacks the columns key, result, checked_at.*--store off$/m,
+    );
+    expect(billable(env.sandbox) - calls).toBe(0);
+    // The other application's table is left as it was.
+    const rows = await withClient(storeDb, async (c) => (await c.query('SELECT * FROM dq_store.results')).rows);
+    expect(rows).toEqual([{ id: 1, payload: 'theirs' }]);
   });
 });

@@ -236,6 +236,7 @@ export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
         const schema = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = '${STORE_SCHEMA}'`);
         // CREATE SCHEMA IF NOT EXISTS checks the database's CREATE privilege even when the schema exists.
         if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${STORE_SCHEMA}`);
+        else await refuseForeignTable(client);
         await client.query(TABLES);
         // Layout 1 → 2: the answers as json (the value of each entry is kept).
         const column = await client.query<{ type: string }>(
@@ -286,6 +287,12 @@ async function storedVersion(db: PgQueryable): Promise<number> {
  * a role that may not upgrade an older layout is told to have its owner run `initCommand`.
  */
 export function storeSchemaError(location: string, cause: unknown, initCommand: string): StoreError {
+  if (cause instanceof ForeignTable) {
+    return new StoreError(
+      'usage',
+      `the result store ${location} cannot be used: ${STORE_SCHEMA}.results there is not a result store (it lacks the column${cause.missing.length > 1 ? 's' : ''} ${cause.missing.join(', ')}: another application's table?) and was left as it is; point --store at another database, or pass --store off`,
+    );
+  }
   if (!(cause instanceof UpgradeDenied)) return storeError(location, cause);
   return new StoreError(
     'store-permission-denied',
@@ -302,6 +309,26 @@ function storeError(location: string, cause: unknown): StoreError {
 
 /** SQLSTATE of a write refused by a read-only transaction (a standby, `default_transaction_read_only`). */
 const READ_ONLY_SQLSTATE = '25006';
+
+/** The store's columns a run reads and writes. */
+const STORE_COLUMNS = ['key', 'result', 'checked_at'];
+
+/** A `dq_store.results` that lacks the store's columns: not ours, and not to be touched. */
+class ForeignTable extends Error {
+  constructor(readonly missing: string[]) {
+    super(`${STORE_SCHEMA}.results lacks ${missing.join(', ')}`);
+  }
+}
+
+/** Throws {@link ForeignTable} when `dq_store.results` exists without the store's columns. */
+async function refuseForeignTable(db: PgQueryable): Promise<void> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT attname AS name FROM pg_attribute WHERE attrelid = to_regclass('${STORE_SCHEMA}.results') AND attnum > 0 AND NOT attisdropped`,
+  );
+  if (rows.length === 0) return;
+  const missing = STORE_COLUMNS.filter((c) => !rows.some((r) => r.name === c));
+  if (missing.length > 0) throw new ForeignTable(missing);
+}
 
 /**
  * The error for a store on a server whose sessions of this user are read-only (a hot standby, or
