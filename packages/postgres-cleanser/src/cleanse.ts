@@ -83,7 +83,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   const reused = emptyTally();
   const conflictKeys: string[] = [];
   const notWritten = { count: 0, keys: [] as string[] };
-  const client = await connect(db);
+  // --dry-run writes nothing to the table or dq_cleanse: it may read a standby.
+  const client = await connect(db, 'dq-pg', { writes: !options.dryRun });
   const connections: pg.Client[] = [];
   const slots: WorkerSlot[] = [];
   let engine: Engine | undefined;

@@ -56,7 +56,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     }
     if (cmd.command === 'init') {
       const target = dbTarget(cmd.db, logger.redactor);
-      const client = await connect(target, 'dq-pg', { queryTimeoutMs: 0 });
+      const client = await connect(target, 'dq-pg', { queryTimeoutMs: 0, writes: true });
       try {
         const version = await ensureSchema(client);
         // The result store's schema, created here too, so an ETL role without CREATE can use it.

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { billable, cleanseArgs, createCustomers, runCli, snapshot, startEnv, withClient } from './support.js';
+import { billable, cleanseArgs, createCustomers, createEtlRole, runCli, snapshot, startEnv, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
-// Operator mistakes with the databases dq-pg writes to: a --store URL that reaches a read-only
-// server (a hot standby, or a role with default_transaction_read_only), and a --store
+// Operator mistakes with the databases dq-pg writes to: a --store or --db URL that reaches a
+// read-only server (a hot standby, or a role with default_transaction_read_only), and a --store
 // database whose dq_store.results is another application's table. Each must stop before the first
 // billable call, with exit 2 and one line saying what to change, not an "unexpected error".
 let env: TestEnv;
@@ -80,5 +80,31 @@ describe('dq-pg with a result store it cannot write to', () => {
     // The other application's table is left as it was.
     const rows = await withClient(storeDb, async (c) => (await c.query('SELECT * FROM dq_store.results')).rows);
     expect(rows).toEqual([{ id: 1, payload: 'theirs' }]);
+  });
+});
+
+describe('dq-pg with a --db it cannot write to', () => {
+  it('cleanse and rollback on a read-only server stop with exit 2 (db-read-only) naming the database, no call made', async () => {
+    const init = await runCli(['init', '--db', db]);
+    expect(init.code, init.stderr).toBe(0);
+    const etl = new URL(await createEtlRole(db));
+    await withClient(db, (c) => c.query(`ALTER ROLE ${etl.username} SET default_transaction_read_only = on`));
+    const before = await snapshot(db);
+    const calls = billable(env.sandbox);
+    const run = await runCli(cleanseArgs(etl.toString(), env.sandbox, ['--run-id', 'ro-db']));
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).not.toContain('bug in dq-pg');
+    expect(run.stderr).not.toContain(etl.password);
+    expect(run.stderr).toMatch(/^dq-pg: db-read-only: the database 127\.0\.0\.1:\d+\/t_[0-9a-f]+ is read-only for user etl_[0-9a-f]+ .*--db/m);
+    expect(billable(env.sandbox) - calls).toBe(0);
+    expect(await snapshot(db)).toEqual(before);
+
+    const undo = await runCli(['rollback', '--db', etl.toString(), '--run', 'ro-db']);
+    expect(undo.code, undo.stderr).toBe(2);
+    expect(undo.stderr).toMatch(/^dq-pg: db-read-only: /m);
+
+    // status only reads: it works on a read-only server.
+    const status = await runCli(['status', '--db', etl.toString()]);
+    expect(status.code, status.stderr).toBe(0);
   });
 });
