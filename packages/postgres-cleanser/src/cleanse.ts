@@ -19,7 +19,7 @@ import type { TargetTable } from './preflight.js';
 import { emptyTally, validateRows, withReused } from './known-rows.js';
 import type { ReusedTally } from './known-rows.js';
 import type { KnownRows } from './page-store.js';
-import { finishRun, holdRun, knownScope, newRunId, openRun, stopRun } from './runs.js';
+import { finishRun, holdRun, knownScope, newRunId, openRunAlone, stopRun } from './runs.js';
 import { RunHalt, workRange } from './range-worker.js';
 import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
@@ -171,7 +171,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     await ensureSchema(client);
     runId = options.runId ?? newRunId();
     await holdRun(client, runId);
-    const run = await openRun(client, target, settings, runId, batchSize * pagesPerClaim);
+    const run = await openRunAlone(client, target, settings, runId, batchSize * pagesPerClaim);
     const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']): CleanseSummary => ({
       ...base,
       ...rounded(),

@@ -36,6 +36,8 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   'run-mismatch': { exit: ExitCode.USAGE },
   /** rollback of a run id that does not exist */
   'run-not-found': { exit: ExitCode.USAGE },
+  /** another cleanse run of the same rows is being worked on now: join it or retry once it ended */
+  'table-busy': { exit: ExitCode.TEMPFAIL },
   /** another process is applying the same review run (`dq-pg review apply`): retry once it ended */
   'run-busy': { exit: ExitCode.TEMPFAIL },
   /** a reviewer's candidate is longer than its column holds (`varchar(n)`, `char(n)`): widen the column or decide otherwise */
