@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop, stopAdvice } from '@dq/core';
 import { resolvePolicy, zeroByStatus } from '@dq/core/engine';
 import { RESULT_CLASSES } from '@dq/core/schemas';
-import { DEFAULT_MAX_AGE_MS, openStore } from '@dq/core/store';
+import { DEFAULT_MAX_AGE_MS, openStore, StoreError } from '@dq/core/store';
 import type { Engine, Mode, PolicyStatus, ResultClass, RunReport } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, disconnect } from './db.js';
@@ -86,6 +86,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   // --dry-run writes nothing to the table or dq_cleanse: it may read a standby.
   const client = await connect(db, 'dq-pg', { writes: !options.dryRun });
   const connections: pg.Client[] = [];
+  /** --store names a store apart from --db (a folder, another database): its failures are its own. */
+  const storeApart = options.engine?.store !== undefined;
   const slots: WorkerSlot[] = [];
   let engine: Engine | undefined;
   let runId: string | undefined;
@@ -204,8 +206,11 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const error = await runWorkers(shared, slots, options.signal);
     if (error !== undefined) {
       // A run stop: exit 3 for key, account or quota; 75 when the platform could not be reached or
-      // asked us to come back later than the retry policy waits.
-      const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error, run.runId), exitCodeFor(error)) : undefined;
+      // asked us to come back later than the retry policy waits. A failure of a --store apart from
+      // --db stops the run the same way (its summary, the run recorded as stopped, the rerun to
+      // type); the store in --db's own schema fails with the database (db-unreachable, below).
+      const stop = isRunStop(error) || (storeApart && error instanceof StoreError) ? error : undefined;
+      const halt = error instanceof RunHalt ? error : stop ? new RunHalt(stopData(stop, run.runId), exitCodeFor(stop)) : undefined;
       if (!halt) throw error;
       await Promise.all(slots.map((q) => q.queue.release().catch(() => undefined)));
       await stopRun(client, run.runId, halt.error);
@@ -217,7 +222,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   } catch (e) {
     // Every page committed with its checkpoint, so the run resumes where the connection went.
     const then = runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`;
-    const lost = connectionLost(e, db.where, then, options.engine?.store !== undefined);
+    const lost = connectionLost(e, db.where, then, storeApart);
     throw relationGone(
       lost,
       options.table,
