@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { billable, cleanseArgs, createCustomers, resultRows, runCli, snapshot, spawnCli, startEnv, summaryOf } from './support.js';
+import { billable, cleanseArgs, createCustomers, resultRows, runCli, snapshot, spawnCli, startEnv, summaryOf, until } from './support.js';
 import type { TestEnv } from './support.js';
 
 // Two runs of the same table with different run ids at once: the scheduler started tonight's job
@@ -18,14 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.stop();
 });
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('a second run of a table another run is cleansing now', () => {
   it('two runs started together: one goes on, the other stops before any call (exit 75, naming it); rerun once it ended, it pays nothing', async () => {

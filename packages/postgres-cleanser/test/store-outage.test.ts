@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { billable, cleanseArgs, createCustomers, resultRows, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
+import { billable, cleanseArgs, createCustomers, resultRows, runCli, spawnCli, startEnv, summaryOf, until, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 // A --store database apart from --db that goes away mid-run (closed to connections, its sessions
@@ -21,14 +21,6 @@ afterAll(async () => {
 });
 
 const storeName = (): string => new URL(storeDb).pathname.slice(1);
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('the result store database goes away mid-run', () => {
   it('stops with exit 75, a summary naming the run, the run recorded as stopped and the rerun on stderr; the rerun finishes without paying twice', async () => {
