@@ -171,6 +171,9 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     }
 
     await ensureSchema(client);
+    // The engine and its result store before the run is recorded: a store that cannot be opened
+    // stops the command without leaving a run that never started (an "interrupted" one in status).
+    engine = await makeEngine();
     runId = options.runId ?? newRunId();
     await holdRun(client, runId);
     const run = await openRunAlone(client, target, settings, runId, batchSize * pagesPerClaim);
@@ -188,7 +191,6 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     });
     if (run.state === 'done' || run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
 
-    engine = await makeEngine();
     const processId = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
     const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, reused, conflictKeys, notWritten, logger, options };
     // Each range worker gets connections of its own: one holding its claim, one reading, one writing

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { billable, cleanseArgs, createCustomers, resultRows, runCli, spawnCli, startEnv, summaryOf, until, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
@@ -61,5 +63,29 @@ describe('the result store database goes away mid-run', () => {
     expect(await resultRows(db, runId)).toBe(ROWS);
     // Paid once per row, but for the calls in flight when the store went away.
     expect(billable(env.sandbox) - calls).toBeLessThanOrEqual(ROWS + 4 * 20);
+  });
+
+  it('a --store that cannot be reached at the start stops before any run is recorded: no "interrupted" run per retry in dq-pg status', async () => {
+    // A port nothing listens on.
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const fresh = await env.pg.createDatabase();
+    await createCustomers(fresh, 20, 3);
+    const calls = billable(env.sandbox);
+    for (let i = 0; i < 2; i += 1) {
+      const run = await runCli(cleanseArgs(fresh, env.sandbox, ['--store', `postgres://etl:secret@127.0.0.1:${port}/results`]));
+      expect(run.code, run.stderr).toBe(75);
+      expect(run.stderr).toMatch(/^dq-pg: store-unreachable: the result store postgres:\/\/etl:/m);
+    }
+    expect(billable(env.sandbox) - calls).toBe(0);
+    const status = await runCli(['status', '--db', fresh, '--json']);
+    expect(status.code, status.stderr).toBe(0);
+    const runs = status.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { runId: string; state: string });
+    expect(runs.map((r) => `${r.runId} ${r.state}`)).toEqual([]);
   });
 });
