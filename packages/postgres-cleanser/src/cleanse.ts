@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop, stopAdvice } from '@dq/core';
 import { resolvePolicy, zeroByStatus } from '@dq/core/engine';
 import { RESULT_CLASSES } from '@dq/core/schemas';
-import { DEFAULT_MAX_AGE_MS, openStore } from '@dq/core/store';
+import { DEFAULT_MAX_AGE_MS, openStore, StoreError } from '@dq/core/store';
 import type { Engine, Mode, PolicyStatus, ResultClass, RunReport } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, disconnect } from './db.js';
@@ -19,7 +19,7 @@ import type { TargetTable } from './preflight.js';
 import { emptyTally, validateRows, withReused } from './known-rows.js';
 import type { ReusedTally } from './known-rows.js';
 import type { KnownRows } from './page-store.js';
-import { finishRun, holdRun, knownScope, newRunId, openRun, stopRun } from './runs.js';
+import { finishRun, holdRun, knownScope, newRunId, openRunAlone, stopRun } from './runs.js';
 import { RunHalt, workRange } from './range-worker.js';
 import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
@@ -83,8 +83,11 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   const reused = emptyTally();
   const conflictKeys: string[] = [];
   const notWritten = { count: 0, keys: [] as string[] };
-  const client = await connect(db);
+  // --dry-run writes nothing to the table or dq_cleanse: it may read a standby.
+  const client = await connect(db, 'dq-pg', { writes: !options.dryRun });
   const connections: pg.Client[] = [];
+  /** --store names a store apart from --db (a folder, another database): its failures are its own. */
+  const storeApart = options.engine?.store !== undefined;
   const slots: WorkerSlot[] = [];
   let engine: Engine | undefined;
   let runId: string | undefined;
@@ -168,9 +171,12 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     }
 
     await ensureSchema(client);
+    // The engine and its result store before the run is recorded: a store that cannot be opened
+    // stops the command without leaving a run that never started (an "interrupted" one in status).
+    engine = await makeEngine();
     runId = options.runId ?? newRunId();
     await holdRun(client, runId);
-    const run = await openRun(client, target, settings, runId, batchSize * pagesPerClaim);
+    const run = await openRunAlone(client, target, settings, runId, batchSize * pagesPerClaim);
     const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']): CleanseSummary => ({
       ...base,
       ...rounded(),
@@ -185,7 +191,6 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     });
     if (run.state === 'done' || run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
 
-    engine = await makeEngine();
     const processId = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
     const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, reused, conflictKeys, notWritten, logger, options };
     // Each range worker gets connections of its own: one holding its claim, one reading, one writing
@@ -203,8 +208,11 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const error = await runWorkers(shared, slots, options.signal);
     if (error !== undefined) {
       // A run stop: exit 3 for key, account or quota; 75 when the platform could not be reached or
-      // asked us to come back later than the retry policy waits.
-      const halt = error instanceof RunHalt ? error : isRunStop(error) ? new RunHalt(stopData(error, run.runId), exitCodeFor(error)) : undefined;
+      // asked us to come back later than the retry policy waits. A failure of a --store apart from
+      // --db stops the run the same way (its summary, the run recorded as stopped, the rerun to
+      // type); the store in --db's own schema fails with the database (db-unreachable, below).
+      const stop = isRunStop(error) || (storeApart && error instanceof StoreError) ? error : undefined;
+      const halt = error instanceof RunHalt ? error : stop ? new RunHalt(stopData(stop, run.runId), exitCodeFor(stop)) : undefined;
       if (!halt) throw error;
       await Promise.all(slots.map((q) => q.queue.release().catch(() => undefined)));
       await stopRun(client, run.runId, halt.error);
@@ -216,7 +224,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   } catch (e) {
     // Every page committed with its checkpoint, so the run resumes where the connection went.
     const then = runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`;
-    const lost = connectionLost(e, db.where, then, options.engine?.store !== undefined);
+    const lost = connectionLost(e, db.where, then, storeApart);
     throw relationGone(
       lost,
       options.table,

@@ -73,11 +73,12 @@ report options:    --db <url>  --run <id>  --output <file.html>: the run report 
 init:              creates (or upgrades) the bookkeeping schema dq_cleanse; run it once as the
                    role that is to own it, then grant the ETL role what the README lists
 
-Exit codes: 0 done, 1 unexpected error, 2 bad usage or table/column/key problem, 3 key/account/
-quota stopped the run (fix, then rerun with --run-id), 4 done but --max-failed passed (rollback:
-rows changed since the run were left alone), 5 the spending cap --max-calls was reached (rerun
-with --run-id to go on),
-75 database or platform unavailable, or interrupted (rerun with --run-id).
+Exit codes: 0 done, 1 unexpected error, 2 bad usage or table/column/key problem (or a read-only
+database), 3 key/account/quota stopped the run (fix, then rerun with --run-id), 4 done but
+--max-failed passed (rollback: rows changed since the run were left alone), 5 the spending cap
+--max-calls was reached (rerun with --run-id to go on),
+75 database or platform unavailable, or interrupted (rerun with --run-id), or another run of the
+same rows is at work (join it with its --run-id, or rerun once it ended).
 `;
 
 /** A parsed command line. */

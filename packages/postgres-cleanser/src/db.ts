@@ -41,6 +41,12 @@ export interface ConnectOptions {
    * `rollback`, `status`, `report`).
    */
   queryTimeoutMs?: number;
+  /**
+   * The command writes to the database (cleanse, review apply, rollback, init): a server whose
+   * sessions of this user are read-only (a hot standby, `default_transaction_read_only`) is
+   * refused (`db-read-only`, exit 2) before any work, rather than failing at the first write.
+   */
+  writes?: boolean;
 }
 
 /** Servers (by URL) whose version this process has checked already: one query per server, not per connection. */
@@ -71,11 +77,29 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg', optio
       if (tooOld !== undefined) throw new CleanseError('db-version', `${tooOld}; upgrade the server`);
       versionChecked.add(target.url);
     }
+    if (options.writes) await refuseReadOnly(client, target);
   } catch (e) {
     await client.end().catch(() => undefined);
     throw connectionError(e, target.where);
   }
   return client;
+}
+
+/**
+ * Throws `db-read-only` when this user's sessions on the server cannot write: the server is a hot
+ * standby, or `default_transaction_read_only` is on (for the user, the database or the server).
+ */
+async function refuseReadOnly(client: pg.Client, target: DbTarget): Promise<void> {
+  const { rows } = await client.query<{ ro: string; standby: boolean; who: string }>(
+    `SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby, current_user AS who`,
+  );
+  const row = rows[0];
+  if (row?.ro !== 'on') return;
+  const why = row.standby ? '(the server is a hot standby)' : '(default_transaction_read_only is on)';
+  throw new CleanseError(
+    'db-read-only',
+    `the database ${target.where} is read-only for user ${row.who} ${why}, and this command writes to it; point --db at the primary, or have default_transaction_read_only turned off for the user`,
+  );
 }
 
 /**

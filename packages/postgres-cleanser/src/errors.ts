@@ -12,6 +12,8 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   usage: { exit: ExitCode.USAGE },
   /** the database refused the credentials, or the database does not exist */
   'db-auth': { exit: ExitCode.USAGE },
+  /** the database takes no writes for this user (a hot standby, default_transaction_read_only) and the command writes */
+  'db-read-only': { exit: ExitCode.USAGE },
   /** the database server cannot be reached (refused, reset, timed out, shutting down) */
   'db-unreachable': { exit: ExitCode.TEMPFAIL },
   /** a page write still waited too long for a lock with the rows other sessions hold left out: the table itself is locked */
@@ -34,6 +36,8 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   'run-mismatch': { exit: ExitCode.USAGE },
   /** rollback of a run id that does not exist */
   'run-not-found': { exit: ExitCode.USAGE },
+  /** another cleanse run of the same rows is being worked on now: join it or retry once it ended */
+  'table-busy': { exit: ExitCode.TEMPFAIL },
   /** another process is applying the same review run (`dq-pg review apply`): retry once it ended */
   'run-busy': { exit: ExitCode.TEMPFAIL },
   /** a reviewer's candidate is longer than its column holds (`varchar(n)`, `char(n)`): widen the column or decide otherwise */

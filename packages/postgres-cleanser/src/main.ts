@@ -1,4 +1,4 @@
-import { ensureThrottleTable } from '@dq/core/throttle-pg';
+import { ensureThrottleTable, ForeignThrottleTable } from '@dq/core/throttle-pg';
 import { createLogger, DqError, ExitCode } from '@dq/core';
 import { cliFailure } from '@dq/core/cli';
 import type { Logger } from '@dq/core';
@@ -7,7 +7,7 @@ import { parseCli, USAGE } from './cli-args.js';
 import { ensureStoreSchema, STORE_SCHEMA, storeSchemaError } from '@dq/core/store';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
-import { connectionLost, usageError } from './errors.js';
+import { CleanseError, connectionLost, usageError } from './errors.js';
 import { rollback } from './rollback.js';
 import { reviewCommand } from './review/command.js';
 import { status } from './status.js';
@@ -56,7 +56,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     }
     if (cmd.command === 'init') {
       const target = dbTarget(cmd.db, logger.redactor);
-      const client = await connect(target, 'dq-pg', { queryTimeoutMs: 0 });
+      const client = await connect(target, 'dq-pg', { queryTimeoutMs: 0, writes: true });
       try {
         const version = await ensureSchema(client);
         // The result store's schema, created here too, so an ETL role without CREATE can use it.
@@ -65,6 +65,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
         });
         // The account's shared rate budget (the root README's "One rate budget per account").
         await ensureThrottleTable(client).catch((e: unknown) => {
+          if (e instanceof ForeignThrottleTable) throw new CleanseError('usage', e.message, { cause: e });
           if ((e as { code?: unknown }).code !== '42501') throw e;
           throw new DqError(
             `the database user may not create or upgrade the shared rate budget's table dq_throttle (only its owner may): run "dq-pg init" once as the owner of dq_throttle`,

@@ -76,7 +76,7 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
   const batchSize = options.batchSize ?? 1000;
   if (!options.runId) throw usageError('--run', 'required: the id of the run to roll back (see dq-pg status)');
   const db = dbTarget(options.db, logger.redactor);
-  const client = await connect(db, 'dq-pg', { queryTimeoutMs: 0 });
+  const client = await connect(db, 'dq-pg', { queryTimeoutMs: 0, writes: true });
   try {
     const run = await loadRun(client, options.runId);
     const inspected = await inspectTable(client, {

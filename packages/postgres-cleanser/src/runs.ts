@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { Mode, ResultClass } from '@dq/core';
 import { STATE_SCHEMA } from './bookkeeping.js';
+import { inTransaction } from './db.js';
 import { CleanseError } from './errors.js';
 import type { TargetTable } from './preflight.js';
 
@@ -150,6 +151,51 @@ export async function holdRun(client: pg.Client, runId: string): Promise<void> {
 export async function holdRunAlone(client: pg.Client, runId: string): Promise<boolean> {
   const { rows } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${RUN_LOCK_CLASS}, hashtext($1)) AS ok`, [runId]);
   return rows[0]?.ok === true;
+}
+
+/**
+ * First key of the advisory lock (a transaction's, second key `hashtext` of the table's qualified
+ * name) under which a cleanse process opens its run and checks that no other run works on the same
+ * rows ({@link refuseOverlap}): two processes starting together see each other.
+ */
+const TABLE_LOCK_CLASS = RUN_LOCK_CLASS + 1;
+
+/** What decides which rows a cleanse run reads and which answers it buys; `accept` only decides what it writes. */
+const OVERLAP_KEYS = ['mapping', 'mode', 'country', 'include', 'where'] as const;
+
+/**
+ * Opens run `runId` as {@link openRun} does, in one transaction with the check that no other
+ * cleanse run of the same table, mapping, settings and `--where` is being worked on now by a live
+ * process: it would buy the same answers (an answer reaches the result store only once it has
+ * arrived) and find the rows the other corrected changed under it. Processes of the same run id
+ * share the work as before; a run over other rows (another `--where`) goes on beside it.
+ * The process must hold its run already ({@link holdRun}).
+ *
+ * @throws CleanseError `table-busy` (exit 75) naming the live run; nothing is created or changed.
+ */
+export async function openRunAlone(client: pg.Client, target: TargetTable, settings: RunSettings, runId: string, rangeRows: number): Promise<RunRecord> {
+  return inTransaction(client, async () => {
+    await client.query(`SELECT pg_advisory_xact_lock(${TABLE_LOCK_CLASS}, hashtext($1))`, [target.qualified]);
+    const run = await openRun(client, target, settings, runId, rangeRows);
+    if (run.state === 'running') {
+      const { rows } = await client.query<{ run_id: string }>(
+        `SELECT r.run_id FROM ${STATE_SCHEMA}.runs r
+          WHERE r.table_name = $1 AND r.run_id <> $2 AND r.kind = 'cleanse' AND r.state = 'running'
+            AND ${OVERLAP_KEYS.map((k) => `r.options -> '${k}' IS NOT DISTINCT FROM $3::jsonb -> '${k}'`).join(' AND ')}
+            AND ${runHeldSql('r')}
+          ORDER BY r.created_at LIMIT 1`,
+        [target.qualified, runId, JSON.stringify(describe(target, settings))],
+      );
+      const other = rows[0]?.run_id;
+      if (other !== undefined) {
+        throw new CleanseError(
+          'table-busy',
+          `run ${other} is cleansing ${target.qualified} now (a dq-pg process works on it) with the same mapping, settings and --where, and a second run would buy the same answers again; join it with --run-id ${other} (the processes of one run share the table), or rerun once it has ended: the rows it checked are then answered from the result store`,
+        );
+      }
+    }
+    return run;
+  });
 }
 
 /** SQL: whether a live session holds run `<alias>.run_id` (see {@link RUN_LOCK_CLASS}). */

@@ -191,3 +191,12 @@ export async function rowTexts(db: string): Promise<Map<string, string>> {
     return new Map(rows.map((r) => [r.id, r.t]));
   });
 }
+
+/** Resolves once `check` says so (asked every 50 ms); fails naming `what` after `timeoutMs`. */
+export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -63,6 +63,18 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     if (options.owned) await options.db.end?.().catch(() => undefined);
     throw e instanceof StoreError ? e : storeSchemaError(location, e, options.initCommand ?? `dq-store init --store ${location}`);
   }
+  /**
+   * Why answers cannot be written to this database (a hot standby, or a role whose sessions are
+   * read-only): every lookup fails with it, before a call is bought that the store could not keep
+   * (and before a rerun buys the same answers again). Reading it (`info`) still works.
+   */
+  let readOnly: StoreError | undefined;
+  try {
+    readOnly = await readOnlyProblem(options.db, location);
+  } catch (e) {
+    if (options.owned) await options.db.end?.().catch(() => undefined);
+    throw storeError(location, e);
+  }
   /** Answers stored in this engine step, written by one upsert. */
   let queued: Map<string, { json: string; at: string }> | undefined;
   let flushing: Promise<void> | undefined;
@@ -110,6 +122,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       return (await store.getMany([key])).get(key);
     },
     async getMany(keys) {
+      if (readOnly) throw readOnly;
       const found = new Map<string, CachedResult>();
       if (maxAgeMs <= 0 || keys.length === 0) return found;
       const byStored = new Map<string, string>();
@@ -133,6 +146,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     },
     set(key, value) {
       if (closed) return Promise.reject(new DqError(`the result store ${location} is closed`, { code: 'store-closed', retriable: false }));
+      if (readOnly) return Promise.reject(readOnly);
       if (queued === undefined) {
         const batch = new Map<string, { json: string; at: string }>();
         queued = batch;
@@ -222,6 +236,7 @@ export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
         const schema = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = '${STORE_SCHEMA}'`);
         // CREATE SCHEMA IF NOT EXISTS checks the database's CREATE privilege even when the schema exists.
         if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${STORE_SCHEMA}`);
+        else await refuseForeignTable(client);
         await client.query(TABLES);
         // Layout 1 → 2: the answers as json (the value of each entry is kept).
         const column = await client.query<{ type: string }>(
@@ -272,6 +287,12 @@ async function storedVersion(db: PgQueryable): Promise<number> {
  * a role that may not upgrade an older layout is told to have its owner run `initCommand`.
  */
 export function storeSchemaError(location: string, cause: unknown, initCommand: string): StoreError {
+  if (cause instanceof ForeignTable) {
+    return new StoreError(
+      'usage',
+      `the result store ${location} cannot be used: ${STORE_SCHEMA}.results there is not a result store (it lacks the column${cause.missing.length > 1 ? 's' : ''} ${cause.missing.join(', ')}: another application's table?) and was left as it is; point --store at another database, or pass --store off`,
+    );
+  }
   if (!(cause instanceof UpgradeDenied)) return storeError(location, cause);
   return new StoreError(
     'store-permission-denied',
@@ -281,5 +302,54 @@ export function storeSchemaError(location: string, cause: unknown, initCommand: 
 }
 
 function storeError(location: string, cause: unknown): StoreError {
+  // A server that turned read-only under a run (a failover left it a standby): as at the start.
+  if ((cause as { code?: unknown } | null)?.code === READ_ONLY_SQLSTATE) return readOnlyError(location, 'the database is read-only', cause);
   return pgStoreError(location, cause, STORE_SCHEMA);
+}
+
+/** SQLSTATE of a write refused by a read-only transaction (a standby, `default_transaction_read_only`). */
+const READ_ONLY_SQLSTATE = '25006';
+
+/** The store's columns a run reads and writes. */
+const STORE_COLUMNS = ['key', 'result', 'checked_at'];
+
+/** A `dq_store.results` that lacks the store's columns: not ours, and not to be touched. */
+class ForeignTable extends Error {
+  constructor(readonly missing: string[]) {
+    super(`${STORE_SCHEMA}.results lacks ${missing.join(', ')}`);
+  }
+}
+
+/** Throws {@link ForeignTable} when `dq_store.results` exists without the store's columns. */
+async function refuseForeignTable(db: PgQueryable): Promise<void> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT attname AS name FROM pg_attribute WHERE attrelid = to_regclass('${STORE_SCHEMA}.results') AND attnum > 0 AND NOT attisdropped`,
+  );
+  if (rows.length === 0) return;
+  const missing = STORE_COLUMNS.filter((c) => !rows.some((r) => r.name === c));
+  if (missing.length > 0) throw new ForeignTable(missing);
+}
+
+/**
+ * The error for a store on a server whose sessions of this user are read-only (a hot standby, or
+ * `default_transaction_read_only`), or undefined when it takes writes.
+ */
+async function readOnlyProblem(db: PgQueryable, location: string): Promise<StoreError | undefined> {
+  const { rows } = await db.query<{ ro: string; standby: boolean; who: string }>(
+    `SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby, current_user AS who`,
+  );
+  const row = rows[0];
+  if (row?.ro !== 'on') return undefined;
+  const why = row.standby
+    ? 'the server is a hot standby (read-only)'
+    : `sessions of the database user ${row.who} are read-only (default_transaction_read_only is on)`;
+  return readOnlyError(location, why);
+}
+
+function readOnlyError(location: string, why: string, cause?: unknown): StoreError {
+  return new StoreError(
+    'store-permission-denied',
+    `the result store ${location} cannot be used: ${why}, so the answers a run buys could not be kept there; point --store at a database that takes writes (the primary), or pass --store off`,
+    cause === undefined ? undefined : { cause },
+  );
 }

@@ -573,6 +573,7 @@ async function ensureTable(pool: Pick<pg.Pool, 'query'>, table: string): Promise
     [table],
   );
   if (columns.rows[0]?.n === '3') return;
+  await refuseForeignTable(pool, table);
   try {
     await pool.query(`CREATE TABLE IF NOT EXISTS ${table} (
       account text NOT NULL,
@@ -599,4 +600,34 @@ async function ensureTable(pool: Pick<pg.Pool, 'query'>, table: string): Promise
     const code = (err as { code?: unknown }).code;
     if (code !== '42701' && code !== '23505') throw err;
   }
+}
+
+/** The columns every layout of the budget's table has had. */
+const BASE_COLUMNS = ['account', 'endpoint', 'tat_us', 'factor', 'factor_at_us'];
+
+/**
+ * A table of the budget's name that lacks its columns: another application's, left as it is
+ * (`code` 42809, wrong object type), where adding the budget's newer columns would change it.
+ */
+export class ForeignThrottleTable extends Error {
+  readonly code = '42809';
+  constructor(
+    readonly table: string,
+    readonly missing: string[],
+  ) {
+    super(
+      `table ${table} in this database is not the shared rate budget's (it lacks the column${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: another application's table?) and was left as it is; rename it, point --budget at another database, or run with --budget off`,
+    );
+  }
+}
+
+/** Throws {@link ForeignThrottleTable} when `table` (on the search path) exists without the budget's columns. */
+async function refuseForeignTable(pool: Pick<pg.Pool, 'query'>, table: string): Promise<void> {
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT attname AS name FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`,
+    [table],
+  );
+  if (rows.length === 0) return;
+  const missing = BASE_COLUMNS.filter((c) => !rows.some((r) => r.name === c));
+  if (missing.length > 0) throw new ForeignThrottleTable(table, missing);
 }

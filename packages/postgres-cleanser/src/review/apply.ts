@@ -135,7 +135,7 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       exitCode: ExitCode.OK,
     };
   }
-  const client = await connect(db);
+  const client = await connect(db, 'dq-pg', { writes: true });
   let claim: pg.Client | undefined;
   let runId: string | undefined;
   try {
