@@ -10,7 +10,17 @@ export * from './clients/index.js';
 export { createTransport } from './transport/index.js';
 export type { Transport, TransportOptions, TransportRequest, TransportResponse, AuthMode, RetryOptions } from './transport/index.js';
 
-export { answeringPlatform, createEngine, createMemoryCache, defaultThreads, exitCodeFor, exitCodeForError, exitCodeForReport, stopAdvice, stopKind } from './engine/index.js';
+export {
+  answeringPlatform,
+  createEngine,
+  createMemoryCache,
+  defaultThreads,
+  exitCodeFor,
+  exitCodeForError,
+  exitCodeForReport,
+  stopAdvice,
+  stopKind,
+} from './engine/index.js';
 export type {
   Engine,
   EngineConfig,

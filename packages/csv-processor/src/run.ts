@@ -1,4 +1,15 @@
-import { answeringPlatform, createEngine, DqError, exitCodeFor, ExitCode, stopAdvice, type BudgetReport, type Engine, type EngineRecord, type RecordResult } from '@dq/core';
+import {
+  answeringPlatform,
+  createEngine,
+  DqError,
+  exitCodeFor,
+  ExitCode,
+  stopAdvice,
+  type BudgetReport,
+  type Engine,
+  type EngineRecord,
+  type RecordResult,
+} from '@dq/core';
 import { openStore, reusesAnswers } from '@dq/core/store';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';

@@ -541,4 +541,3 @@ function isoNow(): string {
   }
   return isoText;
 }
-
