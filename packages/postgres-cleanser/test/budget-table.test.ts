@@ -35,12 +35,15 @@ const columnsOf = (url: string): Promise<string[]> =>
   });
 
 describe("a dq_throttle that is another application's table", () => {
-  it('cleanse --budget there: the table is left as it was and no call is sent', async () => {
+  it('cleanse --budget there: exit 2 naming the table (a retry would not cure it), the table left as it was, no call sent', async () => {
     const budget = await foreignThrottle();
     const calls = billable(env.sandbox);
     // The budget is used only with a rate limit (the tests' default is --rate-limit 0).
     const run = await runCli([...cleanseArgs(db, env.sandbox, ['--run-id', 'foreign-budget', '--budget', budget]), '--rate-limit', '50']);
-    expect(run.code, run.stderr).not.toBe(0);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(
+      /^dq-pg: budget-db-config: the shared rate budget's database refused it: table dq_throttle in this database is not the shared rate budget's .*\(42809\)/m,
+    );
     expect(run.stderr).not.toContain('bug in dq-pg');
     expect(billable(env.sandbox) - calls).toBe(0);
     expect(await columnsOf(budget)).toEqual(['id', 'note']);

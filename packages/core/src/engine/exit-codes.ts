@@ -42,7 +42,12 @@ export function exitCodeFor(ended: unknown): ExitCode {
   if (hasExitCode(e)) return e.exitCode;
   if (isRunStop(e)) {
     if (e.code === MAX_CALLS_REACHED) return ExitCode.MAX_CALLS;
-    if (e.code === LOCAL_CODES.budgetPermissionDenied || e.code === LOCAL_CODES.budgetDbVersion || e.code === LOCAL_CODES.platformUrlUnknown) {
+    if (
+      e.code === LOCAL_CODES.budgetPermissionDenied ||
+      e.code === LOCAL_CODES.budgetDbConfig ||
+      e.code === LOCAL_CODES.budgetDbVersion ||
+      e.code === LOCAL_CODES.platformUrlUnknown
+    ) {
       return ExitCode.USAGE;
     }
     return e.retriable || e.code === LOCAL_CODES.retryAfterTooLong || e.code === BUDGET_UNREACHABLE ? ExitCode.TEMPFAIL : ExitCode.STOP;

@@ -9,7 +9,7 @@ import { exitCodeFor } from './exit-codes.js';
  * - `cap`: the spending cap (--max-calls) was reached (exit 5);
  * - `account`: the platform refused the account or key: key, plan or quota (exit 3);
  * - `proxy`: the HTTP proxy refused the connection, for its credentials or rules (exit 3);
- * - `fix-config`: the shared rate budget cannot be used: its grants or its server's version (exit 2);
+ * - `fix-config`: the shared rate budget cannot be used: its database, user, grants or server's version (exit 2);
  * - `platform-url`: the platform has no endpoint at the URL the calls went to (exit 2);
  * - `budget-db`: the shared rate budget's database could not be reached (exit 75);
  * - `store-db`: the result store's database could not be reached (exit 75);
@@ -75,7 +75,11 @@ export function stopAdvice(err: unknown, words: ResumeWords): StopAdvice {
     case 'proxy':
       return { kind, cause: 'the proxy refused the connection', advice: `fix the proxy setting and ${resume}` };
     case 'fix-config':
-      return { kind, cause: "the shared rate budget cannot be used (its grants or its server's version)", advice: `fix what the error names, then ${resume}` };
+      return {
+        kind,
+        cause: "the shared rate budget cannot be used (its database, user, grants or server's version)",
+        advice: `fix what the error names, then ${resume}`,
+      };
     case 'platform-url':
       return { kind, cause: 'the platform has no endpoint at the URL the run calls', advice: `fix that URL, then ${resume}` };
     case 'budget-db':

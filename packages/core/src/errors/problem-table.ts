@@ -96,6 +96,12 @@ export const LOCAL_CODES = {
   budgetUnreachable: 'budget-unreachable',
   /** the database user lacks the grants on the shared rate budget's table: the run stops (exit 2) */
   budgetPermissionDenied: 'budget-permission-denied',
+  /**
+   * the shared rate budget's database refused this configuration (a wrong user or password, a
+   * database that does not exist, a read-only server, a dq_throttle that is not the budget's): the
+   * run stops (exit 2) before any call; a retry would fail the same way
+   */
+  budgetDbConfig: 'budget-db-config',
   /** the shared rate budget's server is older than PostgreSQL 12: the run stops (exit 2) before any call */
   budgetDbVersion: 'budget-db-version',
   /** the platform answered 404 or 405 to a call: the URL it went to is wrong (--base-url, --realtime-url); the run stops (exit 2) */

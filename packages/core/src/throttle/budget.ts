@@ -81,7 +81,7 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
       .catch((err: unknown) => {
         shared = undefined;
         // A server too old for the budget's SQL is no outage: a rerun would fail the same way.
-        throw err instanceof DqError && err.code === LOCAL_CODES.budgetDbVersion ? err : unreachable(err);
+        throw err instanceof DqError && err.code === LOCAL_CODES.budgetDbVersion ? err : budgetError(err);
       }));
   const count = new BigInt64Array(counter.buffer);
   const take = (endpoint: EndpointId): void => {
@@ -141,7 +141,7 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
       try {
         ticket = await throttle.acquire(endpoint, signal);
       } catch (err) {
-        if (err instanceof DqError && err.code === 'throttle-store-failed') throw unreachable(err);
+        if (err instanceof DqError && err.code === 'throttle-store-failed') throw budgetError(err);
         throw err;
       }
       take(endpoint);
@@ -167,7 +167,7 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
  * Opens the shared budget of `spec` once and closes it again: checks, before a run takes any input,
  * that its database answers, is new enough and lets the user use the budget's table. Rejects with
  * the error the run's first billable call would have stopped it with (`budget-unreachable`,
- * `budget-db-version`, `budget-permission-denied`). Nothing to check without a URL, or when
+ * `budget-db-version`, `budget-permission-denied`, `budget-db-config`). Nothing to check without a URL, or when
  * `endpoint` has no limit (`--rate-limit 0`: the budget is never used).
  */
 export async function probeBudget(spec: BudgetSpec, endpoint: EndpointId, options: ThrottleOptions): Promise<void> {
@@ -177,18 +177,33 @@ export async function probeBudget(spec: BudgetSpec, endpoint: EndpointId, option
   try {
     throttle = await createPgThrottle({ ...options, connectionString: spec.url, account: spec.account });
   } catch (err) {
-    throw err instanceof DqError && err.code === LOCAL_CODES.budgetDbVersion ? err : unreachable(err);
+    throw err instanceof DqError && err.code === LOCAL_CODES.budgetDbVersion ? err : budgetError(err);
   }
   await throttle.close();
 }
 
-function unreachable(err: unknown): DqError {
+/**
+ * SQLSTATEs (besides class 28, a refused user or password) of a budget database that answered and
+ * refused what it was given: no such database, a read-only server or session, a dq_throttle that
+ * is another application's table.
+ */
+const CONFIG_SQLSTATES: ReadonlySet<string> = new Set(['3D000', '25006', '42809']);
+
+function budgetError(err: unknown): DqError {
   const code = (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code;
   if (code === '42501') {
     // Not a failure a retry cures: the database user lacks a grant.
     return new DqError(
       "the database user may not use the shared rate budget's table dq_throttle: create it once as its owner (dq-pg init does), then GRANT SELECT, INSERT, UPDATE ON dq_throttle TO the user; or run with --budget off to use a budget of this process only",
       { code: LOCAL_CODES.budgetPermissionDenied, retriable: false, scope: 'run', cause: err },
+    );
+  }
+  if (typeof code === 'string' && (code.startsWith('28') || CONFIG_SQLSTATES.has(code))) {
+    // The server answered, and refused this configuration: a retry would be refused the same way.
+    const pgError = (err as { code?: unknown }).code === code ? err : (err as { cause?: unknown }).cause;
+    return new DqError(
+      `the shared rate budget's database refused it: ${(pgError as Error).message} (${code}); fix --budget / --account-db (its user, password or database, a server that takes writes), or run with --budget off to use a budget of this process only`,
+      { code: LOCAL_CODES.budgetDbConfig, retriable: false, scope: 'run', cause: err },
     );
   }
   const detail = typeof code === 'string' && code !== 'throttle-store-failed' ? ` (${code})` : '';
