@@ -85,7 +85,7 @@ describe('stopAdvice: what the operator should do when a run stopped, once for e
       account: { cause: 'the platform refused the account or key', advice: 'fix the key, account, plan or quota, then rerun with --resume' },
       proxy: { cause: 'the proxy refused the connection', advice: 'fix the proxy setting and rerun with --resume' },
       'fix-config': {
-        cause: "the shared rate budget cannot be used (its grants or its server's version)",
+        cause: "the shared rate budget cannot be used (its database, user, grants or server's version)",
         advice: 'fix what the error names, then rerun with --resume',
       },
       'budget-db': {

@@ -45,7 +45,7 @@ describe.skipIf(tooOld === undefined)('dq-kafka --budget on PostgreSQL 11', () =
     );
     // The log says what to do, not to wait for the platform.
     expect(stderr).toContain(
-      `"msg":"run stopped: the shared rate budget cannot be used (its grants or its server's version); fix what the error names, then restart"`,
+      `"msg":"run stopped: the shared rate budget cannot be used (its database, user, grants or server's version); fix what the error names, then restart"`,
     );
     expect(stderr).not.toMatch(/restart after the time it names|run stopped by the platform/);
     expect(stderr).not.toContain(decodeURIComponent(new URL(budget).password));
