@@ -91,6 +91,22 @@ describe('the embedded result store', () => {
     expect(restarted.seen).toHaveLength(0);
   });
 
+  it('answers a key from the entry of the key the input had before the platform was part of keys, when it has none of its own', async () => {
+    const store = (await openStore(join(await tempDir(), 'store')))!;
+    cleanups.push(() => store.close());
+    const earlier = { status: 'accepted' as const, resultClass: 'A' as const, requestId: 'req-earlier', checkedAt: new Date().toISOString() };
+    const own = { ...earlier, requestId: 'req-own' };
+    await store.set('scope-before\u0001street=A', earlier);
+    await store.set('scope-now\u0001street=B', own);
+    await store.set('scope-before\u0001street=B', earlier);
+    const before = ['scope-before\u0001street=A', 'scope-before\u0001street=B', 'scope-before\u0001street=C'];
+    const found = await store.getMany(['scope-now\u0001street=A', 'scope-now\u0001street=B', 'scope-now\u0001street=C'], (i) => before[i]!);
+    expect(Object.fromEntries([...found].map(([k, v]) => [k, v.requestId]))).toEqual({
+      'scope-now\u0001street=A': 'req-earlier', // only the earlier key has it
+      'scope-now\u0001street=B': 'req-own', // its own entry comes first
+    });
+  });
+
   it('kill -9 the moment a batch returns: a rerun pays nothing for that batch', async () => {
     // Answers arrive one by one, each on its own: every burst is a write of its own.
     platform = await startScriptedPlatform(async (req) => {

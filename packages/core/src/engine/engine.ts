@@ -62,6 +62,12 @@ class ValidationEngine implements Engine {
   readonly #logRelay: LogRelay;
   /** Scope part of every key: settings that change the platform's answer for the same fields. */
   readonly #scope: string;
+  /**
+   * The scope of keys written before the platform was part of them: the store is asked for an
+   * input under it when it lacks the input under {@link #scope}, so the answers a store kept
+   * before stay reused (docs/architecture.md "The result store").
+   */
+  readonly #storedBeforeScope: string;
   /** Calls in flight by key, so a later batch joins a call instead of repeating it. */
   readonly #inflight = new Map<string, PendingCall>();
   /** Control words of the batches running now; a run stop sets them all. */
@@ -103,9 +109,10 @@ class ValidationEngine implements Engine {
     // A digest: the scope is part of every key, and a short key is cheaper to hash and to keep.
     // The platform that answers is part of it: a store never hands one platform's answers (the
     // sandbox's, say) to a run against another (docs/architecture.md "The result store").
-    const platform = answeringPlatform(cfg.mode, cfg.baseUrl, cfg.realtimeUrl);
-    const scope = JSON.stringify([cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company, platform]);
-    this.#scope = createHash('sha256').update(scope).digest('base64url').slice(0, 16);
+    const settings = [cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company];
+    const digest = (parts: unknown[]): string => createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16);
+    this.#scope = digest([...settings, answeringPlatform(cfg.mode, cfg.baseUrl, cfg.realtimeUrl)]);
+    this.#storedBeforeScope = digest(settings);
     const throttle = createSharedThrottle({ limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs });
     this.#calls = createCallCounter(cfg.maxCalls);
     if (cfg.budget !== undefined) {
@@ -248,7 +255,7 @@ class ValidationEngine implements Engine {
       try {
         await Promise.all(lookups);
         if (this.#store && misses.length > 0) {
-          const found = await this.#store.getMany(misses.map((g) => g.key));
+          const found = await this.#storedAnswers(this.#store, misses);
           this.#report.addStoreLookups(misses.length, found.size);
           for (const group of misses) {
             const stored = found.get(group.key);
@@ -277,6 +284,17 @@ class ValidationEngine implements Engine {
     for (const { group, call } of own) settled.push({ group, source: 'api', outcome: call.outcome ?? { kind: 'skipped' } });
     if (failures.length > 0) throw failures[0];
     return settled;
+  }
+
+  /**
+   * The store's answers to `groups`, by group key: under the key of this engine's scope, else under
+   * the key the input had before the platform was part of keys (the answer of a store filled then).
+   */
+  #storedAnswers(store: ResultStore, groups: ReadonlyArray<Pick<Group, 'key' | 'fields'>>): Promise<Map<string, CachedResult>> {
+    return store.getMany(
+      groups.map((g) => g.key),
+      (i) => requestKey(this.#storedBeforeScope, groups[i]!.fields),
+    );
   }
 
   /**
@@ -442,7 +460,7 @@ class ValidationEngine implements Engine {
   }
 
   async plan(records: readonly EngineRecord[], options: PlanOptions = {}): Promise<RunPlan> {
-    const keys = new Set<string>();
+    const keys = new Map<string, RequestFields>();
     let invalidInput = 0;
     for (const record of records) {
       const fields = mapRecord(this.#cfg.mode, record, this.#cfg.defaultCountry);
@@ -453,14 +471,14 @@ class ValidationEngine implements Engine {
       const key = requestKey(this.#scope, fields);
       if (options.seen?.has(key)) continue;
       options.seen?.add(key);
-      keys.add(key);
+      keys.set(key, fields);
     }
-    const unknown: string[] = [];
-    for (const key of keys) {
+    const unknown: Array<Pick<Group, 'key' | 'fields'>> = [];
+    for (const [key, fields] of keys) {
       if (this.#inflight.has(key)) continue;
-      if ((await this.#cache.get(key)) === undefined) unknown.push(key);
+      if ((await this.#cache.get(key)) === undefined) unknown.push({ key, fields });
     }
-    const fromStore = this.#store && unknown.length > 0 ? (await this.#store.getMany(unknown)).size : 0;
+    const fromStore = this.#store && unknown.length > 0 ? (await this.#storedAnswers(this.#store, unknown)).size : 0;
     return { records: records.length, distinct: keys.size, calls: unknown.length - fromStore, fromStore, invalidInput };
   }
 

@@ -219,16 +219,16 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       if (maxAgeMs <= 0) return undefined;
       return fresh(db.get(storeKey(key)), Date.now());
     },
-    async getMany(keys) {
+    async getMany(keys, storedBefore) {
       const found = new Map<string, CachedResult>();
       if (maxAgeMs <= 0) return found;
       const now = Date.now();
-      for (const key of keys) {
+      keys.forEach((key, i) => {
         const stored = storeKey(key);
-        const value = fresh(db.get(stored), now);
+        const value = fresh(db.get(stored), now) ?? (storedBefore && fresh(db.get(storeKey(storedBefore(i))), now));
         if (value !== undefined) found.set(key, value);
         else missed.missed(key, stored);
-      }
+      });
       return found;
     },
     set(key, value) {

@@ -25,8 +25,13 @@ export interface StoreInfo {
 export interface ResultStore extends ResultCache {
   /** Where the store is, safe to print (no password). */
   readonly location: string;
-  /** Entries of `keys` younger than the max age, in one round trip. */
-  getMany(keys: readonly string[]): Promise<Map<string, CachedResult>>;
+  /**
+   * Entries of `keys` younger than the max age, in one round trip. `storedBefore(i)`, when given,
+   * is the request key `keys[i]` had before the platform was part of keys: an entry under it
+   * answers for `keys[i]` when there is none under `keys[i]` itself (a store filled then keeps
+   * being reused).
+   */
+  getMany(keys: readonly string[], storedBefore?: (index: number) => string): Promise<Map<string, CachedResult>>;
   info(): Promise<StoreInfo>;
   /** Removes entries checked before `Date.now() - olderThanMs`; returns how many. */
   prune(olderThanMs: number): Promise<number>;
