@@ -179,6 +179,9 @@ class KafkaEnricher implements Enricher {
       heartbeatInterval: Math.min(3000, Math.floor(o.sessionTimeoutMs / 3)),
       allowAutoTopicCreation: true,
       maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
+      // kafkajs would restart a consumer that crashed on a retriable error (brokers unreachable) by
+      // itself, forever and unseen: every crash comes to #onCrash, whose restarts are counted.
+      retry: { restartOnFailure: () => Promise.resolve(false) },
     }));
     consumer.on(consumer.events.REBALANCING, () => this.#onRebalancing());
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.#onJoin(payload.memberAssignment));
@@ -196,22 +199,30 @@ class KafkaEnricher implements Enricher {
   }
 
   /**
-   * kafkajs gave up on its consumer (a non-retriable error, e.g. a group protocol error during a
-   * rebalance). Queued work is handed back and a new consumer joins the group, up to
-   * {@link MAX_CONSUMER_RESTARTS} times in a row; then the run ends with exit 75.
+   * kafkajs gave up on its consumer: a non-retriable error (e.g. a group protocol error during a
+   * rebalance), or brokers it could not reach within its retries. Queued work is handed back and a
+   * new consumer joins the group, up to {@link MAX_CONSUMER_RESTARTS} times in a row (a restart that
+   * cannot connect counts as one); then the run ends with exit 75. Meanwhile /healthz says 503.
    */
   async #onCrash(kafka: Kafka, crashed: Consumer, error: Error): Promise<void> {
-    const live = this.#state === 'starting' || this.#state === 'running';
-    if (crashed !== this.#consumer || !live) return void this.#fail(kafkaFailure(error));
-    if (++this.#restarts > MAX_CONSUMER_RESTARTS) return void this.#fail(kafkaFailure(error));
-    this.#logger.warn('the consumer crashed; handing queued work back and starting a new one', { attempt: this.#restarts, error });
+    const live = (): boolean => this.#state === 'starting' || this.#state === 'running';
+    if (crashed !== this.#consumer || !live()) return void this.#fail(kafkaFailure(error, this.#o.brokers, this.#restarts));
+    this.#joined = false;
+    this.metrics.set(METRIC.up, {}, 0);
     this.#onRebalancing();
     await crashed.disconnect().catch(() => undefined);
-    try {
+    let last: unknown = error;
+    while (live()) {
+      if (++this.#restarts > MAX_CONSUMER_RESTARTS) return void this.#fail(kafkaFailure(last, this.#o.brokers, MAX_CONSUMER_RESTARTS));
+      this.#logger.warn('the consumer crashed; handing queued work back and starting a new one', { attempt: this.#restarts, error: last as Error });
       await sleep(consumerRestartDelayMs(this.#restarts));
-      if (this.#state === 'starting' || this.#state === 'running') await this.#startConsumer(kafka);
-    } catch (err) {
-      this.#fail(err);
+      if (!live()) return;
+      try {
+        return await this.#startConsumer(kafka);
+      } catch (err) {
+        last = err;
+        await this.#consumer?.disconnect().catch(() => undefined);
+      }
     }
   }
 
@@ -400,8 +411,14 @@ async function connect(what: string, step: () => Promise<void>): Promise<void> {
   }
 }
 
-function kafkaFailure(error: Error): KafkaEnricherError {
-  return new KafkaEnricherError('kafka-failure', `the consumer stopped: ${error.message}; restart dq-kafka (uncommitted messages are re-read)`, {
-    cause: error,
-  });
+/** The error that ends the run when the consumer crashed and `restarts` restarts in a row did not bring it back. */
+function kafkaFailure(error: unknown, brokers: readonly string[], restarts: number): KafkaEnricherError {
+  const tried = restarts > 0 ? ` and ${restarts} restarts in a row did not bring it back` : '';
+  // A restart that could not connect says so in its own words; its advice is given here once.
+  const why = error instanceof KafkaEnricherError && error.cause instanceof Error ? error.cause : (error as Error);
+  return new KafkaEnricherError(
+    'kafka-failure',
+    `the Kafka consumer stopped${tried}: ${why.message}; check that the brokers (${brokers.join(',')}) are up and reachable, then restart dq-kafka (uncommitted messages are re-read)`,
+    { cause: error },
+  );
 }
