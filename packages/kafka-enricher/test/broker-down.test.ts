@@ -47,4 +47,23 @@ it('brokers gone mid-run: /healthz turns 503, then exit 75 naming the brokers an
     ),
   );
   expect(JSON.parse(run.stdout().trim().split('\n').at(-1)!)).toMatchObject({ exitCode: 75, reason: 'fatal', error: { code: 'kafka-failure' } });
+  expectNoStackTrace(stderr);
 }, 240_000);
+
+it('a --brokers address nothing listens on: exit 75 naming the address and the flag to check, and the log shows no stack trace', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  run = spawnEnricher(cliArgs(['127.0.0.1:1'], names), sandbox.env());
+  const exited = await run.exited;
+  const stderr = run.stderr();
+  expect(exited, stderr.slice(-2000)).toEqual({ code: 75, signal: null });
+  expect(stderr).toMatch(
+    /^dq-kafka: kafka-failure: the Kafka producer could not connect: Connection error: connect ECONNREFUSED 127\.0\.0\.1:1; check --brokers, TLS and SASL settings$/m,
+  );
+  // kafkajs logs each failed connection attempt; those lines say what failed, without its stack.
+  expect(stderr).toMatch(/"component":"kafkajs","msg":"Connection error: connect ECONNREFUSED 127\.0\.0\.1:1"/);
+  expectNoStackTrace(stderr);
+}, 60_000);
+
+function expectNoStackTrace(stderr: string): void {
+  expect(stderr).not.toMatch(/"stack"|\n\s+at |\\n\s+at /);
+}
