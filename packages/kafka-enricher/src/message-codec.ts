@@ -150,16 +150,25 @@ export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason
   return { key: message.key, value: EMPTY, headers };
 }
 
-/** The DLQ reason of a record the platform refused (400 field error or local validation). */
-export function invalidInputReason(result: RecordResult): DlqReason {
+/**
+ * The DLQ reason of a record refused as invalid input (a 400 field error, or refused before any
+ * call), naming the offset and each refused field with what is wrong with it, once.
+ */
+export function invalidInputReason(result: RecordResult, offset: string): DlqReason {
   const error = result.error;
-  const fields = error?.violations?.map((v) => `${v.fieldName}: ${v.message}`).join('; ');
-  const text = error?.message ?? 'the platform refused the input';
-  return {
-    code: error?.code ?? 'invalid-input',
-    message: fields ? `${text} (${fields})` : text,
-    requestId: result.requestId ?? error?.requestId,
-  };
+  const violations = error?.violations ?? [];
+  const fields = violations.map((v) => `${v.fieldName}: ${v.message}`).join('; ');
+  let text: string;
+  if (error?.code === 'local-validation' && fields !== '') {
+    // No call was made: the message itself (or the --map that read it) has to change.
+    text = `refused before sending, nothing was paid: ${fields}; correct these fields of the message, or --map if it reads them from the wrong member`;
+  } else {
+    // The platform's message names its violations already; any it does not name are added.
+    text = error?.message ?? 'the platform refused the input';
+    const unnamed = violations.filter((v) => !text.includes(v.message));
+    if (unnamed.length > 0) text += ` (${unnamed.map((v) => `${v.fieldName}: ${v.message}`).join('; ')})`;
+  }
+  return { code: error?.code ?? 'invalid-input', message: `offset ${offset}: ${text}`, requestId: result.requestId ?? error?.requestId };
 }
 
 /**

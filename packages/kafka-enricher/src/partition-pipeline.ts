@@ -194,7 +194,7 @@ export class PartitionPipeline {
       }
       const result = results[r++]!;
       if (result.status === 'invalid-input') {
-        deadLetter(d, source, invalidInputReason(result));
+        deadLetter(d, source, invalidInputReason(result, d.message.offset));
         continue;
       }
       const enriched = enrichedMessage(d, result, source, ctx.dqField);

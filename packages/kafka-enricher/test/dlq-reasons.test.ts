@@ -1,0 +1,50 @@
+import { afterAll, expect, it } from 'vitest';
+import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { useKafka, useSandbox } from '@dq/test-support/use';
+import { cliArgs, killIfRunning, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
+import type { Running } from '@dq/test-support/kafka';
+
+const kafka = useKafka();
+const sandbox = useSandbox();
+let run: Running | undefined;
+afterAll(() => killIfRunning(run));
+
+/** How often `part` occurs in `text`. */
+const count = (text: string, part: string): number => text.split(part).length - 1;
+
+it('dead-letters invalid input with a reason that names its offset and each refused field once, and what to correct', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const address = (country: string, no: string): string =>
+    JSON.stringify({ address: { street: 'Lindenweg', houseNumber: no, postalCode: '10115', locality: 'Berlin', country } });
+  // One key: one partition, offsets 0, 1, 2 in this order.
+  await produce(kafka.brokers, names.input, [
+    { key: 'k', value: address('DE', '1') },
+    // Refused before any call: not a country code.
+    { key: 'k', value: address('Germany', '2') },
+    // A well-formed code the platform refuses with a 400 field error.
+    { key: 'k', value: address('ZZ', '3') },
+  ]);
+  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--store', 'off']), sandbox.env());
+  const dead = await readTopic(kafka.brokers, names.dlq, (all) => all.length >= 2, 60_000);
+  run.child.kill('SIGTERM');
+  expect(await run.exited, run.stderr().slice(-2000)).toEqual({ code: 0, signal: null });
+
+  const byCode = new Map(dead.map((d) => [d.headers['dq-error-code'], d.headers]));
+  expect([...byCode.keys()].sort()).toEqual(['field-error', 'local-validation']);
+
+  const local = byCode.get('local-validation')!;
+  expect(local['dq-original-offset']).toBe('1');
+  expect(local['dq-error-message']).toMatch(/^offset 1: refused before sending, nothing was paid: country: must be two upper-case letters .*"GERMANY"/);
+  expect(local['dq-error-message']).toMatch(/; correct these fields of the message, or --map if it reads them from the wrong member$/);
+  expect(local['dq-error-message']).not.toMatch(/column/);
+
+  const refused = byCode.get('field-error')!;
+  expect(refused['dq-original-offset']).toBe('2');
+  const requestId = refused['dq-request-id']!;
+  expect(requestId).toBeTruthy();
+  const message = refused['dq-error-message']!;
+  expect(message).toMatch(new RegExp(`^offset 2: Field Validation Error \\[field-error, HTTP 400, request id ${requestId}\\]; fields: country \\(`));
+  // The platform's words for the field, said once.
+  const violation = /fields: country \((.+?)\);/.exec(message)![1]!;
+  expect(count(message, violation)).toBe(1);
+}, 120_000);
