@@ -6,6 +6,7 @@ import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
 import { FlowControl } from './flow-control.js';
+import { MapCheck } from './map-check.js';
 import { createKafka } from './kafka-client.js';
 import { METRIC, Metrics } from './metrics.js';
 import { resolveEnricherOptions } from './options.js';
@@ -79,7 +80,12 @@ export interface Enricher {
 
 /** Creates an enricher; nothing connects until `run()`. */
 export function createEnricher(options: EnricherOptions): Enricher {
-  return new KafkaEnricher(resolveEnricherOptions(options), options.logger ?? createLogger({ level: 'info' }), options.metrics ?? new Metrics());
+  return new KafkaEnricher(
+    resolveEnricherOptions(options),
+    options.logger ?? createLogger({ level: 'info' }),
+    options.metrics ?? new Metrics(),
+    options.onHint,
+  );
 }
 
 class KafkaEnricher implements Enricher {
@@ -104,11 +110,13 @@ class KafkaEnricher implements Enricher {
   #consumer: Consumer | undefined;
   #producer: Producer | undefined;
   #flow: FlowControl | undefined;
+  readonly #mapCheck: MapCheck;
 
-  constructor(options: ResolvedEnricherOptions, logger: Logger, metrics: Metrics) {
+  constructor(options: ResolvedEnricherOptions, logger: Logger, metrics: Metrics, onHint: ((text: string) => void) | undefined) {
     this.#o = options;
     this.#logger = logger;
     this.metrics = metrics;
+    this.#mapCheck = new MapCheck(onHint ?? ((text) => logger.warn(`hint: ${text}`)));
     logger.redactor.add(options.apiKey);
     if (options.sasl) logger.redactor.add(options.sasl.password);
   }
@@ -280,6 +288,7 @@ class KafkaEnricher implements Enricher {
       outputTopic: o.outputTopic,
       dlqTopic: o.dlqTopic,
       dqField: o.dqField,
+      mapCheck: this.#mapCheck,
       maxMessageBytes: o.maxMessageBytes,
       retryMaxMs: o.retryMaxMs,
       retryBaseDelayMs: o.retryBaseDelayMs,

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { EngineRecord, RecordResult } from '@dq/core';
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import { extractRecord } from './field-map.js';
-import type { FieldMap } from './field-map.js';
+import type { FieldMap, FieldMapping } from './field-map.js';
 import { tooLarge } from './message-size.js';
 
 /** Where an input message came from. */
@@ -19,7 +19,14 @@ export type DecodeFailureCode = 'empty-value' | 'not-json' | 'not-object' | 'mis
 /** One input message after decoding: a record for the engine, or a reason to dead-letter it. */
 export type Decoded =
   | { kind: 'record'; message: KafkaMessage; value: Record<string, unknown>; record: EngineRecord; /** The value as UTF-8 text. */ text: string }
-  | { kind: 'reject'; message: KafkaMessage; code: DecodeFailureCode; reason: string };
+  | {
+      kind: 'reject';
+      message: KafkaMessage;
+      code: DecodeFailureCode;
+      reason: string;
+      /** The --map entry the value could not be read with (missing-field, bad-field-type). */
+      mapping?: FieldMapping;
+    };
 
 /** DLQ header names (README "DLQ"). */
 export const DLQ_HEADERS = {
@@ -63,7 +70,7 @@ export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
   }
   const value = parsed as Record<string, unknown>;
   const extracted = extractRecord(value, map);
-  if (!extracted.ok) return { kind: 'reject', message, code: extracted.code, reason: extracted.message };
+  if (!extracted.ok) return { kind: 'reject', message, code: extracted.code, reason: extracted.message, mapping: extracted.mapping };
   return { kind: 'record', message, value, record: extracted.record, text };
 }
 

@@ -1,7 +1,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
-import { cliArgs, killIfRunning, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
+import { cliArgs, dataset, killIfRunning, MAP, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 
 const kafka = useKafka();
@@ -47,4 +47,24 @@ it('dead-letters invalid input with a reason that names its offset and each refu
   // The platform's words for the field, said once.
   const violation = /fields: country \((.+?)\);/.exec(message)![1]!;
   expect(count(message, violation)).toBe(1);
+  // A message was read with --map: nothing to hint at.
+  expect(run.stderr()).not.toMatch(/hint/);
+}, 120_000);
+
+it('a --map pointer with a typo: the whole topic goes to the DLQ, and one hint line says --map reads nothing and what to do', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const N = 80;
+  await produce(kafka.brokers, names.input, dataset(N, 0).messages);
+  const typo = MAP.replace('street=/address/street', 'street=/adress/street');
+  run = spawnEnricher(cliArgs(kafka.brokers, names, [], typo), sandbox.env());
+  const dead = await readTopic(kafka.brokers, names.dlq, (all) => all.length >= N, 60_000);
+  expect(new Set(dead.map((d) => d.headers['dq-error-code']))).toEqual(new Set(['missing-field']));
+  await run.waitForLog(/^dq-kafka: hint:/m, 10_000);
+  run.child.kill('SIGTERM');
+  expect(await run.exited, run.stderr().slice(-2000)).toEqual({ code: 0, signal: null });
+  const hints = run.stderr().match(/^dq-kafka: hint: .*$/gm);
+  expect(hints).toEqual([
+    'dq-kafka: hint: none of the first 50 messages could be read with --map, so each went to the DLQ: mapped field street (/adress/street) is missing or empty in 50. ' +
+      'If --map is wrong, stop dq-kafka, correct it and produce the dead letters to the input topic again (each names its input offset)',
+  ]);
 }, 120_000);
