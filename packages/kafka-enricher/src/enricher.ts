@@ -59,7 +59,7 @@ export interface EnricherOutcome {
   reason: 'stop' | 'drain-timeout' | 'fatal';
   /** What ended a fatal run or a drain that timed out: code, message (naming the partition and offsets) and request id. */
   error?: { code: string; message: string; requestId?: string };
-  /** The engine's counts (records, statuses, classes, API calls, retries). */
+  /** The engine's counts (API calls, retries, store use); records, statuses and classes of the messages delivered. */
   report: RunReport;
 }
 
@@ -380,8 +380,21 @@ class KafkaEnricher implements Enricher {
     return { resume: 'restart', kept: `what was delivered is committed${answers}` };
   }
 
-  #outcome(): EnricherOutcome {
+  /**
+   * The engine's report, with the records, statuses and classes of the messages delivered: the
+   * engine counts a record again each time its batch is repeated after unavailable records.
+   */
+  #report(): RunReport {
     const report = this.#engine?.report() ?? emptyRunReport();
+    const delivered = <K extends string>(metric: string, label: string, keys: readonly K[]): Record<K, number> =>
+      Object.fromEntries(keys.map((k) => [k, this.metrics.get(metric, { [label]: k })])) as Record<K, number>;
+    const byStatus = delivered(METRIC.records, 'status', Object.keys(report.byStatus) as (keyof RunReport['byStatus'])[]);
+    const byClass = delivered(METRIC.classes, 'class', Object.keys(report.byClass) as (keyof RunReport['byClass'])[]);
+    return { ...report, records: Object.values<number>(byStatus).reduce((a, b) => a + b, 0), byStatus, byClass };
+  }
+
+  #outcome(): EnricherOutcome {
+    const report = this.#report();
     const err = this.#fatal;
     if (err === undefined && this.#undrained !== undefined) {
       // A scheduler must not read a drain cut short as success: the work is not done.
