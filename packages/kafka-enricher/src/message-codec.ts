@@ -178,15 +178,20 @@ export function invalidInputReason(result: RecordResult, offset: string): DlqRea
   return { code: error?.code ?? 'invalid-input', message: `offset ${offset}: ${text}`, requestId: result.requestId ?? error?.requestId };
 }
 
+/** dq-kafka's own DLQ header names: a dead letter produced to the input again brings them along. */
+const OWN_HEADERS: ReadonlySet<string> = new Set(Object.values(DLQ_HEADERS));
+
 /**
  * The headers to send with a message. A header value may be null in Kafka (kafkajs reads it as
  * null), but kafkajs cannot write one (its size calculation rejects null), so the send would fail
  * on every start and the partition never move on: such a value is written empty (README "DLQ").
+ * The dq-* headers of an earlier dead letter are left out: they describe a failure of the past, so
+ * an output message carries none and a new dead letter only its own.
  */
 function copyHeaders(headers: IHeaders | undefined): IHeaders {
   const out: IHeaders = {};
   for (const [name, value] of Object.entries(headers ?? {})) {
-    if (value === undefined) continue;
+    if (value === undefined || OWN_HEADERS.has(name)) continue;
     const values: unknown = value;
     if (values === null) out[name] = EMPTY;
     else if (Array.isArray(values)) out[name] = values.map((v: Buffer | string | null) => v ?? EMPTY);

@@ -68,3 +68,39 @@ it('a --map pointer with a typo: the whole topic goes to the DLQ, and one hint l
       'If --map is wrong, stop dq-kafka, correct it and produce the dead letters to the input topic again (each names its input offset)',
   ]);
 }, 120_000);
+
+it('a dead letter produced to the input again: its old dq-* headers are not carried into the output, nor left in a new dead letter', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  // What the DLQ held for a 400, re-driven by hand after the input was corrected (or not).
+  const old = {
+    'dq-error-code': 'field-error',
+    'dq-error-message': 'offset 7: Field Validation Error',
+    'dq-original-topic': 'orders-2024',
+    'dq-original-partition': '3',
+    'dq-original-offset': '7',
+    'dq-request-id': 'req-from-last-week',
+    'x-seq': '1',
+  };
+  const value = (street: string | undefined): string =>
+    JSON.stringify({ address: { street, houseNumber: '9', postalCode: '10115', locality: 'Berlin', country: 'DE' } });
+  await produce(kafka.brokers, names.input, [
+    { key: 'k', headers: old, value: value('Lindenweg') },
+    { key: 'k', headers: old, value: value(undefined) },
+  ]);
+  run = spawnEnricher(cliArgs(kafka.brokers, names), sandbox.env());
+  const [outs, dead] = await Promise.all([
+    readTopic(kafka.brokers, names.output, (all) => all.length >= 1, 60_000),
+    readTopic(kafka.brokers, names.dlq, (all) => all.length >= 1, 60_000),
+  ]);
+  run.child.kill('SIGTERM');
+  expect(await run.exited, run.stderr().slice(-2000)).toEqual({ code: 0, signal: null });
+  expect(outs[0]!.headers).toEqual({ 'x-seq': '1' });
+  expect(dead[0]!.headers).toEqual({
+    'x-seq': '1',
+    'dq-error-code': 'missing-field',
+    'dq-error-message': 'offset 1: mapped field street (/address/street) is missing or empty',
+    'dq-original-topic': names.input,
+    'dq-original-partition': dead[0]!.partition.toString(),
+    'dq-original-offset': '1',
+  });
+}, 120_000);
