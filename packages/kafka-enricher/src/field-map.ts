@@ -69,7 +69,7 @@ export function extractRecord(value: Readonly<Record<string, unknown>>, map: Fie
         ok: false,
         code: 'bad-field-type',
         mapping,
-        message: `mapped field ${field} (${pointer.text}) is a${Array.isArray(found) ? 'n array' : ` ${typeof found}`}, not a string or number`,
+        message: `mapped field ${field} (${pointer.text}) is ${Array.isArray(found) ? 'an array' : typeof found === 'object' ? 'an object' : `a ${typeof found}`}, not a string or number`,
       };
     }
     record[field] = found;
