@@ -6,6 +6,7 @@ import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
 import { FlowControl } from './flow-control.js';
+import { MapCheck } from './map-check.js';
 import { createKafka } from './kafka-client.js';
 import { METRIC, Metrics } from './metrics.js';
 import { resolveEnricherOptions } from './options.js';
@@ -58,7 +59,7 @@ export interface EnricherOutcome {
   reason: 'stop' | 'drain-timeout' | 'fatal';
   /** What ended a fatal run or a drain that timed out: code, message (naming the partition and offsets) and request id. */
   error?: { code: string; message: string; requestId?: string };
-  /** The engine's counts (records, statuses, classes, API calls, retries). */
+  /** The engine's counts (API calls, retries, store use); records, statuses and classes of the messages delivered. */
   report: RunReport;
 }
 
@@ -79,7 +80,12 @@ export interface Enricher {
 
 /** Creates an enricher; nothing connects until `run()`. */
 export function createEnricher(options: EnricherOptions): Enricher {
-  return new KafkaEnricher(resolveEnricherOptions(options), options.logger ?? createLogger({ level: 'info' }), options.metrics ?? new Metrics());
+  return new KafkaEnricher(
+    resolveEnricherOptions(options),
+    options.logger ?? createLogger({ level: 'info' }),
+    options.metrics ?? new Metrics(),
+    options.onHint,
+  );
 }
 
 class KafkaEnricher implements Enricher {
@@ -104,11 +110,13 @@ class KafkaEnricher implements Enricher {
   #consumer: Consumer | undefined;
   #producer: Producer | undefined;
   #flow: FlowControl | undefined;
+  readonly #mapCheck: MapCheck;
 
-  constructor(options: ResolvedEnricherOptions, logger: Logger, metrics: Metrics) {
+  constructor(options: ResolvedEnricherOptions, logger: Logger, metrics: Metrics, onHint: ((text: string) => void) | undefined) {
     this.#o = options;
     this.#logger = logger;
     this.metrics = metrics;
+    this.#mapCheck = new MapCheck(onHint ?? ((text) => logger.warn(`hint: ${text}`)));
     logger.redactor.add(options.apiKey);
     if (options.sasl) logger.redactor.add(options.sasl.password);
   }
@@ -179,6 +187,9 @@ class KafkaEnricher implements Enricher {
       heartbeatInterval: Math.min(3000, Math.floor(o.sessionTimeoutMs / 3)),
       allowAutoTopicCreation: true,
       maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
+      // kafkajs would restart a consumer that crashed on a retriable error (brokers unreachable) by
+      // itself, forever and unseen: every crash comes to #onCrash, whose restarts are counted.
+      retry: { restartOnFailure: () => Promise.resolve(false) },
     }));
     consumer.on(consumer.events.REBALANCING, () => this.#onRebalancing());
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.#onJoin(payload.memberAssignment));
@@ -196,22 +207,30 @@ class KafkaEnricher implements Enricher {
   }
 
   /**
-   * kafkajs gave up on its consumer (a non-retriable error, e.g. a group protocol error during a
-   * rebalance). Queued work is handed back and a new consumer joins the group, up to
-   * {@link MAX_CONSUMER_RESTARTS} times in a row; then the run ends with exit 75.
+   * kafkajs gave up on its consumer: a non-retriable error (e.g. a group protocol error during a
+   * rebalance), or brokers it could not reach within its retries. Queued work is handed back and a
+   * new consumer joins the group, up to {@link MAX_CONSUMER_RESTARTS} times in a row (a restart that
+   * cannot connect counts as one); then the run ends with exit 75. Meanwhile /healthz says 503.
    */
   async #onCrash(kafka: Kafka, crashed: Consumer, error: Error): Promise<void> {
-    const live = this.#state === 'starting' || this.#state === 'running';
-    if (crashed !== this.#consumer || !live) return void this.#fail(kafkaFailure(error));
-    if (++this.#restarts > MAX_CONSUMER_RESTARTS) return void this.#fail(kafkaFailure(error));
-    this.#logger.warn('the consumer crashed; handing queued work back and starting a new one', { attempt: this.#restarts, error });
+    const live = (): boolean => this.#state === 'starting' || this.#state === 'running';
+    if (crashed !== this.#consumer || !live()) return void this.#fail(kafkaFailure(error, this.#o.brokers, this.#restarts));
+    this.#joined = false;
+    this.metrics.set(METRIC.up, {}, 0);
     this.#onRebalancing();
     await crashed.disconnect().catch(() => undefined);
-    try {
+    let last: unknown = error;
+    while (live()) {
+      if (++this.#restarts > MAX_CONSUMER_RESTARTS) return void this.#fail(kafkaFailure(last, this.#o.brokers, MAX_CONSUMER_RESTARTS));
+      this.#logger.warn('the consumer crashed; handing queued work back and starting a new one', { attempt: this.#restarts, error: last as Error });
       await sleep(consumerRestartDelayMs(this.#restarts));
-      if (this.#state === 'starting' || this.#state === 'running') await this.#startConsumer(kafka);
-    } catch (err) {
-      this.#fail(err);
+      if (!live()) return;
+      try {
+        return await this.#startConsumer(kafka);
+      } catch (err) {
+        last = err;
+        await this.#consumer?.disconnect().catch(() => undefined);
+      }
     }
   }
 
@@ -269,6 +288,7 @@ class KafkaEnricher implements Enricher {
       outputTopic: o.outputTopic,
       dlqTopic: o.dlqTopic,
       dqField: o.dqField,
+      mapCheck: this.#mapCheck,
       maxMessageBytes: o.maxMessageBytes,
       retryMaxMs: o.retryMaxMs,
       retryBaseDelayMs: o.retryBaseDelayMs,
@@ -360,8 +380,21 @@ class KafkaEnricher implements Enricher {
     return { resume: 'restart', kept: `what was delivered is committed${answers}` };
   }
 
-  #outcome(): EnricherOutcome {
+  /**
+   * The engine's report, with the records, statuses and classes of the messages delivered: the
+   * engine counts a record again each time its batch is repeated after unavailable records.
+   */
+  #report(): RunReport {
     const report = this.#engine?.report() ?? emptyRunReport();
+    const delivered = <K extends string>(metric: string, label: string, keys: readonly K[]): Record<K, number> =>
+      Object.fromEntries(keys.map((k) => [k, this.metrics.get(metric, { [label]: k })])) as Record<K, number>;
+    const byStatus = delivered(METRIC.records, 'status', Object.keys(report.byStatus) as (keyof RunReport['byStatus'])[]);
+    const byClass = delivered(METRIC.classes, 'class', Object.keys(report.byClass) as (keyof RunReport['byClass'])[]);
+    return { ...report, records: Object.values<number>(byStatus).reduce((a, b) => a + b, 0), byStatus, byClass };
+  }
+
+  #outcome(): EnricherOutcome {
+    const report = this.#report();
     const err = this.#fatal;
     if (err === undefined && this.#undrained !== undefined) {
       // A scheduler must not read a drain cut short as success: the work is not done.
@@ -400,8 +433,14 @@ async function connect(what: string, step: () => Promise<void>): Promise<void> {
   }
 }
 
-function kafkaFailure(error: Error): KafkaEnricherError {
-  return new KafkaEnricherError('kafka-failure', `the consumer stopped: ${error.message}; restart dq-kafka (uncommitted messages are re-read)`, {
-    cause: error,
-  });
+/** The error that ends the run when the consumer crashed and `restarts` restarts in a row did not bring it back. */
+function kafkaFailure(error: unknown, brokers: readonly string[], restarts: number): KafkaEnricherError {
+  const tried = restarts > 0 ? ` and ${restarts} restarts in a row did not bring it back` : '';
+  // A restart that could not connect says so in its own words; its advice is given here once.
+  const why = error instanceof KafkaEnricherError && error.cause instanceof Error ? error.cause : (error as Error);
+  return new KafkaEnricherError(
+    'kafka-failure',
+    `the Kafka consumer stopped${tried}: ${why.message}; check that the brokers (${brokers.join(',')}) are up and reachable, then restart dq-kafka (uncommitted messages are re-read)`,
+    { cause: error },
+  );
 }

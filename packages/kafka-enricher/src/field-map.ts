@@ -49,7 +49,7 @@ export function parseFieldMap(text: string, mode: Mode): FieldMap {
 export type ExtractFailureCode = 'missing-field' | 'bad-field-type';
 
 /** The record of one message value, or why there is none. */
-export type Extracted = { ok: true; record: EngineRecord } | { ok: false; code: ExtractFailureCode; message: string };
+export type Extracted = { ok: true; record: EngineRecord } | { ok: false; code: ExtractFailureCode; message: string; mapping: FieldMapping };
 
 /**
  * Reads every mapped field from a message value (a JSON object). A pointer that refers to nothing,
@@ -58,16 +58,18 @@ export type Extracted = { ok: true; record: EngineRecord } | { ok: false; code: 
  */
 export function extractRecord(value: Readonly<Record<string, unknown>>, map: FieldMap): Extracted {
   const record: Record<string, string | number> = {};
-  for (const { field, pointer } of map) {
+  for (const mapping of map) {
+    const { field, pointer } = mapping;
     const found = resolvePointer(value, pointer);
     if (found === undefined || found === null || (typeof found === 'string' && found.trim() === '')) {
-      return { ok: false, code: 'missing-field', message: `mapped field ${field} (${pointer.text}) is missing or empty` };
+      return { ok: false, code: 'missing-field', message: `mapped field ${field} (${pointer.text}) is missing or empty`, mapping };
     }
     if (typeof found !== 'string' && typeof found !== 'number') {
       return {
         ok: false,
         code: 'bad-field-type',
-        message: `mapped field ${field} (${pointer.text}) is a${Array.isArray(found) ? 'n array' : ` ${typeof found}`}, not a string or number`,
+        mapping,
+        message: `mapped field ${field} (${pointer.text}) is ${Array.isArray(found) ? 'an array' : typeof found === 'object' ? 'an object' : `a ${typeof found}`}, not a string or number`,
       };
     }
     record[field] = found;

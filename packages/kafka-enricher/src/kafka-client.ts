@@ -14,7 +14,9 @@ export function createKafka(options: ResolvedEnricherOptions, logger: Logger): K
     brokers: options.brokers,
     logLevel: logger.level === 'debug' ? logLevel.DEBUG : logLevel.WARN,
     logCreator: () => (entry: LogEntry) => {
-      const { message, ...fields } = entry.log;
+      // kafkajs adds the stack of the error it logs: the message says what failed, the stack is
+      // kafkajs's internals (the error lines of every dq tool carry none).
+      const { message, stack: _stack, ...fields } = entry.log as LogEntry['log'] & { stack?: unknown };
       const line = { namespace: entry.namespace, ...fields };
       if (entry.level <= logLevel.ERROR) log.error(message, line);
       else if (entry.level === logLevel.WARN) log.warn(message, line);

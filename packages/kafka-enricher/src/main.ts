@@ -29,7 +29,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const logger = createLogger({ level: command.logLevel, bindings: { app: 'dq-kafka' } });
   const metrics = new Metrics();
-  const enricher = createEnricher({ ...command.options, logger, metrics });
+  // A hint is for the operator reading the terminal or the job log: a line of its own, like dq-pg's.
+  const onHint = (text: string): void => void process.stderr.write(logger.redactor.redact(`dq-kafka: hint: ${text}\n`));
+  const enricher = createEnricher({ ...command.options, logger, metrics, onHint });
   let server: MetricsServer | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     logger.info('signal received: stopping fetches, finishing in-flight work, committing, leaving the group', { signal });

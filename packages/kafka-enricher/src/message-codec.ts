@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { EngineRecord, RecordResult } from '@dq/core';
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import { extractRecord } from './field-map.js';
-import type { FieldMap } from './field-map.js';
+import type { FieldMap, FieldMapping } from './field-map.js';
 import { tooLarge } from './message-size.js';
 
 /** Where an input message came from. */
@@ -19,7 +19,14 @@ export type DecodeFailureCode = 'empty-value' | 'not-json' | 'not-object' | 'mis
 /** One input message after decoding: a record for the engine, or a reason to dead-letter it. */
 export type Decoded =
   | { kind: 'record'; message: KafkaMessage; value: Record<string, unknown>; record: EngineRecord; /** The value as UTF-8 text. */ text: string }
-  | { kind: 'reject'; message: KafkaMessage; code: DecodeFailureCode; reason: string };
+  | {
+      kind: 'reject';
+      message: KafkaMessage;
+      code: DecodeFailureCode;
+      reason: string;
+      /** The --map entry the value could not be read with (missing-field, bad-field-type). */
+      mapping?: FieldMapping;
+    };
 
 /** DLQ header names (README "DLQ"). */
 export const DLQ_HEADERS = {
@@ -63,7 +70,7 @@ export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
   }
   const value = parsed as Record<string, unknown>;
   const extracted = extractRecord(value, map);
-  if (!extracted.ok) return { kind: 'reject', message, code: extracted.code, reason: extracted.message };
+  if (!extracted.ok) return { kind: 'reject', message, code: extracted.code, reason: extracted.message, mapping: extracted.mapping };
   return { kind: 'record', message, value, record: extracted.record, text };
 }
 
@@ -150,27 +157,41 @@ export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason
   return { key: message.key, value: EMPTY, headers };
 }
 
-/** The DLQ reason of a record the platform refused (400 field error or local validation). */
-export function invalidInputReason(result: RecordResult): DlqReason {
+/**
+ * The DLQ reason of a record refused as invalid input (a 400 field error, or refused before any
+ * call), naming the offset and each refused field with what is wrong with it, once.
+ */
+export function invalidInputReason(result: RecordResult, offset: string): DlqReason {
   const error = result.error;
-  const fields = error?.violations?.map((v) => `${v.fieldName}: ${v.message}`).join('; ');
-  const text = error?.message ?? 'the platform refused the input';
-  return {
-    code: error?.code ?? 'invalid-input',
-    message: fields ? `${text} (${fields})` : text,
-    requestId: result.requestId ?? error?.requestId,
-  };
+  const violations = error?.violations ?? [];
+  const fields = violations.map((v) => `${v.fieldName}: ${v.message}`).join('; ');
+  let text: string;
+  if (error?.code === 'local-validation' && fields !== '') {
+    // No call was made: the message itself (or the --map that read it) has to change.
+    text = `refused before sending, nothing was paid: ${fields}; correct these fields of the message, or --map if it reads them from the wrong member`;
+  } else {
+    // The platform's message names its violations already; any it does not name are added.
+    text = error?.message ?? 'the platform refused the input';
+    const unnamed = violations.filter((v) => !text.includes(v.message));
+    if (unnamed.length > 0) text += ` (${unnamed.map((v) => `${v.fieldName}: ${v.message}`).join('; ')})`;
+  }
+  return { code: error?.code ?? 'invalid-input', message: `offset ${offset}: ${text}`, requestId: result.requestId ?? error?.requestId };
 }
+
+/** dq-kafka's own DLQ header names: a dead letter produced to the input again brings them along. */
+const OWN_HEADERS: ReadonlySet<string> = new Set(Object.values(DLQ_HEADERS));
 
 /**
  * The headers to send with a message. A header value may be null in Kafka (kafkajs reads it as
  * null), but kafkajs cannot write one (its size calculation rejects null), so the send would fail
  * on every start and the partition never move on: such a value is written empty (README "DLQ").
+ * The dq-* headers of an earlier dead letter are left out: they describe a failure of the past, so
+ * an output message carries none and a new dead letter only its own.
  */
 function copyHeaders(headers: IHeaders | undefined): IHeaders {
   const out: IHeaders = {};
   for (const [name, value] of Object.entries(headers ?? {})) {
-    if (value === undefined) continue;
+    if (value === undefined || OWN_HEADERS.has(name)) continue;
     const values: unknown = value;
     if (values === null) out[name] = EMPTY;
     else if (Array.isArray(values)) out[name] = values.map((v: Buffer | string | null) => v ?? EMPTY);

@@ -79,6 +79,8 @@ export interface EnricherOptions {
   logger?: Logger;
   /** Metrics to count into (default: a new set, see `Enricher.metrics`). */
   metrics?: Metrics;
+  /** Told once when the first messages could not be read with `map` (default: a warning in the log). */
+  onHint?: (text: string) => void;
 }
 
 /** Default {@link EnricherOptions.maxMessageBytes}: under Kafka's default message.max.bytes (1 048 588). */
@@ -89,7 +91,7 @@ export const DEFAULT_DRAIN_TIMEOUT_MS = 20_000;
 
 /** {@link EnricherOptions} with defaults filled in. */
 export type ResolvedEnricherOptions = Required<
-  Omit<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine' | 'logger' | 'metrics'>
+  Omit<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine' | 'logger' | 'metrics' | 'onHint'>
 > &
   Pick<EnricherOptions, 'country' | 'include' | 'realtimeUrl' | 'ssl' | 'sasl' | 'engine'>;
 

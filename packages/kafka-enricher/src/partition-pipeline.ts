@@ -5,6 +5,7 @@ import type { KafkaMessage, Message, Producer, TopicMessages } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
 import type { FieldMap } from './field-map.js';
 import type { FlowControl } from './flow-control.js';
+import type { MapCheck } from './map-check.js';
 import { decodeMessage, dlqMessage, enrichedMessage, invalidInputReason } from './message-codec.js';
 import type { Decoded, DlqReason, SourcePosition } from './message-codec.js';
 import { METRIC } from './metrics.js';
@@ -23,6 +24,8 @@ export interface PipelineContext {
   outputTopic: string;
   dlqTopic: string;
   dqField: string;
+  /** Told about every delivered chunk's decoded messages (a --map that reads nothing). */
+  mapCheck: MapCheck;
   /** The largest send (a partition's record batch) the brokers accept, bytes (README "Message size"). */
   maxMessageBytes: number;
   retryMaxMs: number;
@@ -194,7 +197,7 @@ export class PartitionPipeline {
       }
       const result = results[r++]!;
       if (result.status === 'invalid-input') {
-        deadLetter(d, source, invalidInputReason(result));
+        deadLetter(d, source, invalidInputReason(result, d.message.offset));
         continue;
       }
       const enriched = enrichedMessage(d, result, source, ctx.dqField);
@@ -202,6 +205,7 @@ export class PartitionPipeline {
       if (tooLarge(enriched, limit)) deadLetter(d, source, tooLargeReason(enriched, source, limit, result));
       else out.push(tagInputPartition(enriched, this.partition));
     }
+    ctx.mapCheck.observe(decoded);
     const topicMessages: TopicMessages[] = [];
     if (out.length > 0) topicMessages.push({ topic: ctx.outputTopic, messages: out });
     if (dlq.length > 0) topicMessages.push({ topic: ctx.dlqTopic, messages: dlq });

@@ -67,3 +67,28 @@ it('a platform unavailable for longer than --retry-max-ms: exit 75 naming the pa
     sandbox.setFaults({});
   }
 }, 120_000);
+
+it('a batch repeated after records came back unavailable counts once in the summary: records and statuses are those of the messages delivered', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const N = 300;
+  await produce(kafka.brokers, names.input, dataset(N, 0).messages);
+  // Most calls answered, some not even after the transport's retries: chunks are repeated, the
+  // records answered before answered again from the run's cache.
+  sandbox.setFaults({ batch: { errorRate: 0.6, errorStatuses: [503] } });
+  try {
+    run = spawnEnricher(cliArgs(kafka.brokers, names, ['--store', 'off', '--metrics-port', '0']), sandbox.env());
+    const port = await metricsPort(run);
+    const { outs } = await readResults(kafka.brokers, names, N, 0);
+    expect(sourceOffsets(outs, []).size).toBe(N);
+    expect(await metricValue(port, 'dq_kafka_batch_retries_total')).toBeGreaterThan(0);
+  } finally {
+    sandbox.setFaults({});
+  }
+  run.child.kill('SIGTERM');
+  expect((await run.exited).code).toBe(0);
+  const summary = JSON.parse(run.stdout().trim().split('\n').at(-1)!) as { records: number; byStatus: Record<string, number>; byClass: Record<string, number> };
+  expect(summary.records).toBe(N);
+  expect(summary.byStatus).toMatchObject({ unavailable: 0 });
+  expect(Object.values(summary.byStatus).reduce((a, b) => a + b, 0)).toBe(N);
+  expect(Object.values(summary.byClass).reduce((a, b) => a + b, 0)).toBe(N);
+}, 180_000);

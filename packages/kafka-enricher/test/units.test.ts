@@ -61,6 +61,11 @@ describe('field mapping', () => {
       message: expect.stringContaining('postalCode (/address/zip)'),
     });
     expect(extractRecord({ address: { street: ['x'], zip: '1' }, city: 'B' }, map)).toMatchObject({ ok: false, code: 'bad-field-type' });
+    // The dead letter's dq-error-message reads as a sentence for each JSON type.
+    const why = (street: unknown): string => (extractRecord({ address: { street, zip: '1' }, city: 'B' }, map) as { message: string }).message;
+    expect(why({ name: 'x' })).toBe('mapped field street (/address/street) is an object, not a string or number');
+    expect(why(['x'])).toBe('mapped field street (/address/street) is an array, not a string or number');
+    expect(why(true)).toBe('mapped field street (/address/street) is a boolean, not a string or number');
   });
   it('refuses fields the mode does not know, duplicates and bad pointers as usage errors', () => {
     for (const text of ['vatId=/v', 'street=/a,street=/b', 'street=a', 'street', '']) {
