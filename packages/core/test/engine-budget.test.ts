@@ -70,11 +70,12 @@ describe('engine: the spending cap (maxCalls)', () => {
 
   it('counts a request as a call made when its first attempt was answered and its retries found the connection refused', async () => {
     platform = await startScriptedPlatform(() => {
-      // Answered once, then gone: every retry finds the port closed.
+      // Answered once, on a connection not kept open, then gone: every retry finds the port closed
+      // (a retry on a kept connection the server closed meanwhile may have been sent, and counts).
       setImmediate(() => void platform?.close());
-      return problem(500, 'internal-error');
+      return { ...problem(500, 'internal-error'), headers: { connection: 'close' } };
     });
-    const e = start(platform.url, { threads: 0, concurrency: 1, maxCalls: 10, retry: { baseDelayMs: 5, maxDelayMs: 5 } });
+    const e = start(platform.url, { threads: 0, concurrency: 1, maxCalls: 10, retry: { baseDelayMs: 50, maxDelayMs: 50 } });
     await e.process(addresses(1)).catch(() => undefined);
     expect(platform.seen).toHaveLength(1);
     expect(e.report()).toMatchObject({ apiCalls: 1, budget: { billableCalls: 1 } });
