@@ -3,7 +3,7 @@ import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES } from '@dq/core/schemas';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './mapping.js';
 import type { ProcessFileOptions } from './options.js';
-import type { InputEncoding, InputFormat } from './source/types.js';
+import { INPUT_ENCODINGS, type InputFormat } from './source/types.js';
 
 const flags = createFlagParsers(usageError);
 const { oneOf, number, url } = flags;
@@ -65,7 +65,6 @@ Example:
 export type CliCommand = { help: true } | { help: false; options: ProcessFileOptions };
 
 const FORMATS: readonly InputFormat[] = ['csv', 'json', 'ndjson'];
-const ENCODINGS: readonly InputEncoding[] = ['utf8', 'latin1', 'windows-1252'];
 
 /**
  * Parses `argv` (without node and script) and the DQ_* variables of `env`. Throws a CsvError with
@@ -146,7 +145,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     country,
     include,
     delimiter,
-    encoding: v.encoding === undefined ? undefined : oneOf('--encoding', v.encoding, ENCODINGS),
+    encoding: v.encoding === undefined ? undefined : oneOf('--encoding', v.encoding, INPUT_ENCODINGS),
     format: v.format === undefined ? undefined : oneOf('--format', v.format, FORMATS),
     spreadsheetSafe: v['spreadsheet-safe'] ?? false,
     resume: v.resume ?? false,

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Redactor } from '@dq/core';
-import { DB_CONNECT_TIMEOUT_MS, DB_QUERY_TIMEOUT_MS, endOrDrop, postgresVersionProblem } from '@dq/core/store';
+import { DB_CONNECT_TIMEOUT_MS, DB_QUERY_TIMEOUT_MS, endOrDrop, postgresVersionProblem, readOnlySessions } from '@dq/core/store';
 import { CleanseError, connectionError, usageError } from './errors.js';
 
 /** A connection string checked and described without its password. */
@@ -90,15 +90,11 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg', optio
  * standby, or `default_transaction_read_only` is on (for the user, the database or the server).
  */
 async function refuseReadOnly(client: pg.Client, target: DbTarget): Promise<void> {
-  const { rows } = await client.query<{ ro: string; standby: boolean; who: string }>(
-    `SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby, current_user AS who`,
-  );
-  const row = rows[0];
-  if (row?.ro !== 'on') return;
-  const why = row.standby ? '(the server is a hot standby)' : '(default_transaction_read_only is on)';
+  const readOnly = await readOnlySessions(client);
+  if (!readOnly) return;
   throw new CleanseError(
     'db-read-only',
-    `the database ${target.where} is read-only for user ${row.who} ${why}, and this command writes to it; point --db at the primary, or have default_transaction_read_only turned off for the user`,
+    `the database ${target.where} is read-only for user ${readOnly.who} (${readOnly.why}), and this command writes to it; point --db at the primary, or have default_transaction_read_only turned off for the user`,
   );
 }
 

@@ -7,6 +7,6 @@ export type { PgStoreOptions, PgQueryable } from './pg-store.js';
 export { parseAge, formatAge, DEFAULT_MAX_AGE_MS } from './age.js';
 export { storeKey } from './key.js';
 export { StoreError, STORE_UNREACHABLE } from './errors.js';
-export { postgresVersionProblem, MIN_POSTGRES_MAJOR, redactUrl } from './pg-version.js';
+export { postgresVersionProblem, MIN_POSTGRES_MAJOR, readOnlySessions, redactUrl } from './pg-version.js';
 export { endOrDrop } from '../end-or-drop.js';
 export { DB_QUERY_TIMEOUT_MS, DB_CONNECT_TIMEOUT_MS } from '../db-timeouts.js';

@@ -3,7 +3,7 @@ import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
 import { pgStoreError, STORE_UNREACHABLE, StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
-import { postgresVersionProblem } from './pg-version.js';
+import { postgresVersionProblem, readOnlySessions } from './pg-version.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
 /** Schema of the shared result store. */
@@ -342,15 +342,8 @@ async function refuseForeignTable(db: PgQueryable): Promise<void> {
  * `default_transaction_read_only`), or undefined when it takes writes.
  */
 async function readOnlyProblem(db: PgQueryable, location: string): Promise<StoreError | undefined> {
-  const { rows } = await db.query<{ ro: string; standby: boolean; who: string }>(
-    `SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby, current_user AS who`,
-  );
-  const row = rows[0];
-  if (row?.ro !== 'on') return undefined;
-  const why = row.standby
-    ? 'the server is a hot standby (read-only)'
-    : `sessions of the database user ${row.who} are read-only (default_transaction_read_only is on)`;
-  return readOnlyError(location, why);
+  const readOnly = await readOnlySessions(db);
+  return readOnly && readOnlyError(location, `sessions of the database user ${readOnly.who} are read-only (${readOnly.why})`);
 }
 
 function readOnlyError(location: string, why: string, cause?: unknown): StoreError {

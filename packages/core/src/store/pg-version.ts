@@ -34,3 +34,17 @@ export async function postgresVersionProblem(db: Queryable, tool: string, where:
   if (!Number.isInteger(num) || num >= MIN_VERSION_NUM) return undefined;
   return `${tool} needs PostgreSQL ${MIN_POSTGRES_MAJOR} or later; the server at ${where} is ${versionText(num)} (server_version_num ${num})`;
 }
+
+/**
+ * Why this user's sessions on the server cannot write, or undefined when they can: the server is a
+ * hot standby, or `default_transaction_read_only` is on (for the user, the database or the server).
+ * `who` is the database user. One query; the result store and dq-pg both ask it before they write.
+ */
+export async function readOnlySessions(db: Queryable): Promise<{ why: string; who: string } | undefined> {
+  const { rows } = await db.query<{ ro: string; standby: boolean; who: string }>(
+    `SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby, current_user AS who`,
+  );
+  const row = rows[0];
+  if (row?.ro !== 'on') return undefined;
+  return { why: row.standby ? 'the server is a hot standby' : 'default_transaction_read_only is on', who: row.who };
+}

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ExitCode } from '@dq/core';
 import { cliFailure } from '@dq/core/cli';
 import { CsvError, usageError } from '../errors.js';
+import { INPUT_ENCODINGS } from '../source/types.js';
 import { applyReview } from './apply.js';
 import { exportReview } from './export.js';
 import { refuseSameFiles } from './files.js';
@@ -45,7 +46,6 @@ some decisions were bad or in conflict (listed on stderr and in the summary); 1 
 `;
 
 const FORMATS = ['csv', 'json', 'ndjson'] as const;
-const REVIEW_ENCODINGS = ['utf8', 'latin1', 'windows-1252'] as const;
 
 /** Runs `dq-csv review …` with the arguments after `review`; returns the exit code. */
 export async function reviewMain(argv: readonly string[]): Promise<number> {
@@ -109,8 +109,8 @@ export async function reviewMain(argv: readonly string[]): Promise<number> {
     }
     if (v.classes) throw usageError('--classes', 'is for review export');
     if (!v.to) throw usageError('--to', 'required: the new file to write (the cleaned file is never changed in place)');
-    const encoding = v.encoding === undefined ? undefined : REVIEW_ENCODINGS.find((e) => e === v.encoding);
-    if (v.encoding !== undefined && encoding === undefined) throw usageError('--encoding', `"${v.encoding}" is not one of ${REVIEW_ENCODINGS.join(', ')}`);
+    const encoding = v.encoding === undefined ? undefined : INPUT_ENCODINGS.find((e) => e === v.encoding);
+    if (v.encoding !== undefined && encoding === undefined) throw usageError('--encoding', `"${v.encoding}" is not one of ${INPUT_ENCODINGS.join(', ')}`);
     const summary = await applyReview({
       input: v.input,
       output: v.output,

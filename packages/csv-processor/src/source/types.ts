@@ -14,7 +14,9 @@ export interface SourcePosition {
 export type InputFormat = 'csv' | 'json' | 'ndjson';
 
 /** Supported input encodings. Output is always UTF-8. */
-export type InputEncoding = 'utf8' | 'latin1' | 'windows-1252';
+/** The encodings an input (and a review file) may be read in. */
+export const INPUT_ENCODINGS = ['utf8', 'latin1', 'windows-1252'] as const;
+export type InputEncoding = (typeof INPUT_ENCODINGS)[number];
 
 /** Stable reasons a record goes to the rejects file. */
 export type RejectCode = 'column-count' | 'broken-quoting' | 'undecodable-bytes' | 'invalid-json' | 'not-an-object' | 'record-too-large' | 'result-key-clash';
