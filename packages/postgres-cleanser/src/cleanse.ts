@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop, stopAdvice } from '@dq/core';
+import { answeringPlatform, createEngine, createLogger, DqError, exitCodeFor, ExitCode, isRunStop, stopAdvice } from '@dq/core';
 import { resolvePolicy, zeroByStatus } from '@dq/core/engine';
 import { RESULT_CLASSES } from '@dq/core/schemas';
 import { DEFAULT_MAX_AGE_MS, openStore, StoreError } from '@dq/core/store';
@@ -13,13 +13,13 @@ import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
 import { allInvalidHint, autoMappingHint, unmappedLookalikes } from './mapping-hints.js';
 import { planPage } from './page-plan.js';
-import { PageStore } from './page-store.js';
+import { knownInUse, PageStore } from './page-store.js';
 import { inspectTable } from './preflight.js';
 import type { TargetTable } from './preflight.js';
 import { emptyTally, validateRows, withReused } from './known-rows.js';
 import type { ReusedTally } from './known-rows.js';
 import type { KnownRows } from './page-store.js';
-import { finishRun, holdRun, knownScope, newRunId, openRunAlone, stopRun } from './runs.js';
+import { finishRun, holdRun, knownScopes, newRunId, openRunAlone, stopRun } from './runs.js';
 import { RunHalt, workRange } from './range-worker.js';
 import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
@@ -141,12 +141,14 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     };
     const base = { table: target.qualified, conflictKeys };
     const statusColumns = target.status.length > 0 ? Object.fromEntries(target.status.map((c) => [c.field, c.column])) : undefined;
-    const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns };
+    const platform = answeringPlatform(mode, options.baseUrl, options.realtimeUrl);
+    const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns, platform };
     // Rows this run corrects are recorded as known; rows an earlier run corrected and that still
     // hold what it wrote reuse its answer: no call, no write (not with --max-age 0). With --store
     // off nothing is kept for later runs, as no answer is stored: no known rows recorded or reused.
+    const [scope, scopeBefore] = knownScopes(target, settings);
     const known: KnownRows | undefined =
-      options.engine?.store === 'off' ? undefined : { scope: knownScope(target, settings), maxAgeMs: options.engine?.maxAgeMs ?? DEFAULT_MAX_AGE_MS };
+      options.engine?.store === 'off' ? undefined : { scope, scopeBefore, maxAgeMs: options.engine?.maxAgeMs ?? DEFAULT_MAX_AGE_MS };
     const report = (): RunReport | undefined => (engine ? withReused(engine.report(), reused) : undefined);
     const rounded = (): CleanseProgress => {
       const t = progress.timings;
@@ -163,7 +165,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       engine = await makeEngine();
       // A dry run creates nothing: it reuses known rows only where the bookkeeping already has them.
       const knownTable = await client.query<{ ok: boolean }>(`SELECT to_regclass('${STATE_SCHEMA}.known') IS NOT NULL AS ok`);
-      const reader = new PageStore(client, target, options.where, client, knownTable.rows[0]?.ok ? known : undefined);
+      const reader = new PageStore(client, target, options.where, client, knownTable.rows[0]?.ok ? await knownInUse(client, known) : undefined);
       await dryRun(engine, reader, target, mode, batchSize, progress, reused, options);
       const exitCode = exitCodeFor({ report: report()!, maxFailed: options.maxFailed ?? 0 });
       const { written, conflicts: _none, ...counts } = rounded();
@@ -191,6 +193,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     });
     if (run.state === 'done' || run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
 
+    const inUse = await knownInUse(client, known);
     const processId = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
     const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, reused, conflictKeys, notWritten, logger, options };
     // Each range worker gets connections of its own: one holding its claim, one reading, one writing
@@ -203,7 +206,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       const writer = i === 0 ? client : await connect(db, 'dq-pg write');
       if (writer !== client) connections.push(writer);
       const worker = workers === 1 ? processId : `${processId}/${i + 1}`;
-      slots.push({ queue: new RangeQueue(claim, run.runId, target), store: new PageStore(reader, target, options.where, writer, known), worker });
+      slots.push({ queue: new RangeQueue(claim, run.runId, target), store: new PageStore(reader, target, options.where, writer, inUse), worker });
     }
     const error = await runWorkers(shared, slots, options.signal);
     if (error !== undefined) {

@@ -55,9 +55,26 @@ export interface PageCounts {
  */
 export interface KnownRows {
   scope: string;
+  /**
+   * The scope the same settings had before the platform was part of scopes (`knownScopes` in
+   * runs.ts): rows recorded under it are looked up too, after those under `scope`.
+   */
+  scopeBefore?: string;
   maxAgeMs: number;
   /** Which rows a page write records: see {@link KnownRecording}; default `corrected`. */
   record?: KnownRecording;
+}
+
+/**
+ * `known` without its {@link KnownRows.scopeBefore} when no row is known under that scope (the
+ * table has no rows an earlier dq-pg recorded): one index probe now instead of one per row read.
+ */
+export async function knownInUse(client: pg.ClientBase, known: KnownRows | undefined): Promise<KnownRows | undefined> {
+  if (known?.scopeBefore === undefined) return known;
+  const { rows } = await client.query<{ used: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${STATE_SCHEMA}.known WHERE scope = $1) AS used`, [known.scopeBefore]);
+  if (rows[0]?.used === true) return known;
+  const { scopeBefore: _unused, ...own } = known;
+  return own;
 }
 
 /**
@@ -73,7 +90,7 @@ const KNOWN_FIELDS = 6;
 /**
  * The page read: next `$n` rows after a key, in key order, with no snapshot kept between pages
  * (keyset pagination). Parameters: [$1 after-key][, $2 upper key], then the limit; with `known`,
- * then the scope and the oldest check time reused. With `known` each row is looked up in
+ * then the scopes (in order of preference) and the oldest check time reused. With `known` each row is looked up in
  * `dq_cleanse.known` by one index probe (a lateral join on the page's rows, not on the table), and
  * its results row only matches when every mapped column still holds the value written
  * (`IS NOT DISTINCT FROM`, compared in the column's type as the page write's guard does).
@@ -107,7 +124,8 @@ export function pageReadSql(target: TargetTable, where: string | undefined, lowe
   // bought answer: --max-age does not expire it (only a rollback, or an edit of the row, does).
   return `SELECT ${outer}, kr.status, kr.result_class, kr.request_id, kr.checked_at, kr.candidates, kr.detail
   FROM (SELECT ${inner} FROM ${t}${filter} ORDER BY ${t}.${k} LIMIT $${n + 1}) p
-  LEFT JOIN LATERAL (SELECT kn.run_id FROM ${STATE_SCHEMA}.known kn WHERE kn.scope = $${n + 2} AND kn.row_key = p.dq_key COLLATE "C" LIMIT 1) kk ON true
+  LEFT JOIN LATERAL (SELECT kn.run_id FROM ${STATE_SCHEMA}.known kn WHERE kn.scope = ANY($${n + 2}::text[]) AND kn.row_key = p.dq_key COLLATE "C"
+    ORDER BY array_position($${n + 2}::text[], kn.scope::text) LIMIT 1) kk ON true
   LEFT JOIN LATERAL (
     SELECT r.status, r.result_class, r.request_id, r.checked_at, r.candidates::text AS candidates, r.detail::text AS detail
       FROM ${STATE_SCHEMA}.results r
@@ -432,7 +450,10 @@ export class PageStore {
     if (after !== null) values.push(after);
     if (upTo !== null) values.push(upTo);
     values.push(limit);
-    if (reuse) values.push(this.#known!.scope, new Date(Date.now() - this.#known!.maxAgeMs).toISOString());
+    if (reuse) {
+      const { scope, scopeBefore, maxAgeMs } = this.#known!;
+      values.push(scopeBefore === undefined ? [scope] : [scope, scopeBefore], new Date(Date.now() - maxAgeMs).toISOString());
+    }
     const res = await this.#reader.query<unknown[]>({ name: `dq_read_${variant}`, text, values, rowMode: 'array' });
     const n = this.#target.columns.length + 1;
     const m = n + this.#target.status.length;

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type pg from 'pg';
 import type { Mode, ResultClass } from '@dq/core';
 import { STATE_SCHEMA } from './bookkeeping.js';
@@ -18,6 +19,11 @@ export interface RunSettings {
   statusColumns?: Readonly<Record<string, string>> | undefined;
   /** For a review run (`dq-pg review apply`): the run whose review rows it decides. */
   reviewOf?: string | undefined;
+  /**
+   * The platform that answers (`answeringPlatform` of @dq/core: host and path of `--base-url`, or
+   * of `--realtime-url` in the company modes). Undefined only for a run made before it was recorded.
+   */
+  platform?: string | undefined;
 }
 
 /** A run as stored in `dq_cleanse.runs`. */
@@ -52,20 +58,47 @@ function describe(target: TargetTable, settings: RunSettings): Record<string, un
     // Only when given, so that runs made without status columns keep the settings hash they had.
     ...(settings.statusColumns ? { statusColumns: settings.statusColumns } : {}),
     ...(settings.reviewOf ? { kind: 'review', reviewOf: settings.reviewOf } : {}),
+    // Last, and only when known, so that the hash of a run made before it was recorded can be
+    // told from it ({@link openRun}).
+    ...(settings.platform !== undefined ? { platform: settings.platform } : {}),
   };
+}
+
+/** The hash of a run's settings as {@link describe} gives them, which `dq_cleanse.runs` keeps. */
+function optionsHash(options: Record<string, unknown>): string {
+  return createHash('sha256').update(JSON.stringify(options)).digest('hex');
 }
 
 /**
  * The scope of the rows a cleanse run records as known (`dq_cleanse.known`): the table, its key,
  * the mapping and the settings that decide the platform's answer and what is written (mode,
- * country, accepted classes, included extras). Not `--where` (it selects rows, it does not change
- * their answers) nor the status columns. A later run reuses a known row's answer only within the
- * same scope.
+ * country, accepted classes, included extras, the platform that answers). Not `--where` (it selects
+ * rows, it does not change their answers) nor the status columns. A later run reuses a known row's
+ * answer only within the same scope: a run against the platform never takes the rows a run against
+ * the sandbox corrected for checked.
  */
 export function knownScope(target: TargetTable, settings: RunSettings): string {
   const d = describe(target, settings);
-  const scope = { table: d['table'], key: d['key'], mapping: d['mapping'], mode: d['mode'], country: d['country'], accept: d['accept'], include: d['include'] };
-  return createHash('sha256').update(JSON.stringify(scope)).digest('hex');
+  const scope = {
+    table: d['table'],
+    key: d['key'],
+    mapping: d['mapping'],
+    mode: d['mode'],
+    country: d['country'],
+    accept: d['accept'],
+    include: d['include'],
+    ...('platform' in d ? { platform: d['platform'] } : {}),
+  };
+  return optionsHash(scope);
+}
+
+/**
+ * The scopes a run looks its known rows up under: its own ({@link knownScope}), then the scope the
+ * same settings had before the platform was part of it, so that the rows runs of an earlier dq-pg
+ * recorded stay known (docs/architecture.md "Reruns").
+ */
+export function knownScopes(target: TargetTable, settings: RunSettings): [string, string] {
+  return [knownScope(target, settings), knownScope(target, { ...settings, platform: undefined })];
 }
 
 /**
@@ -77,7 +110,7 @@ export function knownScope(target: TargetTable, settings: RunSettings): string {
  */
 export async function openRun(client: pg.Client, target: TargetTable, settings: RunSettings, runId: string, rangeRows: number): Promise<RunRecord> {
   const options = describe(target, settings);
-  const hash = createHash('sha256').update(JSON.stringify(options)).digest('hex');
+  const hash = optionsHash(options);
   const inserted = await client.query(
     `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, columns, options, options_hash, range_rows, state, kind, review_of)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'running', $10, $11) ON CONFLICT (run_id) DO NOTHING`,
@@ -101,11 +134,15 @@ export async function openRun(client: pg.Client, target: TargetTable, settings: 
   );
   const row = rows[0];
   if (!row) throw new Error(`run ${runId} vanished right after it was created`);
-  if (row.options_hash !== hash) {
-    const differs = Object.keys(options).filter((k) => JSON.stringify(options[k]) !== JSON.stringify(row.options[k]));
+  // A run made before the platform was recorded is resumed on any platform, as it was before.
+  const { platform: _platform, ...recordedBefore } = options;
+  if (row.options_hash !== hash && !(!('platform' in row.options) && row.options_hash === optionsHash(recordedBefore))) {
+    // Compared as values: jsonb gives the stored mapping's keys back in an order of its own.
+    const differs = Object.keys(options).filter((k) => !isDeepStrictEqual(options[k], row.options[k]));
+    const named = (k: string) => (k === 'platform' ? (settings.mode === 'address' ? '--base-url' : '--realtime-url') : k);
     throw new CleanseError(
       'run-mismatch',
-      `--run-id ${runId}: that run was made with different ${differs.join(', ')} (${differs.map((k) => `${k}=${JSON.stringify(row.options[k])}`).join('; ')}); use the same settings to resume it, or a new run id`,
+      `--run-id ${runId}: that run was made with different ${differs.map(named).join(', ')} (${differs.map((k) => `${k}=${JSON.stringify(row.options[k] ?? null)}`).join('; ')}); use the same settings to resume it, or a new run id`,
     );
   }
   let state = row.state;

@@ -169,7 +169,7 @@ describe('page parameters', () => {
 
 describe('the page read with known rows', () => {
   const text = (): string => pageReadSql(target, undefined, true, true, true);
-  const values = (): unknown[] => ['100000', '150000', 1000, 'scope', new Date(Date.now() - 3_600_000).toISOString()];
+  const values = (): unknown[] => ['100000', '150000', 1000, ['scope', 'scope-before'], new Date(Date.now() - 3_600_000).toISOString()];
   /** The scans of the read's plan, as `Node Type` and relation. */
   const scans = async (): Promise<PlanNode[]> => {
     const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${text()}`, values());

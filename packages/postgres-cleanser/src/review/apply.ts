@@ -224,7 +224,14 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     // Every row decided is recorded as known under the cleanse run's scope, as a cleanse records
     // the rows it corrects: the next cleanse of the table reuses the decision (no call, no write)
     // while the row holds the values it left, so a nightly run neither overturns nor pays for it.
-    const scope = knownScope(target, { mode: run.mode, country: run.country, accept: run.accept, where: undefined, include: run.include });
+    const scope = knownScope(target, {
+      mode: run.mode,
+      country: run.country,
+      accept: run.accept,
+      where: undefined,
+      include: run.include,
+      platform: run.platform,
+    });
     const store = new PageStore(client, target, undefined, client, { scope, maxAgeMs: 0, record: 'decided' });
     const worker = `${hostname()}:${process.pid}`;
     let prevKey =

@@ -17,6 +17,8 @@ export interface ReviewedRun {
   country: string | undefined;
   accept: ResultClass[];
   include: string[] | undefined;
+  /** The platform that answered it; undefined for a run made before dq-pg recorded it. */
+  platform: string | undefined;
 }
 
 /**
@@ -61,6 +63,7 @@ export async function loadReviewedRun(
     country: (row.options['country'] as string | null | undefined) ?? undefined,
     accept: (row.options['accept'] as ResultClass[] | undefined) ?? [],
     include: (row.options['include'] as string[] | null | undefined) ?? undefined,
+    platform: (row.options['platform'] as string | undefined) ?? undefined,
   };
   const target = await inspectTable(client, {
     table: run.table,
