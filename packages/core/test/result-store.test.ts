@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { open as openLmdb } from 'lmdb';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, createSilentLogger } from '@dq/core';
@@ -92,19 +93,63 @@ describe('the embedded result store', () => {
   });
 
   it('answers a key from the entry of the key the input had before the platform was part of keys, when it has none of its own', async () => {
-    const store = (await openStore(join(await tempDir(), 'store')))!;
-    cleanups.push(() => store.close());
+    // A store as an earlier dq-connectors left it: the same LMDB file and encoding, entries under
+    // the keys of that time, and no record of its own.
+    const dir = join(await tempDir(), 'store');
     const earlier = { status: 'accepted' as const, resultClass: 'A' as const, requestId: 'req-earlier', checkedAt: new Date().toISOString() };
     const own = { ...earlier, requestId: 'req-own' };
-    await store.set('scope-before\u0001street=A', earlier);
-    await store.set('scope-now\u0001street=B', own);
-    await store.set('scope-before\u0001street=B', earlier);
+    await mkdir(dir, { recursive: true });
+    const old = openLmdb({ path: join(dir, 'results.mdb'), compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
+    const t = Date.now();
+    await old.put(storeKey('scope-before\u0001street=A'), { t, r: earlier });
+    await old.put(storeKey('scope-now\u0001street=B'), { t, r: own });
+    await old.put(storeKey('scope-before\u0001street=B'), { t, r: earlier });
+    await old.close();
+
+    const store = (await openStore(dir))!;
+    cleanups.push(() => store.close());
     const before = ['scope-before\u0001street=A', 'scope-before\u0001street=B', 'scope-before\u0001street=C'];
     const found = await store.getMany(['scope-now\u0001street=A', 'scope-now\u0001street=B', 'scope-now\u0001street=C'], (i) => before[i]!);
     expect(Object.fromEntries([...found].map(([k, v]) => [k, v.requestId]))).toEqual({
       'scope-now\u0001street=A': 'req-earlier', // only the earlier key has it
       'scope-now\u0001street=B': 'req-own', // its own entry comes first
     });
+    expect(await store.info()).toMatchObject({ entries: 3 });
+  });
+
+  it('a store created or cleared by this version looks up no key of before: a miss costs one lookup', async () => {
+    const asked: number[] = [];
+    const storedBefore = (i: number) => {
+      asked.push(i);
+      return `scope-before\u0001street=${i}`;
+    };
+    const dir = join(await tempDir(), 'store');
+    const fresh = (await openStore(dir))!;
+    await fresh.set('scope-now\u0001street=A', { status: 'accepted', resultClass: 'A', requestId: 'req-a', checkedAt: new Date().toISOString() });
+    expect((await fresh.getMany(['scope-now\u0001street=A', 'scope-now\u0001street=B'], storedBefore)).size).toBe(1);
+    expect(asked).toEqual([]);
+    // Its own record is no entry: not counted, pruned or cleared.
+    expect(await fresh.info()).toMatchObject({ entries: 1 });
+    expect(await fresh.prune(0)).toBe(1);
+    expect(await fresh.info()).toMatchObject({ entries: 0 });
+    await fresh.close();
+
+    // A store of an earlier version is asked under the keys of before until it is cleared.
+    const earlierDir = join(await tempDir(), 'store');
+    await mkdir(earlierDir, { recursive: true });
+    const old = openLmdb({ path: join(earlierDir, 'results.mdb'), compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
+    await old.put(storeKey('scope-before\u0001street=0'), { t: Date.now(), r: { status: 'accepted', resultClass: 'A', requestId: 'req-0' } });
+    await old.close();
+    const upgraded = (await openStore(earlierDir))!;
+    cleanups.push(() => upgraded.close());
+    expect((await upgraded.getMany(['scope-now\u0001street=0', 'scope-now\u0001street=1'], storedBefore)).get('scope-now\u0001street=0')?.requestId).toBe(
+      'req-0',
+    );
+    expect(asked).toEqual([0, 1]);
+    expect(await upgraded.clear()).toBe(1);
+    asked.length = 0;
+    expect((await upgraded.getMany(['scope-now\u0001street=0'], storedBefore)).size).toBe(0);
+    expect(asked).toEqual([]);
   });
 
   it('kill -9 the moment a batch returns: a rerun pays nothing for that batch', async () => {

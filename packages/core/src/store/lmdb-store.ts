@@ -15,6 +15,14 @@ interface Entry {
   r: CachedResult;
 }
 
+/**
+ * The key of the store's own record, in the same database as the answers (no stored key has a dot:
+ * they are base64url): present when every entry is keyed with the platform as part of the key, so
+ * a lookup that misses need not look under the key its input had before (a store created or
+ * cleared by this version; docs/architecture.md "The result store").
+ */
+const KEYS_WITH_PLATFORM = '.keys-with-platform';
+
 /** The database file in the store's folder; LMDB keeps its lock file next to it (`-lock`). */
 const DATA_FILE = 'results.mdb';
 /** Room kept written past LMDB's last page before a commit: at least this, … */
@@ -122,7 +130,7 @@ export async function removeDamagedLmdbFile(dir: string): Promise<string | undef
  */
 export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<ResultStore> {
   const path = join(dir, DATA_FILE);
-  let db: Database<Entry, string>;
+  let db: Database<Entry | true, string>;
   try {
     await mkdir(dir, { recursive: true, mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'EEXIST' && e.code !== 'ENOTDIR') throw e;
@@ -150,7 +158,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
     // fsync per commit, which cost 5-15 times the throughput here (answers arrive one by one).
     // A crash of the machine itself may lose the latest entries (they are bought again) or, at
     // worst, damage the file: `dq-store clear` or deleting the folder starts it afresh.
-    db = open<Entry, string>({ path, compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
+    db = open<Entry | true, string>({ path, compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
     await chmod(path, 0o600);
   } catch (e) {
     throw e instanceof StoreError ? e : storeError(dir, e);
@@ -187,8 +195,15 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
     const target = needed + Math.ceil(Math.max(ROOM_MIN, used / 8) / pageSize) * pageSize;
     while (written < target) written += writeSync(fd, ZEROS, 0, Math.min(ZEROS.length, target - written), written);
   };
-  const fresh = (entry: Entry | undefined, now: number): CachedResult | undefined =>
-    entry !== undefined && maxAgeMs > 0 && now - entry.t < maxAgeMs ? entry.r : undefined;
+  const fresh = (entry: Entry | true | undefined, now: number): CachedResult | undefined =>
+    typeof entry === 'object' && maxAgeMs > 0 && now - entry.t < maxAgeMs ? entry.r : undefined;
+  /**
+   * Whether entries written before the platform was part of keys may be in the store: not once it
+   * is marked {@link KEYS_WITH_PLATFORM} (an empty store is marked when opened, a cleared one when
+   * cleared). Another process of an earlier version writing to a marked store only costs calls:
+   * what it writes is under keys no lookup here uses.
+   */
+  let keysBefore = db.get(KEYS_WITH_PLATFORM) !== true;
   let closed: Promise<void> | undefined;
   let queued: Array<[string, Entry]> = [];
   let writing: Promise<void> | undefined;
@@ -200,18 +215,34 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
    * write of the room fails with its errno (`store-io` naming the full disk) before LMDB writes,
    * whose own error path can crash the process.
    */
-  const removeAll = async (keys: readonly string[]): Promise<number> => {
-    if (keys.length === 0) return 0;
+  const removeAll = async (keys: readonly string[], mark = false): Promise<number> => {
+    if (keys.length === 0 && !mark) return 0;
     try {
       db.transactionSync(() => {
-        makeRoom(keys.length, true);
+        makeRoom(keys.length + 1, true);
         for (const key of keys) db.removeSync(key);
+        if (mark) db.putSync(KEYS_WITH_PLATFORM, true);
       });
     } catch (e) {
       throw storeError(dir, e);
     }
+    if (mark) keysBefore = false;
     return keys.length;
   };
+  /** Every entry with its key: the answers, not the store's own record. */
+  const answers = function* () {
+    for (const { key, value } of db.getRange()) if (typeof value === 'object') yield { key, value };
+  };
+  // A store with no entry yet is marked at once: every entry it gets is keyed with the platform.
+  if (keysBefore && db.getKeysCount() === 0) {
+    try {
+      await removeAll([], true);
+    } catch (e) {
+      await db.close();
+      closeSync(fd);
+      throw e;
+    }
+  }
 
   const store: ResultStore = {
     location: dir,
@@ -225,7 +256,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       const now = Date.now();
       keys.forEach((key, i) => {
         const stored = storeKey(key);
-        const value = fresh(db.get(stored), now) ?? (storedBefore && fresh(db.get(storeKey(storedBefore(i))), now));
+        const value = fresh(db.get(stored), now) ?? (storedBefore && keysBefore ? fresh(db.get(storeKey(storedBefore(i))), now) : undefined);
         if (value !== undefined) found.set(key, value);
         else missed.missed(key, stored);
       });
@@ -258,7 +289,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       let oldest = Infinity;
       let newest = -Infinity;
       let entries = 0;
-      for (const { value } of db.getRange()) {
+      for (const { value } of answers()) {
         entries += 1;
         if (value.t < oldest) oldest = value.t;
         if (value.t > newest) newest = value.t;
@@ -271,14 +302,18 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
     async prune(olderThanMs) {
       const cutoff = Date.now() - olderThanMs;
       const old: string[] = [];
-      for (const { key, value } of db.getRange()) if (value.t < cutoff) old.push(key);
+      for (const { key, value } of answers()) if (value.t < cutoff) old.push(key);
       return removeAll(old);
     },
     async clear() {
       // Entry by entry, not by dropping the database: that would drop the record of the shapes
       // (msgpack structures) the answers are encoded with too, and an answer another process that
       // has the store open writes afterwards, in a shape it already knew, could not be read again.
-      return removeAll([...db.getKeys()]);
+      // Marked once empty: no entry of the keys before the platform was part of them is left.
+      return removeAll(
+        [...answers()].map((e) => e.key),
+        true,
+      );
     },
     close() {
       closed ??= (async () => {
