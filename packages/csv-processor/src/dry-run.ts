@@ -53,7 +53,7 @@ export async function planFile(options: ProcessFileOptions & { format: InputForm
   const { store, maxAgeMs, ...engineSettings } = options.engine ?? {};
   let engine: Engine | undefined;
   try {
-    const map = options.map ?? inferFieldMap(options.mode, source.header);
+    const map = options.map ?? inferFieldMap(options.mode, source.header, options.onHint ?? ((text) => options.logger?.warn(text)));
     const toRecord = recordMapper(map, source.header);
     const resultStore = await openStore(store, { maxAgeMs });
     // Planning never calls: the URL and key are placeholders when a dry run is given none, and

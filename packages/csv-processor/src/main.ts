@@ -34,7 +34,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     const progress = createProgress();
     const logger = createLogger({ level: 'warn' });
     if (command.options.apiKey) logger.redactor.add(command.options.apiKey);
-    const summary = await processFile({ ...command.options, progress, logger, signal: controller.signal });
+    const summary = await processFile({
+      ...command.options,
+      progress,
+      logger,
+      signal: controller.signal,
+      onHint: (text) => process.stderr.write(logger.redactor.redact(`dq-csv: hint: ${text}\n`)),
+    });
     progress.done();
     if (process.stderr.isTTY) process.stderr.write(summaryTable(summary));
     if (summary.error) process.stderr.write(logger.redactor.redact(`dq-csv: ${summary.error.code}: ${summary.error.message}\n`));

@@ -1,5 +1,5 @@
 import { type EngineRecord, type Mode } from '@dq/core';
-import { MODE_FIELDS } from '@dq/core/engine';
+import { autoMappingHint, mapFlag, MODE_FIELDS, unmappedLookalikes } from '@dq/core/engine';
 import { CsvError, usageError } from './errors.js';
 import { JsonNumber, stringifyJson } from './source/lossless-json.js';
 import type { SourceRow } from './source/types.js';
@@ -34,20 +34,29 @@ export function parseFieldMap(text: string, mode: Mode): FieldMap {
 
 /**
  * Without `--map`: for CSV each field of `mode` whose name equals a header column
- * (case-insensitive); for JSON (no header) each field from the key of the same name.
+ * (case-insensitive); for JSON (no header) each field from the key of the same name. Columns
+ * under a name that commonly holds a field (strasse, plz, ort, zip, city, …) are never mapped
+ * unasked: with none named like a field the error shows the `--map` they suggest, and with some
+ * fields left out `onHint` gets one line saying which columns look like them.
  */
-export function inferFieldMap(mode: Mode, columns: readonly string[] | undefined): FieldMap {
+export function inferFieldMap(mode: Mode, columns: readonly string[] | undefined, onHint?: (text: string) => void): FieldMap {
   if (columns === undefined) return Object.fromEntries(MODE_FIELDS[mode].map((f) => [f, f]));
   const map: Record<string, string> = {};
   for (const field of MODE_FIELDS[mode]) {
     const column = columns.find((c) => c.trim().toLowerCase() === field.toLowerCase());
     if (column !== undefined) map[field] = column;
   }
-  if (Object.keys(map).length === 0) {
-    throw usageError(
-      '--map',
-      `no column is named like a field of ${mode} mode (${MODE_FIELDS[mode].join(', ')}); say which column holds what, e.g. --map street=Strasse,postalCode=PLZ${delimiterHint(columns)}`,
-    );
+  const mapped = Object.entries(map).map(([field, column]) => ({ field, column }));
+  const lookalikes = unmappedLookalikes(mode, columns, mapped);
+  if (mapped.length === 0) {
+    const suggestion =
+      lookalikes.length > 0
+        ? `; the header has columns that look like them: check this mapping, then pass it: --map ${mapFlag(mode, lookalikes)}`
+        : `; say which column holds what, e.g. --map street=Strasse,postalCode=PLZ${delimiterHint(columns)}`;
+    throw usageError('--map', `no column is named like a field of ${mode} mode (${MODE_FIELDS[mode].join(', ')})${suggestion}`);
+  }
+  if (lookalikes.length > 0 && onHint) {
+    onHint(autoMappingHint(mode, 'the header', mapped, lookalikes));
   }
   return map;
 }

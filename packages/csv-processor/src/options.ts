@@ -62,6 +62,8 @@ export interface ProcessFileOptions {
   progress?: ProgressReporter;
   /** Logger handed to the engine. */
   logger?: Logger;
+  /** Gets advice about the input the run goes on with (a mapping that leaves out columns that look like fields); default: a warning to `logger`. */
+  onHint?: (text: string) => void;
   /** Aborts the run; the checkpoint stays valid for --resume. */
   signal?: AbortSignal;
 }

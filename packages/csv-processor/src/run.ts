@@ -143,7 +143,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
   let report: CsvReportDetails | undefined;
   const details = () => report?.details(paths.output, engine?.report(), checkpoint !== undefined);
   try {
-    const map = options.map ?? inferFieldMap(mode, source.header);
+    const map = options.map ?? inferFieldMap(mode, source.header, options.onHint ?? ((text) => options.logger?.warn(text)));
     const toRecord = recordMapper(map, source.header);
     const columns = resultColumns(mode, options.include);
     report = options.report ? new CsvReportDetails(mode, columns) : undefined;

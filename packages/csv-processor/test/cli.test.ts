@@ -87,6 +87,28 @@ describe('the dq-csv command line', () => {
     expect(run.stderr).toContain(`pass --delimiter ';'`);
   });
 
+  it('without --map and no column named like a field, shows the --map its columns suggest (strasse, plz, ort), mapping nothing unasked', async () => {
+    const run = await runCli(['validate', '--input', input, '--output', join(dir, 'o.csv'), '--delimiter', ';'], {
+      DQ_BASE_URL: 'http://127.0.0.1:9',
+      DQ_API_KEY: 'k',
+    });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr.trim()).toBe(
+      'dq-csv: usage: --map: no column is named like a field of address mode (street, houseNumber, addressLine, postalCode, locality, localityLine, country); the header has columns that look like them: check this mapping, then pass it: --map street=strasse,postalCode=plz,locality=ort (see dq-csv --help)',
+    );
+  });
+
+  it('without --map, says which columns that look like fields were left out, and the --map that would use them', async () => {
+    const partial = join(dir, 'partial.csv');
+    await writeFile(partial, 'id,street,house_no,zip,city,country\n1,Hauptstraße,5,10115,Berlin,DE\n');
+    const run = await runCli(['validate', '--input', partial, '--dry-run']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain(
+      'dq-csv: hint: no --map given, so only columns named like address fields were mapped (street=street,country=country); the header also has house_no (houseNumber), zip (postalCode), city (locality), which were not. To use them: --map street=street,houseNumber=house_no,postalCode=zip,locality=city,country=country',
+    );
+    expect(run.stderr.match(/hint:/g)).toHaveLength(1);
+  });
+
   it('estimates a run with --dry-run without calling anything', async () => {
     const run = await runCli([
       'validate',

@@ -25,6 +25,8 @@ export type { EngineConfig, EngineRetryOptions } from './config.js';
 export { DEFAULT_POLICY, resolvePolicy } from './policy.js';
 export { MODE_FIELDS, mapRecord } from './record-mapping.js';
 export type { RequestFields } from './record-mapping.js';
+export { autoMappingHint, mapFlag, unmappedLookalikes } from './field-aliases.js';
+export type { FieldColumn } from './field-aliases.js';
 export { createMemoryCache } from './memory-cache.js';
 export type { MemoryCacheOptions } from './memory-cache.js';
 export { exitCodeFor, exitCodeForError, exitCodeForReport } from './exit-codes.js';
