@@ -1,5 +1,15 @@
 import { describe, expect, test } from 'vitest';
-import { CANDIDATE_FIELDS, formatCell, formatCsvLine, neutraliseCell, restoreCell, reviewHeader, reviewRow } from '../src/review/index.js';
+import {
+  CANDIDATE_FIELDS,
+  formatCell,
+  formatCsvLine,
+  neutraliseCell,
+  restoreCell,
+  reviewColumnsAt,
+  reviewHeader,
+  reviewRow,
+  rowCheck,
+} from '../src/review/index.js';
 
 // Every character a spreadsheet acts on at the start of a cell, and the apostrophe that marks a neutralised one.
 const TRIGGERS = ['=', '+', '-', '@', '\t', '\r', "'"];
@@ -35,10 +45,10 @@ describe('spreadsheet neutralising, one rule for every connector', () => {
   test('review rows carry every candidate field under its column, neutralised, with an empty decision', () => {
     const fields = CANDIDATE_FIELDS.address;
     const header = reviewHeader(['line', '-note'], 2, fields);
-    expect(header.slice(0, 4)).toEqual(['line', "'-note", 'class', 'request_id']);
+    expect(header.slice(0, 5)).toEqual(['line', "'-note", 'class', 'request_id', 'row_check']);
     const addressSuffixes = ['street', 'house_number', 'postal_code', 'locality', 'sub_locality', 'country', 'address_type', 'house_number_choice'];
-    expect(header.slice(4, 12)).toEqual(addressSuffixes.map((suffix) => `candidate_1_${suffix}`));
-    expect(header.slice(12, 20)).toEqual(addressSuffixes.map((suffix) => `candidate_2_${suffix}`));
+    expect(header.slice(5, 13)).toEqual(addressSuffixes.map((suffix) => `candidate_1_${suffix}`));
+    expect(header.slice(13, 21)).toEqual(addressSuffixes.map((suffix) => `candidate_2_${suffix}`));
     expect(header.at(-1)).toBe('decision');
     const candidate = {
       street: 'Hauptstraße',
@@ -50,16 +60,38 @@ describe('spreadsheet neutralising, one rule for every connector', () => {
         { from: '1', to: '9', step: 'odd' },
       ],
     };
-    const row = reviewRow({ leading: ['7', '=SUM(A1)'], resultClass: 'E', requestId: 'r-1', candidates: [candidate] }, 2, fields);
+    const check = rowCheck(['=SUM(A1)']);
+    const row = reviewRow({ leading: ['7', '=SUM(A1)'], resultClass: 'E', requestId: 'r-1', rowCheck: check, candidates: [candidate] }, 2, fields);
     expect(row).toHaveLength(header.length);
-    expect(row.slice(0, 4)).toEqual(['7', "'=SUM(A1)", 'E', 'r-1']);
-    expect(row.slice(4, 12)).toEqual(['Hauptstraße', '', '10115', 'Berlin', '', 'DE', '', '2-10 even | 1-9 odd']);
-    expect(row.slice(12)).toEqual(['', '', '', '', '', '', '', '', '']);
+    expect(row.slice(0, 5)).toEqual(['7', "'=SUM(A1)", 'E', 'r-1', check]);
+    expect(row.slice(5, 13)).toEqual(['Hauptstraße', '', '10115', 'Berlin', '', 'DE', '', '2-10 even | 1-9 odd']);
+    expect(row.slice(13)).toEqual(['', '', '', '', '', '', '', '', '']);
     const company = reviewRow(
-      { leading: [], resultClass: null, requestId: 'r-2', candidates: [{ id: 42, company: '+Plus AG', searchScore: 97.5 }] },
+      { leading: [], resultClass: null, requestId: 'r-2', rowCheck: check, candidates: [{ id: 42, company: '+Plus AG', searchScore: 97.5 }] },
       1,
       CANDIDATE_FIELDS.company,
     );
-    expect(company).toEqual(['', 'r-2', '42', "'+Plus AG", '', '', '', '', '', '', '', '97.5', '']);
+    expect(company).toEqual(['', 'r-2', check, '42', "'+Plus AG", '', '', '', '', '', '', '', '97.5', '']);
+  });
+
+  test('the row check tells values apart (NULL from empty too) and is text a spreadsheet keeps as written', () => {
+    const checks = [rowCheck(['01067', 'Dresden']), rowCheck(['1067', 'Dresden']), rowCheck(['01067', 'Dresden', '']), rowCheck(['01067', 'Dresden', null])];
+    expect(new Set(checks).size).toBe(4);
+    expect(rowCheck(['01067', 'Dresden'])).toBe(checks[0]);
+    for (const check of checks) expect(check).toMatch(/^v1:[A-Za-z0-9_-]{22}$/);
+    expect(reviewColumnsAt(['line', 'x', 'class', 'request_id', 'row_check', 'candidate_1_street', 'decision', 'note'])).toEqual({
+      class: 2,
+      requestId: 3,
+      rowCheck: 4,
+      decision: 6,
+    });
+    // A file exported before the row check, and one whose fixed columns are not there.
+    expect(reviewColumnsAt(['line', 'x', 'class', 'request_id', 'candidate_1_street', 'decision'])).toEqual({
+      class: 2,
+      requestId: 3,
+      rowCheck: undefined,
+      decision: 5,
+    });
+    expect(reviewColumnsAt(['line', 'x', 'request_id', 'decision'])).toBeUndefined();
   });
 });

@@ -120,8 +120,8 @@ describe('dq-csv review: export, decide, apply', () => {
     expect(exportText.replaceAll('\r\n', '')).not.toContain('\n');
     const [header, ...rows] = await parseCsvText(exportText);
     expect(JSON.parse(exported.stdout)).toMatchObject({ event: 'review-export', rows: classes.length });
-    expect(header!.slice(0, COLUMNS.length + 3)).toEqual(['line', ...COLUMNS, 'class', 'request_id']);
-    expect(header!.slice(COLUMNS.length + 3, COLUMNS.length + 9)).toEqual([
+    expect(header!.slice(0, COLUMNS.length + 4)).toEqual(['line', ...COLUMNS, 'class', 'request_id', 'row_check']);
+    expect(header!.slice(COLUMNS.length + 4, COLUMNS.length + 10)).toEqual([
       'candidate_1_street',
       'candidate_1_house_number',
       'candidate_1_postal_code',
@@ -319,6 +319,74 @@ describe('dq-csv review: export, decide, apply', () => {
     const fromUtf8 = join(dir, 'ansi.applied.utf8.csv');
     expect((await runCli(['review', 'apply', '--input', utf8Review, '--output', output, '--to', fromUtf8])).code).toBe(0);
     expect(await readFile(fromAnsi)).toEqual(await readFile(fromUtf8));
+  });
+
+  it('applies a review file whose values a spreadsheet reformatted (leading zeros gone, dates and long numbers rewritten); a row really changed since the export is still a conflict', async () => {
+    // Inputs as a CRM export has them: ids and postal codes with leading zeros, a date, a long
+    // customer number; the review rows of the sandbox's labelled D and E inputs.
+    const inputs = generateDirtyInputs(160, { seed: 5, country: 'DE' }).filter((d) => ['D', 'E'].includes(d.intendedClass));
+    const csv = [
+      'id,street,houseNumber,postalCode,locality,country,since,customer',
+      ...inputs.map((d, i) => {
+        const input = d.input as unknown as Record<string, string | undefined>;
+        const postal = `0${(input['postalCode'] ?? '').slice(1)}`; // Saxony and Thuringia: 0xxxx
+        return [
+          `00${i + 1}`,
+          input['street'] ?? '',
+          input['houseNumber'] ?? '',
+          postal,
+          input['locality'] ?? '',
+          'DE',
+          '2019-11-12',
+          `4917012345${String(i).padStart(3, '0')}`,
+        ]
+          .map((v) => (/[",]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v))
+          .join(',');
+      }),
+    ].join('\n');
+    const { output } = await validate('reformatted', `${csv}\n`);
+    const review = join(dir, 'reformatted.review.csv');
+    expect((await runCli(['review', 'export', '--input', output, '--output', review])).code).toBe(0);
+    const [header, ...rows] = await parseCsvText(await readFile(review, 'utf8'));
+    expect(rows.length, 'review rows').toBeGreaterThanOrEqual(4);
+    const decision = header!.indexOf('decision');
+    for (const row of rows) row[decision] = 'keep';
+    // The untouched file, for comparison.
+    await writeFile(review, await writeToString([header!, ...rows], { rowDelimiter: '\r\n', writeBOM: true }));
+    const asExported = join(dir, 'reformatted.as-exported.csv');
+    const plain = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', asExported]);
+    expect(plain.code, plain.stderr).toBe(0);
+    // What a spreadsheet in a German locale saves: numbers without leading zeros, long numbers in
+    // scientific notation, dates as it shows them, ';' between cells.
+    const saved = rows.map((row) =>
+      row.map((cell, i) => {
+        if (i === decision) return cell;
+        if (/^\d{12,}$/.test(cell)) return Number(cell).toExponential(5).replace('.', ',').replace('e+', 'E+');
+        if (/^\d+$/.test(cell)) return String(Number(cell));
+        const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(cell);
+        return date ? `${date[3]}.${date[2]}.${date[1]}` : cell;
+      }),
+    );
+    const postal = header!.indexOf('postalCode');
+    expect(rows[0]![postal]).toMatch(/^0/);
+    expect(saved[0]![postal]).not.toMatch(/^0/);
+    // One row edited in the cleaned file after the export: its street, which the file does not show changed.
+    const cleaned = await readFile(output, 'utf8');
+    const edited = Number(rows[1]![0]);
+    const lines = cleaned.split('\n');
+    const street = rows[1]![header!.indexOf('street')]!;
+    lines[edited] = lines[edited]!.replace(street, `${street} Nord`);
+    await writeFile(output, lines.join('\n'));
+    await writeFile(review, await writeToString([header!, ...saved], { rowDelimiter: '\r\n', delimiter: ';', writeBOM: true }));
+    const applied = join(dir, 'reformatted.applied.csv');
+    const run = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', applied]);
+    expect(run.code, run.stderr).toBe(4);
+    expect(JSON.parse(run.stdout)).toMatchObject({ kept: rows.length - 1, conflicts: 1, bad: 0 });
+    expect(run.stderr).toContain(`row ${edited} of the cleaned file changed since the export`);
+    // Every other row as applying the untouched file made it.
+    const a = rawRows(await readFile(applied, 'utf8')).rows;
+    const b = rawRows(await readFile(asExported, 'utf8')).rows;
+    expect(a.filter((line, i) => line !== b[i]).map((_, i) => i)).toHaveLength(1);
   });
 
   it('company mode: exports every hit of an ambiguous search and writes the chosen one into the dq_company_ columns', async () => {

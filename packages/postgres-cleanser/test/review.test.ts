@@ -213,7 +213,7 @@ describe('dq-pg review export / apply', () => {
     const { headers, rows } = await readCsv(file);
     const widest = Math.max(...review.map((r) => r.candidates.length));
     expect(widest).toBeGreaterThan(1);
-    expect(headers.slice(0, 11)).toEqual([
+    expect(headers.slice(0, 12)).toEqual([
       'run_id',
       'id',
       'street',
@@ -225,6 +225,7 @@ describe('dq-pg review export / apply', () => {
       'country',
       'class',
       'request_id',
+      'row_check',
     ]);
     expect(headers).toContain(`candidate_${widest}_postal_code`);
     expect(headers.at(-1)).toBe('decision');
@@ -377,6 +378,39 @@ describe('dq-pg review export / apply', () => {
     expect(await row(db, risky.key)).toMatchObject({ street: '=HYPERLINK("http://x")', house_number: '-12', city: '\tTab', dq_status: 'accepted' });
     expect(await row(db, quote.key)).toMatchObject({ street: "'s-Hertogenbosch", address_line: '@home', dq_status: 'accepted' });
     if (c1.street) expect((await row(db, chooser.key))['street']).toBe(c1.street);
+  });
+
+  it('applies a file whose values a spreadsheet reformatted (postal codes without their leading zero, ";" between cells); a row changed in the table since the export is still a conflict', async () => {
+    // Postal codes of Saxony and Thuringia (0xxxx), before the run.
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 200);
+    await withClient(db, (c) => c.query(`UPDATE customers SET postal_code = '0' || substr(postal_code, 2) WHERE postal_code ~ '^[0-9]{5}$'`));
+    await cleaned('zeros', 200, false, db, db);
+    const review = await reviewRows(db, 'zeros');
+    const file = join(dir, 'zeros.review.csv');
+    expect((await runCli(['review', 'export', '--db', db, '--run', 'zeros', '--output', file])).code).toBe(0);
+    const { headers, rows } = await readCsv(file);
+    const zeros = rows.filter((r) => /^0\d+$/.test(r['postal_code'] ?? ''));
+    expect(zeros.length, 'exported rows with a leading zero').toBeGreaterThanOrEqual(3);
+    // What a spreadsheet saves: every cell of digits as a number.
+    const saved = rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, /^\d+$/.test(v) ? String(Number(v)) : v])));
+    expect(saved.find((r) => r['id'] === zeros[0]!['id'])!['postal_code']).not.toMatch(/^0/);
+    const decisions = new Map(zeros.map((r) => [r['id']!, 'keep']));
+    await saveCsv(file, headers, saved, decisions, { bom: true, delimiter: ';', quoteAll: false });
+    const changed = zeros[2]!['id']!;
+    await withClient(db, (c) => c.query(`UPDATE customers SET street = street || ' Nord' WHERE id = $1`, [changed]));
+
+    const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', 'zeros-review']);
+    expect(applied.code, applied.stderr).toBe(4);
+    expect(json(applied)).toMatchObject({
+      kept: zeros.length - 1,
+      conflicts: 1,
+      conflictKeys: [changed],
+      badDecisions: 0,
+      skipped: review.length - zeros.length,
+    });
+    // The kept rows keep their values, leading zeros included: the file's reformatted ones were never written.
+    for (const r of zeros) if (r['id'] !== changed) expect(await row(db, r['id']!)).toMatchObject({ postal_code: r['postal_code'] });
   });
 
   it('with status columns, a kept row another transaction changes while the apply waits for it is a conflict, not silently left undecided', async () => {

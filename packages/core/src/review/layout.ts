@@ -1,15 +1,45 @@
+import { hash } from 'node:crypto';
 import type { HouseNumberRange } from '../schemas/address.js';
 import { neutraliseCell } from './cells.js';
 
 /**
  * The review file people decide in a spreadsheet, as every connector writes it:
  *
- *   <the connector's leading columns>, class, request_id, candidate_1_<suffix>…, candidate_N_<suffix>…, decision
+ *   <the connector's leading columns>, class, request_id, row_check, candidate_1_<suffix>…, candidate_N_<suffix>…, decision
  *
  * Every cell is neutralised (see cells.ts), so the connector's `review apply` reads each cell
- * back with `restoreCell`.
+ * back with `restoreCell`. `row_check` ({@link rowCheck}) is what apply compares the row's values
+ * with, not the leading cells a person reads: a spreadsheet that saves the file changes those
+ * (postal codes and ids lose their leading zeros, dates and long numbers are reformatted). Files
+ * exported before it was added have no `row_check`; apply compares their leading cells.
  */
-export const REVIEW_COLUMNS = { class: 'class', requestId: 'request_id', decision: 'decision' } as const;
+export const REVIEW_COLUMNS = { class: 'class', requestId: 'request_id', rowCheck: 'row_check', decision: 'decision' } as const;
+
+/**
+ * The `row_check` cell of a row whose input values (as the connector reads them: a cleaned file's
+ * cells, a table's columns with NULL as null) are `values`: `v1:` and 22 characters of their
+ * SHA-256, base64url. Text to a spreadsheet (it starts with a letter, holds a colon), so it comes
+ * back as written.
+ */
+export function rowCheck(values: readonly (string | null | undefined)[]): string {
+  return `v1:${hash('sha256', JSON.stringify(values.map((v) => v ?? null)), 'base64url').slice(0, 22)}`;
+}
+
+/**
+ * Where the fixed columns of a review file are, from its header (cells restored): the decision
+ * column, the candidate columns before it, `row_check` before those when the file has one, then
+ * `request_id` and `class`. Undefined when the header does not end that way.
+ */
+export function reviewColumnsAt(header: readonly string[]): { decision: number; rowCheck: number | undefined; requestId: number; class: number } | undefined {
+  const decision = header.lastIndexOf(REVIEW_COLUMNS.decision);
+  if (decision < 0) return undefined;
+  let first = decision;
+  while (first > 0 && /^candidate_\d+_/.test(header[first - 1]!)) first -= 1;
+  const rowCheckAt = header[first - 1] === REVIEW_COLUMNS.rowCheck ? first - 1 : undefined;
+  const requestId = (rowCheckAt ?? first) - 1;
+  if (requestId < 1 || header[requestId] !== REVIEW_COLUMNS.requestId || header[requestId - 1] !== REVIEW_COLUMNS.class) return undefined;
+  return { decision, rowCheck: rowCheckAt, requestId, class: requestId - 1 };
+}
 
 /** What the candidates of a review row are: addresses, or company hits (company and tr searches). */
 export type CandidateKind = 'address' | 'company';
@@ -52,7 +82,14 @@ export function candidateText(candidate: unknown, f: CandidateField): string {
 
 /** The review file's header: the connector's leading columns, then the fixed and candidate columns, neutralised. */
 export function reviewHeader(leading: readonly string[], candidates: number, fields: readonly CandidateField[]): string[] {
-  return [...leading, REVIEW_COLUMNS.class, REVIEW_COLUMNS.requestId, ...candidateColumns(candidates, fields), REVIEW_COLUMNS.decision].map(neutraliseCell);
+  return [
+    ...leading,
+    REVIEW_COLUMNS.class,
+    REVIEW_COLUMNS.requestId,
+    REVIEW_COLUMNS.rowCheck,
+    ...candidateColumns(candidates, fields),
+    REVIEW_COLUMNS.decision,
+  ].map(neutraliseCell);
 }
 
 /** One row awaiting a decision, as {@link reviewRow} writes it. */
@@ -61,6 +98,8 @@ export interface ReviewRowCells {
   readonly leading: readonly (string | null | undefined)[];
   readonly resultClass: string | null | undefined;
   readonly requestId: string | null | undefined;
+  /** The row's {@link rowCheck}. */
+  readonly rowCheck: string;
   /** The stored candidates, in the order the decision numbers them (1 = the first). */
   readonly candidates: readonly unknown[];
 }
@@ -70,7 +109,7 @@ export interface ReviewRowCells {
  * row's last candidate, up to `width` candidates), an empty decision, every cell neutralised.
  */
 export function reviewRow(row: ReviewRowCells, width: number, fields: readonly CandidateField[]): string[] {
-  const cells = [...row.leading, row.resultClass, row.requestId].map((v) => v ?? '');
+  const cells = [...row.leading, row.resultClass, row.requestId, row.rowCheck].map((v) => v ?? '');
   for (let n = 0; n < width; n++) for (const f of fields) cells.push(candidateText(row.candidates[n], f));
   cells.push('');
   return cells.map(neutraliseCell);

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { ExitCode } from '@dq/core';
-import { FORMULA_START, neutraliseCell, REVIEW_COLUMNS, restoreCell } from '@dq/core/review';
+import { FORMULA_START, neutraliseCell, restoreCell, REVIEW_COLUMNS, reviewColumnsAt, rowCheck } from '@dq/core/review';
 import { CsvError } from '../errors.js';
 import { openSource } from '../source/index.js';
 import type { InputEncoding, InputFormat } from '../source/types.js';
@@ -73,8 +73,11 @@ interface Pending {
   readonly row: number;
   readonly text: string;
   readonly decision: Decision;
+  /** The input cells as the review file shows them (a spreadsheet may have changed them). */
   readonly current: readonly string[];
   readonly requestId: string;
+  /** The row check of the input values at the export; undefined in a file exported without one. */
+  readonly rowCheck: string | undefined;
 }
 
 /** A decided row's new text, and where the old one ends. */
@@ -197,22 +200,17 @@ async function readDecisions(
   let names: string[];
   try {
     const header = (source.header ?? []).map(restoreCell);
-    // line, <input columns>, class, request_id, candidate_N_… (any number), decision, [columns a person added]
-    const decisionAt = header.lastIndexOf(REVIEW_COLUMNS.decision);
-    let first = decisionAt;
-    while (first > 0 && /^candidate_\d+_/.test(header[first - 1]!)) first -= 1;
-    const requestAt = first - 1;
-    names = header.slice(1, Math.max(1, requestAt - 1));
+    // line, <input columns>, class, request_id, [row_check], candidate_N_… (any number), decision, [columns a person added]
+    const at = reviewColumnsAt(header);
+    names = at ? header.slice(1, at.class) : [];
     const fits =
       header[0] === LINE_COLUMN &&
-      decisionAt > 0 &&
-      header[requestAt] === REVIEW_COLUMNS.requestId &&
-      header[requestAt - 1] === REVIEW_COLUMNS.class &&
+      at !== undefined &&
       (inputs ? inputs.length === names.length && inputs.every((name, i) => names[i] === name) : names.every((name) => !layout.resultNames.has(name)));
     if (!fits) {
       throw new CsvError(
         'review-file',
-        `${path} is not a review file of this cleaned file: its header should be ${[LINE_COLUMN, ...(inputs ?? ['<input columns>']), REVIEW_COLUMNS.class, REVIEW_COLUMNS.requestId, 'candidate_1_…', REVIEW_COLUMNS.decision].join(',')} (write one with dq-csv review export)`,
+        `${path} is not a review file of this cleaned file: its header should be ${[LINE_COLUMN, ...(inputs ?? ['<input columns>']), REVIEW_COLUMNS.class, REVIEW_COLUMNS.requestId, REVIEW_COLUMNS.rowCheck, 'candidate_1_…', REVIEW_COLUMNS.decision].join(',')} (write one with dq-csv review export)`,
       );
     }
     const firstLine = new Map<number, number>();
@@ -229,7 +227,7 @@ async function readDecisions(
         continue;
       }
       const cells = item.cells!.map(restoreCell);
-      const text = (cells[decisionAt] ?? '').trim();
+      const text = (cells[at.decision] ?? '').trim();
       if (text === '') {
         onUndecided();
         continue;
@@ -251,7 +249,15 @@ async function readDecisions(
         continue;
       }
       firstLine.set(row, item.line);
-      pending.set(row, { reviewLine: item.line, row, text, decision, current: cells.slice(1, 1 + names.length), requestId: cells[requestAt] ?? '' });
+      pending.set(row, {
+        reviewLine: item.line,
+        row,
+        text,
+        decision,
+        current: cells.slice(1, 1 + names.length),
+        requestId: cells[at.requestId] ?? '',
+        rowCheck: at.rowCheck === undefined ? undefined : (cells[at.rowCheck] ?? ''),
+      });
     }
   } finally {
     await source.close();
@@ -299,13 +305,16 @@ function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string
   // The cells written here, neutralised as the sink writes a --spreadsheet-safe file (text only:
   // a number cannot hold a formula); the row's other cells are copied as the file has them.
   const put = (name: string, value: CellValue): void => view.set(name, safe && typeof value === 'string' ? neutraliseCell(value) : value);
-  for (let i = 0; i < names.length; i++) {
-    const now = view.text(names[i]!);
-    if (now !== decided.current[i]) {
-      return {
-        conflict: `row ${decided.row} of the cleaned file changed since the export: ${names[i]} is now ${JSON.stringify(now)}, the review file has ${JSON.stringify(decided.current[i])}`,
-      };
-    }
+  // The row's input values against those it was exported with: by the row check where the file
+  // has one (the cells a person sees may have been reformatted by a spreadsheet), else cell by cell.
+  const now = names.map((name) => view.text(name));
+  const changed = decided.rowCheck === undefined ? now.some((v, i) => v !== decided.current[i]) : rowCheck(now) !== decided.rowCheck;
+  if (changed) {
+    const i = now.findIndex((v, k) => v !== decided.current[k]);
+    const which = i >= 0 ? `: ${names[i]} is now ${JSON.stringify(now[i])}, the review file has ${JSON.stringify(decided.current[i])}` : '';
+    return {
+      conflict: `row ${decided.row} of the cleaned file changed since the export${which || ` (its row_check ${decided.rowCheck} is not that of its values now)`}`,
+    };
   }
   if (view.text('dq_request_id') !== decided.requestId) {
     return {

@@ -15,8 +15,9 @@ Closes the loop on rows dq-csv validate left for a person (dq_status review: cla
 company search without a clear winner).
 
 export   writes one row per record awaiting a decision: line (data row number in the cleaned
-         file), every input column, class, request_id, candidate_1_... candidate_N_... and an
-         empty decision column. UTF-8 with BOM, CRLF; cells starting with = + - @ tab CR or '
+         file), every input column, class, request_id, row_check (what apply checks the row
+         with: a spreadsheet may reformat the input cells), candidate_1_... candidate_N_... and
+         an empty decision column. UTF-8 with BOM, CRLF; cells starting with = + - @ tab CR or '
          get a leading ' (taken off again by apply). Open it in a spreadsheet, fill in decision.
 apply    writes --to: the cleaned file with the decisions applied, every other row byte for byte.
          decision: a candidate number (its fields go into the dq_ columns, dq_status accepted),

@@ -1,5 +1,5 @@
 import { writeToBuffer } from '@fast-csv/format';
-import { reviewHeader, reviewRow } from '@dq/core/review';
+import { reviewHeader, reviewRow, rowCheck } from '@dq/core/review';
 import { CsvError } from '../errors.js';
 import type { InputFormat } from '../source/types.js';
 import { openCleanedFile } from './cleaned-file.js';
@@ -35,7 +35,8 @@ export interface ReviewExportSummary {
 
 /**
  * Writes one row per record awaiting a decision (status `review`, class in `classes`): its data
- * row number, every input column as it is in the cleaned file, class, request id, each candidate
+ * row number, every input column as it is in the cleaned file, class, request id, the row check of
+ * its input values (what apply compares the row with), each candidate
  * as a numbered set of fields, and an empty `decision` column. Values a spreadsheet would run as a
  * formula (and values starting with `'`) get a leading `'`, which `review apply` takes off again.
  */
@@ -92,9 +93,11 @@ async function exportFrom(options: ReviewExportOptions, classes: ReadonlySet<str
   const names = file.format === 'csv' ? file.names.slice(0, file.names.indexOf('dq_status')) : [...inputNames.keys()];
   const { fields } = layout;
   const header = reviewHeader([LINE_COLUMN, ...names], widest, fields);
-  const lines = rows.map(({ row, inputs, ...rest }) =>
-    reviewRow({ leading: [String(row), ...names.map((name) => inputs.get(name))], ...rest }, widest, fields),
-  );
+  const lines = rows.map(({ row, inputs, ...rest }) => {
+    // As review apply reads the row back (a missing JSON key is an empty value).
+    const values = names.map((name) => inputs.get(name) ?? '');
+    return reviewRow({ leading: [String(row), ...values], rowCheck: rowCheck(values), ...rest }, widest, fields);
+  });
   // RFC 4180: CRLF line ends, quotes only where needed; a BOM so spreadsheets read it as UTF-8.
   const bytes = await writeToBuffer([header, ...lines], { writeBOM: true, rowDelimiter: '\r\n', includeEndRowDelimiter: true });
   await writeFileAtomically(options.output, bytes);

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { parseString } from '@fast-csv/parse';
 import { createLogger, ExitCode } from '@dq/core';
-import { candidateText, CANDIDATE_FIELDS, restoreCell } from '@dq/core/review';
+import { candidateText, CANDIDATE_FIELDS, restoreCell, rowCheck } from '@dq/core/review';
 import type { Logger, RecordResult } from '@dq/core';
 import type pg from 'pg';
 import { STATE_SCHEMA } from '../bookkeeping.js';
@@ -83,8 +83,10 @@ interface DecidedRow {
   line: number;
   key: string;
   decision: Decision;
-  /** The mapped columns' values as exported (neutralisation undone), in mapping order. */
+  /** The mapped columns' values as the file shows them (neutralisation undone), in mapping order. */
   values: string[];
+  /** The row check of the values at the export; undefined in a file exported without one. */
+  rowCheck: string | undefined;
   review: ReviewRow;
 }
 
@@ -400,7 +402,15 @@ function readDecisions(
       return void same.push({ key, runId: other.runId });
     }
     firstLine.set(key, line);
-    decided.push({ line, key, decision, values: target.columns.map((c) => restoreCell(record[c.column] ?? '')), review });
+    const check = record[REVIEW_COLUMNS.rowCheck];
+    decided.push({
+      line,
+      key,
+      decision,
+      values: target.columns.map((c) => restoreCell(record[c.column] ?? '')),
+      rowCheck: check === undefined ? undefined : restoreCell(check),
+      review,
+    });
   });
   return { decided, bad, skipped, same };
 }
@@ -443,8 +453,12 @@ async function planReviewPage(
   const counts: PageCounts = { rowsRead: rows.length, unchanged: 0, accepted: 0, review: 0, invalid: 0, invalidInput: 0, unavailable: 0, apiCalls: 0 };
   for (const d of rows) {
     const held = now.get(d.key);
-    // A CSV cell cannot tell NULL from '': either matches an empty cell, and the guard then gets the value the table holds.
-    const same = held !== undefined && d.values.every((v, i) => v === (held.values[i] ?? ''));
+    // The row still holds what was exported: by its row check, as a spreadsheet may have reformatted
+    // the cells a person sees (leading zeros, dates); in a file without one, cell by cell (a CSV
+    // cell cannot tell NULL from '': either matches an empty cell). The guard then gets the values
+    // the table holds.
+    const same =
+      held !== undefined && (d.rowCheck !== undefined ? rowCheck(held.values) === d.rowCheck : d.values.every((v, i) => v === (held.values[i] ?? '')));
     const before: (string | null)[] = same ? held.values : d.values;
     let after: (string | null)[] = before;
     let chosen: Record<string, unknown> | null = null;

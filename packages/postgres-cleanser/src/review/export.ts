@@ -4,7 +4,7 @@ import { basename, dirname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { format } from '@fast-csv/format';
 import { createLogger } from '@dq/core';
-import { CANDIDATE_FIELDS, REVIEW_COLUMNS as FILE_COLUMNS, reviewHeader, reviewRow } from '@dq/core/review';
+import { CANDIDATE_FIELDS, REVIEW_COLUMNS as FILE_COLUMNS, reviewHeader, reviewRow, rowCheck } from '@dq/core/review';
 import type { Logger, ResultClass } from '@dq/core';
 import { STATE_SCHEMA } from '../bookkeeping.js';
 import { connect, dbTarget } from '../db.js';
@@ -111,6 +111,8 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
             leading: [run.runId, r[0] as string, ...target.columns.map((_, i) => r[4 + i] as string | null)],
             resultClass: r[1] as string | null,
             requestId: r[2] as string | null,
+            // What review apply compares the row with (a spreadsheet may reformat the cells above).
+            rowCheck: rowCheck(target.columns.map((_, i) => r[4 + i] as string | null)),
             candidates: Array.isArray(r[3]) ? r[3] : [],
           },
           widest,
