@@ -13,6 +13,7 @@ import { resolveEnricherOptions } from './options.js';
 import type { EnricherOptions, ResolvedEnricherOptions } from './options.js';
 import { orderPreservingPartitioner } from './output-partitioner.js';
 import { PartitionPipeline } from './partition-pipeline.js';
+import { checkTopics } from './topics.js';
 import type { PipelineContext } from './partition-pipeline.js';
 
 /** Consumer restarts after crashes kafkajs does not recover from, before the run ends (exit 75). */
@@ -158,10 +159,12 @@ class KafkaEnricher implements Enricher {
       // A shared budget that cannot be used stops the consumer now, not at its first message.
       await engine.ready();
       const kafka = createKafka(o, this.#logger);
+      await checkTopics(kafka, o, connect);
       const producer = (this.#producer = kafka.producer({
         idempotent: o.idempotent,
         ...(o.idempotent ? { maxInFlightRequests: 1 } : {}),
-        allowAutoTopicCreation: true,
+        // Topics are checked (or created, --create-topics) at start; a send never creates one.
+        allowAutoTopicCreation: false,
         createPartitioner: orderPreservingPartitioner,
       }));
       this.#flow = new FlowControl(() => this.#consumer!, this.metrics, o.maxInFlight);
@@ -185,7 +188,7 @@ class KafkaEnricher implements Enricher {
       groupId: o.groupId,
       sessionTimeout: o.sessionTimeoutMs,
       heartbeatInterval: Math.min(3000, Math.floor(o.sessionTimeoutMs / 3)),
-      allowAutoTopicCreation: true,
+      allowAutoTopicCreation: false,
       maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
       // kafkajs would restart a consumer that crashed on a retriable error (brokers unreachable) by
       // itself, forever and unseen: every crash comes to #onCrash, whose restarts are counted.

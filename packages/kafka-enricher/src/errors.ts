@@ -16,6 +16,8 @@ const KafkaErrorBase = defineErrorCodes('dq-kafka', {
   'kafka-failure': { exit: ExitCode.TEMPFAIL, retriable: false },
   /** the brokers refused a send as too large: --max-message-bytes is above a topic's max.message.bytes */
   'message-too-large': { exit: ExitCode.USAGE },
+  /** --input, --output or --dlq names a topic the brokers do not have (README, dq-kafka "Topics") */
+  'topic-missing': { exit: ExitCode.USAGE },
   /** the metrics server could not listen on --metrics-port */
   'metrics-listen-failed': { exit: ExitCode.USAGE },
 });
