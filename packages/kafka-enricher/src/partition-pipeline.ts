@@ -3,6 +3,7 @@ import { retry } from '@dq/core/transport';
 import type { Engine, Logger, RecordResult } from '@dq/core';
 import type { KafkaMessage, Message, Producer, TopicMessages } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
+import { causes } from './kafka-settings.js';
 import type { FieldMap } from './field-map.js';
 import type { FlowControl } from './flow-control.js';
 import type { MapCheck } from './map-check.js';
@@ -329,11 +330,7 @@ const REFUSED_AS_TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARG
  * (exit 2); any other failure is Kafka's, the run stops with exit 75 and the chunk is re-read.
  */
 export function sendFailure(err: unknown, where: string, limit: number, position: { topic: string; partition: number; offset: string }): KafkaEnricherError {
-  let refused: string | undefined;
-  for (let e: unknown = err; e instanceof Error && refused === undefined; e = e.cause) {
-    const type = (e as { type?: unknown }).type;
-    if (typeof type === 'string' && REFUSED_AS_TOO_LARGE.has(type)) refused = type;
-  }
+  const refused = [...causes(err)].map((e) => (e as { type?: unknown }).type).find((t): t is string => typeof t === 'string' && REFUSED_AS_TOO_LARGE.has(t));
   if (refused !== undefined) {
     return new KafkaEnricherError(
       'message-too-large',
