@@ -57,7 +57,10 @@ export interface EnricherOptions {
    * missing input topic always does.
    */
   createTopics?: boolean;
-  /** Total time one partition's batch may keep failing transiently before the run ends with exit 75, in ms; default 600 000. */
+  /**
+   * Total time one partition's batch may keep failing transiently before the run ends with exit 75,
+   * in ms, from its first attempt; a repeat is cancelled when it runs out. Default 600 000.
+   */
   retryMaxMs?: number;
   /** First wait before repeating a batch with unavailable records, in ms; default 1000 (doubles, jittered, up to 30 000). */
   retryBaseDelayMs?: number;

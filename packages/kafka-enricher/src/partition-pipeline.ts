@@ -247,8 +247,8 @@ export class PartitionPipeline {
     const givesUpAt = new Date(Date.now() + ctx.retryMaxMs).toISOString();
     try {
       return await retry(
-        async () => {
-          const results = await ctx.engine.process(records, { signal });
+        async ({ attempt, remainingMs }) => {
+          const results = await this.#attempt(records, attempt, remainingMs);
           const unavailable = results.filter((x) => x.status === 'unavailable');
           if (unavailable.length > 0) {
             const e = unavailable[0]!.error;
@@ -302,6 +302,27 @@ export class PartitionPipeline {
       throw err;
     } finally {
       if (paused && --this.#retrying === 0) ctx.flow.resume(this.topic, this.partition, 'retry');
+    }
+  }
+
+  /**
+   * One attempt at `records`. A repeat runs for what is left of --retry-max-ms at most: one whose
+   * calls hang would otherwise end only with their timeouts (30 s, and the transport's retries),
+   * that long past the budget. Its calls are then cancelled and it fails as the budget used up.
+   * The first attempt is not a repeat and has no such bound.
+   */
+  async #attempt(records: Parameters<Engine['process']>[0], attempt: number, remainingMs: number): Promise<RecordResult[]> {
+    const signal = this.#abort.signal;
+    if (attempt === 1) return this.#ctx.engine.process(records, { signal });
+    const budget = AbortSignal.timeout(Math.max(1, remainingMs));
+    try {
+      return await this.#ctx.engine.process(records, { signal: AbortSignal.any([signal, budget]) });
+    } catch (err) {
+      if (!budget.aborted || signal.aborted) throw err;
+      throw new RetriesExhaustedError(`Gave up after ${attempt} attempts: the retry time budget ran out during the last one`, {
+        attempts: attempt,
+        cause: err,
+      });
     }
   }
 
