@@ -26,8 +26,9 @@ export async function checkTopics(
     return { left: flags.filter(([, topic]) => !existing.has(topic)), existing };
   };
   const them = (n: number, one: string, more: string): string => (n > 1 ? more : one);
-  await connect('admin client', () => admin.connect());
   try {
+    // Inside the try: a connection that failed after its socket opened (a refused login) is closed too.
+    await connect('admin client', () => admin.connect());
     const input = await absent([['--input', o.inputTopic]]);
     if (input.left.length > 0) throw missing(input.left, input.existing, 'correct --input, or create the topic, then start again');
     const written: Array<[string, string]> = [

@@ -1,8 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, expect, it } from 'vitest';
 import { killIfRunning, produce, readResults, requiredArgs, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
+import { errorLines, exitWithin } from './exit.js';
 import { createTopics, listTopics } from './topics.js';
 
 // A typo in a topic name, on brokers that create topics on first use (the mock cluster does):
@@ -15,18 +15,6 @@ let run: Running | undefined;
 afterEach(() => killIfRunning(run));
 
 const ADDRESS = { street: 'Lindenweg', houseNumber: '1', postalCode: '10115', locality: 'Berlin', country: 'DE' };
-
-/** The exit code, or 'still running' when the process has not ended within `ms`. */
-async function exitWithin(r: Running, ms: number): Promise<number | null | string> {
-  return Promise.race([r.exited.then((e) => e.code), sleep(ms).then(() => `still running after ${ms} ms`)]);
-}
-
-function errorLines(r: Running): string[] {
-  return r
-    .stderr()
-    .split('\n')
-    .filter((l) => l.startsWith('dq-kafka: '));
-}
 
 it('refuses an --input topic that does not exist with exit 2, naming the existing topic one typo away, and creates none', async () => {
   const suffix = uniqueTopic('');

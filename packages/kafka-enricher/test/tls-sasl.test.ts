@@ -3,13 +3,13 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:tls';
 import type { Server } from 'node:tls';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { KafkaJSNumberOfRetriesExceeded, KafkaJSSASLAuthenticationError } from 'kafkajs';
 import { killIfRunning, produce, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox, useTempDir } from '@dq/test-support/use';
 import { kafkaSettingFailure } from '../src/kafka-settings.js';
+import { errorLines, exitWithin } from './exit.js';
 import { cliArgs } from './topics.js';
 
 // Wrong TLS or SASL settings are not a passing outage: retrying (exit 75) repeats the same refusal
@@ -59,23 +59,13 @@ afterAll(() => new Promise<void>((resolve) => (tlsServer ? tlsServer.close(() =>
 
 const names = () => ({ input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() });
 
-/** The exit code, or 'still running' when the process has not ended within `ms`. */
-async function exitWithin(r: Running, ms: number): Promise<number | null | string> {
-  return Promise.race([r.exited.then((e) => e.code), sleep(ms).then(() => `still running after ${ms} ms`)]);
-}
-
-const errorLine = (r: Running): string | undefined =>
-  r
-    .stderr()
-    .split('\n')
-    .find((l) => l.startsWith('dq-kafka: '));
-
 it('--ssl against a plaintext broker: exit 2 with one line saying the broker does not speak TLS and what to change', async () => {
   const n = names();
   await produce(kafka.brokers, n.input, [{ value: '{}' }]);
   run = spawnEnricher(cliArgs(kafka.brokers, n, ['--ssl']), sandbox.env());
   expect(await exitWithin(run, 60_000)).toBe(2);
-  expect(errorLine(run)).toMatch(
+  expect(errorLines(run)).toHaveLength(1);
+  expect(errorLines(run)[0]).toMatch(
     new RegExp(
       `^dq-kafka: kafka-tls: broker ${kafka.brokers[0]} ended the TLS handshake \\(.*\\): it does not seem to speak TLS on this port; use the brokers' TLS listener in --brokers, or leave out --ssl$`,
     ),
@@ -86,7 +76,8 @@ it('--ssl against a plaintext broker: exit 2 with one line saying the broker doe
 it('a broker certificate no trusted CA signed: exit 2, naming --ssl-ca', async () => {
   run = spawnEnricher(cliArgs([`localhost:${tlsPort}`], names(), ['--ssl']), sandbox.env());
   expect(await exitWithin(run, 60_000)).toBe(2);
-  expect(errorLine(run)).toBe(
+  expect(errorLines(run)).toHaveLength(1);
+  expect(errorLines(run)[0]).toBe(
     `dq-kafka: kafka-tls: the TLS certificate of broker localhost:${tlsPort} is not trusted (self-signed certificate): give the CA that signed it with --ssl-ca <PEM file> (--ssl-insecure skips the check, for testing only)`,
   );
 }, 90_000);
@@ -94,7 +85,8 @@ it('a broker certificate no trusted CA signed: exit 2, naming --ssl-ca', async (
 it('a broker certificate that does not name the host in --brokers: exit 2, saying to use a name the certificate names', async () => {
   run = spawnEnricher(cliArgs([`127.0.0.1:${tlsPort}`], names(), ['--ssl-ca', certFile]), sandbox.env());
   expect(await exitWithin(run, 60_000)).toBe(2);
-  expect(errorLine(run)).toMatch(
+  expect(errorLines(run)).toHaveLength(1);
+  expect(errorLines(run)[0]).toMatch(
     new RegExp(
       `^dq-kafka: kafka-tls: the TLS certificate of broker 127\\.0\\.0\\.1:${tlsPort} does not name that host \\(.*\\): use in --brokers a host name the certificate names$`,
     ),
@@ -110,7 +102,8 @@ it('SASL against a broker that offers none (the mock cluster): exit 2 naming the
     DQ_KAFKA_SASL_PASSWORD: password,
   });
   expect(await exitWithin(run, 60_000)).toBe(2);
-  expect(errorLine(run)).toMatch(
+  expect(errorLines(run)).toHaveLength(1);
+  expect(errorLines(run)[0]).toMatch(
     new RegExp(
       `^dq-kafka: kafka-sasl: the brokers do not offer SASL on the port of --brokers \\(.*\\): use the brokers' SASL listener in --brokers, or leave out the --sasl-\\* settings$`,
     ),
