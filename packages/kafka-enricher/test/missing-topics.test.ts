@@ -4,6 +4,7 @@ import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { errorLines, exitWithin } from './exit.js';
 import { createTopics, listTopics } from './topics.js';
+import { editDistance, nearest } from '../src/topics.js';
 
 // A typo in a topic name, on brokers that create topics on first use (the mock cluster does):
 // dq-kafka must refuse it at start (exit 2, one line naming the topic and the nearest existing
@@ -64,3 +65,10 @@ it('with --create-topics creates the missing output and DLQ topics at start and 
   run.child.kill('SIGTERM');
   expect((await run.exited).code).toBe(0);
 }, 120_000);
+
+it('names as nearest only existing topics at most two edits away, nearest first, internal ones left out', () => {
+  const existing = ['customers', 'customer', 'orders', '__consumer_offsets', 'custom', 'cust0mers.v2'];
+  expect(nearest('custmers', existing)).toEqual(['customers', 'customer']);
+  expect(nearest('payments', existing)).toEqual([]);
+  expect(editDistance('custmers', 'custom', 2)).toBe(3);
+});
