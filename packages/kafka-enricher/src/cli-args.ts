@@ -48,6 +48,9 @@ ${ENGINE_FLAGS_USAGE}
                             the run ends with exit 75, default 600000; it is never dead-lettered
   --drain-timeout-ms <ms>   on SIGTERM, time to finish in-flight work, default 20000
   --session-timeout-ms <ms> consumer group session timeout, default 30000
+  --create-topics           let the brokers create a missing output or DLQ topic at start
+                            (their auto-creation, default partitions); without it a missing
+                            one stops the run with exit 2, as a missing input topic always does
   --from-latest             a group without committed offsets starts at the end (default: start)
   --idempotent              kafkajs's idempotent producer (experimental there): no duplicate
                             from a repeated send; needs a broker that reports a controller; not
@@ -71,7 +74,9 @@ ${ENGINE_FLAGS_USAGE}
   --log-level <level>       debug | info (default) | warn | error
   --help                    this text
 
-Exit codes: 0 stopped by SIGTERM/SIGINT after draining, 1 unexpected error, 2 bad usage,
+Exit codes: 0 stopped by SIGTERM/SIGINT after draining, 1 unexpected error, 2 bad usage or
+settings (also --input, --output or --dlq naming a topic that does not exist, and TLS or SASL
+settings the brokers refused: the line names the setting to fix),
 3 key/account/quota stopped the run (nothing unprocessed is committed; fix it, then restart),
 5 the spending cap --max-calls was reached (what was delivered is committed; restart to go on),
 75 Kafka or the platform stayed unavailable, or the drain after SIGTERM/SIGINT did not finish
@@ -123,7 +128,7 @@ const STRING_FLAGS = [
   'account',
   'max-calls',
 ] as const;
-const BOOLEAN_FLAGS = ['from-latest', 'idempotent', 'no-idempotent', 'ssl', 'ssl-insecure', 'help'] as const;
+const BOOLEAN_FLAGS = ['create-topics', 'from-latest', 'idempotent', 'no-idempotent', 'ssl', 'ssl-insecure', 'help'] as const;
 /** Flags read from DQ_* rather than DQ_KAFKA_*: they are shared by every dq connector. */
 const SHARED_ENV: Partial<Record<string, string>> = { 'base-url': 'DQ_BASE_URL', 'realtime-url': 'DQ_REALTIME_URL', 'api-key': 'DQ_API_KEY' };
 
@@ -231,6 +236,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     sessionTimeoutMs: opt(str('session-timeout-ms'), (t) => number('--session-timeout-ms', t, 6000, 3_600_000, true)),
     dqField: str('dq-field'),
     fromBeginning: !bool('from-latest'),
+    createTopics: bool('create-topics'),
     idempotent: idempotent(bool('idempotent'), bool('no-idempotent')),
     ssl: tlsOptions(str('ssl-ca'), str('ssl-cert'), str('ssl-key'), bool('ssl'), bool('ssl-insecure')),
     sasl: saslOptions(str('sasl-mechanism'), str('sasl-username'), str('sasl-password')),

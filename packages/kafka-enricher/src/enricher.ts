@@ -13,6 +13,8 @@ import { resolveEnricherOptions } from './options.js';
 import type { EnricherOptions, ResolvedEnricherOptions } from './options.js';
 import { orderPreservingPartitioner } from './output-partitioner.js';
 import { PartitionPipeline } from './partition-pipeline.js';
+import { checkTopics } from './topics.js';
+import { kafkaSettingFailure } from './kafka-settings.js';
 import type { PipelineContext } from './partition-pipeline.js';
 
 /** Consumer restarts after crashes kafkajs does not recover from, before the run ends (exit 75). */
@@ -111,12 +113,14 @@ class KafkaEnricher implements Enricher {
   #producer: Producer | undefined;
   #flow: FlowControl | undefined;
   readonly #mapCheck: MapCheck;
+  readonly #connect: Connect;
 
   constructor(options: ResolvedEnricherOptions, logger: Logger, metrics: Metrics, onHint: ((text: string) => void) | undefined) {
     this.#o = options;
     this.#logger = logger;
     this.metrics = metrics;
     this.#mapCheck = new MapCheck(onHint ?? ((text) => logger.warn(`hint: ${text}`)));
+    this.#connect = connector(options);
     logger.redactor.add(options.apiKey);
     if (options.sasl) logger.redactor.add(options.sasl.password);
   }
@@ -158,10 +162,13 @@ class KafkaEnricher implements Enricher {
       // A shared budget that cannot be used stops the consumer now, not at its first message.
       await engine.ready();
       const kafka = createKafka(o, this.#logger);
+      const connect = this.#connect;
+      await checkTopics(kafka, o, connect);
       const producer = (this.#producer = kafka.producer({
         idempotent: o.idempotent,
         ...(o.idempotent ? { maxInFlightRequests: 1 } : {}),
-        allowAutoTopicCreation: true,
+        // Topics are checked (or created, --create-topics) at start; a send never creates one.
+        allowAutoTopicCreation: false,
         createPartitioner: orderPreservingPartitioner,
       }));
       this.#flow = new FlowControl(() => this.#consumer!, this.metrics, o.maxInFlight);
@@ -185,7 +192,7 @@ class KafkaEnricher implements Enricher {
       groupId: o.groupId,
       sessionTimeout: o.sessionTimeoutMs,
       heartbeatInterval: Math.min(3000, Math.floor(o.sessionTimeoutMs / 3)),
-      allowAutoTopicCreation: true,
+      allowAutoTopicCreation: false,
       maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
       // kafkajs would restart a consumer that crashed on a retriable error (brokers unreachable) by
       // itself, forever and unseen: every crash comes to #onCrash, whose restarts are counted.
@@ -196,8 +203,8 @@ class KafkaEnricher implements Enricher {
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       if (!payload.restart) void this.#onCrash(kafka, consumer, payload.error);
     });
-    await connect('consumer', () => consumer.connect());
-    await connect('consumer', () => consumer.subscribe({ topic: o.inputTopic, fromBeginning: o.fromBeginning }));
+    await this.#connect('consumer', () => consumer.connect());
+    await this.#connect('consumer', () => consumer.subscribe({ topic: o.inputTopic, fromBeginning: o.fromBeginning }));
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -215,6 +222,9 @@ class KafkaEnricher implements Enricher {
   async #onCrash(kafka: Kafka, crashed: Consumer, error: Error): Promise<void> {
     const live = (): boolean => this.#state === 'starting' || this.#state === 'running';
     if (crashed !== this.#consumer || !live()) return void this.#fail(kafkaFailure(error, this.#o.brokers, this.#restarts));
+    // Refused TLS or SASL settings are refused again by every restart.
+    const setting = kafkaSettingFailure(error, this.#o);
+    if (setting) return void this.#fail(setting);
     this.#joined = false;
     this.metrics.set(METRIC.up, {}, 0);
     this.#onRebalancing();
@@ -230,6 +240,7 @@ class KafkaEnricher implements Enricher {
       } catch (err) {
         last = err;
         await this.#consumer?.disconnect().catch(() => undefined);
+        if (err instanceof KafkaEnricherError && err.exitCode === ExitCode.USAGE) return void this.#fail(err);
       }
     }
   }
@@ -423,14 +434,28 @@ class KafkaEnricher implements Enricher {
   }
 }
 
-async function connect(what: string, step: () => Promise<void>): Promise<void> {
-  try {
-    await step();
-  } catch (err) {
-    throw new KafkaEnricherError('kafka-failure', `the Kafka ${what} could not connect: ${(err as Error).message}; check --brokers, TLS and SASL settings`, {
-      cause: err,
-    });
-  }
+/** Runs one connection step of the Kafka client `what`. */
+type Connect = (what: string, step: () => Promise<void>) => Promise<void>;
+
+/**
+ * A {@link Connect} whose failure ends the run as refused TLS or SASL settings (exit 2, see
+ * kafkaSettingFailure) or, for anything else, as Kafka's (exit 75).
+ */
+function connector(o: ResolvedEnricherOptions): Connect {
+  let connected = false;
+  return async (what, step) => {
+    try {
+      await step();
+      connected = true;
+    } catch (err) {
+      throw (
+        kafkaSettingFailure(err, o, !connected) ??
+        new KafkaEnricherError('kafka-failure', `the Kafka ${what} could not connect: ${(err as Error).message}; check --brokers, TLS and SASL settings`, {
+          cause: err,
+        })
+      );
+    }
+  };
 }
 
 /** The error that ends the run when the consumer crashed and `restarts` restarts in a row did not bring it back. */

@@ -14,8 +14,14 @@ const KafkaErrorBase = defineErrorCodes('dq-kafka', {
   'retry-budget-exhausted': { exit: ExitCode.TEMPFAIL, retriable: false },
   /** the Kafka client failed for good (broker unreachable, send or commit refused after its retries) */
   'kafka-failure': { exit: ExitCode.TEMPFAIL, retriable: false },
+  /** a TLS handshake failed on the settings (untrusted certificate, wrong host name, no TLS on the port): fix --ssl* or --brokers */
+  'kafka-tls': { exit: ExitCode.USAGE },
+  /** the brokers refused the SASL login, or offer no SASL: fix the --sasl-* settings or --brokers */
+  'kafka-sasl': { exit: ExitCode.USAGE },
   /** the brokers refused a send as too large: --max-message-bytes is above a topic's max.message.bytes */
   'message-too-large': { exit: ExitCode.USAGE },
+  /** --input, --output or --dlq names a topic the brokers do not have (README, dq-kafka "Topics") */
+  'topic-missing': { exit: ExitCode.USAGE },
   /** the metrics server could not listen on --metrics-port */
   'metrics-listen-failed': { exit: ExitCode.USAGE },
 });

@@ -51,7 +51,16 @@ export interface EnricherOptions {
    * reports a controller and is not covered by this package's tests.
    */
   idempotent?: boolean;
-  /** Total time one partition's batch may keep failing transiently before the run ends with exit 75, in ms; default 600 000. */
+  /**
+   * Whether missing output and DLQ topics are created at start by the brokers' automatic topic
+   * creation; default false: a missing one stops the run at start (`topic-missing`, exit 2). A
+   * missing input topic always does.
+   */
+  createTopics?: boolean;
+  /**
+   * Total time one partition's batch may keep failing transiently before the run ends with exit 75,
+   * in ms, from its first attempt; a repeat is cancelled when it runs out. Default 600 000.
+   */
   retryMaxMs?: number;
   /** First wait before repeating a batch with unavailable records, in ms; default 1000 (doubles, jittered, up to 30 000). */
   retryBaseDelayMs?: number;
@@ -120,6 +129,7 @@ export function resolveEnricherOptions(o: EnricherOptions): ResolvedEnricherOpti
     batchSize: Math.min(o.batchSize ?? 500, o.maxInFlight ?? 5000),
     fromBeginning: o.fromBeginning ?? true,
     idempotent: o.idempotent ?? false,
+    createTopics: o.createTopics ?? false,
     retryMaxMs: o.retryMaxMs ?? 600_000,
     retryBaseDelayMs: o.retryBaseDelayMs ?? 1000,
     drainTimeoutMs: o.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS,

@@ -3,6 +3,7 @@ import { retry } from '@dq/core/transport';
 import type { Engine, Logger, RecordResult } from '@dq/core';
 import type { KafkaMessage, Message, Producer, TopicMessages } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
+import { causes } from './kafka-settings.js';
 import type { FieldMap } from './field-map.js';
 import type { FlowControl } from './flow-control.js';
 import type { MapCheck } from './map-check.js';
@@ -246,8 +247,8 @@ export class PartitionPipeline {
     const givesUpAt = new Date(Date.now() + ctx.retryMaxMs).toISOString();
     try {
       return await retry(
-        async () => {
-          const results = await ctx.engine.process(records, { signal });
+        async ({ attempt, remainingMs }) => {
+          const results = await this.#attempt(records, attempt, remainingMs);
           const unavailable = results.filter((x) => x.status === 'unavailable');
           if (unavailable.length > 0) {
             const e = unavailable[0]!.error;
@@ -304,6 +305,27 @@ export class PartitionPipeline {
     }
   }
 
+  /**
+   * One attempt at `records`. A repeat runs for what is left of --retry-max-ms at most: one whose
+   * calls hang would otherwise end only with their timeouts (30 s, and the transport's retries),
+   * that long past the budget. Its calls are then cancelled and it fails as the budget used up.
+   * The first attempt is not a repeat and has no such bound.
+   */
+  async #attempt(records: Parameters<Engine['process']>[0], attempt: number, remainingMs: number): Promise<RecordResult[]> {
+    const signal = this.#abort.signal;
+    if (attempt === 1) return this.#ctx.engine.process(records, { signal });
+    const budget = AbortSignal.timeout(Math.max(1, remainingMs));
+    try {
+      return await this.#ctx.engine.process(records, { signal: AbortSignal.any([signal, budget]) });
+    } catch (err) {
+      if (!budget.aborted || signal.aborted) throw err;
+      throw new RetriesExhaustedError(`Gave up after ${attempt} attempts: the retry time budget ran out during the last one`, {
+        attempts: attempt,
+        cause: err,
+      });
+    }
+  }
+
   #where(first: string, last: string): string {
     return `${this.topic}[${this.partition}] offsets ${first}-${last}`;
   }
@@ -329,11 +351,7 @@ const REFUSED_AS_TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARG
  * (exit 2); any other failure is Kafka's, the run stops with exit 75 and the chunk is re-read.
  */
 export function sendFailure(err: unknown, where: string, limit: number, position: { topic: string; partition: number; offset: string }): KafkaEnricherError {
-  let refused: string | undefined;
-  for (let e: unknown = err; e instanceof Error && refused === undefined; e = e.cause) {
-    const type = (e as { type?: unknown }).type;
-    if (typeof type === 'string' && REFUSED_AS_TOO_LARGE.has(type)) refused = type;
-  }
+  const refused = [...causes(err)].map((e) => (e as { type?: unknown }).type).find((t): t is string => typeof t === 'string' && REFUSED_AS_TOO_LARGE.has(t));
   if (refused !== undefined) {
     return new KafkaEnricherError(
       'message-too-large',

@@ -3,7 +3,8 @@ import { afterAll, expect, it } from 'vitest';
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { TestKafka } from '@dq/test-support/kafka';
 import { useSandbox } from '@dq/test-support/use';
-import { cliArgs, dataset, killIfRunning, metricsPort, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
+import { dataset, killIfRunning, metricsPort, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
+import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 // The cluster goes away for good under a running dq-kafka (this file's own mock cluster, stopped
@@ -57,7 +58,7 @@ it('a --brokers address nothing listens on: exit 75 naming the address and the f
   const stderr = run.stderr();
   expect(exited, stderr.slice(-2000)).toEqual({ code: 75, signal: null });
   expect(stderr).toMatch(
-    /^dq-kafka: kafka-failure: the Kafka producer could not connect: Connection error: connect ECONNREFUSED 127\.0\.0\.1:1; check --brokers, TLS and SASL settings$/m,
+    /^dq-kafka: kafka-failure: the Kafka admin client could not connect: Connection error: connect ECONNREFUSED 127\.0\.0\.1:1; check --brokers, TLS and SASL settings$/m,
   );
   // kafkajs logs each failed connection attempt; those lines say what failed, without its stack.
   expect(stderr).toMatch(/"component":"kafkajs","msg":"Connection error: connect ECONNREFUSED 127\.0\.0\.1:1"/);

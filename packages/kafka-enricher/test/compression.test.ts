@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliArgs, killIfRunning, readTopic, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { killIfRunning, readTopic, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 

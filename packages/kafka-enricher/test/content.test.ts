@@ -5,7 +5,8 @@ import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { askAddresses, askCompany, companyInputs, labelledAddresses } from '@dq/test-support/known-answers';
 import type { AddressFields, KnownAddressAnswer, KnownCompanyAnswer } from '@dq/test-support/known-answers';
-import { cliArgs, inputOffsets, killIfRunning, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
+import { inputOffsets, killIfRunning, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
+import { cliArgs } from './topics.js';
 import type { Read, Running } from '@dq/test-support/kafka';
 
 // What dq-kafka writes into each enriched message's `dq` member, against answers worked out

@@ -4,7 +4,6 @@ import { readdir, readFile, readlink } from 'node:fs/promises';
 import { afterEach, expect, it } from 'vitest';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import {
-  cliArgs,
   commitAudit,
   committedOffsets,
   dataset,
@@ -20,6 +19,7 @@ import {
 } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox, useTempDir } from '@dq/test-support/use';
+import { cliArgs, createTopics } from './topics.js';
 
 // Defaults no other test leaves out while asserting their effect: --max-in-flight (5000 messages
 // taken but not committed), --concurrency (32 HTTP calls in flight), --batch-size (500 messages per
@@ -226,6 +226,8 @@ it('without --session-timeout-ms and --threads: a killed member of a group is mi
     ...sandbox.env(),
     NODE_OPTIONS: [process.env['NODE_OPTIONS'], '--report-on-signal', `--report-directory=${reportDir}`].filter(Boolean).join(' '),
   };
+  // Output and DLQ topics exist, as dq-kafka without --create-topics requires.
+  await createTopics(kafka.brokers, [topic.output, topic.dlq]);
   run = spawnEnricher(requiredArgs(kafka.brokers, topic), env);
   second = spawnEnricher(requiredArgs(kafka.brokers, topic), env);
   const [first, survivor] = [run, second];

@@ -5,6 +5,7 @@ import { killIfRunning, produce, readResults, requiredArgs, spawnEnricher, uniqu
 import type { Names, Running } from '@dq/test-support/kafka';
 import { ageStoreEntries, DAY_MS } from '@dq/test-support/store';
 import { useKafka, useSandbox } from '@dq/test-support/use';
+import { createTopics } from './topics.js';
 
 // dq-kafka's result store as a user gets it: --store and --max-age left out, so the store is the
 // folder $XDG_CACHE_HOME/dq-connectors/store (test/support/isolated-store.ts gives each test an
@@ -25,6 +26,8 @@ const messages = Array.from({ length: N }, (_, i) => ({
 /** dq-kafka with the required flags only, over `input` with a group and output topics of its own, until every message is out; stopped with SIGTERM. */
 async function enrichAll(input: string) {
   const names: Names = { input, output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  // Output and DLQ topics exist, as dq-kafka without --create-topics requires.
+  await createTopics(kafka.brokers, [names.output, names.dlq]);
   run = spawnEnricher(requiredArgs(kafka.brokers, names), sandbox.env());
   try {
     const { outs } = await readResults(kafka.brokers, names, N, 0, 60_000);

@@ -3,9 +3,11 @@ import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { dataset, killIfRunning, produce, readResults, requiredArgs, spawnEnricher, startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Names, Running, TestKafka } from '@dq/test-support/kafka';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
+import { createTopics } from './topics.js';
 
-// dq-kafka as a user starts it: only the required flags. Every other test passes at least
-// --session-timeout-ms (test/support's cliArgs), and the store tests pass --store; here the
+// dq-kafka as a user starts it: only the required flags, its output and DLQ topics created
+// beforehand. Every other test passes at least --session-timeout-ms and --create-topics (cliArgs
+// of ./topics.ts), and the store tests pass --store; here the
 // session timeout, batch size, rate limit, store folder ($XDG_CACHE_HOME/dq-connectors/store,
 // test/support/isolated-store.ts gives each test its own), output member, start position and
 // drain timeout are the defaults. The sandbox runs with its own config: the contract's rate limits.
@@ -25,6 +27,8 @@ afterAll(async () => {
 
 /** Starts dq-kafka with the required flags, waits for every input offset in the output or DLQ, stops it with SIGTERM. */
 async function enrichAll(names: Names, bad: number) {
+  // Output and DLQ topics exist, as dq-kafka without --create-topics requires.
+  await createTopics(kafka.brokers, [names.output, names.dlq]);
   const run = spawnEnricher(requiredArgs(kafka.brokers, names), { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY });
   runs.push(run);
   const results = await readResults(kafka.brokers, names, N - bad, bad);

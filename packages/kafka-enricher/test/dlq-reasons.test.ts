@@ -1,7 +1,8 @@
 import { afterAll, expect, it } from 'vitest';
 import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
-import { cliArgs, dataset, killIfRunning, MAP, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
+import { dataset, killIfRunning, MAP, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
+import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 const kafka = useKafka();

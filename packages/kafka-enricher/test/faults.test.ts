@@ -2,7 +2,6 @@ import { afterAll, expect, it } from 'vitest';
 import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import {
-  cliArgs,
   committedOffsets,
   dataset,
   inputOffsets,
@@ -14,6 +13,7 @@ import {
   sourceOffsets,
   spawnEnricher,
 } from '@dq/test-support/kafka';
+import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 const kafka = useKafka();

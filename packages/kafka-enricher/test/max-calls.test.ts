@@ -4,7 +4,6 @@ import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { TestKafka } from '@dq/test-support/kafka';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import {
-  cliArgs,
   committedButMissing,
   committedOffsets,
   inputOffsets,
@@ -15,6 +14,7 @@ import {
   sourceOffsets,
   spawnEnricher,
 } from '@dq/test-support/kafka';
+import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 let kafka: TestKafka;

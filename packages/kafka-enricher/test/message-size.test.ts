@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliArgs, killIfRunning, produce, readTopic, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { killIfRunning, produce, readTopic, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 

@@ -4,7 +4,6 @@ import type { Sandbox } from '@dq/sandbox';
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { TestKafka } from '@dq/test-support/kafka';
 import {
-  cliArgs,
   commitAudit,
   committedButMissing,
   committedOffsets,
@@ -20,6 +19,7 @@ import {
   sourceOffsets,
   spawnEnricher,
 } from '@dq/test-support/kafka';
+import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 const QUOTA_KEY = 'dq-small-quota-key';
