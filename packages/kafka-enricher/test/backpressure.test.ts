@@ -1,10 +1,9 @@
 import { afterAll, expect, it } from 'vitest';
 import { DEFAULT_API_KEY, generateDirtyInputs } from '@dq/sandbox';
 import type { Message } from 'kafkajs';
-import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 const kafka = useKafka();

@@ -1,10 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
-import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { TestKafka } from '@dq/test-support/kafka';
 import { useSandbox } from '@dq/test-support/use';
 import { dataset, killIfRunning, metricsPort, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 // The cluster goes away for good under a running dq-kafka (this file's own mock cluster, stopped

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
-import { committedOffsets, killIfRunning, produce, spawnEnricher, startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
+import { cliArgs, committedOffsets, killIfRunning, produce, spawnEnricher, startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Running, TestKafka } from '@dq/test-support/kafka';
 import { extraPostgres, startPostgres, type TestPostgres } from '@dq/test-support/pg';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';

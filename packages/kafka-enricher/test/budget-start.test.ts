@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
-import { killIfRunning, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
+import { cliArgs, killIfRunning, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { useKafka } from '@dq/test-support/use';

@@ -1,12 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import type { Message } from 'kafkajs';
-import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { askAddresses, askCompany, companyInputs, labelledAddresses } from '@dq/test-support/known-answers';
 import type { AddressFields, KnownAddressAnswer, KnownCompanyAnswer } from '@dq/test-support/known-answers';
 import { inputOffsets, killIfRunning, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Read, Running } from '@dq/test-support/kafka';
 
 // What dq-kafka writes into each enriched message's `dq` member, against answers worked out

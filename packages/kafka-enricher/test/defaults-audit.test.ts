@@ -1,3 +1,4 @@
+import { cliArgs } from '@dq/test-support/kafka';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { readdir, readFile, readlink } from 'node:fs/promises';
@@ -19,7 +20,7 @@ import {
 } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox, useTempDir } from '@dq/test-support/use';
-import { cliArgs, createTopics } from './topics.js';
+import { createTopics } from './topics.js';
 
 // Defaults no other test leaves out while asserting their effect: --max-in-flight (5000 messages
 // taken but not committed), --concurrency (32 HTTP calls in flight), --batch-size (500 messages per

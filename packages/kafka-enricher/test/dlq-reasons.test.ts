@@ -1,8 +1,7 @@
 import { afterAll, expect, it } from 'vitest';
-import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { dataset, killIfRunning, MAP, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 const kafka = useKafka();

@@ -1,8 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { committedOffsets, dataset, inputOffsets, killIfRunning, metricsPort, produce, readTopic, sourceOffsets, spawnEnricher } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 const kafka = useKafka();

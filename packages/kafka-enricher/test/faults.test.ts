@@ -1,5 +1,5 @@
 import { afterAll, expect, it } from 'vitest';
-import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import {
   committedOffsets,
@@ -13,7 +13,6 @@ import {
   sourceOffsets,
   spawnEnricher,
 } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 const kafka = useKafka();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
-import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { TestKafka } from '@dq/test-support/kafka';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import {
@@ -14,7 +14,6 @@ import {
   sourceOffsets,
   spawnEnricher,
 } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 let kafka: TestKafka;

@@ -1,6 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { killIfRunning, produce, readTopic, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
+import { cliArgs, killIfRunning, produce, readTopic, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 

@@ -1,9 +1,8 @@
 import { afterAll, expect, it } from 'vitest';
 import { generateDirtyInputs } from '@dq/sandbox';
-import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 const kafka = useKafka();

@@ -2,8 +2,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { committedOffsets, killIfRunning, produce, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
+import { cliArgs, committedOffsets, killIfRunning, produce, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 

@@ -1,9 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
-import { committedOffsets, killIfRunning, produce, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, committedOffsets, killIfRunning, produce, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
-import { cliArgs } from './topics.js';
 
 // --retry-max-ms bounds how long a batch may stay unavailable. A repeat that starts shortly before
 // the budget ends must not run on for a call's whole timeout (30 s, and the transport's retries)

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
-import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { TestKafka } from '@dq/test-support/kafka';
 import {
   commitAudit,
@@ -19,7 +19,6 @@ import {
   sourceOffsets,
   spawnEnricher,
 } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 const QUOTA_KEY = 'dq-small-quota-key';

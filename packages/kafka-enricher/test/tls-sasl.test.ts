@@ -5,12 +5,11 @@ import type { Server } from 'node:tls';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { KafkaJSNumberOfRetriesExceeded, KafkaJSSASLAuthenticationError } from 'kafkajs';
-import { killIfRunning, produce, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, killIfRunning, produce, spawnEnricher, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox, useTempDir } from '@dq/test-support/use';
 import { kafkaSettingFailure } from '../src/kafka-settings.js';
 import { errorLines, exitWithin } from './exit.js';
-import { cliArgs } from './topics.js';
 
 // Wrong TLS or SASL settings are not a passing outage: retrying (exit 75) repeats the same refusal
 // forever. dq-kafka ends such a run with exit 2 and one line naming the setting to fix.

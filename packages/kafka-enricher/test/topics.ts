@@ -1,13 +1,5 @@
 import { Kafka, logLevel } from 'kafkajs';
-import { cliArgs as requiredAndTestArgs, uniqueGroup } from '@dq/test-support/kafka';
-
-// dq-kafka refuses output and DLQ topics that do not exist unless it is given --create-topics
-// (README, dq-kafka "Topics"); every test here uses new topic names.
-
-/** test/support's `cliArgs` plus `--create-topics`: the test's new output and DLQ topics are created at start. */
-export function cliArgs(...[brokers, names, extra = [], map]: Parameters<typeof requiredAndTestArgs>): string[] {
-  return requiredAndTestArgs(brokers, names, ['--create-topics', ...extra], map);
-}
+import { uniqueGroup } from '@dq/test-support/kafka';
 
 const kafkaFor = (brokers: string[]): Kafka => new Kafka({ brokers, clientId: 'dq-test-topics', logLevel: logLevel.NOTHING });
 

@@ -1,10 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
-import { uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
+import { cliArgs, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { killIfRunning, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
-import { cliArgs } from './topics.js';
 import type { Running } from '@dq/test-support/kafka';
 
 // A value is passed on as the bytes it came with: what is not UTF-8 is not JSON (RFC 8259 8.1) and

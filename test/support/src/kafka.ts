@@ -296,10 +296,12 @@ export function requiredArgs(brokers: string[], names: Names, map = MAP): string
 
 /**
  * CLI arguments for `names` on `brokers` (`map`: default {@link MAP}): the default producer settings, on the mock cluster and a real one alike,
- * and a session timeout of 6 s (a crashed member's partitions move sooner than with the default 30 s).
+ * a session timeout of 6 s (a crashed member's partitions move sooner than with the default 30 s), and
+ * --create-topics.
  */
 export function cliArgs(brokers: string[], names: Names, extra: string[] = [], map = MAP): string[] {
-  return [...requiredArgs(brokers, names, map), '--session-timeout-ms', '6000', ...extra];
+  // The tests' output and DLQ topics are new: the brokers create them at start (--create-topics).
+  return [...requiredArgs(brokers, names, map), '--session-timeout-ms', '6000', '--create-topics', ...extra];
 }
 
 /** Produces `messages` in `chunks` sends spread over about `spreadMs`, so consumers see a live stream. */

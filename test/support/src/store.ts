@@ -20,7 +20,8 @@ export async function ageStoreEntries(dir: string, ageDays: (i: number) => numbe
   const db = open<Entry, string>({ path: join(dir, 'results.mdb'), compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
   const counts = new Map<number, number>();
   try {
-    const entries = [...db.getRange()].map(({ key, value }) => [key, value] as const);
+    // The answers only: the store also keeps a record of its own (a value that is no entry).
+    const entries = [...db.getRange()].filter(({ value }) => typeof value === 'object' && value !== null).map(({ key, value }) => [key, value] as const);
     const now = Date.now();
     await db.transaction(() => {
       entries.forEach(([key, value], i) => {

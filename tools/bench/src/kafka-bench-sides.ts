@@ -161,7 +161,7 @@ function processCpuMicros(pid: number | undefined): number | null {
 /**
  * dq-kafka as users run it, with its defaults but two: `--rate-limit 0` (the endpoint is local) and
  * `--store off` (the raw loops keep no answers either; the store's own cost is the store-overhead
- * benchmark's). The clock
+ * benchmark's); `--create-topics` for its new output and DLQ topics. The clock
  * starts when /metrics first shows a consumed message (polled every 20 ms) and stops when it shows
  * `n` produced. Each scrape costs the measured process CPU the raw sides (timed in-process) do not
  * pay, so the end is polled adaptively: the next scrape waits about half the time the current rate
@@ -198,6 +198,7 @@ export async function dqRun(
       MAP,
       '--session-timeout-ms',
       '6000',
+      '--create-topics', // new output and DLQ topics each run
       '--rate-limit',
       '0',
       '--metrics-port',
