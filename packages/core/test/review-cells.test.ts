@@ -9,6 +9,7 @@ import {
   reviewHeader,
   reviewRow,
   rowCheck,
+  rowCheckKey,
 } from '../src/review/index.js';
 
 // Every character a spreadsheet acts on at the start of a cell, and the apostrophe that marks a neutralised one.
@@ -79,6 +80,12 @@ describe('spreadsheet neutralising, one rule for every connector', () => {
     expect(new Set(checks).size).toBe(4);
     expect(rowCheck(['01067', 'Dresden'])).toBe(checks[0]);
     for (const check of checks) expect(check).toMatch(/^v1:[A-Za-z0-9_-]{22}$/);
+    // With the row's key (dq-pg), which comes back exactly, whatever the key column became.
+    const keyed = rowCheck(['01067', 'Dresden'], '000123');
+    expect(keyed.startsWith(`${checks[0]}:`)).toBe(true);
+    expect(rowCheckKey(keyed)).toBe('000123');
+    expect(rowCheckKey(rowCheck([], 'Müller; "7"'))).toBe('Müller; "7"');
+    expect(rowCheckKey(checks[0]!)).toBeUndefined();
     expect(reviewColumnsAt(['line', 'x', 'class', 'request_id', 'row_check', 'candidate_1_street', 'decision', 'note'])).toEqual({
       class: 2,
       requestId: 3,

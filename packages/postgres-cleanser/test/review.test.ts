@@ -380,11 +380,14 @@ describe('dq-pg review export / apply', () => {
     if (c1.street) expect((await row(db, chooser.key))['street']).toBe(c1.street);
   });
 
-  it('applies a file whose values a spreadsheet reformatted (postal codes without their leading zero, ";" between cells); a row changed in the table since the export is still a conflict', async () => {
-    // Postal codes of Saxony and Thuringia (0xxxx), before the run.
+  it('applies a file whose values and keys a spreadsheet reformatted (leading zeros gone, ";" between cells); a row changed in the table since the export is still a conflict', async () => {
+    // Text keys and postal codes with leading zeros (customer numbers; Saxony and Thuringia), before the run.
     const db = await env.pg.createDatabase();
     await createCustomers(db, 200);
-    await withClient(db, (c) => c.query(`UPDATE customers SET postal_code = '0' || substr(postal_code, 2) WHERE postal_code ~ '^[0-9]{5}$'`));
+    await withClient(db, async (c) => {
+      await c.query(`ALTER TABLE customers ALTER COLUMN id TYPE text USING lpad(id::text, 6, '0')`);
+      await c.query(`UPDATE customers SET postal_code = '0' || substr(postal_code, 2) WHERE postal_code ~ '^[0-9]{5}$'`);
+    });
     await cleaned('zeros', 200, false, db, db);
     const review = await reviewRows(db, 'zeros');
     const file = join(dir, 'zeros.review.csv');
@@ -392,10 +395,12 @@ describe('dq-pg review export / apply', () => {
     const { headers, rows } = await readCsv(file);
     const zeros = rows.filter((r) => /^0\d+$/.test(r['postal_code'] ?? ''));
     expect(zeros.length, 'exported rows with a leading zero').toBeGreaterThanOrEqual(3);
-    // What a spreadsheet saves: every cell of digits as a number.
-    const saved = rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, /^\d+$/.test(v) ? String(Number(v)) : v])));
-    expect(saved.find((r) => r['id'] === zeros[0]!['id'])!['postal_code']).not.toMatch(/^0/);
-    const decisions = new Map(zeros.map((r) => [r['id']!, 'keep']));
+    // What a spreadsheet saves: every cell of digits as a number (the key column too).
+    const number = (r: Record<string, string>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, /^\d+$/.test(v) ? String(Number(v)) : v]));
+    const saved = rows.map(number);
+    expect(number(zeros[0]!)['postal_code']).not.toMatch(/^0/);
+    expect(number(zeros[0]!)['id']).not.toMatch(/^0/);
+    const decisions = new Map(zeros.map((r) => [number(r)['id']!, 'keep']));
     await saveCsv(file, headers, saved, decisions, { bom: true, delimiter: ';', quoteAll: false });
     const changed = zeros[2]!['id']!;
     await withClient(db, (c) => c.query(`UPDATE customers SET street = street || ' Nord' WHERE id = $1`, [changed]));

@@ -18,11 +18,20 @@ export const REVIEW_COLUMNS = { class: 'class', requestId: 'request_id', rowChec
 /**
  * The `row_check` cell of a row whose input values (as the connector reads them: a cleaned file's
  * cells, a table's columns with NULL as null) are `values`: `v1:` and 22 characters of their
- * SHA-256, base64url. Text to a spreadsheet (it starts with a letter, holds a colon), so it comes
- * back as written.
+ * SHA-256, base64url; with `key` (dq-pg: the row's key), then `:` and the key in base64url, which
+ * {@link rowCheckKey} reads back, as a spreadsheet may have changed the key column (`00123` saved
+ * as `123`). Text to a spreadsheet (it starts with a letter, holds a colon), so it comes back as
+ * written.
  */
-export function rowCheck(values: readonly (string | null | undefined)[]): string {
-  return `v1:${hash('sha256', JSON.stringify(values.map((v) => v ?? null)), 'base64url').slice(0, 22)}`;
+export function rowCheck(values: readonly (string | null | undefined)[], key?: string): string {
+  const check = `v1:${hash('sha256', JSON.stringify(values.map((v) => v ?? null)), 'base64url').slice(0, 22)}`;
+  return key === undefined ? check : `${check}:${Buffer.from(key, 'utf8').toString('base64url')}`;
+}
+
+/** The key a {@link rowCheck} made with one names; undefined for one without. */
+export function rowCheckKey(check: string): string | undefined {
+  const named = /^v1:[A-Za-z0-9_-]{22}:([A-Za-z0-9_-]*)$/.exec(check);
+  return named ? Buffer.from(named[1]!, 'base64url').toString('utf8') : undefined;
 }
 
 /**

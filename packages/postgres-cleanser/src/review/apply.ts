@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { parseString } from '@fast-csv/parse';
 import { createLogger, ExitCode } from '@dq/core';
-import { candidateText, CANDIDATE_FIELDS, restoreCell, rowCheck } from '@dq/core/review';
+import { candidateText, CANDIDATE_FIELDS, restoreCell, rowCheck, rowCheckKey } from '@dq/core/review';
 import type { Logger, RecordResult } from '@dq/core';
 import type pg from 'pg';
 import { STATE_SCHEMA } from '../bookkeeping.js';
@@ -370,7 +370,9 @@ function readDecisions(
       skipped += 1;
       return;
     }
-    const key = restoreCell(record[target.key.column] ?? '');
+    // The key as the row check names it (a spreadsheet may have changed the key column: 00123 saved as 123).
+    const check = record[REVIEW_COLUMNS.rowCheck] === undefined ? undefined : restoreCell(record[REVIEW_COLUMNS.rowCheck]!);
+    const key = (check === undefined ? undefined : rowCheckKey(check)) ?? restoreCell(record[target.key.column] ?? '');
     const review = reviewRows.get(key);
     const fail = (message: string): void => void bad.push({ line, key, message });
     if (!review)
@@ -402,15 +404,7 @@ function readDecisions(
       return void same.push({ key, runId: other.runId });
     }
     firstLine.set(key, line);
-    const check = record[REVIEW_COLUMNS.rowCheck];
-    decided.push({
-      line,
-      key,
-      decision,
-      values: target.columns.map((c) => restoreCell(record[c.column] ?? '')),
-      rowCheck: check === undefined ? undefined : restoreCell(check),
-      review,
-    });
+    decided.push({ line, key, decision, values: target.columns.map((c) => restoreCell(record[c.column] ?? '')), rowCheck: check, review });
   });
   return { decided, bad, skipped, same };
 }
@@ -458,7 +452,10 @@ async function planReviewPage(
     // cell cannot tell NULL from '': either matches an empty cell). The guard then gets the values
     // the table holds.
     const same =
-      held !== undefined && (d.rowCheck !== undefined ? rowCheck(held.values) === d.rowCheck : d.values.every((v, i) => v === (held.values[i] ?? '')));
+      held !== undefined &&
+      (d.rowCheck !== undefined
+        ? rowCheck(held.values, rowCheckKey(d.rowCheck) === undefined ? undefined : d.key) === d.rowCheck
+        : d.values.every((v, i) => v === (held.values[i] ?? '')));
     const before: (string | null)[] = same ? held.values : d.values;
     let after: (string | null)[] = before;
     let chosen: Record<string, unknown> | null = null;

@@ -112,7 +112,11 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
             resultClass: r[1] as string | null,
             requestId: r[2] as string | null,
             // What review apply compares the row with (a spreadsheet may reformat the cells above).
-            rowCheck: rowCheck(target.columns.map((_, i) => r[4 + i] as string | null)),
+            // and the row's key, should the spreadsheet change the key column.
+            rowCheck: rowCheck(
+              target.columns.map((_, i) => r[4 + i] as string | null),
+              r[0] as string,
+            ),
             candidates: Array.isArray(r[3]) ? r[3] : [],
           },
           widest,
