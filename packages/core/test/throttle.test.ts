@@ -203,7 +203,9 @@ describe('shared throttle', () => {
       sent.push(performance.now());
       throttle.ended?.('phone', ticket);
     }
-    expect(sent[5]! - sent[4]!).toBeGreaterThan(130);
+    // The stall made a request late (on a loaded machine its timer may fire a slot or two later
+    // than planned: which request it delays does not matter).
+    expect(Math.max(...sent.slice(1).map((t, i) => t - sent[i]!))).toBeGreaterThan(130);
     // The platform counts 10 requests in any second: request i and request i + 10 are over 1000 ms apart.
     for (let i = 0; i + 10 < sent.length; i++) expect(sent[i + 10]! - sent[i]!).toBeGreaterThan(1000);
   });
