@@ -151,6 +151,15 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
     const { version } = await client.fetchVersion({ signal });
     s.version = version;
     let v = manifest.versions[version];
+    if (v !== undefined && v.release !== cfg.release && (v.completedAt !== null || manifest.current === version)) {
+      // Version directories are named by version alone: another release would replace these files
+      // in place, one by one, and a sync that stops leaves a mix of both releases (under
+      // `current`, when it points here). See "What a sync does" in the README.
+      const inUse = manifest.current === version ? ', which current points to' : ' (complete)';
+      throw new UsageError(
+        `${target} holds version ${version} of ${v.release}${inUse}; syncing ${cfg.release} into it would replace its files one by one, a mix of both releases if it stops: give ${cfg.release} its own --target (or keep --release ${v.release})`,
+      );
+    }
     if (v === undefined || v.release !== cfg.release) {
       v = { release: cfg.release, completedAt: null, versionFetchedAt: now(), installer: null, files: [] };
       manifest.versions[version] = v;
