@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith } from './helpers.js';
 
-// What an operator gets wrong (another release into a target in use).
+// What an operator gets wrong (another release into a target in use, a folder where `current` is
+// kept).
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -49,5 +50,25 @@ describe('dq-refdata and operator mistakes', () => {
     expect(readFileSync(join(target, 'manifest.json'), 'utf8')).toBe(manifestBefore);
     expect(downloadRequests(sandbox) - requests).toBe(1); // version.txt only
     expect((await runCli(['verify', '--target', target])).code).toBe(0);
+  });
+
+  it('a folder where current belongs: exit 2 saying to move it away, its content untouched; the next sync after that switches without downloading again', async () => {
+    const target = freshTarget();
+    mkdirSync(join(target, 'current'), { recursive: true });
+    writeFileSync(join(target, 'current', 'notes.txt'), 'mine');
+    const r = await runCli(syncArgs(target), env());
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(
+      `dq-refdata: ${join(target, 'current')} is a directory, not the symbolic link dq-refdata keeps there to point at the version in use; move it away, then sync again (the files placed are kept)`,
+    );
+    expect(r.stderr).not.toMatch(/EISDIR|\n\s+at /);
+    expect(readFileSync(join(target, 'current', 'notes.txt'), 'utf8')).toBe('mine');
+
+    mkdirSync(join(target, '..', 'moved'));
+    renameSync(join(target, 'current'), join(target, '..', 'moved', 'current'));
+    const again = await runCli(syncArgs(target), env());
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ status: 'updated', downloaded: [], alreadyVerified: 2 });
+    expect(readlinkSync(join(target, 'current'))).toBe('2026-11-01');
   });
 });
