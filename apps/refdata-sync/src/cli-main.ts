@@ -79,7 +79,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       case 'sync':
         return await sync(values, apiKey, io, logger);
       case 'verify': {
-        const s = await verifyTarget(requireTarget(values.target));
+        const s = await verifyTarget(requireTarget(values.target), io.signal);
         io.stdout(JSON.stringify(s));
         for (const p of s.problems) io.stderr(`dq-refdata: ${p.path}: ${p.problem} (${p.detail})`);
         return s.ok ? ExitCode.OK : ExitCode.UNEXPECTED;

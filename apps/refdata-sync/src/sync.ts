@@ -94,9 +94,9 @@ export function printableName(name: string): string {
  * trusted for this: the file is hashed now, so a file altered or damaged on disk (even at the same
  * size) is found and fetched again, with a warning. False when there is no checksum or no file.
  */
-async function contentMatches(target: string, rel: string, sha512: string | undefined, s: State): Promise<boolean> {
+async function contentMatches(target: string, rel: string, sha512: string | undefined, s: State, signal?: AbortSignal): Promise<boolean> {
   if (sha512 === undefined) return false;
-  const onDisk = await sha512OfFile(join(target, rel));
+  const onDisk = await sha512OfFile(join(target, rel), signal);
   if (onDisk === undefined) return false;
   if (onDisk === sha512) return true;
   s.warnings.push(
@@ -139,9 +139,10 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
   let lock;
   try {
     await makeTarget(target);
-    lock = await writingTo(join(target, LOCK_FILE), () => acquireLock(target, cfg.lockWaitSeconds));
+    lock = await writingTo(join(target, LOCK_FILE), () => acquireLock(target, cfg.lockWaitSeconds, signal));
   } catch (e) {
-    return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: e };
+    const stopped = signal?.aborted && (e as { code?: unknown }).code === 'interrupted';
+    return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: stopped ? interrupted(signal, e) : e };
   }
   if (lock.tookOver) s.warnings.push('took over the lock of a sync that is no longer running');
   const client = new DownloadClient({ downloadUrl: cfg.downloadUrl, apiKey: cfg.apiKey, timeoutMs: cfg.timeoutMs, logger });
@@ -228,7 +229,7 @@ async function syncArtifact(
   const rel = `${version}/${a.product}/${a.country}/${a.artifact}`;
   try {
     const { sha512 } = await client.fetchChecksum(source, { signal });
-    if (await contentMatches(cfg.target, rel, sha512, s)) {
+    if (await contentMatches(cfg.target, rel, sha512, s, signal)) {
       s.alreadyVerified++;
       const known = v.files.find((f) => f.path === rel);
       if (known === undefined || known.sha512 !== sha512 || !known.verified) {
@@ -275,7 +276,7 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
     },
   );
   const known = manifest.software.find((f) => f.source === source);
-  if (known !== undefined && known.sha512 === sha512 && (await contentMatches(cfg.target, known.path, sha512, s))) {
+  if (known !== undefined && known.sha512 === sha512 && (await contentMatches(cfg.target, known.path, sha512, s, signal))) {
     s.alreadyVerified++;
     return;
   }

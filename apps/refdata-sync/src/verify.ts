@@ -5,10 +5,11 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readCurrent } from './current-pointer.js';
-import { UsageError } from './errors.js';
+import { InterruptedError, UsageError } from './errors.js';
 import { sha512OfFile, sizeOf } from './fs-sync.js';
 import { LOCK_FILE } from './lock.js';
 import { MANIFEST_FILE, readManifest, type ManifestFile } from './manifest.js';
+import { stoppedBy } from './target-fs.js';
 
 /** Outcome of {@link verifyTarget}; `ok` is false when the manifest is missing or any file is missing or differs. */
 export interface VerifySummary {
@@ -37,9 +38,10 @@ async function requireTargetDir(target: string, consequence: string): Promise<vo
 /**
  * Re-hashes every file in the manifest (all versions, installers, software) and checks `current`.
  * A target that is not a directory is a usage error (exit 2); a target without a manifest fails
- * verification: nothing says what its files should hold.
+ * verification: nothing says what its files should hold. An abort of `signal` stops it at once
+ * with an {@link InterruptedError} (exit 75).
  */
-export async function verifyTarget(target: string): Promise<VerifySummary> {
+export async function verifyTarget(target: string, signal?: AbortSignal): Promise<VerifySummary> {
   await requireTargetDir(target, 'nothing to verify');
   if ((await sizeOf(join(target, MANIFEST_FILE))) === undefined) {
     const detail = `no ${MANIFEST_FILE} in ${target}, so nothing says what its files should hold; run dq-refdata sync on it (files on disk that match the server's checksums are kept, not downloaded again)`;
@@ -66,7 +68,10 @@ export async function verifyTarget(target: string): Promise<VerifySummary> {
       out.problems.push({ path: f.path, problem: 'size-differs', detail: `manifest ${f.size} bytes, disk ${size}` });
       continue;
     }
-    const digest = await sha512OfFile(abs);
+    const digest = await sha512OfFile(abs, signal).catch((e: unknown) => {
+      if (signal?.aborted) throw new InterruptedError(`verify interrupted ${stoppedBy(signal, e)}; nothing was changed: run dq-refdata verify again`, e);
+      throw e;
+    });
     out.checked++;
     out.bytes += size;
     if (digest === undefined) out.problems.push({ path: f.path, problem: 'missing', detail: 'listed in the manifest but gone from disk while verifying' });

@@ -1,12 +1,15 @@
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith } from './helpers.js';
+import { LOCK_FILE } from '../src/index.js';
+import { CLI_BIN, DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith } from './helpers.js';
 
 // What an operator gets wrong (another release into a target in use, a folder where `current` is
-// kept).
+// kept) and how a run stops when asked to (SIGINT/SIGTERM while it waits or hashes).
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -30,6 +33,62 @@ const syncArgs = (target: string, release = 'release-v3') => [
   'linux_x64',
 ];
 const sha512 = (path: string) => createHash('sha512').update(readFileSync(path)).digest('hex');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The CLI as a child process that can be signalled; `done` resolves with how it ended and how long after `kill` it did. */
+function startCli(args: string[]) {
+  const child = spawn(process.execPath, [CLI_BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env() } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  let signalledAt = 0;
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string; msAfterSignal: number }>((resolve) =>
+    child.once('close', (code: number | null) => resolve({ code, stdout, stderr, msAfterSignal: Date.now() - signalledAt })),
+  );
+  return {
+    child,
+    done,
+    kill(sig: NodeJS.Signals) {
+      signalledAt = Date.now();
+      child.kill(sig);
+    },
+  };
+}
+
+/** Waits until process `pid` has `file` open (it is reading it), as Linux shows under /proc. */
+async function untilOpens(pid: number, file: string): Promise<void> {
+  for (const until = Date.now() + 20_000; Date.now() < until; await sleep(20)) {
+    const fds = (() => {
+      try {
+        return readdirSync(`/proc/${pid}/fd`);
+      } catch {
+        return [];
+      }
+    })();
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === file) return;
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  throw new Error(`pid ${pid} never opened ${file}`);
+}
+
+/** A synced target whose DE_001.zip is a 4 GiB sparse file (hashing it takes many seconds), recorded so in the manifest. */
+async function targetWithHugeFile(): Promise<{ target: string; huge: string }> {
+  const target = freshTarget();
+  expect((await runCli(syncArgs(target), env())).code).toBe(0);
+  const huge = join(target, '2026-11-01/post/DE/DE_001.zip');
+  truncateSync(huge, 4 * 1024 ** 3);
+  const manifestPath = join(target, 'manifest.json');
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { versions: Record<string, { files: Array<{ path: string; size: number }> }> };
+  for (const f of manifest.versions['2026-11-01']?.files ?? []) if (f.path.endsWith('DE_001.zip')) f.size = 4 * 1024 ** 3;
+  writeFileSync(manifestPath, JSON.stringify(manifest));
+  return { target, huge };
+}
 
 describe('dq-refdata and operator mistakes', () => {
   it('a sync with another --release into a target whose current version holds release-v3: exit 2 naming both, the files current points to untouched', async () => {
@@ -71,4 +130,45 @@ describe('dq-refdata and operator mistakes', () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ status: 'updated', downloaded: [], alreadyVerified: 2 });
     expect(readlinkSync(join(target, 'current'))).toBe('2026-11-01');
   });
+});
+
+describe('dq-refdata stopped by a signal', () => {
+  it('SIGTERM while --lock-wait waits for another sync: exit 75 at once saying it was interrupted, nothing downloaded', async () => {
+    const target = freshTarget();
+    mkdirSync(target, { recursive: true });
+    // A live owner: this test process.
+    writeFileSync(join(target, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), startedAt: new Date().toISOString() }));
+    const requests = downloadRequests(sandbox);
+    const run = startCli([...syncArgs(target), '--lock-wait', '60']);
+    await sleep(2000); // started and waiting for the lock
+    run.kill('SIGTERM');
+    const r = await run.done;
+    expect(r.code, r.stderr).toBe(75);
+    expect(r.msAfterSignal).toBeLessThan(5000);
+    expect(r.stderr).toContain('sync interrupted (received SIGTERM) while waiting for the lock of another sync');
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 75, code: 'interrupted' });
+    expect(downloadRequests(sandbox) - requests).toBe(0);
+  }, 90_000);
+
+  it('SIGINT while verify hashes a large file: exit 75 at once saying verify was interrupted, not the whole file hashed first', async () => {
+    const { target, huge } = await targetWithHugeFile();
+    const run = startCli(['verify', '--target', target]);
+    await untilOpens(run.child.pid ?? 0, huge);
+    run.kill('SIGINT');
+    const r = await run.done;
+    expect(r.code, r.stderr).toBe(75);
+    expect(r.msAfterSignal).toBeLessThan(5000);
+    expect(r.stderr).toContain(`verify interrupted (received SIGINT) while hashing ${huge}; nothing was changed: run dq-refdata verify again`);
+  }, 120_000);
+
+  it('SIGTERM while sync hashes a placed file: exit 75 at once saying the sync was interrupted', async () => {
+    const { target, huge } = await targetWithHugeFile();
+    const run = startCli(syncArgs(target));
+    await untilOpens(run.child.pid ?? 0, huge);
+    run.kill('SIGTERM');
+    const r = await run.done;
+    expect(r.code, r.stderr).toBe(75);
+    expect(r.msAfterSignal).toBeLessThan(5000);
+    expect(r.stderr).toContain(`sync interrupted (received SIGTERM) while hashing ${huge}; run dq-refdata sync again`);
+  }, 120_000);
 });
