@@ -4,8 +4,8 @@
  * already on disk is hashed and fetched again only when its content no longer matches the
  * server's checksum, cut downloads resume, and `current` switches only when the version is complete.
  */
-import { mkdir, rm } from 'node:fs/promises';
-import { dirname, join, relative } from 'node:path';
+import { mkdir, readlink, rm, stat } from 'node:fs/promises';
+import { dirname, join, relative, resolve } from 'node:path';
 import { PlatformError, createSilentLogger } from '@dq/core';
 import { DownloadClient } from '@dq/core/download';
 import { dataPath, softwarePath, validateDataPath } from '@dq/core/schemas';
@@ -17,7 +17,7 @@ import { sha512OfFile, sizeOf } from './fs-sync.js';
 import { UsageError } from './errors.js';
 import { acquireLock, LOCK_FILE } from './lock.js';
 import { readManifest, upsertFile, writeManifest, type Manifest, type ManifestFile, type ManifestVersion } from './manifest.js';
-import { interrupted, writingTo } from './target-fs.js';
+import { interrupted, targetFileError, writingTo } from './target-fs.js';
 
 /** A data artifact of the subscription. */
 interface PlannedArtifact {
@@ -293,13 +293,32 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
   await writeManifest(cfg.target, manifest);
 }
 
-/** Creates the target directory; a target that is a file, or lies under one, is a usage error. */
+/**
+ * Creates the target directory; a target that is a file, or lies under one, or a symbolic link to
+ * nothing is a usage error.
+ */
 async function makeTarget(target: string): Promise<void> {
   try {
     await writingTo(target, () => mkdir(target, { recursive: true }));
   } catch (e) {
     const code = (e as { code?: unknown }).code;
-    if (code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
+    if (code !== 'ENOENT' && code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
+    // A recursive mkdir says ENOENT (or ENOTDIR) both for a symbolic link to something missing (a
+    // file system not mounted) and for a folder it may not create (read-only): look at the first
+    // missing folder of the path, and make it alone for the real error.
+    let missing = resolve(target);
+    while (dirname(missing) !== missing && (await stat(dirname(missing)).catch(() => undefined)) === undefined) missing = dirname(missing);
+    const link = await readlink(missing).catch(() => undefined);
+    if (link !== undefined) {
+      throw new UsageError(
+        `--target ${target}: ${missing} is a symbolic link to ${link}, which does not exist (a file system not mounted?); mount or create it, or give another --target`,
+      );
+    }
+    if (code === 'ENOENT')
+      throw await mkdir(missing).then(
+        () => e,
+        (e2: unknown) => targetFileError(missing, e2) ?? e,
+      );
     const why = code === 'EEXIST' ? 'it is a file' : 'a part of its path is a file';
     throw new UsageError(`--target ${target} cannot be a directory: ${why}; give the directory dq-refdata sync fills (it is created if missing)`);
   }
