@@ -130,6 +130,25 @@ describe('dq-refdata and operator mistakes', () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ status: 'updated', downloaded: [], alreadyVerified: 2 });
     expect(readlinkSync(join(target, 'current'))).toBe('2026-11-01');
   });
+
+  it('a lock that this host cannot check (a sync of another host, or damaged): exit 75 saying when to delete it; after --lock-wait, that it waited', async () => {
+    const target = freshTarget();
+    mkdirSync(target, { recursive: true });
+    const lock = join(target, LOCK_FILE);
+    writeFileSync(lock, JSON.stringify({ pid: 4242, host: 'etl-old-7', startedAt: '2026-11-02T03:00:00.000Z' }));
+    const other = await runCli(syncArgs(target), env());
+    expect(other.code, other.stderr).toBe(75);
+    expect(other.stderr).toContain(
+      `dq-refdata: another sync (pid 4242 on etl-old-7, since 2026-11-02T03:00:00.000Z) holds ${lock}; try again later, or pass --lock-wait <seconds> to wait for it. This host cannot tell whether it still runs: if no sync runs on etl-old-7 any more (the machine went down), delete ${lock}`,
+    );
+
+    writeFileSync(lock, '{"pid": 42');
+    const damaged = await runCli([...syncArgs(target), '--lock-wait', '1'], env());
+    expect(damaged.code, damaged.stderr).toBe(75);
+    expect(damaged.stderr).toContain(
+      `dq-refdata: another sync holds ${lock}; waited 1 s: try again later, or pass a longer --lock-wait. The lock names no owner (damaged?): if no sync runs on this target, delete ${lock}`,
+    );
+  });
 });
 
 describe('dq-refdata stopped by a signal', () => {
