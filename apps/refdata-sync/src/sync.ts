@@ -227,6 +227,7 @@ async function syncArtifact(
   if (!p.ok) return; // planArtifacts only keeps valid combinations
   const source = p.value;
   const rel = `${version}/${a.product}/${a.country}/${a.artifact}`;
+  let asked = `${source}.sha512`;
   try {
     const { sha512 } = await client.fetchChecksum(source, { signal });
     if (await contentMatches(cfg.target, rel, sha512, s, signal)) {
@@ -240,6 +241,7 @@ async function syncArtifact(
       }
       return;
     }
+    asked = source;
     const r = await writingTo(join(cfg.target, rel), () =>
       client.download(source, {
         destDir: join(cfg.target, dirname(rel)),
@@ -255,8 +257,22 @@ async function syncArtifact(
   } catch (e) {
     // A bad or missing file spoils only this version's completeness; the other files still get placed.
     const code = (e as { code?: unknown }).code;
-    if (code === 'checksum-mismatch' || (e instanceof PlatformError && e.status === 404)) {
-      s.failures.push({ source, code: String(code), message: (e as Error).message, cause: e });
+    if (code === 'checksum-mismatch') {
+      s.failures.push({ source, code, message: (e as Error).message, cause: e });
+      return;
+    }
+    if (e instanceof PlatformError && e.status === 404) {
+      // version.txt came from the same host, so it is the subscription, not the base URL (the
+      // transport's advice for a 404).
+      const message = `${a.product}/${a.country}/${a.artifact} of version ${version} is not on the download server (HTTP 404 for ${asked}): check --products, --countries and --levels against what the platform offers; the version stays incomplete and current is not switched [request id ${e.requestId ?? 'none'}]`;
+      const notOnServer = new PlatformError(message, {
+        code: e.code,
+        retriable: false,
+        status: 404,
+        ...(e.requestId ? { requestId: e.requestId } : {}),
+        cause: e,
+      });
+      s.failures.push({ source, code: e.code, message, cause: notOnServer });
       return;
     }
     throw e;

@@ -149,6 +149,20 @@ describe('dq-refdata and operator mistakes', () => {
       `dq-refdata: another sync holds ${lock}; waited 1 s: try again later, or pass a longer --lock-wait. The lock names no owner (damaged?): if no sync runs on this target, delete ${lock}`,
     );
   });
+
+  it('a subscribed artifact the server does not have (a country or level not offered): exit 1 naming it and the flags to check, not the base URL', async () => {
+    const target = freshTarget();
+    const r = await runCli(
+      ['sync', '--target', target, '--products', 'post', '--countries', 'DE,LI', '--release', 'release-v3', '--platform', 'linux_x64'],
+      env(),
+    );
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(
+      /dq-refdata: post\/LI\/LI_001\.zip of version 2026-11-01 is not on the download server \(HTTP 404 for \/download\/v1\/data\/post\/LI\/release-v3\/2026-11-01\/LI_001\.zip\.sha512\): check --products, --countries and --levels against what the platform offers; the version stays incomplete and current is not switched \[request id [0-9a-f-]+\]/,
+    );
+    expect(r.stderr).not.toContain('check the base URL');
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 1, downloaded: ['2026-11-01/post/DE/DE_001.zip'] });
+  });
 });
 
 describe('dq-refdata stopped by a signal', () => {
