@@ -163,6 +163,20 @@ describe('dq-refdata and operator mistakes', () => {
     expect(r.stderr).not.toContain('check the base URL');
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 1, downloaded: ['2026-11-01/post/DE/DE_001.zip'] });
   });
+
+  it('verify after a placed file was edited by hand: exit 1 naming it and that sync fetches it again, which it does', async () => {
+    const target = freshTarget();
+    expect((await runCli(syncArgs(target), env())).code).toBe(0);
+    const edited = join(target, '2026-11-01/post/AT/AT_001.zip');
+    writeFileSync(edited, 'edited by hand');
+    const r = await runCli(['verify', '--target', target]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(
+      /dq-refdata: 2026-11-01\/post\/AT\/AT_001\.zip: size-differs \(manifest \d+ bytes, disk 14\); run dq-refdata sync: it downloads this file again and keeps the files that match\n/,
+    );
+    expect((await runCli(syncArgs(target), env())).code).toBe(0);
+    expect((await runCli(['verify', '--target', target])).code).toBe(0);
+  });
 });
 
 describe('dq-refdata stopped by a signal', () => {
