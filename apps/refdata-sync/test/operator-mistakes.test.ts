@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCK_FILE } from '../src/index.js';
-import { CLI_BIN, DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith } from './helpers.js';
+import { CLI_BIN, DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith, syncFlags } from './helpers.js';
 
 // What an operator gets wrong (another release into a target in use, a folder where `current` is
 // kept) and how a run stops when asked to (SIGINT/SIGTERM while it waits or hashes).
@@ -19,19 +19,6 @@ afterAll(() => sandbox.close());
 afterAll(removeTargets);
 
 const env = () => ({ DQ_API_KEY: DEFAULT_API_KEY, DQ_DOWNLOAD_URL: sandbox.url });
-const syncArgs = (target: string, release = 'release-v3') => [
-  'sync',
-  '--target',
-  target,
-  '--products',
-  'post',
-  '--countries',
-  'DE,AT',
-  '--release',
-  release,
-  '--platform',
-  'linux_x64',
-];
 const sha512 = (path: string) => createHash('sha512').update(readFileSync(path)).digest('hex');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -80,7 +67,7 @@ async function untilOpens(pid: number, file: string): Promise<void> {
 /** A synced target whose DE_001.zip is a 4 GiB sparse file (hashing it takes many seconds), recorded so in the manifest. */
 async function targetWithHugeFile(): Promise<{ target: string; huge: string }> {
   const target = freshTarget();
-  expect((await runCli(syncArgs(target), env())).code).toBe(0);
+  expect((await runCli(syncFlags(target), env())).code).toBe(0);
   const huge = join(target, '2026-11-01/post/DE/DE_001.zip');
   truncateSync(huge, 4 * 1024 ** 3);
   const manifestPath = join(target, 'manifest.json');
@@ -93,13 +80,13 @@ async function targetWithHugeFile(): Promise<{ target: string; huge: string }> {
 describe('dq-refdata and operator mistakes', () => {
   it('a sync with another --release into a target whose current version holds release-v3: exit 2 naming both, the files current points to untouched', async () => {
     const target = freshTarget();
-    expect((await runCli(syncArgs(target), env())).code).toBe(0);
+    expect((await runCli(syncFlags(target), env())).code).toBe(0);
     const files = ['2026-11-01/post/DE/DE_001.zip', '2026-11-01/post/AT/AT_001.zip'];
     const before = files.map((f) => sha512(join(target, f)));
     const manifestBefore = readFileSync(join(target, 'manifest.json'), 'utf8');
     const requests = downloadRequests(sandbox);
 
-    const r = await runCli(syncArgs(target, 'release-v2'), env());
+    const r = await runCli(syncFlags(target, 'release-v2'), env());
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain(
       `dq-refdata: ${target} holds version 2026-11-01 of release-v3, which current points to; syncing release-v2 into it would replace its files one by one, a mix of both releases if it stops: give release-v2 its own --target (or keep --release release-v3)`,
@@ -115,7 +102,7 @@ describe('dq-refdata and operator mistakes', () => {
     const target = freshTarget();
     mkdirSync(join(target, 'current'), { recursive: true });
     writeFileSync(join(target, 'current', 'notes.txt'), 'mine');
-    const r = await runCli(syncArgs(target), env());
+    const r = await runCli(syncFlags(target), env());
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain(
       `dq-refdata: ${join(target, 'current')} is a directory, not the symbolic link dq-refdata keeps there to point at the version in use; move it away, then sync again (the files placed are kept)`,
@@ -125,7 +112,7 @@ describe('dq-refdata and operator mistakes', () => {
 
     mkdirSync(join(target, '..', 'moved'));
     renameSync(join(target, 'current'), join(target, '..', 'moved', 'current'));
-    const again = await runCli(syncArgs(target), env());
+    const again = await runCli(syncFlags(target), env());
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ status: 'updated', downloaded: [], alreadyVerified: 2 });
     expect(readlinkSync(join(target, 'current'))).toBe('2026-11-01');
@@ -136,14 +123,14 @@ describe('dq-refdata and operator mistakes', () => {
     mkdirSync(target, { recursive: true });
     const lock = join(target, LOCK_FILE);
     writeFileSync(lock, JSON.stringify({ pid: 4242, host: 'etl-old-7', startedAt: '2026-11-02T03:00:00.000Z' }));
-    const other = await runCli(syncArgs(target), env());
+    const other = await runCli(syncFlags(target), env());
     expect(other.code, other.stderr).toBe(75);
     expect(other.stderr).toContain(
       `dq-refdata: another sync (pid 4242 on etl-old-7, since 2026-11-02T03:00:00.000Z) holds ${lock}; try again later, or pass --lock-wait <seconds> to wait for it. This host cannot tell whether it still runs: if no sync runs on etl-old-7 any more (the machine went down), delete ${lock}`,
     );
 
     writeFileSync(lock, '{"pid": 42');
-    const damaged = await runCli([...syncArgs(target), '--lock-wait', '1'], env());
+    const damaged = await runCli([...syncFlags(target), '--lock-wait', '1'], env());
     expect(damaged.code, damaged.stderr).toBe(75);
     expect(damaged.stderr).toContain(
       `dq-refdata: another sync holds ${lock}; waited 1 s: try again later, or pass a longer --lock-wait. The lock names no owner (damaged?): if no sync runs on this target, delete ${lock}`,
@@ -166,7 +153,7 @@ describe('dq-refdata and operator mistakes', () => {
 
   it('verify after a placed file was edited by hand: exit 1 naming it and that sync fetches it again, which it does', async () => {
     const target = freshTarget();
-    expect((await runCli(syncArgs(target), env())).code).toBe(0);
+    expect((await runCli(syncFlags(target), env())).code).toBe(0);
     const edited = join(target, '2026-11-01/post/AT/AT_001.zip');
     writeFileSync(edited, 'edited by hand');
     const r = await runCli(['verify', '--target', target]);
@@ -174,7 +161,7 @@ describe('dq-refdata and operator mistakes', () => {
     expect(r.stderr).toMatch(
       /dq-refdata: 2026-11-01\/post\/AT\/AT_001\.zip: size-differs \(manifest \d+ bytes, disk 14\); run dq-refdata sync: it downloads this file again and keeps the files that match\n/,
     );
-    expect((await runCli(syncArgs(target), env())).code).toBe(0);
+    expect((await runCli(syncFlags(target), env())).code).toBe(0);
     expect((await runCli(['verify', '--target', target])).code).toBe(0);
   });
 });
@@ -186,7 +173,7 @@ describe('dq-refdata stopped by a signal', () => {
     // A live owner: this test process.
     writeFileSync(join(target, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), startedAt: new Date().toISOString() }));
     const requests = downloadRequests(sandbox);
-    const run = startCli([...syncArgs(target), '--lock-wait', '60']);
+    const run = startCli([...syncFlags(target), '--lock-wait', '60']);
     await sleep(2000); // started and waiting for the lock
     run.kill('SIGTERM');
     const r = await run.done;
@@ -210,7 +197,7 @@ describe('dq-refdata stopped by a signal', () => {
 
   it('SIGTERM while sync hashes a placed file: exit 75 at once saying the sync was interrupted', async () => {
     const { target, huge } = await targetWithHugeFile();
-    const run = startCli(syncArgs(target));
+    const run = startCli(syncFlags(target));
     await untilOpens(run.child.pid ?? 0, huge);
     run.kill('SIGTERM');
     const r = await run.done;

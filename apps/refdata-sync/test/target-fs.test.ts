@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from '
 import { dirname, join } from 'node:path';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith } from './helpers.js';
+import { DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith, syncFlags } from './helpers.js';
 
 // A target on a file system that fills up or turns read-only, and a target that is a file: each
 // run says which file it could not write and what to do, never only "ENOSPC: ..., write".
@@ -19,21 +19,7 @@ beforeAll(async () => {
 afterAll(() => sandbox.close());
 afterAll(removeTargets);
 
-const flags = (target: string) => [
-  'sync',
-  '--download-url',
-  sandbox.url,
-  '--target',
-  target,
-  '--products',
-  'post',
-  '--countries',
-  'DE,AT',
-  '--release',
-  'release-v3',
-  '--platform',
-  'linux_x64',
-];
+const flags = (target: string) => [...syncFlags(target), '--download-url', sandbox.url];
 
 /** Mounting a small tmpfs needs root; elsewhere the file-system tests are skipped. */
 const root = process.getuid?.() === 0;
