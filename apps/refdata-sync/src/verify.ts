@@ -77,7 +77,15 @@ export async function verifyTarget(target: string, signal?: AbortSignal): Promis
     if (digest === undefined) out.problems.push({ path: f.path, problem: 'missing', detail: 'listed in the manifest but gone from disk while verifying' });
     else if (digest !== f.sha512) out.problems.push({ path: f.path, problem: 'digest-differs', detail: `manifest ${f.sha512}, disk ${digest}` });
   }
-  if (manifest.current !== null && out.current !== manifest.current) {
+  if (manifest.current === null && out.current === undefined) {
+    // A sync that never completed a version (a file missing on the server, a full disk) leaves
+    // files to check but nothing to use: passing would tell a health check the data is ready.
+    out.problems.push({
+      path: 'current',
+      problem: 'current-pointer',
+      detail: `missing: no version of this target is complete yet, so it holds nothing to use; run dq-refdata sync until it completes one (files whose content matches the server's checksums are kept, not downloaded again)`,
+    });
+  } else if (manifest.current !== null && out.current !== manifest.current) {
     out.problems.push({ path: 'current', problem: 'current-pointer', detail: `points to ${out.current ?? 'nothing'}, manifest says ${manifest.current}` });
   } else if (out.current !== undefined && manifest.versions[out.current]?.completedAt == null) {
     // A version the manifest does not list (or lists as unfinished) has nothing to check its files against.

@@ -137,7 +137,7 @@ describe('dq-refdata and operator mistakes', () => {
     );
   });
 
-  it('a subscribed artifact the server does not have (a country or level not offered): exit 1 naming it and the flags to check, not the base URL', async () => {
+  it('a subscribed artifact the server does not have (a country or level not offered): exit 1 naming it and the flags to check, not the base URL; verify of that target, with no version complete yet, fails too', async () => {
     const target = freshTarget();
     const r = await runCli(
       ['sync', '--target', target, '--products', 'post', '--countries', 'DE,LI', '--release', 'release-v3', '--platform', 'linux_x64'],
@@ -149,6 +149,14 @@ describe('dq-refdata and operator mistakes', () => {
     );
     expect(r.stderr).not.toContain('check the base URL');
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 1, downloaded: ['2026-11-01/post/DE/DE_001.zip'] });
+
+    // Nothing in the target is usable yet: verify must not pass it.
+    const v = await runCli(['verify', '--target', target]);
+    expect(v.code, v.stdout).toBe(1);
+    expect(JSON.parse(v.stdout)).toMatchObject({ ok: false, problems: [{ path: 'current', problem: 'current-pointer' }] });
+    expect(v.stderr).toContain(
+      'dq-refdata: current: current-pointer (missing: no version of this target is complete yet, so it holds nothing to use; run dq-refdata sync until it completes one',
+    );
   });
 
   it('verify after a placed file was edited by hand: exit 1 naming it and that sync fetches it again, which it does', async () => {
