@@ -6,7 +6,7 @@
  */
 import { mkdir, readlink, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
-import { PlatformError, createSilentLogger } from '@dq/core';
+import { DqError, PlatformError, createSilentLogger } from '@dq/core';
 import { DownloadClient } from '@dq/core/download';
 import { dataPath, softwarePath, validateDataPath } from '@dq/core/schemas';
 import type { Logger } from '@dq/core';
@@ -259,6 +259,12 @@ async function syncArtifact(
     const code = (e as { code?: unknown }).code;
     if (code === 'checksum-mismatch') {
       s.failures.push({ source, code, message: (e as Error).message, cause: e });
+      return;
+    }
+    if (code === 'checksum-file-invalid') {
+      // Like a mismatch, a fault of this one file on the server (or of a proxy's page in its place).
+      const message = `${(e as Error).message}; the file was not placed: sync again later, and report it if it persists`;
+      s.failures.push({ source, code, message, cause: new DqError(message, { code, retriable: false, cause: e }) });
       return;
     }
     if (e instanceof PlatformError && e.status === 404) {

@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -157,6 +159,60 @@ describe('dq-refdata and operator mistakes', () => {
     expect(v.stderr).toContain(
       'dq-refdata: current: current-pointer (missing: no version of this target is complete yet, so it holds nothing to use; run dq-refdata sync until it completes one',
     );
+  });
+
+  it('a .sha512 that is no checksum (an error page of a proxy): that file fails naming what to do, the other files are still placed', async () => {
+    // The sandbox behind a proxy that answers one checksum request with an HTML page.
+    const proxy = createServer((req, res) => {
+      if (req.url?.endsWith('/AT_001.zip.sha512')) {
+        res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Service temporarily unavailable</body></html>\n');
+        return;
+      }
+      const headers: Record<string, string> = {};
+      if (req.headers.authorization) headers['authorization'] = req.headers.authorization;
+      if (req.headers.range) headers['range'] = req.headers.range;
+      void fetch(`${sandbox.url}${req.url ?? '/'}`, { headers }).then(async (up) => {
+        const out: Record<string, string> = {};
+        up.headers.forEach((v, k) => {
+          if (k !== 'content-encoding' && k !== 'transfer-encoding') out[k] = v;
+        });
+        res.writeHead(up.status, out).end(Buffer.from(await up.arrayBuffer()));
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const target = freshTarget();
+      const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const args = [
+        'sync',
+        '--download-url',
+        url,
+        '--target',
+        target,
+        '--products',
+        'post',
+        '--countries',
+        'AT,DE',
+        '--release',
+        'release-v3',
+        '--platform',
+        'linux_x64',
+      ];
+      const r = await runCli(args, env());
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toContain(
+        'dq-refdata: /download/v1/data/post/AT/release-v3/2026-11-01/AT_001.zip.sha512 does not start with a 128-digit hex SHA-512; cannot verify AT_001.zip; the file was not placed: sync again later, and report it if it persists',
+      );
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        status: 'failed',
+        exitCode: 1,
+        code: 'checksum-file-invalid',
+        downloaded: ['2026-11-01/post/DE/DE_001.zip'],
+      });
+      expect(readdirSync(target)).not.toContain('current');
+    } finally {
+      proxy.close();
+    }
   });
 
   it('verify after a placed file was edited by hand: exit 1 naming it and that sync fetches it again, which it does', async () => {
