@@ -215,6 +215,32 @@ describe('dq-refdata and operator mistakes', () => {
     }
   });
 
+  it('a hand-edited manifest.json naming a version or file outside the target: refused naming the entry, nothing outside removed', async () => {
+    const target = freshTarget();
+    expect((await runCli(syncFlags(target), env())).code).toBe(0);
+    const beside = join(target, '..', 'beside.txt');
+    writeFileSync(beside, 'not dq-refdata data');
+    const manifestPath = join(target, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { current: string; versions: Record<string, { completedAt: string | null }> };
+    const v = manifest.versions['2026-11-01'];
+    // Sorted before every real version, so --keep 1 would remove it first: join(target, '..').
+    manifest.versions['..'] = { ...structuredClone(v), completedAt: '2026-10-02T00:00:00.000Z' } as never;
+    writeFileSync(manifestPath, JSON.stringify(manifest));
+    const r = await runCli([...syncFlags(target), '--keep', '1'], env());
+    expect(readFileSync(beside, 'utf8')).toBe('not dq-refdata data');
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toContain(
+      `dq-refdata: ${manifestPath} is not a dq-refdata manifest (versions: ".." is no version (yyyy-mm-01)); move it away to start afresh`,
+    );
+
+    delete manifest.versions['..'];
+    (v as unknown as { files: Array<{ path: string }> }).files[0]!.path = '../beside.txt';
+    writeFileSync(manifestPath, JSON.stringify(manifest));
+    const check = await runCli(['verify', '--target', target]);
+    expect(check.code, check.stderr).toBe(1);
+    expect(check.stderr).toContain(`is not a dq-refdata manifest (versions.2026-11-01: path "../beside.txt" leads outside the target)`);
+  });
+
   it('verify after a placed file was edited by hand: exit 1 naming it and that sync fetches it again, which it does', async () => {
     const target = freshTarget();
     expect((await runCli(syncFlags(target), env())).code).toBe(0);
