@@ -3,7 +3,9 @@
  * `dq-refdata status` (what the target holds, without reading file contents).
  */
 import { readFile, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { processAlive } from '@dq/core/lock';
 import { readCurrent } from './current-pointer.js';
 import { InterruptedError, UsageError } from './errors.js';
 import { sha512OfFile, sizeOf } from './fs-sync.js';
@@ -106,7 +108,7 @@ export interface StatusSummary {
   current: string | undefined;
   versions: Array<{ version: string; release: string; complete: boolean; completedAt: string | null; files: number; bytes: number; installer: string | null }>;
   software: Array<{ path: string; size: number; fetchedAt: string }>;
-  /** pid of the sync holding the lock, if any. */
+  /** pid of the sync holding the lock, if any (a lock left by a process of this host that is gone is none). */
   lockedBy: number | undefined;
 }
 
@@ -116,7 +118,9 @@ export async function targetStatus(target: string): Promise<StatusSummary> {
   const manifest = await readManifest(target);
   let lockedBy: number | undefined;
   try {
-    lockedBy = (JSON.parse(await readFile(join(target, LOCK_FILE), 'utf8')) as { pid?: number }).pid;
+    const owner = JSON.parse(await readFile(join(target, LOCK_FILE), 'utf8')) as { pid?: number; host?: string };
+    // The lock of a process of this host that is gone (killed) names no running sync; the next sync takes it over.
+    lockedBy = typeof owner.pid === 'number' && (owner.host !== hostname() || processAlive(owner.pid)) ? owner.pid : undefined;
   } catch {
     lockedBy = undefined;
   }

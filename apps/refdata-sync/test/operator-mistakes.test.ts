@@ -241,6 +241,22 @@ describe('dq-refdata and operator mistakes', () => {
     expect(check.stderr).toContain(`is not a dq-refdata manifest (versions.2026-11-01: path "../beside.txt" leads outside the target)`);
   });
 
+  it('status after a sync was killed (kill -9): the lock it left names no running sync, so status does not report the target as locked', async () => {
+    const target = freshTarget();
+    expect((await runCli(syncFlags(target), env())).code).toBe(0);
+    const dead = spawn(process.execPath, ['-e', '']);
+    await new Promise((r) => dead.once('close', r));
+    writeFileSync(join(target, LOCK_FILE), JSON.stringify({ pid: dead.pid, host: hostname(), startedAt: new Date().toISOString() }));
+    const r = await runCli(['status', '--target', target]);
+    expect(r.code, r.stderr).toBe(0);
+    const status = JSON.parse(r.stdout) as { current: string; lockedBy?: number };
+    expect(status.current).toBe('2026-11-01');
+    expect(status.lockedBy).toBeUndefined();
+
+    writeFileSync(join(target, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), startedAt: new Date().toISOString() }));
+    expect(JSON.parse((await runCli(['status', '--target', target])).stdout)).toMatchObject({ lockedBy: process.pid });
+  });
+
   it('verify after a placed file was edited by hand: exit 1 naming it and that sync fetches it again, which it does', async () => {
     const target = freshTarget();
     expect((await runCli(syncFlags(target), env())).code).toBe(0);
