@@ -177,6 +177,12 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
       if (v.completedAt === null || s.downloaded.some((p) => p.startsWith(`${version}/`))) v.completedAt = now();
       if (manifest.current !== version || s.previous !== version) {
         await writingTo(join(target, 'current'), () => switchCurrent(target, version));
+        // Not after a crash between the switch and the manifest's write: current is right then.
+        if (manifest.current !== null && s.previous !== undefined && s.previous !== manifest.current && s.previous !== version) {
+          s.warnings.push(
+            `current pointed to ${s.previous}, not to ${manifest.current} where the last sync left it (changed by hand?); it points to ${version} again: to keep another version in use, stop the scheduled sync of this target`,
+          );
+        }
         manifest.current = version;
       }
       s.removedVersions = await pruneVersions(target, manifest, cfg.keep);

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Sandbox } from '@dq/sandbox';
@@ -255,6 +255,19 @@ describe('dq-refdata and operator mistakes', () => {
 
     writeFileSync(join(target, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), startedAt: new Date().toISOString() }));
     expect(JSON.parse((await runCli(['status', '--target', target])).stdout)).toMatchObject({ lockedBy: process.pid });
+  });
+
+  it('current pointed elsewhere by hand (a rollback): the sync that points it back says so in a warning, not silently', async () => {
+    const target = freshTarget();
+    expect((await runCli(syncFlags(target), env())).code).toBe(0);
+    rmSync(join(target, 'current'));
+    symlinkSync('2026-10-01', join(target, 'current'));
+    const r = await runCli(syncFlags(target), env());
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(
+      'dq-refdata: warning: current pointed to 2026-10-01, not to 2026-11-01 where the last sync left it (changed by hand?); it points to 2026-11-01 again: to keep another version in use, stop the scheduled sync of this target',
+    );
+    expect(readlinkSync(join(target, 'current'))).toBe('2026-11-01');
   });
 
   it('verify after a placed file was edited by hand: exit 1 naming it and that sync fetches it again, which it does', async () => {
