@@ -10,7 +10,7 @@ import { readConfigFile, resolveSyncConfig } from './config.js';
 import { UsageError } from './errors.js';
 import { describePhone, parseDuration } from './phone-describe.js';
 import { runSync } from './sync.js';
-import { targetStatus, verifyTarget } from './verify.js';
+import { targetStatus, verifyTarget, type VerifySummary } from './verify.js';
 
 export const USAGE = `Usage:
   dq-refdata sync --config refdata.json
@@ -79,9 +79,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       case 'sync':
         return await sync(values, apiKey, io, logger);
       case 'verify': {
-        const s = await verifyTarget(requireTarget(values.target));
+        const s = await verifyTarget(requireTarget(values.target), io.signal);
         io.stdout(JSON.stringify(s));
-        for (const p of s.problems) io.stderr(`dq-refdata: ${p.path}: ${p.problem} (${p.detail})`);
+        for (const p of s.problems) io.stderr(`dq-refdata: ${p.path}: ${p.problem} (${p.detail})${repair(p, s.current)}`);
         return s.ok ? ExitCode.OK : ExitCode.UNEXPECTED;
       }
       case 'status':
@@ -103,6 +103,18 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 }
 
 type Values = Partial<Record<keyof typeof OPTIONS, string | boolean>>;
+
+/**
+ * What to do about a file verify found missing or different: sync fetches again the files of the
+ * version `current` points to and the software packages, not those of older versions it keeps.
+ */
+function repair(p: VerifySummary['problems'][number], current: string | undefined): string {
+  if (p.problem !== 'missing' && p.problem !== 'size-differs' && p.problem !== 'digest-differs') return '';
+  if ((current !== undefined && p.path.startsWith(`${current}/`)) || p.path.startsWith('software/')) {
+    return '; run dq-refdata sync: it downloads this file again and keeps the files that match';
+  }
+  return '; it belongs to an older version, which sync does not fetch again: it is removed once --keep newer versions are complete';
+}
 
 function requireTarget(target: string | boolean | undefined): string {
   if (typeof target !== 'string' || target === '') throw new UsageError('--target DIR is required');

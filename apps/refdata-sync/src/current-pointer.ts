@@ -3,8 +3,9 @@
  * renaming a new symlink over it, so a reader sees either the old or the new version, never none.
  */
 import { randomBytes } from 'node:crypto';
-import { readlink, rename, rm, symlink } from 'node:fs/promises';
+import { lstat, readlink, rename, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { UsageError } from './errors.js';
 import { syncDir } from './fs-sync.js';
 
 /** Name of the pointer inside the target directory. */
@@ -19,12 +20,23 @@ export async function readCurrent(target: string): Promise<string | undefined> {
   }
 }
 
-/** Points `current` at `<target>/<version>` atomically (relative link, so the target can move). */
+/**
+ * Points `current` at `<target>/<version>` atomically (relative link, so the target can move). A
+ * directory or file a person put where the link belongs is a usage error: it is neither replaced
+ * nor merged into.
+ */
 export async function switchCurrent(target: string, version: string): Promise<void> {
+  const link = join(target, CURRENT_LINK);
+  const st = await lstat(link).catch(() => undefined);
+  if (st !== undefined && !st.isSymbolicLink()) {
+    throw new UsageError(
+      `${link} is ${st.isDirectory() ? 'a directory' : 'a file'}, not the symbolic link dq-refdata keeps there to point at the version in use; move it away, then sync again (the files placed are kept)`,
+    );
+  }
   const tmp = join(target, `.${CURRENT_LINK}.${randomBytes(4).toString('hex')}`);
   await symlink(version, tmp, 'dir');
   try {
-    await rename(tmp, join(target, CURRENT_LINK));
+    await rename(tmp, link);
   } catch (e) {
     await rm(tmp, { force: true });
     throw e;

@@ -3,9 +3,11 @@
  * a process that is gone is taken over). A live owner makes the caller wait up to its limit, then
  * fail with {@link LockHeldError}.
  */
+import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { acquireFileLock, FileLockHeldError } from '@dq/core/lock';
-import { LockHeldError } from './errors.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { acquireFileLock, FileLockHeldError, type FileLockOwner } from '@dq/core/lock';
+import { InterruptedError, LockHeldError } from './errors.js';
 
 /** Name of the lock file inside the target directory. */
 export const LOCK_FILE = '.dq-refdata.lock';
@@ -17,19 +19,50 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
+/** How often a waiting sync looks at the lock again. */
+const POLL_MS = 250;
+
 /**
  * Takes the lock of `dir`, waiting up to `waitSeconds` (0: do not wait) for a live owner. Throws
- * {@link LockHeldError} naming the owner's pid when the wait runs out.
+ * {@link LockHeldError} naming the owner's pid when the wait runs out, and an
+ * {@link InterruptedError} as soon as `signal` is aborted during the wait (a SIGTERM is not held
+ * back until the limit).
  */
-export async function acquireLock(dir: string, waitSeconds: number): Promise<HeldLock> {
+export async function acquireLock(dir: string, waitSeconds: number, signal?: AbortSignal): Promise<HeldLock> {
   const path = join(dir, LOCK_FILE);
-  try {
-    const held = await acquireFileLock(path, { waitMs: waitSeconds * 1000 });
-    return { tookOver: held.tookOver, release: () => held.release() };
-  } catch (e) {
-    if (!(e instanceof FileLockHeldError)) throw e;
-    const { owner } = e;
-    const who = owner === undefined ? 'another sync' : `another sync (pid ${owner.pid} on ${owner.host}, since ${owner.startedAt})`;
-    throw new LockHeldError(`${who} holds ${path}; try again later, or pass --lock-wait <seconds> to wait for it`);
+  const deadline = Date.now() + waitSeconds * 1000;
+  for (;;) {
+    try {
+      const held = await acquireFileLock(path);
+      return { tookOver: held.tookOver, release: () => held.release() };
+    } catch (e) {
+      if (!(e instanceof FileLockHeldError)) throw e;
+      if (Date.now() >= deadline) throw heldError(path, e.owner, waitSeconds);
+    }
+    try {
+      await delay(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, signal ? { signal } : {});
+    } catch (e) {
+      throw new InterruptedError('while waiting for the lock of another sync', e);
+    }
   }
+}
+
+/**
+ * The lock is held after the wait: who holds it, and — when this host cannot tell whether that
+ * sync still runs (another host's, or a lock naming no owner), so it is never taken over — when to
+ * delete it by hand.
+ */
+function heldError(path: string, owner: FileLockOwner | undefined, waitSeconds: number): LockHeldError {
+  const who = owner === undefined ? 'another sync' : `another sync (pid ${owner.pid} on ${owner.host}, since ${owner.startedAt})`;
+  const then =
+    waitSeconds > 0
+      ? `waited ${waitSeconds} s: try again later, or pass a longer --lock-wait`
+      : 'try again later, or pass --lock-wait <seconds> to wait for it';
+  const stale =
+    owner === undefined
+      ? `. The lock names no owner (damaged?): if no sync runs on this target, delete ${path}`
+      : owner.host !== hostname()
+        ? `. This host cannot tell whether it still runs: if no sync runs on ${owner.host} any more (the machine went down), delete ${path}`
+        : '';
+  return new LockHeldError(`${who} holds ${path}; ${then}${stale}`);
 }

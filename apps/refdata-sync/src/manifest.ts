@@ -5,9 +5,12 @@
  * loses nothing it verified.
  */
 import { open, readFile, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { z } from 'zod';
 import { writingTo } from './target-fs.js';
+
+/** A version directory's name, as version.txt announces it. */
+const VERSION = /^\d{4}-(0[1-9]|1[0-2])-01$/;
 
 /** Name of the manifest inside the target directory. */
 export const MANIFEST_FILE = 'manifest.json';
@@ -37,14 +40,31 @@ const versionEntry = z.object({
 });
 export type ManifestVersion = z.infer<typeof versionEntry>;
 
-const manifestSchema = z.object({
-  schema: z.literal(1),
-  /** The version `current` points to, or null before the first complete sync. */
-  current: z.string().nullable(),
-  versions: z.record(z.string(), versionEntry),
-  /** Software packages, not tied to a data version. */
-  software: z.array(fileEntry),
-});
+/** A target-relative path that stays inside the target: no absolute path, no `..` segment. */
+const insideTarget = (path: string): boolean => path !== '' && !isAbsolute(path) && !path.split(/[/\\]/).includes('..');
+
+const manifestSchema = z
+  .object({
+    schema: z.literal(1),
+    /** The version `current` points to, or null before the first complete sync. */
+    current: z.string().nullable(),
+    versions: z.record(z.string(), versionEntry),
+    /** Software packages, not tied to a data version. */
+    software: z.array(fileEntry),
+  })
+  .superRefine((m, ctx) => {
+    // Version keys and paths name what sync replaces and --keep removes: a hand-edited one must
+    // never point outside the target.
+    for (const [version, v] of Object.entries(m.versions)) {
+      if (!VERSION.test(version)) ctx.addIssue({ code: 'custom', message: `versions: ${JSON.stringify(version)} is no version (yyyy-mm-01)` });
+      for (const f of [...v.files, ...(v.installer ? [v.installer] : [])]) {
+        if (!insideTarget(f.path)) ctx.addIssue({ code: 'custom', message: `versions.${version}: path ${JSON.stringify(f.path)} leads outside the target` });
+      }
+    }
+    for (const f of m.software) {
+      if (!insideTarget(f.path)) ctx.addIssue({ code: 'custom', message: `software: path ${JSON.stringify(f.path)} leads outside the target` });
+    }
+  });
 export type Manifest = z.infer<typeof manifestSchema>;
 
 /** An empty manifest. */

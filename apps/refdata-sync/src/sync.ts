@@ -4,9 +4,9 @@
  * already on disk is hashed and fetched again only when its content no longer matches the
  * server's checksum, cut downloads resume, and `current` switches only when the version is complete.
  */
-import { mkdir, rm } from 'node:fs/promises';
-import { dirname, join, relative } from 'node:path';
-import { PlatformError, createSilentLogger } from '@dq/core';
+import { mkdir, readlink, rm, stat } from 'node:fs/promises';
+import { dirname, join, relative, resolve } from 'node:path';
+import { DqError, PlatformError, createSilentLogger } from '@dq/core';
 import { DownloadClient } from '@dq/core/download';
 import { dataPath, softwarePath, validateDataPath } from '@dq/core/schemas';
 import type { Logger } from '@dq/core';
@@ -17,7 +17,7 @@ import { sha512OfFile, sizeOf } from './fs-sync.js';
 import { UsageError } from './errors.js';
 import { acquireLock, LOCK_FILE } from './lock.js';
 import { readManifest, upsertFile, writeManifest, type Manifest, type ManifestFile, type ManifestVersion } from './manifest.js';
-import { interrupted, writingTo } from './target-fs.js';
+import { interrupted, targetFileError, writingTo } from './target-fs.js';
 
 /** A data artifact of the subscription. */
 interface PlannedArtifact {
@@ -94,9 +94,9 @@ export function printableName(name: string): string {
  * trusted for this: the file is hashed now, so a file altered or damaged on disk (even at the same
  * size) is found and fetched again, with a warning. False when there is no checksum or no file.
  */
-async function contentMatches(target: string, rel: string, sha512: string | undefined, s: State): Promise<boolean> {
+async function contentMatches(target: string, rel: string, sha512: string | undefined, s: State, signal?: AbortSignal): Promise<boolean> {
   if (sha512 === undefined) return false;
-  const onDisk = await sha512OfFile(join(target, rel));
+  const onDisk = await sha512OfFile(join(target, rel), signal);
   if (onDisk === undefined) return false;
   if (onDisk === sha512) return true;
   s.warnings.push(
@@ -139,9 +139,10 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
   let lock;
   try {
     await makeTarget(target);
-    lock = await writingTo(join(target, LOCK_FILE), () => acquireLock(target, cfg.lockWaitSeconds));
+    lock = await writingTo(join(target, LOCK_FILE), () => acquireLock(target, cfg.lockWaitSeconds, signal));
   } catch (e) {
-    return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: e };
+    const stopped = signal?.aborted && (e as { code?: unknown }).code === 'interrupted';
+    return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: stopped ? interrupted(signal, e) : e };
   }
   if (lock.tookOver) s.warnings.push('took over the lock of a sync that is no longer running');
   const client = new DownloadClient({ downloadUrl: cfg.downloadUrl, apiKey: cfg.apiKey, timeoutMs: cfg.timeoutMs, logger });
@@ -151,6 +152,15 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
     const { version } = await client.fetchVersion({ signal });
     s.version = version;
     let v = manifest.versions[version];
+    if (v !== undefined && v.release !== cfg.release && (v.completedAt !== null || manifest.current === version)) {
+      // Version directories are named by version alone: another release would replace these files
+      // in place, one by one, and a sync that stops leaves a mix of both releases (under
+      // `current`, when it points here). See "What a sync does" in the README.
+      const inUse = manifest.current === version ? ', which current points to' : ' (complete)';
+      throw new UsageError(
+        `${target} holds version ${version} of ${v.release}${inUse}; syncing ${cfg.release} into it would replace its files one by one, a mix of both releases if it stops: give ${cfg.release} its own --target (or keep --release ${v.release})`,
+      );
+    }
     if (v === undefined || v.release !== cfg.release) {
       v = { release: cfg.release, completedAt: null, versionFetchedAt: now(), installer: null, files: [] };
       manifest.versions[version] = v;
@@ -167,6 +177,12 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
       if (v.completedAt === null || s.downloaded.some((p) => p.startsWith(`${version}/`))) v.completedAt = now();
       if (manifest.current !== version || s.previous !== version) {
         await writingTo(join(target, 'current'), () => switchCurrent(target, version));
+        // Not after a crash between the switch and the manifest's write: current is right then.
+        if (manifest.current !== null && s.previous !== undefined && s.previous !== manifest.current && s.previous !== version) {
+          s.warnings.push(
+            `current pointed to ${s.previous}, not to ${manifest.current} where the last sync left it (changed by hand?); it points to ${version} again: to keep another version in use, stop the scheduled sync of this target`,
+          );
+        }
         manifest.current = version;
       }
       s.removedVersions = await pruneVersions(target, manifest, cfg.keep);
@@ -217,9 +233,10 @@ async function syncArtifact(
   if (!p.ok) return; // planArtifacts only keeps valid combinations
   const source = p.value;
   const rel = `${version}/${a.product}/${a.country}/${a.artifact}`;
+  let asked = `${source}.sha512`;
   try {
     const { sha512 } = await client.fetchChecksum(source, { signal });
-    if (await contentMatches(cfg.target, rel, sha512, s)) {
+    if (await contentMatches(cfg.target, rel, sha512, s, signal)) {
       s.alreadyVerified++;
       const known = v.files.find((f) => f.path === rel);
       if (known === undefined || known.sha512 !== sha512 || !known.verified) {
@@ -230,6 +247,7 @@ async function syncArtifact(
       }
       return;
     }
+    asked = source;
     const r = await writingTo(join(cfg.target, rel), () =>
       client.download(source, {
         destDir: join(cfg.target, dirname(rel)),
@@ -245,8 +263,28 @@ async function syncArtifact(
   } catch (e) {
     // A bad or missing file spoils only this version's completeness; the other files still get placed.
     const code = (e as { code?: unknown }).code;
-    if (code === 'checksum-mismatch' || (e instanceof PlatformError && e.status === 404)) {
-      s.failures.push({ source, code: String(code), message: (e as Error).message, cause: e });
+    if (code === 'checksum-mismatch') {
+      s.failures.push({ source, code, message: (e as Error).message, cause: e });
+      return;
+    }
+    if (code === 'checksum-file-invalid') {
+      // Like a mismatch, a fault of this one file on the server (or of a proxy's page in its place).
+      const message = `${(e as Error).message}; the file was not placed: sync again later, and report it if it persists`;
+      s.failures.push({ source, code, message, cause: new DqError(message, { code, retriable: false, cause: e }) });
+      return;
+    }
+    if (e instanceof PlatformError && e.status === 404) {
+      // version.txt came from the same host, so it is the subscription, not the base URL (the
+      // transport's advice for a 404).
+      const message = `${a.product}/${a.country}/${a.artifact} of version ${version} is not on the download server (HTTP 404 for ${asked}): check --products, --countries and --levels against what the platform offers; the version stays incomplete and current is not switched [request id ${e.requestId ?? 'none'}]`;
+      const notOnServer = new PlatformError(message, {
+        code: e.code,
+        retriable: false,
+        status: 404,
+        ...(e.requestId ? { requestId: e.requestId } : {}),
+        cause: e,
+      });
+      s.failures.push({ source, code: e.code, message, cause: notOnServer });
       return;
     }
     throw e;
@@ -266,7 +304,7 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
     },
   );
   const known = manifest.software.find((f) => f.source === source);
-  if (known !== undefined && known.sha512 === sha512 && (await contentMatches(cfg.target, known.path, sha512, s))) {
+  if (known !== undefined && known.sha512 === sha512 && (await contentMatches(cfg.target, known.path, sha512, s, signal))) {
     s.alreadyVerified++;
     return;
   }
@@ -283,13 +321,32 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
   await writeManifest(cfg.target, manifest);
 }
 
-/** Creates the target directory; a target that is a file, or lies under one, is a usage error. */
+/**
+ * Creates the target directory; a target that is a file, or lies under one, or a symbolic link to
+ * nothing is a usage error.
+ */
 async function makeTarget(target: string): Promise<void> {
   try {
     await writingTo(target, () => mkdir(target, { recursive: true }));
   } catch (e) {
     const code = (e as { code?: unknown }).code;
-    if (code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
+    if (code !== 'ENOENT' && code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
+    // A recursive mkdir says ENOENT (or ENOTDIR) both for a symbolic link to something missing (a
+    // file system not mounted) and for a folder it may not create (read-only): look at the first
+    // missing folder of the path, and make it alone for the real error.
+    let missing = resolve(target);
+    while (dirname(missing) !== missing && (await stat(dirname(missing)).catch(() => undefined)) === undefined) missing = dirname(missing);
+    const link = await readlink(missing).catch(() => undefined);
+    if (link !== undefined) {
+      throw new UsageError(
+        `--target ${target}: ${missing} is a symbolic link to ${link}, which does not exist (a file system not mounted?); mount or create it, or give another --target`,
+      );
+    }
+    if (code === 'ENOENT')
+      throw await mkdir(missing).then(
+        () => e,
+        (e2: unknown) => targetFileError(missing, e2) ?? e,
+      );
     const why = code === 'EEXIST' ? 'it is a file' : 'a part of its path is a file';
     throw new UsageError(`--target ${target} cannot be a directory: ${why}; give the directory dq-refdata sync fills (it is created if missing)`);
   }

@@ -53,11 +53,16 @@ export async function writingTo<T>(path: string, step: () => Promise<T>): Promis
  * resumes (a part stays beside its file, verified files are kept).
  */
 export function interrupted(signal: AbortSignal, error: unknown): InterruptedError {
+  return new InterruptedError(
+    `sync interrupted ${stoppedBy(signal, error)}; run dq-refdata sync again: verified files are kept and a download cut short resumes from its part`,
+    error,
+  );
+}
+
+/** `(received SIGTERM) while hashing <file>`: why `signal` stopped a command and, when `error` says, where. */
+export function stoppedBy(signal: AbortSignal, error: unknown): string {
   const reason: unknown = signal.reason;
   const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
   const where = error instanceof InterruptedError ? ` ${error.message}` : '';
-  return new InterruptedError(
-    `sync interrupted (${why})${where}; run dq-refdata sync again: verified files are kept and a download cut short resumes from its part`,
-    error,
-  );
+  return `(${why})${where}`;
 }

@@ -3,12 +3,15 @@
  * `dq-refdata status` (what the target holds, without reading file contents).
  */
 import { readFile, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { processAlive } from '@dq/core/lock';
 import { readCurrent } from './current-pointer.js';
-import { UsageError } from './errors.js';
+import { InterruptedError, UsageError } from './errors.js';
 import { sha512OfFile, sizeOf } from './fs-sync.js';
 import { LOCK_FILE } from './lock.js';
 import { MANIFEST_FILE, readManifest, type ManifestFile } from './manifest.js';
+import { stoppedBy } from './target-fs.js';
 
 /** Outcome of {@link verifyTarget}; `ok` is false when the manifest is missing or any file is missing or differs. */
 export interface VerifySummary {
@@ -37,9 +40,10 @@ async function requireTargetDir(target: string, consequence: string): Promise<vo
 /**
  * Re-hashes every file in the manifest (all versions, installers, software) and checks `current`.
  * A target that is not a directory is a usage error (exit 2); a target without a manifest fails
- * verification: nothing says what its files should hold.
+ * verification: nothing says what its files should hold. An abort of `signal` stops it at once
+ * with an {@link InterruptedError} (exit 75).
  */
-export async function verifyTarget(target: string): Promise<VerifySummary> {
+export async function verifyTarget(target: string, signal?: AbortSignal): Promise<VerifySummary> {
   await requireTargetDir(target, 'nothing to verify');
   if ((await sizeOf(join(target, MANIFEST_FILE))) === undefined) {
     const detail = `no ${MANIFEST_FILE} in ${target}, so nothing says what its files should hold; run dq-refdata sync on it (files on disk that match the server's checksums are kept, not downloaded again)`;
@@ -66,13 +70,24 @@ export async function verifyTarget(target: string): Promise<VerifySummary> {
       out.problems.push({ path: f.path, problem: 'size-differs', detail: `manifest ${f.size} bytes, disk ${size}` });
       continue;
     }
-    const digest = await sha512OfFile(abs);
+    const digest = await sha512OfFile(abs, signal).catch((e: unknown) => {
+      if (signal?.aborted) throw new InterruptedError(`verify interrupted ${stoppedBy(signal, e)}; nothing was changed: run dq-refdata verify again`, e);
+      throw e;
+    });
     out.checked++;
     out.bytes += size;
     if (digest === undefined) out.problems.push({ path: f.path, problem: 'missing', detail: 'listed in the manifest but gone from disk while verifying' });
     else if (digest !== f.sha512) out.problems.push({ path: f.path, problem: 'digest-differs', detail: `manifest ${f.sha512}, disk ${digest}` });
   }
-  if (manifest.current !== null && out.current !== manifest.current) {
+  if (manifest.current === null && out.current === undefined) {
+    // A sync that never completed a version (a file missing on the server, a full disk) leaves
+    // files to check but nothing to use: passing would tell a health check the data is ready.
+    out.problems.push({
+      path: 'current',
+      problem: 'current-pointer',
+      detail: `missing: no version of this target is complete yet, so it holds nothing to use; run dq-refdata sync until it completes one (files whose content matches the server's checksums are kept, not downloaded again)`,
+    });
+  } else if (manifest.current !== null && out.current !== manifest.current) {
     out.problems.push({ path: 'current', problem: 'current-pointer', detail: `points to ${out.current ?? 'nothing'}, manifest says ${manifest.current}` });
   } else if (out.current !== undefined && manifest.versions[out.current]?.completedAt == null) {
     // A version the manifest does not list (or lists as unfinished) has nothing to check its files against.
@@ -93,7 +108,7 @@ export interface StatusSummary {
   current: string | undefined;
   versions: Array<{ version: string; release: string; complete: boolean; completedAt: string | null; files: number; bytes: number; installer: string | null }>;
   software: Array<{ path: string; size: number; fetchedAt: string }>;
-  /** pid of the sync holding the lock, if any. */
+  /** pid of the sync holding the lock, if any (a lock left by a process of this host that is gone is none). */
   lockedBy: number | undefined;
 }
 
@@ -103,7 +118,9 @@ export async function targetStatus(target: string): Promise<StatusSummary> {
   const manifest = await readManifest(target);
   let lockedBy: number | undefined;
   try {
-    lockedBy = (JSON.parse(await readFile(join(target, LOCK_FILE), 'utf8')) as { pid?: number }).pid;
+    const owner = JSON.parse(await readFile(join(target, LOCK_FILE), 'utf8')) as { pid?: number; host?: string };
+    // The lock of a process of this host that is gone (killed) names no running sync; the next sync takes it over.
+    lockedBy = typeof owner.pid === 'number' && (owner.host !== hostname() || processAlive(owner.pid)) ? owner.pid : undefined;
   } catch {
     lockedBy = undefined;
   }

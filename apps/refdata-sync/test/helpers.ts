@@ -62,3 +62,8 @@ export function runCli(args: string[], env: Record<string, string> = {}, cwd?: s
     });
   });
 }
+
+/** CLI arguments of a small sync (post level 001 for DE and AT) into `target`; the download URL comes from the caller. */
+export function syncFlags(target: string, release = 'release-v3'): string[] {
+  return ['sync', '--target', target, '--products', 'post', '--countries', 'DE,AT', '--release', release, '--platform', 'linux_x64'];
+}

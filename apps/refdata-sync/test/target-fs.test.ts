@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith } from './helpers.js';
+import { DEFAULT_API_KEY, downloadRequests, freshTarget, removeTargets, runCli, sandboxWith, syncFlags } from './helpers.js';
 
 // A target on a file system that fills up or turns read-only, and a target that is a file: each
 // run says which file it could not write and what to do, never only "ENOSPC: ..., write".
@@ -19,21 +19,7 @@ beforeAll(async () => {
 afterAll(() => sandbox.close());
 afterAll(removeTargets);
 
-const flags = (target: string) => [
-  'sync',
-  '--download-url',
-  sandbox.url,
-  '--target',
-  target,
-  '--products',
-  'post',
-  '--countries',
-  'DE,AT',
-  '--release',
-  'release-v3',
-  '--platform',
-  'linux_x64',
-];
+const flags = (target: string) => [...syncFlags(target), '--download-url', sandbox.url];
 
 /** Mounting a small tmpfs needs root; elsewhere the file-system tests are skipped. */
 const root = process.getuid?.() === 0;
@@ -85,6 +71,41 @@ describe('dq-refdata sync and the target file system', () => {
       expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 2, code: 'usage' });
     }
     expect(downloadRequests(sandbox)).toBe(requests);
+  });
+
+  it('a --target that is a symbolic link to a folder that is not there (a share not mounted): exit 2 naming the link and where it points, nothing requested', async () => {
+    const dir = dirname(freshTarget());
+    mkdirSync(dir, { recursive: true });
+    const target = join(dir, 'refdata');
+    const nas = join(dir, 'nas', 'refdata');
+    symlinkSync(nas, target);
+    const requests = downloadRequests(sandbox);
+    for (const t of [target, join(target, 'sub')]) {
+      const r = await run(flags(t));
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(
+        `dq-refdata: --target ${t}: ${target} is a symbolic link to ${nas}, which does not exist (a file system not mounted?); mount or create it, or give another --target`,
+      );
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 2, code: 'usage' });
+    }
+    expect(existsSync(nas)).toBe(false);
+    expect(downloadRequests(sandbox)).toBe(requests);
+  });
+
+  it.runIf(root)('a --target to be created on a read-only file system: exit 2 naming the folder that cannot be made, not a bare ENOENT', async () => {
+    const mnt = dirname(freshTarget());
+    mkdirSync(mnt, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,ro', 'tmpfs', mnt]);
+    try {
+      const r = await run(flags(join(mnt, 'refdata', 'target')));
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(
+        `cannot write ${join(mnt, 'refdata')}: the file system is read-only (EROFS); make the target writable for this user, or give another --target`,
+      );
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 2, code: 'target-not-writable' });
+    } finally {
+      execFileSync('umount', [mnt]);
+    }
   });
 
   it('a download host that redirects (http to https, a moved host): exit 1 naming where it points and that redirects are not followed', async () => {
