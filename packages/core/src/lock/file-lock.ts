@@ -5,6 +5,7 @@
  * {@link FileLockHeldError} naming the owner.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { link, open, readFile, rename, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -93,14 +94,31 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
   }
 }
 
-/** Whether process `pid` of this host is alive (also when it belongs to another user). */
+/**
+ * Whether process `pid` of this host is alive (also when it belongs to another user). A zombie is
+ * not: a process killed under a parent that does not reap its children (a container's first
+ * process, `timeout`, a shell script that `exec`s) stays in the process table, and a lock it held
+ * would otherwise be taken for held until the parent ends.
+ */
 export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
     // EPERM: the process exists but belongs to someone else
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  return !zombie(pid);
+}
+
+/** Whether `pid` is a zombie (Linux: its state in /proc/<pid>/stat is Z or X); false where that cannot be read. */
+function zombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    // pid (comm) state …: the command name may hold spaces and parentheses, the state follows the last ')'.
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
   }
 }
 
