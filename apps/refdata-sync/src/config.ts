@@ -107,7 +107,15 @@ function parseSoftware(spec: string): { value: SoftwareSpec; violations: Violati
 export function resolveSyncConfig(raw: Record<string, unknown>): SyncConfig {
   const parsed = syncConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    const fields = parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`);
+    // A setting not given at all is named as missing, not with the schema's "Invalid input".
+    const flag = (name: string) => `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    const fields = parsed.error.issues.map((i) => {
+      const [name, ...deeper] = i.path.map(String);
+      if (name === 'apiKey' && raw[name] === undefined) return 'the API key is missing: set DQ_API_KEY (or give --api-key)';
+      if (name !== undefined && deeper.length === 0 && raw[name] === undefined)
+        return `${name}: required (give "${name}" in the config file, or ${flag(name)})`;
+      return `${i.path.join('.') || '(config)'}: ${i.message}`;
+    });
     throw new UsageError(`invalid sync configuration: ${fields.join('; ')}`);
   }
   const c = parsed.data;

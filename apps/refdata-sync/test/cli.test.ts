@@ -292,4 +292,19 @@ describe('dq-refdata command line', () => {
     }
     expect(downloadRequests(sandbox)).toBe(requests);
   });
+
+  it('settings not given at all are named as missing, with the flag or variable that gives them', async () => {
+    const target = freshTarget();
+    const without = (name: string) => {
+      const f = flags(target);
+      const i = f.indexOf(name);
+      return [...f.slice(0, i), ...f.slice(i + 2)];
+    };
+    const r = await runCli(['sync', ...without('--products')], {});
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(
+      'invalid sync configuration: the API key is missing: set DQ_API_KEY (or give --api-key); products: required (give "products" in the config file, or --products)',
+    );
+    expect(existsSync(target)).toBe(false);
+  });
 });
