@@ -125,7 +125,9 @@ describe('the embedded result store', () => {
     };
     const dir = join(await tempDir(), 'store');
     const fresh = (await openStore(dir))!;
-    await fresh.set('scope-now\u0001street=A', { status: 'accepted', resultClass: 'A', requestId: 'req-a', checkedAt: new Date().toISOString() });
+    // Checked a minute ago: prune(0) below removes it (an entry of this very millisecond it would keep).
+    const aMinuteAgo = new Date(Date.now() - 60_000).toISOString();
+    await fresh.set('scope-now\u0001street=A', { status: 'accepted', resultClass: 'A', requestId: 'req-a', checkedAt: aMinuteAgo });
     expect((await fresh.getMany(['scope-now\u0001street=A', 'scope-now\u0001street=B'], storedBefore)).size).toBe(1);
     expect(asked).toEqual([]);
     // Its own record is no entry: not counted, pruned or cleared.
