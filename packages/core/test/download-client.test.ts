@@ -185,6 +185,64 @@ describe('DownloadClient.download', () => {
     expect(readFileSync(join(dest, 'DE_001.zip')).equals(newer)).toBe(true);
   });
 
+  /** Leaves the part of a download without a checksum that an earlier run stopped halfway through. */
+  async function leavePart(path = ARTIFACT): Promise<void> {
+    server.faults.push('stall');
+    const ac = new AbortController();
+    await client
+      .download(path, { destDir: dest, fileName: 'setup.sh', signal: ac.signal, onProgress: () => setTimeout(() => ac.abort(), 20) })
+      .catch(() => undefined);
+    expect(leftovers().length).toBeGreaterThan(0);
+  }
+
+  it('does not join the part an earlier run left to a file changed since at the same size, when nothing can tell (no checksum, no ETag)', async () => {
+    await leavePart();
+    const newer = randomBytes(body.length);
+    server.files.set(ARTIFACT, { body: newer });
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'setup.sh' });
+    expect(r.resumedFrom).toBe(0);
+    expect(server.seen.at(-1)?.range).toBeUndefined();
+    expect(readFileSync(join(dest, 'setup.sh')).equals(newer)).toBe(true);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('resumes such a part with If-Range when the server gave an ETag, and takes a changed file whole', async () => {
+    server.files.set(ARTIFACT, { body, etag: '"v1"' });
+    await leavePart();
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'setup.sh' });
+    expect(r.resumedFrom).toBeGreaterThan(0);
+    expect(server.seen.at(-1)).toMatchObject({ range: `bytes=${r.resumedFrom}-`, ifRange: '"v1"' });
+    expect(readFileSync(join(dest, 'setup.sh')).equals(body)).toBe(true);
+
+    await leavePart();
+    const newer = randomBytes(body.length);
+    server.files.set(ARTIFACT, { body: newer, etag: '"v2"' });
+    const again = await client.download(ARTIFACT, { destDir: dest, fileName: 'setup.sh' });
+    expect(server.seen.at(-1)?.ifRange).toBe('"v1"'); // the server answered 200: the whole of v2
+    expect(again.resumedFrom).toBe(0);
+    expect(readFileSync(join(dest, 'setup.sh')).equals(newer)).toBe(true);
+  });
+
+  it('uses Last-Modified for If-Range when there is no ETag', async () => {
+    const at = new Date('2026-11-01T00:00:00Z');
+    server.files.set(ARTIFACT, { body, lastModified: at });
+    await leavePart();
+    const newer = randomBytes(body.length);
+    server.files.set(ARTIFACT, { body: newer, lastModified: new Date('2026-11-02T00:00:00Z') });
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'setup.sh' });
+    expect(server.seen.at(-1)?.ifRange).toBe(at.toUTCString());
+    expect(r.resumedFrom).toBe(0);
+    expect(readFileSync(join(dest, 'setup.sh')).equals(newer)).toBe(true);
+  });
+
+  it('still resumes within a run a body cut short when there is no checksum and no validator', async () => {
+    server.faults.push('cut');
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'setup.sh' });
+    expect(r.attempts).toBe(2);
+    expect(r.resumedFrom).toBeGreaterThan(0);
+    expect(readFileSync(join(dest, 'setup.sh')).equals(body)).toBe(true);
+  });
+
   it('retries 503 answers through the core retrier and succeeds on the third call', async () => {
     server.faults.push('503', '503');
     const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip' });

@@ -21,11 +21,16 @@ export interface ServedFile {
   auth?: boolean;
   contentDisposition?: string;
   contentType?: string;
+  /** Sent as `ETag`; a request whose `If-Range` differs gets the whole file (RFC 9110 13.1.5). */
+  etag?: string;
+  /** Sent as `Last-Modified`, with a `Date` one minute later; compared with `If-Range` like `etag`. */
+  lastModified?: Date;
 }
 
 export interface SeenRequest {
   path: string;
   range: string | undefined;
+  ifRange: string | undefined;
   authorization: string | undefined;
   /** `performance.now()` when the request arrived. */
   at: number;
@@ -50,7 +55,13 @@ export async function startDownloadServer(): Promise<TestServer> {
   const state = { files: new Map<string, ServedFile>(), faults: [] as Fault[], seen: [] as SeenRequest[], retryAfter: '1', bytesSent: 0 };
   const server: Server = createServer((req: IncomingMessage, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    state.seen.push({ path, range: req.headers.range, authorization: req.headers.authorization, at: performance.now() });
+    state.seen.push({
+      path,
+      range: req.headers.range,
+      ifRange: req.headers['if-range'] as string | undefined,
+      authorization: req.headers.authorization,
+      at: performance.now(),
+    });
     const fault = state.faults.shift() ?? 'ok';
     res.setHeader('X-Service-Request-Id', `req-${state.seen.length}`);
     if (fault === 'reset') {
@@ -86,11 +97,18 @@ export async function startDownloadServer(): Promise<TestServer> {
     const size = file.body.length;
     const headers: Record<string, string | number> = { 'content-type': file.contentType ?? 'application/zip', 'accept-ranges': 'bytes' };
     if (file.contentDisposition !== undefined) headers['content-disposition'] = file.contentDisposition;
+    if (file.etag !== undefined) headers['etag'] = file.etag;
+    if (file.lastModified !== undefined) {
+      headers['last-modified'] = file.lastModified.toUTCString();
+      headers['date'] = new Date(file.lastModified.getTime() + 60_000).toUTCString();
+    }
+    const ifRange = req.headers['if-range'];
+    const current = ifRange === undefined ? true : ifRange === file.etag || ifRange === headers['last-modified'];
     let start = 0;
     const end = size - 1;
     let status = 200;
     const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
-    if (m !== null && fault !== 'ignore-range') {
+    if (m !== null && fault !== 'ignore-range' && current) {
       start = Number(m[1]);
       if (start >= size) {
         res.writeHead(416, { ...headers, 'content-range': `bytes */${size}` }).end();

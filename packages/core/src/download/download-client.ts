@@ -110,6 +110,20 @@ const DEFAULT_RETRY: Partial<RetryOptions> = { maxAttempts: 6, maxTotalMs: 15 * 
 const MAX_TEXT = 64 * 1024; // characters of a .sha512 or version.txt worth looking at
 const OFF_THREAD_HASH_MIN = 8 * 1024 * 1024;
 
+/**
+ * What identifies the version of a file the server sent whole, for `If-Range` when it is resumed:
+ * its strong `ETag`, or else its `Last-Modified` when that is at least a second before the answer's
+ * `Date` (the only case in which a date is a strong validator, RFC 9110 8.8.2.2); otherwise none.
+ */
+export function versionValidator(headers: Record<string, string | undefined>): string | undefined {
+  const etag = headers['etag'];
+  if (etag !== undefined && /^"[^"]*"$/.test(etag)) return etag;
+  const modified = headers['last-modified'];
+  const modifiedAt = Date.parse(modified ?? '');
+  const sentAt = Date.parse(headers['date'] ?? '');
+  return modified !== undefined && modifiedAt <= sentAt - 1000 ? modified : undefined;
+}
+
 function refuse(what: string, violations: Violation[]): never {
   throw new LocalValidationError(`${what} refused before any request: ${violations.map((v) => `${v.fieldName} ${v.message}`).join('; ')}`, violations);
 }
@@ -195,10 +209,28 @@ export class DownloadClient {
         async () => {
           attempts++;
           // Before the slot is taken: hashing a part left by an earlier run may take a while.
-          const { offset, total: knownTotal } = await part.resumeOffset();
+          const held = await part.resumeOffset();
+          let { offset, total: knownTotal } = held;
+          const { validator } = held;
+          if (offset > 0 && validator === undefined && options.expectedSha512 === undefined && !held.begunHere) {
+            // Nothing ties the bytes an earlier run left to the file the server has now (no checksum
+            // to verify the whole, no validator for If-Range): a file changed since, at the same
+            // size, would come out as old bytes followed by new ones. Fetched whole instead.
+            this.#logger.info(
+              'download: the part an earlier run left cannot be checked against the server (no checksum, no ETag or Last-Modified); downloading it whole',
+              {
+                path: urlPath,
+                held: offset,
+              },
+            );
+            await part.reset();
+            offset = 0;
+            knownTotal = undefined;
+          }
+          const resumeHeaders = offset > 0 ? { range: `bytes=${offset}-`, ...(validator === undefined ? {} : { 'if-range': validator }) } : {};
           const req = {
             url,
-            headers: offset > 0 ? { ...headers, range: `bytes=${offset}-` } : headers,
+            headers: { ...headers, ...resumeHeaders },
             dispatcher: this.#dispatcher,
             timeoutMs: this.#timeoutMs,
             minProgress: this.#minProgress,
@@ -207,13 +239,13 @@ export class DownloadClient {
           const res = await this.#get(req);
           let start = offset;
           if (offset > 0) resumed = true;
-          const total = await this.#checkResume(res, part, offset, knownTotal, urlPath);
+          const total = await this.#checkResume(res, part, offset, knownTotal, validator, urlPath);
           if (res.status === 416) return { res, total, resumedFrom: total }; // a previous run got every byte
           if (res.status === 200 && offset > 0) {
             await part.reset(); // the server ignored the Range: take the whole body
             start = 0;
           }
-          if (start === 0) await part.begin(total);
+          if (start === 0) await part.begin(total, versionValidator(res.headers));
           try {
             await part.append(res.body, (received) => onProgress?.({ received, total, resumedFrom: start }));
           } catch (error) {
@@ -279,6 +311,7 @@ export class DownloadClient {
     part: PartialFile,
     offset: number,
     knownTotal: number | undefined,
+    validator: string | undefined,
     urlPath: string,
   ): Promise<number> {
     const range = /^bytes (?:(\d+)-\d+|\*)\/(\d+)$/.exec(res.headers['content-range'] ?? '');
@@ -286,7 +319,10 @@ export class DownloadClient {
     const startedAt = Number(range?.[1] ?? NaN);
     const complete = res.status === 416 && total === offset;
     // A resumed file must still be the same size: otherwise the part holds bytes of another file.
-    const sameFile = res.status === 200 || knownTotal === undefined || total === knownTotal;
+    // A server that names the version it resumes (ETag) must name the one the part began with.
+    const etag = res.headers['etag'];
+    const sameVersion = res.status !== 206 || validator === undefined || !validator.startsWith('"') || etag === undefined || etag === validator;
+    const sameFile = res.status === 200 || ((knownTotal === undefined || total === knownTotal) && sameVersion);
     if (Number.isFinite(total) && sameFile && (res.status === 200 || (res.status === 206 && startedAt === offset) || complete)) {
       if (res.status === 416) await dump(res.body).catch(() => undefined);
       return total;

@@ -16,6 +16,11 @@ interface PartMeta {
   /** Total size announced by the server, bytes. */
   total: number;
   expectedSha512: string | null;
+  /**
+   * What the server said identifies this version of the file, sent back as `If-Range` on a resume
+   * (a strong `ETag`, or else `Last-Modified`); absent when it gave neither.
+   */
+  validator?: string;
 }
 
 /** Picks the hasher for a file of `total` bytes (undefined: size unknown). */
@@ -33,6 +38,8 @@ export class PartialFile {
   #hashed = 0;
   /** Total size of the file being downloaded, once known. */
   #total: number | undefined;
+  /** Whether this object began the part (not a part an earlier run left). */
+  #begunHere = false;
 
   constructor(opts: { partPath: string; urlPath: string; expectedSha512: string | undefined; hasher: HasherFactory }) {
     this.#part = opts.partPath;
@@ -50,13 +57,13 @@ export class PartialFile {
    * Bytes already held for this download (0 when there is no usable part). Brings the digest in
    * step with the file, hashing the existing part once when a previous run left it.
    */
-  async resumeOffset(): Promise<{ offset: number; total: number | undefined }> {
+  async resumeOffset(): Promise<{ offset: number; total: number | undefined; validator: string | undefined; begunHere: boolean }> {
     const size = await fileSize(this.#part);
-    if (size === 0) return { offset: 0, total: undefined };
+    if (size === 0) return { offset: 0, total: undefined, validator: undefined, begunHere: false };
     const meta = await this.#readMeta();
     if (meta === undefined || meta.urlPath !== this.#urlPath || meta.expectedSha512 !== this.#expected || size > meta.total) {
       await this.reset();
-      return { offset: 0, total: undefined };
+      return { offset: 0, total: undefined, validator: undefined, begunHere: false };
     }
     if (this.#hashed !== size || this.#hasher === undefined) {
       const hasher = this.#restartHash(meta.total);
@@ -68,7 +75,7 @@ export class PartialFile {
       }
       this.#hashed = size;
     }
-    return { offset: size, total: meta.total };
+    return { offset: size, total: meta.total, validator: meta.validator, begunHere: this.#begunHere };
   }
 
   /** Deletes the part and its sidecar and starts the digest afresh. */
@@ -78,14 +85,19 @@ export class PartialFile {
     this.#hasher?.dispose();
     this.#hasher = undefined;
     this.#hashed = 0;
+    this.#begunHere = false;
   }
 
-  /** Records what the part belongs to (before its first byte is written) and starts the digest. */
-  async begin(total: number): Promise<void> {
-    const meta: PartMeta = { urlPath: this.#urlPath, total, expectedSha512: this.#expected };
+  /**
+   * Records what the part belongs to (before its first byte is written), with the server's
+   * `validator` of the file's version when it gave one, and starts the digest.
+   */
+  async begin(total: number, validator: string | undefined): Promise<void> {
+    const meta: PartMeta = { urlPath: this.#urlPath, total, expectedSha512: this.#expected, ...(validator === undefined ? {} : { validator }) };
     await writeFile(this.#meta, JSON.stringify(meta));
     this.#restartHash(total);
     this.#hashed = 0;
+    this.#begunHere = true;
   }
 
   /**
@@ -143,7 +155,12 @@ export class PartialFile {
     try {
       const m = JSON.parse(await readFile(this.#meta, 'utf8')) as Partial<PartMeta>;
       return typeof m.urlPath === 'string' && typeof m.total === 'number'
-        ? { urlPath: m.urlPath, total: m.total, expectedSha512: m.expectedSha512 ?? null }
+        ? {
+            urlPath: m.urlPath,
+            total: m.total,
+            expectedSha512: m.expectedSha512 ?? null,
+            ...(typeof m.validator === 'string' ? { validator: m.validator } : {}),
+          }
         : undefined;
     } catch {
       return undefined;
