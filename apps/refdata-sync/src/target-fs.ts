@@ -3,6 +3,7 @@
  * (README "Exit codes"): a full file system is exit 1 (a person frees space; the next sync keeps
  * what was verified and resumes the part), a read-only or forbidden target exit 2 (configuration).
  */
+import { formatBytes, NoRoomError } from '@dq/core/download';
 import { InterruptedError, TargetError } from './errors.js';
 
 const FULL: Readonly<Record<string, string>> = {
@@ -20,6 +21,13 @@ const NOT_WRITABLE: Readonly<Record<string, string>> = {
 export function targetFileError(path: string, error: unknown): TargetError | undefined {
   const code = (error as { code?: unknown } | null | undefined)?.code;
   if (typeof code !== 'string') return undefined;
+  if (error instanceof NoRoomError) {
+    return new TargetError(
+      'target-full',
+      `cannot write ${path}: it needs ${formatBytes(error.needed)} and its file system has ${formatBytes(error.free)} free, so nothing of it was written; free space on it (or give --target a directory on another file system), then sync again: verified files are kept`,
+      error,
+    );
+  }
   const full = FULL[code];
   if (full !== undefined) {
     return new TargetError(

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statfsSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,8 +34,15 @@ describe('dq-refdata sync and the target file system', () => {
       const target = join(mnt, 'target');
       const full = await run(flags(target));
       expect(full.code, full.stderr).toBe(1);
-      expect(full.stderr).toMatch(new RegExp(`cannot write ${target}/2026-11-01/post/(DE|AT)/(DE|AT)_001\\.zip: the file system is full \\(ENOSPC\\)`));
-      expect(full.stderr).toContain('free space');
+      // Refused before a byte of it was written: the file system is not left full for the machine's other programs.
+      expect(full.stderr).toMatch(
+        new RegExp(
+          `cannot write ${target}/2026-11-01/post/(DE|AT)/(DE|AT)_001\\.zip: it needs \\d+\\.\\d KiB and its file system has \\d+(\\.\\d KiB| bytes) free, so nothing of it was written; free space`,
+        ),
+      );
+      const { bavail, bsize } = statfsSync(mnt);
+      expect(bavail * bsize).toBeGreaterThan(8 * 1024);
+      expect(readdirSync(join(target, '2026-11-01', 'post'), { recursive: true }).filter((f) => String(f).includes('.dq-download-'))).toEqual([]);
       expect(full.stderr).not.toMatch(/\n\s+at /);
       expect(JSON.parse(full.stdout)).toMatchObject({ status: 'failed', exitCode: 1, code: 'target-full' });
       expect(readdirSync(target).filter((f) => f.endsWith('.tmp'))).toEqual([]);

@@ -4,7 +4,7 @@
  * packages named by their `Content-Disposition`.
  */
 import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, statfs } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Dispatcher } from 'undici';
@@ -20,7 +20,7 @@ import { resolveRetryOptions, type RetryOptions } from '../transport/retry/polic
 import { retry } from '../transport/retry/retrier.js';
 import { parseChecksumFile } from './checksum.js';
 import { parseContentDisposition, safeFileName } from './content-disposition.js';
-import { ChecksumMismatchError, DOWNLOAD_CODES } from './errors.js';
+import { ChecksumMismatchError, DOWNLOAD_CODES, NoRoomError } from './errors.js';
 import { classifyGetFailure, dump, get, text as bodyText, type GetRequest, type GetResponse, type MinProgress } from './http.js';
 import { PartialFile } from './partial-file.js';
 import { inlineHasher, Sha512Worker, type BlockHasher } from './sha512-hasher.js';
@@ -122,6 +122,19 @@ export function versionValidator(headers: Record<string, string | undefined>): s
   const modifiedAt = Date.parse(modified ?? '');
   const sentAt = Date.parse(headers['date'] ?? '');
   return modified !== undefined && modifiedAt <= sentAt - 1000 ? modified : undefined;
+}
+
+/**
+ * Throws {@link NoRoomError} (after giving the body up) when the file system of `dir` has fewer
+ * free bytes, for this user, than `needed`; a file system that cannot say is not checked.
+ */
+async function ensureRoom(dir: string, needed: number, urlPath: string, body: GetResponse['body']): Promise<void> {
+  const fs = await statfs(dir).catch(() => undefined);
+  if (fs === undefined) return;
+  const free = fs.bavail * fs.bsize;
+  if (free >= needed) return;
+  body.destroy();
+  throw new NoRoomError({ urlPath, dir, needed, free });
 }
 
 function refuse(what: string, violations: Violation[]): never {
@@ -245,6 +258,7 @@ export class DownloadClient {
             await part.reset(); // the server ignored the Range: take the whole body
             start = 0;
           }
+          await ensureRoom(destDir, total - start, urlPath, res.body);
           if (start === 0) await part.begin(total, versionValidator(res.headers));
           try {
             await part.append(res.body, (received) => onProgress?.({ received, total, resumedFrom: start }));

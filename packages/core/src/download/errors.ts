@@ -14,7 +14,44 @@ export const DOWNLOAD_CODES = {
   incompleteBody: 'incomplete-body',
   /** the body came slower than the client's `minProgress` (a trickling server); retried, resuming after the bytes held */
   stalled: 'download-stalled',
+  /** the destination's file system has less room than the bytes still to come; nothing was written */
+  noRoom: 'download-no-room',
 } as const;
+
+/**
+ * The destination's file system has fewer free bytes than the download still has to write: it is
+ * refused before any byte is written, so a download too big for the disk never fills it (other
+ * programs on the machine need the room too). Not retriable: a person must free space.
+ */
+export class NoRoomError extends DqError {
+  override name = 'NoRoomError';
+  /** Bytes the download still had to write. */
+  readonly needed: number;
+  /** Bytes free on the destination's file system (for this user). */
+  readonly free: number;
+
+  constructor(fields: { urlPath: string; dir: string; needed: number; free: number }) {
+    super(
+      `GET ${fields.urlPath}: ${formatBytes(fields.needed)} still to write, but the file system of ${fields.dir} has ${formatBytes(fields.free)} free; nothing was written: free space there and download again`,
+      { code: DOWNLOAD_CODES.noRoom, retriable: false },
+    );
+    this.needed = fields.needed;
+    this.free = fields.free;
+  }
+}
+
+/** `n` bytes for a person: bytes below 1 KiB, else KiB, MiB or GiB with one decimal. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} bytes`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u += 1;
+  }
+  return `${v.toFixed(1)} ${units[u]}`;
+}
 
 /**
  * A downloaded file's SHA-512 does not match the expected digest. The bad bytes were deleted, the

@@ -4,5 +4,5 @@ export type { MinProgress } from './http.js';
 export { parseContentDisposition, safeFileName } from './content-disposition.js';
 export type { ContentDisposition, SafeFileName } from './content-disposition.js';
 export { parseChecksumFile } from './checksum.js';
-export { ChecksumMismatchError, DOWNLOAD_CODES } from './errors.js';
+export { ChecksumMismatchError, DOWNLOAD_CODES, formatBytes, NoRoomError } from './errors.js';
 export { syncDir } from './partial-file.js';
