@@ -14,7 +14,7 @@ import type { EnricherOptions, ResolvedEnricherOptions } from './options.js';
 import { orderPreservingPartitioner } from './output-partitioner.js';
 import { PartitionPipeline } from './partition-pipeline.js';
 import { checkTopics } from './topics.js';
-import { kafkaSettingFailure } from './kafka-settings.js';
+import { brokerSpeakingTls, kafkaSettingFailure, tlsExpected } from './kafka-settings.js';
 import type { PipelineContext } from './partition-pipeline.js';
 
 /** Consumer restarts after crashes kafkajs does not recover from, before the run ends (exit 75). */
@@ -448,12 +448,15 @@ function connector(o: ResolvedEnricherOptions): Connect {
       await step();
       connected = true;
     } catch (err) {
-      throw (
-        kafkaSettingFailure(err, o, !connected) ??
-        new KafkaEnricherError('kafka-failure', `the Kafka ${what} could not connect: ${(err as Error).message}; check --brokers, TLS and SASL settings`, {
-          cause: err,
-        })
-      );
+      const setting = kafkaSettingFailure(err, o, !connected);
+      if (setting !== undefined) throw setting;
+      if (!connected && (o.ssl === undefined || o.ssl === false)) {
+        const tls = await brokerSpeakingTls(o.brokers);
+        if (tls !== undefined) throw tlsExpected(tls, err);
+      }
+      throw new KafkaEnricherError('kafka-failure', `the Kafka ${what} could not connect: ${(err as Error).message}; check --brokers, TLS and SASL settings`, {
+        cause: err,
+      });
     }
   };
 }

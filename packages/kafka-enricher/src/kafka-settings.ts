@@ -1,3 +1,4 @@
+import { connect } from 'node:tls';
 import { KafkaEnricherError } from './errors.js';
 import type { EnricherOptions } from './options.js';
 
@@ -76,4 +77,44 @@ export function kafkaSettingFailure(err: unknown, o: Pick<EnricherOptions, 'ssl'
     }
   }
   return undefined;
+}
+
+/**
+ * The first of `brokers` whose port completes a TLS handshake (certificate not checked: only
+ * whether it speaks TLS), within `timeoutMs`; undefined when none does. Asked when a run without
+ * `--ssl` could not make its first connection: a Kafka TLS listener takes the plaintext request as
+ * a broken handshake and drops it, which kafkajs reports like a broker that is down.
+ */
+export async function brokerSpeakingTls(brokers: readonly string[], timeoutMs = 3_000): Promise<string | undefined> {
+  const answers = await Promise.all(
+    brokers.map(
+      (broker) =>
+        new Promise<boolean>((resolve) => {
+          const at = broker.lastIndexOf(':');
+          const host = broker.slice(0, at).replace(/^\[|\]$/g, '');
+          const port = Number(broker.slice(at + 1));
+          if (at <= 0 || !Number.isInteger(port)) return resolve(false);
+          const socket = connect({ host, port, rejectUnauthorized: false, ...(/^[\d.:]+$/.test(host) ? {} : { servername: host }) });
+          const done = (tls: boolean) => {
+            clearTimeout(timer);
+            socket.destroy();
+            resolve(tls);
+          };
+          const timer = setTimeout(() => done(false), timeoutMs);
+          socket.once('secureConnect', () => done(true));
+          socket.once('error', () => done(false));
+          socket.once('close', () => done(false));
+        }),
+    ),
+  );
+  return brokers.find((_, i) => answers[i]);
+}
+
+/** The error that ends a run without `--ssl` whose `broker` speaks TLS (see {@link brokerSpeakingTls}). */
+export function tlsExpected(broker: string, cause: unknown): KafkaEnricherError {
+  return new KafkaEnricherError(
+    'kafka-tls',
+    `broker ${broker} speaks TLS on this port (it completed a TLS handshake) and dq-kafka connected without: add --ssl, with --ssl-ca <PEM file> when a private CA signed its certificate`,
+    { cause },
+  );
 }

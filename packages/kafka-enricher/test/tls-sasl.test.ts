@@ -72,6 +72,15 @@ it('--ssl against a plaintext broker: exit 2 with one line saying the broker doe
   expect(run.stderr()).not.toMatch(/\n\s+at |"stack"/);
 }, 90_000);
 
+it('no --ssl against a broker port that speaks TLS: exit 2 saying to add --ssl, not 75 (a scheduler would retry it for ever)', async () => {
+  run = spawnEnricher(cliArgs([`localhost:${tlsPort}`], names()), sandbox.env());
+  expect(await exitWithin(run, 60_000)).toBe(2);
+  expect(errorLines(run)).toHaveLength(1);
+  expect(errorLines(run)[0]).toBe(
+    `dq-kafka: kafka-tls: broker localhost:${tlsPort} speaks TLS on this port (it completed a TLS handshake) and dq-kafka connected without: add --ssl, with --ssl-ca <PEM file> when a private CA signed its certificate`,
+  );
+}, 90_000);
+
 it('a broker certificate no trusted CA signed: exit 2, naming --ssl-ca', async () => {
   run = spawnEnricher(cliArgs([`localhost:${tlsPort}`], names(), ['--ssl']), sandbox.env());
   expect(await exitWithin(run, 60_000)).toBe(2);
