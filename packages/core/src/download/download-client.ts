@@ -115,7 +115,7 @@ const OFF_THREAD_HASH_MIN = 8 * 1024 * 1024;
  * its strong `ETag`, or else its `Last-Modified` when that is at least a second before the answer's
  * `Date` (the only case in which a date is a strong validator, RFC 9110 8.8.2.2); otherwise none.
  */
-export function versionValidator(headers: Record<string, string | undefined>): string | undefined {
+function versionValidator(headers: Record<string, string | undefined>): string | undefined {
   const etag = headers['etag'];
   if (etag !== undefined && /^"[^"]*"$/.test(etag)) return etag;
   const modified = headers['last-modified'];
