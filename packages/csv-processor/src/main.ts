@@ -6,7 +6,6 @@ import { cliFailure } from '@dq/core/cli';
 import { parseCli, USAGE } from './cli-args.js';
 import { usageError } from './errors.js';
 import { createProgress } from './progress.js';
-import { reviewMain } from './review/cli.js';
 import { processFile } from './run.js';
 import { failedRecordsLine, summaryObject, summaryTable } from './summary.js';
 import { writeCsvReport } from './report.js';
@@ -16,7 +15,8 @@ import { writeCsvReport } from './report.js';
  * and the table go to stderr; the JSON summary line goes to stdout.
  */
 export async function main(argv: readonly string[]): Promise<number> {
-  if (argv[0] === 'review') return reviewMain(argv.slice(1));
+  // Loaded for review only: its CSV parser and writer are not part of every run's start.
+  if (argv[0] === 'review') return (await import('./review/cli.js')).reviewMain(argv.slice(1));
   try {
     const command = parseCli(argv);
     if (command.help) {

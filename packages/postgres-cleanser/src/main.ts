@@ -9,7 +9,6 @@ import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { CleanseError, connectionLost, usageError } from './errors.js';
 import { rollback } from './rollback.js';
-import { reviewCommand } from './review/command.js';
 import { status } from './status.js';
 import type { RunStatus } from './status.js';
 import { checkReportPath, reportAfterCleanse, reportOfRun } from './report.js';
@@ -84,7 +83,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       out(summary);
       return summary.exitCode;
     }
-    if (cmd.command === 'review-export' || cmd.command === 'review-apply') return await reviewCommand(cmd, logger, io, out);
+    if (cmd.command === 'review-export' || cmd.command === 'review-apply') {
+      // Loaded for review only: its CSV parser and writer are not part of every run's start.
+      const { reviewCommand } = await import('./review/command.js');
+      return await reviewCommand(cmd, logger, io, out);
+    }
     const o = cmd.options;
     dbTarget(o.db, logger.redactor);
     if (!o.baseUrl) throw usageError('--base-url', 'required: the platform URL (or set DQ_BASE_URL); dq-sandbox serves one locally');

@@ -1,4 +1,4 @@
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import type { Logger } from '../log/index.js';
 import type { CallTask, TaskResult, WorkerInit } from './messages.js';
 import { createTaskRunner, type OutcomeListener, type TaskRunner } from './task-runner.js';
@@ -67,25 +67,29 @@ class InlinePool implements CallPool {
 class WorkerPool implements CallPool {
   readonly #init: WorkerInit;
   readonly #threads: number;
-  #pool: Piscina<CallTask, TaskResult> | undefined;
+  /** Loaded with the pool: a run on the engine's thread (the default on 1-2 cores) never loads piscina. */
+  #pool: Promise<Piscina<CallTask, TaskResult>> | undefined;
 
   constructor(init: WorkerInit, threads: number) {
     this.#init = init;
     this.#threads = threads;
   }
 
-  #started(): Piscina<CallTask, TaskResult> {
-    this.#pool ??= new Piscina<CallTask, TaskResult>({
-      // Built JS next to this file; tests and connectors load core from dist, so this resolves.
-      filename: new URL('./worker.js', import.meta.url).href,
-      minThreads: this.#threads,
-      maxThreads: this.#threads,
-      concurrentTasksPerWorker: TASKS_PER_WORKER,
-      // Tasks are async and keep sockets open between them: the worker must not block in Atomics.wait.
-      atomics: 'disabled',
-      idleTimeout: Number.POSITIVE_INFINITY,
-      workerData: this.#init,
-    });
+  #started(): Promise<Piscina<CallTask, TaskResult>> {
+    this.#pool ??= import('piscina').then(
+      ({ Piscina }) =>
+        new Piscina<CallTask, TaskResult>({
+          // Built JS next to this file; tests and connectors load core from dist, so this resolves.
+          filename: new URL('./worker.js', import.meta.url).href,
+          minThreads: this.#threads,
+          maxThreads: this.#threads,
+          concurrentTasksPerWorker: TASKS_PER_WORKER,
+          // Tasks are async and keep sockets open between them: the worker must not block in Atomics.wait.
+          atomics: 'disabled',
+          idleTimeout: Number.POSITIVE_INFINITY,
+          workerData: this.#init,
+        }),
+    );
     return this.#pool;
   }
 
@@ -97,11 +101,11 @@ class WorkerPool implements CallPool {
     return Math.max(1, Math.min(MAX_CHUNK, Math.ceil(n / (this.#threads * 2))));
   }
 
-  run(task: CallTask): Promise<TaskResult> {
-    return this.#started().run(task);
+  async run(task: CallTask): Promise<TaskResult> {
+    return (await this.#started()).run(task);
   }
 
   async close(): Promise<void> {
-    await this.#pool?.close();
+    if (this.#pool) await (await this.#pool).close();
   }
 }

@@ -1,5 +1,4 @@
 import { openCsvSource } from './csv-source.js';
-import { openJsonArraySource, openNdjsonSource } from './json-source.js';
 import type { Source, SourceItem, SourceOptions } from './types.js';
 
 export type * from './types.js';
@@ -44,9 +43,10 @@ function openFormat(options: SourceOptions): Promise<Source> {
   switch (options.format) {
     case 'csv':
       return openCsvSource(options);
+    // The JSON parser (stream-json) is loaded for JSON input only.
     case 'ndjson':
-      return openNdjsonSource(options);
+      return import('./json-source.js').then((m) => m.openNdjsonSource(options));
     case 'json':
-      return openJsonArraySource(options);
+      return import('./json-source.js').then((m) => m.openJsonArraySource(options));
   }
 }
