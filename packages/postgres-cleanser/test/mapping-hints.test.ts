@@ -40,8 +40,6 @@ const base = () => [
   'DE',
   '--rate-limit',
   '0',
-  '--threads',
-  '1',
   '--dry-run',
 ];
 

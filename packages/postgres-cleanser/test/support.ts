@@ -105,8 +105,6 @@ export function cleanseArgs(db: string, sandbox: Sandbox, extra: string[] = []):
     sandbox.url,
     '--rate-limit',
     '0',
-    '--threads',
-    '1',
     ...extra,
   ];
 }
