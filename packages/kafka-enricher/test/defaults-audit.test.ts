@@ -232,14 +232,18 @@ it('without --session-timeout-ms and --threads: a killed member of a group is mi
   run = spawnEnricher(requiredArgs(kafka.brokers, topic), env);
   second = spawnEnricher(requiredArgs(kafka.brokers, topic), env);
   const [first, survivor] = [run, second];
+  // Each step has a bound of its own, within the test's: a step that stalls fails naming itself,
+  // with what the two members logged last.
+  const lastLines = () => [first, survivor].map((m, i) => `member ${i + 1}: ${m.stderr().trim().split('\n').slice(-6).join(' | ')}`).join('\n');
   // Every message delivered (each member made calls, so its threads started) ...
-  await readResults(kafka.brokers, topic, 400, 0);
+  const delivered = await readResults(kafka.brokers, topic, 400, 0, 50_000);
+  expect(delivered.outs.length, `not every message was delivered within 50 s:\n${lastLines()}`).toBeGreaterThanOrEqual(400);
   // ... and the group settled: the two hold the 4 partitions between them.
   const settled = () => {
     const held = [...holding(first), ...holding(survivor)];
     return holding(first).length > 0 && holding(survivor).length > 0 && held.length === 4 && new Set(held).size === 4;
   };
-  expect(await until(settled, 60_000)).toBe(true);
+  expect(await until(settled, 40_000), `the group did not settle on 4 partitions:\n${lastLines()}`).toBe(true);
 
   const cores = availableParallelism();
   const expected = cores <= 2 ? 0 : cores - 1; // README: one per core beyond the first, 0 on 1-2 cores
@@ -251,10 +255,10 @@ it('without --session-timeout-ms and --threads: a killed member of a group is mi
   const before = rebalances();
   first.child.kill('SIGKILL');
   const killed = Date.now();
-  expect(await until(() => rebalances() > before, 60_000)).toBe(true);
+  expect(await until(() => rebalances() > before, 50_000), `the survivor heard of no rebalance:\n${lastLines()}`).toBe(true);
   const missedAfter = Date.now() - killed;
   // Its last heartbeat came up to 3 s before the kill, and the survivor hears of the rebalance at its
   // next heartbeat (every 3 s): 27-33 s, with some slack for a loaded machine.
   expect(missedAfter).toBeGreaterThan(24_000);
   expect(missedAfter).toBeLessThan(45_000);
-}, 150_000);
+}, 200_000);
