@@ -1,4 +1,6 @@
 import { defineProject, mergeConfig } from 'vitest/config';
-import base from '../../vitest.config.base.ts';
+import base, { twoFilesAtOnce } from '../../vitest.config.base.ts';
 
-export default mergeConfig(base, defineProject({ test: { name: '@dq/refdata-sync' } }));
+// Its tests wait on servers that answer late or not at all, and on child processes, far more than
+// they compute; their time bounds have seconds of slack.
+export default mergeConfig(base, defineProject({ test: { name: '@dq/refdata-sync', ...twoFilesAtOnce } }));

@@ -1,4 +1,33 @@
-import { defineProject, mergeConfig } from 'vitest/config';
-import base from '../../vitest.config.base.ts';
+import { configDefaults, defineConfig, mergeConfig } from 'vitest/config';
+import base, { twoFilesAtOnce } from '../../vitest.config.base.ts';
 
-export default mergeConfig(base, defineProject({ test: { name: '@dq/core' } }));
+/**
+ * Files that measure a rate, a pacing or a delay against a bound of a few hundred milliseconds or
+ * less: run after the others, one at a time. The others (servers that answer late, child
+ * processes, stores) run two at once.
+ */
+const timed = [
+  'test/throttle.test.ts',
+  'test/retry.test.ts',
+  'test/run-report-rate.test.ts',
+  'test/transport-budget.test.ts',
+  'test/transport-exchange.test.ts',
+  'test/engine-budget.test.ts',
+  'test/download-budget.test.ts',
+];
+
+export default mergeConfig(
+  base,
+  defineConfig({
+    test: {
+      projects: [
+        {
+          extends: true,
+          test: { name: '@dq/core', exclude: [...configDefaults.exclude, ...timed], ...twoFilesAtOnce, sequence: { groupOrder: 0 } },
+        },
+        // Not `extends`: that would add the shared include pattern to this one.
+        { test: { ...base.test, name: '@dq/core (timed)', include: timed, sequence: { groupOrder: 1 } } },
+      ],
+    },
+  }),
+);
