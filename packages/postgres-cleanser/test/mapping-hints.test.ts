@@ -28,20 +28,7 @@ afterAll(async () => {
   await env?.stop();
 });
 
-const base = () => [
-  'cleanse',
-  '--db',
-  db,
-  '--table',
-  'public.customers',
-  '--base-url',
-  env.sandbox.url,
-  '--country',
-  'DE',
-  '--rate-limit',
-  '0',
-  '--dry-run',
-];
+const base = () => ['cleanse', '--db', db, '--table', 'public.customers', '--base-url', env.sandbox.url, '--country', 'DE', '--rate-limit', '0', '--dry-run'];
 
 describe('dq-pg mapping hints', () => {
   it('without --map, names the columns that look like fields it left out, with the --map that uses them', async () => {

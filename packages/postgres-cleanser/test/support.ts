@@ -91,22 +91,7 @@ export function billable(sandbox: Sandbox): number {
 
 /** The cleanse arguments for the customers table against `sandbox`. */
 export function cleanseArgs(db: string, sandbox: Sandbox, extra: string[] = []): string[] {
-  return [
-    'cleanse',
-    '--db',
-    db,
-    '--table',
-    'public.customers',
-    '--key',
-    'id',
-    '--map',
-    MAP,
-    '--base-url',
-    sandbox.url,
-    '--rate-limit',
-    '0',
-    ...extra,
-  ];
+  return ['cleanse', '--db', db, '--table', 'public.customers', '--key', 'id', '--map', MAP, '--base-url', sandbox.url, '--rate-limit', '0', ...extra];
 }
 
 export interface CliResult {
