@@ -1,7 +1,7 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 /** Shared test settings; each project merges these into its own config. */
-export default defineConfig({
+const base = defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     environment: 'node',
@@ -14,12 +14,49 @@ export default defineConfig({
     setupFiles: [new URL('./test/support/isolated-store.ts', import.meta.url).pathname],
   },
 });
+export default base;
 
 /**
  * Test files run one at a time by default: the tests that measure a rate or a speed must not share
  * two cores with another file. Projects whose tests wait on servers, timeouts and child processes
  * more than they compute, and measure no rate against a reference, run two files at once instead
  * (their CI time is about halved). A file of such a project that does measure one runs after the
- * others, alone (see csv-processor's config).
+ * others, alone ({@link twoAtOnceThenTimed}).
  */
 export const twoFilesAtOnce = { fileParallelism: true, maxWorkers: 2 } as const;
+
+/**
+ * The two groups of a project whose files run two at once, except `timed` (files that measure a
+ * rate, a pacing, a delay or peak memory): those run after the others, one at a time. `include`
+ * replaces the shared pattern for the first group; `setupFiles` are added to the shared ones in both.
+ */
+export function twoAtOnceThenTimed(name: string, timed: string[], extra: { include?: string[]; setupFiles?: string[] } = {}) {
+  const setupFiles = extra.setupFiles ?? [];
+  return defineConfig({
+    test: {
+      projects: [
+        {
+          extends: true,
+          test: {
+            name,
+            ...(extra.include ? { include: extra.include } : {}),
+            exclude: [...configDefaults.exclude, ...timed],
+            ...twoFilesAtOnce,
+            sequence: { groupOrder: 0 },
+            setupFiles,
+          },
+        },
+        // Not `extends`: that would add the shared include pattern to this one.
+        {
+          test: {
+            ...base.test,
+            name: `${name} (timed)`,
+            include: timed,
+            sequence: { groupOrder: 1 },
+            setupFiles: [...(base.test?.setupFiles as string[]), ...setupFiles],
+          },
+        },
+      ],
+    },
+  });
+}

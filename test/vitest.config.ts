@@ -1,5 +1,5 @@
-import { configDefaults, defineConfig, mergeConfig } from 'vitest/config';
-import base, { twoFilesAtOnce } from '../vitest.config.base.ts';
+import { mergeConfig } from 'vitest/config';
+import base, { twoAtOnceThenTimed } from '../vitest.config.base.ts';
 
 /**
  * Files that measure a rate or a pacing (the shared budget keeping to 100/s, the throttle's
@@ -14,24 +14,4 @@ const timed = [
   'sessions.test.ts',
 ];
 
-export default mergeConfig(
-  base,
-  defineConfig({
-    test: {
-      projects: [
-        {
-          extends: true,
-          test: {
-            name: '@dq/integration-tests',
-            include: ['**/*.test.ts'],
-            exclude: [...configDefaults.exclude, ...timed],
-            ...twoFilesAtOnce,
-            sequence: { groupOrder: 0 },
-          },
-        },
-        // Not `extends`: that would add the shared include pattern to this one.
-        { test: { ...base.test, name: '@dq/integration-tests (timed)', include: timed, sequence: { groupOrder: 1 } } },
-      ],
-    },
-  }),
-);
+export default mergeConfig(base, twoAtOnceThenTimed('@dq/integration-tests', timed, { include: ['**/*.test.ts'] }));

@@ -1,5 +1,5 @@
-import { configDefaults, defineConfig, mergeConfig } from 'vitest/config';
-import base, { twoFilesAtOnce } from '../../vitest.config.base.ts';
+import { mergeConfig } from 'vitest/config';
+import base, { twoAtOnceThenTimed } from '../../vitest.config.base.ts';
 
 /**
  * Files that measure a rate, a pacing or a delay against a bound of a few hundred milliseconds or
@@ -16,18 +16,4 @@ const timed = [
   'test/download-budget.test.ts',
 ];
 
-export default mergeConfig(
-  base,
-  defineConfig({
-    test: {
-      projects: [
-        {
-          extends: true,
-          test: { name: '@dq/core', exclude: [...configDefaults.exclude, ...timed], ...twoFilesAtOnce, sequence: { groupOrder: 0 } },
-        },
-        // Not `extends`: that would add the shared include pattern to this one.
-        { test: { ...base.test, name: '@dq/core (timed)', include: timed, sequence: { groupOrder: 1 } } },
-      ],
-    },
-  }),
-);
+export default mergeConfig(base, twoAtOnceThenTimed('@dq/core', timed));

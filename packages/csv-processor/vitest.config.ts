@@ -1,5 +1,5 @@
-import { configDefaults, defineConfig, mergeConfig } from 'vitest/config';
-import base, { twoFilesAtOnce } from '../../vitest.config.base.ts';
+import { mergeConfig } from 'vitest/config';
+import base, { twoAtOnceThenTimed } from '../../vitest.config.base.ts';
 
 /**
  * Files run after the other files, alone: the rate comparison with a reference run, and the
@@ -11,32 +11,4 @@ const timed = ['test/rate-limit.test.ts', 'test/memory.test.ts'];
 /** Removes the locks runs killed by the tests leave (added to the shared setup files). */
 const staleLocks = new URL('./test/stale-locks.ts', import.meta.url).pathname;
 
-export default mergeConfig(
-  base,
-  defineConfig({
-    test: {
-      projects: [
-        {
-          extends: true,
-          test: {
-            name: '@dq/csv-processor',
-            exclude: [...configDefaults.exclude, ...timed],
-            ...twoFilesAtOnce,
-            sequence: { groupOrder: 0 },
-            setupFiles: [staleLocks],
-          },
-        },
-        // Not `extends`: that would add the shared include pattern to this one.
-        {
-          test: {
-            ...base.test,
-            name: '@dq/csv-processor (timed)',
-            include: timed,
-            sequence: { groupOrder: 1 },
-            setupFiles: [...(base.test?.setupFiles as string[]), staleLocks],
-          },
-        },
-      ],
-    },
-  }),
-);
+export default mergeConfig(base, twoAtOnceThenTimed('@dq/csv-processor', timed, { setupFiles: [staleLocks] }));
