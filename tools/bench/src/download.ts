@@ -19,7 +19,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DownloadClient } from '@dq/core/download';
 import { firstLine, stop } from './child.js';
+import { procCpu } from './proc-stat.js';
 import { middle } from './stats.js';
 
 const TARGET = 0.8; // our throughput ÷ SHA-512 alone's, same run
@@ -38,43 +39,26 @@ const ARTIFACT = '/download/v1/data/post/DE/release-v3/2026-11-01/DE_001.zip';
 
 /** CPU seconds (user + system) used so far by process `pid`, from /proc; NaN where there is none. */
 async function cpuSecondsOf(pid: number | undefined): Promise<number> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return NaN;
-  }
+  return ((await procCpu(pid))?.ownMs ?? NaN) / 1000;
 }
 
 /** CPU ms (user + system) used so far by this process's main thread and by all its other threads (hash thread, file writes, GC), from /proc. */
 async function threadCpuMs(): Promise<{ main: number; others: number }> {
   let main = 0;
   let others = 0;
-  try {
-    for (const tid of await readdir('/proc/self/task')) {
-      const stat = await readFile(`/proc/self/task/${tid}/stat`, 'utf8').catch(() => '');
-      if (stat === '') continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ms = (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ is 100 on Linux
-      if (tid === String(process.pid)) main += ms;
-      else others += ms;
-    }
-  } catch {
-    return { main: NaN, others: NaN };
+  const tids = await readdir('/proc/self/task').catch(() => undefined);
+  if (tids === undefined) return { main: NaN, others: NaN };
+  for (const tid of tids) {
+    const ms = (await procCpu('self', tid))?.ownMs ?? 0;
+    if (tid === String(process.pid)) main += ms;
+    else others += ms;
   }
   return { main, others };
 }
 
 /** CPU ms (user + system) of this process's children that have ended and been waited for, from /proc. */
 async function endedChildrenCpuMs(): Promise<number> {
-  try {
-    const stat = await readFile('/proc/self/stat', 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[13]) + Number(fields[14])) * 10; // cutime + cstime, USER_HZ 100
-  } catch {
-    return NaN;
-  }
+  return (await procCpu('self'))?.childrenMs ?? NaN;
 }
 
 const median = (xs: number[]): number => middle(xs, NaN);

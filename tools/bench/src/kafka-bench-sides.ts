@@ -5,10 +5,10 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import type { EachBatchPayload, Kafka, Message } from 'kafkajs';
+import { procCpuSync } from './proc-stat.js';
 
 const CLI = fileURLToPath(new URL('../../../packages/kafka-enricher/dist/cli.js', import.meta.url));
 /** HTTP calls in flight: the engine's default concurrency (dq-kafka runs with its defaults). */
@@ -147,15 +147,10 @@ async function metric(port: number, name: string): Promise<number> {
   return line ? Number(line.slice(name.length + 1)) : 0;
 }
 
-/** utime + stime of a Linux process in µs (`/proc/<pid>/stat`, clock ticks of 10 ms); null elsewhere. */
+/** utime + stime of a Linux process in µs (`/proc/<pid>/stat`); null elsewhere. */
 function processCpuMicros(pid: number | undefined): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return null;
-  }
+  const cpu = procCpuSync(pid);
+  return cpu === undefined ? null : cpu.ownMs * 1000;
 }
 
 /**

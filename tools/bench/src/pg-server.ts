@@ -3,8 +3,9 @@
  * (`@dq/test-support/pg`: a free local port, a temp data directory, durability off, the same for
  * every side measured), plus the CPU time its processes use.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { startPostgres } from '@dq/test-support/pg';
+import { procCpu } from './proc-stat.js';
 
 /** A running benchmark database server. */
 export interface BenchPostgres {
@@ -19,30 +20,16 @@ export interface BenchPostgres {
   stop(): Promise<void>;
 }
 
-const TICKS_PER_SECOND = 100;
-
-/** utime, stime, cutime, cstime and the parent pid of a process, or undefined when it is gone. */
-async function procStat(pid: number): Promise<{ ppid: number; own: number; children: number } | undefined> {
-  try {
-    const text = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // Fields after "(comm) ": state ppid … utime(14) stime(15) cutime(16) cstime(17).
-    const f = text.slice(text.lastIndexOf(') ') + 2).split(' ');
-    return { ppid: Number(f[1]), own: Number(f[11]) + Number(f[12]), children: Number(f[13]) + Number(f[14]) };
-  } catch {
-    return undefined;
-  }
-}
-
 async function serverCpuMs(postmaster: number): Promise<number> {
-  const main = await procStat(postmaster);
+  const main = await procCpu(postmaster);
   if (!main) return 0;
-  let ticks = main.own + main.children;
-  const pids = (await readdir('/proc').catch(() => [] as string[])).filter((d) => /^\d+$/.test(d)).map(Number);
+  let ms = main.ownMs + main.childrenMs;
+  const pids = (await readdir('/proc').catch(() => [] as string[])).filter((d) => /^\d+$/.test(d));
   for (const pid of pids) {
-    const st = await procStat(pid);
-    if (st?.ppid === postmaster) ticks += st.own;
+    const st = await procCpu(pid);
+    if (st?.ppid === postmaster) ms += st.ownMs;
   }
-  return (ticks * 1000) / TICKS_PER_SECOND;
+  return ms;
 }
 
 /** Starts the server; `sharedBuffers` e.g. `256MB` so a 1M-row table and its index stay cached. */
