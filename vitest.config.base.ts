@@ -23,7 +23,8 @@ export default base;
  * (their CI time is about halved). A file of such a project that does measure one runs after the
  * others, alone ({@link twoAtOnceThenTimed}).
  */
-export const twoFilesAtOnce = { fileParallelism: true, maxWorkers: 2 } as const;
+export const filesAtOnce = (files: number) => ({ fileParallelism: true, maxWorkers: files }) as const;
+export const twoFilesAtOnce = filesAtOnce(2);
 
 /**
  * The two groups of a project whose files run two at once, except `timed` (files that measure a
