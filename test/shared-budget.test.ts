@@ -9,7 +9,7 @@ import { usePostgres } from '@dq/test-support/pg';
 import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandbox-process';
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useTempDir } from '@dq/test-support/use';
-import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher, type Running } from '@dq/test-support/kafka';
+import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher, waitUntilUp, type Running } from '@dq/test-support/kafka';
 import { validateArgs } from '@dq/test-support/csv';
 
 // One platform account, one rate limit (batch/sync: exactly 100 in any sliding second, nothing
@@ -216,10 +216,7 @@ describe('one rate budget for the account, shared by every process', () => {
       // rebalance that splits the partitions between them (on a busy machine that can take several
       // seconds, while the first one calls alone), so the three then share the budget.
       const ports = await Promise.all(enrichers.map((e) => metricsPort(e)));
-      for (const p of ports) {
-        const deadline = Date.now() + 120_000;
-        while ((await metricValue(p, 'dq_kafka_up')) !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      }
+      for (const [i, p] of ports.entries()) await waitUntilUp(enrichers[i]!, p);
       const started = performance.now();
       const [csv, kafkaDoneAt] = await Promise.all([
         run(DQ_CSV, csvArgs(input, join(dir, 'out-kafka.csv'), '--account-db', db), env),

@@ -329,9 +329,32 @@ export async function metricsPort(run: Running): Promise<number> {
 
 /** One value of the enricher's /metrics (0 when the series is absent). */
 export async function metricValue(port: number, series: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  // Bounded: a request caught by the server's close as the process ends can otherwise hang.
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
   return line ? Number(line.slice(series.length + 1)) : 0;
+}
+
+/**
+ * Waits until the enricher's /metrics shows it up (`dq_kafka_up` 1: in its group, consuming). An
+ * instance that ends first fails the wait with its exit and the end of its log, not with the
+ * refused connection to its closed metrics server.
+ */
+export async function waitUntilUp(run: Running, port: number, timeoutMs = 120_000): Promise<void> {
+  const ended = (why: string) =>
+    new Error(`dq-kafka ${why} before it was up (exit ${run.child.exitCode ?? run.child.signalCode}); stderr:\n${run.stderr().slice(-3000)}`);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (run.child.exitCode !== null || run.child.signalCode !== null) throw ended('ended');
+    const up = await metricValue(port, 'dq_kafka_up').catch(async (e: unknown) => {
+      // The metrics server closes as the process ends: give the exit a moment to be seen.
+      const exit = await Promise.race([run.exited, new Promise<undefined>((r) => setTimeout(r, 5000, undefined))]);
+      throw exit ? ended('ended') : e;
+    });
+    if (up === 1) return;
+    if (Date.now() > deadline) throw ended(`was still starting after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** Reads output and DLQ until they stand for `outCount` and `dlqCount` distinct input offsets (duplicates allowed). */
