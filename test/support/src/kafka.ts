@@ -341,15 +341,14 @@ export async function metricValue(port: number, series: string): Promise<number>
  * refused connection to its closed metrics server.
  */
 export async function waitUntilUp(run: Running, port: number, timeoutMs = 120_000): Promise<void> {
-  const ended = (why: string) =>
-    new Error(`dq-kafka ${why} before it was up (exit ${run.child.exitCode ?? run.child.signalCode}); stderr:\n${run.stderr().slice(-3000)}`);
+  const ended = (why: string) => new Error(`dq-kafka ${why} before it was up; stderr:\n${run.stderr().slice(-3000)}`);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (run.child.exitCode !== null || run.child.signalCode !== null) throw ended('ended');
+    if (run.child.exitCode !== null || run.child.signalCode !== null) throw ended(`ended (exit ${run.child.exitCode ?? run.child.signalCode})`);
     const up = await metricValue(port, 'dq_kafka_up').catch(async (e: unknown) => {
       // The metrics server closes as the process ends: give the exit a moment to be seen.
       const exit = await Promise.race([run.exited, new Promise<undefined>((r) => setTimeout(r, 5000, undefined))]);
-      throw exit ? ended('ended') : e;
+      throw exit ? ended(`ended (exit ${exit.code ?? exit.signal})`) : e;
     });
     if (up === 1) return;
     if (Date.now() > deadline) throw ended(`was still starting after ${timeoutMs} ms`);
