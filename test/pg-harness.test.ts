@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { extraPostgres, startPostgres } from '@dq/test-support/pg';
+import { extraPostgres, startPostgres, withClient } from '@dq/test-support/pg';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -53,6 +53,27 @@ describe('the PostgreSQL test harness', () => {
     } finally {
       if (before === undefined) delete process.env['DQ_TEST_PG_BIN'];
       else process.env['DQ_TEST_PG_BIN'] = before;
+    }
+  });
+
+  it('gives every server its own data directory and password, though all start from one initdb', async () => {
+    const [a, b] = await Promise.all([startPostgres(), startPostgres()]);
+    try {
+      expect(a.url).not.toBe(b.url);
+      await withClient(a.url, (c) => c.query('CREATE TABLE only_in_a (x int)'));
+      const tables = await withClient(b.url, (c) => c.query("SELECT to_regclass('only_in_a') AS t"));
+      expect(tables.rows[0]?.t).toBeNull();
+      // a's password does not open b.
+      const passwordOfA = new URL(a.url).password;
+      const wrong = new URL(b.url);
+      wrong.password = passwordOfA;
+      const refused = await withClient(wrong.toString(), async () => undefined).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(refused?.message).toMatch(/password authentication failed/);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
     }
   });
 
