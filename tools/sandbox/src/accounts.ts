@@ -58,17 +58,16 @@ export class AccountRegistry {
 
   /**
    * Checks, in the order of 7.1's table, whether the account may use `service` (and `feature`).
-   * Quota rows only apply to billable calls.
+   * A plan whose period has passed refuses every call, free ones (start-session, phone describe,
+   * downloads) included; the quota only counts, and so only refuses, billable calls.
    */
   refusal(account: Account, service: Service, feature: Feature | null, billable: boolean, now = Date.now()): AccountRefusal | null {
     const c = account.config;
     if (!c.enabled) return 'account-disabled';
     if (!c.services.includes(service)) return 'service-disabled';
     if (feature !== null && !c.features.includes(feature)) return 'feature-disabled';
-    if (billable) {
-      if (c.plan.validUntil !== null && Date.parse(c.plan.validUntil) <= now) return 'quota-expired';
-      if (c.plan.quota !== null && account.used >= c.plan.quota) return 'quota-exhausted';
-    }
+    if (c.plan.validUntil !== null && Date.parse(c.plan.validUntil) <= now) return 'quota-expired';
+    if (billable && c.plan.quota !== null && account.used >= c.plan.quota) return 'quota-exhausted';
     return null;
   }
 

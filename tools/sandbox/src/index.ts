@@ -54,7 +54,7 @@ export type {
   MatchResult,
   ResultClass,
 } from './address/index.js';
-export { createCompanyService, checkVatId, compactVatId, makeVatId, VAT_COUNTRIES } from './company/index.js';
+export { createCompanyService, checkVatId, compactVatId, makeVatId, VAT_COUNTRIES, VAT_PREFIXES } from './company/index.js';
 export type {
   CompanyHit,
   CompanyRecord,

@@ -38,8 +38,11 @@ export class SessionTokens {
     const dot = token.indexOf('.', PREFIX.length);
     if (dot === -1) return null;
     const payload = token.slice(PREFIX.length, dot);
-    const sig = Buffer.from(token.slice(dot + 1), 'base64url');
-    const expected = Buffer.from(this.#sign(payload), 'base64url');
+    // The signature's characters, not its decoded bytes: base64url decoding ignores trailing and
+    // foreign characters (`<token>=`, `<token>!!` decode to the same bytes), and a token must be
+    // used verbatim (contract 5, rule 4).
+    const sig = Buffer.from(token.slice(dot + 1), 'latin1');
+    const expected = Buffer.from(this.#sign(payload), 'latin1');
     if (sig.length !== expected.length || !timingSafeEqual(sig, expected)) return null;
     try {
       const c = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { a?: unknown; c?: unknown; x?: unknown };

@@ -87,8 +87,21 @@ describe('checkVatId', () => {
     }
   });
 
-  it('reports a prefix it has no rule for as an unknown country', () => {
-    for (const id of ['XX123456789', 'PL5260250995', '136695976', '']) expect(checkVatId(id), id).toBe('UNKNOWN_COUNTRY');
+  it('reports a prefix that is no EU VAT country as an unknown country', () => {
+    for (const id of ['XX123456789', 'GB980780684', 'CHE116281710', 'GR094259216', '136695976', '']) expect(checkVatId(id), id).toBe('UNKNOWN_COUNTRY');
+  });
+
+  it('checks the other EU countries (and XI) by their own check digits: a valid ID passes, one digit changed fails', () => {
+    const valid = ['PL5260250274', 'SE556703748501', 'CZ25123891', 'DK13585628', 'EL094259216', 'XI980780684', 'HU12892312', 'IE6388047V', 'FI20774740'];
+    valid.push('LU26375245', 'MT11679112', 'PT501964843', 'RO18547290', 'SI50223054', 'SK2022749619', 'BG175074752', 'CY10259033P', 'EE100207415');
+    valid.push('HR33392005961', 'LT119511515', 'LV40003521600');
+    expect(new Set(valid.map((id) => id.slice(0, 2))).size).toBe(21);
+    for (const id of valid) {
+      expect(checkVatId(id), id).toBe('VALID_VAT_ID');
+      const last = Number(id.match(/\d(?=\D*$)/)?.[0]);
+      const changed = id.replace(/\d(?=\D*$)/, String((last + 1) % 10));
+      expect(checkVatId(changed), changed).toBe('INVALID_VAT_ID');
+    }
   });
 });
 
@@ -120,5 +133,10 @@ describe('searchMethod vat', () => {
 
   it('answers 400 for an unknown country prefix', () => {
     expect(vat('ZZ136695976').status).toBe(400);
+  });
+
+  it('answers 200 for a VAT ID of an EU country without a rule of its own (4.7 rule 3: vat always answers 200)', () => {
+    expect(vat('PL 526-025-02-74')).toEqual({ status: 200, body: { status: 200, code: 'VALID_VAT_ID' } });
+    expect(vat('PL5260250275')).toEqual({ status: 200, body: { status: 200, code: 'INVALID_VAT_ID' } });
   });
 });

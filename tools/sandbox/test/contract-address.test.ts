@@ -142,6 +142,27 @@ describe('contract 7.1 error rows', () => {
     expectProblem(await validate(altered), 401, 'invalid-session-token');
   });
 
+  it('401 Invalid Session Token for a token not sent verbatim (a character added, the signature re-encoded), which decodes to the same bytes', async () => {
+    const token = await sessionToken();
+    const sig = token.slice(token.lastIndexOf('.') + 1);
+    const reencoded = token.slice(0, token.length - sig.length) + sig.replace(/-/g, '+').replace(/_/g, '/');
+    const variants = [`${token}A`, `${token}=`, `${token}!!`, `${token}~`, `${token}.x`];
+    if (reencoded !== token) variants.push(reencoded);
+    for (const variant of variants) {
+      expectProblem(await autocomplete(variant), 401, 'invalid-session-token');
+      expectProblem(await validate(variant), 401, 'invalid-session-token');
+    }
+    expect((await autocomplete(token)).status).toBe(200);
+  });
+
+  it('400 on country when validate carries a session token of another country: a token serves only its own', async () => {
+    const token = await sessionToken(KEYS.main, 'AT');
+    const r = await validate(token);
+    expectProblem(r, 400, 'field-error');
+    expect(ProblemSchema.parse(r.body).violations?.map((v) => v.fieldName)).toEqual(['country']);
+    expect((await validate(await sessionToken(KEYS.main, 'DE'))).status).toBe(200);
+  });
+
   it('403 Account Disabled', async () => {
     expectProblem(await validate(KEYS.disabled), 403, 'account-disabled');
     expectProblem(await startSession(KEYS.disabled), 403, 'account-disabled');
@@ -149,8 +170,13 @@ describe('contract 7.1 error rows', () => {
 
   it('403 Service Disabled when the plan excludes the API', async () => {
     expectProblem(await validate(KEYS.companyOnly), 403, 'service-disabled');
+    expectProblem(await startSession(KEYS.companyOnly), 403, 'service-disabled');
+  });
+
+  it("403 Feature Disabled for autocomplete on a validation-only plan (7.1's example)", async () => {
     const token = await sessionToken(KEYS.addressOnly);
-    expectProblem(await autocomplete(token), 403, 'service-disabled');
+    expectProblem(await autocomplete(token), 403, 'feature-disabled');
+    expect((await validate(token)).status).toBe(200);
   });
 
   it('403 Feature Disabled for autocomplete on an account that switched it off', async () => {
@@ -159,8 +185,9 @@ describe('contract 7.1 error rows', () => {
     expect((await validate(KEYS.noAutocompleteFeature)).status).toBe(200);
   });
 
-  it('403 Quota Expired once the prepaid plan period has passed', async () => {
+  it('403 Quota Expired once the prepaid plan period has passed, on free calls too', async () => {
     expectProblem(await validate(KEYS.expired), 403, 'quota-expired');
+    expectProblem(await startSession(KEYS.expired), 403, 'quota-expired');
   });
 
   it('403 Quota Exhausted once the prepaid requests are used up (tested fully in accounts.test.ts)', async () => {

@@ -72,6 +72,14 @@ describe('contract 7.2 rows', () => {
     expectEnvelope(await call(sb.url, '/companies/v2', { raw: '{not json', bearer: KEYS.main, headers: { 'content-type': 'application/json' } }), 400);
   });
 
+  it('400 for a JSON body not declared as JSON (4.7: the body is application/json)', async () => {
+    const raw = JSON.stringify({ company: known.company });
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', '']) {
+      expectEnvelope(await call(sb.url, '/companies/v2', { raw, bearer: KEYS.main, headers: { 'content-type': type } }), 400);
+    }
+    expect((await call(sb.url, '/companies/v2', { raw, bearer: KEYS.main, headers: { 'content-type': 'application/json;charset=UTF-8' } })).status).toBe(200);
+  });
+
   it('401 when authorization is missing or invalid', async () => {
     expectEnvelope(await company(undefined, { company: known.company }), 401);
     expectEnvelope(await company('wrong-key-12345', { company: known.company }), 401);
@@ -124,6 +132,25 @@ describe('phone describe (4.6) and downloads (4.4, 4.5)', () => {
     expect(sum.status).toBe(200);
     expect(sum.text.split(/\s+/)[0]).toBe(createHash('sha512').update(bytes).digest('hex'));
     expect((await call(sb.url, path)).status).toBe(401);
+  });
+
+  it('a plan whose period has passed gets 403 on the free calls too: phone describe and downloads', async () => {
+    const phone = await call(sb.url, '/rest/describe/phone_number_analysis/analyse_phone', { bearer: KEYS.expired });
+    expect(phone.status).toBe(403);
+    expect(CompanyErrorBodySchema.parse(phone.body)).toMatchObject({ status: 403, path: '/rest/describe/phone_number_analysis/analyse_phone' });
+    const r = await call(sb.url, '/download/v1/data/post/version.txt', { bearer: KEYS.expired });
+    expect(r.status).toBe(403);
+    expect(r.body).toMatchObject({ status: 403, type: expect.stringMatching(/#quota-expired$/) });
+  });
+
+  it('a Range under an If-Range is ignored (no validator is issued, so none matches): the whole file, 200', async () => {
+    const path = '/download/v1/data/post/version.txt';
+    const whole = await call(sb.url, path, { bearer: KEYS.main });
+    const ranged = await call(sb.url, path, { bearer: KEYS.main, headers: { range: 'bytes=0-3' } });
+    expect(ranged.status).toBe(206);
+    const guarded = await call(sb.url, path, { bearer: KEYS.main, headers: { range: 'bytes=0-3', 'if-range': '"nope"' } });
+    expect(guarded.status).toBe(200);
+    expect(guarded.text).toBe(whole.text);
   });
 
   it('serves every software path and installer that @dq/core builds, and uws only for linux', async () => {

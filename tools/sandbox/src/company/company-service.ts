@@ -5,7 +5,7 @@ import { generateRegister } from './register.js';
 import { RegisterLookup } from './register-lookup.js';
 import { bodyObject, parseCompanyInput, parseLang, parseQuery, parseRegisterInput, parseVatInput } from './request-params.js';
 import type { CompanyHit, CompanyResponse, CompanyService, CompanyServiceOptions } from './types.js';
-import { checkVatId, compactVatId, VAT_COUNTRIES } from './vat/index.js';
+import { checkVatId, compactVatId, VAT_PREFIXES } from './vat/index.js';
 
 /** Contract 4.7 / 8: a search never returns more than this many hits in all. */
 const MAX_HITS = 50;
@@ -38,7 +38,7 @@ export function createCompanyService(opts: CompanyServiceOptions = {}): CompanyS
       if (code === 'UNKNOWN_COUNTRY') {
         throw new BadRequestError('VAT_UNKNOWN_COUNTRY', {
           prefix: echo(compactVatId(vatId).slice(0, 2)),
-          allowed: VAT_COUNTRIES.join(', '),
+          allowed: VAT_PREFIXES.join(', '),
         });
       }
       // No X-Total-Count: a VAT check returns a code, not a list of results.

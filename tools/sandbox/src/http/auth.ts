@@ -62,6 +62,9 @@ export function authenticateAddress(ctx: SandboxContext, req: IncomingMessage, e
   if (origin !== undefined && !originAllowed(caller.account, origin)) return 'origin-invalid';
   const rule = RULES[endpoint];
   const refusal = ctx.accounts.refusal(caller.account, serviceOf(endpoint, caller.account), rule.feature, rule.billable);
+  // Contract 7.1's own example of Feature Disabled: autocomplete on a validation-only plan (one with
+  // the address product but not autocomplete). Without the address product either, the service is off.
+  if (refusal === 'service-disabled' && endpoint === 'autocomplete' && caller.account.config.services.includes('address')) return 'feature-disabled';
   if (refusal !== null) return refusal;
   if (caller.session !== undefined && caller.session.expiresAt <= Date.now()) return 'expired-session-token';
   return caller;

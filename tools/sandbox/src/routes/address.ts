@@ -72,6 +72,8 @@ function validate(ctx: SandboxContext, ex: Exchange, caller: AddressCaller, endp
     if (typeof id === 'string' && id !== '') customerAddressId = id;
     else violations.push({ fieldName: 'customerAddressId', message: 'customerAddressId must be a non-empty string; it is echoed in the result.' });
   }
+  if (checked.ok && caller.session !== undefined && checked.value.input.country !== caller.session.country)
+    violations.push(sessionCountryViolation(caller.session.country, checked.value.input.country));
   if (!checked.ok || violations.length > 0) {
     sendProblem(ex, ctx.docsUrl, 'field-error', { violations });
     return;
@@ -114,10 +116,7 @@ function autocomplete(ctx: SandboxContext, ex: Exchange, caller: AddressCaller, 
   }
   const sessionCountry = caller.session?.country;
   if (sessionCountry !== undefined && checked.value.request.country !== sessionCountry) {
-    // Contract 5 rule 2. A per-request input error, so 400 on `country` rather than a 401 that
-    // would make a client discard a token that is still good for its own country.
-    const message = `country must equal the country the session token was issued for (${sessionCountry}); start a new session for ${checked.value.request.country}.`;
-    sendProblem(ex, ctx.docsUrl, 'field-error', { violations: [{ fieldName: 'country', message }] });
+    sendProblem(ex, ctx.docsUrl, 'field-error', { violations: [sessionCountryViolation(sessionCountry, checked.value.request.country)] });
     return;
   }
   let result: { results: unknown[] };
@@ -135,4 +134,16 @@ function autocomplete(ctx: SandboxContext, ex: Exchange, caller: AddressCaller, 
     return;
   }
   sendJson(ex, 200, result);
+}
+
+/**
+ * A session token serves only the country it was started for (contract 5 rule 2 for autocomplete;
+ * docs/platform-contract.md for validate with a token). A per-request input error, so 400 on
+ * `country` rather than a 401 that would make a client discard a token still good for its country.
+ */
+function sessionCountryViolation(sessionCountry: string, country: string): Violation {
+  return {
+    fieldName: 'country',
+    message: `country must equal the country the session token was issued for (${sessionCountry}); start a new session for ${country}.`,
+  };
 }

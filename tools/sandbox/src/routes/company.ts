@@ -1,6 +1,6 @@
 import type { SandboxContext } from '../context.js';
 import { authenticateRealtime, refusalMessage } from '../http/auth.js';
-import { sendEnvelopeError, sendJson, type Exchange } from '../http/exchange.js';
+import { isJsonContentType, sendEnvelopeError, sendJson, type Exchange } from '../http/exchange.js';
 import { applyFault, rateLimited, readJson } from '../http/guards.js';
 import { REASONS } from '../http/problems.js';
 
@@ -8,7 +8,7 @@ import { REASONS } from '../http/problems.js';
 export const COMPANY_PATH = '/companies/v2';
 
 /**
- * POST /companies/v2: 405 → injected fault → 401/403 (2.4 envelope) → 429 → body → the company
+ * POST /companies/v2: 405 → injected fault → 401/403 (2.4 envelope) → 429 → media type → body → the company
  * service (400s and hits) → X-Total-Count on success. Only successful calls are billed.
  */
 export async function handleCompany(ctx: SandboxContext, ex: Exchange): Promise<void> {
@@ -26,6 +26,11 @@ export async function handleCompany(ctx: SandboxContext, ex: Exchange): Promise<
   const retryAfter = rateLimited(ctx, auth.account, 'company');
   if (retryAfter !== null) {
     sendEnvelopeError(ex, 429, `Too many requests; retry after ${retryAfter} s.`, { 'Retry-After': retryAfter });
+    return;
+  }
+  // 4.7: the body is JSON. A body declared as anything else is an invalid body (7.2: 400).
+  if (!isJsonContentType(ex.req.headers['content-type'])) {
+    sendEnvelopeError(ex, 400, 'Declare the body with "Content-Type: application/json;charset=UTF-8".');
     return;
   }
   const body = await readJson(ex);

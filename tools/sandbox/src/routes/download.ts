@@ -81,7 +81,9 @@ export async function handleDownload(ctx: SandboxContext, ex: Exchange): Promise
       return;
     }
   }
-  const range = parseRange(ex.req.headers.range, found.size);
+  // RFC 9110 13.1.5: a Range under an If-Range that does not match is ignored and the whole file sent.
+  // The sandbox issues no validator (no ETag, no Last-Modified), so no If-Range can match.
+  const range = ex.req.headers['if-range'] === undefined ? parseRange(ex.req.headers.range, found.size) : null;
   if (range === 'unsatisfiable') {
     sendProblem(ex, docs, 'range-not-satisfiable', { area, headers: { 'Content-Range': `bytes */${found.size}`, 'Accept-Ranges': 'bytes' } });
     return;
