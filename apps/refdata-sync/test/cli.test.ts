@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { Sandbox } from '@dq/sandbox';
+import { startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_BIN, DEFAULT_API_KEY, downloadRequests, freshTarget, runCli, sandboxWith, removeTargets } from './helpers.js';
 
@@ -218,6 +218,28 @@ describe('dq-refdata command line', () => {
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/API Key Invalid/);
     expect(r.stdout + r.stderr).not.toContain('bad-key-0000');
+  });
+
+  it('exits 3 telling the user to renew the plan when its period has passed (downloads and phone-describe alike)', async () => {
+    const key = 'expired-plan-key-1';
+    const expired = await startSandbox({
+      port: 0,
+      config: { accounts: [{ id: 'old', apiKeys: [key], plan: { quota: 1000, validUntil: '2020-01-31T23:59:59Z' } }] },
+    });
+    try {
+      const target = freshTarget();
+      const sync = await runCli(['sync', ...flags(target).map((f) => (f === sandbox.url ? expired.url : f))], { DQ_API_KEY: key });
+      expect(sync.code).toBe(3);
+      expect(JSON.parse(sync.stdout)).toMatchObject({ status: 'failed', exitCode: 3, code: 'quota-expired' });
+      expect(sync.stderr).toMatch(/renew the prepaid plan/);
+      expect(existsSync(target) ? readdirSync(target).filter((f) => !f.startsWith('.')) : []).toEqual([]);
+      const describe = await runCli(['phone-describe', '--realtime-url', expired.url, '--target', target], { DQ_API_KEY: key });
+      expect(describe.code).toBe(3);
+      expect(describe.stderr).toMatch(/prepaid plan period has passed/);
+      expect(sync.stdout + sync.stderr + describe.stdout + describe.stderr).not.toContain(key);
+    } finally {
+      await expired.close();
+    }
   });
 
   it('prints the phone description source as one JSON line', async () => {
