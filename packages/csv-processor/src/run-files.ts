@@ -90,6 +90,7 @@ export interface RunClaim extends HeldFileLock {
  * the rejects file's:
  * - no written file (output, rejects, checkpoint, lock, report) is the input, by device and
  *   inode, so a symlink or hard link to the input is caught too; no two of them are one file;
+ *   none is a file of the embedded result store (`storeFiles`);
  * - the folder of each exists (else a usage error naming the folder);
  * - no other live run writes the same output or rejects file, under any name (else
  *   `output-locked`, exit 75, naming its pid); the lock of a run that is gone (kill -9) is taken
@@ -100,9 +101,13 @@ export interface RunClaim extends HeldFileLock {
  * `output-unwritable` naming the folder and the cause, and leaves nothing behind.
  * Returns the held locks; release them when the run ends.
  */
-export async function claimRunFiles(paths: RunPaths): Promise<RunClaim> {
+export async function claimRunFiles(paths: RunPaths, storeFiles: readonly string[] = []): Promise<RunClaim> {
   const input = await statInput(paths.input);
   const inputId = `${input.dev}:${input.ino}`;
+  // The embedded result store's files, by the same identity as the written files (device and
+  // inode when they exist, the file a path leads to when not).
+  const store = new Map<string, string>();
+  for (const path of storeFiles) store.set(await storeFileIdentity(path), path);
   const files: WrittenFile[] = [
     { path: paths.output, label: `the output ${paths.output}`, flags: '--output' },
     { path: paths.rejects, label: `the rejects file ${paths.rejects}`, flags: '--output or --rejects' },
@@ -121,6 +126,13 @@ export async function claimRunFiles(paths: RunPaths): Promise<RunClaim> {
       throw new CsvError(
         'path-conflict',
         `${file.label} is the input file ${paths.input}: writing it would destroy the input; choose another ${file.flags ?? '--output'}`,
+      );
+    }
+    const storeFile = store.get(id);
+    if (storeFile !== undefined) {
+      throw new CsvError(
+        'path-conflict',
+        `${file.label} is the result store's file ${storeFile}: writing it would destroy every answer stored there; choose another ${file.flags ?? '--output'} (or another --store)`,
       );
     }
     const other = seen.get(id);
@@ -326,6 +338,11 @@ export async function refuseChangedWhileRead(path: string, before: Stats, checkp
  * real path of its folder plus its name (so two spellings of one new file match). Devices and
  * pipes get an identity of their own.
  */
+/** {@link identityOf} of a store file; one whose folder does not exist (a store not made yet) is named by its path. */
+async function storeFileIdentity(path: string): Promise<string> {
+  return identityOf({ path, label: path }).catch(async () => `new:${await writtenPath(path)}`);
+}
+
 export async function identityOf(file: WrittenFile): Promise<string> {
   const s = await stat(file.path).catch((err: unknown) => {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;

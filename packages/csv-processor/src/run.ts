@@ -10,7 +10,7 @@ import {
   type EngineRecord,
   type RecordResult,
 } from '@dq/core';
-import { openStore, reusesAnswers } from '@dq/core/store';
+import { embeddedStoreFiles, openStore, reusesAnswers } from '@dq/core/store';
 import { BatchReader, batchesInFlight } from './batch-reader.js';
 import { differingOptions, hashOptions, readCheckpoint, removeCheckpoint, writeCheckpoint, type Checkpoint } from './checkpoint.js';
 import { planFile, type DryRunPlan } from './dry-run.js';
@@ -57,7 +57,7 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
   // Paths of the files written, whatever way --output names them (a symlink, a symlinked folder).
   const paths = await resolveRunPaths(options);
   if (options.dryRun) return runFile(options, paths);
-  const claim = await claimRunFiles(paths);
+  const claim = await claimRunFiles(paths, embeddedStoreFiles(options.engine?.store));
   try {
     return await runFile(options, paths, claim);
   } finally {

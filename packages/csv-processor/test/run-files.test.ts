@@ -113,6 +113,36 @@ describe('files a run would write over', () => {
     expect(await readdir(folder)).toEqual(['in.csv']);
   });
 
+  it("refuses with exit 2 an --output, --rejects or --report that is the result store's file, and the stored answers stay", async () => {
+    const { folder, input } = await caseDir('store-file');
+    const store = join(folder, 'store');
+    const first = await runCli(['validate', '--input', input, '--output', join(folder, 'first.csv'), ...MAP, '--store', store], env());
+    expect(first.code, first.stderr).toBe(0);
+    const calls = sandbox.stats().billable['a'] ?? 0;
+    const before = await readFile(join(store, 'results.mdb'));
+    for (const [flag, file] of [
+      ['--output', 'results.mdb'],
+      ['--rejects', 'results.mdb'],
+      ['--report', 'results.mdb'],
+      ['--output', 'results.mdb-lock'],
+    ] as const) {
+      const args = ['validate', '--input', input, '--output', join(folder, 'out.csv'), ...MAP, '--store', store];
+      const at = flag === '--output' ? args.indexOf('--output') + 1 : args.push(flag, '') - 1;
+      args[at] = join(folder, 'link-to-store', file);
+      await rm(join(folder, 'link-to-store'), { force: true });
+      await symlink(store, join(folder, 'link-to-store')); // the store's file under another spelling
+      const run = await runCli(args, env());
+      expect(run.code, `${flag} ${file}: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain(`is the result store's file ${join(store, file)}`);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect((await readFile(join(store, 'results.mdb'))).equals(before)).toBe(true);
+    // The answers are still there: a rerun to a new output pays nothing.
+    const again = await runCli(['validate', '--input', input, '--output', join(folder, 'again.csv'), ...MAP, '--store', store], env());
+    expect(again.code, again.stderr).toBe(0);
+    expect(sandbox.stats().billable['a'] ?? 0).toBe(calls);
+  });
+
   it('exits 2 naming the folder when the rejects folder does not exist', async () => {
     const { folder, input } = await caseDir('no-rejects-folder');
     const missing = join(folder, 'gone');

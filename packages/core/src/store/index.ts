@@ -1,5 +1,5 @@
 export type { ResultStore, StoreInfo } from './types.js';
-export { openStore, defaultStoreDir, reusesAnswers } from './open.js';
+export { openStore, defaultStoreDir, embeddedStoreFiles, reusesAnswers } from './open.js';
 export type { OpenStoreOptions } from './open.js';
 export { openLmdbStore } from './lmdb-store.js';
 export { openPgStore, ensureStoreSchema, storeSchemaError, STORE_SCHEMA } from './pg-store.js';

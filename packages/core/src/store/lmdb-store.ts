@@ -25,6 +25,8 @@ const KEYS_WITH_PLATFORM = '.keys-with-platform';
 
 /** The database file in the store's folder; LMDB keeps its lock file next to it (`-lock`). */
 const DATA_FILE = 'results.mdb';
+/** The files of an embedded store in its folder. */
+export const LMDB_FILES: readonly string[] = [DATA_FILE, `${DATA_FILE}-lock`];
 /** Room kept written past LMDB's last page before a commit: at least this, … */
 const ROOM_MIN = 256 * 1024;
 /** … or this per answer of the commit (two pages: the answer and its share of the tree's pages). */

@@ -2,7 +2,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DqError } from '../errors/index.js';
 import { DEFAULT_MAX_AGE_MS } from './age.js';
-import { openLmdbStore } from './lmdb-store.js';
+import { LMDB_FILES, openLmdbStore } from './lmdb-store.js';
 import { openPgStore, type PgQueryable } from './pg-store.js';
 import { redactUrl } from './pg-version.js';
 import type { ResultStore } from './types.js';
@@ -49,6 +49,18 @@ const isPostgresUrl = (spec: string): boolean => /^postgres(ql)?:\/\//i.test(spe
  */
 export function reusesAnswers(spec: string | undefined, maxAgeMs: number | undefined): boolean {
   return spec !== 'off' && maxAgeMs !== 0;
+}
+
+/**
+ * The files of the embedded store the `--store` setting names (its database and LMDB's lock file),
+ * whether they exist yet or not; none for `off` and a `postgres://` store. A connector checks the
+ * files it writes against them: an output written over the store's memory-mapped file would destroy
+ * every answer paid for (and end the process with SIGBUS).
+ */
+export function embeddedStoreFiles(spec: string | undefined, env?: Readonly<Record<string, string | undefined>>): string[] {
+  if (spec === 'off' || (spec !== undefined && (isPostgresUrl(spec) || spec.trim() === ''))) return [];
+  const dir = resolve(spec ?? defaultStoreDir(env));
+  return LMDB_FILES.map((file) => join(dir, file));
 }
 
 /**
