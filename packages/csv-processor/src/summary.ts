@@ -96,10 +96,12 @@ function budgetLines(b: BudgetReport): [string, string][] {
 
 /**
  * The line on stderr of a run that completed with more failed records than `--max-failed` allows
- * (exit 4): the counts, where the rejected rows are and what to do, for a scheduler's log, which
- * may not keep the JSON summary on stdout. Undefined for any other run.
+ * (exit 4), or with no answerable record answered (exit 75): the counts, where the rows are and
+ * what to do, for a scheduler's log, which may not keep the JSON summary on stdout. Undefined for
+ * any other run.
  */
 export function failedRecordsLine(summary: RunSummary, maxFailed: number): string | undefined {
+  if (summary.outcome === 'done' && !summary.error && summary.exitCode === ExitCode.TEMPFAIL) return unavailableLine(summary);
   if (summary.outcome !== 'done' || summary.error || summary.exitCode !== ExitCode.MAX_FAILED) return undefined;
   const { rows, rejects, byStatus } = summary.totals;
   const unavailable = byStatus.unavailable;
@@ -111,5 +113,15 @@ export function failedRecordsLine(summary: RunSummary, maxFailed: number): strin
   return (
     `dq-csv: records-failed: ${rejects + unavailable} of ${rows + rejects} input records failed (${rejects} rejected, in ${summary.paths.rejects}, ` +
     `with line and reason; ${unavailable} unavailable): ${percent}% is over --max-failed ${maxFailed}; ${todo}\n`
+  );
+}
+
+/** The line of a run that read every record but got no usable answer for any it could ask about (exit 75). */
+function unavailableLine(summary: RunSummary): string {
+  const { rows, byStatus } = summary.totals;
+  return (
+    `dq-csv: records-unavailable: none of the ${byStatus.unavailable} records the platform was asked about got a usable answer ` +
+    `(${rows} rows in ${summary.paths.output}, marked unavailable, the reasons in the warnings above): ` +
+    `the platform failed, not the input; rerun the same command later\n`
   );
 }

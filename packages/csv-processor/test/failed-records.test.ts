@@ -1,4 +1,7 @@
+import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { makeSampleCsv } from '@dq/sandbox';
 import { describe, expect, it } from 'vitest';
@@ -41,6 +44,40 @@ describe('a run done with failed records past --max-failed', () => {
     const within = await runCli(sampleArgs(input, join(dir, 'ragged.within.csv'), '--store', 'off', '--max-failed', '0.1'), sandbox.env());
     expect(within.code, within.stderr).toBe(0);
     expect(within.stderr).not.toContain('records-failed');
+  });
+});
+
+describe('a run done with no record answered', () => {
+  it('exits 75 with one line on stderr saying the platform failed and to rerun later', { timeout: 60_000 }, async () => {
+    // A platform that answers every call with 200 and a body that is no result: every record is unavailable.
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json', 'x-service-request-id': 'odd-0001' });
+        res.end('{"weird":true}');
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const input = join(dir, 'odd.csv');
+      await writeFile(input, makeSampleCsv(10, 11));
+      const output = join(dir, 'odd.clean.csv');
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const run = await runCli(sampleArgs(input, output, '--store', 'off'), { ...sandbox.env(), DQ_BASE_URL: url });
+      expect(run.code, run.stderr).toBe(75);
+      expect(summaryOf(run)).toMatchObject({ outcome: 'done', exitCode: 75 });
+      const lines = run.stderr.split('\n').filter((l) => l.startsWith('dq-csv: '));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^dq-csv: records-unavailable: none of the \\d+ records the platform was asked about got a usable answer \\(10 rows in ${output.replace(/[.]/g, '\\.')}, marked unavailable`,
+        ),
+      );
+      expect(lines[0]).toContain('rerun the same command later');
+    } finally {
+      server.close();
+    }
   });
 });
 
