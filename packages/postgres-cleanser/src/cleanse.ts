@@ -8,7 +8,7 @@ import { DEFAULT_MAX_AGE_MS, openStore, StoreError } from '@dq/core/store';
 import type { Engine, Mode, PolicyStatus, ResultClass, RunReport } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, disconnect } from './db.js';
-import { connectionLost, relationGone, usageError } from './errors.js';
+import { connectionLost, privilegeLost, relationGone, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
 import { allInvalidHint } from './mapping-hints.js';
@@ -19,7 +19,8 @@ import type { TargetTable } from './preflight.js';
 import { emptyTally, validateRows, withReused } from './known-rows.js';
 import type { ReusedTally } from './known-rows.js';
 import type { KnownRows } from './page-store.js';
-import { finishRun, holdRun, knownScopes, newRunId, openRunAlone, stopRun } from './runs.js';
+import { finishRun, holdRun, knownScopes, newRunId, openRunAlone, runTotals, stopRun } from './runs.js';
+import type { RunTotals } from './runs.js';
 import { RunHalt, workRange } from './range-worker.js';
 import type { WorkContext } from './range-worker.js';
 import { RangeQueue } from './work-queue.js';
@@ -179,7 +180,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     runId = options.runId ?? newRunId();
     await holdRun(client, runId);
     const run = await openRunAlone(client, target, settings, runId, batchSize * pagesPerClaim);
-    const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']): CleanseSummary => ({
+    const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error'], totals?: RunTotals): CleanseSummary => ({
       ...base,
       ...rounded(),
       runId: run.runId,
@@ -188,10 +189,25 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       notWrittenKeys: notWritten.keys,
       state,
       exitCode,
+      ...(totals ? { runTotals: totals } : {}),
       ...(error ? { error } : {}),
       ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     });
-    if (run.state === 'done' || run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
+    // A run ends with the exit code of all its rows, those of earlier attempts too: a scheduler's
+    // retry of a run that exited 4 does not turn it into a success (README "Exit codes").
+    const ended = async (state: 'done' | 'running'): Promise<CleanseSummary> => {
+      const totals = await runTotals(client, run.runId);
+      const exitCode = wholeRunExitCode(report()!, totals, options.maxFailed ?? 0);
+      if (exitCode === ExitCode.MAX_FAILED && totals.unavailable > progress.byStatus.unavailable) {
+        logger.warn(
+          `${totals.unavailable} of the ${totals.rows} rows of run ${run.runId} are unavailable (the platform failed for them), ${totals.unavailable - progress.byStatus.unavailable} of them from an earlier attempt of the run, which a rerun with its --run-id does not check again; a new run restricted to them redoes them: --run-id <new id> --where "${target.key.quoted} IN (SELECT row_key::${target.key.type} FROM ${STATE_SCHEMA}.results WHERE run_id = '${run.runId.replace(/'/g, "''")}' AND status = 'unavailable')"`,
+          { runId: run.runId },
+        );
+      }
+      return summary(state, exitCode, undefined, totals);
+    };
+    if (run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
+    if (run.state === 'done') return await ended('done');
 
     const inUse = await knownInUse(client, known);
     const processId = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
@@ -223,17 +239,23 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       return summary('stopped', halt.exitCode, halt.error);
     }
     const done = await finishRun(client, run.runId);
-    return summary(done ? 'done' : 'running', exitCodeFor({ report: report()!, maxFailed: options.maxFailed ?? 0 }));
+    return await ended(done ? 'done' : 'running');
   } catch (e) {
     // Every page committed with its checkpoint, so the run resumes where the connection went.
     const then = runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`;
     const lost = connectionLost(e, db.where, then, storeApart);
-    throw relationGone(
-      lost,
+    const resume = runId === undefined ? 'Then run again.' : `The run keeps what it committed: then rerun with --run-id ${runId}.`;
+    throw privilegeLost(
+      relationGone(
+        lost,
+        options.table,
+        runId === undefined
+          ? 'Check --table and --map.'
+          : `The run keeps what it committed: rerun with --run-id ${runId} once the table is back under its name and columns.`,
+      ),
       options.table,
-      runId === undefined
-        ? 'Check --table and --map.'
-        : `The run keeps what it committed: rerun with --run-id ${runId} once the table is back under its name and columns.`,
+      db.user,
+      resume,
     );
   } finally {
     if (engine) options.onEngineReport?.(withReused(engine.report(), reused));
@@ -241,6 +263,19 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     await Promise.all(connections.map((c) => disconnect(c)));
     await disconnect(client);
   }
+}
+
+/**
+ * The exit code of a run that completed, judged on the whole run's `totals` (every process and
+ * attempt of it) with `--max-failed`. Exit 75 ("retry later") only when this process's own rows all
+ * came back unavailable (the platform down now): rows an earlier attempt left unavailable are not
+ * checked again by a rerun, so for them the run is done with failures (4), never worth a retry.
+ */
+export function wholeRunExitCode(own: RunReport, totals: RunTotals, maxFailed: number): ExitCode {
+  if (exitCodeFor({ report: own, maxFailed }) === ExitCode.TEMPFAIL) return ExitCode.TEMPFAIL;
+  const byStatus = { ...zeroByStatus(), unavailable: totals.unavailable, 'invalid-input': totals.invalidInput };
+  const whole = exitCodeFor({ report: { records: totals.rows, byStatus }, maxFailed });
+  return whole === ExitCode.TEMPFAIL ? ExitCode.MAX_FAILED : whole;
 }
 
 /** One range worker's claim queue and page store. */

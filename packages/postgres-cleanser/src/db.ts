@@ -8,6 +8,8 @@ export interface DbTarget {
   url: string;
   /** `host:port/database`, safe to print. */
   where: string;
+  /** The user name of the URL, for messages (`the user of --db` when the URL names none). */
+  user: string;
 }
 
 /**
@@ -27,10 +29,33 @@ export function dbTarget(url: string | undefined, redactor?: Redactor): DbTarget
   }
   if (parsed.password) {
     redactor?.add(parsed.password);
-    redactor?.add(decodeURIComponent(parsed.password));
+    // A raw "%" (e.g. in "50%off") is not percent-encoding: node-postgres could not read the URL either.
+    redactor?.add(decoded(parsed.password, 'the password', '(the password is not shown)'));
   }
-  const database = decodeURIComponent(parsed.pathname.replace(/^\//, '')) || '(default)';
-  return { url, where: `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}/${database}` };
+  const user = decoded(parsed.username, 'the user name', parsed.username) || 'the user of --db';
+  const database = decoded(parsed.pathname.replace(/^\//, ''), 'the database name', parsed.pathname) || '(default)';
+  const queryTimeout = parsed.searchParams.get('query_timeout');
+  // node-postgres takes the URL's query_timeout over dq-pg's own and waits no time at all for a
+  // value that is not a number of milliseconds: every query would fail as a lost connection.
+  if (queryTimeout !== null && !/^[1-9][0-9]*$/.test(queryTimeout)) {
+    throw usageError(
+      '--db',
+      `?query_timeout=${queryTimeout} in the URL is not a number of milliseconds: give a whole number from 1 (e.g. ?query_timeout=60000 for a minute), or leave the parameter out for dq-pg's own limits`,
+    );
+  }
+  return { url, where: `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}/${database}`, user };
+}
+
+/** `text` of the URL percent-decoded; a malformed escape is a usage error naming `what` (never showing a password). */
+function decoded(text: string, what: string, shown: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw usageError(
+      '--db',
+      `${what} in the URL ${shown} holds a "%" that is not percent-encoding: write each "%" in it as %25 (and other reserved characters such as @ : / # ? as %40 %3A %2F %23 %3F)`,
+    );
+  }
 }
 
 /** Options of {@link connect}. */
@@ -47,6 +72,19 @@ export interface ConnectOptions {
    * refused (`db-read-only`, exit 2) before any work, rather than failing at the first write.
    */
   writes?: boolean;
+}
+
+/** SQLSTATE idle_in_transaction_session_timeout: the server ended a session left idle in a transaction. */
+const IDLE_IN_TRANSACTION_TIMEOUT = '25P03';
+/** Connections the server ended for `idle_in_transaction_session_timeout` (see {@link endedBySetting}). */
+const endedIdleInTransaction = new WeakSet<pg.Client>();
+
+/**
+ * Whether the server ended `client`'s session for `idle_in_transaction_session_timeout` (SQLSTATE
+ * 25P03, sent before it closes the connection; the next query only says the connection is gone).
+ */
+export function endedBySetting(client: pg.Client): boolean {
+  return endedIdleInTransaction.has(client);
 }
 
 /** Servers (by URL) whose version this process has checked already: one query per server, not per connection. */
@@ -69,7 +107,9 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg', optio
     keepAlive: true,
   });
   // An idle client whose server goes away emits 'error'; the next query then fails and is handled there.
-  client.on('error', () => undefined);
+  client.on('error', (e: unknown) => {
+    if ((e as { code?: unknown }).code === IDLE_IN_TRANSACTION_TIMEOUT) endedIdleInTransaction.add(client);
+  });
   try {
     await client.connect();
     if (!versionChecked.has(target.url)) {
@@ -78,11 +118,33 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg', optio
       versionChecked.add(target.url);
     }
     if (options.writes) await refuseReadOnly(client, target);
+    await client.query(sessionSettings(client));
   } catch (e) {
     await client.end().catch(() => undefined);
     throw connectionError(e, target.where);
   }
   return client;
+}
+
+/**
+ * The settings every dq-pg session runs with, whatever the database's or the role's defaults:
+ *
+ * - READ COMMITTED. The guarded page write, the range claims and the checkpoints are built for it
+ *   (README "What a run does"): under a `default_transaction_isolation` of `repeatable read` or
+ *   `serializable`, dq-pg's own range workers would abort each other's transactions with
+ *   serialization failures.
+ * - `statement_timeout` just past dq-pg's own query timeout (none for the commands that give a
+ *   query as long as it takes). dq-pg bounds its statements itself: page-sized statements, a
+ *   lock wait of its own after which rows held by another session become conflicts, and a query
+ *   timeout after which the database counts as unreachable. A database default meant for
+ *   application queries would cancel a page write while it waits for a row lock (ending a run
+ *   that would go on), or a rollback of a large table; the server still stops a statement dq-pg
+ *   gave up waiting for.
+ */
+function sessionSettings(client: pg.Client): string {
+  const queryTimeout = Number((client as unknown as { connectionParameters?: { query_timeout?: unknown } }).connectionParameters?.query_timeout);
+  const statementTimeout = Number.isFinite(queryTimeout) && queryTimeout > 0 ? Math.floor(queryTimeout) + 1_000 : 0;
+  return `SET default_transaction_isolation = 'read committed'; SET statement_timeout = ${statementTimeout}`;
 }
 
 /**

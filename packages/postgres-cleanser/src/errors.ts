@@ -48,6 +48,8 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   'review-file': { exit: ExitCode.USAGE },
   /** the database server is older than dq-pg supports (README "Supported PostgreSQL versions") */
   'db-version': { exit: ExitCode.USAGE },
+  /** a server setting ended a session dq-pg needs (idle_in_transaction_session_timeout shorter than a key range takes) */
+  'db-setting': { exit: ExitCode.USAGE },
 }) {
   override readonly name = 'CleanseError';
 }
@@ -141,4 +143,22 @@ export function relationGone(e: unknown, table: string, then: string): unknown {
   if (code === '42703')
     return new CleanseError('column-not-found', `${message}: was a column of ${table} dropped or renamed while dq-pg worked on it? ${then}`, { cause: e });
   return e;
+}
+
+/**
+ * The database user lost a privilege the command needs while it worked (SQLSTATE 42501: a REVOKE
+ * during a run; a row-level security policy refusing a row is the table's refusal of that row, not
+ * this): a {@link CleanseError} (`permission-denied`, exit 2) quoting PostgreSQL, naming the grants
+ * the README's "Database roles" lists and what to do next (`then`); other errors are returned
+ * unchanged.
+ */
+export function privilegeLost(e: unknown, table: string, user: string, then: string): unknown {
+  if (e instanceof CleanseError || (e as { code?: unknown })?.code !== '42501') return e;
+  const message = (e as Error).message;
+  if (/row-level security/.test(message)) return e;
+  return new CleanseError(
+    'permission-denied',
+    `${message} (SQLSTATE 42501): the database user ${user} may no longer do what dq-pg needs; give it the grants the README lists for an ETL role ("Database roles"): GRANT SELECT, UPDATE ON ${table} TO ${user}, and on the schemas dq_cleanse and dq_store. ${then}`,
+    { cause: e },
+  );
 }

@@ -1,5 +1,6 @@
 import type { BudgetReport, EngineConfig, Logger, Mode, RecordStatus, ResultClass, RunReport } from '@dq/core';
 import type { EngineFlagSettings } from '@dq/core/cli';
+import type { RunTotals } from './runs.js';
 
 /** Options of {@link cleanse} (the `dq-pg cleanse` flags). */
 export interface CleanseOptions {
@@ -117,6 +118,11 @@ export interface CleanseSummary extends CleanseProgress {
   notWritten: number;
   /** Their keys (first 100); the reasons are in `dq_cleanse.results.error`. */
   notWrittenKeys: string[];
+  /**
+   * The counts of the whole run, every process and attempt of it (as `dq-pg status` shows them),
+   * when this process saw it end or ran out of ranges; the exit code is judged on these.
+   */
+  runTotals?: RunTotals;
   error?: { code: string; message: string; requestId?: string };
   /** The rate budget this process used (shared or local) and its billable calls against --max-calls. */
   budget?: BudgetReport;

@@ -454,7 +454,12 @@ export class PageStore {
       const { scope, scopeBefore, maxAgeMs } = this.#known!;
       values.push(scopeBefore === undefined ? [scope] : [scope, scopeBefore], new Date(Date.now() - maxAgeMs).toISOString());
     }
-    const res = await this.#reader.query<unknown[]>({ name: `dq_read_${variant}`, text, values, rowMode: 'array' });
+    let res: pg.QueryResult<unknown[]>;
+    try {
+      res = await this.#reader.query<unknown[]>({ name: `dq_read_${variant}`, text, values, rowMode: 'array' });
+    } catch (e) {
+      throw whereFailed(e, this.#where, this.#target);
+    }
     const n = this.#target.columns.length + 1;
     const m = n + this.#target.status.length;
     return res.rows.map((r) => {
@@ -537,7 +542,11 @@ export class PageStore {
     try {
       return await this.#inLockWait(() => this.#writer.query({ name: 'dq_write', text: this.#writeSql, values }));
     } catch (e) {
-      if ((e as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw e;
+      // A deadlock with another session's transaction (it waits for a row this page updated while
+      // this page waits for one it holds): this page was chosen to give way, rolled back, and is
+      // written like one that waited too long, without the rows held (README "dq-pg").
+      const code = (e as { code?: string }).code;
+      if (code !== LOCK_NOT_AVAILABLE && code !== DEADLOCK_DETECTED) throw e;
       held.skipLocked = true;
       return skipLocked();
     }
@@ -605,12 +614,34 @@ export interface Refused {
 /**
  * Whether the table refused the new values (not the database failing): a data exception (class
  * 22, e.g. a value its type rejects), an integrity constraint (class 23: CHECK, unique, NOT NULL,
- * foreign key, exclusion) or an exception raised by a trigger (P0001). Never the bookkeeping's own.
+ * foreign key, exclusion), an exception raised by a trigger (P0001), or a row-level security
+ * policy's `WITH CHECK` (42501, "new row violates row-level security policy"; a missing privilege,
+ * also 42501, is not a refusal of the row). Never the bookkeeping's own.
  */
 export function refusedByTable(e: unknown): boolean {
-  const { code, schema } = e as { code?: unknown; schema?: unknown };
+  const { code, schema, message } = e as { code?: unknown; schema?: unknown; message?: unknown };
   if (typeof code !== 'string' || schema === STATE_SCHEMA) return false;
+  if (code === '42501') return typeof message === 'string' && ROW_SECURITY_REFUSAL.test(message);
   return code.startsWith('22') || code.startsWith('23') || code === 'P0001';
+}
+
+/** PostgreSQL's message when a row-level security policy refuses the new row of an UPDATE. */
+const ROW_SECURITY_REFUSAL = /^new row violates row-level security policy/;
+
+/**
+ * The page read failed on a row because of `--where` (a cast or function of the predicate that a
+ * row's value breaks: a data exception, class 22, or an exception a function raised, P0001): a
+ * {@link CleanseError} (`where-invalid`, exit 2) naming `--where` and the database's message. The
+ * read's own SQL casts nothing that a row could break; other errors are returned unchanged.
+ */
+function whereFailed(e: unknown, where: string | undefined, target: TargetTable): unknown {
+  const { code, message } = e as { code?: unknown; message?: unknown };
+  if (where === undefined || typeof code !== 'string' || !(code.startsWith('22') || code === 'P0001')) return e;
+  return new CleanseError(
+    'where-invalid',
+    `--where ${JSON.stringify(where)} failed on a row of ${target.qualified}: ${String(message)} (SQLSTATE ${code}); change the predicate so that it holds for every row (e.g. test a value before casting it) and start a new run with it (a run keeps the --where it began with)`,
+    { cause: e },
+  );
 }
 
 /** PostgreSQL's reason, with the constraint it names; not its detail (which may quote the whole row). */
@@ -651,6 +682,8 @@ function writeRefused(e: unknown, target: TargetTable, runId: string, firstKey: 
 
 /** SQLSTATE lock_not_available: a lock wait passed `lock_timeout` (or a NOWAIT found the lock held). */
 const LOCK_NOT_AVAILABLE = '55P03';
+/** SQLSTATE deadlock_detected: this transaction was rolled back to end a deadlock. */
+const DEADLOCK_DETECTED = '40P01';
 /** Longest wait of a page write for a row lock another session holds. */
 const LOCK_WAIT_MS = 5_000;
 

@@ -64,9 +64,38 @@ function describe(target: TargetTable, settings: RunSettings): Record<string, un
   };
 }
 
+/** The flag of each setting {@link describe} records, for messages. */
+const SETTING_FLAGS: Record<string, string> = {
+  table: '--table',
+  key: '--key',
+  mapping: '--map',
+  mode: '--mode',
+  country: '--country',
+  accept: '--accept',
+  where: '--where',
+  include: '--include',
+  statusColumns: '--status-columns',
+  reviewOf: 'review run of',
+};
+
 /** The hash of a run's settings as {@link describe} gives them, which `dq_cleanse.runs` keeps. */
 function optionsHash(options: Record<string, unknown>): string {
   return createHash('sha256').update(JSON.stringify(options)).digest('hex');
+}
+
+/**
+ * `value` with the keys of every object in sorted order: the same settings give the same hash
+ * whatever the order of `--map` or `--status-columns`. Not for {@link knownScope}, whose hashes
+ * name the rows recorded already.
+ */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+  );
 }
 
 /**
@@ -110,7 +139,7 @@ export function knownScopes(target: TargetTable, settings: RunSettings): [string
  */
 export async function openRun(client: pg.Client, target: TargetTable, settings: RunSettings, runId: string, rangeRows: number): Promise<RunRecord> {
   const options = describe(target, settings);
-  const hash = optionsHash(options);
+  const hash = optionsHash(canonical(options) as Record<string, unknown>);
   const inserted = await client.query(
     `INSERT INTO ${STATE_SCHEMA}.runs (run_id, table_name, key_column, key_type, mapping, columns, options, options_hash, range_rows, state, kind, review_of)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'running', $10, $11) ON CONFLICT (run_id) DO NOTHING`,
@@ -134,12 +163,15 @@ export async function openRun(client: pg.Client, target: TargetTable, settings: 
   );
   const row = rows[0];
   if (!row) throw new Error(`run ${runId} vanished right after it was created`);
-  // A run made before the platform was recorded is resumed on any platform, as it was before.
-  const { platform: _platform, ...recordedBefore } = options;
-  if (row.options_hash !== hash && !(!('platform' in row.options) && row.options_hash === optionsHash(recordedBefore))) {
-    // Compared as values: jsonb gives the stored mapping's keys back in an order of its own.
-    const differs = Object.keys(options).filter((k) => !isDeepStrictEqual(options[k], row.options[k]));
-    const named = (k: string) => (k === 'platform' ? (settings.mode === 'address' ? '--base-url' : '--realtime-url') : k);
+  // Compared as values, not by hash: jsonb gives the stored mapping's keys back in an order of its
+  // own (which `dq-pg status` prints in the resume command), and a run made by an earlier dq-pg
+  // hashed them in the order of its --map. A run made before the platform was recorded is resumed
+  // on any platform, as it was before.
+  const differs = [...new Set([...Object.keys(options), ...Object.keys(row.options)])].filter(
+    (k) => !(k === 'platform' && !('platform' in row.options)) && !isDeepStrictEqual(options[k] ?? null, row.options[k] ?? null),
+  );
+  if (differs.length > 0) {
+    const named = (k: string) => (k === 'platform' ? (settings.mode === 'address' ? '--base-url' : '--realtime-url') : (SETTING_FLAGS[k] ?? k));
     throw new CleanseError(
       'run-mismatch',
       `--run-id ${runId}: that run was made with different ${differs.map(named).join(', ')} (${differs.map((k) => `${k}=${JSON.stringify(row.options[k] ?? null)}`).join('; ')}); use the same settings to resume it, or a new run id`,
@@ -259,4 +291,33 @@ export async function stopRun(client: pg.Client, runId: string, error: { code: s
     runId,
     JSON.stringify(error),
   ]);
+}
+
+/** The counts of a whole run, over every process and attempt of it (its `progress` rows, as `dq-pg status` sums them). */
+export interface RunTotals {
+  rows: number;
+  written: number;
+  unchanged: number;
+  conflicts: number;
+  accepted: number;
+  review: number;
+  invalid: number;
+  /** Invalid input and unsupported countries: the data, not the platform, is the cause. */
+  invalidInput: number;
+  unavailable: number;
+  apiCalls: number;
+}
+
+/** {@link RunTotals} of run `runId` as committed so far. */
+export async function runTotals(client: pg.Client, runId: string): Promise<RunTotals> {
+  const { rows } = await client.query<RunTotals>(
+    `SELECT COALESCE(sum(rows_read), 0)::float8 AS rows, COALESCE(sum(written), 0)::float8 AS written,
+            COALESCE(sum(unchanged), 0)::float8 AS unchanged, COALESCE(sum(conflicts), 0)::float8 AS conflicts,
+            COALESCE(sum(accepted), 0)::float8 AS accepted, COALESCE(sum(review), 0)::float8 AS review,
+            COALESCE(sum(invalid), 0)::float8 AS invalid, COALESCE(sum(invalid_input), 0)::float8 AS "invalidInput",
+            COALESCE(sum(unavailable), 0)::float8 AS unavailable, COALESCE(sum(api_calls), 0)::float8 AS "apiCalls"
+       FROM ${STATE_SCHEMA}.progress WHERE run_id = $1`,
+    [runId],
+  );
+  return rows[0] as RunTotals;
 }

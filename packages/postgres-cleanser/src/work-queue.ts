@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import { STATE_SCHEMA } from './bookkeeping.js';
 import type { TargetTable } from './preflight.js';
+import { endedBySetting } from './db.js';
+import { CleanseError } from './errors.js';
 
 /** A key range held by this process: keys in (`lo`, `hi`], of which (`lo`, `lastKey`] are done. */
 export interface ClaimedRange {
@@ -39,6 +41,29 @@ export class RangeQueue {
 
   /** Claims the next unfinished range, cutting new ones as needed; null when no range is left to claim. */
   async claim(): Promise<ClaimedRange | null> {
+    try {
+      return await this.#claim();
+    } catch (e) {
+      throw this.#sessionEnded(e);
+    }
+  }
+
+  /**
+   * `e`, or a `db-setting` error when the server ended the claim's session for
+   * `idle_in_transaction_session_timeout`: the claim's transaction is idle, by design, for as long
+   * as the range is worked on, so a timeout shorter than that ends every run (exit 2, not a
+   * database to retry later).
+   */
+  #sessionEnded(e: unknown): unknown {
+    if (!endedBySetting(this.#client)) return e;
+    return new CleanseError(
+      'db-setting',
+      `the database ended the session in which dq-pg holds its claim on a key range of ${this.#target.qualified} (SQLSTATE 25P03): the server setting idle_in_transaction_session_timeout is shorter than dq-pg takes to work one range, and the claim's transaction stays open, idle between statements, for that long (README "What a run does", Key ranges); have the setting raised or turned off for this user (ALTER ROLE … SET idle_in_transaction_session_timeout = 0), or take smaller ranges with --pages-per-claim; the run keeps what it committed: then rerun with --run-id ${this.#runId}`,
+      { cause: e },
+    );
+  }
+
+  async #claim(): Promise<ClaimedRange | null> {
     await this.release();
     for (;;) {
       await this.#client.query('BEGIN');
@@ -72,7 +97,9 @@ export class RangeQueue {
   async release(): Promise<void> {
     if (!this.#holding) return;
     this.#holding = false;
-    await this.#client.query('COMMIT');
+    await this.#client.query('COMMIT').catch((e: unknown) => {
+      throw this.#sessionEnded(e);
+    });
   }
 
   /** Adds the next range after the frontier; false when the key space is exhausted. */

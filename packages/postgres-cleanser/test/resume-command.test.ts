@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_KEY, createCustomers, runCli, startEnv, summaryOf } from './support.js';
+import type { TestEnv } from './support.js';
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await startEnv();
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+/** The words of a command as a POSIX shell splits it (plain words and single-quoted parts, as `status` prints them). */
+function shellWords(command: string): string[] {
+  const words: string[] = [];
+  for (const m of command.matchAll(/(?:[^\s']+|'[^']*')+/g)) words.push(m[0].replace(/'([^']*)'/g, '$1'));
+  return words;
+}
+
+describe('dq-pg status: the resume command it prints', () => {
+  it('resumes the run, whatever order the mapping was given in; a real difference is named by its flag', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 60);
+    const api = ['--db', db, '--base-url', env.sandbox.url, '--api-key', API_KEY, '--rate-limit', '0'];
+    const first = await runCli([
+      'cleanse',
+      '--table',
+      'customers',
+      '--key',
+      'id',
+      '--map',
+      'street=street,houseNumber=house_number,postalCode=postal_code,locality=city,country=country',
+      '--run-id',
+      'mm3',
+      '--max-calls',
+      '1',
+      '--store',
+      'off',
+      '--batch-size',
+      '20',
+      ...api,
+    ]);
+    expect(first.code, first.stderr).toBe(5);
+    const status = await runCli(['status', '--db', db, '--run', 'mm3', '--json']);
+    const resume = (JSON.parse(status.stdout) as { resume: string }).resume;
+    expect(resume).toContain('--run-id mm3');
+    const [program, ...args] = shellWords(resume);
+    expect(program).toBe('dq-pg');
+
+    // Another setting than the run's is refused, naming it.
+    const other = await runCli([...args, '--country', 'AT', '--store', 'off', ...api]);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain('run-mismatch: --run-id mm3: that run was made with different --country (country=null)');
+
+    const resumed = await runCli([...args, '--store', 'off', ...api]);
+    expect(resumed.stderr).not.toContain('run-mismatch');
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(summaryOf(resumed)).toMatchObject({ state: 'done', runTotals: { rows: 60 } });
+  }, 90_000);
+});
