@@ -211,7 +211,7 @@ export function identityLockFolder(): string {
 /**
  * Takes the lock of the regular file `file` by device and inode: every name of the file (hard
  * links, in any folder) takes the same one. Returns undefined when `file` does not exist yet (see
- * {@link RunClaim.lockNewFiles}) or is not a regular file (/dev/null).
+ * {@link RunClaim.lockNewFiles}) or is not a regular file.
  */
 export async function lockIdentity(file: string): Promise<HeldFileLock | undefined> {
   const s = await stat(file, { bigint: true }).catch(() => undefined);
@@ -357,8 +357,19 @@ export async function identityOf(file: WrittenFile): Promise<string> {
       );
     }
     if (s.isDirectory()) throw new CsvError('output-unwritable', `${file.label} is a folder: name a file in it (e.g. ${join(file.path, 'out.csv')})`);
-    // A device (/dev/null) is not overwritten by being written twice: never a conflict.
-    if (!s.isFile()) return `device:${file.label}`;
+    if (!s.isFile()) {
+      // The output and the rejects file are cut back to their checkpoint on --resume and synced
+      // after every batch, and the checkpoint and lock are made next to them: a device
+      // (/dev/null) takes none of that (fsync fails on it, and the side files would land in /dev).
+      if (file.flags !== '--report') {
+        throw new CsvError(
+          'output-unwritable',
+          `${file.label} is not a file (a device): dq-csv writes its output and rejects to files it syncs and can cut back to their checkpoint on --resume, with the checkpoint and lock next to them; write to a file (and delete it afterwards if only the result store was to be filled)`,
+        );
+      }
+      // A report written to a device is not overwritten by being written twice: never a conflict.
+      return `device:${file.label}`;
+    }
     return `${s.dev}:${s.ino}`;
   }
   const folder = dirname(file.path);

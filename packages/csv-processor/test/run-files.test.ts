@@ -143,6 +143,24 @@ describe('files a run would write over', () => {
     expect(sandbox.stats().billable['a'] ?? 0).toBe(calls);
   });
 
+  it('refuses with exit 2 an --output or --rejects that is a device (/dev/null), creating nothing next to it', async () => {
+    const { folder, input } = await caseDir('device');
+    const sideFiles = async () => (await readdir('/dev')).filter((f) => f.startsWith('null.') || f.startsWith('null-'));
+    const before = await sideFiles();
+    for (const args of [
+      ['--output', '/dev/null', '--rejects', join(folder, 'r.csv')],
+      ['--output', join(folder, 'out.csv'), '--rejects', '/dev/null'],
+      ['--output', '/dev/null'],
+    ]) {
+      const run = await runCli(['validate', '--input', input, ...args, ...MAP, '--store', 'off'], env());
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(/\/dev\/null is not a file \(a device\)/);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(await sideFiles()).toEqual(before);
+    expect(await readdir(folder)).toEqual(['in.csv']);
+  });
+
   it('exits 2 naming the folder when the rejects folder does not exist', async () => {
     const { folder, input } = await caseDir('no-rejects-folder');
     const missing = join(folder, 'gone');
