@@ -3,9 +3,8 @@
  * `dq-refdata status` (what the target holds, without reading file contents).
  */
 import { readFile, stat } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { processAlive } from '@dq/core/lock';
+import { lockOwnerAlive, type FileLockOwner } from '@dq/core/lock';
 import { readCurrent } from './current-pointer.js';
 import { InterruptedError, UsageError } from './errors.js';
 import { sha512OfFile, sizeOf } from './fs-sync.js';
@@ -118,9 +117,11 @@ export async function targetStatus(target: string): Promise<StatusSummary> {
   const manifest = await readManifest(target);
   let lockedBy: number | undefined;
   try {
-    const owner = JSON.parse(await readFile(join(target, LOCK_FILE), 'utf8')) as { pid?: number; host?: string };
-    // The lock of a process of this host that is gone (killed) names no running sync; the next sync takes it over.
-    lockedBy = typeof owner.pid === 'number' && (owner.host !== hostname() || processAlive(owner.pid)) ? owner.pid : undefined;
+    const owner = JSON.parse(await readFile(join(target, LOCK_FILE), 'utf8')) as Partial<FileLockOwner>;
+    // The lock of a process of this host that is gone (killed, or its pid given to another since)
+    // names no running sync; the next sync takes it over. Judged as the lock itself judges it.
+    lockedBy =
+      typeof owner.pid === 'number' && typeof owner.host === 'string' && lockOwnerAlive({ ...owner, pid: owner.pid, host: owner.host }) ? owner.pid : undefined;
   } catch {
     lockedBy = undefined;
   }

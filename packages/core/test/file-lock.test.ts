@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,11 +56,34 @@ function lockInChild(lock: string, how: { fsize?: number; unprivileged?: boolean
   });
 }
 
+/** Start time of `pid` (field 22 of /proc/<pid>/stat, clock ticks since boot), read here independently of the lock. */
+function startOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+}
+
+const linux = process.platform === 'linux';
+const bootId = linux ? readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim() : '';
+
+/** A process that lives until killed, and its pid. */
+async function longLived(): Promise<{ pid: number; kill: () => void }> {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+  return { pid: child.pid!, kill: () => child.kill('SIGKILL') };
+}
+
+/**
+ * Whether runs can be put in a pid namespace of their own (root, a kernel that allows it): as in a
+ * container, the first process there is pid 1.
+ */
+const containers = linux && process.getuid?.() === 0 && spawnSync('unshare', ['-p', '-f', '--mount-proc', 'true']).status === 0;
+
 describe('acquireFileLock', () => {
   it('takes a free lock, refuses a live owner naming its pid, and releases', async () => {
     const lock = join(dir, 'a.lock');
     const held = await acquireFileLock(lock);
     expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
+    // Our own pid with our own start time: held by us, refused.
     const second = acquireFileLock(lock);
     await expect(second).rejects.toBeInstanceOf(FileLockHeldError);
     await expect(acquireFileLock(lock)).rejects.toThrow(`held by pid ${process.pid}`);
@@ -151,5 +175,134 @@ describe('acquireFileLock', () => {
       await chmod(folder, 0o700);
     }
     expect(await readdir(folder)).toEqual(['x.lock']);
+  });
+
+  it.runIf(linux)("records the owner's start time and the boot id", async () => {
+    const lock = join(dir, 'start.lock');
+    const held = await acquireFileLock(lock);
+    expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: process.pid, bootId, procStart: startOf(process.pid) });
+    await held.release();
+  });
+
+  it.runIf(linux)('takes over a lock whose pid is alive but is another process than the one that took it (the pid was reused)', async () => {
+    const lock = join(dir, 'reused.lock');
+    const child = await longLived();
+    try {
+      const live = { pid: child.pid, host: hostname(), startedAt: new Date().toISOString(), bootId };
+      // The live child with its own start time holds the lock: refused, naming it.
+      await writeFile(lock, JSON.stringify({ ...live, procStart: startOf(child.pid) }));
+      await expect(acquireFileLock(lock)).rejects.toThrow(`held by pid ${child.pid}`);
+      // Its pid with another start time: the process that took the lock is gone, its pid now the
+      // child's (as pid 1 is every run's in a container).
+      await writeFile(lock, JSON.stringify({ ...live, procStart: startOf(child.pid) - 1 }));
+      const held = await acquireFileLock(lock);
+      expect(held.tookOver).toBe(true);
+      expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: process.pid, procStart: startOf(process.pid) });
+      await held.release();
+      expect((await readdir(dir)).filter((n) => n.startsWith('reused'))).toEqual([]);
+    } finally {
+      child.kill();
+    }
+  });
+
+  it.runIf(linux)('takes over a lock naming our own pid with another start time (a previous process of that pid left it)', async () => {
+    const lock = join(dir, 'own-pid.lock');
+    await writeFile(
+      lock,
+      JSON.stringify({ pid: process.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', bootId, procStart: startOf(process.pid) - 1 }),
+    );
+    const held = await acquireFileLock(lock);
+    expect(held.tookOver).toBe(true);
+    await held.release();
+    expect(await readdir(dir)).not.toContain('own-pid.lock');
+  });
+
+  it.runIf(linux)('takes over a lock taken before the machine was rebooted (another boot id), even when its pid and start time are alive now', async () => {
+    const lock = join(dir, 'reboot.lock');
+    const child = await longLived();
+    try {
+      const otherBoot = bootId.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+      await writeFile(
+        lock,
+        JSON.stringify({ pid: child.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', bootId: otherBoot, procStart: startOf(child.pid) }),
+      );
+      const held = await acquireFileLock(lock);
+      expect(held.tookOver).toBe(true);
+      await held.release();
+    } finally {
+      child.kill();
+    }
+  });
+
+  it('judges a lock without a start time (written by the previous version) by its pid alone: a live pid holds it', async () => {
+    const lock = join(dir, 'old.lock');
+    const child = await longLived();
+    try {
+      await writeFile(lock, JSON.stringify({ pid: child.pid, host: hostname(), startedAt: new Date().toISOString() }));
+      await expect(acquireFileLock(lock)).rejects.toThrow(`held by pid ${child.pid}`);
+    } finally {
+      child.kill();
+    }
+  });
+
+  it.runIf(linux)('leaves in place, on release, a lock another process of the same pid has taken since', async () => {
+    const lock = join(dir, 'same-pid.lock');
+    const held = await acquireFileLock(lock);
+    const other = JSON.stringify({ pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), bootId, procStart: startOf(process.pid) + 1 });
+    await writeFile(lock, other);
+    await held.release();
+    expect(await readFile(lock, 'utf8')).toBe(other);
+    await rm(lock);
+  });
+
+  // Two containers on one host with the host's name, writing into one folder (a run in a pid
+  // namespace of its own is pid 1 there): the second must not take over the first one's live lock,
+  // though a process of that pid (itself) is alive and started at another time. A pid of another
+  // namespace cannot be checked, so the lock is held, like another host's.
+  it.runIf(containers)("refuses the lock of a live run in another pid namespace (another container), though its pid (1) is alive in the caller's", async () => {
+    const lock = join(dir, 'container.lock');
+    const moduleUrl = JSON.stringify(pathToFileURL(join(moduleDir, 'file-lock.js')).href);
+    const inContainer = (script: string) =>
+      spawn(
+        'unshare',
+        [
+          '-p',
+          '-f',
+          '--mount-proc',
+          '--kill-child=SIGKILL',
+          process.execPath,
+          '--input-type=module',
+          '-e',
+          `import { acquireFileLock } from ${moduleUrl};\n${script}`,
+        ],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+    const first = inContainer(`await acquireFileLock(${JSON.stringify(lock)}); console.log(process.pid); setInterval(() => {}, 1000);`);
+    try {
+      const firstPid = await new Promise<string>((resolve, reject) => {
+        first.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
+        first.once('close', (code) => reject(new Error(`the first run ended (${code})`)));
+      });
+      expect(firstPid).toBe('1');
+      expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: 1, host: hostname(), pidNs: expect.stringMatching(/^pid:\[\d+\]$/) });
+      const next = inContainer(
+        `try { const held = await acquireFileLock(${JSON.stringify(lock)}); console.log(JSON.stringify({ pid: process.pid, tookOver: held.tookOver })); await held.release(); }
+         catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
+      );
+      let out = '';
+      next.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const timer = setTimeout(() => next.kill('SIGKILL'), 10_000);
+      await new Promise((resolve) => next.once('close', resolve));
+      clearTimeout(timer);
+      expect(JSON.parse(out.trim())).toMatchObject({ code: 'lock-held' });
+      expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: 1 });
+    } finally {
+      const killed = new Promise((resolve) => first.once('close', resolve));
+      first.kill('SIGKILL');
+      await killed;
+      await rm(lock, { force: true });
+    }
   });
 });

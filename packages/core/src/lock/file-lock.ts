@@ -1,11 +1,14 @@
 /**
  * One process at a time on a resource: a lock file created exclusively, holding the owner's pid
- * and host. A lock whose process is gone (same host, pid not alive: a run killed with kill -9) is
- * stale and taken over; a live one makes the caller wait up to its limit, then fail with
- * {@link FileLockHeldError} naming the owner.
+ * and host and, on Linux, the owner's start time and the machine's boot id. A lock whose process is
+ * gone (same host: a run killed with kill -9, the machine rebooted) is stale and taken over; a live
+ * one makes the caller wait up to its limit, then fail with {@link FileLockHeldError} naming the
+ * owner. "Gone" includes a pid now used by another process of the same pid namespace (pids wrap
+ * around; a reboot). A lock of another pid namespace (a container sharing the host name and the
+ * folder) is held, like another host's: its pid cannot be checked here.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { link, open, readFile, rename, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -19,6 +22,23 @@ export interface FileLockOwner {
   readonly startedAt: string;
   /** What the owner said it holds the lock for ({@link FileLockOptions.about}), when it said so. */
   readonly about?: string;
+  /**
+   * The machine's boot id (`/proc/sys/kernel/random/boot_id`) when the owner took the lock: another
+   * one on the same host means the machine was rebooted since. Absent where /proc cannot be read,
+   * and in locks written before it was recorded.
+   */
+  readonly bootId?: string;
+  /**
+   * The owner's start time (field 22 of `/proc/<pid>/stat`, clock ticks since boot): a process of
+   * that pid with another start time is not the owner but a later process given the same pid.
+   * Absent where /proc cannot be read, and in locks written before it was recorded.
+   */
+  readonly procStart?: number;
+  /**
+   * The owner's pid namespace (`/proc/self/ns/pid`, e.g. `pid:[4026531836]`): a pid is only
+   * checked in the namespace it belongs to. Absent where it cannot be read, and in older locks.
+   */
+  readonly pidNs?: string;
 }
 
 /** A held lock; `release()` removes it (only if it is still ours). */
@@ -67,6 +87,7 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
     host: hostname(),
     startedAt: new Date().toISOString(),
     ...(options.about !== undefined ? { about: options.about } : {}),
+    ...ownStart(),
   };
   const deadline = Date.now() + (options.waitMs ?? 0);
   let tookOver = false;
@@ -74,7 +95,7 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
     if (await createWithContent(path, JSON.stringify(me))) return { tookOver, release: () => releaseLock(path) };
     const owner = await readOwner(path);
     // Only a dead owner on this host is stale; an unreadable lock (damaged by hand) is left alone.
-    if (owner !== undefined && owner.host === me.host && !processAlive(owner.pid)) {
+    if (owner !== undefined && !lockOwnerAlive(owner)) {
       // Rename first: of two callers taking over at once, only one rename finds the stale file.
       const aside = `${path}.stale-${randomBytes(4).toString('hex')}`;
       try {
@@ -110,23 +131,119 @@ export function processAlive(pid: number): boolean {
   return !zombie(pid);
 }
 
+/**
+ * Whether the owner named in a lock file still holds it. A lock of another host is taken as held:
+ * this host cannot tell whether that process still runs. On this host, the owner is gone when the
+ * machine was rebooted since it took the lock (another boot id), when its pid is not alive (or a
+ * zombie), or when the process of that pid started at another time than the owner (the pid was
+ * given to another process since; also our own pid, when a previous process of it left the lock).
+ * A lock of another pid namespace (another container on this host) is held like another host's.
+ * A lock without a start time (written by a version before
+ * start times were recorded, or where /proc cannot be read) is judged by its pid alone, as then; so
+ * is one whose pid's /proc entry cannot be read now (no /proc, or /proc mounted with hidepid).
+ */
+export function lockOwnerAlive(owner: Pick<FileLockOwner, 'pid' | 'host' | 'bootId' | 'procStart' | 'pidNs'>): boolean {
+  if (owner.host !== hostname()) return true;
+  const recordedBoot = typeof owner.bootId === 'string' ? owner.bootId : undefined;
+  const boot = bootId();
+  if (recordedBoot !== undefined && boot !== undefined && recordedBoot !== boot) return false;
+  // A pid of another pid namespace (another container on this host, sharing its host name and the
+  // folder) names no process here that could be checked: held, like another host's. Taking it over
+  // could let two live runs write one file.
+  const ns = pidNamespace();
+  if (owner.pidNs !== undefined && ns !== undefined && owner.pidNs !== ns) return true;
+  if (!processAlive(owner.pid)) return false;
+  if (typeof owner.procStart !== 'number') return true;
+  const start = procStat(owner.pid)?.start;
+  return start === undefined || start === owner.procStart;
+}
+
 /** Whether `pid` is a zombie (Linux: its state in /proc/<pid>/stat is Z or X); false where that cannot be read. */
 function zombie(pid: number): boolean {
+  const state = procStat(pid)?.state;
+  return state === 'Z' || state === 'X';
+}
+
+/**
+ * State and start time (clock ticks since boot) of `pid` from `/proc/<pid>/stat`; undefined where
+ * that cannot be read (no /proc, no such process, hidepid), or when /proc is not of this process's
+ * pid namespace (a container started without its own /proc: there /proc/<pid> would be another
+ * process than our `pid`).
+ */
+function procStat(pid: number): { state: string; start: number } | undefined {
+  if (!procIsOurs()) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // pid (comm) state …: the command name may hold spaces and parentheses, the state follows the last ')'.
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state === 'Z' || state === 'X';
+    // pid (comm) state …: the command name may hold spaces and parentheses, the fields follow the
+    // last ')'. The state is field 3, the start time field 22.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const start = Number(fields[19]);
+    return fields[0] !== undefined && Number.isSafeInteger(start) ? { state: fields[0], start } : undefined;
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+let procOurs: boolean | undefined;
+/** Whether /proc shows this process's pid namespace: /proc/self is named after our pid. */
+function procIsOurs(): boolean {
+  if (procOurs === undefined) {
+    try {
+      procOurs = readlinkSync('/proc/self') === String(process.pid);
+    } catch {
+      procOurs = false;
+    }
+  }
+  return procOurs;
+}
+
+let namespace: { id: string | undefined } | undefined;
+/** This process's pid namespace (Linux), undefined where it cannot be read. */
+function pidNamespace(): string | undefined {
+  if (namespace === undefined) {
+    try {
+      namespace = { id: readlinkSync('/proc/self/ns/pid') || undefined };
+    } catch {
+      namespace = { id: undefined };
+    }
+  }
+  return namespace.id;
+}
+
+let boot: { id: string | undefined } | undefined;
+/** This boot's id (Linux), undefined where it cannot be read. */
+function bootId(): string | undefined {
+  if (boot === undefined) {
+    try {
+      boot = { id: readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim() || undefined };
+    } catch {
+      boot = { id: undefined };
+    }
+  }
+  return boot.id;
+}
+
+/** What this process writes into its locks beside pid and host: boot id and start time, those that can be read. */
+function ownStart(): { bootId?: string; procStart?: number; pidNs?: string } {
+  const id = bootId();
+  const start = procStat(process.pid)?.start;
+  const ns = pidNamespace();
+  return { ...(id !== undefined ? { bootId: id } : {}), ...(start !== undefined ? { procStart: start } : {}), ...(ns !== undefined ? { pidNs: ns } : {}) };
 }
 
 async function readOwner(path: string): Promise<FileLockOwner | undefined> {
   try {
     const o = JSON.parse(await readFile(path, 'utf8')) as Partial<FileLockOwner>;
     if (typeof o.pid !== 'number' || typeof o.host !== 'string') return undefined;
-    return { pid: o.pid, host: o.host, startedAt: String(o.startedAt), ...(typeof o.about === 'string' ? { about: o.about } : {}) };
+    return {
+      pid: o.pid,
+      host: o.host,
+      startedAt: String(o.startedAt),
+      ...(typeof o.about === 'string' ? { about: o.about } : {}),
+      ...(typeof o.bootId === 'string' ? { bootId: o.bootId } : {}),
+      ...(typeof o.procStart === 'number' ? { procStart: o.procStart } : {}),
+      ...(typeof o.pidNs === 'string' ? { pidNs: o.pidNs } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -160,7 +277,11 @@ async function createWithContent(path: string, content: string): Promise<boolean
   }
 }
 
+/** Removes the lock if it is still ours: our pid and host, and our start time when it names one. */
 async function releaseLock(path: string): Promise<void> {
   const owner = await readOwner(path);
-  if (owner?.pid === process.pid && owner.host === hostname()) await rm(path, { force: true });
+  if (owner?.pid !== process.pid || owner.host !== hostname()) return;
+  const start = ownStart().procStart;
+  if (owner.procStart !== undefined && start !== undefined && owner.procStart !== start) return;
+  await rm(path, { force: true });
 }

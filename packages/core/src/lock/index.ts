@@ -1,2 +1,2 @@
-export { acquireFileLock, FileLockHeldError, processAlive } from './file-lock.js';
+export { acquireFileLock, FileLockHeldError, lockOwnerAlive, processAlive } from './file-lock.js';
 export type { FileLockOptions, FileLockOwner, HeldFileLock } from './file-lock.js';
