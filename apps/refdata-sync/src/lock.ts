@@ -49,8 +49,8 @@ export async function acquireLock(dir: string, waitSeconds: number, signal?: Abo
 
 /**
  * The lock is held after the wait: who holds it, and — when this host cannot tell whether that
- * sync still runs (another host's, or a lock naming no owner), so it is never taken over — when to
- * delete it by hand.
+ * sync still runs (another host's) — when it is taken over (its lease), or, for a lock with no lease
+ * (an earlier version's) or naming no owner, when to delete it by hand.
  */
 function heldError(path: string, owner: FileLockOwner | undefined, waitSeconds: number): LockHeldError {
   const who = owner === undefined ? 'another sync' : `another sync (pid ${owner.pid} on ${owner.host}, since ${owner.startedAt})`;
@@ -62,7 +62,9 @@ function heldError(path: string, owner: FileLockOwner | undefined, waitSeconds: 
     owner === undefined
       ? `. The lock names no owner (damaged?): if no sync runs on this target, delete ${path}`
       : owner.host !== hostname()
-        ? `. This host cannot tell whether it still runs: if no sync runs on ${owner.host} any more (the machine went down), delete ${path}`
+        ? owner.leaseMs === undefined
+          ? `. This host cannot tell whether it still runs: if no sync runs on ${owner.host} any more (the machine went down), delete ${path}`
+          : `. That sync refreshes the lock while it runs; it is taken over ${Math.round(owner.leaseMs / 1000)} s after its last refresh`
         : '';
   return new LockHeldError(`${who} holds ${path}; ${then}${stale}`);
 }

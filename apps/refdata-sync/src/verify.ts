@@ -118,10 +118,13 @@ export async function targetStatus(target: string): Promise<StatusSummary> {
   let lockedBy: number | undefined;
   try {
     const owner = JSON.parse(await readFile(join(target, LOCK_FILE), 'utf8')) as Partial<FileLockOwner>;
+    const refreshedAtMs = (await stat(join(target, LOCK_FILE))).mtimeMs;
     // The lock of a process of this host that is gone (killed, or its pid given to another since)
     // names no running sync; the next sync takes it over. Judged as the lock itself judges it.
     lockedBy =
-      typeof owner.pid === 'number' && typeof owner.host === 'string' && lockOwnerAlive({ ...owner, pid: owner.pid, host: owner.host }) ? owner.pid : undefined;
+      typeof owner.pid === 'number' && typeof owner.host === 'string' && lockOwnerAlive({ ...owner, pid: owner.pid, host: owner.host, refreshedAtMs })
+        ? owner.pid
+        : undefined;
   } catch {
     lockedBy = undefined;
   }

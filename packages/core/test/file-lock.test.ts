@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -255,54 +255,114 @@ describe('acquireFileLock', () => {
     await rm(lock);
   });
 
+  describe('a lock whose process cannot be checked from here (another host, another pid namespace)', () => {
+    const foreign = (extra: Record<string, unknown>) =>
+      JSON.stringify({ pid: 4242, host: 'other-host.example', startedAt: '2026-01-01T00:00:00.000Z', ...extra });
+
+    it('is taken over once its owner stopped refreshing it for longer than its lease, and held while it does', async () => {
+      const lock = join(dir, 'foreign-lease.lock');
+      await writeFile(lock, foreign({ leaseMs: 120_000 }));
+      await expect(acquireFileLock(lock)).rejects.toThrow('held by pid 4242 on other-host.example');
+      // Its host was killed with its run: the file was last refreshed three minutes ago.
+      const then = new Date(Date.now() - 180_000);
+      await utimes(lock, then, then);
+      const held = await acquireFileLock(lock);
+      expect(held.tookOver).toBe(true);
+      expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname(), leaseMs: 120_000 });
+      await held.release();
+    });
+
+    it('is held however old, when it was written without a lease (an older version): a person deletes it', async () => {
+      const lock = join(dir, 'foreign-old.lock');
+      await writeFile(lock, foreign({}));
+      const then = new Date(Date.now() - 24 * 3600_000);
+      await utimes(lock, then, then);
+      await expect(acquireFileLock(lock)).rejects.toBeInstanceOf(FileLockHeldError);
+      await rm(lock);
+    });
+
+    it('is refreshed by its holder while held, and no longer once released', async () => {
+      const lock = join(dir, 'refreshed.lock');
+      const held = await acquireFileLock(lock, { leaseMs: 200 });
+      const then = new Date(Date.now() - 60_000);
+      await utimes(lock, then, then);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(Date.now() - (await stat(lock)).mtimeMs).toBeLessThan(1_000);
+      await held.release();
+      expect(await readdir(dir)).not.toContain('refreshed.lock');
+    });
+  });
+
   // Two containers on one host with the host's name, writing into one folder (a run in a pid
   // namespace of its own is pid 1 there): the second must not take over the first one's live lock,
   // though a process of that pid (itself) is alive and started at another time. A pid of another
   // namespace cannot be checked, so the lock is held, like another host's.
-  it.runIf(containers)("refuses the lock of a live run in another pid namespace (another container), though its pid (1) is alive in the caller's", async () => {
-    const lock = join(dir, 'container.lock');
-    const moduleUrl = JSON.stringify(pathToFileURL(join(moduleDir, 'file-lock.js')).href);
-    const inContainer = (script: string) =>
-      spawn(
-        'unshare',
-        [
-          '-p',
-          '-f',
-          '--mount-proc',
-          '--kill-child=SIGKILL',
-          process.execPath,
-          '--input-type=module',
-          '-e',
-          `import { acquireFileLock } from ${moduleUrl};\n${script}`,
-        ],
-        {
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
-    const first = inContainer(`await acquireFileLock(${JSON.stringify(lock)}); console.log(process.pid); setInterval(() => {}, 1000);`);
-    try {
-      const firstPid = await new Promise<string>((resolve, reject) => {
-        first.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
-        first.once('close', (code) => reject(new Error(`the first run ended (${code})`)));
-      });
-      expect(firstPid).toBe('1');
-      expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: 1, host: hostname(), pidNs: expect.stringMatching(/^pid:\[\d+\]$/) });
-      const next = inContainer(
-        `try { const held = await acquireFileLock(${JSON.stringify(lock)}); console.log(JSON.stringify({ pid: process.pid, tookOver: held.tookOver })); await held.release(); }
+  it.runIf(containers)(
+    "refuses the lock of a live run in another pid namespace (another container), though its pid (1) is alive in the caller's; takes it over once that container is gone and its lease ran out",
+    async () => {
+      const lock = join(dir, 'container.lock');
+      const moduleUrl = JSON.stringify(pathToFileURL(join(moduleDir, 'file-lock.js')).href);
+      const inContainer = (script: string) =>
+        spawn(
+          'unshare',
+          [
+            '-p',
+            '-f',
+            '--mount-proc',
+            '--kill-child=SIGKILL',
+            process.execPath,
+            '--input-type=module',
+            '-e',
+            `import { acquireFileLock } from ${moduleUrl};\n${script}`,
+          ],
+          {
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
+      const first = inContainer(`await acquireFileLock(${JSON.stringify(lock)}); console.log(process.pid); setInterval(() => {}, 1000);`);
+      try {
+        const firstPid = await new Promise<string>((resolve, reject) => {
+          first.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
+          first.once('close', (code) => reject(new Error(`the first run ended (${code})`)));
+        });
+        expect(firstPid).toBe('1');
+        expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: 1, host: hostname(), pidNs: expect.stringMatching(/^pid:\[\d+\]$/) });
+        const next = inContainer(
+          `try { const held = await acquireFileLock(${JSON.stringify(lock)}); console.log(JSON.stringify({ pid: process.pid, tookOver: held.tookOver })); await held.release(); }
          catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
-      );
-      let out = '';
-      next.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      const timer = setTimeout(() => next.kill('SIGKILL'), 10_000);
-      await new Promise((resolve) => next.once('close', resolve));
-      clearTimeout(timer);
-      expect(JSON.parse(out.trim())).toMatchObject({ code: 'lock-held' });
-      expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: 1 });
-    } finally {
-      const killed = new Promise((resolve) => first.once('close', resolve));
-      first.kill('SIGKILL');
-      await killed;
-      await rm(lock, { force: true });
-    }
-  });
+        );
+        let out = '';
+        next.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        const timer = setTimeout(() => next.kill('SIGKILL'), 10_000);
+        await new Promise((resolve) => next.once('close', resolve));
+        clearTimeout(timer);
+        expect(JSON.parse(out.trim())).toMatchObject({ code: 'lock-held' });
+        expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: 1 });
+
+        // The first container is killed with its run; once its lease ran out (two minutes without a
+        // refresh, here set back by hand), the next container's run takes the lock over.
+        const killed = new Promise((resolve) => first.once('close', resolve));
+        first.kill('SIGKILL');
+        await killed;
+        const then = new Date(Date.now() - 180_000);
+        await utimes(lock, then, then);
+        const after = inContainer(
+          `try { const held = await acquireFileLock(${JSON.stringify(lock)}); console.log(JSON.stringify({ pid: process.pid, tookOver: held.tookOver })); await held.release(); }
+         catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
+        );
+        let taken = '';
+        after.stdout.on('data', (d: Buffer) => (taken += d.toString()));
+        await new Promise((resolve) => after.once('close', resolve));
+        expect(JSON.parse(taken.trim())).toEqual({ pid: 1, tookOver: true });
+        expect(await readdir(dir)).not.toContain('container.lock');
+      } finally {
+        if (first.exitCode === null && first.signalCode === null) {
+          const killed = new Promise((resolve) => first.once('close', resolve));
+          first.kill('SIGKILL');
+          await killed;
+        }
+        await rm(lock, { force: true });
+      }
+    },
+  );
 });

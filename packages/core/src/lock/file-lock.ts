@@ -4,12 +4,13 @@
  * gone (same host: a run killed with kill -9, the machine rebooted) is stale and taken over; a live
  * one makes the caller wait up to its limit, then fail with {@link FileLockHeldError} naming the
  * owner. "Gone" includes a pid now used by another process of the same pid namespace (pids wrap
- * around; a reboot). A lock of another pid namespace (a container sharing the host name and the
- * folder) is held, like another host's: its pid cannot be checked here.
+ * around; a reboot). A lock of another host or pid namespace (a container sharing the host name and
+ * the folder), whose pid cannot be checked here, is held while its owner keeps refreshing it (a
+ * lease of two minutes by default) and gone after that.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readlinkSync } from 'node:fs';
-import { link, open, readFile, rename, rm } from 'node:fs/promises';
+import { link, open, readFile, rename, rm, stat, utimes } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -39,7 +40,19 @@ export interface FileLockOwner {
    * checked in the namespace it belongs to. Absent where it cannot be read, and in older locks.
    */
   readonly pidNs?: string;
+  /**
+   * The owner's lease, ms: it sets the lock file's modification time to now every quarter of it
+   * while it holds the lock. A lock whose process cannot be checked from here (another host,
+   * another pid namespace) counts as gone once its file was not refreshed for that long. Absent in
+   * locks written before leases were kept: those are held until someone deletes them.
+   */
+  readonly leaseMs?: number;
+  /** When the lock file was last refreshed (its modification time, ms), as read; not written into the file. */
+  readonly refreshedAtMs?: number;
 }
+
+/** Default {@link FileLockOptions.leaseMs}: two minutes, far more than the clocks of two machines differ. */
+export const DEFAULT_LEASE_MS = 120_000;
 
 /** A held lock; `release()` removes it (only if it is still ours). */
 export interface HeldFileLock {
@@ -57,6 +70,8 @@ export interface FileLockOptions {
    * holds it for (e.g. the file it writes, when the lock's name does not say).
    */
   readonly about?: string;
+  /** The lease the holder keeps ({@link FileLockOwner.leaseMs}); default {@link DEFAULT_LEASE_MS}. */
+  readonly leaseMs?: number;
 }
 
 /** The lock is held by another live process (or its file cannot be read) after the wait. */
@@ -88,11 +103,21 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
     startedAt: new Date().toISOString(),
     ...(options.about !== undefined ? { about: options.about } : {}),
     ...ownStart(),
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
   };
   const deadline = Date.now() + (options.waitMs ?? 0);
   let tookOver = false;
   for (;;) {
-    if (await createWithContent(path, JSON.stringify(me))) return { tookOver, release: () => releaseLock(path) };
+    if (await createWithContent(path, JSON.stringify(me))) {
+      const lease = keepLease(path, me.leaseMs ?? DEFAULT_LEASE_MS);
+      return {
+        tookOver,
+        release: () => {
+          clearInterval(lease);
+          return releaseLock(path);
+        },
+      };
+    }
     const owner = await readOwner(path);
     // Only a dead owner on this host is stale; an unreadable lock (damaged by hand) is left alone.
     if (owner !== undefined && !lockOwnerAlive(owner)) {
@@ -132,30 +157,59 @@ export function processAlive(pid: number): boolean {
 }
 
 /**
- * Whether the owner named in a lock file still holds it. A lock of another host is taken as held:
- * this host cannot tell whether that process still runs. On this host, the owner is gone when the
+ * Refreshes the lock file's modification time every quarter of `leaseMs` while the lock is ours
+ * (a timer that never keeps the process alive), so that a host that cannot check our process sees
+ * that it still runs. A refresh that fails (the file gone, taken over, a read-only remount) is
+ * left: the next one tries again, and the lock's release is unchanged.
+ */
+function keepLease(path: string, leaseMs: number): ReturnType<typeof setInterval> {
+  const timer = setInterval(
+    () => {
+      void (async () => {
+        if (!ownLock(await readOwner(path))) return;
+        const now = new Date();
+        await utimes(path, now, now);
+      })().catch(() => undefined);
+    },
+    Math.max(10, Math.floor(leaseMs / 4)),
+  );
+  timer.unref();
+  return timer;
+}
+
+/**
+ * Whether the owner named in a lock file still holds it. A lock of another host, or of another pid
+ * namespace on this host (another container sharing its host name and the folder), names a process
+ * that cannot be checked from here: it is held while its owner keeps its lease (the file refreshed
+ * within `leaseMs`), and taken for gone after that (a container killed with its run); a lock
+ * without a lease (an older version's) is held until someone deletes it. On this host, the owner is gone when the
  * machine was rebooted since it took the lock (another boot id), when its pid is not alive (or a
  * zombie), or when the process of that pid started at another time than the owner (the pid was
  * given to another process since; also our own pid, when a previous process of it left the lock).
- * A lock of another pid namespace (another container on this host) is held like another host's.
  * A lock without a start time (written by a version before
  * start times were recorded, or where /proc cannot be read) is judged by its pid alone, as then; so
  * is one whose pid's /proc entry cannot be read now (no /proc, or /proc mounted with hidepid).
  */
-export function lockOwnerAlive(owner: Pick<FileLockOwner, 'pid' | 'host' | 'bootId' | 'procStart' | 'pidNs'>): boolean {
-  if (owner.host !== hostname()) return true;
+export function lockOwnerAlive(owner: Pick<FileLockOwner, 'pid' | 'host' | 'bootId' | 'procStart' | 'pidNs' | 'leaseMs' | 'refreshedAtMs'>): boolean {
+  if (owner.host !== hostname()) return leaseHeld(owner);
   const recordedBoot = typeof owner.bootId === 'string' ? owner.bootId : undefined;
   const boot = bootId();
   if (recordedBoot !== undefined && boot !== undefined && recordedBoot !== boot) return false;
   // A pid of another pid namespace (another container on this host, sharing its host name and the
-  // folder) names no process here that could be checked: held, like another host's. Taking it over
-  // could let two live runs write one file.
+  // folder) names no process here that could be checked: judged by its lease, like another host's.
+  // Judging its pid here could let two live runs write one file.
   const ns = pidNamespace();
-  if (owner.pidNs !== undefined && ns !== undefined && owner.pidNs !== ns) return true;
+  if (owner.pidNs !== undefined && ns !== undefined && owner.pidNs !== ns) return leaseHeld(owner);
   if (!processAlive(owner.pid)) return false;
   if (typeof owner.procStart !== 'number') return true;
   const start = procStat(owner.pid)?.start;
   return start === undefined || start === owner.procStart;
+}
+
+/** Whether an owner this host cannot check keeps its lease; true without a lease or a refresh time to judge by. */
+function leaseHeld(owner: Pick<FileLockOwner, 'leaseMs' | 'refreshedAtMs'>): boolean {
+  if (typeof owner.leaseMs !== 'number' || !(owner.leaseMs > 0) || owner.refreshedAtMs === undefined) return true;
+  return Date.now() - owner.refreshedAtMs < owner.leaseMs;
 }
 
 /** Whether `pid` is a zombie (Linux: its state in /proc/<pid>/stat is Z or X); false where that cannot be read. */
@@ -233,7 +287,8 @@ function ownStart(): { bootId?: string; procStart?: number; pidNs?: string } {
 
 async function readOwner(path: string): Promise<FileLockOwner | undefined> {
   try {
-    const o = JSON.parse(await readFile(path, 'utf8')) as Partial<FileLockOwner>;
+    const [text, stats] = await Promise.all([readFile(path, 'utf8'), stat(path)]);
+    const o = JSON.parse(text) as Partial<FileLockOwner>;
     if (typeof o.pid !== 'number' || typeof o.host !== 'string') return undefined;
     return {
       pid: o.pid,
@@ -243,6 +298,8 @@ async function readOwner(path: string): Promise<FileLockOwner | undefined> {
       ...(typeof o.bootId === 'string' ? { bootId: o.bootId } : {}),
       ...(typeof o.procStart === 'number' ? { procStart: o.procStart } : {}),
       ...(typeof o.pidNs === 'string' ? { pidNs: o.pidNs } : {}),
+      ...(typeof o.leaseMs === 'number' ? { leaseMs: o.leaseMs } : {}),
+      refreshedAtMs: stats.mtimeMs,
     };
   } catch {
     return undefined;
@@ -277,11 +334,14 @@ async function createWithContent(path: string, content: string): Promise<boolean
   }
 }
 
-/** Removes the lock if it is still ours: our pid and host, and our start time when it names one. */
-async function releaseLock(path: string): Promise<void> {
-  const owner = await readOwner(path);
-  if (owner?.pid !== process.pid || owner.host !== hostname()) return;
+/** Whether `owner` is this process: our pid and host, and our start time when it names one. */
+function ownLock(owner: FileLockOwner | undefined): boolean {
+  if (owner?.pid !== process.pid || owner.host !== hostname()) return false;
   const start = ownStart().procStart;
-  if (owner.procStart !== undefined && start !== undefined && owner.procStart !== start) return;
-  await rm(path, { force: true });
+  return owner.procStart === undefined || start === undefined || owner.procStart === start;
+}
+
+/** Removes the lock if it is still ours. */
+async function releaseLock(path: string): Promise<void> {
+  if (ownLock(await readOwner(path))) await rm(path, { force: true });
 }
