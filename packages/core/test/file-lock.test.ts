@@ -319,7 +319,7 @@ describe('acquireFileLock', () => {
             stdio: ['ignore', 'pipe', 'pipe'],
           },
         );
-      const first = inContainer(`await acquireFileLock(${JSON.stringify(lock)}); console.log(process.pid); setInterval(() => {}, 1000);`);
+      const first = inContainer(`await acquireFileLock(${JSON.stringify(lock)}); console.log(String(process.pid)); setInterval(() => {}, 1000);`);
       try {
         const firstPid = await new Promise<string>((resolve, reject) => {
           first.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
