@@ -40,11 +40,15 @@ export interface AuditedColumn {
 
 /**
  * The batch restore: audit rows not yet restored, in key order after `$2`, set back to their
- * `before` values, but only where every audited column still holds the run's `after` value; every
- * audit row of the batch is marked `restored` or `conflict`. `columns` must be in the order of the
- * run's `columns` (the order of the `before`/`after` arrays): the mapped columns, then the status
- * columns, which the run wrote on every row it updated. Keys in `$4` (rows the table refuses to
- * take their old values back) are left as they are and marked `conflict`.
+ * `before` values, but only where every audited column still holds the run's `after` value and no
+ * later run (`$5`: the runs of the table made after this one) has written the row and not been
+ * rolled back itself; every audit row of the batch is marked `restored` or `conflict`. A row can
+ * hold the run's values again because a later run wrote them (the row's edit undone by hand, then
+ * corrected again): giving it the run's old values would undo that run's correction and leave its
+ * audit wrong. `columns` must be in the order of the run's `columns` (the order of the
+ * `before`/`after` arrays): the mapped columns, then the status columns, which the run wrote on
+ * every row it updated. Keys in `$4` (rows the table refuses to take their old values back) are
+ * left as they are and marked `conflict`.
  */
 export function rollbackSql(target: Pick<TargetTable, 'key' | 'qualified'> & { columns: readonly AuditedColumn[] }): string {
   const { key, qualified, columns } = target;
@@ -57,6 +61,9 @@ export function rollbackSql(target: Pick<TargetTable, 'key' | 'qualified'> & { c
 upd AS (
   UPDATE ${qualified} AS t SET ${set} FROM a
    WHERE t.${key.quoted} = a.row_key::${key.type} AND ${guard} AND a.row_key <> ALL ($4::text[])
+     AND NOT EXISTS (SELECT 1 FROM ${STATE_SCHEMA}.results o
+                      WHERE o.run_id = ANY ($5::text[]) AND o.row_key = a.row_key AND o.before IS NOT NULL
+                        AND o.rollback IS DISTINCT FROM 'restored')
   RETURNING t.${key.quoted}::text AS k),
 mark AS (
   UPDATE ${STATE_SCHEMA}.results au SET rollback = CASE WHEN upd.k IS NULL THEN 'conflict' ELSE 'restored' END, rolled_back_at = now()
@@ -89,6 +96,7 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     });
     const target = { ...inspected, columns: run.columns.map((name) => columnNamed(inspected, name)) };
     await refuseIfActive(client, options.runId);
+    const later = await laterRuns(client, options.runId, run.table_name);
     const sql = rollbackSql(target);
     let last: string | null = null;
     let restored = 0;
@@ -97,7 +105,7 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     const refusedKeys: { key: string; reason: string }[] = [];
     for (;;) {
       const batch = (skip: string[]): Promise<pg.QueryResult<{ last: string | null; restored: number; conflicts: string[] }>> =>
-        client.query({ name: 'dq_rollback', text: sql, values: [options.runId, last, batchSize, skip] });
+        client.query({ name: 'dq_rollback', text: sql, values: [options.runId, last, batchSize, skip, later] });
       let res: Awaited<ReturnType<typeof batch>>;
       try {
         res = await batch([]);
@@ -130,7 +138,12 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
         rows: refusedKeys.slice(0, 20),
         count: refusedKeys.length,
       });
-    if (conflicts > 0) logger.warn('rows changed after the run were not restored', { runId: options.runId, count: conflicts, keys: conflictKeys.slice(0, 20) });
+    if (conflicts > 0)
+      logger.warn('rows changed after the run (by hand, or written by a later run) were not restored', {
+        runId: options.runId,
+        count: conflicts,
+        keys: conflictKeys.slice(0, 20),
+      });
     // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).
     return { runId: options.runId, table: target.qualified, restored, conflicts, conflictKeys, exitCode: conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK };
   } catch (e) {
@@ -192,6 +205,16 @@ function columnNamed(target: TargetTable, name: string): AuditedColumn {
       `the run's audit has column ${name}, which the run's mapping no longer resolves to; was the table altered since the run?`,
     );
   return column;
+}
+
+/** The runs over `table` made after run `runId` (cleanse and review runs alike): their writes come after its. */
+async function laterRuns(client: pg.Client, runId: string, table: string): Promise<string[]> {
+  const { rows } = await client.query<{ run_id: string }>(
+    `SELECT run_id FROM ${STATE_SCHEMA}.runs
+      WHERE table_name = $1 AND run_id <> $2 AND created_at > (SELECT created_at FROM ${STATE_SCHEMA}.runs WHERE run_id = $2)`,
+    [table, runId],
+  );
+  return rows.map((r) => r.run_id);
 }
 
 interface StoredRun {

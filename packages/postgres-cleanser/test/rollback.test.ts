@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanseArgs, createCustomers, rowTexts, runCli, startEnv, summaryOf, withClient } from './support.js';
+import { cleanseArgs, COLUMNS, createCustomers, rowTexts, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -59,6 +59,44 @@ describe('dq-pg rollback', () => {
     const again = JSON.parse(second.stdout) as { restored: number; conflicts: number };
     expect(again).toMatchObject({ restored: 0, conflicts: 5 });
     expect(await rowTexts(db)).toEqual(restored);
+  });
+
+  it("tried again, leaves a row that a later run corrected since, though it holds the run's values again; the later run's rollback then restores every row exactly", async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 120);
+    await withClient(db, (c) => c.query('CREATE TABLE snap AS SELECT * FROM customers'));
+    const original = await rowTexts(db);
+    const a = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'A', '--store', 'off']));
+    expect(a.code, a.stderr).toBe(0);
+    const afterA = await rowTexts(db);
+    const id = [...original.keys()].find((k) => afterA.get(k) !== original.get(k));
+    if (id === undefined) throw new Error('run A corrected no row');
+
+    // A clerk edits the row: the rollback of A leaves it (a conflict, exit 4).
+    await withClient(db, (c) => c.query(`UPDATE customers SET city = 'Zed' WHERE id = $1`, [id]));
+    const first = await runCli(['rollback', '--db', db, '--run', 'A']);
+    expect(first.code, first.stderr).toBe(4);
+    expect(JSON.parse(first.stdout)).toMatchObject({ conflicts: 1, conflictKeys: [id] });
+    // The clerk puts the row back as it was before A; a later run C corrects it (and the rows A's
+    // rollback restored) again, to the values A wrote.
+    await withClient(db, (c) =>
+      c.query(`UPDATE customers c SET (${COLUMNS.join(', ')}) = (SELECT ${COLUMNS.join(', ')} FROM snap s WHERE s.id = c.id) WHERE c.id = $1`, [id]),
+    );
+    expect((await rowTexts(db)).get(id)).toBe(original.get(id));
+    const c = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'C', '--store', 'off']));
+    expect(c.code, c.stderr).toBe(0);
+    expect(await rowTexts(db)).toEqual(afterA);
+
+    // A's rollback tried again: the row holds A's values, but because C wrote them.
+    const again = await runCli(['rollback', '--db', db, '--run', 'A']);
+    expect(again.code, again.stderr).toBe(4);
+    expect(JSON.parse(again.stdout)).toMatchObject({ restored: 0, conflicts: 1, conflictKeys: [id] });
+    expect(await rowTexts(db)).toEqual(afterA);
+    // C's audit still holds: its rollback gives every row back its value from before C (= before A).
+    const undoC = await runCli(['rollback', '--db', db, '--run', 'C']);
+    expect(undoC.code, undoC.stderr).toBe(0);
+    expect(JSON.parse(undoC.stdout)).toMatchObject({ conflicts: 0 });
+    expect(await rowTexts(db)).toEqual(original);
   });
 
   it('refuses to roll back a run id that does not exist, naming it', async () => {
