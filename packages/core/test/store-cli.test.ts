@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdtemp, open, rm, stat, truncate } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -85,6 +85,11 @@ describe('dq-store', () => {
     expect(unreachable.stderr).toContain('cannot be used');
     expect(unreachable.stderr).not.toContain('s3cret-pw');
     expect(unreachable.stderr).not.toMatch(/\n\s+at /);
+    // A password given as a query parameter (libpq reads ?password= too) is not shown either.
+    const inQuery = await dqStore(['info', '--store', 'postgres://etl@127.0.0.1:1/crm?sslmode=disable&password=s3cret-pw']);
+    expect([2, 75]).toContain(inQuery.code);
+    expect(inQuery.stderr).toContain('cannot be used');
+    expect(inQuery.stderr).not.toContain('s3cret-pw');
   });
 
   it('a store file damaged on disk (overwritten, zeroed, cut short) stops info and prune with one line naming it; clear starts it afresh', async () => {
@@ -125,6 +130,72 @@ describe('dq-store', () => {
     }
     // The intact store is not taken for a damaged one.
     expect(JSON.parse((await dqStore(['info', '--store', intact, '--json'])).stdout)).toMatchObject({ entries: 3000 });
+  });
+
+  it('leaves alone a results.mdb of another program (no LMDB header, no lock file beside it): info, prune and clear exit 2, create nothing and delete nothing', async () => {
+    const foreign = join(dir, 'access-db');
+    await mkdir(foreign);
+    const bytes = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 7919) % 251));
+    await writeFile(join(foreign, 'results.mdb'), bytes);
+    for (const args of [['info'], ['prune', '--older-than', '30d'], ['clear']]) {
+      const r = await dqStore([...args, '--store', foreign]);
+      expect({ args, code: r.code }, r.stderr + r.stdout).toEqual({ args, code: 2 });
+      expect(r.stderr).toContain(`${join(foreign, 'results.mdb')} is not a result store's file`);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(await readdir(foreign)).toEqual(['results.mdb']);
+    expect((await readFile(join(foreign, 'results.mdb'))).equals(bytes)).toBe(true);
+  });
+
+  it('a --store that is a file, or a mistyped postgres URL, exits 2 without creating anything or printing the password', async () => {
+    const file = join(dir, 'a-file');
+    await writeFile(file, 'not a store');
+    for (const args of [['info'], ['clear']]) {
+      const r = await dqStore([...args, '--store', file]);
+      expect(r.code, r.stderr + r.stdout).toBe(2);
+      expect(r.stderr).toContain(`the result store ${file} is not a folder`);
+    }
+    const cwd = await mkdtemp(join(tmpdir(), 'dq-store-cwd-'));
+    try {
+      for (const spec of ['postgres:/etl:S3cretPW@db.internal/crm', 'POSTGRES:etl:S3cretPW@db/crm', 'postgresql:etl@db/crm']) {
+        const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
+          const child = spawn(process.execPath, [BIN, 'clear', '--store', spec], { cwd, env: { ...process.env, DQ_STORE: '' } });
+          let out = '';
+          child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+          child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+          child.on('close', (code) => resolve({ code, out }));
+        });
+        expect(r.code, r.out).toBe(2);
+        expect(r.out).toContain('is not a postgres:// URL');
+        expect(r.out).not.toContain('S3cretPW');
+      }
+      expect(await readdir(cwd)).toEqual([]);
+    } finally {
+      await rm(cwd, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(process.getuid?.() === 0)('a store this user may not read exits 2 naming the permission, not "nothing is stored there"', async () => {
+    const store = join(dir, 'private');
+    const opened = (await openStore(store))!;
+    await opened.set('k', { status: 'accepted', resultClass: 'A', requestId: 'r', checkedAt: new Date().toISOString() });
+    await opened.close();
+    await chmod(store, 0o700);
+    for (const args of [['info'], ['clear']]) {
+      const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, BIN, ...args, '--store', store], {
+          env: { ...process.env, DQ_STORE: '' },
+        });
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+        child.on('close', (code) => resolve({ code, out }));
+      });
+      expect(r.code, r.out).toBe(2);
+      expect(r.out).toMatch(/cannot be used \(EACCES\)/);
+      expect(r.out).not.toContain('nothing is stored there');
+    }
+    expect(JSON.parse((await dqStore(['info', '--store', store, '--json'])).stdout)).toMatchObject({ entries: 1 });
   });
 
   it('clear while a run has the store open: the answers that run stores afterwards stay readable for every process', async () => {

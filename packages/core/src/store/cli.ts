@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { DqError } from '../errors/index.js';
 import { formatAge, parseAge } from './age.js';
 import { lmdbStoreExists, removeDamagedLmdbFile } from './lmdb-store.js';
-import { defaultStoreDir, openStore } from './open.js';
+import { defaultStoreDir, openStore, refuseMistypedUrl } from './open.js';
 import { redactUrl } from './pg-version.js';
 
 /** The `--help` text of dq-store. */
@@ -67,11 +67,24 @@ export async function runStoreCli(
   }
   const spec = values.store ?? (env['DQ_STORE'] || undefined);
   if (spec === 'off') return usage('--store off names no store');
+  try {
+    refuseMistypedUrl(spec);
+  } catch (e) {
+    return usage((e as Error).message);
+  }
   const isUrl = spec !== undefined && /^postgres(ql)?:/i.test(spec);
   const shown = isUrl ? redactUrl(spec) : (spec ?? defaultStoreDir(env));
   // A folder without a store (nothing stored there yet, or a mistyped path) is reported as such;
-  // only `init` (or a run) creates one.
-  if (!isUrl && command !== 'init' && !(await lmdbStoreExists(shown))) {
+  // only `init` (or a run) creates one. A file in the folder's place, or a store this user cannot
+  // read, is an error (exit 2), not "nothing stored".
+  let exists: boolean;
+  try {
+    exists = isUrl || command === 'init' || (await lmdbStoreExists(shown));
+  } catch (e) {
+    io.err(`dq-store: ${(e as Error).message}\n`);
+    return 2;
+  }
+  if (!exists) {
     if (values.json)
       io.out(`${JSON.stringify(command === 'info' ? { location: shown, exists: false, bytes: 0, entries: 0 } : { command, removed: 0, exists: false })}\n`);
     else io.out(`no result store in ${shown}: nothing is stored there (a run with --store ${shown} creates it, or dq-store init)\n`);

@@ -33,12 +33,25 @@ const ROOM_MIN = 256 * 1024;
 const ROOM_PER_ENTRY = 2 * 4096;
 const ZEROS = Buffer.alloc(64 * 1024);
 
-/** Whether `dir` holds an embedded result store (its database file), without creating anything. */
+/**
+ * Whether `dir` holds an embedded result store (its database file), without creating anything:
+ * false when `dir` or the file does not exist. A `dir` that is a file, or a store this user may not
+ * read, is a {@link StoreError} (exit 2), not "no store": a run could not create one there either.
+ */
 export async function lmdbStoreExists(dir: string): Promise<boolean> {
+  const folder = await stat(dir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return undefined;
+    throw lmdbStoreError(dir, e);
+  });
+  if (folder === undefined) return false;
+  if (!folder.isDirectory()) {
+    throw new StoreError('usage', `the result store ${dir} is not a folder (a file is in its place): give --store the store's folder`);
+  }
   try {
     return (await stat(join(dir, DATA_FILE))).isFile();
-  } catch {
-    return false;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw lmdbStoreError(dir, e);
   }
 }
 
@@ -110,16 +123,32 @@ async function readDamage(path: string): Promise<string | undefined> {
   }
 }
 
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
 /**
  * Removes the store's data file in `dir` when it is damaged (see {@link lmdbFileDamage}), so that the
  * store starts afresh; returns what was wrong with it, or undefined (nothing removed) when it is not.
+ * A file with no LMDB header and no LMDB lock file beside it was never a store's (a file of another
+ * program that happens to have the name): it is left alone, and the caller gets a `usage` error.
  */
 export async function removeDamagedLmdbFile(dir: string): Promise<string | undefined> {
   const path = join(dir, DATA_FILE);
   const damage = await lmdbFileDamage(path).catch((e: unknown) => {
     throw lmdbStoreError(dir, e);
   });
-  if (damage !== undefined) await rm(path, { force: true });
+  if (damage === undefined) return undefined;
+  if (!(await exists(`${path}-lock`))) {
+    throw new StoreError(
+      'usage',
+      `${path} is not a result store's file (${damage}, and no ${DATA_FILE}-lock beside it: no store was ever opened there): it was left alone; give --store the store's folder (if this is a damaged store whose lock file was deleted, delete ${DATA_FILE} yourself)`,
+    );
+  }
+  await rm(path, { force: true });
   return damage;
 }
 
@@ -145,9 +174,19 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
         },
       );
     });
-    // Created empty with mode 0600 before LMDB opens them, so they are never readable by others.
-    for (const file of [path, `${path}-lock`]) await (await openFile(file, 'a', 0o600)).close();
+    // Looked at before anything is created in the folder: a damaged store, or a file of another
+    // program under the store's name, gets no lock file beside it from this open.
     const damage = await lmdbFileDamage(path);
+    if (damage !== undefined && !(await exists(`${path}-lock`))) {
+      throw new StoreError(
+        'usage',
+        `${path} is not a result store's file (${damage}, and no ${DATA_FILE}-lock beside it: no store was ever opened there): give --store another folder, or pass --store off`,
+      );
+    }
+    if (damage === undefined) {
+      // Created empty with mode 0600 before LMDB opens them, so they are never readable by others.
+      for (const file of [path, `${path}-lock`]) await (await openFile(file, 'a', 0o600)).close();
+    }
     if (damage !== undefined) {
       throw new StoreError(
         'store-io',

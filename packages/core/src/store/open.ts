@@ -43,6 +43,19 @@ function ownerInit(url: string): string {
 const isPostgresUrl = (spec: string): boolean => /^postgres(ql)?:\/\//i.test(spec);
 
 /**
+ * Refuses a `--store` that starts like a Postgres URL but is not one (`postgres:/…`, `postgres:…`, a
+ * `/` short): taken for a folder it would make an empty store under the working directory, its
+ * name holding the password. The value is not repeated (it may hold a password).
+ */
+export function refuseMistypedUrl(spec: string | undefined): void {
+  if (spec === undefined || !/^postgres(ql)?:/i.test(spec) || isPostgresUrl(spec)) return;
+  throw new DqError('--store starts with "postgres:" but is not a postgres:// URL (the "//" is missing): write postgres://user@host:5432/database', {
+    code: 'config-invalid',
+    retriable: false,
+  });
+}
+
+/**
  * Whether a rerun with these `--store` and `--max-age` settings reuses the answers a stopped run
  * already paid for (not with `--store off`, nor with `--max-age 0`): only then may a connector's
  * advice promise that resuming does not buy them again.
@@ -75,6 +88,7 @@ export function embeddedStoreFiles(spec: string | undefined, env?: Readonly<Reco
 export async function openStore(spec: string | undefined, options: OpenStoreOptions = {}): Promise<ResultStore | undefined> {
   const maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS;
   if (spec === 'off') return undefined;
+  refuseMistypedUrl(spec);
   if (spec === undefined && options.defaultDb) {
     const { db, location, initCommand } = options.defaultDb;
     return openPgStore({ db, owned: false, location, maxAgeMs, ...(initCommand === undefined ? {} : { initCommand }) });
