@@ -69,6 +69,20 @@ describe('the dq-csv command line', () => {
     expect(run.stderr).toContain('DQ_BASE_URL');
   });
 
+  it('refuses an API key with a line break (a key file written with echo) before any call, with exit 2 and without showing the key', async () => {
+    const key = 'k3y-from-a-file-42';
+    // Port 1: nothing listens there, so a run that sent the key anyway would stop with 75, not 2.
+    for (const bad of [`${key}\n`, `${key}\r\n`, `${key} `]) {
+      const run = await runCli(
+        ['validate', '--input', input, '--output', join(dir, 'key.csv'), '--delimiter', ';', '--map', 'addressLine=strasse,postalCode=plz,locality=ort'],
+        { DQ_BASE_URL: 'http://127.0.0.1:1', DQ_API_KEY: bad },
+      );
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(/the API key holds a (line break|blank) at (its end|position \d+)/);
+      expect(run.stderr + run.stdout).not.toContain(key);
+    }
+  });
+
   it('names a mapped column that is not in the header', async () => {
     const run = await runCli(['validate', '--input', input, '--output', join(dir, 'o.csv'), '--delimiter', ';', '--map', 'street=Strasse'], {
       DQ_BASE_URL: 'http://127.0.0.1:9',

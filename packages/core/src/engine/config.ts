@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { apiKeyProblem } from '../transport/api-key.js';
 import { DqError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import {
@@ -110,7 +111,13 @@ const ConfigSchema = z.object({
   mode: z.enum(MODES),
   baseUrl: httpUrl,
   realtimeUrl: httpUrl.optional(),
-  apiKey: z.string({ error: 'must be a non-empty string' }).min(1, { error: 'must be a non-empty string' }),
+  apiKey: z
+    .string({ error: 'the API key is missing: set DQ_API_KEY (or --api-key)' })
+    .min(1, { error: 'the API key is empty: set DQ_API_KEY (or --api-key)' })
+    .superRefine((key, ctx) => {
+      const problem = apiKeyProblem(key);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+    }),
   defaultCountry: CountryCodeSchema.optional(),
   include: z.array(z.enum(ADDRESS_INCLUDE_VALUES)).optional(),
   addressEndpoint: z.enum(ADDRESS_ENDPOINTS).default('batch'),
@@ -168,7 +175,11 @@ export function defaultThreads(): number {
  */
 export function resolveEngineConfig(config: EngineConfig): ResolvedEngineConfig {
   const parsed = ConfigSchema.safeParse(config);
-  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`);
+  // The API key's problems are worded whole ("the API key …"): `apiKey: <word>` would read as a
+  // credential to the log redactor, which hides the word after it.
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => (i.path.join('.') === 'apiKey' ? i.message : `${i.path.join('.') || '(config)'}: ${i.message}`));
   for (const v of validateCompanyQuery(config.company ?? {})) problems.push(`company.${v.fieldName}: ${v.message}`);
   if (!parsed.success || problems.length > 0) {
     throw new DqError(`invalid engine configuration: ${problems.join('; ')}`, {

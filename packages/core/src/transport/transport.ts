@@ -1,3 +1,4 @@
+import { apiKeyProblem } from './api-key.js';
 import type { Dispatcher } from 'undici';
 import { abortedError } from '../errors/aborted.js';
 import { DqError, PlatformError } from '../errors/dq-error.js';
@@ -29,6 +30,8 @@ export function createTransport(options: TransportOptions): Transport {
   const baseUrl = checkUrl('baseUrl', options.baseUrl);
   const realtimeUrl = checkUrl('realtimeUrl', options.realtimeUrl ?? options.baseUrl);
   const { apiKey, throttle, origin, timeoutMs = 30_000, connections = 16 } = options;
+  const keyProblem = apiKey === undefined ? undefined : apiKeyProblem(apiKey);
+  if (keyProblem !== undefined) throw new DqError(keyProblem, { code: 'config-invalid', retriable: false });
   if (!(timeoutMs > 0)) throw new RangeError(`timeoutMs must be > 0 (ms); got ${timeoutMs}`);
   if (!(Number.isInteger(connections) && connections >= 1)) {
     throw new RangeError(`connections must be a positive integer; got ${connections}`);
