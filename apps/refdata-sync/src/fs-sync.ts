@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { InterruptedError } from './errors.js';
+import { InterruptedError, TargetError, UsageError } from './errors.js';
 
 export { syncDir } from '@dq/core/download';
 
@@ -26,7 +26,30 @@ export async function sha512OfFile(path: string, signal?: AbortSignal): Promise<
   } catch (e) {
     if (signal?.aborted) throw new InterruptedError(`while hashing ${path}`, e);
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
+    throw readError(path, e);
   }
   return hash.digest('hex');
+}
+
+/**
+ * Why a file of the target could not be read, naming it and what to do (README "Exit codes"): a
+ * folder where a file belongs (or a file where a folder belongs) is exit 2 like a folder where
+ * `current` belongs — sync does not remove what it did not make, so a person moves it away;
+ * permissions exit 2 (`target-not-writable`); anything else exit 1, with the path.
+ */
+export function readError(path: string, e: unknown): Error {
+  const code = (e as { code?: unknown } | null | undefined)?.code;
+  const again = 'then sync again (the file is downloaded again; the files that match are kept)';
+  if (code === 'EISDIR') return new UsageError(`${path} is a folder where dq-refdata keeps a file; move the folder away, ${again}`);
+  if (code === 'ENOTDIR') return new UsageError(`a part of the path ${path} is a file where dq-refdata keeps a folder; move that file away, ${again}`);
+  if (code === 'ELOOP') return new UsageError(`${path} is a symbolic link that leads to itself (ELOOP); remove it, ${again}`);
+  if (code === 'EACCES' || code === 'EPERM') {
+    return new TargetError(
+      'target-not-writable',
+      `cannot read ${path}: permission denied (${code}); make the target readable and writable for this user, or give another --target`,
+      e,
+    );
+  }
+  const why = typeof code === 'string' ? `${code}: ${(e as Error).message}` : String((e as Error | undefined)?.message ?? e);
+  return new Error(`cannot read ${path} (${why}); check that file and its disk, then sync again`, { cause: e });
 }

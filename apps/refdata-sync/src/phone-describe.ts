@@ -3,7 +3,8 @@
  * with its fetch time; served from the cache within `--max-age`, refreshed after it, and taken from
  * a stale cache (with a warning) when the service fails.
  */
-import { open, readFile, rename, mkdir, rm } from 'node:fs/promises';
+import { lstat, open, readFile, realpath, rename, mkdir, rm, stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { PhoneClient, createTransport, isRunStop } from '@dq/core';
 import { PhoneDescribeSchema } from '@dq/core/schemas';
@@ -53,15 +54,76 @@ export function parseDuration(text: string): number {
   return Number(m[1]) * (UNITS[m[2] ?? 's'] ?? 1000);
 }
 
-async function readCache(file: string, realtimeUrl: string): Promise<CacheFile | undefined> {
-  try {
-    const parsed = cacheSchema.safeParse(JSON.parse(await readFile(file, 'utf8')));
-    return parsed.success && parsed.data.realtimeUrl === realtimeUrl ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
+/** What a phone-describe cache looks like, whatever description it holds (also one an older version wrote). */
+const cacheShape = z.object({ fetchedAt: z.string(), realtimeUrl: z.string(), description: z.looseObject({}) });
+
+/** A phone-describe cache is a few KB; a larger file is something else and is not read into memory. */
+const MAX_CACHE_BYTES = 4 * 1024 * 1024;
+
+/** What an existing path is, for a message: a folder, a device, a socket … */
+function kindOf(st: Stats): string {
+  if (st.isDirectory()) return 'a folder';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  if (st.isFIFO()) return 'a named pipe';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
 }
 
+/**
+ * What is at the cache path: `absent` (nothing there yet), or a cache this tool wrote, with the
+ * path to write it at (a symbolic link's target: the link is kept). Anything else — a folder, a
+ * device, a file that is not a phone-describe cache, such as a target's manifest.json or a
+ * shell profile — is refused with exit 2 and left untouched (README "phone-describe").
+ */
+async function inspectCache(file: string): Promise<{ writeTo: string; json: unknown } | 'absent'> {
+  const link = await lstat(file).catch(() => undefined);
+  // Missing, or a path the write names precisely (a part of it not a folder, no permission).
+  if (link === undefined) return 'absent';
+  const other = 'give --cache (or --target) a new file name or an existing phone-describe cache';
+  const advice = `it was left untouched: ${other}`;
+  const st = link.isSymbolicLink() ? await stat(file).catch(() => undefined) : link;
+  if (st === undefined) throw new UsageError(`the phone-describe cache ${file} is a symbolic link to nothing; ${advice}`);
+  if (st.isDirectory()) {
+    throw new TargetError(
+      'target-not-writable',
+      `cannot write the phone-describe cache ${file}: it is a folder (EISDIR); give --cache (or --target) a file in a writable folder, then run again`,
+      undefined,
+    );
+  }
+  if (!st.isFile()) throw new UsageError(`the phone-describe cache ${file} is ${kindOf(st)}, not a file dq-refdata wrote; ${advice}`);
+  const notCache = (why: string) =>
+    new UsageError(`${file} is not a phone-describe cache (${why}), so dq-refdata does not replace it: ${other} (or move the file away)`);
+  if (st.size > MAX_CACHE_BYTES) throw notCache(`${st.size} bytes, far more than a cache holds`);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    // What cannot be read cannot be told from someone else's file: never replaced unread.
+    const code = (e as { code?: unknown }).code;
+    throw new TargetError(
+      'target-not-writable',
+      `cannot read the phone-describe cache ${file} (${typeof code === 'string' ? code : (e as Error).message}), so it is left untouched; make it readable for this user, or ${other}`,
+      e,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw notCache('not JSON');
+  }
+  if (!cacheShape.safeParse(json).success) throw notCache('JSON without the fetchedAt, realtimeUrl and description of a cache');
+  return { writeTo: link.isSymbolicLink() ? await realpath(file) : file, json };
+}
+
+/** The cache's entry when it holds a description of `realtimeUrl` in today's shape. */
+function usableCache(found: Awaited<ReturnType<typeof inspectCache>>, realtimeUrl: string): CacheFile | undefined {
+  if (found === 'absent') return undefined;
+  const parsed = cacheSchema.safeParse(found.json);
+  return parsed.success && parsed.data.realtimeUrl === realtimeUrl ? parsed.data : undefined;
+}
+
+/** Writes the cache atomically; what is at `file` is checked again just before it is replaced. */
 async function writeCache(file: string, content: CacheFile): Promise<void> {
   await mkdir(dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
@@ -73,6 +135,8 @@ async function writeCache(file: string, content: CacheFile): Promise<void> {
     } finally {
       await fh.close();
     }
+    // The service may have taken minutes: anything but a cache put there meanwhile is refused too.
+    await inspectCache(file);
     await rename(tmp, file);
   } catch (e) {
     await rm(tmp, { force: true });
@@ -108,7 +172,10 @@ function cacheWriteError(file: string, e: unknown): unknown {
  */
 export async function describePhone(o: DescribeOptions): Promise<DescribeOutcome> {
   const now = o.now ?? Date.now;
-  const cached = await readCache(o.cacheFile, o.realtimeUrl);
+  // Before any request: a path that holds something else is refused, and never replaced.
+  const found = await inspectCache(o.cacheFile);
+  const writeTo = found === 'absent' ? o.cacheFile : found.writeTo;
+  const cached = usableCache(found, o.realtimeUrl);
   const age = (c: CacheFile) => Math.max(0, now() - Date.parse(c.fetchedAt));
   // A fetch time later than now (beyond clock skew between machines sharing the cache) means the
   // clock was put back or the file was copied or edited: it says nothing about freshness, so the
@@ -127,7 +194,7 @@ export async function describePhone(o: DescribeOptions): Promise<DescribeOutcome
   try {
     const res = await new PhoneClient(transport).describe(o.signal ? { signal: o.signal } : {});
     const entry: CacheFile = { fetchedAt: new Date(now()).toISOString(), realtimeUrl: o.realtimeUrl, description: res.data };
-    await writeCache(o.cacheFile, entry).catch((e: unknown) => {
+    await writeCache(writeTo, entry).catch((e: unknown) => {
       throw cacheWriteError(o.cacheFile, e);
     });
     return { source: 'service', fetchedAt: entry.fetchedAt, ageMs: 0, description: res.data };

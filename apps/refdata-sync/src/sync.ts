@@ -4,7 +4,7 @@
  * already on disk is hashed and fetched again only when its content no longer matches the
  * server's checksum, cut downloads resume, and `current` switches only when the version is complete.
  */
-import { mkdir, readlink, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { DqError, PlatformError, createSilentLogger } from '@dq/core';
 import { DownloadClient } from '@dq/core/download';
@@ -185,7 +185,7 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
         }
         manifest.current = version;
       }
-      s.removedVersions = await pruneVersions(target, manifest, cfg.keep);
+      s.removedVersions = await pruneVersions(target, manifest, cfg.keep, s);
     }
     await writeManifest(target, manifest);
   } catch (e) {
@@ -291,6 +291,11 @@ async function syncArtifact(
   }
 }
 
+/** A software package as `--software` names it: `software-bundle:linux`, `software-bundle:linux:user-manuals.zip`. */
+function softwareLabel(spec: SyncConfig['software'][number]): string {
+  return [spec.product, ...(spec.platform === undefined ? [] : [spec.platform]), ...(spec.artifact === `${spec.product}.zip` ? [] : [spec.artifact])].join(':');
+}
+
 async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, spec: SyncConfig['software'][number], s: State, signal?: AbortSignal) {
   const p = softwarePath(spec);
   if (!p.ok) return; // refused when the config was read
@@ -309,12 +314,43 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
     return;
   }
   const destDir = join(cfg.target, 'software', spec.product, spec.platform ?? 'any');
-  const r = await writingTo(destDir, () => client.download(source, { destDir, ...(sha512 ? { expectedSha512: sha512 } : {}), ...(signal ? { signal } : {}) }));
+  // Packages are named by the server: two of this sync's packages given one name would replace
+  // each other on every run, so the second is refused before it replaces the first.
+  const others = new Map<string, string>();
+  for (const o of cfg.software) {
+    const q = softwarePath(o);
+    if (q.ok && q.value !== source) others.set(q.value, softwareLabel(o));
+  }
+  let clash: UsageError | undefined;
+  const beforePlace = (name: string) => {
+    const rel = relative(cfg.target, join(destDir, name));
+    const owner = manifest.software.find((f) => f.path === rel && f.source !== source && others.has(f.source));
+    if (owner === undefined) return;
+    const label = softwareLabel(spec);
+    clash = new UsageError(
+      `${label} and ${others.get(owner.source) ?? owner.source} are both named ${printableName(name)} by the download server (Content-Disposition), in ${dirname(rel)}/: one would replace the other, so ${label} was not placed; list only one of them in --software (or sync the other into its own --target)`,
+    );
+    throw clash;
+  };
+  let r: DownloadResult;
+  try {
+    r = await writingTo(destDir, () =>
+      client.download(source, { destDir, beforePlace, ...(sha512 ? { expectedSha512: sha512 } : {}), ...(signal ? { signal } : {}) }),
+    );
+  } catch (e) {
+    if (e !== clash || clash === undefined) throw e;
+    s.failures.push({ source, code: clash.code, message: clash.message, cause: clash });
+    return;
+  }
   if (r.unsafeServerName !== undefined)
     s.warnings.push(`unsafe file name ${printableName(r.unsafeServerName)} from ${source} saved as ${printableName(r.fileName)}`);
   const placed = entry(cfg.target, r, source, sha512 !== undefined);
-  if (known !== undefined && known.path !== placed.path) await rm(join(cfg.target, known.path), { force: true });
-  manifest.software = manifest.software.filter((f) => f.source !== source);
+  // The old file goes unless another package's entry names it (the manifest of an earlier version of this tool).
+  if (known !== undefined && known.path !== placed.path && !manifest.software.some((f) => f.source !== source && f.path === known.path)) {
+    await rm(join(cfg.target, known.path), { force: true });
+  }
+  // A package no longer synced whose file this one replaced is no longer on disk.
+  manifest.software = manifest.software.filter((f) => f.source !== source && f.path !== placed.path);
   manifest.software.push(placed);
   s.downloaded.push(placed.path);
   if (r.resumedFrom > 0) s.resumed.push(placed.path);
@@ -354,18 +390,57 @@ async function makeTarget(target: string): Promise<void> {
 
 /**
  * Removes complete versions beyond the newest `keep`, and unfinished ones older than the current
- * version (never the current one); returns them.
+ * version (never the current one); returns them. Only what the manifest says sync placed for a
+ * version (its files, its installer, download parts) is deleted, and its folders once empty: a file
+ * a person put in a version folder is kept, with a warning (README "What a sync does", step 6).
  */
-async function pruneVersions(target: string, manifest: Manifest, keep: number): Promise<string[]> {
+async function pruneVersions(target: string, manifest: Manifest, keep: number, s: State): Promise<string[]> {
   const all = Object.keys(manifest.versions).sort().reverse();
   const complete = all.filter((ver) => manifest.versions[ver]?.completedAt !== null);
   const unfinishedOld = all.filter((ver) => manifest.versions[ver]?.completedAt === null && manifest.current !== null && ver < manifest.current);
   const removed: string[] = [];
   for (const ver of [...complete.slice(keep), ...unfinishedOld]) {
     if (ver === manifest.current) continue;
-    await rm(join(target, ver), { recursive: true, force: true });
+    const v = manifest.versions[ver];
+    const placed = [...(v?.files ?? []), ...(v?.installer ? [v.installer] : [])].map((f) => f.path).filter((p) => p.startsWith(`${ver}/`));
+    const left = await removePlaced(join(target, ver), new Set(placed.map((p) => join(target, p))));
+    if (left.length > 0) {
+      const shown = left.slice(0, 5).map((p) => relative(target, p));
+      s.warnings.push(
+        `--keep removed version ${ver} but kept ${left.length} file(s) in ${join(target, ver)} that dq-refdata did not place (${shown.join(', ')}${left.length > shown.length ? ', …' : ''}); move them away, and remove the folder`,
+      );
+    }
     delete manifest.versions[ver];
     removed.push(ver);
   }
   return removed;
+}
+
+/** A download's part or its sidecar, as the download client names them while a file comes in. */
+const PART_FILE = /^\.dq-download-[0-9a-f]{16}\.part(\.json)?$/;
+
+/**
+ * Deletes the files of `placed` (and download parts) under `dir`, then every folder left empty,
+ * `dir` included; never follows a symbolic link. Returns the paths of the other files, kept.
+ */
+async function removePlaced(dir: string, placed: ReadonlySet<string>): Promise<string[]> {
+  const st = await lstat(dir).catch(() => undefined);
+  if (st === undefined) return [];
+  if (!st.isDirectory()) return [dir]; // a symbolic link put in place of a version folder: not followed
+  const entries = await readdir(dir, { withFileTypes: true });
+  const kept: string[] = [];
+  for (const e of entries) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) kept.push(...(await removePlaced(path, placed)));
+    else if (placed.has(path) || PART_FILE.test(e.name)) await writingTo(path, () => rm(path, { force: true }));
+    else kept.push(path);
+  }
+  if (kept.length === 0) {
+    await rmdir(dir).catch((e: unknown) => {
+      // Something appeared meanwhile, or it was never there: nothing of sync's is lost by keeping it.
+      const code = (e as { code?: unknown }).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOENT') throw targetFileError(dir, e) ?? e;
+    });
+  }
+  return kept;
 }

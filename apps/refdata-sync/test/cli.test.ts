@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -213,6 +213,20 @@ describe('dq-refdata command line', () => {
     expect((await runCli(['sync', '--colour', 'red'])).code).toBe(2);
   });
 
+  it('exits 2 before any request for an API key with a line break (a key file written with echo), not showing the key', async () => {
+    const before = downloadRequests(sandbox);
+    for (const args of [
+      ['sync', ...flags(freshTarget())],
+      ['phone-describe', '--realtime-url', sandbox.url, '--target', freshTarget()],
+    ]) {
+      const r = await runCli(args, { DQ_API_KEY: `${DEFAULT_API_KEY}\n` });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain('the API key holds a line break at its end');
+      expect(r.stdout + r.stderr).not.toContain(DEFAULT_API_KEY);
+    }
+    expect(downloadRequests(sandbox)).toBe(before);
+  });
+
   it('exits 3 with a clear message when the API key is refused', async () => {
     const r = await runCli(['sync', ...flags(freshTarget()), '--api-key', 'bad-key-0000']);
     expect(r.code).toBe(3);
@@ -267,6 +281,51 @@ describe('dq-refdata command line', () => {
     expect(r.stderr).toContain('give --cache (or --target) a file in a writable folder');
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(JSON.parse(r.stdout)).toMatchObject({ command: 'phone-describe', exitCode: 2, code: 'target-not-writable' });
+  });
+
+  it("phone-describe: a --cache that is no phone-describe cache (a target's manifest, a shell profile, a named pipe) is refused with exit 2 naming it, left untouched, before any request", async () => {
+    const target = freshTarget();
+    expect((await runCli(['sync', ...flags(target)], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    const manifest = join(target, 'manifest.json');
+    const profile = join(dirname(target), '.bashrc');
+    writeFileSync(profile, 'export PATH=$HOME/bin:$PATH\n');
+    const pipe = join(dirname(target), 'a-pipe');
+    execFileSync('mkfifo', [pipe]);
+    const before = (f: string) => readFileSync(f, 'utf8');
+    const cases = [
+      {
+        cache: manifest,
+        says: 'is not a phone-describe cache (JSON without the fetchedAt, realtimeUrl and description of a cache)',
+        content: before(manifest),
+      },
+      { cache: profile, says: 'is not a phone-describe cache (not JSON)', content: before(profile) },
+      { cache: pipe, says: 'is a named pipe, not a file dq-refdata wrote' },
+    ];
+    const calls = () => sandbox.stats().requests['phone-describe']?.total ?? 0;
+    const callsBefore = calls();
+    for (const c of cases) {
+      const r = await runCli(['phone-describe', '--realtime-url', sandbox.url, '--cache', c.cache], { DQ_API_KEY: DEFAULT_API_KEY });
+      expect(r.code, `${c.cache}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain(`${c.cache} ${c.says}`);
+      expect(r.stderr).toContain('give --cache (or --target) a new file name or an existing phone-describe cache');
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(JSON.parse(r.stdout)).toMatchObject({ command: 'phone-describe', exitCode: 2 });
+      if (c.content !== undefined) expect(before(c.cache)).toBe(c.content);
+      expect(readdirSync(dirname(c.cache)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    }
+    expect(statSync(pipe).isFIFO()).toBe(true);
+    expect(calls()).toBe(callsBefore);
+    expect((await runCli(['verify', '--target', target])).code).toBe(0);
+    // A cache it wrote is still refreshed in place, also through a symbolic link (which is kept).
+    const cache = join(dirname(target), 'describe.json');
+    expect((await runCli(['phone-describe', '--realtime-url', sandbox.url, '--cache', cache], { DQ_API_KEY: DEFAULT_API_KEY })).code).toBe(0);
+    const link = join(dirname(target), 'describe-link.json');
+    symlinkSync(cache, link);
+    const again = await runCli(['phone-describe', '--realtime-url', sandbox.url, '--cache', link, '--max-age', '0s'], { DQ_API_KEY: DEFAULT_API_KEY });
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ source: 'service' });
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(JSON.parse(readFileSync(cache, 'utf8')).fetchedAt).toBe(JSON.parse(again.stdout).fetchedAt);
   });
 
   it('a country that is no ISO code (de, XX), or a subscription with nothing offered, is refused before any request (exit 2), not synced as an empty version with exit 0', async () => {

@@ -283,6 +283,84 @@ describe('dq-refdata and operator mistakes', () => {
     expect((await runCli(syncFlags(target), env())).code).toBe(0);
     expect((await runCli(['verify', '--target', target])).code).toBe(0);
   });
+
+  it('a folder put where a placed file belongs: exit 2 naming the path and to move it away, not a bare EISDIR; the folder untouched, the next sync after that downloads the file', async () => {
+    const target = freshTarget();
+    expect((await runCli(syncFlags(target), env())).code).toBe(0);
+    const placed = join(target, '2026-11-01/post/DE/DE_001.zip');
+    rmSync(placed);
+    mkdirSync(placed);
+    writeFileSync(join(placed, 'notes.txt'), 'mine');
+    const r = await runCli(syncFlags(target), env());
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(`dq-refdata: ${placed} is a folder where dq-refdata keeps a file; move the folder away, then sync again`);
+    expect(r.stderr).not.toMatch(/EISDIR: illegal operation|\n\s+at /);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 2 });
+    expect(readFileSync(join(placed, 'notes.txt'), 'utf8')).toBe('mine');
+    renameSync(placed, `${placed}.moved`);
+    expect((await runCli(syncFlags(target), env())).code).toBe(0);
+    expect((await runCli(['verify', '--target', target])).code).toBe(0);
+  });
+
+  it('--keep removes only what sync placed in an older version: a file a person put in that version folder is kept, with a warning naming it', async () => {
+    const target = freshTarget();
+    const own = join(target, '2026-11-01/db-backup.sql');
+    mkdirSync(join(target, '2026-11-01'), { recursive: true });
+    writeFileSync(own, 'pg_dump of something that matters');
+    const first = await runCli(syncFlags(target), env());
+    expect(first.code, first.stderr).toBe(0);
+    const next = await sandboxWith({ currentVersion: '2026-12-01' });
+    try {
+      const r = await runCli([...syncFlags(target), '--keep', '1'], { ...env(), DQ_DOWNLOAD_URL: next.url });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'updated', version: '2026-12-01', removedVersions: ['2026-11-01'] });
+      expect(readFileSync(own, 'utf8')).toBe('pg_dump of something that matters');
+      expect(readdirSync(join(target, '2026-11-01'))).toEqual(['db-backup.sql']);
+      expect(r.stderr).toContain(
+        `dq-refdata: warning: --keep removed version 2026-11-01 but kept 1 file(s) in ${join(target, '2026-11-01')} that dq-refdata did not place (2026-11-01/db-backup.sql)`,
+      );
+      expect((await runCli(['verify', '--target', target])).code).toBe(0);
+      // A version folder holding only what sync placed goes as before.
+      const later = await sandboxWith({ currentVersion: '2027-01-01' });
+      try {
+        const r2 = await runCli([...syncFlags(target), '--keep', '1'], { ...env(), DQ_DOWNLOAD_URL: later.url });
+        expect(JSON.parse(r2.stdout)).toMatchObject({ removedVersions: ['2026-12-01'] });
+        expect(readdirSync(target).sort()).toEqual(['2026-11-01', '2027-01-01', 'current', 'manifest.json']);
+      } finally {
+        await later.close();
+      }
+    } finally {
+      await next.close();
+    }
+  });
+
+  it('two software packages the server gives one file name: the second is refused naming both and the name (exit 2) on every run, never exit 0 with one of them missing; the first stays whole', async () => {
+    const clashing = await sandboxWith({ contentDispositionOverride: 'attachment; filename="bundle.zip"' });
+    try {
+      const target = freshTarget();
+      const args = [...syncFlags(target), '--software', 'software-bundle:linux,software-bundle:linux:user-manuals.zip'];
+      for (const run of [1, 2]) {
+        const r = await runCli(args, { ...env(), DQ_DOWNLOAD_URL: clashing.url });
+        expect(r.code, `run ${run}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain(
+          'dq-refdata: software-bundle:linux:user-manuals.zip and software-bundle:linux are both named "bundle.zip" by the download server (Content-Disposition), in software/software-bundle/linux/: one would replace the other, so software-bundle:linux:user-manuals.zip was not placed; list only one of them in --software',
+        );
+        const summary = JSON.parse(r.stdout);
+        expect(summary).toMatchObject({ status: 'failed', exitCode: 2 });
+        expect(summary.failures).toMatchObject([{ source: '/download/v1/software/software-bundle/latest/linux/user-manuals.zip' }]);
+      }
+      expect(readdirSync(join(target, 'software/software-bundle/linux'))).toEqual(['bundle.zip']);
+      const manifest = JSON.parse(readFileSync(join(target, 'manifest.json'), 'utf8')) as { software: Array<{ path: string; source: string; sha512: string }> };
+      expect(manifest.software.map((f) => f.source)).toEqual(['/download/v1/software/software-bundle/latest/linux/software-bundle.zip']);
+      expect(sha512(join(target, 'software/software-bundle/linux/bundle.zip'))).toBe(manifest.software[0]?.sha512);
+      // Listing one of them is what the message asks for: that syncs.
+      const fixed = await runCli([...syncFlags(target), '--software', 'software-bundle:linux'], { ...env(), DQ_DOWNLOAD_URL: clashing.url });
+      expect(fixed.code, fixed.stderr).toBe(0);
+      expect((await runCli(['verify', '--target', target])).code).toBe(0);
+    } finally {
+      await clashing.close();
+    }
+  });
 });
 
 describe('dq-refdata stopped by a signal', () => {

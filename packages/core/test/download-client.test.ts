@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DqError, LocalValidationError, PlatformError, RetriesExhaustedError } from '../src/index.js';
+import { createLogger, DqError, LocalValidationError, PlatformError, RetriesExhaustedError } from '../src/index.js';
 import { ChecksumMismatchError, DownloadClient } from '../src/download/index.js';
 import { createSharedThrottle } from '../src/throttle/index.js';
 import { API_KEY, SPLIT_TITLE, startDownloadServer, type TestServer } from './download-server.js';
@@ -152,6 +152,40 @@ describe('DownloadClient.download', () => {
     server.faults.push('cut', 'ignore-range');
     const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
     expect(r.resumedFrom).toBe(0);
+    expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+  });
+
+  it('takes a whole file the server sends without Content-Length (chunked) and verifies it by its checksum', async () => {
+    server.files.set(ARTIFACT, { body, chunked: true });
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+    expect(r).toMatchObject({ size: body.length, sha512: sha512(body), resumedFrom: 0, attempts: 1 });
+    expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('downloads a chunked body cut short whole again, without Range (nothing tells how much of the file is held), and never speaks of a resume', async () => {
+    server.files.set(ARTIFACT, { body, chunked: true });
+    server.faults.push('cut');
+    const warnings: string[] = [];
+    const logger = createLogger({ level: 'warn', write: (l) => warnings.push(l) });
+    const c = new DownloadClient({ downloadUrl: server.url, apiKey: API_KEY, retry: fast, timeoutMs: 2_000, logger });
+    try {
+      const r = await c.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+      expect(r).toMatchObject({ size: body.length, resumedFrom: 0, attempts: 2 });
+    } finally {
+      await c.close();
+    }
+    expect(server.seen.map((s) => s.range)).toEqual([undefined, undefined]);
+    expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+    expect(warnings.join('\n')).not.toMatch(/resume at byte/);
+  });
+
+  it('takes the bytes held when a Content-Length was overstated (body closed early) and the server then says they are the whole file: verified by the checksum, fetched once', async () => {
+    server.files.set(ARTIFACT, { body, overstateBy: 1000 });
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+    expect(r).toMatchObject({ size: body.length, sha512: sha512(body), attempts: 2 });
+    expect(server.seen[1]?.range).toBe(`bytes=${body.length}-`);
+    expect(server.bytesSent).toBe(body.length);
     expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
   });
 

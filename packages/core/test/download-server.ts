@@ -25,6 +25,10 @@ export interface ServedFile {
   etag?: string;
   /** Sent as `Last-Modified`, with a `Date` one minute later; compared with `If-Range` like `etag`. */
   lastModified?: Date;
+  /** Whole-file answers carry no `Content-Length` (chunked transfer, as behind a re-chunking proxy). */
+  chunked?: boolean;
+  /** Whole-file answers announce this many bytes more than they send, then the connection is closed. */
+  overstateBy?: number;
 }
 
 export interface SeenRequest {
@@ -117,9 +121,28 @@ export async function startDownloadServer(): Promise<TestServer> {
       status = 206;
       headers['content-range'] = `bytes ${start}-${end}/${size}`;
     }
+    const part = file.body.subarray(start, end + 1);
+    if (status === 200 && file.chunked === true) {
+      res.writeHead(status, headers);
+      state.bytesSent += part.length;
+      const half = Math.floor(part.length / 2);
+      if (fault === 'cut') {
+        state.bytesSent -= part.length - half;
+        res.write(part.subarray(0, half), () => setTimeout(() => res.destroy(), 20));
+        return;
+      }
+      res.write(part.subarray(0, half));
+      res.end(part.subarray(half));
+      return;
+    }
+    if (status === 200 && file.overstateBy !== undefined) {
+      res.writeHead(status, { ...headers, 'content-length': part.length + file.overstateBy });
+      state.bytesSent += part.length;
+      res.write(part, () => setTimeout(() => res.destroy(), 20));
+      return;
+    }
     headers['content-length'] = end - start + 1;
     res.writeHead(status, headers);
-    const part = file.body.subarray(start, end + 1);
     if (fault === 'cut' || fault === 'stall') {
       const half = part.subarray(0, Math.floor(part.length / 2));
       state.bytesSent += half.length;

@@ -3,6 +3,7 @@
  * with the SHA-512 computed in the same pass, checksums, version.txt, installers and software
  * packages named by their `Content-Disposition`.
  */
+import { apiKeyProblem } from '../transport/api-key.js';
 import { createHash } from 'node:crypto';
 import { mkdir, statfs } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -84,6 +85,12 @@ export interface DownloadOptions {
   signal?: AbortSignal;
   /** Called as bytes arrive (synchronously, per chunk: keep it cheap). */
   onProgress?: (p: DownloadProgress) => void;
+  /**
+   * Called with the file name once the bytes are verified, before anything in `destDir` is
+   * replaced; when it throws, nothing is placed, the part is deleted and its error passed on (a
+   * caller refuses a server name that another download already uses).
+   */
+  beforePlace?: (fileName: string) => void | Promise<void>;
 }
 
 /** A placed file. */
@@ -174,6 +181,8 @@ export class DownloadClient {
     // On one CPU a second thread only adds hand-over costs.
     this.#offThreadMin = options.offThreadHashMinBytes ?? (availableParallelism() > 1 ? OFF_THREAD_HASH_MIN : Infinity);
     this.#base = base;
+    const keyProblem = options.apiKey === undefined ? undefined : apiKeyProblem(options.apiKey);
+    if (keyProblem !== undefined) throw new DqError(keyProblem, { code: 'config-invalid', retriable: false });
     this.#apiKey = options.apiKey;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     const min = options.minProgress ?? DEFAULT_MIN_PROGRESS;
@@ -252,19 +261,23 @@ export class DownloadClient {
           const res = await this.#get(req);
           let start = offset;
           if (offset > 0) resumed = true;
-          const total = await this.#checkResume(res, part, offset, knownTotal, validator, urlPath);
-          if (res.status === 416) return { res, total, resumedFrom: total }; // a previous run got every byte
+          const verifiable = options.expectedSha512 !== undefined;
+          const total = await this.#checkResume(res, part, offset, knownTotal, validator, verifiable, urlPath);
+          if (res.status === 416 && total !== undefined) return { res, total, resumedFrom: total }; // a previous attempt got every byte
           if (res.status === 200 && offset > 0) {
             await part.reset(); // the server ignored the Range: take the whole body
             start = 0;
           }
-          await ensureRoom(destDir, total - start, urlPath, res.body);
+          if (total !== undefined) await ensureRoom(destDir, total - start, urlPath, res.body);
           if (start === 0) await part.begin(total, versionValidator(res.headers));
           try {
             await part.append(res.body, (received) => onProgress?.({ received, total, resumedFrom: start }));
           } catch (error) {
             throw classifyGetFailure(error, req, res.requestId);
           }
+          // A whole file of unknown length (no Content-Length: chunked) ends where its body ends;
+          // the checksum, when there is one, tells whether it is all of it.
+          if (total === undefined) return { res, total: await part.size(), resumedFrom: 0 };
           const { offset: size } = await part.resumeOffset();
           if (size !== total) {
             throw new DqError(`GET ${urlPath}: body ended at ${size} of ${total} bytes [request id ${res.requestId ?? 'none'}]`, {
@@ -302,6 +315,14 @@ export class DownloadClient {
       await part.reset();
       throw new ChecksumMismatchError({ fileName: named.name, urlPath, expected, actual: sha512, requestId: last.res.requestId });
     }
+    if (options.beforePlace !== undefined) {
+      try {
+        await options.beforePlace(named.name);
+      } catch (e) {
+        await part.reset();
+        throw e;
+      }
+    }
     const target = join(destDir, named.name);
     await part.place(target);
     return {
@@ -317,8 +338,11 @@ export class DownloadClient {
   }
 
   /**
-   * The total size from a 200/206/416 answer; resets the part and throws a retriable
-   * `range-mismatch` when the server resumed elsewhere or its file changed size since the part began.
+   * The total size from a 200/206/416 answer (undefined: a 200 that gave no `Content-Length`, a
+   * chunked body, taken whole); resets the part and throws a retriable `range-mismatch` when the
+   * server resumed elsewhere or its file changed size since the part began. A 416 saying the file
+   * is exactly the bytes held counts as complete even when the first answer announced more (a
+   * `Content-Length` overstated, the body closed early) if `verifiable`: the checksum decides.
    */
   async #checkResume(
     res: Awaited<ReturnType<typeof get>>,
@@ -326,25 +350,29 @@ export class DownloadClient {
     offset: number,
     knownTotal: number | undefined,
     validator: string | undefined,
+    verifiable: boolean,
     urlPath: string,
-  ): Promise<number> {
+  ): Promise<number | undefined> {
+    const length = res.headers['content-length'];
+    if (res.status === 200 && length === undefined) return undefined;
     const range = /^bytes (?:(\d+)-\d+|\*)\/(\d+)$/.exec(res.headers['content-range'] ?? '');
-    const total = res.status === 200 ? Number(res.headers['content-length'] ?? NaN) : Number(range?.[2] ?? NaN);
+    const total = res.status === 200 ? Number(length) : Number(range?.[2] ?? NaN);
     const startedAt = Number(range?.[1] ?? NaN);
-    const complete = res.status === 416 && total === offset;
+    const complete = res.status === 416 && total === offset && offset > 0;
     // A resumed file must still be the same size: otherwise the part holds bytes of another file.
     // A server that names the version it resumes (ETag) must name the one the part began with.
     const etag = res.headers['etag'];
     const sameVersion = res.status !== 206 || validator === undefined || !validator.startsWith('"') || etag === undefined || etag === validator;
-    const sameFile = res.status === 200 || ((knownTotal === undefined || total === knownTotal) && sameVersion);
+    const sameFile = res.status === 200 || ((knownTotal === undefined || total === knownTotal || (complete && verifiable)) && sameVersion);
     if (Number.isFinite(total) && sameFile && (res.status === 200 || (res.status === 206 && startedAt === offset) || complete)) {
       if (res.status === 416) await dump(res.body).catch(() => undefined);
       return total;
     }
     await dump(res.body).catch(() => undefined);
     await part.reset();
+    const asked = offset > 0 ? `a resume at byte ${offset}; starting over` : 'a request for the whole file; asking again';
     throw new DqError(
-      `GET ${urlPath}: the server answered ${res.status} (${res.headers['content-range'] ?? 'no Content-Range'}) to a resume at byte ${offset}; starting over [request id ${res.requestId ?? 'none'}]`,
+      `GET ${urlPath}: the server answered ${res.status} (${res.headers['content-range'] ?? 'no Content-Range'}) to ${asked} [request id ${res.requestId ?? 'none'}]`,
       {
         code: DOWNLOAD_CODES.rangeMismatch,
         retriable: true,

@@ -13,8 +13,11 @@ import type { BlockHasher } from './sha512-hasher.js';
 /** What a part file belongs to; a part whose sidecar differs is discarded instead of resumed. */
 interface PartMeta {
   urlPath: string;
-  /** Total size announced by the server, bytes. */
-  total: number;
+  /**
+   * Total size announced by the server, bytes; null when a whole-file answer gave none (chunked):
+   * such a part is never resumed, since nothing tells how much of the file it holds.
+   */
+  total: number | null;
   expectedSha512: string | null;
   /**
    * What the server said identifies this version of the file, sent back as `If-Range` on a resume
@@ -61,7 +64,7 @@ export class PartialFile {
     const size = await fileSize(this.#part);
     if (size === 0) return { offset: 0, total: undefined, validator: undefined, begunHere: false };
     const meta = await this.#readMeta();
-    if (meta === undefined || meta.urlPath !== this.#urlPath || meta.expectedSha512 !== this.#expected || size > meta.total) {
+    if (meta === undefined || meta.urlPath !== this.#urlPath || meta.expectedSha512 !== this.#expected || meta.total === null || size > meta.total) {
       await this.reset();
       return { offset: 0, total: undefined, validator: undefined, begunHere: false };
     }
@@ -90,10 +93,11 @@ export class PartialFile {
 
   /**
    * Records what the part belongs to (before its first byte is written), with the server's
-   * `validator` of the file's version when it gave one, and starts the digest.
+   * `validator` of the file's version when it gave one, and starts the digest. `total` undefined:
+   * the server did not say (a chunked answer), and the part is not resumed.
    */
-  async begin(total: number, validator: string | undefined): Promise<void> {
-    const meta: PartMeta = { urlPath: this.#urlPath, total, expectedSha512: this.#expected, ...(validator === undefined ? {} : { validator }) };
+  async begin(total: number | undefined, validator: string | undefined): Promise<void> {
+    const meta: PartMeta = { urlPath: this.#urlPath, total: total ?? null, expectedSha512: this.#expected, ...(validator === undefined ? {} : { validator }) };
     await writeFile(this.#meta, JSON.stringify(meta));
     this.#restartHash(total);
     this.#hashed = 0;
@@ -120,6 +124,11 @@ export class PartialFile {
     }
     this.#hashed = outcome.hashInStep ? start + outcome.written : -1;
     if (outcome.error !== undefined) throw outcome.error;
+  }
+
+  /** Bytes in the part file now (0 when there is none); unlike {@link resumeOffset}, never discards it. */
+  async size(): Promise<number> {
+    return fileSize(this.#part);
   }
 
   /** Forgets the running digest (the part stays on disk for a later run to resume). */
@@ -154,7 +163,7 @@ export class PartialFile {
   async #readMeta(): Promise<PartMeta | undefined> {
     try {
       const m = JSON.parse(await readFile(this.#meta, 'utf8')) as Partial<PartMeta>;
-      return typeof m.urlPath === 'string' && typeof m.total === 'number'
+      return typeof m.urlPath === 'string' && (typeof m.total === 'number' || m.total === null)
         ? {
             urlPath: m.urlPath,
             total: m.total,
