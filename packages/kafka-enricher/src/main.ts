@@ -33,19 +33,22 @@ export async function main(argv: readonly string[]): Promise<number> {
   const onHint = (text: string): void => void process.stderr.write(logger.redactor.redact(`dq-kafka: hint: ${text}\n`));
   const enricher = createEnricher({ ...command.options, logger, metrics, onHint });
   let server: MetricsServer | undefined;
+  let hardBound: NodeJS.Timeout | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     logger.info('signal received: stopping fetches, finishing in-flight work, committing, leaving the group', { signal });
     enricher.stop();
     // Bounded shutdown: whatever is uncommitted by then is re-read by the group (at least once).
-    // The work is not done, so a scheduler must not see success: 75, retry later.
-    setTimeout(
+    // The work is not done, so a scheduler must not see success: 75, retry later. Not unref'd: with
+    // nothing else left to wait for (a shutdown stuck on a promise that never settles), Node would
+    // otherwise end the process with its own exit code 13 and no summary; cleared when main returns.
+    hardBound ??= setTimeout(
       () => {
         logger.error('shutdown took too long; exiting, uncommitted messages will be re-read', { signal });
         process.stderr.write('dq-kafka: drain-timeout: the shutdown did not finish in time; uncommitted messages are re-read on the next start\n');
         process.exit(ExitCode.TEMPFAIL);
       },
       (command.options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS) + SHUTDOWN_GRACE_MS,
-    ).unref();
+    );
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
@@ -76,6 +79,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(failure.text);
     return failure.exitCode;
   } finally {
+    clearTimeout(hardBound);
     await server?.close();
   }
 }

@@ -137,7 +137,9 @@ export class PartitionPipeline {
       const chunk = this.#queue[0]!;
       try {
         if (!this.#abort.signal.aborted) {
-          const answered = await chunk.answered!;
+          // Not past a cancel: a call its HTTP client leaves pending, deaf to the abort, must not hold
+          // the shutdown (the process would end with no summary and Node's exit code 13).
+          const answered = await untilAborted(chunk.answered!, this.#abort.signal);
           if (!this.#abort.signal.aborted) await this.#deliver(chunk, answered);
         }
       } catch (err) {
@@ -365,4 +367,23 @@ export function sendFailure(err: unknown, where: string, limit: number, position
     `sending the results of ${where} failed: ${(err as Error).message}; the offsets stay uncommitted and are re-read on restart`,
     { cause: err, ...position },
   );
+}
+
+/** `answer`, or a rejection with the abort's reason once `signal` aborts, whichever comes first. */
+function untilAborted<T>(answer: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    answer.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error as Error);
+      },
+    );
+  });
 }

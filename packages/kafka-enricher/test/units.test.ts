@@ -11,7 +11,12 @@ import { register } from 'prom-client';
 import { Metrics, METRIC } from '../src/metrics.js';
 import { KafkaEnricherError } from '../src/errors.js';
 import { consumerRestartDelayMs } from '../src/enricher.js';
-import { sendFailure } from '../src/partition-pipeline.js';
+import { PartitionPipeline, sendFailure } from '../src/partition-pipeline.js';
+import type { PipelineContext } from '../src/partition-pipeline.js';
+import { FlowControl } from '../src/flow-control.js';
+import { MapCheck } from '../src/map-check.js';
+import { createSilentLogger } from '@dq/core';
+import type { Consumer } from 'kafkajs';
 
 const msg = (value: string | null, offset = '7'): KafkaMessage =>
   ({
@@ -323,5 +328,43 @@ describe('metrics', () => {
     expect(textB).toMatch(/^dq_kafka_consumer_lag\{topic="in",partition="4"\} 2$/m);
     expect(textB).not.toContain('process_cpu_user_seconds_total');
     expect(await register.metrics()).not.toContain('dq_kafka_');
+  });
+});
+
+describe('a partition pipeline cancelled while its calls never answer', () => {
+  it('settles its cancel at once, though the engine ignores the abort (an HTTP client that left its calls pending)', async () => {
+    const metrics = new Metrics();
+    const flow = new FlowControl(() => ({}) as Consumer, metrics, 100);
+    let calls = 0;
+    const ctx = {
+      engine: {
+        process: () => {
+          calls += 1;
+          return new Promise(() => undefined); // never settles, abort or not
+        },
+      },
+      producer: {},
+      flow,
+      metrics,
+      logger: createSilentLogger(),
+      map: parseFieldMap('street=/s', 'address'),
+      outputTopic: 'out',
+      dlqTopic: 'dlq',
+      dqField: 'dq',
+      mapCheck: new MapCheck(() => undefined),
+      maxMessageBytes: 1_000_000,
+      retryMaxMs: 60_000,
+      retryBaseDelayMs: 100,
+      commit: async () => undefined,
+      onFatal: () => undefined,
+    } as unknown as PipelineContext;
+    const pipeline = new PartitionPipeline('in', 0, ctx);
+    expect(flow.take(3)).toBe(3);
+    pipeline.enqueue([msg('{"s":"Hauptstraße 1"}', '0'), msg('{"s":"Hauptstraße 2"}', '1'), msg('{"s":"Hauptstraße 3"}', '2')], '3', 100);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(calls).toBeGreaterThan(0);
+    const settled = await Promise.race([pipeline.cancel().then(() => 'settled'), new Promise((resolve) => setTimeout(() => resolve('pending'), 2_000))]);
+    expect(settled).toBe('settled');
+    expect(flow.inFlight).toBe(0);
   });
 });
