@@ -1,4 +1,5 @@
 import { createEngine, createLogger, DqError, ExitCode, exitCodeFor, stopAdvice } from '@dq/core';
+import { cliFailure } from '@dq/core/cli';
 import { emptyRunReport } from '@dq/core/engine';
 import { openStore, reusesAnswers } from '@dq/core/store';
 import { resolveRetryOptions, retryDelay, sleep } from '@dq/core/transport';
@@ -421,17 +422,35 @@ class KafkaEnricher implements Enricher {
       });
       return { exitCode: ExitCode.OK, reason: 'stop', report };
     }
-    const exitCode = exitCodeFor(err);
-    const e = err instanceof Error ? err : new Error(String(err));
-    const code = err instanceof DqError ? err.code : 'unexpected';
-    const requestId = err instanceof DqError ? err.requestId : undefined;
-    // Platform errors name their request id already ("[…, HTTP 401, request id …]"): said once.
-    const named = requestId === undefined || e.message.includes(requestId);
-    // What to do now, as the log line of the stop says it (core's stopAdvice).
-    const { kind, advice } = stopAdvice(err, this.#resumeWords());
-    const message = this.#logger.redactor.redact(`${e.message}${named ? '' : ` (request id ${requestId})`}${kind === 'failed' ? '' : `; ${advice}`}`);
-    return { exitCode, reason: 'fatal', error: requestId ? { code, message, requestId } : { code, message }, report };
+    return { ...fatalOutcome(err, (t) => this.#logger.redactor.redact(t), this.#resumeWords()), reason: 'fatal', report };
   }
+}
+
+/**
+ * The exit code and error of a run ended by `err`: its code and message with what to do (core's
+ * stopAdvice); an unexpected error (a bug) is said so, its details (the stack) written to a file of
+ * the temporary folder readable by this user only, which the message names, as every command's
+ * unexpected errors are (README "Exit codes").
+ */
+export function fatalOutcome(
+  err: unknown,
+  redact: (text: string) => string,
+  words: { resume: string; kept: string },
+): { exitCode: ExitCode; error: { code: string; message: string; requestId?: string } } {
+  const exitCode = exitCodeFor(err);
+  if (exitCode === ExitCode.UNEXPECTED) {
+    const text = cliFailure('dq-kafka', err, redact).text.trimEnd();
+    return { exitCode, error: { code: 'unexpected', message: text.replace(/^dq-kafka: unexpected error: /, '') } };
+  }
+  const e = err instanceof Error ? err : new Error(String(err));
+  const code = err instanceof DqError ? err.code : 'unexpected';
+  const requestId = err instanceof DqError ? err.requestId : undefined;
+  // Platform errors name their request id already ("[…, HTTP 401, request id …]"): said once.
+  const named = requestId === undefined || e.message.includes(requestId);
+  // What to do now, as the log line of the stop says it (core's stopAdvice).
+  const { kind, advice } = stopAdvice(err, words);
+  const message = redact(`${e.message}${named ? '' : ` (request id ${requestId})`}${kind === 'failed' ? '' : `; ${advice}`}`);
+  return { exitCode, error: requestId ? { code, message, requestId } : { code, message } };
 }
 
 /** Runs one connection step of the Kafka client `what`. */

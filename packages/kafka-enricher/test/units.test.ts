@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { readFile, rm, stat } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '@dq/test-support/kafka';
 import { KafkaJSNonRetriableError, KafkaJSProtocolError } from 'kafkajs';
@@ -10,7 +11,7 @@ import { decodeMessage, dlqMessage, enrichedMessage } from '../src/message-codec
 import { register } from 'prom-client';
 import { Metrics, METRIC } from '../src/metrics.js';
 import { KafkaEnricherError } from '../src/errors.js';
-import { consumerRestartDelayMs } from '../src/enricher.js';
+import { consumerRestartDelayMs, fatalOutcome } from '../src/enricher.js';
 import { PartitionPipeline, sendFailure } from '../src/partition-pipeline.js';
 import type { PipelineContext } from '../src/partition-pipeline.js';
 import { FlowControl } from '../src/flow-control.js';
@@ -366,5 +367,26 @@ describe('a partition pipeline cancelled while its calls never answer', () => {
     const settled = await Promise.race([pipeline.cancel().then(() => 'settled'), new Promise((resolve) => setTimeout(() => resolve('pending'), 2_000))]);
     expect(settled).toBe('settled');
     expect(flow.inFlight).toBe(0);
+  });
+});
+
+describe('the outcome of a run ended by an unexpected error', () => {
+  it('says it is a bug and names a file of the temporary folder, readable by this user only, holding the stack (secrets removed)', async () => {
+    const err = new Error('invalid authorization header: Bearer s3cret-key-7');
+    const { exitCode, error } = fatalOutcome(err, (t) => t.replaceAll('s3cret-key-7', '[redacted]'), { resume: 'restart dq-kafka', kept: 'offsets' });
+    expect(exitCode).toBe(1);
+    expect(error.code).toBe('unexpected');
+    expect(error.message).toMatch(
+      /^invalid authorization header: Bearer \S+; this is a bug in dq-kafka: please report it with (\S+dq-kafka-error-\S+\.txt) \(the details\)$/,
+    );
+    const file = /with (\S+) \(the details\)/.exec(error.message)![1]!;
+    try {
+      expect((await stat(file)).mode & 0o777).toBe(0o600);
+      const details = await readFile(file, 'utf8');
+      expect(details).toContain('at ');
+      expect(details + error.message).not.toContain('s3cret-key-7');
+    } finally {
+      await rm(file, { force: true });
+    }
   });
 });
