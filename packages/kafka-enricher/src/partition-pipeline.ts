@@ -81,6 +81,10 @@ export class PartitionPipeline {
   #nextOffset: bigint | undefined;
   /** Chunks in a retry wait; the partition is paused for `retry` while any is. */
   #retrying = 0;
+  /** The next offset to commit: after the last delivered chunk, else the first message taken in. */
+  #toCommit: bigint | undefined;
+  /** The highest high watermark a fetch of this partition reported. */
+  #highWatermark: bigint | undefined;
 
   constructor(topic: string, partition: number, ctx: PipelineContext, previous: Promise<void> = Promise.resolve()) {
     this.topic = topic;
@@ -104,6 +108,10 @@ export class PartitionPipeline {
     }
     for (let i = 0; i < messages.length; i += batchSize) this.#queue.push({ messages: messages.slice(i, i + batchSize), highWatermark });
     this.#nextOffset = BigInt(messages[messages.length - 1]!.offset) + 1n;
+    // The lag as fetched, also while nothing can be delivered (the platform down): the gauge must
+    // show a group falling behind exactly then, not the figure of its last delivery.
+    this.#toCommit ??= BigInt(messages[0]!.offset);
+    this.#showLag(BigInt(highWatermark));
     this.#startAhead();
     this.#running ??= this.#loop().finally(() => {
       this.#running = undefined;
@@ -221,8 +229,16 @@ export class PartitionPipeline {
     this.#count(out.length, dlqReasons, results);
     const next = (BigInt(last) + 1n).toString();
     await ctx.commit(this.topic, this.partition, next);
-    const lag = BigInt(chunk.highWatermark) - BigInt(next);
-    ctx.metrics.set(METRIC.lag, { topic: this.topic, partition: String(this.partition) }, Number(lag > 0n ? lag : 0n));
+    this.#toCommit = BigInt(next);
+    this.#showLag(BigInt(chunk.highWatermark));
+  }
+
+  /** Sets the lag gauge: the highest high watermark seen minus the next offset to commit. */
+  #showLag(highWatermark: bigint): void {
+    if (this.#highWatermark === undefined || highWatermark > this.#highWatermark) this.#highWatermark = highWatermark;
+    if (this.#toCommit === undefined) return;
+    const lag = this.#highWatermark - this.#toCommit;
+    this.#ctx.metrics.set(METRIC.lag, { topic: this.topic, partition: String(this.partition) }, Number(lag > 0n ? lag : 0n));
   }
 
   /** Adds a delivered chunk to the counters, one update per series rather than per message. */

@@ -333,7 +333,7 @@ describe('metrics', () => {
 });
 
 describe('a partition pipeline cancelled while its calls never answer', () => {
-  it('settles its cancel at once, though the engine ignores the abort (an HTTP client that left its calls pending)', async () => {
+  it('shows the lag as fetched, and settles its cancel at once though the engine ignores the abort (an HTTP client that left its calls pending)', async () => {
     const metrics = new Metrics();
     const flow = new FlowControl(() => ({}) as Consumer, metrics, 100);
     let calls = 0;
@@ -361,9 +361,11 @@ describe('a partition pipeline cancelled while its calls never answer', () => {
     } as unknown as PipelineContext;
     const pipeline = new PartitionPipeline('in', 0, ctx);
     expect(flow.take(3)).toBe(3);
-    pipeline.enqueue([msg('{"s":"Hauptstraße 1"}', '0'), msg('{"s":"Hauptstraße 2"}', '1'), msg('{"s":"Hauptstraße 3"}', '2')], '3', 100);
+    pipeline.enqueue([msg('{"s":"Hauptstraße 1"}', '0'), msg('{"s":"Hauptstraße 2"}', '1'), msg('{"s":"Hauptstraße 3"}', '2')], '10', 100);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(calls).toBeGreaterThan(0);
+    // The lag shows while nothing can be delivered: high watermark 10, nothing committed from offset 0.
+    expect(metrics.get(METRIC.lag, { topic: 'in', partition: '0' })).toBe(10);
     const settled = await Promise.race([pipeline.cancel().then(() => 'settled'), new Promise((resolve) => setTimeout(() => resolve('pending'), 2_000))]);
     expect(settled).toBe('settled');
     expect(flow.inFlight).toBe(0);
