@@ -170,8 +170,13 @@ describe('the download client tells the rate budget of every attempt’s end, on
     server.files.set(ARTIFACT, { body, etag: '"v1"' }); // so a later download may resume the part
     server.faults.push('stall');
     const controller = new AbortController();
-    const done = download(controller.signal).catch((x: unknown) => x);
-    await until(() => server.bytesSent > 0);
+    // Aborted once the client itself has bytes (not when the server sent them: on a busy machine
+    // they may still be on their way, and an abort then keeps nothing to resume from).
+    let received = 0;
+    const done = client
+      .download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', signal: controller.signal, onProgress: (p) => (received = p.received) })
+      .catch((x: unknown) => x);
+    await until(() => received > 0);
     controller.abort(new Error('stopped by the test'));
     expect(await done).toBeInstanceOf(Error);
     expectEachEndedOnce(budget, 1);
