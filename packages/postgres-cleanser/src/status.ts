@@ -5,9 +5,10 @@ import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget } from './db.js';
 import { CleanseError, connectionLost } from './errors.js';
 import { runHeldSql } from './runs.js';
+import type { RunTotals } from './runs.js';
 
 /** One run as `dq-pg status` shows it; counts are over all processes of the run. */
-export interface RunStatus {
+export interface RunStatus extends RunTotals {
   runId: string;
   /** `cleanse`, or `review` for a `dq-pg review apply` (which `rollback` undoes like a cleanse). */
   kind: string;
@@ -25,16 +26,6 @@ export interface RunStatus {
   /** Claimed key ranges so far, and how many are done. */
   ranges: number;
   rangesDone: number;
-  rows: number;
-  written: number;
-  unchanged: number;
-  conflicts: number;
-  accepted: number;
-  review: number;
-  invalid: number;
-  invalidInput: number;
-  unavailable: number;
-  apiCalls: number;
   /** Audit rows restored by rollback, and rows rollback left alone because they changed again. */
   restored: number;
   rollbackConflicts: number;

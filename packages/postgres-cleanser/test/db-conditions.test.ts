@@ -1,6 +1,19 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanseArgs, createCustomers, createEtlRole, resultRows, rowTexts, runCli, spawnCli, startEnv, summaryOf, until, withClient } from './support.js';
+import {
+  cleanseArgs,
+  createCustomers,
+  createEtlRole,
+  resultRows,
+  rowTexts,
+  runCli,
+  runWithin,
+  spawnCli,
+  startEnv,
+  summaryOf,
+  until,
+  withClient,
+} from './support.js';
 import type { CliResult, TestEnv } from './support.js';
 
 // Settings and events of the database a user or DBA controls: each is either handled by dq-pg's
@@ -13,17 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.stop();
 });
-
-/** Runs the CLI, killed after `ms` (a run that never ends fails here instead of hanging the suite). */
-async function runWithin(args: string[], ms: number): Promise<CliResult> {
-  const { child, done } = spawnCli(args);
-  const timer = setTimeout(() => child.kill('SIGKILL'), ms);
-  try {
-    return await done;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** The database name of a connection URL (for ALTER DATABASE). */
 const dbName = (url: string): string => new URL(url).pathname.slice(1);

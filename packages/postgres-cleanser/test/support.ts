@@ -183,3 +183,14 @@ export async function until(what: string, check: () => Promise<boolean>, timeout
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** Runs the CLI, killed after `ms` (a run that never ends fails here instead of hanging the suite). */
+export async function runWithin(args: string[], ms: number): Promise<CliResult> {
+  const { child, done } = spawnCli(args);
+  const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+  try {
+    return await done;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanseArgs, createCustomers, rowTexts, runCli, spawnCli, startEnv, summaryOf, withClient } from './support.js';
-import type { CliResult, TestEnv } from './support.js';
+import { cleanseArgs, createCustomers, rowTexts, runCli, runWithin, startEnv, summaryOf, withClient } from './support.js';
+import type { TestEnv } from './support.js';
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -13,17 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.stop();
 });
-
-/** Runs the CLI, killed after `ms` (a run that never ends fails here instead of hanging the suite). */
-async function runWithin(args: string[], ms: number): Promise<CliResult> {
-  const { child, done } = spawnCli(args);
-  const timer = setTimeout(() => child.kill('SIGKILL'), ms);
-  try {
-    return await done;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 interface Refusal {
   row_key: string;
