@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -180,10 +180,13 @@ describe('dq-store', () => {
     const opened = (await openStore(store))!;
     await opened.set('k', { status: 'accepted', resultClass: 'A', requestId: 'r', checkedAt: new Date().toISOString() });
     await opened.close();
+    // Another user's store, private to it; dq-store runs as root without the capabilities that
+    // override file permissions (its own files stay reachable where the clone is private, as /root).
     await chmod(store, 0o700);
+    await chown(store, 65534, 65534);
     for (const args of [['info'], ['clear']]) {
       const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, BIN, ...args, '--store', store], {
+        const child = spawn('setpriv', ['--bounding-set=-dac_override,-dac_read_search', process.execPath, BIN, ...args, '--store', store], {
           env: { ...process.env, DQ_STORE: '' },
         });
         let out = '';
@@ -195,6 +198,7 @@ describe('dq-store', () => {
       expect(r.out).toMatch(/cannot be used \(EACCES\)/);
       expect(r.out).not.toContain('nothing is stored there');
     }
+    await chown(store, 0, 0);
     expect(JSON.parse((await dqStore(['info', '--store', store, '--json'])).stdout)).toMatchObject({ entries: 1 });
   });
 
