@@ -243,7 +243,9 @@ it('without --session-timeout-ms and --threads: a killed member of a group is mi
     const held = [...holding(first), ...holding(survivor)];
     return holding(first).length > 0 && holding(survivor).length > 0 && held.length === 4 && new Set(held).size === 4;
   };
-  expect(await until(settled, 40_000), `the group did not settle on 4 partitions:\n${lastLines()}`).toBe(true);
+  // Up to a rebalance timeout (kafkajs's 60 s) more when a member's consumer crashed and restarted
+  // meanwhile (the test broker sometimes answers a SyncGroup with an error kafkajs does not retry).
+  expect(await until(settled, 90_000), `the group did not settle on 4 partitions:\n${lastLines()}`).toBe(true);
 
   const cores = availableParallelism();
   const expected = cores <= 2 ? 0 : cores - 1; // README: one per core beyond the first, 0 on 1-2 cores
@@ -261,4 +263,4 @@ it('without --session-timeout-ms and --threads: a killed member of a group is mi
   // next heartbeat (every 3 s): 27-33 s, with some slack for a loaded machine.
   expect(missedAfter).toBeGreaterThan(24_000);
   expect(missedAfter).toBeLessThan(45_000);
-}, 200_000);
+}, 260_000);
