@@ -71,9 +71,14 @@ export function reusesAnswers(spec: string | undefined, maxAgeMs: number | undef
  * every answer paid for (and end the process with SIGBUS).
  */
 export function embeddedStoreFiles(spec: string | undefined, env?: Readonly<Record<string, string | undefined>>): string[] {
-  if (spec === 'off' || (spec !== undefined && (isPostgresUrl(spec) || spec.trim() === ''))) return [];
-  const dir = resolve(spec ?? defaultStoreDir(env));
-  return LMDB_FILES.map((file) => join(dir, file));
+  const dir = embeddedStoreDir(spec, env);
+  return dir === undefined ? [] : LMDB_FILES.map((file) => join(dir, file));
+}
+
+/** The folder of the embedded store `spec` names; undefined for `off`, an empty value or a Postgres URL (also a mistyped one). */
+function embeddedStoreDir(spec: string | undefined, env?: Readonly<Record<string, string | undefined>>): string | undefined {
+  if (spec === 'off' || (spec !== undefined && (/^postgres(ql)?:/i.test(spec) || spec.trim() === ''))) return undefined;
+  return resolve(spec ?? defaultStoreDir(env));
 }
 
 /**
@@ -107,5 +112,5 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
   if (spec !== undefined && spec.trim() === '') {
     throw new DqError('--store is empty: give a folder, a postgres:// URL or off', { code: 'config-invalid', retriable: false });
   }
-  return openLmdbStore(resolve(spec ?? defaultStoreDir(options.env)), maxAgeMs);
+  return openLmdbStore(embeddedStoreDir(spec, options.env)!, maxAgeMs);
 }
