@@ -3,6 +3,7 @@ import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { createLogger, ExitCode } from '@dq/core';
 import { cliFailure } from '@dq/core/cli';
+import { WholeFileError } from '@dq/core/files';
 import { parseCli, USAGE } from './cli-args.js';
 import { usageError } from './errors.js';
 import { createProgress } from './progress.js';
@@ -54,7 +55,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         process.stderr.write(`dq-csv: report written to ${command.options.report}\n`);
       } catch (err) {
         process.stderr.write(
-          `dq-csv: report-unwritable: cannot write the report ${command.options.report}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; the run itself is complete as summarised\n`,
+          `dq-csv: report-unwritable: ${err instanceof WholeFileError ? err.message : `cannot write the report ${command.options.report}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`}; the run itself is complete as summarised\n`,
         );
         return summary.exitCode === ExitCode.OK ? ExitCode.USAGE : summary.exitCode;
       }

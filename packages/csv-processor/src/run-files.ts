@@ -2,6 +2,7 @@ import type { Stats } from 'node:fs';
 import { lstat, mkdir, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
+import { checkWholeFileTarget } from '@dq/core/files';
 import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core/lock';
 import { CsvError } from './errors.js';
 import { rejectsNextTo, runPaths, type ProcessFileOptions, type RunPaths } from './options.js';
@@ -142,6 +143,9 @@ export async function claimRunFiles(paths: RunPaths, storeFiles: readonly string
     }
     seen.set(id, file);
   }
+  // The report is written whole at the end (core's writeWholeFile): a file it may not replace (a
+  // result store's database under any folder) is refused now, before anything is paid for.
+  if (paths.report !== undefined) await checkWholeFileTarget(paths.report);
   // The output's locks, then the rejects file's: two runs on different outputs may name one --rejects.
   const held: HeldFileLock[] = [];
   const release = async () => {

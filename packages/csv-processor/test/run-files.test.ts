@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { link, mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { link, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -142,6 +142,36 @@ describe('files a run would write over', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(sandbox.stats().billable['a'] ?? 0).toBe(calls);
   });
+
+  it("refuses with exit 2, before any call, a --report that is another result store's file (not the run's own store)", async () => {
+    const { folder, input } = await caseDir('other-store-file');
+    const other = join(folder, 'other-store');
+    const first = await runCli(['validate', '--input', input, '--output', join(folder, 'first.csv'), ...MAP, '--store', other], env());
+    expect(first.code, first.stderr).toBe(0);
+    const calls = sandbox.stats().billable['a'] ?? 0;
+    const before = await readFile(join(other, 'results.mdb'));
+    const run = await runCli(
+      ['validate', '--input', input, '--output', join(folder, 'out.csv'), ...MAP, '--store', 'off', '--report', join(other, 'results.mdb')],
+      env(),
+    );
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`${join(other, 'results.mdb')} is a file of a result store's database`);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(sandbox.stats().billable['a'] ?? 0).toBe(calls);
+    expect((await readFile(join(other, 'results.mdb'))).equals(before)).toBe(true);
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    'writes a --report to a device in place: the device stays a device (as root, /dev/null would be replaced by a file)',
+    async () => {
+      const { folder, input } = await caseDir('report-device');
+      const nullDevice = join(folder, 'null');
+      execFileSync('mknod', [nullDevice, 'c', '1', '3']);
+      const run = await runCli(['validate', '--input', input, '--output', join(folder, 'out.csv'), ...MAP, '--store', 'off', '--report', nullDevice], env());
+      expect(run.code, run.stderr).toBe(0);
+      expect((await lstat(nullDevice)).isCharacterDevice()).toBe(true);
+    },
+  );
 
   it('refuses with exit 2 an --output or --rejects that is a device (/dev/null), creating nothing next to it', async () => {
     const { folder, input } = await caseDir('device');

@@ -12,6 +12,7 @@ import { rollback } from './rollback.js';
 import { status } from './status.js';
 import type { RunStatus } from './status.js';
 import { checkReportPath, reportAfterCleanse, reportOfRun } from './report.js';
+import { WholeFileError } from '@dq/core/files';
 import type { RunReport } from '@dq/core';
 
 /** Where the CLI writes: stdout for results (JSON lines), stderr for logs and messages. */
@@ -117,8 +118,19 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       const printed = { type: 'summary', ...summary };
       out(printed);
       if (o.report !== undefined) {
-        await reportAfterCleanse(o.report, o.db, printed, engineReport, logger);
-        io.err(`dq-pg: report written to ${o.report}\n`);
+        try {
+          await reportAfterCleanse(o.report, o.db, printed, engineReport, logger);
+          io.err(`dq-pg: report written to ${o.report}\n`);
+        } catch (e) {
+          if (!(e instanceof WholeFileError)) throw e;
+          // The run's rows are written and its summary printed: say so, and still fail the step.
+          io.err(
+            logger.redactor.redact(
+              `dq-pg: report-unwritable: ${e.message}; the run itself is complete as summarised${summary.runId ? ` (dq-pg report --run ${summary.runId} --output <file> writes it again)` : ''}\n`,
+            ),
+          );
+          return summary.exitCode === ExitCode.OK ? ExitCode.USAGE : summary.exitCode;
+        }
       }
       return summary.exitCode;
     } finally {

@@ -1,6 +1,6 @@
-import { stat } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type pg from 'pg';
+import { checkWholeFileTarget, WholeFileError } from '@dq/core/files';
 import { writeReport } from '@dq/core/report';
 import type { RunReport } from '@dq/core';
 import type { CodeGroup, FieldCorrections, ReportDetails } from '@dq/core/report';
@@ -126,14 +126,14 @@ export async function readRunDetails(client: pg.Client, runId: string): Promise<
   };
 }
 
-/** Refuses a report path whose folder does not exist, before any work. */
+/** Refuses, before any work, a report path the report could not be written to at the end (its folder missing, a folder, a result store's file). */
 export async function checkReportPath(path: string, flag: string): Promise<void> {
-  const folder = dirname(resolve(path));
-  const ok = await stat(folder).then(
-    (s) => s.isDirectory(),
-    () => false,
-  );
-  if (!ok) throw usageError(flag, `the folder ${folder} does not exist; create it or write the report elsewhere`);
+  try {
+    await checkWholeFileTarget(resolve(path));
+  } catch (e) {
+    if (e instanceof WholeFileError) throw usageError(flag, e.message);
+    throw e;
+  }
 }
 
 /**

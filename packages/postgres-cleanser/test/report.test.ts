@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { lstat, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -8,7 +9,7 @@ import { createSilentLogger } from '@dq/core';
 import { cleanse } from '../src/index.js';
 import { launchChromium, openReport } from '@dq/core/report-browser';
 import type { Browser, LoadedReport } from '@dq/core/report-browser';
-import { API_KEY, MAP, cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
+import { API_KEY, MAP, billable, cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -158,6 +159,30 @@ describe('dq-pg run report', () => {
     const first = [...edited].sort()[0]!;
     expect(page.text).toContain('dq-pg status --run conflicted');
     expect(page.text).toContain(first);
+  });
+
+  it("refuses before any call a --report that is a result store's file (exit 2, the store unchanged), and writes one to a device in place", async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 20);
+    const store = join(dir, 'store');
+    const first = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'stored', '--store', store]));
+    expect(first.code, first.stderr).toBe(0);
+    const calls = billable(env.sandbox);
+    const before = await readFile(join(store, 'results.mdb'));
+    const refused = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'refused', '--store', 'off', '--report', join(store, 'results.mdb')]));
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain(`--report: ${join(store, 'results.mdb')} is a file of a result store's database`);
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
+    expect(billable(env.sandbox)).toBe(calls);
+    expect((await readFile(join(store, 'results.mdb'))).equals(before)).toBe(true);
+    if (process.getuid?.() === 0) {
+      // As root, a report renamed over /dev/null would replace the device for every program.
+      const nullDevice = join(dir, 'null');
+      execFileSync('mknod', [nullDevice, 'c', '1', '3']);
+      const toDevice = await runCli(['report', '--db', db, '--run', 'stored', '--output', nullDevice]);
+      expect(toDevice.code, toDevice.stderr).toBe(0);
+      expect((await lstat(nullDevice)).isCharacterDevice()).toBe(true);
+    }
   });
 
   it('report --run names a run that is not there (exit 2) and a missing --output', async () => {

@@ -1,13 +1,15 @@
-import { rename, writeFile } from 'node:fs/promises';
+import { writeWholeFile } from '../files/whole-file.js';
 import { renderReport } from './render.js';
 import type { ReportPage } from './model.js';
 
 /**
- * Renders `page` and writes it to `path` (a temp file renamed into place: never half a page),
- * the whole text passed through `redact` (a connector's log redactor: no key, no password).
+ * Renders `page` and writes it to `path` whole ({@link writeWholeFile}: never half a page, a
+ * device such as `/dev/null` written in place, a result store's file refused), the whole text
+ * passed through `redact` (a connector's log redactor: no key, no password).
+ *
+ * @throws WholeFileError when the path may not or cannot be written.
  */
 export async function writeReport(path: string, page: ReportPage, redact: (text: string) => string = (t) => t): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, redact(renderReport(page)), 'utf8');
-  await rename(tmp, path);
+  const text = redact(renderReport(page));
+  await writeWholeFile(path, (handle) => handle.writeFile(text, 'utf8'));
 }

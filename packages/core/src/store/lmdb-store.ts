@@ -123,6 +123,31 @@ async function readDamage(path: string): Promise<string | undefined> {
   }
 }
 
+/**
+ * Whether `path` is a file of an LMDB database (the store's data file or LMDB's lock file beside
+ * it), by the magic number LMDB writes at the start of both: a program writing a whole file there
+ * would destroy every answer stored in it. False for a file that cannot be read or is not LMDB's.
+ */
+export async function isLmdbFile(path: string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await openFile(path, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    const b = Buffer.alloc(META.magic + 4);
+    const { bytesRead } = await handle.read(b, 0, b.length, 0);
+    const u32 = (at: number) => (endianness() === 'LE' ? b.readUInt32LE(at) : b.readUInt32BE(at));
+    // The lock file starts with the magic; the data file's first page has it after its page header.
+    return (bytesRead >= 4 && u32(0) === MDB_MAGIC) || (bytesRead === b.length && u32(META.magic) === MDB_MAGIC);
+  } catch {
+    return false;
+  } finally {
+    await handle.close();
+  }
+}
+
 async function exists(path: string): Promise<boolean> {
   return stat(path).then(
     () => true,

@@ -1,6 +1,6 @@
-import { open, rename, rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import type { HeldFileLock } from '@dq/core/lock';
-import { randomBytes } from 'node:crypto';
+import { writeWholeFile, WholeFileError } from '@dq/core/files';
 import { CsvError } from '../errors.js';
 import { checkpointOfAnotherName, identityOf, lockFile, lockIdentity, resolveRunPaths, type WrittenFile } from '../run-files.js';
 
@@ -20,28 +20,16 @@ export async function refuseSameFiles(reads: readonly WrittenFile[], written: Wr
 }
 
 /**
- * Writes a file whole or not at all: into a temporary file next to it, fsynced, then renamed
- * over `path`. `write` gets the open handle.
+ * Writes a file whole or not at all (core's writeWholeFile: a temporary file next to it, fsynced,
+ * renamed over `path`; a device written in place; a result store's file refused). `write` gets
+ * the open handle.
  */
 export async function writeAtomically(path: string, write: (handle: import('node:fs/promises').FileHandle) => Promise<void>): Promise<void> {
-  const temp = `${path}.${randomBytes(4).toString('hex')}.tmp`;
-  let handle;
   try {
-    handle = await open(temp, 'wx');
+    await writeWholeFile(path, write);
   } catch (err) {
-    throw new CsvError('output-unwritable', `cannot write next to ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
-  }
-  try {
-    await write(handle);
-    await handle.sync();
-    await handle.close();
-    handle = undefined;
-    await rename(temp, path);
-  } catch (err) {
-    await handle?.close().catch(() => undefined);
-    await rm(temp, { force: true });
-    if (err instanceof CsvError) throw err;
-    throw new CsvError('output-unwritable', `cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    if (err instanceof WholeFileError) throw new CsvError(err.code === 'path-conflict' ? 'path-conflict' : 'output-unwritable', err.message, { cause: err });
+    throw err;
   }
 }
 

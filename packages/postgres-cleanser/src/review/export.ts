@@ -1,9 +1,6 @@
-import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import { finished } from 'node:stream/promises';
 import { format } from '@fast-csv/format';
 import { createLogger } from '@dq/core';
+import { writeWholeFile, WholeFileError } from '@dq/core/files';
 import { CANDIDATE_FIELDS, REVIEW_COLUMNS as FILE_COLUMNS, reviewHeader, reviewRow, rowCheck } from '@dq/core/review';
 import type { Logger, ResultClass } from '@dq/core';
 import { STATE_SCHEMA } from '../bookkeeping.js';
@@ -141,31 +138,32 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
   }
 }
 
-/** Writes the file under a temporary name and renames it into place: a reader never sees half a file. */
+/**
+ * Writes the file whole (core's writeWholeFile: a temporary name renamed into place, so a reader
+ * never sees half a file; a device written in place; a result store's file refused).
+ */
 async function writeCsv(path: string, header: string[], rows: string[][]): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   try {
-    const out = createWriteStream(temp);
-    const csv = format({
-      headers: header,
-      writeBOM: true,
-      rowDelimiter: '\r\n',
-      quoteColumns: true,
-      quoteHeaders: true,
-      includeEndRowDelimiter: true,
-      alwaysWriteHeaders: true,
+    await writeWholeFile(path, async (handle) => {
+      const csv = format({
+        headers: header,
+        writeBOM: true,
+        rowDelimiter: '\r\n',
+        quoteColumns: true,
+        quoteHeaders: true,
+        includeEndRowDelimiter: true,
+        alwaysWriteHeaders: true,
+      });
+      // Written through the handle itself: a stream made on it would keep the handle from closing.
+      const written = (async () => {
+        for await (const chunk of csv) await handle.write(chunk as Buffer);
+      })();
+      for (const row of rows) csv.write(row);
+      csv.end();
+      await written;
     });
-    csv.pipe(out);
-    for (const row of rows) csv.write(row);
-    csv.end();
-    await finished(out);
-    await rename(temp, path);
   } catch (e) {
-    await rm(temp, { force: true });
-    const code = (e as { code?: string }).code;
-    if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR' || code === 'ENOTDIR') {
-      throw usageError('--output', `cannot write ${path} (${code}): check that its folder exists and is writable`);
-    }
+    if (e instanceof WholeFileError) throw usageError('--output', e.message);
     throw e;
   }
 }

@@ -1,0 +1,1 @@
+export { writeWholeFile, checkWholeFileTarget, WholeFileError } from './whole-file.js';
