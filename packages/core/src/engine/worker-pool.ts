@@ -101,11 +101,25 @@ class WorkerPool implements CallPool {
     return Math.max(1, Math.min(MAX_CHUNK, Math.ceil(n / (this.#threads * 2))));
   }
 
-  async run(task: CallTask): Promise<TaskResult> {
-    return (await this.#started()).run(task);
+  /** Tasks sent and not yet ended: {@link close} waits for them itself. */
+  readonly #running = new Set<Promise<unknown>>();
+
+  run(task: CallTask): Promise<TaskResult> {
+    const p = this.#started().then((pool) => pool.run(task));
+    this.#running.add(p);
+    const forget = (): void => void this.#running.delete(p);
+    p.then(forget, forget);
+    return p;
   }
 
+  /**
+   * Waits for every task sent, then closes the threads. piscina's own wait (5.3) counts a worker
+   * that ran dry once per listener it registered, so it can end while another worker still runs a
+   * task, and destroys that worker: the answers of its calls, paid for, would never reach the
+   * engine (nor the result store), and the next run would buy them again.
+   */
   async close(): Promise<void> {
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
     if (this.#pool) await (await this.#pool).close();
   }
 }
