@@ -132,6 +132,16 @@ describe('responses', () => {
     expect(CompanyErrorBodySchema.safeParse(err).success).toBe(true);
   });
 
+  it("give a hit's postcode as the register's five digits: the JSON number 4103 is Leipzig's 04103", () => {
+    const zipOf = (zip: unknown) =>
+      CompanySuccessSchema.parse({ status: 200, companies: [{ id: 1, company: 'ACME GmbH', zip, searchScore: 100 }] }).companies[0]?.zip;
+    expect(zipOf(4103)).toBe('04103');
+    expect(zipOf(1097)).toBe('01097');
+    expect(zipOf(10115)).toBe('10115');
+    expect(zipOf('04103')).toBe('04103');
+    expect(zipOf(undefined)).toBeUndefined();
+  });
+
   it('parse the phone describe document', () => {
     const doc = {
       links: [{ rel: 'self', href: '/rest/describe/phone_number_analysis/analyse_phone' }],

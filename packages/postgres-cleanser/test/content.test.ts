@@ -175,7 +175,11 @@ describe("dq-pg writes the platform's answer for each row into that row", () => 
         const at = `id ${row.id} (${JSON.stringify(input)})`;
         const after =
           want.status === 'accepted' && best
-            ? { name: best.company, zip: best.zip === undefined ? (input.zip ?? null) : String(best.zip), city: best.city ?? input.city ?? null }
+            ? {
+                name: best.company,
+                zip: best.zip === undefined ? (input.zip ?? null) : String(best.zip).padStart(5, '0'),
+                city: best.city ?? input.city ?? null,
+              }
             : { name: input.company, zip: input.zip ?? null, city: input.city ?? null };
         expect({ status: row.status, name: row.name, zip: row.zip, city: row.city }, at).toEqual({ status: want.status, ...after });
       });

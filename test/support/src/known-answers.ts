@@ -140,7 +140,7 @@ export async function askCompany(baseUrl: string, apiKey: string, body: Record<s
 
 /**
  * Company searches with known answers from the sandbox's register (seed 1, the sandbox's default):
- * names with their zip (one clear hit), a name two active companies share asked without zip
+ * names with their zip as written in addresses (five digits; the first a Saxon 0xxxx; one clear hit), a name two active companies share asked without zip
  * (several hits, review), a name with a typo, and a name nobody has (no hit).
  */
 export function companyInputs(n = 8): Record<string, string>[] {
@@ -149,12 +149,16 @@ export function companyInputs(n = 8): Record<string, string>[] {
   for (const c of register) byName.set(c.company, [...(byName.get(c.company) ?? []), c]);
   const shared = [...byName.values()].find((same) => same.length === 2)?.[0];
   if (shared === undefined) throw new Error('the register has no two active companies of one name');
-  const unique = [...byName.values()].filter((same) => same.length === 1).map((same) => same[0] as (typeof register)[number]);
+  const all = [...byName.values()].filter((same) => same.length === 1).map((same) => same[0] as (typeof register)[number]);
+  // One from Saxony first (postcode 0xxxx): a leading zero the answer must keep.
+  const leadingZero = all.find((c) => c.zip < 10_000);
+  if (leadingZero === undefined) throw new Error('the register has no company with a postcode below 10000');
+  const unique = [leadingZero, ...all.filter((c) => c !== leadingZero)];
   const out: Record<string, string>[] = [];
-  for (const c of unique.slice(0, n)) out.push({ company: c.company, zip: String(c.zip), city: c.city });
+  for (const c of unique.slice(0, n)) out.push({ company: c.company, zip: String(c.zip).padStart(5, '0'), city: c.city });
   out.push({ company: shared.company });
   const typo = unique[n] as (typeof register)[number];
-  out.push({ company: `${typo.company.slice(0, 3)}${typo.company.slice(4)}`, zip: String(typo.zip) });
+  out.push({ company: `${typo.company.slice(0, 3)}${typo.company.slice(4)}`, zip: String(typo.zip).padStart(5, '0') });
   out.push({ company: 'Quantenverschränkung Zyxw Handelsgesellschaft' });
   return out;
 }

@@ -69,11 +69,18 @@ export interface CompanyBodies {
   vat: VatCheckBody;
 }
 
+/**
+ * A hit's postcode. The platform sends it as a JSON number (docs/platform-contract.md), which
+ * cannot hold the leading zero of a German postcode (Leipzig is 04103, not 4103): a whole number
+ * below 100000 is given as the five digits the register holds. A string is taken as it is.
+ */
+const hitPostcode = idLike.transform((v) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v < 100_000 ? String(v).padStart(5, '0') : String(v)));
+
 /** One company hit (contract 2.3). Numbers in samples may come as strings; both are accepted. */
 export const CompanyRecordSchema = z.looseObject({
   id: idLike,
   company: z.string(),
-  zip: idLike.optional(),
+  zip: hitPostcode.optional(),
   city: z.string().optional(),
   street: z.string().optional(),
   trCourt: z.string().optional(),
