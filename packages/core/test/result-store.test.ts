@@ -9,7 +9,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, createSilentLogger } from '@dq/core';
 import { openPgStore, openStore, parseAge, storeKey } from '@dq/core/store';
-import type { Engine } from '@dq/core';
+import type { Engine, EngineConfig } from '@dq/core';
 import type { ResultStore } from '@dq/core/store';
 import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
 import { addresses, batchAnswer, problem, startScriptedPlatform } from './engine-support.js';
@@ -25,8 +25,9 @@ afterEach(async () => {
   platform = undefined;
 });
 
-function start(url: string, resultStore: ResultStore | undefined): Engine {
+function start(url: string, resultStore: ResultStore | undefined, policy?: EngineConfig['policy']): Engine {
   const engine = createEngine({
+    ...(policy ? { policy } : {}),
     mode: 'address',
     baseUrl: url,
     apiKey: API_KEY,
@@ -92,66 +93,62 @@ describe('the embedded result store', () => {
     expect(restarted.seen).toHaveLength(0);
   });
 
-  it('answers a key from the entry of the key the input had before the platform was part of keys, when it has none of its own', async () => {
-    // A store as an earlier dq-connectors left it: the same LMDB file and encoding, entries under
-    // the keys of that time, and no record of its own.
+  it("gives a stored answer the status this run's policy gives its class, not the status of the run that bought it", async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'C'));
     const dir = join(await tempDir(), 'store');
-    const earlier = { status: 'accepted' as const, resultClass: 'A' as const, requestId: 'req-earlier', checkedAt: new Date().toISOString() };
-    const own = { ...earlier, requestId: 'req-own' };
-    await mkdir(dir, { recursive: true });
-    const old = openLmdb({ path: join(dir, 'results.mdb'), compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
-    const t = Date.now();
-    await old.put(storeKey('scope-before\u0001street=A'), { t, r: earlier });
-    await old.put(storeKey('scope-now\u0001street=B'), { t, r: own });
-    await old.put(storeKey('scope-before\u0001street=B'), { t, r: earlier });
-    await old.close();
-
-    const store = (await openStore(dir))!;
-    cleanups.push(() => store.close());
-    const before = ['scope-before\u0001street=A', 'scope-before\u0001street=B', 'scope-before\u0001street=C'];
-    const found = await store.getMany(['scope-now\u0001street=A', 'scope-now\u0001street=B', 'scope-now\u0001street=C'], (i) => before[i]!);
-    expect(Object.fromEntries([...found].map(([k, v]) => [k, v.requestId]))).toEqual({
-      'scope-now\u0001street=A': 'req-earlier', // only the earlier key has it
-      'scope-now\u0001street=B': 'req-own', // its own entry comes first
-    });
-    expect(await store.info()).toMatchObject({ entries: 3 });
+    const lenient = start(platform.url, await openStore(dir));
+    expect((await lenient.process(addresses(5))).map((r) => r.status)).toEqual(Array(5).fill('accepted'));
+    await lenient.close();
+    // A run that accepts only A and B: class C goes to review, from the store, without a call.
+    const strict = start(platform.url, await openStore(dir), { C: 'review' });
+    const answers = await strict.process(addresses(5));
+    expect(answers.map((r) => [r.source, r.resultClass, r.status])).toEqual(Array(5).fill(['store', 'C', 'review']));
+    expect(platform.seen).toHaveLength(5);
+    expect(strict.report().byStatus).toMatchObject({ accepted: 0, review: 5 });
   });
 
-  it('a store created or cleared by this version looks up no key of before: a miss costs one lookup', async () => {
-    const asked: number[] = [];
-    const storedBefore = (i: number) => {
-      asked.push(i);
-      return `scope-before\u0001street=${i}`;
-    };
+  it('an engine closed while worker threads still run calls waits for them: every answer the platform gave is in the store', async () => {
+    // Chunks of 2 on 2 threads; one chunk's answers take 1.5 s, the others' come at once: a worker
+    // runs dry while the other is still calling.
+    platform = await startScriptedPlatform((req) => ({ ...batchAnswer(req, 'A'), delayMs: String(req.body['street']).endsWith(' 7') ? 1500 : 50 }));
     const dir = join(await tempDir(), 'store');
-    const fresh = (await openStore(dir))!;
-    // Checked a minute ago: prune(0) below removes it (an entry of this very millisecond it would keep).
-    const aMinuteAgo = new Date(Date.now() - 60_000).toISOString();
-    await fresh.set('scope-now\u0001street=A', { status: 'accepted', resultClass: 'A', requestId: 'req-a', checkedAt: aMinuteAgo });
-    expect((await fresh.getMany(['scope-now\u0001street=A', 'scope-now\u0001street=B'], storedBefore)).size).toBe(1);
-    expect(asked).toEqual([]);
-    // Its own record is no entry: not counted, pruned or cleared.
-    expect(await fresh.info()).toMatchObject({ entries: 1 });
-    expect(await fresh.prune(0)).toBe(1);
-    expect(await fresh.info()).toMatchObject({ entries: 0 });
-    await fresh.close();
+    const store = (await openStore(dir))!;
+    const engine = createEngine({
+      mode: 'address',
+      baseUrl: platform.url,
+      apiKey: API_KEY,
+      rateLimits: { batch: 0 },
+      threads: 2,
+      concurrency: 8,
+      logger: createSilentLogger(),
+      resultStore: store,
+    });
+    await engine.process(addresses(4, 100)); // both threads up: the next chunks are spread over them
+    const running = engine.process(addresses(8)).catch(() => undefined);
+    while (platform.seen.length < 12) await new Promise((r) => setTimeout(r, 5));
+    await engine.close();
+    await running;
+    const reopened = (await openStore(dir))!;
+    cleanups.push(() => reopened.close());
+    expect(await reopened.info()).toMatchObject({ entries: 12 });
+  });
 
-    // A store of an earlier version is asked under the keys of before until it is cleared.
-    const earlierDir = join(await tempDir(), 'store');
-    await mkdir(earlierDir, { recursive: true });
-    const old = openLmdb({ path: join(earlierDir, 'results.mdb'), compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
-    await old.put(storeKey('scope-before\u0001street=0'), { t: Date.now(), r: { status: 'accepted', resultClass: 'A', requestId: 'req-0' } });
+  it('a store an earlier version filled opens as it is: its own record (no answer) is not counted, pruned or cleared', async () => {
+    const dir = join(await tempDir(), 'store');
+    await mkdir(dir, { recursive: true });
+    const old = openLmdb({ path: join(dir, 'results.mdb'), compression: false, noSync: true, sharedStructuresKey: Symbol.for('structures') });
+    // Checked a minute ago: prune(0) below removes it (an entry of this very millisecond it would keep).
+    const aMinuteAgo = Date.now() - 60_000;
+    await old.put(storeKey('scope\u0001street=A'), { t: aMinuteAgo, r: { status: 'accepted', resultClass: 'A', requestId: 'req-a' } });
+    await old.put('.keys-with-platform', true);
     await old.close();
-    const upgraded = (await openStore(earlierDir))!;
-    cleanups.push(() => upgraded.close());
-    expect((await upgraded.getMany(['scope-now\u0001street=0', 'scope-now\u0001street=1'], storedBefore)).get('scope-now\u0001street=0')?.requestId).toBe(
-      'req-0',
-    );
-    expect(asked).toEqual([0, 1]);
-    expect(await upgraded.clear()).toBe(1);
-    asked.length = 0;
-    expect((await upgraded.getMany(['scope-now\u0001street=0'], storedBefore)).size).toBe(0);
-    expect(asked).toEqual([]);
+    const store = (await openStore(dir))!;
+    cleanups.push(() => store.close());
+    expect((await store.getMany(['scope\u0001street=A', 'scope\u0001street=B'])).get('scope\u0001street=A')?.requestId).toBe('req-a');
+    expect(await store.info()).toMatchObject({ entries: 1 });
+    expect(await store.prune(0)).toBe(1);
+    expect(await store.info()).toMatchObject({ entries: 0 });
+    expect(await store.clear()).toBe(0);
   });
 
   it('kill -9 the moment a batch returns: a rerun pays nothing for that batch', async () => {

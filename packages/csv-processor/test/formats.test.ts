@@ -118,7 +118,15 @@ describe('dedup', () => {
     const copies = Array.from({ length: 300 }, (_, i) => rows[(i * 7) % rows.length]!);
     const input = join(dir, 'dedup.csv');
     await writeFile(input, [header, ...rows, ...copies].join('\n') + '\n');
-    const distinct = new Set(rows.map((r) => r.split(';').slice(2, 6).join(';').toLowerCase())).size;
+    const distinct = new Set(
+      rows.map((r) =>
+        r
+          .split(';')
+          .slice(2, 6)
+          .map((v) => v.trim())
+          .join(';'),
+      ),
+    ).size;
     sandbox.resetStats();
     const summary = await processFile({
       input,

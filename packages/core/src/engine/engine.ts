@@ -51,6 +51,9 @@ export function createEngine(config: EngineConfig): Engine {
  */
 const CACHE_BESIDE_STORE = 10_000;
 
+/** The form of request keys (record-mapping.ts `requestKey`): values exactly as sent. Part of every key's scope. */
+const KEY_FORMAT = 'exact-values';
+
 class ValidationEngine implements Engine {
   readonly #cfg: ResolvedEngineConfig;
   readonly #cache: ResultCache;
@@ -62,12 +65,6 @@ class ValidationEngine implements Engine {
   readonly #logRelay: LogRelay;
   /** Scope part of every key: settings that change the platform's answer for the same fields. */
   readonly #scope: string;
-  /**
-   * The scope of keys written before the platform was part of them: the store is asked for an
-   * input under it when it lacks the input under {@link #scope}, so the answers a store kept
-   * before stay reused (docs/architecture.md "The result store").
-   */
-  readonly #storedBeforeScope: string;
   /** Calls in flight by key, so a later batch joins a call instead of repeating it. */
   readonly #inflight = new Map<string, PendingCall>();
   /** Control words of the batches running now; a run stop sets them all. */
@@ -109,10 +106,13 @@ class ValidationEngine implements Engine {
     // A digest: the scope is part of every key, and a short key is cheaper to hash and to keep.
     // The platform that answers is part of it: a store never hands one platform's answers (the
     // sandbox's, say) to a run against another (docs/architecture.md "The result store").
-    const settings = [cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company];
-    const digest = (parts: unknown[]): string => createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16);
-    this.#scope = digest([...settings, answeringPlatform(cfg.mode, cfg.baseUrl, cfg.realtimeUrl)]);
-    this.#storedBeforeScope = digest(settings);
+    // KEY_FORMAT: keys of earlier versions folded case and spacing (an answer shared by questions
+    // the platform answers differently); none of their entries may answer under today's keys.
+    const settings = [KEY_FORMAT, cfg.mode, cfg.addressEndpoint, [...(cfg.include ?? [])].sort(), cfg.company];
+    this.#scope = createHash('sha256')
+      .update(JSON.stringify([...settings, answeringPlatform(cfg.mode, cfg.baseUrl, cfg.realtimeUrl)]))
+      .digest('base64url')
+      .slice(0, 16);
     const throttle = createSharedThrottle({ limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs });
     this.#calls = createCallCounter(cfg.maxCalls);
     if (cfg.budget !== undefined) {
@@ -287,14 +287,20 @@ class ValidationEngine implements Engine {
   }
 
   /**
-   * The store's answers to `groups`, by group key: under the key of this engine's scope, else under
-   * the key the input had before the platform was part of keys (the answer of a store filled then).
+   * The store's answers to `groups`, by group key. The store keeps what the platform answered with
+   * the status the policy of the run that bought it gave; a class has the status this run's policy
+   * gives it (docs/architecture.md "The result store": a run with `--accept A,B` never takes a
+   * class C correction as accepted because another run accepted it).
    */
-  #storedAnswers(store: ResultStore, groups: ReadonlyArray<Pick<Group, 'key' | 'fields'>>): Promise<Map<string, CachedResult>> {
-    return store.getMany(
-      groups.map((g) => g.key),
-      (i) => requestKey(this.#storedBeforeScope, groups[i]!.fields),
-    );
+  async #storedAnswers(store: ResultStore, groups: ReadonlyArray<Pick<Group, 'key'>>): Promise<Map<string, CachedResult>> {
+    const found = await store.getMany(groups.map((g) => g.key));
+    const policy = this.#cfg.policy;
+    for (const [key, result] of found) {
+      if (result.resultClass === undefined || result.error !== undefined) continue;
+      const status = policy[result.resultClass];
+      if (status !== result.status) found.set(key, { ...result, status });
+    }
+    return found;
   }
 
   /**

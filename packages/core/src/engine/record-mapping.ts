@@ -50,16 +50,17 @@ function shapeAddress(fields: RequestFields, defaultCountry: string | undefined)
 const LOWER_CASE = /[a-z]/;
 
 /**
- * The dedup and cache key of a request: `scope` (mode and every setting that changes the answer)
- * plus the fields in a fixed order, with whitespace runs collapsed and case folded, so "Hauptstr.  1"
- * and "hauptstr. 1" share one call. Case folding means such duplicates share the first one's answer,
- * including its result class.
+ * The dedup, cache and store key of a request: `scope` (mode and every setting that changes the
+ * answer) plus the fields in a fixed order, each exactly as it is sent (trimmed, nothing else).
+ * Values that differ only in case, spacing or Unicode form are different questions: the platform
+ * answers them differently (class B says it normalised case or spacing; a company's score is 100
+ * only for the name as registered), so they never share an answer.
  */
 export function requestKey(scope: string, fields: RequestFields): string {
   const parts = [scope];
   for (const name of KEY_FIELD_ORDER) {
     const value = fields[name];
-    if (value !== undefined) parts.push(KEY_PREFIX[name] as string, escapeSeparator(normaliseValue(value)));
+    if (value !== undefined) parts.push(KEY_PREFIX[name] as string, escapeSeparator(value));
   }
   // One flat string: `+=` would build a tree of string pieces (V8's cons strings) that the cache,
   // the calls in flight and every batch's groups keep and hash as it is, about 400 bytes more per
@@ -76,13 +77,3 @@ const escapeSeparator = (value: string): string => (NEEDS_ESCAPE.test(value) ? v
 const KEY_FIELD_ORDER: readonly string[] = [...new Set(Object.values(MODE_FIELDS).flat())].sort();
 /** What goes before each field's value in a key. */
 const KEY_PREFIX: Readonly<Record<string, string>> = Object.fromEntries(KEY_FIELD_ORDER.map((name) => [name, `${SEPARATOR}${name}=`]));
-
-const NON_ASCII = /[^\x00-\x7f]/;
-const UNUSUAL_SPACE = /\s{2}|[^\S ]/;
-
-// The checks skip the costly steps for the common value: ASCII with single spaces.
-function normaliseValue(value: string): string {
-  const nfc = NON_ASCII.test(value) ? value.normalize('NFC') : value;
-  const spaced = UNUSUAL_SPACE.test(nfc) ? nfc.replace(/\s+/g, ' ') : nfc;
-  return spaced.toLowerCase();
-}

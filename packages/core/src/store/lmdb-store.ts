@@ -15,14 +15,6 @@ interface Entry {
   r: CachedResult;
 }
 
-/**
- * The key of the store's own record, in the same database as the answers (no stored key has a dot:
- * they are base64url): present when every entry is keyed with the platform as part of the key, so
- * a lookup that misses need not look under the key its input had before (a store created or
- * cleared by this version; docs/architecture.md "The result store").
- */
-const KEYS_WITH_PLATFORM = '.keys-with-platform';
-
 /** The database file in the store's folder; LMDB keeps its lock file next to it (`-lock`). */
 const DATA_FILE = 'results.mdb';
 /** The files of an embedded store in its folder. */
@@ -263,13 +255,6 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   };
   const fresh = (entry: Entry | true | undefined, now: number): CachedResult | undefined =>
     typeof entry === 'object' && maxAgeMs > 0 && now - entry.t < maxAgeMs ? entry.r : undefined;
-  /**
-   * Whether entries written before the platform was part of keys may be in the store: not once it
-   * is marked {@link KEYS_WITH_PLATFORM} (an empty store is marked when opened, a cleared one when
-   * cleared). Another process of an earlier version writing to a marked store only costs calls:
-   * what it writes is under keys no lookup here uses.
-   */
-  let keysBefore = db.get(KEYS_WITH_PLATFORM) !== true;
   let closed: Promise<void> | undefined;
   let queued: Array<[string, Entry]> = [];
   let writing: Promise<void> | undefined;
@@ -281,34 +266,25 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
    * write of the room fails with its errno (`store-io` naming the full disk) before LMDB writes,
    * whose own error path can crash the process.
    */
-  const removeAll = async (keys: readonly string[], mark = false): Promise<number> => {
-    if (keys.length === 0 && !mark) return 0;
+  const removeAll = async (keys: readonly string[]): Promise<number> => {
+    if (keys.length === 0) return 0;
     try {
       db.transactionSync(() => {
         makeRoom(keys.length + 1, true);
         for (const key of keys) db.removeSync(key);
-        if (mark) db.putSync(KEYS_WITH_PLATFORM, true);
       });
     } catch (e) {
       throw storeError(dir, e);
     }
-    if (mark) keysBefore = false;
     return keys.length;
   };
-  /** Every entry with its key: the answers, not the store's own record. */
+  /**
+   * Every entry with its key: the answers, not a record of the store's own (a store of an earlier
+   * version holds one whose value is `true`).
+   */
   const answers = function* () {
     for (const { key, value } of db.getRange()) if (typeof value === 'object') yield { key, value };
   };
-  // A store with no entry yet is marked at once: every entry it gets is keyed with the platform.
-  if (keysBefore && db.getKeysCount() === 0) {
-    try {
-      await removeAll([], true);
-    } catch (e) {
-      await db.close();
-      closeSync(fd);
-      throw e;
-    }
-  }
 
   const store: ResultStore = {
     location: dir,
@@ -316,16 +292,16 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       if (maxAgeMs <= 0) return undefined;
       return fresh(db.get(storeKey(key)), Date.now());
     },
-    async getMany(keys, storedBefore) {
+    async getMany(keys) {
       const found = new Map<string, CachedResult>();
       if (maxAgeMs <= 0) return found;
       const now = Date.now();
-      keys.forEach((key, i) => {
+      for (const key of keys) {
         const stored = storeKey(key);
-        const value = fresh(db.get(stored), now) ?? (storedBefore && keysBefore ? fresh(db.get(storeKey(storedBefore(i))), now) : undefined);
+        const value = fresh(db.get(stored), now);
         if (value !== undefined) found.set(key, value);
         else missed.missed(key, stored);
-      });
+      }
       return found;
     },
     set(key, value) {
@@ -375,11 +351,7 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
       // Entry by entry, not by dropping the database: that would drop the record of the shapes
       // (msgpack structures) the answers are encoded with too, and an answer another process that
       // has the store open writes afterwards, in a shape it already knew, could not be read again.
-      // Marked once empty: no entry of the keys before the platform was part of them is left.
-      return removeAll(
-        [...answers()].map((e) => e.key),
-        true,
-      );
+      return removeAll([...answers()].map((e) => e.key));
     },
     close() {
       closed ??= (async () => {

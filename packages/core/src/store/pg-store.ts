@@ -121,21 +121,18 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     async get(key) {
       return (await store.getMany([key])).get(key);
     },
-    async getMany(keys, storedBefore) {
+    async getMany(keys) {
       if (readOnly) throw readOnly;
       const found = new Map<string, CachedResult>();
       if (maxAgeMs <= 0 || keys.length === 0) return found;
       const byStored = new Map<string, string>();
       for (const key of keys) byStored.set(storeKey(key), key);
-      // The keys of before the platform was part of them, asked in the same round trip.
-      const before = new Map<string, string>();
-      if (storedBefore) keys.forEach((key, i) => before.set(storeKey(storedBefore(i)), key));
       if (unreachable) throw unreachable;
       let rows: { key: string; result: CachedResult }[];
       try {
         ({ rows } = await db.query<{ key: string; result: CachedResult }>(
           `SELECT key, result FROM ${STORE_SCHEMA}.results WHERE key = ANY($1::text[]) AND checked_at > $2`,
-          [[...byStored.keys(), ...before.keys()], new Date(Date.now() - maxAgeMs).toISOString()],
+          [[...byStored.keys()], new Date(Date.now() - maxAgeMs).toISOString()],
         ));
       } catch (e) {
         throw failed(e);
@@ -143,10 +140,6 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       for (const row of rows) {
         const key = byStored.get(row.key);
         if (key !== undefined) found.set(key, row.result);
-      }
-      for (const row of rows) {
-        const key = before.get(row.key);
-        if (key !== undefined && !found.has(key)) found.set(key, row.result);
       }
       if (found.size < byStored.size) for (const [stored, key] of byStored) if (!found.has(key)) missed.missed(key, stored);
       return found;

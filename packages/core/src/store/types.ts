@@ -14,8 +14,8 @@ export interface StoreInfo {
 
 /**
  * The result store (docs/architecture.md "The result store"): definitive answers kept across runs,
- * processes and machines, keyed by a digest of the engine's request key (scope digest + normalised
- * input; no secret in it). The engine asks it once per batch ({@link getMany}) for the inputs not
+ * processes and machines, keyed by a digest of the engine's request key (scope digest + the input
+ * exactly as sent; no secret in it). The engine asks it once per batch ({@link getMany}) for the inputs not
  * already answered in this run, and writes each definitive answer ({@link set}) the moment it
  * arrives; an engine batch returns only once the writes of its answers are committed, so whatever a
  * connector checkpoints after a batch is in the store, and a kill loses at most the answers of the
@@ -25,13 +25,8 @@ export interface StoreInfo {
 export interface ResultStore extends ResultCache {
   /** Where the store is, safe to print (no password). */
   readonly location: string;
-  /**
-   * Entries of `keys` younger than the max age, in one round trip. `storedBefore(i)`, when given,
-   * is the request key `keys[i]` had before the platform was part of keys: an entry under it
-   * answers for `keys[i]` when there is none under `keys[i]` itself (a store filled then keeps
-   * being reused).
-   */
-  getMany(keys: readonly string[], storedBefore?: (index: number) => string): Promise<Map<string, CachedResult>>;
+  /** Entries of `keys` younger than the max age, in one round trip. */
+  getMany(keys: readonly string[]): Promise<Map<string, CachedResult>>;
   info(): Promise<StoreInfo>;
   /** Removes entries checked before `Date.now() - olderThanMs`; returns how many. */
   prune(olderThanMs: number): Promise<number>;
