@@ -133,6 +133,22 @@ describe('the embedded result store', () => {
     expect(await reopened.info()).toMatchObject({ entries: 12 });
   });
 
+  it("keeps no country-not-available answer (it depends on the account's plan and is not billed): a later run asks again", async () => {
+    platform = await startScriptedPlatform((req) => (req.body['country'] === 'LI' ? problem(500, 'country-not-available') : batchAnswer(req, 'A')));
+    const dir = join(await tempDir(), 'store');
+    const records = [...addresses(2), { ...addresses(1, 50)[0]!, country: 'LI' }];
+    const first = start(platform.url, await openStore(dir));
+    expect((await first.process(records)).map((r) => r.status)).toEqual(['accepted', 'accepted', 'unsupported-country']);
+    await first.close();
+    const second = start(platform.url, await openStore(dir));
+    expect((await second.process(records)).map((r) => [r.source, r.status])).toEqual([
+      ['store', 'accepted'],
+      ['store', 'accepted'],
+      ['api', 'unsupported-country'],
+    ]);
+    expect(platform.seen.filter((s) => s.body['country'] === 'LI')).toHaveLength(2);
+  });
+
   it('a store an earlier version filled opens as it is: its own record (no answer) is not counted, pruned or cleared', async () => {
     const dir = join(await tempDir(), 'store');
     await mkdir(dir, { recursive: true });

@@ -359,7 +359,7 @@ class ValidationEngine implements Engine {
     const store = this.#store;
     const onOutcome = store
       ? (i: number, outcome: CallOutcome): void => {
-          if (outcome.kind !== 'result' || outcome.unreachableAt !== undefined || outcome.result.status === 'unavailable') return;
+          if (outcome.kind !== 'result' || outcome.unreachableAt !== undefined || !storable(outcome.result)) return;
           outcome.result.checkedAt ??= isoNow();
           this.#storeWrite(store, (chunk[i] as PendingCall).key, outcome.result);
           stored.add(i);
@@ -394,7 +394,7 @@ class ValidationEngine implements Engine {
             const written = this.#cache.set(call.key, result);
             if (written instanceof Promise) writes.push(written);
             // Issued before any batch sees it; every batch that uses it returns after its commit.
-            if (store && !stored.has(i)) this.#storeWrite(store, call.key, result);
+            if (store && !stored.has(i) && storable(result)) this.#storeWrite(store, call.key, result);
           }
         } else if (outcome.kind === 'stop') {
           this.#halt(errorFromData(outcome.error));
@@ -522,6 +522,16 @@ class ValidationEngine implements Engine {
     })();
     return this.#closing;
   }
+}
+
+/**
+ * Whether an answer goes to the result store: a definitive one. Not `unavailable` (nothing was
+ * answered), nor `unsupported-country`: the platform's 500 country-not-available depends on the
+ * countries of the account's plan (a store is shared by accounts, and a plan may add the country
+ * tomorrow), and it is not billed, so keeping it saves nothing.
+ */
+function storable(result: CachedResult): boolean {
+  return result.status !== 'unavailable' && result.status !== 'unsupported-country';
 }
 
 /** The optional fields of a result, in the order {@link withSource} copies them. */
