@@ -140,6 +140,8 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
   const counted: RunTotals = structuredClone(base);
   const totalsNow = () => withEngineReport(base, counted, engine?.report(), Date.now() - started);
   let position = checkpoint?.position ?? { records: 0, offset: 0, line: 1 };
+  /** The position and output state the checkpoint on disk holds: a stop writes it again with the run's final counts. */
+  let checkpointed: { position: typeof position; sink: Checkpoint['sink'] } | undefined = checkpoint ? { position, sink: checkpoint.sink } : undefined;
   let report: CsvReportDetails | undefined;
   const details = () => report?.details(paths.output, engine?.report(), checkpoint !== undefined);
   try {
@@ -184,8 +186,11 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
     });
     // The output exists from here on: a checkpoint marks it unfinished at once, so a run stopped or
     // killed before its first batch leaves an output that `--resume` continues and review refuses.
-    if (!checkpoint)
-      await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, sink.state, totalsNow(), await sampler.at(position.offset)));
+    if (!checkpoint) {
+      const state = sink.state;
+      await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, position, state, totalsNow(), await sampler.at(position.offset)));
+      checkpointed = { position, sink: state };
+    }
 
     // A window of batches with the engine: while the oldest one's last answers arrive and it is
     // written and checkpointed, the later ones keep the engine's calls (and the rate limit) busy.
@@ -222,6 +227,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       try {
         const sinkState = await sink.commit();
         await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, next, sinkState, totalsNow(), await sampler.at(next.offset)));
+        checkpointed = { position: next, sink: sinkState };
       } catch (err) {
         Object.assign(counted, written);
         throw err;
@@ -251,7 +257,16 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
     // usage error, no summary. Once the output is open, or when a write failed (output-io, the
     // header's included), the run stops with its summary and report.
     if (err instanceof CsvError && !sink && err.code !== 'output-io') throw err;
+    // The calls still in flight end first: their answers reach the store and their count the
+    // summary (which says what the account paid), and the checkpoint is written again with these
+    // counts at the same position, so the resumed run's totals count every call of the file.
+    await reader?.stop();
+    await engine?.close().catch(() => undefined);
     const totals = totalsNow();
+    if (checkpointed) {
+      const { position: at, sink: state } = checkpointed;
+      await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, at, state, totals, await sampler.at(at.offset))).catch(() => undefined);
+    }
     return {
       outcome: 'stopped',
       exitCode: options.signal?.aborted && !(err instanceof CsvError) ? ExitCode.TEMPFAIL : exitCodeFor(err),

@@ -59,10 +59,26 @@ describe('--max-calls, the spending cap', () => {
     const done = summaryOf(resumed);
     expect(done.outcome).toBe('done');
     expect(done.budget).toMatchObject({ billableCalls: 1500, maxCalls: null });
-    expect(done.apiCalls).toBe(1500);
+    // The summary's counts are the file's: the stopped run's 500 calls and the resumed run's 1,500.
+    expect(done.apiCalls).toBe(ROWS);
     const out = await readCsv(join(dir, 'out.csv'), { delimiter: ';' });
     expect(out.rows).toHaveLength(ROWS);
     expect(out.rows.map((r) => r[1])).toEqual(Array.from({ length: ROWS }, (_, i) => String(i + 1)));
+  }, 120_000);
+
+  it('with worker threads and many calls at once: the stopped summary counts every call the account paid, none is bought twice, and the resumed totals count the whole file', async () => {
+    const env = sandboxEnv(sandbox);
+    const before = await sandbox.billable();
+    // A store of its own: the first test's answers are in the default one.
+    const output = ['--output', join(dir, 'threads.csv'), '--store', join(dir, 'threads-store')];
+    const first = await runCli([...args('--max-calls', '500', '--threads', '2', '--concurrency', '256'), ...output], env);
+    expect(first.code, first.stderr).toBe(5);
+    expect((await sandbox.billable()) - before).toBe(500);
+    expect(summaryOf(first).apiCalls).toBe(500);
+    const resumed = await runCli([...args('--resume', '--threads', '2', '--concurrency', '256'), ...output], env);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect((await sandbox.billable()) - before).toBe(ROWS); // no answer bought twice
+    expect(summaryOf(resumed).apiCalls).toBe(ROWS);
   }, 120_000);
 
   it('with --store off, the advice does not promise that resuming keeps the answers paid for (nothing keeps them)', async () => {
