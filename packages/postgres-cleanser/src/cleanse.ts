@@ -8,7 +8,7 @@ import { DEFAULT_MAX_AGE_MS, openStore, StoreError } from '@dq/core/store';
 import type { Engine, Mode, PolicyStatus, ResultClass, RunReport } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, disconnect } from './db.js';
-import { connectionLost, privilegeLost, relationGone, usageError } from './errors.js';
+import { connectionLost, definitionChanged, privilegeLost, relationGone, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
 import { allInvalidHint } from './mapping-hints.js';
@@ -167,10 +167,18 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       // A dry run creates nothing: it reuses known rows only where the bookkeeping already has them.
       const knownTable = await client.query<{ ok: boolean }>(`SELECT to_regclass('${STATE_SCHEMA}.known') IS NOT NULL AS ok`);
       const reader = new PageStore(client, target, options.where, client, knownTable.rows[0]?.ok ? await knownInUse(client, known) : undefined);
-      await dryRun(engine, reader, target, mode, batchSize, progress, reused, options);
-      const exitCode = exitCodeFor({ report: report()!, maxFailed: options.maxFailed ?? 0 });
+      const complete = await dryRun(engine, reader, target, mode, batchSize, progress, reused, options);
       const { written, conflicts: _none, ...counts } = rounded();
-      return { table: target.qualified, ...counts, runId: null, dryRun: true, state: 'dry-run', wouldWrite: written, exitCode };
+      const dry = { table: target.qualified, ...counts, runId: null, dryRun: true as const, state: 'dry-run' as const, wouldWrite: written };
+      // Stopped by a signal: its counts cover the rows read so far, not the table (exit 75: run it again).
+      if (!complete) {
+        const error = {
+          code: 'interrupted',
+          message: `interrupted after ${progress.rows} rows; the dry run's counts and changes cover only those: run it again for the whole table`,
+        };
+        return { ...dry, exitCode: ExitCode.TEMPFAIL, error };
+      }
+      return { ...dry, exitCode: exitCodeFor({ report: report()!, maxFailed: options.maxFailed ?? 0 }) };
     }
 
     await ensureSchema(client);
@@ -245,9 +253,14 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const then = runId === undefined ? 'retry later' : `the run keeps what it committed: rerun with --run-id ${runId} to resume`;
     const lost = connectionLost(e, db.where, then, storeApart);
     const resume = runId === undefined ? 'Then run again.' : `The run keeps what it committed: then rerun with --run-id ${runId}.`;
+    const changed = definitionChanged(
+      lost,
+      options.table,
+      runId === undefined ? 'run again' : `the run keeps what it committed: rerun with --run-id ${runId} to resume with the new definition`,
+    );
     throw privilegeLost(
       relationGone(
-        lost,
+        changed,
         options.table,
         runId === undefined
           ? 'Check --table and --map.'
@@ -322,7 +335,10 @@ function stopData(e: DqError, runId: string): { code: string; message: string; r
   return { code: e.code, message: `${e.message}; ${advice}`, ...(e.requestId ? { requestId: e.requestId } : {}) };
 }
 
-/** Reads and validates the whole selection, writes nothing, reports each row that would change. */
+/**
+ * Reads and validates the whole selection, writes nothing, reports each row that would change.
+ * Returns false when the abort signal stopped it before the end of the selection.
+ */
 async function dryRun(
   engine: Engine,
   store: PageStore,
@@ -332,14 +348,14 @@ async function dryRun(
   progress: CleanseProgress,
   reused: ReusedTally,
   options: CleanseOptions,
-): Promise<void> {
+): Promise<boolean> {
   let last: string | null = null;
   for (;;) {
-    if (options.signal?.aborted) return;
+    if (options.signal?.aborted) return false;
     const t0 = performance.now();
     const rows = await store.read(last, null, batchSize);
     progress.timings.readMs += performance.now() - t0;
-    if (rows.length === 0) return;
+    if (rows.length === 0) return true;
     const calls = engine.report().apiCalls;
     const t1 = performance.now();
     const results = await validateRows(engine, rows, target.columns, reused);
@@ -359,7 +375,7 @@ async function dryRun(
     progress.apiCalls += plan.counts.apiCalls;
     for (const r of results) progress.byStatus[r.status] += 1;
     options.onPage?.(copy(progress));
-    if (rows.length < batchSize) return;
+    if (rows.length < batchSize) return true;
     last = rows.at(-1)?.key ?? last;
   }
 }

@@ -16,10 +16,14 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   'db-read-only': { exit: ExitCode.USAGE },
   /** the database server cannot be reached (refused, reset, timed out, shutting down) */
   'db-unreachable': { exit: ExitCode.TEMPFAIL },
-  /** a page write still waited too long for a lock with the rows other sessions hold left out: the table itself is locked */
+  /** a page write still waited too long for a lock with the rows other sessions hold left out (the table itself is locked), or a rollback batch waited too long for a row */
   'db-locked': { exit: ExitCode.TEMPFAIL },
   /** the table named by --table does not exist */
   'table-not-found': { exit: ExitCode.USAGE },
+  /** the table has inheritance children, a rule on UPDATE, or is published without a replica identity: dq-pg cannot write it as it is */
+  'table-unsupported': { exit: ExitCode.USAGE },
+  /** a column's type changed while the run worked (ALTER TABLE … TYPE): rerun with the same --run-id */
+  'table-changed': { exit: ExitCode.TEMPFAIL },
   /** the key or a mapped column does not exist */
   'column-not-found': { exit: ExitCode.USAGE },
   /** the key column has no single-column unique index or primary key */
@@ -143,6 +147,22 @@ export function relationGone(e: unknown, table: string, then: string): unknown {
   if (code === '42703')
     return new CleanseError('column-not-found', `${message}: was a column of ${table} dropped or renamed while dq-pg worked on it? ${then}`, { cause: e });
   return e;
+}
+
+/**
+ * A column the command reads changed its type while it worked (`ALTER TABLE … ALTER COLUMN … TYPE`,
+ * e.g. widened after rows were not written for `value-too-long`): the statements prepared for the
+ * table's old definition no longer fit it (SQLSTATE 0A000, "cached plan must not change result
+ * type"). A {@link CleanseError} (`table-changed`, exit 75) saying to rerun (`then`), which
+ * checks the table anew and goes on where the run stopped; other errors are returned unchanged.
+ */
+export function definitionChanged(e: unknown, table: string, then: string): unknown {
+  if (e instanceof CleanseError) return e;
+  const { code, message } = e as { code?: unknown; message?: unknown };
+  if (code !== '0A000' || typeof message !== 'string' || !/^cached plan must not change result type/.test(message)) return e;
+  return new CleanseError('table-changed', `the definition of ${table} changed while dq-pg worked on it (a column's type altered: ${message}); ${then}`, {
+    cause: e,
+  });
 }
 
 /**

@@ -114,7 +114,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
         onHint: (text) => io.err(logger.redactor.redact(`dq-pg: hint: ${text}\n`)),
         onEngineReport: (r) => void (engineReport = r),
       });
-      if (!summary.dryRun && summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
+      if (summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
       const printed = { type: 'summary', ...summary };
       out(printed);
       if (o.report !== undefined) {

@@ -140,6 +140,8 @@ export interface DryRunSummary extends Omit<CleanseProgress, 'written' | 'confli
   /** Rows a run with these settings would write (each printed as a `change` line). */
   wouldWrite: number;
   exitCode: number;
+  /** Set when a signal stopped the dry run before the end of the selection (exit 75). */
+  error?: { code: string; message: string };
 }
 
 /** Default rows per page. */

@@ -565,7 +565,7 @@ export class PageStore {
                     AND ${key.quoted} IN (SELECT ${key.quoted} FROM ${qualified} WHERE ${key.quoted} = $1::${key.type} FOR UPDATE SKIP LOCKED)`;
     const refused: Refused[] = [];
     const q = (sql: string): Promise<unknown> => this.#writer.query(sql);
-    await q(`BEGIN; SET LOCAL lock_timeout = ${this.#lockWaitMs}`);
+    await q(writeTransaction(this.#lockWaitMs));
     try {
       for (let i = 0; i < page.keys.length; i += 1) {
         if (!page.write[i]) continue;
@@ -592,7 +592,7 @@ export class PageStore {
    * frozen server would only wait out another query timeout).
    */
   async #inLockWait<T>(write: () => Promise<T>): Promise<T> {
-    await this.#writer.query(`BEGIN; SET LOCAL lock_timeout = ${this.#lockWaitMs}`);
+    await this.#writer.query(writeTransaction(this.#lockWaitMs));
     try {
       const out = await write();
       await this.#writer.query('COMMIT');
@@ -614,7 +614,8 @@ export interface Refused {
 /**
  * Whether the table refused the new values (not the database failing): a data exception (class
  * 22, e.g. a value its type rejects), an integrity constraint (class 23: CHECK, unique, NOT NULL,
- * foreign key, exclusion), an exception raised by a trigger (P0001), or a row-level security
+ * foreign key, exclusion), an exception raised by a trigger (P0001, or an error code of the
+ * application's own, of a class PostgreSQL does not define), or a row-level security
  * policy's `WITH CHECK` (42501, "new row violates row-level security policy"; a missing privilege,
  * also 42501, is not a refusal of the row). Never the bookkeeping's own.
  */
@@ -622,7 +623,21 @@ export function refusedByTable(e: unknown): boolean {
   const { code, schema, message } = e as { code?: unknown; schema?: unknown; message?: unknown };
   if (typeof code !== 'string' || schema === STATE_SCHEMA) return false;
   if (code === '42501') return typeof message === 'string' && ROW_SECURITY_REFUSAL.test(message);
-  return code.startsWith('22') || code.startsWith('23') || code === 'P0001';
+  return code.startsWith('22') || code.startsWith('23') || code === 'P0001' || userDefined(code);
+}
+
+/**
+ * The SQLSTATE classes PostgreSQL defines (Appendix A of its manual): connection, transaction,
+ * lock, resource, system and internal errors among them. A code of another class (`U0001`, say)
+ * can only come from an application's `RAISE … USING ERRCODE`, in a trigger that checks the row.
+ */
+const POSTGRES_CLASSES = new Set(
+  '00 01 02 03 08 09 0A 0B 0F 0L 0P 0Z 20 21 22 23 24 25 26 27 28 2B 2D 2F 34 38 39 3B 3D 3F 40 42 44 53 54 55 57 58 72 F0 HV P0 XX'.split(' '),
+);
+
+/** Whether `code` is an SQLSTATE of a class PostgreSQL does not define: one an application raised. */
+function userDefined(code: string): boolean {
+  return /^[0-9A-Z]{5}$/.test(code) && !POSTGRES_CLASSES.has(code.slice(0, 2));
 }
 
 /** PostgreSQL's message when a row-level security policy refuses the new row of an UPDATE. */
@@ -678,6 +693,17 @@ function writeRefused(e: unknown, target: TargetTable, runId: string, firstKey: 
     `${target.qualified} refused${page} ${refusalText(e)}; nothing of that page was written. Change the constraint, trigger or row (or leave the row out with --where), then rerun with --run-id ${runId}`,
     { cause: e },
   );
+}
+
+/**
+ * Starts a transaction that writes the table: its lock waits end after `lockWaitMs` (SQLSTATE
+ * 55P03), and its constraints are checked at the end of each statement, deferred ones too
+ * (DEFERRABLE INITIALLY DEFERRED unique and foreign keys, constraint triggers): a row the table
+ * refuses then fails the statement that writes it, where the one-row probes find it, instead of the
+ * COMMIT, which names no row.
+ */
+export function writeTransaction(lockWaitMs: number): string {
+  return `BEGIN; SET LOCAL lock_timeout = ${lockWaitMs}; SET CONSTRAINTS ALL IMMEDIATE`;
 }
 
 /** SQLSTATE lock_not_available: a lock wait passed `lock_timeout` (or a NOWAIT found the lock held). */

@@ -20,6 +20,11 @@ export interface MappedColumn {
    * A correction longer than that is not written (see `decideRow`).
    */
   maxLength?: number;
+  /**
+   * A `char(n)` column (also through a domain): it pads values with spaces and compares them
+   * without trailing spaces, so `'2700 '` read and `'2700'` answered are the same value.
+   */
+  padded?: boolean;
 }
 
 /** What a status column of the table holds (`--status-columns`). */
@@ -36,6 +41,9 @@ const STATUS_LENGTH: Partial<Record<StatusField, number>> = {
   class: 1,
   checkedAt: 32,
 };
+
+/** Results some rows have none of: their status column gets NULL. */
+const NULLABLE_STATUS: readonly StatusField[] = ['class', 'requestId'];
 
 /** A column of the table that receives one of the row's results. */
 export interface StatusColumn {
@@ -90,6 +98,10 @@ interface ColumnRow {
   generated: string;
   /** Declared length of a varchar(n)/char(n) column (or domain over one); null: unbounded. */
   max_length?: number | null;
+  /** The column's type is a domain declared NOT NULL. */
+  domain_notnull?: boolean;
+  /** The column is `char(n)` (bpchar), also through a domain. */
+  padded?: boolean;
 }
 
 /**
@@ -105,6 +117,7 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
   const { rows: columns } = await client.query<ColumnRow>(
     `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
             COALESCE(bt.typcategory, t.typcategory) AS category, a.attnotnull AS notnull, a.attgenerated AS generated,
+            t.typnotnull AS domain_notnull, COALESCE(bt.oid, t.oid) = 'pg_catalog.bpchar'::regtype AS padded,
             CASE WHEN COALESCE(bt.oid, t.oid) IN ('pg_catalog.varchar'::regtype, 'pg_catalog.bpchar'::regtype)
                   AND (CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) >= 4
                  THEN (CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) - 4 END AS max_length
@@ -165,6 +178,7 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
       quoted: quoteIdent(row.name),
       type: row.type,
       ...(typeof row.max_length === 'number' ? { maxLength: row.max_length } : {}),
+      ...(row.padded ? { padded: true } : {}),
     };
   });
   const seen = new Set<string>();
@@ -202,11 +216,26 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
         `--status-columns ${field}: column "${row.name}" of ${qualified} is ${row.type}, too short for every ${field} value (${needed} characters needed); widen it or use text`,
       );
     }
+    // A row without a class or request id (refused by the local checks, an unsupported country)
+    // writes NULL there: a NOT NULL column would refuse every such row's update, and the page with it.
+    if (NULLABLE_STATUS.includes(field as StatusField) && (row.notnull || row.domain_notnull === true)) {
+      const fix = row.notnull
+        ? `allow NULL first: ALTER TABLE ${qualified} ALTER COLUMN ${quoteIdent(row.name)} DROP NOT NULL`
+        : `its type ${row.type} is a domain declared NOT NULL; use a type that allows NULL`;
+      throw new CleanseError(
+        'column-type',
+        `--status-columns ${field}: column "${row.name}" of ${qualified} is NOT NULL, but rows without a ${field === 'class' ? 'result class' : 'request id'} (invalid-input, unsupported-country) get NULL there; ${fix}`,
+      );
+    }
     seen.add(row.name);
     return { field: field as StatusField, column: row.name, quoted: quoteIdent(row.name), type: row.type };
   });
 
-  await checkPrivileges(client, oid, qualified, spec.write);
+  await refuseTableShape(client, oid, qualified, spec.write);
+  await checkPrivileges(client, oid, qualified, spec.write, {
+    read: [key.column, ...mapped.map((m) => m.column), ...status.map((s) => s.column)],
+    written: [...mapped.map((m) => m.column), ...status.map((s) => s.column)],
+  });
   if (spec.where !== undefined) {
     try {
       // The extended protocol takes one statement only: a predicate that closes the parenthesis
@@ -291,12 +320,95 @@ function mapColumns(spec: TableSpec, names: readonly string[], qualified: string
   return found;
 }
 
-async function checkPrivileges(client: pg.Client, oid: number, qualified: string, write: boolean): Promise<void> {
-  const { rows } = await client.query<{ sel: boolean; upd: boolean }>(
-    `SELECT has_table_privilege($1::oid, 'SELECT') AS sel, has_table_privilege($1::oid, 'UPDATE') AS upd`,
+/**
+ * Tables dq-pg's statements cannot handle, refused before any call:
+ *
+ * - Inheritance children (not the partitions of a partitioned table): a read or UPDATE of the parent
+ *   includes its children, whose rows the key's unique index (on the parent only) does not cover, so
+ *   one key could stand for two rows of a page, and the key ranges would skip rows of the children.
+ * - (when writing) A rule on UPDATE: PostgreSQL takes no UPDATE inside WITH on such a table, and
+ *   every page write is one.
+ * - (when writing) A table, or a partition of it, that a publication publishes UPDATEs of and that
+ *   has no replica identity (no primary key and REPLICA IDENTITY DEFAULT, or NOTHING): PostgreSQL
+ *   refuses every UPDATE of it.
+ */
+async function refuseTableShape(client: pg.Client, oid: number, qualified: string, write: boolean): Promise<void> {
+  const children = await client.query<{ child: string }>(
+    `SELECT i.inhrelid::regclass::text AS child FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent
+      WHERE i.inhparent = $1 AND p.relkind = 'r' ORDER BY 1`,
     [oid],
   );
+  if (children.rows.length > 0) {
+    const names = children.rows.map((r) => r.child);
+    throw new CleanseError(
+      'table-unsupported',
+      `${qualified} has inheritance children (${names.slice(0, 10).join(', ')}${names.length > 10 ? `, … ${names.length} in all` : ''}), whose rows a read or UPDATE of it includes while its key's unique index covers its own rows only; clean each table on its own: --table ${qualified} cannot be cleaned with its children (declarative partitioning works: PARTITION BY)`,
+    );
+  }
+  if (!write) return;
+  const rules = await client.query<{ rule: string }>(`SELECT rulename::text AS rule FROM pg_rewrite WHERE ev_class = $1 AND ev_type = '2' ORDER BY 1`, [oid]);
+  if (rules.rows.length > 0) {
+    throw new CleanseError(
+      'table-unsupported',
+      `${qualified} has a rule on UPDATE (${rules.rows.map((r) => r.rule).join(', ')}); dq-pg writes each page with an UPDATE inside WITH, which PostgreSQL refuses on a table with such rules. Replace the rule with a trigger (or drop it), then run again`,
+    );
+  }
+  const unidentified = await client.query<{ rel: string; own: boolean; pubs: string[] }>(
+    `WITH leaves AS (
+       SELECT $1::oid AS relid WHERE NOT EXISTS (SELECT 1 FROM pg_partition_tree($1::oid::regclass))
+       UNION SELECT relid FROM pg_partition_tree($1::oid::regclass) WHERE isleaf)
+     SELECT l.relid::regclass::text AS rel, l.relid = $1::oid AS own,
+            ARRAY(SELECT DISTINCT pt.pubname::text FROM pg_publication_tables pt JOIN pg_publication p ON p.pubname = pt.pubname
+                   WHERE p.pubupdate AND (pt.schemaname, pt.tablename) IN (
+                     SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                      WHERE c.oid = l.relid OR c.oid IN (SELECT relid FROM pg_partition_ancestors(l.relid)))
+                   ORDER BY 1) AS pubs
+       FROM leaves l JOIN pg_class r ON r.oid = l.relid
+      WHERE r.relreplident = 'n'
+         OR (r.relreplident = 'd' AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = r.oid AND i.indisprimary))
+      ORDER BY 1`,
+    [oid],
+  );
+  const published = unidentified.rows.find((r) => r.pubs.length > 0);
+  if (published) {
+    throw new CleanseError(
+      'table-unsupported',
+      `${published.own ? qualified : `${published.rel} (a partition of ${qualified})`} is in publication ${published.pubs.join(', ')}, which publishes UPDATEs, and has no replica identity (no primary key, or REPLICA IDENTITY NOTHING): PostgreSQL refuses every UPDATE of it. Give it one (ALTER TABLE ${published.rel} REPLICA IDENTITY USING INDEX <a unique index on NOT NULL columns>, or REPLICA IDENTITY FULL), or leave it out of the publication, then run again`,
+    );
+  }
+}
+
+/**
+ * The user may read (and, when writing, update) the table: on the whole table, or failing that on
+ * each column dq-pg reads (`read`: the key, the mapped and status columns) and writes (`written`),
+ * as column-level grants allow.
+ */
+async function checkPrivileges(
+  client: pg.Client,
+  oid: number,
+  qualified: string,
+  write: boolean,
+  columns: { read: readonly string[]; written: readonly string[] },
+): Promise<void> {
+  const { rows } = await client.query<{ sel: boolean; upd: boolean; no_sel: string[]; no_upd: string[] }>(
+    `SELECT has_table_privilege($1::oid, 'SELECT') AS sel, has_table_privilege($1::oid, 'UPDATE') AS upd,
+            ARRAY(SELECT c FROM unnest($2::text[]) c WHERE NOT has_column_privilege($1::oid, c, 'SELECT')) AS no_sel,
+            ARRAY(SELECT c FROM unnest($3::text[]) c WHERE NOT has_column_privilege($1::oid, c, 'UPDATE')) AS no_upd`,
+    [oid, columns.read, columns.written],
+  );
   const p = rows[0];
-  if (!p?.sel) throw new CleanseError('permission-denied', `the database user may not SELECT from ${qualified}; GRANT SELECT, UPDATE to it`);
-  if (write && !p.upd) throw new CleanseError('permission-denied', `the database user may not UPDATE ${qualified}; GRANT UPDATE to it (or use --dry-run)`);
+  if (!p) throw new Error('the privilege check returned no row');
+  const list = (names: readonly string[]): string => names.map(quoteIdent).join(', ');
+  if (!p.sel && p.no_sel.length > 0) {
+    throw new CleanseError(
+      'permission-denied',
+      `the database user may not SELECT column${p.no_sel.length > 1 ? 's' : ''} ${list(p.no_sel)} of ${qualified}; GRANT SELECT, UPDATE ON ${qualified} to it (or, column by column, SELECT (${list(columns.read)}) and UPDATE (${list(columns.written)}))`,
+    );
+  }
+  if (write && !p.upd && p.no_upd.length > 0) {
+    throw new CleanseError(
+      'permission-denied',
+      `the database user may not UPDATE column${p.no_upd.length > 1 ? 's' : ''} ${list(p.no_upd)} of ${qualified}; GRANT UPDATE ON ${qualified} to it (or UPDATE (${list(columns.written)})), or use --dry-run`,
+    );
+  }
 }

@@ -3,10 +3,10 @@ import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, holdsExactly, inTransaction } from './db.js';
-import { CleanseError, connectionLost, usageError } from './errors.js';
+import { CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
 import { inspectTable } from './preflight.js';
 import { holdRunAlone } from './runs.js';
-import { refusalText, refusedByTable } from './page-store.js';
+import { lockWaitMs, refusalText, refusedByTable, writeTransaction } from './page-store.js';
 import type { TargetTable } from './preflight.js';
 
 /** Options of {@link rollback}. */
@@ -103,20 +103,34 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     let conflicts = 0;
     const conflictKeys: string[] = [];
     const refusedKeys: { key: string; reason: string }[] = [];
+    const lockWait = lockWaitMs(client);
     for (;;) {
+      // Each batch in a transaction of its own that waits at most a few seconds for a row lock (a
+      // session holding a row of the batch ends the command with exit 75, nothing of the batch
+      // restored) and that only the COMMIT keeps: a rollback killed meanwhile leaves nothing
+      // running that would commit by itself later.
       const batch = (skip: string[]): Promise<pg.QueryResult<{ last: string | null; restored: number; conflicts: string[] }>> =>
-        client.query({ name: 'dq_rollback', text: sql, values: [options.runId, last, batchSize, skip, later] });
+        inWriteTransaction(client, lockWait, () => client.query({ name: 'dq_rollback', text: sql, values: [options.runId, last, batchSize, skip, later] }));
       let res: Awaited<ReturnType<typeof batch>>;
       try {
-        res = await batch([]);
+        try {
+          res = await batch([]);
+        } catch (e) {
+          // The table refuses a row's old values (a CHECK constraint added since, a unique value another
+          // row holds now, a trigger): those rows are found one by one and left, as conflicts.
+          if (!refusedByTable(e)) throw e;
+          const refused = await refusedRestores(client, target, options.runId, last, batchSize, lockWait);
+          if (refused.length === 0) throw e;
+          refusedKeys.push(...refused);
+          res = await batch(refused.map((r) => r.key));
+        }
       } catch (e) {
-        // The table refuses a row's old values (a CHECK constraint added since, a unique value another
-        // row holds now, a trigger): those rows are found one by one and left, as conflicts.
-        if (!refusedByTable(e)) throw e;
-        const refused = await refusedRestores(client, target, options.runId, last, batchSize);
-        if (refused.length === 0) throw e;
-        refusedKeys.push(...refused);
-        res = await batch(refused.map((r) => r.key));
+        if ((e as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw e;
+        throw new CleanseError(
+          'db-locked',
+          `${target.qualified} (a row of the batch after key ${last ?? '(the first)'}, or the table) stayed locked by another session for more than ${lockWait} ms (pg_locks names the session holding it); nothing of that batch was restored, the ${restored} rows before it are: rerun dq-pg rollback --run ${options.runId} once the lock is released`,
+          { cause: e },
+        );
       }
       const r = res.rows[0];
       if (!r || r.last === null) break;
@@ -165,13 +179,14 @@ async function refusedRestores(
   runId: string,
   last: string | null,
   batchSize: number,
+  lockWait: number,
 ): Promise<{ key: string; reason: string }[]> {
   const { key, qualified, columns } = target;
   const set = columns.map((c, i) => `${c.quoted} = ($2::text[])[${i + 1}]::${c.type}`).join(', ');
   const guard = columns.map((c, i) => holdsExactly(c.quoted, `($3::text[])[${i + 1}]`, c.type)).join(' AND ');
   const probe = `UPDATE ${qualified} SET ${set} WHERE ${key.quoted} = $1::${key.type} AND ${guard}`;
   const refused: { key: string; reason: string }[] = [];
-  await client.query('BEGIN');
+  await client.query(writeTransaction(lockWait));
   try {
     const { rows } = await client.query<{ row_key: string; before: string[]; after: string[] }>(
       `SELECT row_key, before, after FROM ${STATE_SCHEMA}.results
@@ -194,6 +209,26 @@ async function refusedRestores(
     await client.query('ROLLBACK').catch(() => undefined);
   }
   return refused;
+}
+
+/** SQLSTATE lock_not_available: a lock wait passed `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/**
+ * Runs `fn` in a {@link writeTransaction} (lock waits bounded, constraints checked per statement),
+ * committed when it returns; rolled back when the server answered with an error (a lost connection
+ * has nothing to roll back: the server does that).
+ */
+async function inWriteTransaction<T>(client: pg.Client, lockWait: number, fn: () => Promise<T>): Promise<T> {
+  await client.query(writeTransaction(lockWait));
+  try {
+    const out = await fn();
+    await client.query('COMMIT');
+    return out;
+  } catch (e) {
+    if (!isConnectionLoss(e)) await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
 }
 
 /** The mapped or status column `name` of the inspected table (the run's settings name exactly these). */

@@ -104,7 +104,7 @@ export function decideRow(mode: Mode, row: SourceRow, columns: readonly MappedCo
     if (corrected === undefined || (corrected === '' && before === null)) return before;
     return corrected;
   });
-  const changed = after.some((v, i) => v !== (row.values[i] ?? null));
+  const changed = after.some((v, i) => !sameValue(columns[i], v, row.values[i] ?? null));
   if (!changed) return { outcome: 'unchanged', after };
   // A correction the column is too short for would fail the page's statement: the row keeps its
   // values (all of them, never half a correction) and says why.
@@ -118,6 +118,19 @@ export function decideRow(mode: Mode, row: SourceRow, columns: readonly MappedCo
   if (unfit.length > 0) return { outcome: 'kept', after: row.values, unfit };
   return { outcome: 'write', after };
 }
+
+/**
+ * Whether `a` and `b` are the same value of `column` as the column compares them: a `char(n)`
+ * column pads what it stores with spaces and ignores trailing spaces when comparing, so `'2700 '`
+ * read is the answer `'2700'` (writing it would store `'2700 '` again, on every run).
+ */
+function sameValue(column: MappedColumn | undefined, a: string | null, b: string | null): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || column?.padded !== true) return false;
+  return a.replace(TRAILING_SPACES, '') === b.replace(TRAILING_SPACES, '');
+}
+
+const TRAILING_SPACES = / +$/u;
 
 /** Candidates kept for review (D: the suggestion, E: every candidate with `houseNumberChoice`, company: every hit). */
 export function reviewCandidates(result: RecordResult): unknown[] | null {

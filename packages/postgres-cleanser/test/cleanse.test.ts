@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { billable, cleanseArgs, createCustomers, runCli, snapshot, startEnv, summaryOf, withClient } from './support.js';
+import { billable, cleanseArgs, createCustomers, runCli, snapshot, spawnCli, startEnv, summaryOf, until, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -145,4 +145,26 @@ describe('dq-pg cleanse', () => {
       expect(JSON.parse(after.get(change.key) ?? '[]')).toEqual(Object.values(change.after));
     }
   });
+
+  it('a dry run stopped by SIGTERM says it was interrupted and exits 75, not a success over part of the table', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 400);
+    env.sandbox.setFaults({ batch: { latencyMs: 200 } });
+    const calls = billable(env.sandbox);
+    let dry;
+    try {
+      const { child, done } = spawnCli(cleanseArgs(db, env.sandbox, ['--dry-run', '--batch-size', '20', '--store', 'off']));
+      // Once it validates its first pages (its signal handlers are in place by then).
+      await until('the first calls', async () => billable(env.sandbox) >= calls + 40, 20_000);
+      child.kill('SIGTERM');
+      dry = await done;
+    } finally {
+      env.sandbox.setFaults({});
+    }
+    const summary = summaryOf(dry) as { rows: number; exitCode: number; error?: { code: string } };
+    expect(summary.rows).toBeLessThan(400);
+    expect(dry.code, dry.stderr).toBe(75);
+    expect(summary).toMatchObject({ dryRun: true, exitCode: 75, error: { code: 'interrupted' } });
+    expect(dry.stderr).toContain(`dq-pg: interrupted: interrupted after ${summary.rows} rows`);
+  }, 30_000);
 });

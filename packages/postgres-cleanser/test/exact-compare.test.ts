@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanseArgs, createCustomers, runCli, startEnv, withClient } from './support.js';
+import { cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -43,5 +43,20 @@ describe('dq-pg on a citext column', () => {
       async (c) => (await c.query<{ city: string }>('SELECT city::text AS city FROM customers WHERE id = $1', [key])).rows[0]!.city,
     );
     expect(after).toBe(held);
+  }, 60_000);
+});
+
+describe('dq-pg on a char(n) column', () => {
+  it('a second run over the unchanged table (--store off) writes no row: the padding char(n) adds is no change', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 100);
+    // Every code shorter than 8 characters is stored padded: '10115   '.
+    await withClient(db, (c) => c.query('ALTER TABLE customers ALTER postal_code TYPE char(8) USING left(postal_code, 8)'));
+    const first = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'first', '--store', 'off']));
+    expect(first.code, first.stderr).toBe(0);
+    expect(summaryOf(first)['written']).toBeGreaterThan(0);
+    const second = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'second', '--store', 'off']));
+    expect(second.code, second.stderr).toBe(0);
+    expect(summaryOf(second)).toMatchObject({ state: 'done', rows: 100, written: 0 });
   }, 60_000);
 });

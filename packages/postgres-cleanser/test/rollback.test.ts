@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanseArgs, COLUMNS, createCustomers, rowTexts, runCli, startEnv, summaryOf, withClient } from './support.js';
+import pg from 'pg';
+import { cleanseArgs, COLUMNS, createCustomers, rowTexts, runCli, runWithin, spawnCli, startEnv, summaryOf, until, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -98,6 +99,56 @@ describe('dq-pg rollback', () => {
     expect(JSON.parse(undoC.stdout)).toMatchObject({ conflicts: 0 });
     expect(await rowTexts(db)).toEqual(original);
   });
+
+  it('a row another session holds locked: rollback ends in bounded time with exit 75, a killed rollback commits nothing later, and the rerun restores every row', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 60);
+    const original = await rowTexts(db);
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'held', '--store', 'off']));
+    expect(run.code, run.stderr).toBe(0);
+    const cleaned = await rowTexts(db);
+    const id = [...original.keys()].find((k) => cleaned.get(k) !== original.get(k));
+    if (id === undefined) throw new Error('the run corrected no row');
+    // Other dq-pg sessions of this database (none once every command ended).
+    const busy = (): Promise<number> =>
+      withClient(db, async (c) => {
+        const { rows } = await c.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'dq-pg'`,
+        );
+        return rows[0]?.n ?? 0;
+      });
+
+    // An application's open transaction holds one audited row.
+    const other = new pg.Client({ connectionString: db });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM customers WHERE id = $1 FOR UPDATE', [id]);
+      const started = Date.now();
+      const undo = await runWithin(['rollback', '--db', db, '--run', 'held'], 30_000);
+      expect(undo.signal, 'the rollback waited for the lock until it was killed').toBeNull();
+      expect(undo.code, undo.stderr).toBe(75);
+      expect(Date.now() - started).toBeLessThan(20_000);
+      expect(undo.stderr).toContain('dq-pg: db-locked: "public"."customers"');
+      expect(undo.stderr).toContain('rerun dq-pg rollback --run held once the lock is released');
+
+      // A rollback killed (a scheduler's timeout) while it waits for the row: once the row is
+      // released, nothing of its batch commits by itself.
+      const killed = spawnCli(['rollback', '--db', db, '--run', 'held']);
+      await new Promise((r) => setTimeout(r, 1_000));
+      killed.child.kill('SIGKILL');
+      await killed.done;
+      await other.query('ROLLBACK');
+      await until('the killed rollback session to end', async () => (await busy()) === 0, 20_000);
+      expect(await rowTexts(db)).toEqual(cleaned);
+    } finally {
+      await other.end();
+    }
+
+    const again = await runCli(['rollback', '--db', db, '--run', 'held']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(await rowTexts(db)).toEqual(original);
+  }, 60_000);
 
   it('refuses to roll back a run id that does not exist, naming it', async () => {
     const db = await env.pg.createDatabase();

@@ -36,4 +36,29 @@ describe('dq-pg and a table changed under a run', () => {
     expect(summaryOf(resumed)).toMatchObject({ state: 'done' });
     expect(await resultRows(db, 'renamed')).toBe(400);
   }, 90_000);
+
+  it("a mapped column's type widened mid-run (as after value-too-long): exit 75 saying the definition changed, and the rerun with the run id completes", async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 200);
+    env.sandbox.setFaults({ batch: { latencyMs: 300 }, validate: { latencyMs: 300 } });
+    try {
+      const args = cleanseArgs(db, env.sandbox, ['--run-id', 'widened', '--batch-size', '20', '--workers', '1']);
+      const { done } = spawnCli(args);
+      for (let i = 0; i < 200 && (await resultRows(db, 'widened')) === 0; i += 1) await new Promise((r) => setTimeout(r, 50));
+      expect(await resultRows(db, 'widened')).toBeGreaterThan(0);
+      await withClient(db, (c) => c.query('ALTER TABLE customers ALTER COLUMN postal_code TYPE varchar(60)'));
+      const run = await done;
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(run.stderr).not.toContain('this is a bug');
+      expect(run.stderr).toContain('dq-pg: table-changed: the definition of public.customers changed while dq-pg worked on it');
+      expect(run.stderr).toContain('rerun with --run-id widened');
+      expect(run.code).toBe(75);
+    } finally {
+      env.sandbox.setFaults({});
+    }
+    const resumed = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'widened', '--batch-size', '20', '--workers', '1']));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(summaryOf(resumed)).toMatchObject({ state: 'done' });
+    expect(await resultRows(db, 'widened')).toBe(200);
+  }, 90_000);
 });

@@ -62,6 +62,49 @@ describe('dq-pg and rows the table refuses to take', () => {
     expect(summaryOf(run)['written'] as number).toBeGreaterThan(0);
   }, 60_000);
 
+  it('a DEFERRABLE INITIALLY DEFERRED unique constraint a correction violates: only that row is refused and named, the others written', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 300);
+    await withClient(db, async (c) => {
+      await c.query(`DELETE FROM customers a USING customers b WHERE a.id > b.id
+                       AND a.street IS NOT DISTINCT FROM b.street AND a.house_number IS NOT DISTINCT FROM b.house_number`);
+      await c.query(`ALTER TABLE customers ADD CONSTRAINT customers_address UNIQUE (street, house_number) DEFERRABLE INITIALLY DEFERRED`);
+    });
+    const original = await rowTexts(db);
+    const run = await runWithin(cleanseArgs(db, env.sandbox, ['--run-id', 'deferred', '--batch-size', '100', '--workers', '1']), 30_000);
+    expect(run.stderr).not.toContain('write-refused: ');
+    expect(run.code, run.stderr).toBe(0);
+    const refused = await refusals(db, 'deferred');
+    expect(refused.length).toBeGreaterThan(0);
+    const after = await rowTexts(db);
+    for (const r of refused) {
+      expect(after.get(r.row_key)).toBe(original.get(r.row_key));
+      expect(r.error.message).toContain('customers_address');
+    }
+    expect(summaryOf(run)['written'] as number).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("a validation trigger raising an error code of the application's own (U0001): those rows are refused and named, the run goes on", async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 100);
+    await withClient(db, async (c) => {
+      await c.query(`CREATE FUNCTION check_street() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                       IF length(NEW.street) > 15 THEN RAISE EXCEPTION 'street % is too long', NEW.street USING ERRCODE = 'U0001'; END IF;
+                       RETURN NEW; END $$`);
+      await c.query(`CREATE TRIGGER check_street BEFORE UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION check_street()`);
+    });
+    const original = await rowTexts(db);
+    const run = await runWithin(cleanseArgs(db, env.sandbox, ['--run-id', 'own-code', '--batch-size', '50']), 30_000);
+    expect(run.stderr).not.toContain('this is a bug');
+    expect(run.code, run.stderr).toBe(0);
+    const refused = await refusals(db, 'own-code');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]!.error.message).toContain('SQLSTATE U0001');
+    const after = await rowTexts(db);
+    for (const r of refused) expect(after.get(r.row_key)).toBe(original.get(r.row_key));
+    expect(summaryOf(run)['written'] as number).toBeGreaterThan(0);
+  }, 60_000);
+
   it('a page with rows the table refuses and rows another session holds locked: one lock wait, not one per held row', async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 100);
