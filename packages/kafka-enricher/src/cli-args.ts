@@ -46,7 +46,7 @@ Options (each also as an environment variable DQ_KAFKA_<NAME>, e.g. DQ_KAFKA_BRO
 ${ENGINE_FLAGS_USAGE}
   --retry-max-ms <ms>       how long one batch may stay unavailable (5xx, timeouts, 429) before
                             the run ends with exit 75, default 600000; it is never dead-lettered
-  --drain-timeout-ms <ms>   on SIGTERM, time to finish in-flight work, default 20000
+  --drain-timeout-ms <ms>   on SIGTERM, time to finish the calls under way, default 20000
   --session-timeout-ms <ms> consumer group session timeout, default 30000
   --create-topics           let the brokers create a missing output or DLQ topic at start
                             (their auto-creation, default partitions); without it a missing
@@ -80,7 +80,8 @@ settings the brokers refused: the line names the setting to fix),
 3 key/account/quota stopped the run (nothing unprocessed is committed; fix it, then restart),
 5 the spending cap --max-calls was reached (what was delivered is committed; restart to go on),
 75 Kafka or the platform stayed unavailable, or the drain after SIGTERM/SIGINT did not finish
-within --drain-timeout-ms (restart later; uncommitted messages are re-read).
+within --drain-timeout-ms or was cut short by a second SIGINT (restart later; uncommitted
+messages are re-read).
 `;
 
 /** What the CLI runs: help, or an enricher with these options and extras. */

@@ -6,7 +6,7 @@ import { resolveRetryOptions, retryDelay, sleep } from '@dq/core/transport';
 import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
-import { FlowControl } from './flow-control.js';
+import { CallWindow, FlowControl } from './flow-control.js';
 import { MapCheck } from './map-check.js';
 import { createKafka } from './kafka-client.js';
 import { METRIC, Metrics } from './metrics.js';
@@ -56,8 +56,9 @@ export interface EnricherOutcome {
   exitCode: ExitCode;
   /**
    * `stop`: {@link Enricher.stop} was called (SIGTERM) and the drain finished; `drain-timeout`: it was
-   * called but in-flight work was still unfinished after `drainTimeoutMs` (handed back uncommitted);
-   * `fatal`: a failure ended the run.
+   * called but in-flight work was still unfinished after `drainTimeoutMs`, or the drain was cut
+   * short by `stop({ now: true })` (a second SIGINT); the unfinished work is handed back
+   * uncommitted. `fatal`: a failure ended the run.
    */
   reason: 'stop' | 'drain-timeout' | 'fatal';
   /** What ended a fatal run or a drain that timed out: code, message (naming the partition and offsets) and request id. */
@@ -75,10 +76,12 @@ export interface Enricher {
   /** Connects, joins the group and consumes until {@link stop} or a fatal failure; never rejects. */
   run(): Promise<EnricherOutcome>;
   /**
-   * Graceful stop: fetching stops, in-flight work is finished for up to `drainTimeoutMs` (the rest is
-   * handed back uncommitted), offsets of finished work are committed, the group is left.
+   * Graceful stop: fetching stops, the calls under way are finished and what is answered delivered,
+   * for up to `drainTimeoutMs`; the rest is handed back uncommitted; offsets of finished work are
+   * committed, the group is left. Called again with `now`, during the drain: the drain ends at once,
+   * as if its time had run out.
    */
-  stop(): void;
+  stop(options?: { now?: boolean }): void;
 }
 
 /** Creates an enricher; nothing connects until `run()`. */
@@ -107,12 +110,17 @@ class KafkaEnricher implements Enricher {
   /** Messages still in flight when a graceful drain ran out of time (undefined: it did not). */
   #undrained: number | undefined;
   #shutdown: Promise<void> | undefined;
+  /** Set when the drain is to end at once (a second SIGINT). */
+  #cutShort: (() => void) | undefined;
+  readonly #cut = new Promise<'cut'>((resolve) => (this.#cutShort = () => resolve('cut')));
+  #wasCut = false;
   #stopRequested!: () => void;
   readonly #stopSignal = new Promise<void>((resolve) => (this.#stopRequested = resolve));
   #engine: Engine | undefined;
   #consumer: Consumer | undefined;
   #producer: Producer | undefined;
   #flow: FlowControl | undefined;
+  #calls: CallWindow | undefined;
   readonly #mapCheck: MapCheck;
   readonly #connect: Connect;
 
@@ -134,8 +142,12 @@ class KafkaEnricher implements Enricher {
     return { ok: this.#state === 'running' && this.#joined, state: this.#joined || this.#state !== 'running' ? this.#state : 'joining' };
   }
 
-  stop(): void {
+  stop(options: { now?: boolean } = {}): void {
     this.#stopRequested();
+    if (options.now) {
+      this.#wasCut = true;
+      this.#cutShort?.();
+    }
   }
 
   async run(): Promise<EnricherOutcome> {
@@ -173,6 +185,8 @@ class KafkaEnricher implements Enricher {
         createPartitioner: orderPreservingPartitioner,
       }));
       this.#flow = new FlowControl(() => this.#consumer!, this.metrics, o.maxInFlight);
+      // The engine's own default is 32 connections, and at least one per worker thread.
+      this.#calls = new CallWindow(Math.max(o.engine?.concurrency ?? 32, o.engine?.threads ?? 0));
       await connect('producer', () => producer.connect());
       await this.#startConsumer(kafka);
       if (this.#state === 'starting') this.#state = 'running';
@@ -294,6 +308,7 @@ class KafkaEnricher implements Enricher {
       engine: this.#engine!,
       producer: this.#producer!,
       flow: this.#flow!,
+      calls: this.#calls!,
       metrics: this.metrics,
       logger: this.#logger,
       map: o.map,
@@ -362,14 +377,22 @@ class KafkaEnricher implements Enricher {
       const pipelines = [...this.#pipelines.values()];
       if (this.#consumer && this.#joined) this.#flow?.pauseTopic(this.#o.inputTopic);
       if (graceful) {
-        this.#logger.info('draining: finishing in-flight work', { inFlight: this.#flow?.inFlight ?? 0, drainTimeoutMs: this.#o.drainTimeoutMs });
+        // Only the work under way is finished: the calls started and what is answered. Messages
+        // whose calls have not started go back to Kafka uncommitted, so a stop during a backlog
+        // ends in seconds, not after the whole in-flight budget was bought at the rate limit.
+        this.#calls?.close();
+        this.#logger.info('draining: finishing the calls under way and delivering what is answered; the rest is handed back uncommitted', {
+          inFlight: this.#flow?.inFlight ?? 0,
+          drainTimeoutMs: this.#o.drainTimeoutMs,
+        });
         let timer: NodeJS.Timeout | undefined;
         const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.#o.drainTimeoutMs)));
-        const drained = await Promise.race([Promise.all(pipelines.map((p) => p.idle())), timedOut]);
+        const drained = await Promise.race([Promise.all(pipelines.map((p) => p.drain())), timedOut, this.#cut]);
         clearTimeout(timer);
-        if (drained === 'timeout') {
+        if (drained === 'timeout' || drained === 'cut') {
           this.#undrained = this.#flow?.inFlight ?? 0;
-          this.#logger.error('the drain ran out of time: unfinished work is handed back uncommitted', {
+          const why = drained === 'cut' ? 'the drain was cut short by a second SIGINT' : 'the drain ran out of time';
+          this.#logger.error(`${why}: unfinished work is handed back uncommitted`, {
             inFlight: this.#undrained,
             drainTimeoutMs: this.#o.drainTimeoutMs,
           });
@@ -410,7 +433,8 @@ class KafkaEnricher implements Enricher {
     const err = this.#fatal;
     if (err === undefined && this.#undrained !== undefined) {
       // A scheduler must not read a drain cut short as success: the work is not done.
-      const message = `the drain did not finish within --drain-timeout-ms ${this.#o.drainTimeoutMs}: ${this.#undrained} messages taken from Kafka were not delivered; their offsets stay uncommitted and are re-read on the next start`;
+      const why = this.#wasCut ? 'the drain was cut short by a second SIGINT' : `the drain did not finish within --drain-timeout-ms ${this.#o.drainTimeoutMs}`;
+      const message = `${why}: ${this.#undrained} messages taken from Kafka were not delivered; their offsets stay uncommitted and are re-read on the next start`;
       return { exitCode: ExitCode.TEMPFAIL, reason: 'drain-timeout', error: { code: 'drain-timeout', message }, report };
     }
     if (err === undefined) {

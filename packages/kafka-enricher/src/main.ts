@@ -34,8 +34,25 @@ export async function main(argv: readonly string[]): Promise<number> {
   const enricher = createEnricher({ ...command.options, logger, metrics, onHint });
   let server: MetricsServer | undefined;
   let hardBound: NodeJS.Timeout | undefined;
+  let stopping = false;
+  // Every signal is handled for the whole run: with a one-time handler a repeated SIGTERM (a
+  // supervisor that signals again, a script's own timeout) would kill the process mid-drain, with
+  // no summary and no documented exit code. A repeated SIGTERM leaves the drain to finish; a second
+  // SIGINT, an operator pressing Ctrl-C again, ends it at once (exit 75, unfinished work uncommitted).
   const onSignal = (signal: NodeJS.Signals): void => {
-    logger.info('signal received: stopping fetches, finishing in-flight work, committing, leaving the group', { signal });
+    if (stopping) {
+      const now = signal === 'SIGINT';
+      logger.warn(
+        now
+          ? 'second SIGINT: ending the drain now; unfinished work is handed back uncommitted'
+          : 'signal received again: the drain is under way and ends with the summary line; a second SIGINT ends it at once',
+        { signal },
+      );
+      if (now) enricher.stop({ now: true });
+      return;
+    }
+    stopping = true;
+    logger.info('signal received: stopping fetches, finishing the calls under way, committing, leaving the group', { signal });
     enricher.stop();
     // Bounded shutdown: whatever is uncommitted by then is re-read by the group (at least once).
     // The work is not done, so a scheduler must not see success: 75, retry later. Not unref'd: with
@@ -50,8 +67,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       (command.options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS) + SHUTDOWN_GRACE_MS,
     );
   };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   try {
     if (command.metricsPort !== undefined) {
       server = await startMetricsServer(metrics, () => enricher.healthy(), command.metricsPort);
@@ -79,6 +96,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(failure.text);
     return failure.exitCode;
   } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
     clearTimeout(hardBound);
     await server?.close();
   }

@@ -3,7 +3,8 @@ import type { EngineRecord, RecordResult } from '@dq/core';
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import { extractRecord } from './field-map.js';
 import type { FieldMap, FieldMapping } from './field-map.js';
-import { tooLarge } from './message-size.js';
+import { memberValueSpans, replaceSpans } from './json-members.js';
+import { messageBytes, tooLarge } from './message-size.js';
 
 /** Where an input message came from. */
 export interface SourcePosition {
@@ -36,6 +37,8 @@ export const DLQ_HEADERS = {
   partition: 'dq-original-partition',
   offset: 'dq-original-offset',
   requestId: 'dq-request-id',
+  /** What a dead letter too large for --max-message-bytes leaves out: `value`, `headers`, `key`. */
+  leftOut: 'dq-left-out',
 } as const;
 
 /**
@@ -60,7 +63,9 @@ export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
   const text = message.value.toString('utf8');
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // A leading byte order mark is not JSON (RFC 8259 section 8.1 lets a reader ignore it), but
+    // some producers write one: it is read past here and kept in the output, byte for byte.
+    parsed = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (err) {
     return { kind: 'reject', message, code: 'not-json', reason: `the value is not JSON: ${(err as Error).message}` };
   }
@@ -75,11 +80,11 @@ export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
 }
 
 /**
- * The enriched message: same key and headers, the original value with a `dqField` member added
- * (replacing one of that name): status, class, the corrected address or company hit, the request id,
- * when the platform gave the answer (`checkedAt`; an answer from the result store keeps its own)
- * and the input position. The original members keep their exact text (number precision, order,
- * spacing) unless a `dqField` member had to be replaced.
+ * The enriched message: same key, headers and timestamp, the original value with a `dqField` member
+ * added (replacing the value of one of that name): status, class, the corrected address or company
+ * hit, the request id, when the platform gave the answer (`checkedAt`; an answer from the result
+ * store keeps its own) and the input position. The original members keep their exact text (number
+ * precision, order, spacing), also when a `dqField` member's value is replaced.
  */
 export function enrichedMessage(decoded: Extract<Decoded, { kind: 'record' }>, result: RecordResult, source: SourcePosition, dqField: string): Message {
   const dq: Record<string, unknown> = { status: result.status };
@@ -96,17 +101,21 @@ export function enrichedMessage(decoded: Extract<Decoded, { kind: 'record' }>, r
   if (result.checkedAt !== undefined) dq['checkedAt'] = result.checkedAt;
   dq['source'] = { topic: source.topic, partition: source.partition, offset: source.offset };
   const { message } = decoded;
-  return { key: message.key, value: withMember(decoded, dqField, dq), headers: copyHeaders(message.headers) };
+  return { key: message.key, value: withMember(decoded, dqField, dq), headers: copyHeaders(message.headers), timestamp: inputTimestamp(message) };
 }
 
 /**
  * The value's JSON text with `name: member` appended. The text parsed as an object, so its last
  * non-whitespace character is its closing brace: splicing there costs one small stringify instead
- * of re-serialising the whole value. A value that already has `name` is rebuilt so it is replaced.
+ * of re-serialising the whole value. A value that already has `name` (an output fed back in, or
+ * one enriched in another mode) has that member's value replaced where it stands, every other byte
+ * kept. Where the name occurs more than once at the top level, each occurrence is replaced: JSON
+ * readers differ in which duplicate they take (JSON.parse the last, others the first), and each
+ * must read this answer, not an older one.
  */
 function withMember(decoded: Extract<Decoded, { kind: 'record' }>, name: string, member: unknown): string {
   const { value, text } = decoded;
-  if (Object.hasOwn(value, name)) return JSON.stringify({ ...value, [name]: member });
+  if (Object.hasOwn(value, name)) return replaceSpans(text, memberValueSpans(text, name), JSON.stringify(member));
   const close = text.lastIndexOf('}');
   return `${text.slice(0, close)}${hasMembers(value) ? ',' : ''}${JSON.stringify(name)}:${JSON.stringify(member)}}`;
 }
@@ -137,24 +146,60 @@ export interface DlqReason {
 }
 
 /**
- * The dead-letter message: original key, value and headers, plus the dq-* headers. When that is
- * larger than `maxBytes` (the original value was, already), the value is left out and the message
- * header says where to read it (README "Message size").
+ * The dead-letter message: original key, value, headers and timestamp, plus the dq-* headers. When
+ * that is larger than `maxBytes`, a send the brokers would refuse on every start (so the partition
+ * would never move on), parts of the original are left out until it fits, in this order: the value
+ * (which the limit is usually about), then the original headers, then the key; the dq-* headers
+ * stay. `dq-left-out` names what was left out and `dq-error-message` says where to read it (README
+ * "Message size").
  */
 export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason: DlqReason, maxBytes = Infinity): Message {
-  const headers = copyHeaders(message.headers);
-  headers[DLQ_HEADERS.code] = reason.code;
+  const own: IHeaders = {};
+  own[DLQ_HEADERS.code] = reason.code;
   // Header values are bytes; keep them short enough for any broker's limits.
-  headers[DLQ_HEADERS.message] = reason.message.slice(0, 1000);
-  headers[DLQ_HEADERS.topic] = source.topic;
-  headers[DLQ_HEADERS.partition] = String(source.partition);
-  headers[DLQ_HEADERS.offset] = source.offset;
-  if (reason.requestId !== undefined) headers[DLQ_HEADERS.requestId] = reason.requestId;
-  const letter: Message = { key: message.key, value: message.value, headers };
+  own[DLQ_HEADERS.message] = reason.message.slice(0, 1000);
+  own[DLQ_HEADERS.topic] = source.topic;
+  own[DLQ_HEADERS.partition] = String(source.partition);
+  own[DLQ_HEADERS.offset] = source.offset;
+  if (reason.requestId !== undefined) own[DLQ_HEADERS.requestId] = reason.requestId;
+  const timestamp = inputTimestamp(message);
+  const letter: Message = { key: message.key, value: message.value, headers: { ...copyHeaders(message.headers), ...own }, timestamp };
   if (!tooLarge(letter, maxBytes)) return letter;
-  const left = `the value (${message.value?.length ?? 0} bytes) is left out here: read it from ${source.topic} partition ${source.partition} offset ${source.offset} while the topic keeps it`;
-  headers[DLQ_HEADERS.message] = `${reason.message.slice(0, 700)}; ${left}`;
-  return { key: message.key, value: EMPTY, headers };
+
+  // Left out in turn until the dead letter fits.
+  const copied = copyHeaders(message.headers);
+  const sizes = {
+    value: message.value?.length ?? 0,
+    headers: messageBytes({ value: null, headers: copied }) - messageBytes({ value: null }),
+    key: message.key?.length ?? 0,
+  };
+  const parts: Array<keyof typeof sizes> = [];
+  const build = (): Message => {
+    const left = parts.map((p) => `the ${p} (${sizes[p]} bytes)`);
+    const what = left.length === 1 ? `${left[0]!} is` : `${left.slice(0, -1).join(', ')} and ${left[left.length - 1]!} are`;
+    own[DLQ_HEADERS.leftOut] = parts.join(',');
+    own[DLQ_HEADERS.message] =
+      `${reason.message.slice(0, 700)}; ${what} left out here: read ${left.length === 1 ? 'it' : 'them'} from ${source.topic} partition ${source.partition} offset ${source.offset} while the topic keeps it`;
+    return {
+      key: parts.includes('key') ? null : message.key,
+      value: EMPTY,
+      headers: parts.includes('headers') ? { ...own } : { ...copied, ...own },
+      timestamp,
+    };
+  };
+  parts.push('value');
+  let reduced = build();
+  if (tooLarge(reduced, maxBytes) && sizes.headers > 0) {
+    parts.push('headers');
+    reduced = build();
+  }
+  if (tooLarge(reduced, maxBytes) && sizes.key > 0) {
+    parts.push('key');
+    reduced = build();
+  }
+  // Only dq's own headers are left: a reason text long enough to break the limit alone is cut.
+  if (tooLarge(reduced, maxBytes)) reduced.headers![DLQ_HEADERS.message] = String(own[DLQ_HEADERS.message]).slice(0, 200);
+  return reduced;
 }
 
 /**
@@ -201,3 +246,13 @@ function copyHeaders(headers: IHeaders | undefined): IHeaders {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * The input message's timestamp, for its output and dead letter: the event time stays with the
+ * message (windows and backfills downstream read it, and a dead letter outlives the input's
+ * retention). None (the producer's time) for a message that has none (-1).
+ */
+function inputTimestamp(message: KafkaMessage): string | undefined {
+  const t = message.timestamp;
+  return t === undefined || t === null || t === '' || t.startsWith('-') ? undefined : t;
+}

@@ -5,7 +5,7 @@ import type { KafkaMessage, Message, Producer, TopicMessages } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
 import { causes } from './kafka-settings.js';
 import type { FieldMap } from './field-map.js';
-import type { FlowControl } from './flow-control.js';
+import type { CallWindow, FlowControl } from './flow-control.js';
 import type { MapCheck } from './map-check.js';
 import { decodeMessage, dlqMessage, enrichedMessage, invalidInputReason } from './message-codec.js';
 import type { Decoded, DlqReason, SourcePosition } from './message-codec.js';
@@ -19,6 +19,8 @@ export interface PipelineContext {
   engine: Engine;
   producer: Producer;
   flow: FlowControl;
+  /** Admits records to the engine, over all partitions; closed by a graceful stop. */
+  calls: CallWindow;
   metrics: Metrics;
   logger: Logger;
   map: FieldMap;
@@ -53,7 +55,10 @@ interface Chunk {
 
 interface Answered {
   decoded: Decoded[];
-  /** Results of the decoded records, in order (rejects have none). */
+  /**
+   * Results of the decoded records, in order (rejects have none). During a graceful stop only those
+   * of the records whose calls had started: fewer, and some may be `unavailable`.
+   */
   results: RecordResult[];
 }
 
@@ -72,6 +77,8 @@ export class PartitionPipeline {
   readonly #ctx: PipelineContext;
   readonly #queue: Chunk[] = [];
   readonly #abort = new AbortController();
+  /** Aborted by {@link drain}: retry waits end, and no engine work starts. */
+  readonly #drain = new AbortController();
   readonly #previous: Promise<void>;
   /** Set once the previous pipeline of the partition settled: engine calls may start. */
   #ready = false;
@@ -137,18 +144,39 @@ export class PartitionPipeline {
     return this.idle();
   }
 
+  /**
+   * Graceful stop: finishes only the work already under way. Queued chunks whose engine work has not
+   * started are handed back at once; a started chunk is delivered up to its first message whose
+   * call had not started when the call window closed (or came back unavailable), and committed up
+   * to there; the rest of it and every later chunk are handed back uncommitted, for whoever reads
+   * the partition next (answers already paid for are in the result store). Chunks in a retry wait
+   * are handed back without waiting. Resolves when the pipeline is idle.
+   */
+  drain(): Promise<void> {
+    this.#drain.abort();
+    const unstarted = this.#queue.findIndex((c) => c.answered === undefined);
+    if (unstarted >= 0) {
+      // The loop holds the first chunk; it hands that back itself.
+      const dropped = this.#queue.splice(Math.max(unstarted, this.#running ? 1 : 0));
+      this.#ctx.flow.release(dropped.reduce((n, c) => n + c.messages.length, 0));
+    }
+    return this.idle();
+  }
+
   async #loop(): Promise<void> {
     await this.#previous;
     this.#ready = true;
     while (this.#queue.length > 0) {
       this.#startAhead();
       const chunk = this.#queue[0]!;
+      let complete = false;
       try {
-        if (!this.#abort.signal.aborted) {
+        // A chunk not started when a drain began is handed back.
+        if (!this.#abort.signal.aborted && chunk.answered !== undefined) {
           // Not past a cancel: a call its HTTP client leaves pending, deaf to the abort, must not hold
           // the shutdown (the process would end with no summary and Node's exit code 13).
-          const answered = await untilAborted(chunk.answered!, this.#abort.signal);
-          if (!this.#abort.signal.aborted) await this.#deliver(chunk, answered);
+          const answered = await untilAborted(chunk.answered, this.#abort.signal);
+          if (!this.#abort.signal.aborted) complete = await this.#deliver(chunk, answered);
         }
       } catch (err) {
         if (!this.#abort.signal.aborted) this.#ctx.onFatal(err);
@@ -157,7 +185,8 @@ export class PartitionPipeline {
         this.#queue.shift();
         this.#ctx.flow.release(chunk.messages.length);
       }
-      if (this.#abort.signal.aborted) {
+      // Past a chunk not delivered whole, nothing can be committed: the rest goes back too.
+      if (this.#abort.signal.aborted || (this.#drain.signal.aborted && !complete)) {
         this.#ctx.flow.release(this.#queue.splice(0).reduce((n, c) => n + c.messages.length, 0));
       }
     }
@@ -165,7 +194,7 @@ export class PartitionPipeline {
 
   /** Starts the engine work of the first {@link LOOKAHEAD_CHUNKS} queued chunks not yet started. */
   #startAhead(): void {
-    if (!this.#ready || this.#abort.signal.aborted) return;
+    if (!this.#ready || this.#abort.signal.aborted || this.#drain.signal.aborted) return;
     const end = Math.min(LOOKAHEAD_CHUNKS, this.#queue.length);
     for (let i = 0; i < end; i++) {
       const chunk = this.#queue[i]!;
@@ -187,11 +216,18 @@ export class PartitionPipeline {
     return { decoded, results };
   }
 
-  async #deliver(chunk: Chunk, { decoded, results }: Answered): Promise<void> {
+  /**
+   * Sends a chunk's output and dead letters and commits after them. During a drain, only up to its
+   * first record without an answer (see {@link drain}); false when the chunk was not delivered whole.
+   */
+  async #deliver(chunk: Chunk, answered: Answered): Promise<boolean> {
     const ctx = this.#ctx;
     const limit = ctx.maxMessageBytes;
+    const { decoded, results } = deliverable(answered);
+    if (decoded.length === 0) return false;
+    const complete = decoded.length === answered.decoded.length;
     const first = chunk.messages[0]!.offset;
-    const last = chunk.messages[chunk.messages.length - 1]!.offset;
+    const last = decoded[decoded.length - 1]!.message.offset;
     const out: Message[] = [];
     const dlq: Message[] = [];
     const dlqReasons = new Map<string, number>();
@@ -231,6 +267,7 @@ export class PartitionPipeline {
     await ctx.commit(this.topic, this.partition, next);
     this.#toCommit = BigInt(next);
     this.#showLag(BigInt(chunk.highWatermark));
+    return complete;
   }
 
   /** Sets the lag gauge: the highest high watermark seen minus the next offset to commit. */
@@ -259,7 +296,8 @@ export class PartitionPipeline {
   /** Engine results for `records`; repeats the whole chunk while any record is unavailable. */
   async #answer(records: Parameters<Engine['process']>[0], first: string, last: string): Promise<RecordResult[]> {
     const ctx = this.#ctx;
-    const signal = this.#abort.signal;
+    // A drain ends a retry wait: the chunk is handed back rather than held past the stop.
+    const signal = AbortSignal.any([this.#abort.signal, this.#drain.signal]);
     let paused = false;
     // When the retrier gives up: it counts --retry-max-ms from its first attempt, which starts now.
     const givesUpAt = new Date(Date.now() + ctx.retryMaxMs).toISOString();
@@ -267,6 +305,8 @@ export class PartitionPipeline {
       return await retry(
         async ({ attempt, remainingMs }) => {
           const results = await this.#attempt(records, attempt, remainingMs);
+          // A drain delivers what was answered, up to the first unavailable record, and repeats nothing.
+          if (this.#drain.signal.aborted) return results;
           const unavailable = results.filter((x) => x.status === 'unavailable');
           if (unavailable.length > 0) {
             const e = unavailable[0]!.error;
@@ -309,6 +349,7 @@ export class PartitionPipeline {
         },
       );
     } catch (err) {
+      if (this.#handedBack(err)) return [];
       if (err instanceof RetriesExhaustedError) {
         throw new KafkaEnricherError(
           'retry-budget-exhausted',
@@ -331,10 +372,10 @@ export class PartitionPipeline {
    */
   async #attempt(records: Parameters<Engine['process']>[0], attempt: number, remainingMs: number): Promise<RecordResult[]> {
     const signal = this.#abort.signal;
-    if (attempt === 1) return this.#ctx.engine.process(records, { signal });
+    if (attempt === 1) return this.#process(records, signal);
     const budget = AbortSignal.timeout(Math.max(1, remainingMs));
     try {
-      return await this.#ctx.engine.process(records, { signal: AbortSignal.any([signal, budget]) });
+      return await this.#process(records, AbortSignal.any([signal, budget]));
     } catch (err) {
       if (!budget.aborted || signal.aborted) throw err;
       throw new RetriesExhaustedError(`Gave up after ${attempt} attempts: the retry time budget ran out during the last one`, {
@@ -342,6 +383,40 @@ export class PartitionPipeline {
         cause: err,
       });
     }
+  }
+
+  /**
+   * `records` through the engine in slices, each once the call window admits it, all answered at
+   * once. Once the window is closed (a drain) no further slice starts: the results are then those
+   * of the slices started, a prefix of `records`. The drain does not abort a started slice: its
+   * calls are under way (or queued right behind them) and are finished.
+   */
+  async #process(records: Parameters<Engine['process']>[0], signal: AbortSignal): Promise<RecordResult[]> {
+    const { engine, calls } = this.#ctx;
+    const started: Array<Promise<RecordResult[]>> = [];
+    try {
+      for (let i = 0; i < records.length; i += calls.slice) {
+        const slice = records.slice(i, i + calls.slice);
+        if (!(await calls.acquire(slice.length, signal))) break;
+        const answer = engine.process(slice, { signal }).finally(() => calls.release(slice.length));
+        // Observed at once: a slice may fail while the next one waits for the window.
+        answer.catch(() => undefined);
+        started.push(answer);
+      }
+    } finally {
+      // On a failure the started slices still settle (the abort reaches them) before it is passed on.
+      if (started.length > 0) await Promise.allSettled(started);
+    }
+    return (await Promise.all(started)).flat();
+  }
+
+  /** Whether `err` ended a chunk's retries only because a drain began: it is then handed back. */
+  #handedBack(err: unknown): boolean {
+    if (!this.#drain.signal.aborted || this.#abort.signal.aborted) return false;
+    // The retrier reports an abort as `aborted`, with the failure it was about to repeat as cause:
+    // an unavailable batch is handed back; anything else (a run stop) still ends the run.
+    const cause = (err as { code?: unknown; cause?: unknown }).code === 'aborted' ? (err as { cause?: unknown }).cause : err;
+    return cause === undefined || cause === this.#drain.signal.reason || (cause instanceof KafkaEnricherError && cause.code === 'unavailable');
   }
 
   #where(first: string, last: string): string {
@@ -402,4 +477,21 @@ function untilAborted<T>(answer: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
+}
+
+/**
+ * What of an answered chunk can be delivered: all of it, or during a drain its messages up to the
+ * first record without an answer (its call had not started) or answered `unavailable`, with the
+ * results of the records among them.
+ */
+function deliverable(answered: Answered): Answered {
+  const { decoded, results } = answered;
+  let r = 0;
+  for (let i = 0; i < decoded.length; i++) {
+    if (decoded[i]!.kind !== 'record') continue;
+    const result = results[r];
+    if (result === undefined || result.status === 'unavailable') return { decoded: decoded.slice(0, i), results: results.slice(0, r) };
+    r++;
+  }
+  return answered;
 }

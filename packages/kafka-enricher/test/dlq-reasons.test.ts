@@ -1,4 +1,5 @@
 import { afterAll, expect, it } from 'vitest';
+import { Kafka, logLevel } from 'kafkajs';
 import { cliArgs, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { dataset, killIfRunning, MAP, produce, readTopic, spawnEnricher } from '@dq/test-support/kafka';
@@ -69,7 +70,34 @@ it('a --map pointer with a typo: the whole topic goes to the DLQ, and one hint l
   ]);
 }, 120_000);
 
-it('a dead letter produced to the input again: its old dq-* headers are not carried into the output, nor left in a new dead letter', async () => {
+/** The first `count` messages of `topics`, from the start: topic, partition, headers and timestamp. */
+async function readStamped(
+  brokers: string[],
+  topics: string[],
+  count: number,
+): Promise<Array<{ topic: string; partition: number; headers: Record<string, string>; timestamp: string }>> {
+  const consumer = new Kafka({ brokers, clientId: 'dq-test', logLevel: logLevel.NOTHING }).consumer({ groupId: uniqueGroup('reader'), sessionTimeout: 6000 });
+  const all: Array<{ topic: string; partition: number; headers: Record<string, string>; timestamp: string }> = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics, fromBeginning: true });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`read ${all.length} of ${count} messages in 60 s`)), 60_000);
+      void consumer.run({
+        eachMessage: async ({ topic, partition, message }) => {
+          const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
+          all.push({ topic, partition, headers, timestamp: message.timestamp });
+          if (all.length >= count) resolve(clearTimeout(timer));
+        },
+      });
+    });
+  } finally {
+    await consumer.disconnect();
+  }
+  return all;
+}
+
+it('a dead letter produced to the input again: its old dq-* headers are not carried into the output, nor left in a new dead letter; both keep the input timestamp', async () => {
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   // What the DLQ held for a 400, re-driven by hand after the input was corrected (or not).
   const old = {
@@ -83,17 +111,20 @@ it('a dead letter produced to the input again: its old dq-* headers are not carr
   };
   const value = (street: string | undefined): string =>
     JSON.stringify({ address: { street, houseNumber: '9', postalCode: '10115', locality: 'Berlin', country: 'DE' } });
+  // Event times of last week: the output and the dead letter carry them, not the time of the send.
+  const [t0, t1] = [String(Date.now() - 7 * 86_400_000), String(Date.now() - 6 * 86_400_000)];
   await produce(kafka.brokers, names.input, [
-    { key: 'k', headers: old, value: value('Lindenweg') },
-    { key: 'k', headers: old, value: value(undefined) },
+    { key: 'k', headers: old, value: value('Lindenweg'), timestamp: t0 },
+    { key: 'k', headers: old, value: value(undefined), timestamp: t1 },
   ]);
   run = spawnEnricher(cliArgs(kafka.brokers, names), sandbox.env());
-  const [outs, dead] = await Promise.all([
-    readTopic(kafka.brokers, names.output, (all) => all.length >= 1, 60_000),
-    readTopic(kafka.brokers, names.dlq, (all) => all.length >= 1, 60_000),
-  ]);
+  const read = await readStamped(kafka.brokers, [names.output, names.dlq], 2);
   run.child.kill('SIGTERM');
   expect(await run.exited, run.stderr().slice(-2000)).toEqual({ code: 0, signal: null });
+  const outs = read.filter((r) => r.topic === names.output);
+  const dead = read.filter((r) => r.topic === names.dlq);
+  expect(outs.map((o) => o.timestamp)).toEqual([t0]);
+  expect(dead.map((d) => d.timestamp)).toEqual([t1]);
   expect(outs[0]!.headers).toEqual({ 'x-seq': '1' });
   expect(dead[0]!.headers).toEqual({
     'x-seq': '1',

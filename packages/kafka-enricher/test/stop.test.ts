@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
 import type { Sandbox } from '@dq/sandbox';
@@ -81,7 +84,72 @@ it('drains on SIGTERM mid-stream: exits 0 within the drain bound, commits only d
   expect((await second.exited).code).toBe(0);
 }, 240_000);
 
-it('exits 75 when SIGTERM finds the platform slower than --drain-timeout-ms, committing nothing past what was delivered', async () => {
+it('SIGTERM during a backlog at the rate limit: finishes only the calls under way, exits 0 at once with committed = delivered, and a restart delivers the rest, each message once, no answer bought twice', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const N = 600;
+  // Addresses of their own: every message is a call, paced at the contract's 100 per second.
+  const messages = dataset(N, 0).messages.map((m, i) => {
+    const value = JSON.parse(String(m.value)) as { address: Record<string, unknown> };
+    value.address['houseNumber'] = String(5000 + i);
+    return { ...m, value: JSON.stringify(value) };
+  });
+  await produce(kafka.brokers, names.input, messages);
+  const store = await mkdtemp(join(tmpdir(), 'dq-kafka-stop-'));
+  const billable = (): number => Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
+  const paidBefore = billable();
+  // The whole backlog is taken from Kafka (--max-in-flight 5000); at 100 calls per second it would
+  // take 6 s, twice the drain timeout. The engine is given 64 records at a time (8 connections).
+  const args = cliArgs(kafka.brokers, names, [
+    '--metrics-port',
+    '0',
+    '--drain-timeout-ms',
+    '3000',
+    '--rate-limit',
+    '100',
+    '--concurrency',
+    '8',
+    '--store',
+    store,
+  ]);
+  const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+  try {
+    const first = spawnEnricher(args, env);
+    runs.push(first);
+    const port = await metricsPort(first);
+    for (let i = 0; i < 600 && (await metricValue(port, 'dq_kafka_messages_consumed_total')) < N; i++) await new Promise((r) => setTimeout(r, 50));
+    // Every message is taken; about 150 are answered when the stop comes.
+    await new Promise((r) => setTimeout(r, 1_500));
+    first.child.kill('SIGTERM');
+    expect(await first.exited, first.stderr().slice(-2000)).toEqual({ code: 0, signal: null });
+    const summary = JSON.parse(first.stdout().trim().split('\n').pop()!) as { exitCode: number; reason: string; records: number };
+    expect(summary).toMatchObject({ exitCode: 0, reason: 'stop' });
+    expect(summary.records).toBeGreaterThan(0);
+    expect(summary.records).toBeLessThan(N);
+    // Committed: exactly what was delivered (the outputs read below show which, once each).
+    const committed = await committedOffsets(kafka.brokers, names.group, names.input);
+    expect([...committed.values()].reduce((n, o) => n + (o > 0n ? Number(o) : 0), 0)).toBe(summary.records);
+
+    const second = spawnEnricher(args, env);
+    runs.push(second);
+    const { outs } = await readResults(kafka.brokers, names, N, 0, 60_000);
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+    const sources = outs.map((o) => {
+      const { partition, offset } = (JSON.parse(o.value!) as { dq: { source: { partition: number; offset: string } } }).dq.source;
+      return `${partition}:${offset}`;
+    });
+    // Each message once: what the first run delivered was committed (else it came twice), and what
+    // it committed was delivered (else the restart skipped it and it is missing).
+    expect(sources.length).toBe(N);
+    expect(new Set(sources).size).toBe(N);
+    // The calls finished during the drain but not delivered were answered from the store.
+    expect(billable() - paidBefore).toBe(N);
+  } finally {
+    await rm(store, { recursive: true, force: true });
+  }
+}, 120_000);
+
+it('exits 75 when SIGTERM finds the platform slower than --drain-timeout-ms, committing nothing past what was delivered; a repeated SIGTERM changes nothing', async () => {
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   const { messages } = dataset(1_500, 0);
   const drainTimeoutMs = 2_000;
@@ -106,7 +174,12 @@ it('exits 75 when SIGTERM finds the platform slower than --drain-timeout-ms, com
     expect(await metricValue(port, 'dq_kafka_in_flight_messages')).toBeGreaterThan(0);
     const signalled = Date.now();
     run.child.kill('SIGTERM');
+    // Signalled again during the drain (a supervisor repeating itself): the drain goes on and the
+    // run still ends with its summary and exit code.
+    await run.waitForLog(/"msg":"draining/, 10_000);
+    run.child.kill('SIGTERM');
     expect(await run.exited).toEqual({ code: 75, signal: null });
+    expect(run.stderr()).toMatch(/"msg":"signal received again: the drain is under way/);
     // Leaving the group and closing the clients take a few seconds on a loaded machine.
     expect(Date.now() - signalled).toBeLessThan(drainTimeoutMs + 15_000);
   } finally {

@@ -13,8 +13,9 @@ import { Metrics, METRIC } from '../src/metrics.js';
 import { KafkaEnricherError } from '../src/errors.js';
 import { consumerRestartDelayMs, fatalOutcome } from '../src/enricher.js';
 import { PartitionPipeline, sendFailure } from '../src/partition-pipeline.js';
+import { tooLarge } from '../src/message-size.js';
 import type { PipelineContext } from '../src/partition-pipeline.js';
-import { FlowControl } from '../src/flow-control.js';
+import { CallWindow, FlowControl } from '../src/flow-control.js';
 import { MapCheck } from '../src/map-check.js';
 import { createSilentLogger } from '@dq/core';
 import type { Consumer } from 'kafkajs';
@@ -127,6 +128,71 @@ describe('message codec', () => {
       s: 'Hauptstr',
       quality: { status: 'accepted', source },
     });
+  });
+  it('a member already named like the dq field has only its value replaced: every other byte of the input stays, big and precise numbers included', () => {
+    const source = { topic: 'in', partition: 0, offset: '7' };
+    const result = { status: 'accepted', resultClass: 'A', source: 'api' } as const;
+    const dq = JSON.stringify({ status: 'accepted', class: 'A', source });
+    const old = '{"status": "review", "note": "a \\"}\\" in a string", "list": [1, {"dq": 2}], "n": 1.0}';
+    const head = '{ "id" : 12345678901234567890,\n\t"amount": 1.10, "e": 1e400, "s": "Hauptstr", "k\\"ey": "x\\\\", "dq" :  ';
+    const tail = ' ,"nested": {"dq": {"keep": 1e400}}, "z": -0.0 }\r\n';
+    const decoded = decodeMessage(msg(head + old + tail), map);
+    if (decoded.kind !== 'record') throw new Error('expected a record');
+    expect(String(enrichedMessage(decoded, result, source, 'dq').value)).toBe(head + dq + tail);
+    // Duplicate members: each is replaced, whichever one a reader takes (JSON.parse: the last).
+    const twice = decodeMessage(msg('{"dq":1,"s":"Hauptstr","\\u0064q":[2, 3],"big":1.10}'), map);
+    if (twice.kind !== 'record') throw new Error('expected a record');
+    expect(String(enrichedMessage(twice, result, source, 'dq').value)).toBe(`{"dq":${dq},"s":"Hauptstr","\\u0064q":${dq},"big":1.10}`);
+  });
+  it('a value starting with a byte order mark is read past it, and its output keeps it', () => {
+    const decoded = decodeMessage(msg('\uFEFF{"s":"Hauptstr"}'), map);
+    if (decoded.kind !== 'record') throw new Error(`expected a record, got ${JSON.stringify(decoded)}`);
+    const out = enrichedMessage(decoded, { status: 'accepted', source: 'api' }, { topic: 'in', partition: 0, offset: '7' }, 'dq').value as string;
+    expect(Buffer.from(out).subarray(0, 3)).toEqual(Buffer.from([0xef, 0xbb, 0xbf]));
+    expect(out.startsWith('\uFEFF{"s":"Hauptstr","dq":{')).toBe(true);
+  });
+  it('the output and the dead letter keep the input timestamp', () => {
+    const m = { ...msg('{"s":"Hauptstr"}'), timestamp: '1500000000123' } as KafkaMessage;
+    const decoded = decodeMessage(m, map);
+    if (decoded.kind !== 'record') throw new Error('expected a record');
+    const source = { topic: 'in', partition: 0, offset: '7' };
+    expect(enrichedMessage(decoded, { status: 'accepted', source: 'api' }, source, 'dq').timestamp).toBe('1500000000123');
+    expect(dlqMessage(m, source, { code: 'x', message: 'y' }).timestamp).toBe('1500000000123');
+    expect(dlqMessage(m, source, { code: 'x', message: 'y' }, 20_000).timestamp).toBe('1500000000123');
+  });
+  it('a dead letter never exceeds --max-message-bytes: the value, then the original headers, then the key are left out, and a header says which', () => {
+    const limit = 20_000;
+    const source = { topic: 'in', partition: 3, offset: '42' };
+    const reason = { code: 'too-large', message: 'offset 42: the enriched message is too large' };
+    const at = (key: string, value: string, headers: KafkaMessage['headers']): KafkaMessage =>
+      ({ ...msg(value, '42'), key: Buffer.from(key), headers }) as KafkaMessage;
+    const big = 'x'.repeat(30_000);
+    const own = { 'dq-error-code': 'too-large', 'dq-original-topic': 'in', 'dq-original-partition': '3', 'dq-original-offset': '42' };
+    const where = 'from in partition 3 offset 42 while the topic keeps it';
+
+    const bigValue = dlqMessage(at('k', big, { trace: 't' }), source, reason, limit);
+    expect(tooLarge(bigValue, limit)).toBe(false);
+    expect(bigValue.key).toEqual(Buffer.from('k'));
+    expect(bigValue.headers).toMatchObject({ trace: 't', ...own, 'dq-left-out': 'value' });
+    expect(bigValue.headers!['dq-error-message']).toBe(`${reason.message}; the value (30000 bytes) is left out here: read it ${where}`);
+
+    const bigHeader = dlqMessage(at('k', '{}', { trace: 't', big }), source, reason, limit);
+    expect(tooLarge(bigHeader, limit)).toBe(false);
+    expect(bigHeader.key).toEqual(Buffer.from('k'));
+    expect(bigHeader.value).toEqual(Buffer.alloc(0));
+    expect(Object.keys(bigHeader.headers!).sort()).toEqual([...Object.keys(own), 'dq-error-message', 'dq-left-out'].sort());
+    expect(bigHeader.headers).toMatchObject({ ...own, 'dq-left-out': 'value,headers' });
+    expect(bigHeader.headers!['dq-error-message']).toMatch(
+      /; the value \(2 bytes\) and the headers \(300\d\d bytes\) are left out here: read them from in partition 3 offset 42/,
+    );
+
+    const bigKey = dlqMessage(at(big, '{}', { trace: 't' }), source, reason, limit);
+    expect(tooLarge(bigKey, limit)).toBe(false);
+    expect(bigKey.key).toBeNull();
+    expect(bigKey.headers).toMatchObject({ ...own, 'dq-left-out': 'value,headers,key' });
+    expect(bigKey.headers!['dq-error-message']).toMatch(
+      /; the value \(2 bytes\), the headers \(\d+ bytes\) and the key \(30000 bytes\) are left out here: read them /,
+    );
   });
   it('the DLQ message is the original plus dq-* headers', () => {
     const m = msg('{bad');
@@ -346,6 +412,7 @@ describe('a partition pipeline cancelled while its calls never answer', () => {
       },
       producer: {},
       flow,
+      calls: new CallWindow(32),
       metrics,
       logger: createSilentLogger(),
       map: parseFieldMap('street=/s', 'address'),
