@@ -326,6 +326,9 @@ describe('ages', () => {
     expect(parseAge('0')).toBe(0);
     expect(parseAge('soon')).toBeUndefined();
     expect(parseAge('-1d')).toBeUndefined();
+    // Past a century the cut-off is no date a Postgres store can compare with: not an age.
+    expect(parseAge('36500d')).toBe(36_500 * 86_400_000);
+    expect(parseAge('200000000d')).toBeUndefined();
   });
 });
 

@@ -138,7 +138,7 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
       const age = values['max-age'];
       if (age !== undefined) {
         const ms = parseAge(age);
-        if (ms === undefined) throw fail('--max-age', `"${age}" is not an age: use e.g. 30d, 12h, 90m or seconds (0 = never reuse)`);
+        if (ms === undefined) throw fail('--max-age', `"${age}" is not an age: use e.g. 30d, 12h, 90m or seconds, at most 36500d (0 = never reuse)`);
         out.maxAgeMs = ms;
       }
       const accountDb = values['account-db'];

@@ -63,7 +63,7 @@ export async function runStoreCli(
   if (command === 'prune') {
     if (values['older-than'] === undefined) return usage('prune needs --older-than <age>, e.g. 30d');
     olderThan = parseAge(values['older-than']);
-    if (olderThan === undefined) return usage(`--older-than: "${values['older-than']}" is not an age: use e.g. 30d, 12h, 90m or seconds`);
+    if (olderThan === undefined) return usage(`--older-than: "${values['older-than']}" is not an age: use e.g. 30d, 12h, 90m or seconds, at most 36500d`);
   }
   const spec = values.store ?? (env['DQ_STORE'] || undefined);
   if (spec === 'off') return usage('--store off names no store');
