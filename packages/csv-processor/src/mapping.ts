@@ -84,7 +84,8 @@ export function recordMapper(map: FieldMap, header: readonly string[] | undefine
   }
   return (row) => {
     const record: Record<string, string | number | null | undefined> = {};
-    for (const [field, key] of entries) record[field] = jsonScalar(row.object?.[key]);
+    // Own keys only: an inherited property (a key such as "__proto__" or "constructor") is no value of the row.
+    for (const [field, key] of entries) record[field] = jsonScalar(row.object && Object.hasOwn(row.object, key) ? row.object[key] : undefined);
     return record;
   };
 }

@@ -26,7 +26,7 @@ export function summaryObject(summary: RunSummary): Record<string, unknown> {
     callsSavedByStore: totals.callsSavedByStore,
     storeHitRate: storeHitRate(totals),
     retries: totals.retries,
-    failedShare: Number(summary.failedShare.toFixed(4)),
+    failedShare: roundShare(summary.failedShare, 4),
     durationMs: totals.durationMs,
     peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
     runs: totals.runs,
@@ -105,7 +105,7 @@ export function failedRecordsLine(summary: RunSummary, maxFailed: number): strin
   if (summary.outcome !== 'done' || summary.error || summary.exitCode !== ExitCode.MAX_FAILED) return undefined;
   const { rows, rejects, byStatus } = summary.totals;
   const unavailable = byStatus.unavailable;
-  const percent = Number((summary.failedShare * 100).toFixed(1));
+  const percent = roundShare(summary.failedShare * 100, 1);
   const todo =
     rows === 0
       ? 'no record could be read: check --format, --delimiter and --encoding against the input'
@@ -124,4 +124,13 @@ function unavailableLine(summary: RunSummary): string {
     `(${rows} rows in ${summary.paths.output}, marked unavailable, the reasons in the warnings above): ` +
     `the platform failed, not the input; rerun the same command later\n`
   );
+}
+
+/**
+ * `share` to `digits` decimals, except that a share that is not 0 never comes out as 0 (one
+ * rejected row in 100,000 is 0.00001, not 0): it keeps its first two significant digits instead.
+ */
+export function roundShare(share: number, digits: number): number {
+  const rounded = Number(share.toFixed(digits));
+  return rounded === 0 && share > 0 ? Number(share.toPrecision(2)) : rounded;
 }

@@ -61,7 +61,10 @@ export async function openCleanedFile(path: string, options: { delimiter?: strin
   }).catch((err: NodeJS.ErrnoException) => {
     throw new CsvError('input-unreadable', `cannot read ${path}: ${err.code ?? err.message}`, { cause: err });
   });
-  const frames = frameRecords(stream, { quotes: format === 'csv' });
+  // The delimiter is the one given, else known once the header is read (openCsv): only a quote
+  // right after it opens a quoted field.
+  let delimiter = options.delimiter ?? ',';
+  const frames = frameRecords(stream, { quotes: format === 'csv', delimiter: () => delimiter });
   const next = () =>
     frames.next().catch((err: Error) => {
       throw new CsvError('input-unreadable', `cannot read ${path}: ${err.message}`, { cause: err });
@@ -72,7 +75,11 @@ export async function openCleanedFile(path: string, options: { delimiter?: strin
     throw new CsvError('input-empty', `${path} is empty: expected the output of dq-csv validate`);
   }
   const firstBytes = first.value.bytes.subarray(bomLength(first.value.bytes));
-  if (format === 'csv') return openCsv(path, stream, frames, first.value, firstBytes, options.delimiter);
+  if (format === 'csv') {
+    const file = openCsv(path, stream, frames, first.value, firstBytes, options.delimiter);
+    delimiter = file.delimiter;
+    return file;
+  }
   const file = openJson(path, format, stream, frames, first.value, firstBytes);
   try {
     await file.peek();

@@ -4,7 +4,7 @@ import { CsvError } from '../errors.js';
 import { fieldSplitter } from './csv-fields.js';
 import { bomLength, lossyDecode, recordDecoder } from './decode.js';
 import { inputBytes } from './input-bytes.js';
-import { DEFAULT_MAX_RECORD_BYTES, frameRecords, type RawRecord } from './framer.js';
+import { DEFAULT_MAX_RECORD_BYTES, frameRecords, type FramerOptions, type RawRecord } from './framer.js';
 import type { Source, SourceItem, SourceOptions, SourcePosition } from './types.js';
 
 /**
@@ -18,26 +18,48 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
   const decode = recordDecoder(encoding);
   const split = fieldSplitter(delimiter);
 
-  const headerStream = input.stream();
-  const headerFrames = frameRecords(headerStream, { quotes: true, maxRecordBytes: options.maxRecordBytes });
+  let stream: Readable = input.stream();
+  let fields: number | undefined; // the header's, once read
+  const framing: FramerOptions = {
+    quotes: true,
+    delimiter,
+    maxRecordBytes: options.maxRecordBytes,
+    // A multi-line record that does not split into one row of the header's width was framed from
+    // a quote that opens no real field: its lines are framed again one by one.
+    isRow: (bytes: Buffer) => {
+      const text = decode(bytes);
+      if (text === undefined) return true; // one record, rejected whole as undecodable
+      try {
+        return fields === undefined || split(text).length === fields;
+      } catch {
+        return false;
+      }
+    },
+    reopen: (offset: number) => {
+      stream.destroy();
+      stream = input.stream(offset);
+      return stream;
+    },
+  };
+  const headerFrames = frameRecords(stream, framing);
   const first = await headerFrames.next().catch((err: unknown) => {
     if (err instanceof CsvError) throw err;
     throw new CsvError('input-unreadable', `cannot read ${options.path}: ${(err as Error).message}`, { cause: err });
   });
   if (first.done) {
-    headerStream.destroy();
+    stream.destroy();
     throw new CsvError('input-empty', `${options.path} is empty: a header row naming the columns is needed`);
   }
   const headerRecord = first.value;
   if (headerRecord.tooLarge) {
-    headerStream.destroy();
+    stream.destroy();
     throw new CsvError(
       'record-too-large',
       `the header row of ${options.path} is ${headerRecord.tooLarge.length} bytes long, over the limit of ${maxRecordBytes(options)} bytes: is the input really CSV, with this --delimiter?`,
     );
   }
   if (headerRecord.bytes.includes(0)) {
-    headerStream.destroy();
+    stream.destroy();
     throw new CsvError(
       'input-unreadable',
       `the header row of ${options.path} holds NUL bytes: the file looks like UTF-16 without a byte order mark; save it as UTF-8 (or as UTF-16 with a byte order mark) and run again`,
@@ -45,30 +67,25 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
   }
   const headerText = decode(headerRecord.bytes.subarray(bomLength(headerRecord.bytes)));
   if (headerText === undefined) {
-    headerStream.destroy();
+    stream.destroy();
     throw new CsvError('input-unreadable', `the header row of ${options.path} is not valid UTF-8: try --encoding latin1 or windows-1252`);
   }
   let header: string[];
   try {
     header = split(headerText);
   } catch (err) {
-    headerStream.destroy();
+    stream.destroy();
     throw new CsvError('input-empty', `the header row of ${options.path} cannot be parsed: ${(err as Error).message}`, { cause: err });
   }
 
+  fields = header.length;
   let frames: AsyncGenerator<RawRecord> = headerFrames;
-  let stream: Readable = headerStream;
   let records = 0; // data records handed out; the header is not one
   if (options.start && options.start.records > 0) {
-    headerStream.destroy();
+    stream.destroy();
     await headerFrames.return(undefined);
     stream = input.stream(options.start.offset);
-    frames = frameRecords(stream, {
-      quotes: true,
-      startOffset: options.start.offset,
-      startLine: options.start.line,
-      maxRecordBytes: options.maxRecordBytes,
-    });
+    frames = frameRecords(stream, { ...framing, startOffset: options.start.offset, startLine: options.start.line });
     records = options.start.records;
   }
 
@@ -95,7 +112,9 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
         try {
           cells = split(text);
         } catch (err) {
-          const detail = record.unclosedQuote ? 'a quote opened on this line is never closed' : (err as Error).message;
+          const detail = record.unclosedQuote
+            ? 'a quote opening a field on this line is not closed on it, nor on a later line into one row; the lines after it are read on their own'
+            : (err as Error).message;
           yield reject(record, position, 'broken-quoting', `broken quoting: ${detail}`);
           continue;
         }

@@ -38,3 +38,91 @@ export function lossyDecode(bytes: Buffer, encoding: InputEncoding): string {
 export function bomLength(bytes: Buffer): number {
   return bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
 }
+
+/**
+ * A stream filter for UTF-8 text fed to the JSON array parser, which would silently decode a byte
+ * that is not valid UTF-8 as U+FFFD. Each such byte is written instead as the JSON escape of a lone
+ * low surrogate, U+DC80-U+DCFF, carrying the byte (as Python's "surrogateescape" does): inside a
+ * string it parses to a character no valid UTF-8 gives, so {@link hasEscapedBytes} finds the
+ * element and it is rejected as `undecodable-bytes`, as a CSV or NDJSON record is; outside a
+ * string it is a syntax error, as the bad byte is. Valid text (nearly every chunk) is passed
+ * through as it is; a sequence cut by the chunk's end waits for the next chunk.
+ */
+export function utf8Escaper(): { push(chunk: Buffer): Buffer; end(): Buffer; readonly escaped: number } {
+  let carry: Buffer = Buffer.alloc(0);
+  let escaped = 0;
+  const escape = (bytes: Buffer): Buffer => {
+    if (isUtf8(bytes)) return bytes;
+    const out: Buffer[] = [];
+    let from = 0;
+    for (let i = 0; i < bytes.length;) {
+      const n = sequenceLength(bytes, i);
+      if (n > 0) {
+        i += n;
+        continue;
+      }
+      out.push(bytes.subarray(from, i), Buffer.from(`\\udc${bytes[i]!.toString(16)}`, 'latin1'));
+      escaped += 1;
+      i += 1;
+      from = i;
+    }
+    out.push(bytes.subarray(from));
+    return Buffer.concat(out);
+  };
+  return {
+    push(chunk) {
+      const bytes = carry.length === 0 ? chunk : Buffer.concat([carry, chunk]);
+      const cut = incompleteTail(bytes);
+      carry = Buffer.from(bytes.subarray(cut));
+      return escape(bytes.subarray(0, cut));
+    },
+    end() {
+      const rest = escape(carry);
+      carry = Buffer.alloc(0);
+      return rest;
+    },
+    get escaped() {
+      return escaped;
+    },
+  };
+}
+
+/** Whether a parsed JSON value holds a byte {@link utf8Escaper} escaped, in a key or a string. */
+export function hasEscapedBytes(value: unknown): boolean {
+  if (typeof value === 'string') return ESCAPED_BYTE.test(value);
+  if (Array.isArray(value)) return value.some(hasEscapedBytes);
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).some(([key, v]) => ESCAPED_BYTE.test(key) || hasEscapedBytes(v));
+  }
+  return false;
+}
+
+const ESCAPED_BYTE = /(?<![\uD800-\uDBFF])[\uDC80-\uDCFF]/;
+
+/** Where a UTF-8 sequence cut off by the end of `bytes` starts (`bytes.length` when none is). */
+function incompleteTail(bytes: Buffer): number {
+  for (let i = bytes.length - 1; i >= Math.max(0, bytes.length - 3); i--) {
+    const b = bytes[i]!;
+    if (b < 0x80) return bytes.length;
+    if (b >= 0xc0) return i + leadLength(b) > bytes.length ? i : bytes.length;
+  }
+  return bytes.length;
+}
+
+function leadLength(b: number): number {
+  return b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
+}
+
+/** Length of the valid UTF-8 sequence at bytes[i], 0 when it is not valid (RFC 3629 ranges). */
+function sequenceLength(bytes: Buffer, i: number): number {
+  const b = bytes[i]!;
+  if (b < 0x80) return 1;
+  if (b < 0xc2 || b > 0xf4) return 0;
+  const n = leadLength(b);
+  if (i + n > bytes.length) return 0;
+  const second = bytes[i + 1]!;
+  const [lo, hi] = b === 0xe0 ? [0xa0, 0xbf] : b === 0xed ? [0x80, 0x9f] : b === 0xf0 ? [0x90, 0xbf] : b === 0xf4 ? [0x80, 0x8f] : [0x80, 0xbf];
+  if (second < lo || second > hi) return 0;
+  for (let k = 2; k < n; k++) if ((bytes[i + k]! & 0xc0) !== 0x80) return 0;
+  return n;
+}

@@ -1,13 +1,19 @@
 /**
  * Splits a byte stream into raw records: one per line, except that a newline inside a quoted CSV
- * field belongs to the record. Works on bytes, not text: quote, CR and LF are ASCII and never
- * occur inside a multi-byte UTF-8 sequence, so framing is the same for UTF-8, Latin-1 and
+ * field belongs to the record. Works on bytes, not text: quote, CR, LF and the (ASCII) delimiter
+ * never occur inside a multi-byte UTF-8 sequence, so framing is the same for UTF-8, Latin-1 and
  * Windows-1252, and each record's exact byte offset is known (the checkpoint stores it).
+ *
+ * Quoting follows RFC 4180 as spreadsheets write it: a `"` opens a quoted field only as the first
+ * byte of a field (at the start of the record or just after a delimiter). A `"` anywhere else in
+ * an unquoted field is a literal character (`Monitor 24" Zoll`, as Excel exports inch marks) and
+ * never hides a newline; the field splitter (csv-fields.ts) applies the same rule.
  */
 
 const LF = 0x0a;
 const CR = 0x0d;
 const QUOTE = 0x22;
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** One raw record as framed from the input. */
 export interface RawRecord {
@@ -19,11 +25,16 @@ export interface RawRecord {
   readonly endLine: number;
   /** Byte offset just after the record's line terminator: where the next record starts. */
   readonly nextOffset: number;
-  /** Set when the record was cut short because a quote was never closed. */
+  /**
+   * Set when a quote opened on this line is never closed, or closes into a record that does not
+   * make one row: the line is given back alone (its quoting is broken) and the lines after it are
+   * framed again, each judged on its own.
+   */
   readonly unclosedQuote?: true;
   /**
-   * Set when the record is longer than `maxRecordBytes`: its full length and start offset; `bytes`
-   * then holds only its first {@link OVERSIZED_SAMPLE_BYTES} bytes (the rest was not kept).
+   * Set when the record is longer than `maxRecordBytes` (its line terminator not counted): its
+   * full length and start offset; `bytes` then holds only its first {@link OVERSIZED_SAMPLE_BYTES}
+   * bytes (the rest was not kept).
    */
   readonly tooLarge?: { readonly length: number; readonly offset: number };
 }
@@ -36,37 +47,93 @@ export const OVERSIZED_SAMPLE_BYTES = 1024;
 
 /** Options of {@link frameRecords}. */
 export interface FramerOptions {
-  /** Treat `"` as a quote that may hide newlines (CSV). Off for NDJSON. */
+  /** Treat `"` at the start of a field as a quote that may hide newlines (CSV). Off for NDJSON. */
   readonly quotes: boolean;
+  /**
+   * CSV field delimiter, one ASCII character (default `,`): a quote opens a field only after it.
+   * A function when it is known only once the header is read (review files).
+   */
+  readonly delimiter?: string | (() => string);
   /** Byte offset of the first byte the stream delivers. Default 0. */
   readonly startOffset?: number;
   /** Line number of the first record the stream delivers. Default 1. */
   readonly startLine?: number;
   /**
-   * Largest record in bytes (default 1 MiB). A quoted field still open after this many bytes is
-   * taken to be a stray quote: the record's first line is given back alone, marked
-   * `unclosedQuote`, and framing restarts on the next line, so memory stays bounded. Any other
-   * record longer than this is read through to its end without being kept and given back with
-   * `tooLarge` set.
+   * Largest record in bytes, its line terminator not counted (default 1 MiB). A longer record is
+   * read through to its end (a quoted field up to its closing quote) without being kept and given
+   * back with `tooLarge` set, so memory stays bounded.
    */
   readonly maxRecordBytes?: number;
+  /**
+   * Whether the bytes of a multi-line record (within `maxRecordBytes`) make exactly one row. When
+   * not, the record was framed from a quote that is not what it looks like: its first line is
+   * given back alone (`unclosedQuote`) and framing starts again on its second line.
+   */
+  readonly isRow?: (bytes: Buffer) => boolean;
+  /**
+   * The input again from `offset`. A quoted record too large to keep whose quote turns out never
+   * closed, or closed into a broken field, is then handled like a short one: its first line given
+   * back alone and the input read again from its second line. Without it such a record is one
+   * `tooLarge` record.
+   */
+  readonly reopen?: (offset: number) => AsyncIterable<Buffer>;
+}
+
+/** A record past maxRecordBytes being read through. */
+interface Skipped {
+  /** Its first bytes, for the rejects file. */
+  readonly head: Buffer;
+  readonly line: number;
+  readonly offset: number;
+  /** Its first line (without terminator) and where the line after it starts, when it spans lines. */
+  readonly first?: { readonly bytes: Buffer; readonly next: number };
+  /** Bytes and LFs dropped so far, and the last byte dropped. */
+  bytes: number;
+  lf: number;
+  lastByte: number | undefined;
 }
 
 /**
- * Frames records from `chunks`. Empty lines (no bytes, or only CR) are skipped but counted in
- * line numbers.
+ * Frames records from `chunks`. Empty lines (no bytes, only CR, or only the UTF-8 byte order mark
+ * at the start of the input) are skipped but counted in line numbers.
  */
 export async function* frameRecords(chunks: AsyncIterable<Buffer>, options: FramerOptions): AsyncGenerator<RawRecord> {
   const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+  const delimiterOption = options.delimiter ?? ',';
+  const delimiter = typeof delimiterOption === 'function' ? () => delimiterOption().charCodeAt(0) : () => delimiterOption.charCodeAt(0);
+  let source = chunks[Symbol.asyncIterator]();
   let pending: Buffer = Buffer.alloc(0);
   let pendingOffset = options.startOffset ?? 0; // absolute offset of pending[0]
   let line = options.startLine ?? 1;
-  // Scan state inside `pending`, kept across chunks so a long record is not rescanned.
+  // Scan state of the record at pending[0], kept across chunks so a long record is not rescanned.
   let scan = 0;
   let inQuote = false;
-  let newlines = 0;
-  // A record past maxRecordBytes being read through: its start, and the bytes and LFs dropped so far.
-  let skip: { head: Buffer; line: number; offset: number; bytes: number; lf: number } | undefined;
+  let newlines = 0; // LFs inside quoted fields
+  let broken = false; // a quoted field closed before something other than a delimiter or line end
+  let skip: Skipped | undefined;
+  let restart: { offset: number; line: number } | undefined;
+  // Absolute offset of the next quote at or after the last search (-1: none up to `quoteSearched`),
+  // so a chunk of many short records is not searched to its end once per record.
+  let nextQuote = -1;
+  let quoteSearched = -1;
+
+  function quoteFrom(from: number): number {
+    const at = pendingOffset + from;
+    if (nextQuote >= at) return nextQuote - pendingOffset;
+    if (nextQuote === -1 && quoteSearched === pendingOffset + pending.length && quoteSearched >= at) return -1;
+    const q = pending.indexOf(QUOTE, from);
+    nextQuote = q === -1 ? -1 : pendingOffset + q;
+    quoteSearched = pendingOffset + pending.length;
+    return q;
+  }
+
+  /** Whether pending[i] is the first byte of a field. */
+  function fieldStart(i: number): boolean {
+    if (i === 0) return skip ? skip.lastByte === delimiter() : true;
+    if (pending[i - 1] === delimiter()) return true;
+    // The header's first field, after the byte order mark.
+    return i === 3 && !skip && pendingOffset === 0 && pending.subarray(0, 3).equals(BOM);
+  }
 
   function* drain(final: boolean): Generator<RawRecord> {
     for (;;) {
@@ -74,19 +141,28 @@ export async function* frameRecords(chunks: AsyncIterable<Buffer>, options: Fram
       while (scan < pending.length) {
         if (inQuote) {
           const q = pending.indexOf(QUOTE, scan);
-          const stop = q === -1 ? pending.length : q;
-          newlines += countLf(pending, scan, stop);
+          newlines += countLf(pending, scan, q === -1 ? pending.length : q);
           if (q === -1) {
             scan = pending.length;
             break;
           }
+          if (q + 1 === pending.length && !final) {
+            scan = q; // a doubled quote or the closing one: the next chunk tells
+            break;
+          }
+          if (pending[q + 1] === QUOTE) {
+            scan = q + 2;
+            continue;
+          }
           inQuote = false;
           scan = q + 1;
+          const after = pending[scan];
+          if (after !== undefined && after !== delimiter() && after !== CR && after !== LF) broken = true;
         } else {
           const lf = pending.indexOf(LF, scan);
-          const q = options.quotes ? pending.indexOf(QUOTE, scan) : -1;
+          const q = options.quotes ? quoteFrom(scan) : -1;
           if (q !== -1 && (lf === -1 || q < lf)) {
-            inQuote = true;
+            if (fieldStart(q)) inQuote = true;
             scan = q + 1;
           } else if (lf !== -1) {
             end = lf;
@@ -96,28 +172,69 @@ export async function* frameRecords(chunks: AsyncIterable<Buffer>, options: Fram
           }
         }
       }
-      if (!skip && end === -1 && inQuote && (pending.length > maxRecordBytes || final) && newlines > 0) {
-        // A quote opened and never closed: give back the first line alone and reframe the rest.
-        const firstLf = pending.indexOf(LF);
-        yield* emit(firstLf, true);
-        continue;
-      }
       if (end === -1) {
-        if (final && skip) yield* emitTooLarge(pending.length);
-        else if (final && pending.length > 0) yield* emit(pending.length, inQuote);
-        else if (skip || pending.length > maxRecordBytes) dropScanned();
+        if (!final) {
+          // A record past the limit (a CR that may end it allowed) is read on without being kept.
+          if (skip || pending.length > maxRecordBytes + 1) dropScanned();
+          return;
+        }
+        if (pending.length === 0 && !skip) return;
+        end = pending.length;
+      }
+      yield* complete(end);
+      if (restart) return;
+    }
+  }
+
+  /** Gives back the record pending[0..end) (end: its LF, or the end of the input). */
+  function* complete(end: number): Generator<RawRecord> {
+    if (skip) {
+      if ((inQuote || broken) && skip.first && options.reopen) {
+        const { first, line: startLine } = skip;
+        skip = undefined;
+        restart = { offset: first.next, line: startLine + 1 };
+        yield { bytes: first.bytes, line: startLine, endLine: startLine, nextOffset: first.next, unclosedQuote: true };
         return;
       }
-      if (skip) yield* emitTooLarge(end);
-      else yield* emit(end, false);
+      yield* emitTooLarge(end);
+      return;
     }
+    if (newlines > 0) {
+      const length = end > 0 && pending[end - 1] === CR ? end - 1 : end;
+      const judged = length <= maxRecordBytes && options.isRow !== undefined;
+      if (inQuote || broken || (judged && !options.isRow!(pending.subarray(0, length)))) {
+        // The record's first line holds a quote still open at its end: that line alone is broken,
+        // and the lines after it are framed again as if it were not there.
+        nextQuote = -1;
+        quoteSearched = -1;
+        yield* emit(pending.indexOf(LF), true);
+        return;
+      }
+    }
+    yield* emit(end, inQuote);
   }
 
   /** Drops the scanned bytes of a record that is too large, keeping its first bytes aside. */
   function dropScanned(): void {
-    skip ??= { head: Buffer.from(pending.subarray(0, OVERSIZED_SAMPLE_BYTES)), line, offset: pendingOffset, bytes: 0, lf: 0 };
+    if (!skip) {
+      const firstLf = pending.indexOf(LF);
+      const firstEnd = firstLf > 0 && pending[firstLf - 1] === CR ? firstLf - 1 : firstLf;
+      skip = {
+        head: Buffer.from(pending.subarray(0, OVERSIZED_SAMPLE_BYTES)),
+        line,
+        offset: pendingOffset,
+        ...(firstLf !== -1 && firstLf < scan && firstEnd <= maxRecordBytes
+          ? { first: { bytes: Buffer.from(pending.subarray(0, firstEnd)), next: pendingOffset + firstLf + 1 } }
+          : {}),
+        bytes: 0,
+        lf: 0,
+        lastByte: undefined,
+      };
+    }
+    if (scan === 0) return;
     skip.bytes += scan;
     skip.lf += countLf(pending, 0, scan);
+    skip.lastByte = pending[scan - 1];
     pending = pending.subarray(scan);
     pendingOffset += scan;
     scan = 0;
@@ -128,50 +245,75 @@ export async function* frameRecords(chunks: AsyncIterable<Buffer>, options: Fram
     skip = undefined;
     const next = Math.min(end + 1, pending.length);
     const lines = started.lf + countLf(pending, 0, end);
-    const length = started.bytes + (end > 0 && pending[end - 1] === CR ? end - 1 : end);
+    const cr = end > 0 ? pending[end - 1] === CR : started.lastByte === CR;
+    const length = started.bytes + end - (cr ? 1 : 0);
     const record: RawRecord = {
-      bytes: started.head,
+      bytes: started.head.subarray(0, length), // not the CR of its terminator
       line: started.line,
       endLine: started.line + lines,
       nextOffset: pendingOffset + next,
       tooLarge: { length, offset: started.offset },
     };
     line = started.line + lines + (end < pending.length ? 1 : 0);
-    pending = pending.subarray(next);
-    pendingOffset += next;
-    scan = 0;
-    inQuote = false;
-    newlines = 0;
+    advance(next);
     yield record;
   }
 
   function* emit(end: number, unclosedQuote: boolean): Generator<RawRecord> {
     const next = Math.min(end + 1, pending.length);
-    let stop = end;
-    if (stop > 0 && pending[stop - 1] === CR) stop -= 1;
-    const bytes = pending.subarray(0, stop);
-    const lines = unclosedQuote ? 0 : countLf(pending, 0, end);
+    const stop = end > 0 && pending[end - 1] === CR ? end - 1 : end;
+    const atStart = pendingOffset === 0;
+    const lines = countLf(pending, 0, end);
+    const tooLarge = stop > maxRecordBytes;
+    const bytes = tooLarge ? Buffer.from(pending.subarray(0, Math.min(stop, OVERSIZED_SAMPLE_BYTES))) : pending.subarray(0, stop);
     const record: RawRecord = {
       bytes,
       line,
       endLine: line + lines,
       nextOffset: pendingOffset + next,
-      ...(unclosedQuote ? { unclosedQuote: true as const } : {}),
+      ...(unclosedQuote && !tooLarge ? { unclosedQuote: true as const } : {}),
+      ...(tooLarge ? { tooLarge: { length: stop, offset: pendingOffset } } : {}),
     };
     line += lines + (end < pending.length ? 1 : 0);
+    advance(next);
+    const empty = bytes.length === 0 || (bytes.length === 1 && bytes[0] === CR) || (atStart && bytes.equals(BOM));
+    if (!empty) yield record;
+  }
+
+  function advance(next: number): void {
     pending = pending.subarray(next);
     pendingOffset += next;
     scan = 0;
     inQuote = false;
     newlines = 0;
-    if (bytes.length > 0 && !(bytes.length === 1 && bytes[0] === CR)) yield record;
+    broken = false;
   }
 
-  for await (const chunk of chunks) {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    yield* drain(false);
+  try {
+    for (;;) {
+      const chunk = await source.next();
+      if (chunk.done) {
+        yield* drain(true);
+        if (!restart) return;
+      } else {
+        pending = pending.length === 0 ? chunk.value : Buffer.concat([pending, chunk.value]);
+        yield* drain(false);
+        if (!restart) continue;
+        await source.return?.();
+      }
+      // Read the input again from the line after a broken quoted record too large to have kept.
+      source = options.reopen!(restart.offset)[Symbol.asyncIterator]();
+      pending = Buffer.alloc(0);
+      pendingOffset = restart.offset;
+      line = restart.line;
+      restart = undefined;
+      advance(0);
+      nextQuote = -1;
+      quoteSearched = -1;
+    }
+  } finally {
+    await source.return?.();
   }
-  yield* drain(true);
 }
 
 function countLf(buf: Buffer, from: number, to: number): number {

@@ -4,7 +4,7 @@ import Parser from 'stream-json/Parser.js';
 import StreamArray from 'stream-json/streamers/StreamArray.js';
 import { CsvError } from '../errors.js';
 import { fileSize, tooLargeReason } from './csv-source.js';
-import { bomLength, lossyDecode, recordDecoder } from './decode.js';
+import { bomLength, hasEscapedBytes, lossyDecode, recordDecoder, utf8Escaper } from './decode.js';
 import { frameRecords } from './framer.js';
 import { inputBytes, type InputBytes } from './input-bytes.js';
 import { jsonNumber, JsonNumber, parseJson, stringifyJson } from './lossless-json.js';
@@ -90,16 +90,35 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
   const skip = options.start?.records ?? 0;
   const file = input.stream();
   let bytesRead = 0;
+  // Bytes that are not valid UTF-8 reach the parser escaped, so their element can be rejected
+  // (utf8Escaper); other encodings decode every byte.
+  const escaper = input.encoding === 'utf8' ? utf8Escaper() : undefined;
   const counted = new Transform({
     transform(chunk: Buffer, _enc, done) {
       bytesRead += chunk.length;
-      done(null, toUtf8(chunk));
+      done(null, escaper ? escaper.push(chunk) : toUtf8(chunk));
+    },
+    flush(done) {
+      const rest = escaper?.end();
+      done(null, rest && rest.length > 0 ? rest : undefined);
     },
   });
   const elements = StreamArray.make();
-  // Numbers as written (lossless-json.ts): the assembler would parseFloat them.
-  const assembler = (elements as unknown as { _assembler: { _saveValue(value: unknown): void; numberValue(text: string): void } })._assembler;
-  assembler.numberValue = (text) => assembler._saveValue(jsonNumber(text));
+  // The assembler stores each key as an own property (defineProperty: `"__proto__"` is a key like
+  // any other, not the object's prototype), and numbers as written (lossless-json.ts): it would
+  // parseFloat them.
+  const assembler = (elements as unknown as { _assembler: Assembler })._assembler;
+  const save = (value: unknown): void => {
+    if (assembler.done) assembler.current = value;
+    else if (Array.isArray(assembler.current)) assembler.current.push(value);
+    else {
+      Object.defineProperty(assembler.current, assembler.key!, { value, enumerable: true, writable: true, configurable: true });
+      assembler.key = null;
+    }
+  };
+  assembler._saveValue = save;
+  assembler.stringValue = save;
+  assembler.numberValue = (text) => save(jsonNumber(text));
   const parser = Parser.make();
   // A syntax error must not discard the elements parsed before it (pipeline would destroy the
   // streamer holding their tokens): the parser's error is kept aside, the rest of the input
@@ -130,6 +149,17 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
         records += 1;
         if (records <= skip) continue;
         const position: SourcePosition = { records, offset: bytesRead, line: records + 1 };
+        if (escaper && escaper.escaped > 0 && hasEscapedBytes(value)) {
+          yield {
+            kind: 'reject',
+            line: records,
+            code: 'undecodable-bytes',
+            reason: `array element ${records}: bytes that are not valid UTF-8; pass --encoding latin1 or windows-1252 if the file is not UTF-8`,
+            raw: stringifyJson(value).replace(/\\udc[89a-f][0-9a-f]/g, '\uFFFD'),
+            position,
+          };
+          continue;
+        }
         if (!isPlainObject(value)) {
           yield {
             kind: 'reject',
@@ -163,6 +193,16 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
   }
 
   return { format: 'json', totalBytes: input.totalBytes, items: items(), close: async () => void elements.destroy() };
+}
+
+/** The parts of stream-json's assembler that are replaced above. */
+interface Assembler {
+  done: boolean;
+  current: unknown;
+  key: string | null;
+  _saveValue(value: unknown): void;
+  stringValue(value: unknown): void;
+  numberValue(text: string): void;
 }
 
 /** Converts chunks of `encoding` to UTF-8 for the JSON parser (single-byte encodings chunk by chunk). */
