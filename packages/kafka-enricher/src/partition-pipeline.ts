@@ -79,6 +79,8 @@ export class PartitionPipeline {
   readonly #abort = new AbortController();
   /** Aborted by {@link drain}: retry waits end, and no engine work starts. */
   readonly #drain = new AbortController();
+  /** Settles once the slices of the last chunk sent to {@link #process} are all in the call window (or it gave up). */
+  #admissions: Promise<void> = Promise.resolve();
   readonly #previous: Promise<void>;
   /** Set once the previous pipeline of the partition settled: engine calls may start. */
   #ready = false;
@@ -394,7 +396,14 @@ export class PartitionPipeline {
   async #process(records: Parameters<Engine['process']>[0], signal: AbortSignal): Promise<RecordResult[]> {
     const { engine, calls } = this.#ctx;
     const started: Array<Promise<RecordResult[]>> = [];
+    // The slices of this chunk enter the window after every slice of the partition's chunk before
+    // it: interleaved, the two would be answered together, and the earlier one (which is delivered
+    // and committed first) later than it need be.
+    const previous = this.#admissions;
+    let admitted!: () => void;
+    this.#admissions = new Promise<void>((resolve) => (admitted = resolve));
     try {
+      await previous;
       for (let i = 0; i < records.length; i += calls.slice) {
         const slice = records.slice(i, i + calls.slice);
         if (!(await calls.acquire(slice.length, signal))) break;
@@ -404,6 +413,7 @@ export class PartitionPipeline {
         started.push(answer);
       }
     } finally {
+      admitted();
       // On a failure the started slices still settle (the abort reaches them) before it is passed on.
       if (started.length > 0) await Promise.allSettled(started);
     }
