@@ -1,4 +1,4 @@
-import { RetriesExhaustedError } from '@dq/core';
+import { isRetriable, RetriesExhaustedError } from '@dq/core';
 import { retry } from '@dq/core/transport';
 import type { Engine, Logger, RecordResult } from '@dq/core';
 import type { KafkaMessage, Message, Producer, TopicMessages } from 'kafkajs';
@@ -424,9 +424,11 @@ export class PartitionPipeline {
   #handedBack(err: unknown): boolean {
     if (!this.#drain.signal.aborted || this.#abort.signal.aborted) return false;
     // The retrier reports an abort as `aborted`, with the failure it was about to repeat as cause:
-    // an unavailable batch is handed back; anything else (a run stop) still ends the run.
+    // a batch it would have repeated (records unavailable, the platform unreachable) is handed
+    // back; anything else (a quota, a refused key) still ends the run.
     const cause = (err as { code?: unknown; cause?: unknown }).code === 'aborted' ? (err as { cause?: unknown }).cause : err;
-    return cause === undefined || cause === this.#drain.signal.reason || (cause instanceof KafkaEnricherError && cause.code === 'unavailable');
+    const unavailable = cause instanceof KafkaEnricherError && cause.code === 'unavailable';
+    return cause === undefined || cause === this.#drain.signal.reason || unavailable || isRetriable(cause);
   }
 
   #where(first: string, last: string): string {

@@ -185,7 +185,16 @@ it('without --retry-max-ms, --drain-timeout-ms and --client-id: an outage is ret
   // repeated, and the batch is handed back uncommitted, well within the 20 s drain.
   const signalled = Date.now();
   run.child.kill('SIGTERM');
-  expect(await run.exited).toEqual({ code: 0, signal: null });
+  const exited = await run.exited;
+  const tail = () =>
+    run!
+      .stderr()
+      .trim()
+      .split('\n')
+      .filter((l) => !l.includes('"level":"debug"'))
+      .slice(-12)
+      .join('\n');
+  expect(exited, `the stop after ${Date.now() - signalled} ms; the last lines:\n${tail()}\n${run.stdout()}`).toEqual({ code: 0, signal: null });
   expect(Date.now() - signalled).toBeLessThan(20_000);
   expect(JSON.parse(run.stdout().trim().split('\n').pop()!)).toMatchObject({ exitCode: 0, reason: 'stop', records: 300 });
 

@@ -91,3 +91,21 @@ it('a batch repeated after records came back unavailable counts once in the summ
   expect(Object.values(summary.byStatus).reduce((a, b) => a + b, 0)).toBe(N);
   expect(Object.values(summary.byClass).reduce((a, b) => a + b, 0)).toBe(N);
 }, 180_000);
+
+it('SIGTERM during an outage the engine recognised (every call failing: platform-unreachable): the batches being retried are handed back, exit 0, nothing committed', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  await produce(kafka.brokers, names.input, dataset(800, 0).messages);
+  // Far more than 8 calls fail in a row: the engine calls it an outage, not records unavailable.
+  sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
+  try {
+    run = spawnEnricher(cliArgs(kafka.brokers, names, ['--store', 'off']), sandbox.env());
+    await run.waitForLog(/"msg":"partition paused: records unavailable, retrying the batch".*"code":"platform-unreachable"/, 90_000);
+    run.child.kill('SIGTERM');
+    const exited = await run.exited;
+    expect(exited, run.stderr().slice(-3000)).toEqual({ code: 0, signal: null });
+  } finally {
+    sandbox.setFaults({});
+  }
+  expect(JSON.parse(run.stdout().trim().split('\n').at(-1)!)).toMatchObject({ exitCode: 0, reason: 'stop', records: 0 });
+  expect([...(await committedOffsets(kafka.brokers, names.group, names.input)).values()].every((o) => o < 0n)).toBe(true);
+}, 120_000);
