@@ -92,6 +92,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   const slots: WorkerSlot[] = [];
   let engine: Engine | undefined;
   let runId: string | undefined;
+  /** Whether the run is recorded in dq_cleanse.runs: a failure after that is recorded with it. */
+  let recorded = false;
   try {
     const target = await inspectTable(client, {
       table: options.table,
@@ -188,6 +190,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     runId = options.runId ?? newRunId();
     await holdRun(client, runId);
     const run = await openRunAlone(client, target, settings, runId, batchSize * pagesPerClaim);
+    recorded = true;
     const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error'], totals?: RunTotals): CleanseSummary => ({
       ...base,
       ...rounded(),
@@ -258,7 +261,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       options.table,
       runId === undefined ? 'run again' : `the run keeps what it committed: rerun with --run-id ${runId} to resume with the new definition`,
     );
-    throw privilegeLost(
+    const failure = privilegeLost(
       relationGone(
         changed,
         options.table,
@@ -270,12 +273,34 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       db.user,
       resume,
     );
+    // `dq-pg status` then says why the run ended, not just that no session holds it.
+    if (recorded && runId !== undefined) await recordFailure(client, runId, failure, logger.redactor.redact.bind(logger.redactor));
+    throw failure;
   } finally {
     if (engine) options.onEngineReport?.(withReused(engine.report(), reused));
     await engine?.close().catch(() => undefined);
     await Promise.all(connections.map((c) => disconnect(c)));
     await disconnect(client);
   }
+}
+
+/**
+ * Records a run that failed (the table changed, a lock waited too long, a bug) as stopped with its
+ * error, as a run stop is, on the connection that holds it when that still works. At most 5 s: a
+ * database that no longer answers leaves the run as it is (`status` shows it interrupted).
+ */
+async function recordFailure(client: pg.Client, runId: string, failure: unknown, redact: (text: string) => string): Promise<void> {
+  const code = failure instanceof DqError ? failure.code : 'unexpected';
+  const message = redact(failure instanceof Error ? failure.message : String(failure));
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5_000)));
+  // A page write the failure cut short may have left its transaction open on this connection.
+  const record = async (): Promise<void> => {
+    await client.query('ROLLBACK');
+    await stopRun(client, runId, { code, message });
+  };
+  await Promise.race([record().catch(() => undefined), bound]);
+  clearTimeout(timer);
 }
 
 /**

@@ -16,7 +16,7 @@ export interface RunStatus extends RunTotals {
   /**
    * `running` (a live process works on it), `interrupted` (recorded as running, but no process
    * holds it any more: killed, or its database connection was lost), `stopped` (quota, key,
-   * platform down, signal: see `lastError`), `done`, `rolled-back`.
+   * platform down, signal, a failure such as a table changed under the run: see `lastError`), `done`, `rolled-back`.
    */
   state: string;
   /** For an interrupted or stopped run: the command that resumes it (add --db and the API settings). */

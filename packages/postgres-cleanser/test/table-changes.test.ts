@@ -56,6 +56,14 @@ describe('dq-pg and a table changed under a run', () => {
     } finally {
       env.sandbox.setFaults({});
     }
+    // status says why the run ended and how to resume it, not only that no session holds it.
+    const status = await runCli(['status', '--db', db, '--run', 'widened', '--json']);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      state: 'stopped',
+      lastError: { code: 'table-changed', message: expect.stringContaining('the definition of public.customers changed') },
+      resume: expect.stringContaining('--run-id widened'),
+    });
     const resumed = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'widened', '--batch-size', '20', '--workers', '1']));
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(summaryOf(resumed)).toMatchObject({ state: 'done' });
