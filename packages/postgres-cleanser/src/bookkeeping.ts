@@ -176,7 +176,7 @@ async function migrate(client: pg.Client, seen: number | null): Promise<number> 
       if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${STATE_SCHEMA}`);
       await client.query(TABLES);
       await client.query(OBJECTS);
-      await client.query(`DELETE FROM ${STATE_SCHEMA}.schema_version`);
+      await client.query(`TRUNCATE ${STATE_SCHEMA}.schema_version`);
       await client.query(`INSERT INTO ${STATE_SCHEMA}.schema_version (version) VALUES (${SCHEMA_VERSION})`);
       return SCHEMA_VERSION;
     });

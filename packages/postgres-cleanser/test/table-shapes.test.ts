@@ -106,6 +106,24 @@ describe('dq-pg and the shape of the table', () => {
     expect(summaryOf(ok)['written']).toBeGreaterThan(0);
   }, 60_000);
 
+  it('a database with a publication FOR ALL TABLES (logical replication, change capture): dq-pg creates and upgrades its own schemas and cleans the table', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 40);
+    // Every table, dq-pg's own included once created, publishes its inserts, updates and deletes.
+    await withClient(db, (c) => c.query(`CREATE PUBLICATION everything FOR ALL TABLES`));
+    const first = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'all-tables']));
+    expect(first.stderr).not.toContain('this is a bug');
+    expect(first.code, first.stderr).toBe(0);
+    expect(summaryOf(first)['written']).toBeGreaterThan(0);
+    // An upgrade rewrites the layout version: bookkeeping of the layout before this one.
+    await withClient(db, (c) => c.query(`TRUNCATE dq_cleanse.schema_version; INSERT INTO dq_cleanse.schema_version (version) VALUES (3)`));
+    const init = await runCli(['init', '--db', db]);
+    expect(init.code, init.stderr).toBe(0);
+    const again = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'all-tables-2']));
+    expect(again.code, again.stderr).toBe(0);
+    expect(summaryOf(again)).toMatchObject({ state: 'done', apiCalls: 0 });
+  }, 60_000);
+
   it('a role with column-level grants only (SELECT and UPDATE on the columns dq-pg uses) cleans the table', async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 30);

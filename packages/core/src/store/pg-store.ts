@@ -243,7 +243,7 @@ export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
           `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = '${STORE_SCHEMA}.results'::regclass AND attname = 'result'`,
         );
         if (column.rows[0]?.type === 'jsonb') await client.query(`ALTER TABLE ${STORE_SCHEMA}.results ALTER COLUMN result TYPE json USING result::json`);
-        await client.query(`DELETE FROM ${STORE_SCHEMA}.schema_version`);
+        await client.query(`TRUNCATE ${STORE_SCHEMA}.schema_version`);
         await client.query(`INSERT INTO ${STORE_SCHEMA}.schema_version (version) VALUES (${STORE_SCHEMA_VERSION})`);
       }
       await client.query('COMMIT');
