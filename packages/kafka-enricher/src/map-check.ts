@@ -29,8 +29,8 @@ export class MapCheck {
         this.#done = true;
         return;
       }
-      // Not JSON, not an object, empty: nothing to say about --map.
-      if (d.mapping === undefined) continue;
+      // A tombstone; not JSON, not an object, empty: nothing to say about --map.
+      if (d.kind === 'tombstone' || d.mapping === undefined) continue;
       const { field, pointer } = d.mapping;
       const what = `${field} (${pointer.text}) ${d.code === 'missing-field' ? 'is missing or empty' : 'is not a string or number'}`;
       this.#failures.set(what, (this.#failures.get(what) ?? 0) + 1);

@@ -20,6 +20,8 @@ export type DecodeFailureCode = 'empty-value' | 'not-json' | 'not-object' | 'mis
 /** One input message after decoding: a record for the engine, or a reason to dead-letter it. */
 export type Decoded =
   | { kind: 'record'; message: KafkaMessage; value: Record<string, unknown>; record: EngineRecord; /** The value as UTF-8 text. */ text: string }
+  /** A keyed message without a value: a deletion of its key (compacted topics), passed on as it is. */
+  | { kind: 'tombstone'; message: KafkaMessage }
   | {
       kind: 'reject';
       message: KafkaMessage;
@@ -48,8 +50,10 @@ export const DLQ_HEADERS = {
  * be asked about altered text. It goes to the DLQ unchanged, naming the first bad byte.
  */
 export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
+  if (message.value === null && message.key !== null && message.key.length > 0) return { kind: 'tombstone', message };
   if (message.value === null || message.value.length === 0) {
-    return { kind: 'reject', message, code: 'empty-value', reason: 'the message has no value (tombstone or empty)' };
+    const what = message.value === null ? 'no value and no key (a tombstone deletes a key: it needs one)' : 'an empty value';
+    return { kind: 'reject', message, code: 'empty-value', reason: `the message has ${what}` };
   }
   if (!isUtf8(message.value)) {
     const at = firstInvalidUtf8(message.value);
@@ -102,6 +106,14 @@ export function enrichedMessage(decoded: Extract<Decoded, { kind: 'record' }>, r
   dq['source'] = { topic: source.topic, partition: source.partition, offset: source.offset };
   const { message } = decoded;
   return { key: message.key, value: withMember(decoded, dqField, dq), headers: copyHeaders(message.headers), timestamp: inputTimestamp(message) };
+}
+
+/**
+ * A tombstone passed on to the output: its key, headers and timestamp, no value, so a compacted
+ * output topic deletes the key as the input did (the platform is not asked: there is nothing to check).
+ */
+export function tombstoneMessage(message: KafkaMessage): Message {
+  return { key: message.key, value: null, headers: copyHeaders(message.headers), timestamp: inputTimestamp(message) };
 }
 
 /**

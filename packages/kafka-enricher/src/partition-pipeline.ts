@@ -7,7 +7,7 @@ import { causes } from './kafka-settings.js';
 import type { FieldMap } from './field-map.js';
 import type { CallWindow, FlowControl } from './flow-control.js';
 import type { MapCheck } from './map-check.js';
-import { decodeMessage, dlqMessage, enrichedMessage, invalidInputReason } from './message-codec.js';
+import { decodeMessage, dlqMessage, enrichedMessage, invalidInputReason, tombstoneMessage } from './message-codec.js';
 import type { Decoded, DlqReason, SourcePosition } from './message-codec.js';
 import { METRIC } from './metrics.js';
 import type { Metrics } from './metrics.js';
@@ -242,6 +242,10 @@ export class PartitionPipeline {
       const source: SourcePosition = { topic: this.topic, partition: this.partition, offset: d.message.offset };
       if (d.kind === 'reject') {
         deadLetter(d, source, { code: d.code, message: `offset ${d.message.offset}: ${d.reason}` });
+        continue;
+      }
+      if (d.kind === 'tombstone') {
+        out.push(tagInputPartition(tombstoneMessage(d.message), this.partition));
         continue;
       }
       const result = results[r++]!;

@@ -135,3 +135,46 @@ it('a dead letter produced to the input again: its old dq-* headers are not carr
     'dq-original-offset': '1',
   });
 }, 120_000);
+
+it('a tombstone (a keyed message without a value) is passed on to the output with its key, headers and timestamp, so a compacted output deletes the key too; one without a key is dead-lettered', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const address = JSON.stringify({ address: { street: 'Lindenweg', houseNumber: '1', postalCode: '10115', locality: 'Berlin', country: 'DE' } });
+  const timestamp = String(Date.parse('2026-01-02T03:04:05Z'));
+  await produce(kafka.brokers, names.input, [
+    { key: 'customer-1', value: address },
+    { key: 'customer-1', value: null, headers: { op: 'delete' }, timestamp },
+    { key: null, value: null },
+  ]);
+  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--store', 'off']), sandbox.env());
+  const out = await readTopic(kafka.brokers, names.output, (all) => all.length >= 2, 60_000);
+  const dead = await readTopic(kafka.brokers, names.dlq, (all) => all.length >= 1, 30_000);
+  run.child.kill('SIGTERM');
+  expect(await run.exited, run.stderr().slice(-2000)).toEqual({ code: 0, signal: null });
+  // In input order on the key's partition: the enriched record, then its deletion.
+  expect(out.map((m) => [m.key, m.value === null ? null : (JSON.parse(m.value) as { dq: { status: string } }).dq.status])).toEqual([
+    ['customer-1', 'accepted'],
+    ['customer-1', null],
+  ]);
+  expect(out[1]!.headers).toEqual({ op: 'delete' });
+  const kafkaRead = new Kafka({ brokers: kafka.brokers, logLevel: logLevel.NOTHING }).consumer({ groupId: `ts-${names.group}` });
+  await kafkaRead.connect();
+  try {
+    await kafkaRead.subscribe({ topic: names.output, fromBeginning: true });
+    const stamps: string[] = [];
+    await new Promise<void>((resolve) => {
+      void kafkaRead.run({
+        eachMessage: async ({ message }) => {
+          if (message.value === null) stamps.push(message.timestamp);
+          if (stamps.length > 0) resolve();
+        },
+      });
+    });
+    expect(stamps).toEqual([timestamp]);
+  } finally {
+    await kafkaRead.disconnect();
+  }
+  // Without a key, the message went to a partition of the producer's choosing.
+  expect(dead.map((d) => [d.key, d.headers['dq-error-code']])).toEqual([[null, 'empty-value']]);
+  const offset = dead[0]!.headers['dq-original-offset'];
+  expect(dead[0]!.headers['dq-error-message']).toBe(`offset ${offset}: the message has no value and no key (a tombstone deletes a key: it needs one)`);
+}, 120_000);

@@ -7,7 +7,7 @@ import type { KafkaMessage } from 'kafkajs';
 import { envName, parseCli } from '../src/cli-args.js';
 import { extractRecord, parseFieldMap } from '../src/field-map.js';
 import { parsePointer, resolvePointer } from '../src/json-pointer.js';
-import { decodeMessage, dlqMessage, enrichedMessage } from '../src/message-codec.js';
+import { decodeMessage, dlqMessage, enrichedMessage, tombstoneMessage } from '../src/message-codec.js';
 import { register } from 'prom-client';
 import { Metrics, METRIC } from '../src/metrics.js';
 import { KafkaEnricherError } from '../src/errors.js';
@@ -83,8 +83,15 @@ describe('field mapping', () => {
 
 describe('message codec', () => {
   const map = parseFieldMap('street=/s', 'address');
-  it('dead-letter reasons: tombstone, not JSON, not an object, missing field', () => {
-    expect(decodeMessage(msg(null), map)).toMatchObject({ kind: 'reject', code: 'empty-value' });
+  it('dead-letter reasons: no value and no key, an empty value, not JSON, not an object, missing field; a keyed tombstone is passed on', () => {
+    expect(decodeMessage(msg(null), map)).toMatchObject({ kind: 'tombstone' });
+    expect(tombstoneMessage(msg(null))).toEqual({ key: Buffer.from('k1'), value: null, headers: { trace: Buffer.from('t-1') }, timestamp: '0' });
+    expect(decodeMessage({ ...msg(null), key: null }, map)).toMatchObject({
+      kind: 'reject',
+      code: 'empty-value',
+      reason: expect.stringContaining('no value and no key'),
+    });
+    expect(decodeMessage(msg(''), map)).toMatchObject({ kind: 'reject', code: 'empty-value', reason: 'the message has an empty value' });
     expect(decodeMessage(msg('{nope'), map)).toMatchObject({ kind: 'reject', code: 'not-json' });
     expect(decodeMessage(msg('[1]'), map)).toMatchObject({ kind: 'reject', code: 'not-object' });
     expect(decodeMessage(msg('{"t":1}'), map)).toMatchObject({ kind: 'reject', code: 'missing-field' });
