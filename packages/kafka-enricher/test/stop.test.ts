@@ -197,6 +197,38 @@ it('exits 75 when SIGTERM finds the platform slower than --drain-timeout-ms, com
   expect(audit.committed).toBeLessThan(1_500);
 }, 180_000);
 
+it('a second SIGINT (Ctrl-C pressed again) ends a drain that waits for a slow platform at once: exit 75 saying so, nothing committed past what was delivered', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const { messages } = dataset(600, 0);
+  // The default drain timeout (20 s): only the second SIGINT ends the drain sooner.
+  const run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--batch-size', '100']), {
+    DQ_BASE_URL: sandbox.url,
+    DQ_API_KEY: DEFAULT_API_KEY,
+  });
+  runs.push(run);
+  const port = await metricsPort(run);
+  sandbox.setFaults({ batch: { latencyMs: 60_000 }, validate: { latencyMs: 60_000 } });
+  try {
+    await produce(kafka.brokers, names.input, messages);
+    for (let i = 0; i < 600 && (await metricValue(port, 'dq_kafka_in_flight_messages')) === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await metricValue(port, 'dq_kafka_in_flight_messages')).toBeGreaterThan(0);
+    run.child.kill('SIGINT');
+    await run.waitForLog(/"msg":"draining/, 10_000);
+    const again = Date.now();
+    run.child.kill('SIGINT');
+    expect(await run.exited).toEqual({ code: 75, signal: null });
+    // Leaving the group and closing the clients, not the 20 s drain.
+    expect(Date.now() - again).toBeLessThan(12_000);
+  } finally {
+    sandbox.setFaults({});
+  }
+  expect(run.stderr()).toMatch(/"msg":"second SIGINT: ending the drain now/);
+  expect(JSON.parse(run.stdout().trim().split('\n').pop()!)).toMatchObject({ exitCode: 75, reason: 'drain-timeout', error: { code: 'drain-timeout' } });
+  expect(run.stderr()).toMatch(/dq-kafka: drain-timeout: the drain was cut short by a second SIGINT: \d+ messages taken from Kafka were not delivered/);
+  const audit = await commitAudit(kafka.brokers, names, 600, 6_000);
+  expect(audit).toEqual({ missing: [], delivered: 0, committed: 0 });
+}, 120_000);
+
 it('exits 3 on an exhausted quota without committing offsets it did not deliver', async () => {
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   const { messages } = dataset(2_000, 0);
