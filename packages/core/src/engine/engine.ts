@@ -11,7 +11,7 @@ import { openLogRelay } from './log-relay.js';
 import type { LogRelay } from './log-relay.js';
 import { createMemoryCache } from './memory-cache.js';
 import { Control } from './messages.js';
-import type { CallOutcome, WorkerInit } from './messages.js';
+import type { CallOutcome, TaskResult, WorkerInit } from './messages.js';
 import { mapRecord, requestKey } from './record-mapping.js';
 import { answeringPlatform } from './platform.js';
 import type { RequestFields } from './record-mapping.js';
@@ -351,6 +351,7 @@ class ValidationEngine implements Engine {
    */
   async #dispatch(chunk: PendingCall[], control: Int32Array): Promise<void> {
     let outcomes: CallOutcome[];
+    let answered: TaskResult;
     this.#chunksOut += 1;
     // Each definitive answer goes to the store the moment it arrives (on the engine's thread; a
     // worker thread's arrive with its chunk), so a kill loses at most the calls in flight and the
@@ -370,8 +371,9 @@ class ValidationEngine implements Engine {
       const checkedAt = new Date().toISOString();
       for (const outcome of answer.outcomes) if (outcome.kind === 'result') outcome.result.checkedAt ??= checkedAt;
       this.#report.addCalls(answer.calls, answer.retries, answer.callSeconds);
-      this.#outage.answered(answer.answered, answer.lastAnswerAt);
       outcomes = answer.outcomes;
+      // Told after the chunk's failures (below): the order of the ends decides, not this order.
+      answered = answer;
     } catch (e) {
       this.#chunksOut -= 1;
       this.#decideOutage();
@@ -400,6 +402,7 @@ class ValidationEngine implements Engine {
           this.#halt(errorFromData(outcome.error));
         }
       }
+      this.#outage.answered(answered.answered, answered.lastAnswerAt, answered.answeredAfterFailure);
       this.#decideOutage();
       if (writes.length > 0) await Promise.all(writes);
       for (let i = 0; i < chunk.length; i++) {

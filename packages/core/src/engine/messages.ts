@@ -80,6 +80,12 @@ export interface TaskResult {
   /** Requests the platform answered (any answer, errors included), and when the last of them ended (epoch ms). */
   answered: number;
   lastAnswerAt: number;
+  /**
+   * When each answered request ended that ended after the task's first request that could not
+   * reach the platform (ascending; absent when none failed so): the outage watch tells from them
+   * whether the failures came in a row.
+   */
+  answeredAfterFailure?: number[];
   /** Calls sent, by the epoch second their attempts ended: `[second, count]` pairs. */
   callSeconds?: [number, number][];
 }

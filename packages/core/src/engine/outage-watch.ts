@@ -18,13 +18,17 @@ interface Held {
  * Tells an outage of the platform from a record whose own call failed. Every call that ends
  * without an answer from the platform (connection refused or reset, timeout, a 5xx, after the
  * transport's retries) is held until one of these decides it:
- * - the platform answers another call that ended after it: it failed on its own (`isolated`, the
- *   record is `unavailable`);
  * - {@link OUTAGE_WINDOW} calls in a row ended without an answer, none answered in between
- *   (`outage`: the run stops so that the records are asked again later, none is finalised);
+ *   (`outage`: the run stops so that the records are asked again later, none is finalised) —
+ *   also when the platform answers again afterwards: a short outage is still one, and its
+ *   records are not the records' own failures;
+ * - the platform answers another call that ended after it, with fewer than that in a row before
+ *   the answer: it failed on its own (`isolated`, the record is `unavailable`);
  * - no call is left running that could tell: `outage` when every call since the engine started
  *   failed (fewer than the window), else `isolated`.
- * Times are the wall clock of the moment each call ended, in any thread.
+ * Times are the wall clock of the moment each call ended, in any thread, with a fraction of a
+ * millisecond. A chunk's failures are told before its answers (see {@link answered}), so that
+ * the order of their ends, not the order they are reported in, decides.
  */
 export class OutageWatch {
   /** End of the last call the platform answered (0: none yet). */
@@ -35,16 +39,31 @@ export class OutageWatch {
   #streak: number[] = [];
   #held: Held[] = [];
   #lastFailure = '';
+  /** An outage found behind an answer (the platform back meanwhile), for {@link decide} to report. */
+  #found: DqError | undefined;
 
-  /** Calls of a chunk the platform answered; `lastAnswerAt` the end of the last of them. */
-  answered(count: number, lastAnswerAt: number): void {
+  /**
+   * Calls of a chunk the platform answered; `lastAnswerAt` the end of the last of them, `earlier`
+   * the ends (ascending) of those that ended after the chunk's first failure, when it had one.
+   */
+  answered(count: number, lastAnswerAt: number, earlier: readonly number[] = []): void {
     this.#ended += count;
-    if (count === 0 || lastAnswerAt <= this.#lastAnswerAt) return;
-    this.#lastAnswerAt = lastAnswerAt;
-    this.#streak = this.#streak.filter((at) => at > lastAnswerAt);
+    if (count === 0) return;
+    for (const at of earlier) this.#answerAt(at);
+    this.#answerAt(lastAnswerAt);
+  }
+
+  /** An answer that ended at `at`: the failures before it are decided. */
+  #answerAt(at: number): void {
+    if (at <= this.#lastAnswerAt) return;
+    const before = this.#streak.filter((t) => t < at);
+    const verdict: Verdict = before.length >= OUTAGE_WINDOW ? 'outage' : 'isolated';
+    if (verdict === 'outage') this.#found ??= this.#error(before, at);
+    this.#lastAnswerAt = at;
+    this.#streak = this.#streak.filter((t) => t >= at);
     const still: Held[] = [];
     for (const h of this.#held) {
-      if (h.at < lastAnswerAt) h.resolve('isolated');
+      if (h.at < at) h.resolve(verdict);
       else still.push(h);
     }
     this.#held = still;
@@ -64,20 +83,24 @@ export class OutageWatch {
    * run-stop error when this is an outage (the held calls are then resolved `outage`).
    */
   decide(quiet: boolean): DqError | undefined {
-    if (this.#held.length === 0) return undefined;
+    const found = this.#found;
+    this.#found = undefined;
+    if (this.#held.length === 0) return found;
     const down = this.#streak.length >= OUTAGE_WINDOW || (quiet && this.#streak.length >= this.#ended);
-    if (!down && !quiet) return undefined;
+    if (!down && !quiet) return found;
     const held = this.#held;
     this.#held = [];
     for (const h of held) h.resolve(down ? 'outage' : 'isolated');
-    return down ? this.#error() : undefined;
+    return down ? (found ?? this.#error(this.#streak)) : found;
   }
 
-  #error(): DqError {
-    const since = new Date(this.#streak.reduce((a, b) => Math.min(a, b))).toISOString();
-    const last = this.#lastAnswerAt === 0 ? 'no call was answered before' : `the last answer came at ${new Date(this.#lastAnswerAt).toISOString()}`;
+  /** The run stop for `streak`, the ends of the calls that failed in a row (`answeredAt`: the answer that came after them). */
+  #error(streak: readonly number[], answeredAt?: number): DqError {
+    const since = new Date(streak.reduce((a, b) => Math.min(a, b))).toISOString();
+    const last = this.#lastAnswerAt === 0 ? 'no call was answered before' : `the last answer before came at ${new Date(this.#lastAnswerAt).toISOString()}`;
+    const back = answeredAt === undefined ? '' : ` (it answered again at ${new Date(answeredAt).toISOString()})`;
     return new DqError(
-      `the platform could not be reached since ${since}: the last ${this.#streak.length} calls all failed after their retries (${this.#lastFailure}); ${last}. No record was marked unavailable for it; try again later`,
+      `the platform could not be reached since ${since}${back}: ${streak.length} calls in a row failed after their retries (${this.#lastFailure}); ${last}. No record was marked unavailable for it; try again later`,
       { code: PLATFORM_UNREACHABLE, retriable: true, scope: 'run' },
     );
   }

@@ -78,8 +78,16 @@ export function errorOutcome(e: unknown): CallOutcome {
   if (requestId !== undefined) error.requestId = requestId;
   const result: CachedResult = { status: e.scope === 'record' ? (RECORD_STATUS[code] ?? 'invalid-input') : 'unavailable', error };
   if (requestId !== undefined) result.requestId = requestId;
-  if (result.status === 'unavailable' && unreachable(cause)) return { kind: 'result', result, unreachableAt: Date.now() };
+  if (result.status === 'unavailable' && unreachable(cause)) return { kind: 'result', result, unreachableAt: preciseNow() };
   return { kind: 'result', result };
+}
+
+/**
+ * Epoch ms with a fraction: many calls end within one millisecond, and the outage watch orders
+ * their ends (failures against answers) across the engine's threads.
+ */
+export function preciseNow(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 /** Record-scope failures that are not about a field of the input, by code: each has a status of its own. */

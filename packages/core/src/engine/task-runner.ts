@@ -12,7 +12,7 @@ import { createTransport } from '../transport/index.js';
 import type { Transport } from '../transport/index.js';
 import { Control } from './messages.js';
 import type { CallOutcome, CallTask, TaskResult, WorkerInit } from './messages.js';
-import { errorOutcome } from './outcome.js';
+import { errorOutcome, preciseNow } from './outcome.js';
 import { createCaller } from './worker-calls.js';
 
 /** Runs tasks; `close` releases the HTTP connections. */
@@ -111,8 +111,11 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     next(); // the slot passes on: inFlight stays the same
   };
 
-  /** Calls of one task sent to the platform, those it answered, and when the last of them ended. */
-  type Answers = { sent: number; count: number; lastAt: number; seconds: Map<number, number> };
+  /**
+   * Calls of one task sent to the platform, those it answered, when the last of them ended, and,
+   * once one could not reach the platform, when each answered one ended after it.
+   */
+  type Answers = { sent: number; count: number; lastAt: number; seconds: Map<number, number>; unreachable: boolean; after?: number[] };
   /**
    * Counts a call that ended at `now` (epoch ms): in the second its attempt ended, for the run
    * report's calls-per-second histogram (`sentCall`), and as answered by the platform (`answeredCall`).
@@ -121,6 +124,7 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     if (answeredCall) {
       answers.count += 1;
       answers.lastAt = now;
+      if (answers.unreachable) (answers.after ??= []).push(now);
     }
     if (sentCall) {
       answers.sent += 1;
@@ -145,7 +149,7 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
         try {
           const res = await call(fields, String(index), signal);
           unreportedRetries += res.attempts - 1;
-          ended(answers, Date.now(), true, true);
+          ended(answers, preciseNow(), true, true);
           outcome = res.outcome;
         } catch (e) {
           outcome = failedCall(e, task, signal, answers);
@@ -163,8 +167,10 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     if (signal.aborted) return { kind: 'skipped' };
     if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
     const outcome = errorOutcome(e);
+    const unreachableAt = outcome.kind === 'result' ? outcome.unreachableAt : undefined;
     // A call the budget refused before any of its attempts went out is not a call made (`apiCalls`).
-    ended(answers, Date.now(), !failedUnsent(e), outcome.kind === 'result' && outcome.unreachableAt === undefined);
+    ended(answers, unreachableAt ?? preciseNow(), !failedUnsent(e), outcome.kind === 'result' && unreachableAt === undefined);
+    if (unreachableAt !== undefined) answers.unreachable = true;
     // Tell sibling calls and threads at once; the engine also stops every other batch. Not when
     // the spending cap was reached: the calls in flight were paid for and must bring their
     // answers home, and no further call can be sent anyway (each fails at the cap, unsent).
@@ -182,11 +188,12 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     /** Outcomes in request order. */
     async run(task, onOutcome) {
       const signal = controlSignal(task.control);
-      const answers: Answers = { sent: 0, count: 0, lastAt: 0, seconds: new Map() };
+      const answers: Answers = { sent: 0, count: 0, lastAt: 0, seconds: new Map(), unreachable: false };
       const outcomes = await Promise.all(task.requests.map((_, i) => callOne(task, i, signal, answers, onOutcome)));
       const retries = unreportedRetries;
       unreportedRetries = 0;
-      return { outcomes, calls: answers.sent, retries, answered: answers.count, lastAnswerAt: answers.lastAt, callSeconds: [...answers.seconds] };
+      const { sent: calls, count: answered, lastAt: lastAnswerAt, after } = answers;
+      return { outcomes, calls, retries, answered, lastAnswerAt, callSeconds: [...answers.seconds], ...(after ? { answeredAfterFailure: after } : {}) };
     },
     close: async () => {
       await transport.close();
