@@ -140,7 +140,7 @@ describe('dq-csv validate when the Postgres result store fails mid-run', () => {
         const line = errorLine(first.ended.stderr);
         expect(line).toMatch(/^dq-csv: store-unreachable: the result store postgres:\/\/etl:(\*\*\*|\[redacted\])@127\.0\.0\.1:\d+\/\w+ /);
         expect(line).toMatch(
-          /; --store off runs without it instead; input records 1-\d+ are written and checkpointed; rerun with --resume once the store's database answers again \(answers already paid for are not bought again\)$/,
+          /; --store off runs without it instead, buying again every answer it holds; input records 1-\d+ are written and checkpointed; rerun with --resume once the store's database answers again \(answers already paid for are not bought again\)$/,
         );
         const checkpointed = await leftBehind(output);
         expect(checkpointed).toBeGreaterThanOrEqual(400);

@@ -66,9 +66,13 @@ export function pgStoreError(location: string, cause: unknown, schema: string): 
   }
   // No SQLSTATE (the connection broke or could not be made) or a server that cannot serve now.
   if (code === undefined || CONNECTION_CODES.has(code) || PG_UNAVAILABLE_CLASSES.has(code.slice(0, 2))) {
-    return new StoreError(STORE_UNREACHABLE, `the result store ${location} cannot be used: unreachable (${reason}); --store off runs without it instead`, {
-      cause,
-    });
+    return new StoreError(
+      STORE_UNREACHABLE,
+      `the result store ${location} cannot be used: unreachable (${reason}); --store off runs without it instead, buying again every answer it holds`,
+      {
+        cause,
+      },
+    );
   }
   return new StoreError('store-io', `the result store ${location} cannot be used (${reason}); fix it or pass --store off`, { cause });
 }
