@@ -54,4 +54,24 @@ describe('engine: a short outage', () => {
       expect(statuses.filter((s, i) => s === 'unavailable' && i % 4 !== 3)).toEqual([]);
     },
   );
+
+  it.each([0, 1])(
+    'the platform gone for the last 5 calls of a batch, with no call after them to tell: an outage, not 5 records unavailable (threads: %i)',
+    async (threads) => {
+      // The first 55 answered at once; the last 5 fail, later than every answer.
+      platform = await startScriptedPlatform((req, nth) => (nth <= 55 ? batchAnswer(req, 'A') : { status: 503, body: 'upstream down', delayMs: 50 }));
+      engine = testEngine(platform.url, 'key-outage', { threads, concurrency: 32, retry: { maxAttempts: 1 } });
+      const ended = await outcome(engine, 60);
+      expect(ended).toMatchObject({ code: PLATFORM_UNREACHABLE, scope: 'run' });
+      expect(engine.report().byStatus.unavailable).toBe(0);
+    },
+  );
+
+  it('one call failing last, after the platform answered every other: that record is unavailable, the run goes on', async () => {
+    platform = await startScriptedPlatform((req, nth) => (nth <= 59 ? batchAnswer(req, 'A') : { status: 503, body: 'this record fails', delayMs: 50 }));
+    engine = testEngine(platform.url, 'key-outage', { concurrency: 32, retry: { maxAttempts: 1 } });
+    const ended = await outcome(engine, 60);
+    expect(ended).not.toBeInstanceOf(Error);
+    expect((ended as RecordResult[]).filter((r) => r.status === 'unavailable')).toHaveLength(1);
+  });
 });

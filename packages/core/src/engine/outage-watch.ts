@@ -3,6 +3,14 @@ import { DqError } from '../errors/index.js';
 /** Calls in a row that must all fail to reach the platform (after their retries) to call it an outage. */
 export const OUTAGE_WINDOW = 8;
 
+/**
+ * Calls in a row that failed last, with none running that could still tell, that make an outage:
+ * at the end of a batch or a file fewer than {@link OUTAGE_WINDOW} calls may be left, and two
+ * records failing on their own one after the other, with no answer after them, is far less likely
+ * than the platform gone.
+ */
+export const OUTAGE_TAIL = 2;
+
 /** What becomes of a call that could not reach the platform. */
 export type Verdict = 'isolated' | 'outage';
 
@@ -25,7 +33,8 @@ interface Held {
  * - the platform answers another call that ended after it, with fewer than that in a row before
  *   the answer: it failed on its own (`isolated`, the record is `unavailable`);
  * - no call is left running that could tell: `outage` when every call since the engine started
- *   failed (fewer than the window), else `isolated`.
+ *   failed, or the last {@link OUTAGE_TAIL} or more did with no answer after them (fewer than the
+ *   window were left to make), else `isolated` (one failure, last: a record's own, most likely).
  * Times are the wall clock of the moment each call ended, in any thread, with a fraction of a
  * millisecond. A chunk's failures are told before its answers (see {@link answered}), so that
  * the order of their ends, not the order they are reported in, decides.
@@ -86,7 +95,10 @@ export class OutageWatch {
     const found = this.#found;
     this.#found = undefined;
     if (this.#held.length === 0) return found;
-    const down = this.#streak.length >= OUTAGE_WINDOW || (quiet && this.#streak.length >= this.#ended);
+    const streak = this.#streak.length;
+    // At the tail, only the failures not yet decided count: one a quiet moment already found to be
+    // a record's own (a record asked again that fails again) makes no outage with the next.
+    const down = streak >= OUTAGE_WINDOW || (quiet && (streak >= this.#ended || this.#held.length >= OUTAGE_TAIL));
     if (!down && !quiet) return found;
     const held = this.#held;
     this.#held = [];
