@@ -434,7 +434,7 @@ class KafkaEnricher implements Enricher {
     if (err === undefined && this.#undrained !== undefined) {
       // A scheduler must not read a drain cut short as success: the work is not done.
       const why = this.#wasCut ? 'the drain was cut short by a second SIGINT' : `the drain did not finish within --drain-timeout-ms ${this.#o.drainTimeoutMs}`;
-      const message = `${why}: ${this.#undrained} messages taken from Kafka were not delivered; their offsets stay uncommitted and are re-read on the next start`;
+      const message = `${why}: ${this.#undrained} messages still under way were not delivered; they, and the messages handed back when the stop began, stay uncommitted and are re-read on the next start`;
       return { exitCode: ExitCode.TEMPFAIL, reason: 'drain-timeout', error: { code: 'drain-timeout', message }, report };
     }
     if (err === undefined) {
