@@ -5,9 +5,9 @@ import { answeringPlatform, createEngine, createLogger, DqError, exitCodeFor, Ex
 import { autoMappingHint, resolvePolicy, unmappedLookalikes, zeroByStatus } from '@dq/core/engine';
 import { RESULT_CLASSES } from '@dq/core/schemas';
 import { DEFAULT_MAX_AGE_MS, openStore, StoreError } from '@dq/core/store';
-import type { Engine, Mode, PolicyStatus, ResultClass, RunReport } from '@dq/core';
+import type { Engine, Mode, PolicyStatus, RecordResult, ResultClass, RunReport } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
-import { connect, dbTarget, disconnect } from './db.js';
+import { connect, dbTarget, disconnect, sessionLost } from './db.js';
 import { connectionLost, definitionChanged, privilegeLost, relationGone, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
@@ -61,7 +61,8 @@ function emptyProgress(): CleanseProgress {
  * run resumes it where its last committed page ended.
  *
  * A stop during the work (quota, credentials: exit 3; platform down, interrupt: 75) is returned
- * in the summary with the run left `stopped` and consistent. Database failures are thrown.
+ * in the summary with the run left `stopped` and consistent. Database failures are thrown; once the
+ * run was recorded, {@link summaryOfFailure} gives the thrown error's summary (the CLI prints it).
  */
 export async function cleanse(options: CleanseOptions & { dryRun: true }): Promise<DryRunSummary>;
 export async function cleanse(options: CleanseOptions & { dryRun?: false }): Promise<CleanseSummary>;
@@ -94,6 +95,9 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
   let runId: string | undefined;
   /** Whether the run is recorded in dq_cleanse.runs: a failure after that is recorded with it. */
   let recorded = false;
+  /** The run's summary as of now, once the run is recorded: also that of a failure ({@link summaryOfFailure}). */
+  let summarize: ((state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error']) => CleanseSummary) | undefined;
+  let cut: PageCut | undefined;
   try {
     const target = await inspectTable(client, {
       table: options.table,
@@ -152,6 +156,15 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const [scope, scopeBefore] = knownScopes(target, settings);
     const known: KnownRows | undefined =
       options.engine?.store === 'off' ? undefined : { scope, scopeBefore, maxAgeMs: options.engine?.maxAgeMs ?? DEFAULT_MAX_AGE_MS };
+    // Said by every run that ends with exit 4 for unavailable rows, the first one too, as a line of
+    // its own whose --where a POSIX shell takes as printed (README "Limits and choices").
+    const hintUnavailable = (id: string, totals: RunTotals): void => {
+      const earlier = totals.unavailable - progress.byStatus.unavailable;
+      const where = `${target.key.quoted} IN (SELECT row_key::${target.key.type} FROM ${STATE_SCHEMA}.results WHERE run_id = '${id.replace(/'/g, "''")}' AND status = 'unavailable')`;
+      hint(
+        `${totals.unavailable} of the ${totals.rows} rows of run ${id} are unavailable (the platform failed for them after retries)${earlier > 0 ? `, ${earlier} of them from an earlier attempt of the run` : ''}; a rerun with --run-id ${id} does not check them again. A new run restricted to them redoes them: the same command with --run-id <new id> --where ${shellQuoted(where)}`,
+      );
+    };
     const report = (): RunReport | undefined => (engine ? withReused(engine.report(), reused) : undefined);
     const rounded = (): CleanseProgress => {
       const t = progress.timings;
@@ -169,7 +182,8 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       // A dry run creates nothing: it reuses known rows only where the bookkeeping already has them.
       const knownTable = await client.query<{ ok: boolean }>(`SELECT to_regclass('${STATE_SCHEMA}.known') IS NOT NULL AS ok`);
       const reader = new PageStore(client, target, options.where, client, knownTable.rows[0]?.ok ? await knownInUse(client, known) : undefined);
-      const complete = await dryRun(engine, reader, target, mode, batchSize, progress, reused, options);
+      cut = pageCut(options.signal, options.stopNow, new Error('interrupted'));
+      const complete = await dryRun(engine, reader, target, mode, batchSize, progress, reused, options, cut.signal);
       const { written, conflicts: _none, ...counts } = rounded();
       const dry = { table: target.qualified, ...counts, runId: null, dryRun: true as const, state: 'dry-run' as const, wouldWrite: written };
       // Stopped by a signal: its counts cover the rows read so far, not the table (exit 75: run it again).
@@ -191,7 +205,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     await holdRun(client, runId);
     const run = await openRunAlone(client, target, settings, runId, batchSize * pagesPerClaim);
     recorded = true;
-    const summary = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error'], totals?: RunTotals): CleanseSummary => ({
+    const summary = (summarize = (state: CleanseSummary['state'], exitCode: number, error?: CleanseSummary['error'], totals?: RunTotals): CleanseSummary => ({
       ...base,
       ...rounded(),
       runId: run.runId,
@@ -203,18 +217,13 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       ...(totals ? { runTotals: totals } : {}),
       ...(error ? { error } : {}),
       ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
-    });
+    }));
     // A run ends with the exit code of all its rows, those of earlier attempts too: a scheduler's
     // retry of a run that exited 4 does not turn it into a success (README "Exit codes").
     const ended = async (state: 'done' | 'running'): Promise<CleanseSummary> => {
       const totals = await runTotals(client, run.runId);
       const exitCode = wholeRunExitCode(report()!, totals, options.maxFailed ?? 0);
-      if (exitCode === ExitCode.MAX_FAILED && totals.unavailable > progress.byStatus.unavailable) {
-        logger.warn(
-          `${totals.unavailable} of the ${totals.rows} rows of run ${run.runId} are unavailable (the platform failed for them), ${totals.unavailable - progress.byStatus.unavailable} of them from an earlier attempt of the run, which a rerun with its --run-id does not check again; a new run restricted to them redoes them: --run-id <new id> --where "${target.key.quoted} IN (SELECT row_key::${target.key.type} FROM ${STATE_SCHEMA}.results WHERE run_id = '${run.runId.replace(/'/g, "''")}' AND status = 'unavailable')"`,
-          { runId: run.runId },
-        );
-      }
+      if (exitCode === ExitCode.MAX_FAILED && totals.unavailable > 0) hintUnavailable(run.runId, totals);
       return summary(state, exitCode, undefined, totals);
     };
     if (run.state === 'rolled-back') return summary(run.state, ExitCode.OK);
@@ -223,19 +232,36 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const inUse = await knownInUse(client, known);
     const processId = `${hostname()}:${process.pid}:${randomBytes(2).toString('hex')}`;
     const shared = { engine, target, mode, batchSize, readAhead, runId: run.runId, progress, reused, conflictKeys, notWritten, logger, options };
-    // Each range worker gets connections of its own: one holding its claim, one reading, one writing
-    // (the first worker writes on `client`). Opened before any range is claimed.
+    // Each range worker gets connections of its own: one holding its claim, one reading, one
+    // writing. Opened before any range is claimed. `client` holds the run (holdRun) and does the
+    // run's own bookkeeping only: it is idle while the workers work, and its loss is seen by the
+    // workers before each page (sessionLost), whichever of them holds the ranges.
     for (let i = 0; i < workers; i += 1) {
       const claim = await connect(db, 'dq-pg claim');
       connections.push(claim);
       const reader = await connect(db, 'dq-pg read');
       connections.push(reader);
-      const writer = i === 0 ? client : await connect(db, 'dq-pg write');
-      if (writer !== client) connections.push(writer);
+      const writer = await connect(db, 'dq-pg write');
+      connections.push(writer);
       const worker = workers === 1 ? processId : `${processId}/${i + 1}`;
       slots.push({ queue: new RangeQueue(claim, run.runId, target), store: new PageStore(reader, target, options.where, writer, inUse), worker });
     }
-    const error = await runWorkers(shared, slots, options.signal);
+    const interrupted = (what: string): RunHalt =>
+      new RunHalt({ code: 'interrupted', message: `stopped by a signal ${what}; rerun with --run-id ${run.runId} to resume` }, ExitCode.TEMPFAIL);
+    cut = pageCut(
+      options.signal,
+      options.stopNow,
+      interrupted(
+        'before the pages under way were written (the answers that had arrived are kept in the result store: the resumed run does not pay for them again)',
+      ),
+    );
+    // The sessions the workers hold without querying them (README "What a run does").
+    const gone = (e: unknown, whose: string): unknown =>
+      e === undefined ? undefined : connectionLost(e, db.where, `${whose} ended; the run keeps what it committed: rerun with --run-id ${run.runId} to resume`);
+    const lost = (queue: RangeQueue): unknown =>
+      gone(queue.lost(), "the session holding this process's claim on a key range (another process may take the range over)") ??
+      gone(sessionLost(client), `the session holding run ${run.runId}`);
+    const error = await runWorkers({ ...shared, cut: cut.signal, lost }, slots, options.signal, interrupted('after the pages under way were written'));
     if (error !== undefined) {
       // A run stop: exit 3 for key, account or quota; 75 when the platform could not be reached or
       // asked us to come back later than the retry policy waits. A failure of a --store apart from
@@ -274,9 +300,16 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       resume,
     );
     // `dq-pg status` then says why the run ended, not just that no session holds it.
-    if (recorded && runId !== undefined) await recordFailure(client, runId, failure, logger.redactor.redact.bind(logger.redactor));
+    if (recorded && runId !== undefined) {
+      const kept = await recordFailure(client, runId, failure, logger.redactor.redact.bind(logger.redactor));
+      if (summarize && typeof failure === 'object' && failure !== null) {
+        const error = failureData(failure, logger.redactor.redact.bind(logger.redactor));
+        failedRuns.set(failure, summarize(kept ? 'stopped' : 'interrupted', exitCodeFor(failure), error));
+      }
+    }
     throw failure;
   } finally {
+    cut?.dispose();
     if (engine) options.onEngineReport?.(withReused(engine.report(), reused));
     await engine?.close().catch(() => undefined);
     await Promise.all(connections.map((c) => disconnect(c)));
@@ -289,18 +322,75 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
  * error, as a run stop is, on the connection that holds it when that still works. At most 5 s: a
  * database that no longer answers leaves the run as it is (`status` shows it interrupted).
  */
-async function recordFailure(client: pg.Client, runId: string, failure: unknown, redact: (text: string) => string): Promise<void> {
-  const code = failure instanceof DqError ? failure.code : 'unexpected';
-  const message = redact(failure instanceof Error ? failure.message : String(failure));
+async function recordFailure(client: pg.Client, runId: string, failure: unknown, redact: (text: string) => string): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5_000)));
-  // A page write the failure cut short may have left its transaction open on this connection.
-  const record = async (): Promise<void> => {
+  const bound = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 5_000)));
+  // A statement of the run's own bookkeeping the failure cut short may have left its transaction open on this connection.
+  const record = async (): Promise<boolean> => {
     await client.query('ROLLBACK');
-    await stopRun(client, runId, { code, message });
+    await stopRun(client, runId, failureData(failure, redact));
+    return true;
   };
-  await Promise.race([record().catch(() => undefined), bound]);
+  const kept = await Promise.race([record().catch(() => false), bound]);
   clearTimeout(timer);
+  return kept;
+}
+
+/** A failure as the summary and `dq_cleanse.runs` record it: its code (`unexpected` for a bug) and message. */
+function failureData(failure: unknown, redact: (text: string) => string): { code: string; message: string } {
+  return { code: failure instanceof DqError ? failure.code : 'unexpected', message: redact(failure instanceof Error ? failure.message : String(failure)) };
+}
+
+/** The summaries of runs that failed after they were recorded, by the error {@link cleanse} threw. */
+const failedRuns = new WeakMap<object, CleanseSummary>();
+
+/**
+ * The summary of the run that `e`, thrown by {@link cleanse}, ended (its counts so far, the state
+ * it is left in — `stopped` with the error, or `interrupted` when the database could not record
+ * even that — and the error): the CLI prints it as for any run (README "Exit codes"). Undefined for
+ * an error thrown before the run was recorded (pre-flight, connecting).
+ */
+export function summaryOfFailure(e: unknown): CleanseSummary | undefined {
+  return typeof e === 'object' && e !== null ? failedRuns.get(e) : undefined;
+}
+
+/**
+ * How long the pages under way may go on with their calls after a stop (`signal`: SIGINT, SIGTERM)
+ * before they are cut, not written: a page's calls normally end within seconds and the page is
+ * written, while a platform that hangs (calls timing out, then retried) would hold the stop for
+ * minutes (README "What a run does").
+ */
+export const STOP_GRACE_MS = 10_000;
+
+/** Aborts the engine work of the pages under way; `dispose` ends its watch of the stop signals. */
+interface PageCut {
+  signal: AbortSignal;
+  dispose: () => void;
+}
+
+/** A {@link PageCut} that fires {@link STOP_GRACE_MS} after `stop`, or at once when `now` fires, with `reason`. */
+function pageCut(stop: AbortSignal | undefined, now: AbortSignal | undefined, reason: unknown): PageCut {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const abort = (): void => controller.abort(reason);
+  const soon = (): void => void (timer ??= setTimeout(abort, STOP_GRACE_MS));
+  if (stop?.aborted) soon();
+  else stop?.addEventListener('abort', soon, { once: true });
+  if (now?.aborted) abort();
+  else now?.addEventListener('abort', abort, { once: true });
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      clearTimeout(timer);
+      stop?.removeEventListener('abort', soon);
+      now?.removeEventListener('abort', abort);
+    },
+  };
+}
+
+/** `text` as one word of a POSIX shell command line (single-quoted), to be pasted as it is printed. */
+export function shellQuoted(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
 /**
@@ -329,22 +419,24 @@ interface WorkerSlot {
  * of ranges).
  */
 async function runWorkers(
-  shared: Omit<WorkContext, 'store' | 'worker' | 'stopping'>,
+  shared: Omit<WorkContext, 'store' | 'worker' | 'stopping' | 'sessionLost'> & { lost: (queue: RangeQueue) => unknown },
   slots: readonly WorkerSlot[],
   signal: AbortSignal | undefined,
+  interrupted: RunHalt,
 ): Promise<unknown> {
   let failure: { error: unknown } | undefined;
-  const stopping = (): boolean => failure !== undefined || signal?.aborted === true;
+  const { lost, ...context } = shared;
+  const stopping = (): boolean => failure !== undefined || signal?.aborted === true || shared.cut.aborted;
   await Promise.all(
     slots.map(async (slot) => {
-      const ctx: WorkContext = { ...shared, store: slot.store, worker: slot.worker, stopping };
+      const ctx: WorkContext = { ...context, store: slot.store, worker: slot.worker, stopping, sessionLost: () => lost(slot.queue) };
       try {
-        for (let range = await slot.queue.claim(); range !== null; range = await slot.queue.claim()) {
-          await workRange(ctx, range);
-          if (signal?.aborted) {
-            throw new RunHalt({ code: 'interrupted', message: `interrupted; rerun with --run-id ${shared.runId} to resume` }, ExitCode.TEMPFAIL);
-          }
+        for (;;) {
+          if (signal?.aborted || shared.cut.aborted) throw interrupted;
           if (failure !== undefined) return;
+          const range = await slot.queue.claim();
+          if (range === null) return;
+          await workRange(ctx, range);
         }
       } catch (e) {
         failure ??= { error: e };
@@ -362,7 +454,8 @@ function stopData(e: DqError, runId: string): { code: string; message: string; r
 
 /**
  * Reads and validates the whole selection, writes nothing, reports each row that would change.
- * Returns false when the abort signal stopped it before the end of the selection.
+ * Returns false when the abort signal stopped it before the end of the selection (or `cut` the
+ * page under way).
  */
 async function dryRun(
   engine: Engine,
@@ -373,17 +466,24 @@ async function dryRun(
   progress: CleanseProgress,
   reused: ReusedTally,
   options: CleanseOptions,
+  cut: AbortSignal,
 ): Promise<boolean> {
   let last: string | null = null;
   for (;;) {
-    if (options.signal?.aborted) return false;
+    if (options.signal?.aborted || cut.aborted) return false;
     const t0 = performance.now();
     const rows = await store.read(last, null, batchSize);
     progress.timings.readMs += performance.now() - t0;
     if (rows.length === 0) return true;
     const calls = engine.report().apiCalls;
     const t1 = performance.now();
-    const results = await validateRows(engine, rows, target.columns, reused);
+    let results: RecordResult[];
+    try {
+      results = await validateRows(engine, rows, target.columns, reused, cut);
+    } catch (e) {
+      if (cut.aborted && e === cut.reason) return false;
+      throw e;
+    }
     progress.timings.validateMs += performance.now() - t1;
     const plan = planPage(mode, target.columns, rows, results, engine.report().apiCalls - calls);
     rows.forEach((row, i) => {

@@ -87,6 +87,23 @@ export function endedBySetting(client: pg.Client): boolean {
   return endedIdleInTransaction.has(client);
 }
 
+/** Why a connection's session ended under dq-pg (see {@link sessionLost}). */
+const lostSessions = new WeakMap<pg.Client, unknown>();
+/** Connections dq-pg closes itself ({@link disconnect}): their end is no loss. */
+const closing = new WeakSet<pg.Client>();
+
+/**
+ * The error that ended `client`'s session, once node-postgres has reported it (undefined while the
+ * session lasts). An idle connection's end shows nowhere else until its next query: a session
+ * terminated by the server (`pg_terminate_backend`, a restart, a timeout) sends its error to the
+ * idle client, which emits it, and a socket that closes ends the client. dq-pg asks before it
+ * starts work that needs a session it holds without querying it: a range's claim, the run's hold
+ * (README "What a run does").
+ */
+export function sessionLost(client: pg.Client): unknown {
+  return lostSessions.get(client);
+}
+
 /** Servers (by URL) whose version this process has checked already: one query per server, not per connection. */
 const versionChecked = new Set<string>();
 
@@ -106,9 +123,15 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg', optio
     connectionTimeoutMillis: DB_CONNECT_TIMEOUT_MS,
     keepAlive: true,
   });
-  // An idle client whose server goes away emits 'error'; the next query then fails and is handled there.
+  // An idle client whose server goes away emits 'error' (node-postgres takes no query on it after
+  // that); the next query then fails and is handled there, and work that only holds the session
+  // asks sessionLost first.
   client.on('error', (e: unknown) => {
     if ((e as { code?: unknown }).code === IDLE_IN_TRANSACTION_TIMEOUT) endedIdleInTransaction.add(client);
+    if (!lostSessions.has(client)) lostSessions.set(client, e);
+  });
+  client.on('end', () => {
+    if (!closing.has(client) && !lostSessions.has(client)) lostSessions.set(client, new Error('Connection terminated unexpectedly'));
   });
   try {
     await client.connect();
@@ -165,6 +188,7 @@ async function refuseReadOnly(client: pg.Client, target: DbTarget): Promise<void
  * its socket is dropped, so that a frozen server does not keep the process alive.
  */
 export async function disconnect(client: pg.Client): Promise<void> {
+  closing.add(client);
   await endOrDrop(
     () => client.end(),
     () => (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy(),

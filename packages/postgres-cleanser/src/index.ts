@@ -1,6 +1,6 @@
 // The package's interface: the commands (programmatic and CLI) with their options, results and errors.
 // Internals (SQL builders, page store, bookkeeping schema, preflight) are not exported: tests import them from src/.
-export { cleanse } from './cleanse.js';
+export { cleanse, STOP_GRACE_MS, summaryOfFailure } from './cleanse.js';
 export type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary, RowChange } from './options.js';
 export { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 export { rollback } from './rollback.js';

@@ -26,12 +26,25 @@ export function knownResult(known: KnownAnswer): RecordResult {
 
 /**
  * The results of a page's rows, in order: a known row's answer is reused (no call), the others go
- * to the engine (which may answer them from the result store by their values, or call).
+ * to the engine (which may answer them from the result store by their values, or call);
+ * `signal` aborts the engine's work on them (its calls in flight are dropped).
  */
-export async function validateRows(engine: Engine, rows: readonly SourceRow[], columns: readonly MappedColumn[], tally: ReusedTally): Promise<RecordResult[]> {
+export async function validateRows(
+  engine: Engine,
+  rows: readonly SourceRow[],
+  columns: readonly MappedColumn[],
+  tally: ReusedTally,
+  signal?: AbortSignal,
+): Promise<RecordResult[]> {
   const asked: SourceRow[] = [];
   for (const row of rows) if (row.known === undefined) asked.push(row);
-  const answers = asked.length === 0 ? [] : await engine.process(asked.map((r) => toRecord(r, columns)));
+  const answers =
+    asked.length === 0
+      ? []
+      : await engine.process(
+          asked.map((r) => toRecord(r, columns)),
+          signal ? { signal } : undefined,
+        );
   if (asked.length === rows.length) return answers;
   let next = 0;
   return rows.map((row) => {

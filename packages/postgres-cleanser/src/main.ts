@@ -2,7 +2,7 @@ import { ensureThrottleTable, ForeignThrottleTable } from '@dq/core/throttle-pg'
 import { createLogger, DqError, ExitCode } from '@dq/core';
 import { cliFailure } from '@dq/core/cli';
 import type { Logger } from '@dq/core';
-import { cleanse } from './cleanse.js';
+import { cleanse, STOP_GRACE_MS, summaryOfFailure } from './cleanse.js';
 import { parseCli, USAGE } from './cli-args.js';
 import { ensureStoreSchema, STORE_SCHEMA, storeSchemaError } from '@dq/core/store';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
@@ -96,20 +96,33 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     logger.redactor.add(o.apiKey);
     if (o.report !== undefined) await checkReportPath(o.report, '--report');
     let engineReport: RunReport | undefined;
-    const controller = new AbortController();
+    const stop = new AbortController();
+    const stopNow = new AbortController();
+    // Every signal is handled for as long as the command runs: with a one-time handler a repeated
+    // signal (Ctrl-C pressed again, a supervisor signalling twice) would kill the process with no
+    // summary and an exit code the README's table does not have. The first stops the run after the
+    // pages under way; a second ends it at once (exit 75 either way, the summary printed).
     const onSignal = (signal: NodeJS.Signals): void => {
-      io.err(`dq-pg: ${signal}: stopping after the page in flight is written\n`);
-      controller.abort(new Error(`interrupted by ${signal}`));
+      if (!stop.signal.aborted) {
+        io.err(
+          `dq-pg: ${signal}: stopping: no new page is started, the pages under way are written once their calls end (at most ${STOP_GRACE_MS / 1000} s); a second SIGINT or SIGTERM ends the run now\n`,
+        );
+        stop.abort(new Error(`interrupted by ${signal}`));
+      } else if (!stopNow.signal.aborted) {
+        io.err(`dq-pg: second ${signal}: ending the run now; the pages under way are not written (the answers that arrived are kept in the result store)\n`);
+        stopNow.abort(new Error(`interrupted by a second ${signal}`));
+      }
     };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
     try {
       const summary = await cleanse({
         ...o,
         baseUrl: o.baseUrl,
         apiKey: o.apiKey,
         logger,
-        signal: controller.signal,
+        signal: stop.signal,
+        stopNow: stopNow.signal,
         onChange: (change) => out({ type: 'change', ...change }),
         onHint: (text) => io.err(logger.redactor.redact(`dq-pg: hint: ${text}\n`)),
         onEngineReport: (r) => void (engineReport = r),
@@ -133,6 +146,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
         }
       }
       return summary.exitCode;
+    } catch (err) {
+      // A run that failed once it was recorded still prints its summary line, with the error.
+      const failed = summaryOfFailure(err);
+      if (failed) out({ type: 'summary', ...failed });
+      throw err;
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);

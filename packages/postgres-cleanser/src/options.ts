@@ -58,8 +58,16 @@ export interface CleanseOptions {
   /** Largest share (0–1) of unavailable rows before the exit code is 4; default 0. */
   maxFailed?: number;
   logger?: Logger;
-  /** Stops after the page in flight has been written. */
+  /**
+   * Stops: no page is started after it, and the pages under way are written once their calls
+   * end; calls still going on 10 s later (`STOP_GRACE_MS`) are cut, and their page is not written.
+   */
   signal?: AbortSignal;
+  /**
+   * Ends the run at once (the CLI's second SIGINT/SIGTERM): the calls of the pages under way are
+   * cut and those pages are not written; exit 75, the run resumes with its id.
+   */
+  stopNow?: AbortSignal;
   /** Dry-run only: receives each row whose values would change. */
   onChange?: (change: RowChange) => void;
   /** Receives the counts after every committed page. */
@@ -106,8 +114,11 @@ export interface CleanseSummary extends CleanseProgress {
   runId: string;
   table: string;
   dryRun: false;
-  /** State of the run afterwards: `done`, `running` (other processes still hold ranges), `stopped`. */
-  state: 'done' | 'running' | 'stopped' | 'rolled-back';
+  /**
+   * State of the run afterwards: `done`, `running` (other processes still hold ranges), `stopped`;
+   * `interrupted` when the run failed and the database could not even record that (it was lost).
+   */
+  state: 'done' | 'running' | 'stopped' | 'interrupted' | 'rolled-back';
   exitCode: number;
   /** Keys of rows not written because someone changed them after they were read (first 100). */
   conflictKeys: string[];

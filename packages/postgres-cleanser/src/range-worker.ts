@@ -42,6 +42,16 @@ export interface WorkContext {
   options: CleanseOptions;
   /** True once the process is stopping (interrupt, or another worker of it halted or failed). */
   stopping: () => boolean;
+  /**
+   * The error that ended a session the worker holds without querying it — its range's claim, the
+   * run's hold — once node-postgres reported it; undefined while both last. Without the claim
+   * another process may work the range, without the hold the run is unguarded (`status` shows it
+   * interrupted, a second run of the table is not refused): no page's calls start, and no page is
+   * written, after either is gone.
+   */
+  sessionLost: () => unknown;
+  /** Aborts the engine work of the pages under way (a stop that does not wait for them, README "What a run does"). */
+  cut: AbortSignal;
 }
 
 /** A page read and validated, ready to be written. */
@@ -56,7 +66,9 @@ async function prepare(ctx: WorkContext, after: string | null, hi: string | null
   const t0 = performance.now();
   const rows = await ctx.store.read(after, hi, ctx.batchSize);
   const t1 = performance.now();
-  const results = rows.length === 0 ? [] : await validateRows(ctx.engine, rows, ctx.target.columns, ctx.reused);
+  const lost = ctx.sessionLost();
+  if (lost !== undefined) throw lost;
+  const results = rows.length === 0 ? [] : await validateRows(ctx.engine, rows, ctx.target.columns, ctx.reused, ctx.cut);
   const t2 = performance.now();
   ctx.progress.timings.readMs += t1 - t0;
   ctx.progress.timings.validateMs += t2 - t1;
@@ -86,11 +98,15 @@ const settle = async (p: Promise<unknown> | null): Promise<void> => {
  */
 export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<void> {
   const { store, progress } = ctx;
+  if (ctx.stopping()) return;
   let last = range.lastKey;
   let next: Promise<ReadyPage> | null = later(prepare(ctx, last, range.hi));
   while (next !== null) {
     const page: ReadyPage = await next;
     next = null;
+    // The page's answers are in the result store: the run that resumes reads it again and pays nothing for them.
+    const lost = ctx.sessionLost();
+    if (lost !== undefined) throw lost;
     const { rows, plan } = page;
     const done = rows.length < ctx.batchSize;
     const lastKey = rows.at(-1)?.key ?? last;

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { STATE_SCHEMA } from './bookkeeping.js';
 import type { TargetTable } from './preflight.js';
-import { endedBySetting } from './db.js';
+import { endedBySetting, sessionLost } from './db.js';
 import { CleanseError } from './errors.js';
 
 /** A key range held by this process: keys in (`lo`, `hi`], of which (`lo`, `lastKey`] are done. */
@@ -46,6 +46,15 @@ export class RangeQueue {
     } catch (e) {
       throw this.#sessionEnded(e);
     }
+  }
+
+  /**
+   * The error that ended the claim's session, once node-postgres reported it: the range's lock
+   * went with it, and another process may be working the range already (undefined while it lasts).
+   */
+  lost(): unknown {
+    const e = sessionLost(this.#client);
+    return e === undefined ? undefined : this.#sessionEnded(e);
   }
 
   /**

@@ -57,7 +57,7 @@ describe('losing the database connection', () => {
   it.each([
     { how: 'close' as const, what: 'the server closing the socket ("Connection terminated unexpectedly", no code)' },
     { how: 'reset' as const, what: 'a reset (ECONNRESET)' },
-  ])('ends the run with exit 75 and a run that resumes without paying again: $what', async ({ how }) => {
+  ])('ends the run with exit 75, its summary line printed, and a run that resumes without paying again: $what', async ({ how }) => {
     const ROWS = 400;
     const db = await env.pg.createDatabase();
     await createCustomers(db, ROWS);
@@ -74,6 +74,9 @@ describe('losing the database connection', () => {
     expect(lost.code).toBe(75);
     const committed = await resultRows(db, runId);
     expect(committed).toBeLessThan(ROWS);
+    // The summary line is printed all the same, with the error; the database could not record the stop.
+    expect(summaryOf(lost)).toMatchObject({ type: 'summary', runId, state: 'interrupted', exitCode: 75, error: { code: 'db-unreachable' } });
+    expect((summaryOf(lost) as { rows: number }).rows).toBeLessThanOrEqual(committed);
 
     const resumed = await runCli(args(db));
     expect(resumed.code).toBe(0);
