@@ -50,6 +50,8 @@ export class OutageWatch {
   #lastFailure = '';
   /** An outage found behind an answer (the platform back meanwhile), for {@link decide} to report. */
   #found: DqError | undefined;
+  /** The end of the last failure of an outage {@link decide} reported. */
+  #reportedThrough = 0;
 
   /**
    * Calls of a chunk the platform answered; `lastAnswerAt` the end of the last of them, `earlier`
@@ -67,7 +69,7 @@ export class OutageWatch {
     if (at <= this.#lastAnswerAt) return;
     const before = this.#streak.filter((t) => t < at);
     const verdict: Verdict = before.length >= OUTAGE_WINDOW ? 'outage' : 'isolated';
-    if (verdict === 'outage') this.#found ??= this.#error(before, at);
+    if (verdict === 'outage' && before.some((t) => t > this.#reportedThrough)) this.#found ??= this.#error(before, at);
     this.#lastAnswerAt = at;
     this.#streak = this.#streak.filter((t) => t >= at);
     const still: Held[] = [];
@@ -103,7 +105,10 @@ export class OutageWatch {
     const held = this.#held;
     this.#held = [];
     for (const h of held) h.resolve(down ? 'outage' : 'isolated');
-    return down ? (found ?? this.#error(this.#streak)) : found;
+    if (!down) return found;
+    // Reported: the next answer (the platform back) does not report these failures again.
+    this.#reportedThrough = Math.max(this.#reportedThrough, ...this.#streak);
+    return found ?? this.#error(this.#streak);
   }
 
   /** The run stop for `streak`, the ends of the calls that failed in a row (`answeredAt`: the answer that came after them). */
