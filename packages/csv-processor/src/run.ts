@@ -274,7 +274,12 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       totals,
       failedShare: failedShare(totals),
       resumed: checkpoint !== undefined,
-      error: describeStop(err, position.records, options.signal?.aborted === true, reusesAnswers(options.engine?.store, options.engine?.maxAgeMs)),
+      error: describeStop(
+        err,
+        position.records,
+        options.signal?.aborted ? options.signal.reason : undefined,
+        reusesAnswers(options.engine?.store, options.engine?.maxAgeMs),
+      ),
       ...(report ? { details: details() } : {}),
       ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
     };
@@ -363,12 +368,17 @@ async function refuseChangedContent(sampler: InputSampler, stored: InputFingerpr
 /** How a stopped dq-csv run continues, for core's stopAdvice; `reuses`: whether its store keeps the answers paid for. */
 const resumeWords = (reuses: boolean) => ({ resume: 'rerun with --resume', ...(reuses ? { kept: 'answers already paid for are not bought again' } : {}) });
 
-function describeStop(err: unknown, records: number, interrupted: boolean, reuses: boolean): RunSummary['error'] {
+/** `interruption`: the reason the run's signal was aborted with (main.ts: `interrupted by SIGTERM`), if it was. */
+function describeStop(err: unknown, records: number, interruption: unknown, reuses: boolean): RunSummary['error'] {
   const RESUME = resumeWords(reuses);
   const where = records === 0 ? 'no input record is written yet' : `input records 1-${records} are written and checkpointed`;
-  // SIGINT / SIGTERM (main.ts aborts the run with the signal's name): a stop asked for, not a failure.
-  if (interrupted && !(err instanceof CsvError)) {
-    return { code: 'interrupted', message: `${(err as Error)?.message ?? String(err)}; ${where}; ${RESUME.resume}` };
+  // SIGINT / SIGTERM (main.ts aborts the run with the signal's name): a stop asked for, not a
+  // failure. The batch in flight may still end in a failure of its own while the run stops (an
+  // outage found by its retries): the message says first what the code says, then that failure.
+  if (interruption !== undefined && !(err instanceof CsvError)) {
+    const asked = messageOf(interruption);
+    const ended = messageOf(err);
+    return { code: 'interrupted', message: `${ended.includes(asked) ? ended : `${asked}; meanwhile ${ended}`}; ${where}; ${RESUME.resume}` };
   }
   if (err instanceof CsvError) return { code: err.code, message: `${err.message}; ${where}` };
   const { advice } = stopAdvice(err, RESUME);
@@ -382,3 +392,5 @@ function describeStop(err: unknown, records: number, interrupted: boolean, reuse
   const e = err as Error;
   return { code: (e as { code?: string }).code ?? 'unexpected', message: `${e?.message ?? String(err)}; ${where}; ${advice}` };
 }
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));

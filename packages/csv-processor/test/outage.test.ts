@@ -1,6 +1,8 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startSandbox } from '@dq/sandbox';
+import { DEFAULT_API_KEY, startSandbox } from '@dq/sandbox';
+import { createLogger } from '@dq/core';
+import { processFile } from '../src/run.js';
 import { describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
 import { startSandboxProcess } from '@dq/test-support/sandbox-process';
@@ -115,4 +117,49 @@ describe('dq-csv when the platform goes away or runs out of quota', () => {
       await raised.close();
     }
   }, 120_000);
+
+  it('says first that it was interrupted, then what the platform did, when a SIGTERM comes as the calls in flight find an outage: the code and the message agree', async () => {
+    const ROWS = 600;
+    const input = join(dir, 'term-outage.csv');
+    const output = join(dir, 'term-outage.out.csv');
+    await writeFile(input, makeSampleCsv(ROWS, 19));
+    const sandbox = await startSandbox({ port: 0, config: unlimited({ faults: { batch: { errorRate: 1, errorStatuses: [503] } } }) });
+    const stop = new AbortController();
+    // The signal arrives just as the engine finds the outage (the race main.ts meets when a SIGTERM
+    // comes while the calls in flight give up): the run ends with the outage's error, stopped.
+    const logger = createLogger({
+      level: 'error',
+      write: (line) => void (line.includes('platform unreachable') && stop.abort(new Error('interrupted by SIGTERM'))),
+    });
+    try {
+      const options = {
+        input,
+        output,
+        delimiter: ';',
+        country: 'DE',
+        map: { addressLine: 'strasse', postalCode: 'plz', locality: 'ort', country: 'land' },
+        baseUrl: sandbox.url,
+        apiKey: DEFAULT_API_KEY,
+        batchSize: 50,
+        engine: { store: 'off' as const, concurrency: 12, retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 10 } },
+        logger,
+      };
+      const stopped = await processFile({ ...options, signal: stop.signal });
+      expect(stop.signal.aborted).toBe(true);
+      expect(stopped.exitCode).toBe(75);
+      expect(stopped.error?.code).toBe('interrupted');
+      expect(stopped.error?.message).toMatch(
+        /^interrupted by SIGTERM; meanwhile the platform could not be reached since .*; no input record is written yet; rerun with --resume$/,
+      );
+
+      sandbox.setFaults({});
+      const resumed = await processFile({ ...options, resume: true });
+      expect(resumed.exitCode).toBe(0);
+      const out = await readCsv(output, { delimiter: ';' });
+      expect(out.rows).toHaveLength(ROWS);
+      expect(out.rows.filter((r) => r[out.header.indexOf('dq_status')] === 'unavailable')).toEqual([]);
+    } finally {
+      await sandbox.close();
+    }
+  });
 });
