@@ -225,27 +225,41 @@ describe('the embedded result store', () => {
 
   it('stores field errors the platform answered, but not 5xx, 429 or a refused key', async () => {
     let refuse = false;
+    let throttled = true;
     platform = await startScriptedPlatform((req) => {
       if (refuse) return problem(401, 'api-key-invalid');
       const street = String(req.body['street']);
       if (street === 'Street 1') return problem(400, 'field-error', { violations: [{ fieldName: 'houseNumber', message: 'not a house number' }] });
       if (street === 'Street 2') return { status: 503, body: '' };
-      if (street === 'Street 3') return { status: 429, body: '', headers: { 'retry-after': '0' } };
+      if (street === 'Street 3' && throttled) return { status: 429, body: '', headers: { 'retry-after': '0' } };
       return batchAnswer(req, 'A');
     });
     const dir = join(await tempDir(), 'store');
     const first = start(platform.url, await openStore(dir));
-    const results = await first.process(addresses(4));
-    expect(results.map((r) => r.status)).toEqual(['accepted', 'invalid-input', 'unavailable', 'unavailable']);
+    const results = await first.process(addresses(3));
+    expect(results.map((r) => r.status)).toEqual(['accepted', 'invalid-input', 'unavailable']);
     await first.close();
     const calls = platform.seen.length;
 
     const second = start(platform.url, await openStore(dir));
-    const again = await second.process(addresses(4));
+    // With a new input beside them: a run whose only call fails is an outage, not a record's failure.
+    const again = await second.process([...addresses(3), ...addresses(1, 10)]);
     expect(again.map((r) => r.source)).toEqual(['store', 'store', 'api', 'api']);
     expect(again[1]?.error?.violations?.[0]?.fieldName).toBe('houseNumber');
-    expect(platform.seen.length - calls).toBe(4); // Street 2 and 3 asked again (each twice: maxAttempts 2)
+    expect(platform.seen.length - calls).toBe(3); // Street 2 asked again (twice: maxAttempts 2), Street 10 once
     await second.close();
+
+    // A call still refused with 429 after its retries stops the run (the account's rate limit is
+    // used by something else), and stores nothing: the input is asked again next time.
+    const limited = start(platform.url, await openStore(dir));
+    await expect(limited.process(addresses(1, 3))).rejects.toMatchObject({ code: 'rate-limited', scope: 'run', retriable: true });
+    await limited.close();
+    throttled = false;
+    const afterLimit = start(platform.url, await openStore(dir));
+    const seenBefore = platform.seen.length;
+    expect((await afterLimit.process(addresses(1, 3)))[0]).toMatchObject({ source: 'api', status: 'accepted' });
+    expect(platform.seen.length - seenBefore).toBe(1);
+    await afterLimit.close();
 
     // A refused key stops the run and stores nothing: the new input is asked again next time.
     refuse = true;

@@ -97,4 +97,31 @@ describe('Retry-After from the platform', () => {
     expect(out.rows.filter((r) => r[status] === 'unavailable')).toEqual([]);
     expect(summaryOf(run).retries).toBeGreaterThan(0);
   });
+
+  it('calls still refused with 429 once their retries are used up stop the run (exit 75, rate-limited, what to do) instead of marking their rows unavailable; --resume finishes every row', async () => {
+    // Something else uses the account's calls per second: most calls are refused, a few of them
+    // on every one of their attempts (0.7^6 ≈ 12 % of 200 calls).
+    sandbox = await startSandbox({ port: 0, config: { ...config, faults: { batch: { errorRate: 0.7, errorStatuses: [429], retryAfterSeconds: 0 } } } });
+    const input = join(dir, 'refused.csv');
+    const output = join(dir, 'refused.out.csv');
+    await writeFile(input, makeSampleCsv(200, 23));
+    const stopped = await runCli(args(input, output, '--rate-limit', '0'), env());
+    expect(stopped.code, stopped.stderr).toBe(75);
+    const summary = summaryOf(stopped);
+    expect(summary.error.code).toBe('rate-limited');
+    expect(summary.byStatus.unavailable).toBe(0);
+    expect(stopped.stderr).toMatch(
+      /^dq-csv: rate-limited: the platform kept refusing calls for the account's rate limit \(Gave up after 6 attempts.*HTTP 429.*--account-db postgres:\/\/…\), or lower --rate-limit, then rerun with --resume/m,
+    );
+    const written = await readCsv(output, { delimiter: ';' });
+    const status = written.header.indexOf('dq_status');
+    expect(written.rows.filter((r) => r[status] === 'unavailable')).toEqual([]);
+
+    sandbox.setFaults({});
+    const resumed = await runCli(args(input, output, '--rate-limit', '0', '--resume'), env());
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const out = await readCsv(output, { delimiter: ';' });
+    expect(out.rows).toHaveLength(200);
+    expect(out.rows.filter((r) => r[status] === 'unavailable')).toEqual([]);
+  });
 });

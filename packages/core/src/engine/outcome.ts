@@ -1,4 +1,4 @@
-import { DqError, TransportError, errorToData, isRunStop, rootCause } from '../errors/index.js';
+import { DqError, LOCAL_CODES, TransportError, errorToData, isRunStop, rootCause } from '../errors/index.js';
 import type { Candidate, CompanyRecord } from '../schemas/index.js';
 import type { CallOutcome } from './messages.js';
 import type { CachedResult, PolicyStatus, RecordError, RecordStatus, ResultClass } from './types.js';
@@ -71,6 +71,7 @@ export function errorOutcome(e: unknown): CallOutcome {
   if (isRunStop(e)) return { kind: 'stop', error: errorToData(e) };
   if (!(e instanceof DqError)) throw e;
   const cause = rootCause(e);
+  if (cause instanceof DqError && cause.status === 429) return { kind: 'stop', error: errorToData(rateLimited(e, cause)) };
   const code = cause instanceof DqError ? cause.code : e.code;
   const requestId = e.requestId ?? (cause instanceof DqError ? cause.requestId : undefined);
   const error: RecordError = { code, message: e.message };
@@ -80,6 +81,20 @@ export function errorOutcome(e: unknown): CallOutcome {
   if (requestId !== undefined) result.requestId = requestId;
   if (result.status === 'unavailable' && unreachable(cause)) return { kind: 'result', result, unreachableAt: preciseNow() };
   return { kind: 'result', result };
+}
+
+/**
+ * The run stop for a call the platform still refused with 429 Too Many Requests once its retries
+ * (each after the pause the platform asked for) were used up. Whatever the record, it would get
+ * the same answer: the account's rate limit is used by more than this run's rate budget counts
+ * (another process or tool on the account, or a --rate-limit above the plan's). No record is
+ * marked `unavailable` for it: the run stops, retriable (exit 75), to be continued later.
+ */
+function rateLimited(e: DqError, last: DqError): DqError {
+  return new DqError(
+    `the platform kept refusing calls for the account's rate limit (${e.message}): something besides this run is using the account's calls per second, or --rate-limit is above the plan's; no record was marked unavailable for it`,
+    { code: LOCAL_CODES.rateLimited, retriable: true, scope: 'run', status: 429, requestId: e.requestId ?? last.requestId, cause: e },
+  );
 }
 
 /**

@@ -13,10 +13,11 @@ import { exitCodeFor } from './exit-codes.js';
  * - `platform-url`: the platform has no endpoint at the URL the calls went to (exit 2);
  * - `budget-db`: the shared rate budget's database could not be reached (exit 75);
  * - `store-db`: the result store's database could not be reached (exit 75);
+ * - `rate-limit`: the platform kept refusing calls for the account's rate limit (exit 75);
  * - `platform-later`: the platform could not be reached, or asked to come back later (exit 75);
  * - `failed`: anything else that is no run stop (a fault, a bug): its own message says more.
  */
-export type StopKind = 'cap' | 'account' | 'proxy' | 'fix-config' | 'platform-url' | 'budget-db' | 'store-db' | 'platform-later' | 'failed';
+export type StopKind = 'cap' | 'account' | 'proxy' | 'fix-config' | 'platform-url' | 'budget-db' | 'store-db' | 'rate-limit' | 'platform-later' | 'failed';
 
 /** How a connector continues a stopped run, in its own words, for {@link stopAdvice}. */
 export interface ResumeWords {
@@ -45,6 +46,7 @@ export function stopKind(err: unknown): StopKind {
   if (!isRunStop(err)) return 'failed';
   if (err.code === 'proxy-refused') return 'proxy';
   if (err.code === LOCAL_CODES.platformUrlUnknown) return 'platform-url';
+  if (err.code === LOCAL_CODES.rateLimited) return 'rate-limit';
   switch (exitCodeFor(err)) {
     case ExitCode.MAX_CALLS:
       return 'cap';
@@ -86,6 +88,12 @@ export function stopAdvice(err: unknown, words: ResumeWords): StopAdvice {
       return { kind, cause: "the shared rate budget's database could not be reached", advice: `${resume} once the budget's database answers again${kept}` };
     case 'store-db':
       return { kind, cause: "the result store's database could not be reached", advice: `${resume} once the store's database answers again${kept}` };
+    case 'rate-limit':
+      return {
+        kind,
+        cause: "the platform kept refusing calls for the account's rate limit",
+        advice: `share one rate budget between everything that uses the account (--account-db postgres://…), or lower --rate-limit, then ${resume}${kept}`,
+      };
     case 'platform-later':
       return {
         kind,

@@ -90,6 +90,11 @@ export const LOCAL_CODES = {
   retriesExhausted: 'retries-exhausted',
   /** a Retry-After longer than the retry policy waits: the run stops (exit 75) until that time */
   retryAfterTooLong: 'retry-after-too-long',
+  /**
+   * a call still refused with 429 once its retries were used up: the account's rate limit is used
+   * by more than this run's budget knows of; the run stops (exit 75), no record is marked for it
+   */
+  rateLimited: 'rate-limited',
   /** the spending cap (`maxCalls`) was reached: the run stops (exit 5) before the next billable call */
   maxCallsReached: 'max-calls-reached',
   /** the shared rate budget's database could not be reached: the run stops (exit 75) */
