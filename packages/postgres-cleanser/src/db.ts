@@ -1,3 +1,4 @@
+import { createConnection } from 'node:net';
 import pg from 'pg';
 import type { Redactor } from '@dq/core';
 import { DB_CONNECT_TIMEOUT_MS, DB_QUERY_TIMEOUT_MS, endOrDrop, postgresVersionProblem, readOnlySessions } from '@dq/core/store';
@@ -193,6 +194,38 @@ export async function disconnect(client: pg.Client): Promise<void> {
     () => client.end(),
     () => (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy(),
   );
+}
+
+/**
+ * Cuts the statement `client` runs now, as psql's Ctrl-C does: a CancelRequest on a connection of
+ * its own (no login: the server matches the session's process id and secret key). The statement
+ * fails with SQLSTATE 57014 (`query_canceled`, see {@link wasCancelled}) and its transaction is
+ * rolled back; a session between statements ignores the request. When the statement has not
+ * ended `dropAfterMs` later (the request did not reach the server, say), the client's socket is
+ * dropped: the server rolls back what was not committed once it notices, and the statement fails
+ * here as a lost connection. Returns what stops that timer: call it once the statement has ended.
+ */
+export function cancelStatement(client: pg.Client, dropAfterMs = 3_000): () => void {
+  const { processID, secretKey, host, port } = client as unknown as { processID?: unknown; secretKey?: unknown; host: string; port: number };
+  if (typeof processID === 'number' && typeof secretKey === 'number') {
+    const request = Buffer.alloc(16);
+    request.writeInt32BE(16, 0);
+    request.writeInt32BE(80877102, 4);
+    request.writeInt32BE(processID, 8);
+    request.writeInt32BE(secretKey, 12);
+    const socket = host.startsWith('/') ? createConnection(`${host}/.s.PGSQL.${port}`) : createConnection(port, host);
+    socket.setTimeout(dropAfterMs, () => socket.destroy());
+    socket.on('error', () => undefined);
+    socket.on('connect', () => socket.end(request));
+  }
+  const drop = setTimeout(() => (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy(), dropAfterMs);
+  drop.unref();
+  return () => clearTimeout(drop);
+}
+
+/** Whether `e` is the error of a statement cut by {@link cancelStatement} (SQLSTATE 57014). */
+export function wasCancelled(e: unknown): boolean {
+  return (e as { code?: unknown })?.code === '57014';
 }
 
 /** Runs `fn` inside BEGIN … COMMIT, rolling back when it throws. */

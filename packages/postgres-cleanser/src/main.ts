@@ -80,9 +80,38 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       return ExitCode.OK;
     }
     if (cmd.command === 'rollback') {
-      const summary = await rollback({ db: cmd.db ?? '', runId: cmd.runId, logger });
-      out(summary);
-      return summary.exitCode;
+      // Each batch of the rollback is a transaction of its own: the first signal lets the batch
+      // under way commit and starts no other, a second cancels it (the server rolls it back); a
+      // signal after that is still handled. Exit 75 either way, with the summary and one line
+      // saying how far the rollback got; the same command finishes it.
+      const stop = new AbortController();
+      const stopNow = new AbortController();
+      const onSignal = (signal: NodeJS.Signals): void => {
+        if (!stop.signal.aborted) {
+          io.err(
+            `dq-pg: ${signal}: stopping the rollback once the batch under way has committed; a second SIGINT or SIGTERM cancels that batch and ends now\n`,
+          );
+          stop.abort(new Error(`by ${signal}`));
+        } else if (!stopNow.signal.aborted) {
+          io.err(`dq-pg: second ${signal}: cancelling the batch under way (nothing of it is restored) and ending now\n`);
+          stopNow.abort(new Error(`by a second ${signal}`));
+        }
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      try {
+        const summary = await rollback({ db: cmd.db ?? '', runId: cmd.runId, logger, signal: stop.signal, stopNow: stopNow.signal });
+        if (summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
+        out(summary);
+        return summary.exitCode;
+      } finally {
+        // Once a signal came, the handler stays until the process exits (it has nothing left to
+        // do): a repeated signal arriving while the process ends would otherwise kill it, 130/143.
+        if (!stop.signal.aborted) {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        }
+      }
     }
     if (cmd.command === 'review-export' || cmd.command === 'review-apply') {
       // Loaded for review only: its CSV parser and writer are not part of every run's start.

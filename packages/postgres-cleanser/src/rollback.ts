@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
-import { connect, dbTarget, holdsExactly, inTransaction } from './db.js';
+import { cancelStatement, connect, dbTarget, holdsExactly, inTransaction, wasCancelled } from './db.js';
 import { CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
 import { inspectTable } from './preflight.js';
 import { holdRunAlone } from './runs.js';
@@ -16,6 +16,10 @@ export interface RollbackOptions {
   /** Audit rows restored per statement; default 1000. */
   batchSize?: number;
   logger?: Logger;
+  /** Starts no new batch once aborted (SIGINT, SIGTERM): the batch under way commits, the rollback stops (exit 75; rerun to finish). */
+  signal?: AbortSignal;
+  /** Cancels the batch under way once aborted (a second signal): nothing of it is restored, the rollback stops at once. */
+  stopNow?: AbortSignal;
 }
 
 /** What {@link rollback} did. */
@@ -28,6 +32,13 @@ export interface RollbackSummary {
   conflicts: number;
   /** Keys of those rows (first 100). */
   conflictKeys: string[];
+  /**
+   * `done`: every audited row was restored or left as a conflict, and the run is marked rolled
+   * back; `stopped`: a signal stopped the rollback part way (`error` says how far it got), the
+   * batches before it are kept, and the same command finishes it.
+   */
+  state: 'done' | 'stopped';
+  error?: { code: 'interrupted'; message: string };
   exitCode: number;
 }
 
@@ -84,6 +95,7 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
   if (!options.runId) throw usageError('--run', 'required: the id of the run to roll back (see dq-pg status)');
   const db = dbTarget(options.db, logger.redactor);
   const client = await connect(db, 'dq-pg', { queryTimeoutMs: 0, writes: true });
+  let stopCut = (): void => undefined;
   try {
     const run = await loadRun(client, options.runId);
     const inspected = await inspectTable(client, {
@@ -104,7 +116,40 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     const conflictKeys: string[] = [];
     const refusedKeys: { key: string; reason: string }[] = [];
     const lockWait = lockWaitMs(client);
+    const { rows: left } = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${STATE_SCHEMA}.results WHERE run_id = $1 AND before IS NOT NULL AND rollback IS DISTINCT FROM 'restored'`,
+      [options.runId],
+    );
+    const toRestore = left[0]?.n ?? 0;
+    // Stopped by a signal: the batches committed are kept (their audit rows marked), the rest is
+    // what the same command does when run again. `underWay`: what became of the batch under way.
+    const stopped = (underWay: string): RollbackSummary => {
+      const untried = Math.max(0, toRestore - restored - conflicts);
+      const reason = options.stopNow?.aborted ? options.stopNow.reason : options.signal?.reason;
+      const message =
+        `rollback of run ${options.runId} stopped${reason instanceof Error ? ` ${reason.message}` : ''}: ${restored} of the ${toRestore} audited rows left to restore were restored` +
+        `${conflicts > 0 ? `, ${conflicts} left as conflicts (changed since the run)` : ''}, ${untried} not yet${underWay}; the run is not marked rolled back: rerun dq-pg rollback --run ${options.runId} to finish`;
+      return {
+        runId: options.runId,
+        table: target.qualified,
+        restored,
+        conflicts,
+        conflictKeys,
+        state: 'stopped',
+        error: { code: 'interrupted', message },
+        exitCode: ExitCode.TEMPFAIL,
+      };
+    };
+    // A second signal cuts the statement under way: its transaction is rolled back by the server.
+    let endCut: (() => void) | undefined;
+    const cut = (): void => void (endCut = cancelStatement(client));
+    options.stopNow?.addEventListener('abort', cut, { once: true });
+    stopCut = () => {
+      options.stopNow?.removeEventListener('abort', cut);
+      endCut?.();
+    };
     for (;;) {
+      if (options.signal?.aborted || options.stopNow?.aborted) return stopped('');
       // Each batch in a transaction of its own that waits at most a few seconds for a row lock (a
       // session holding a row of the batch ends the command with exit 75, nothing of the batch
       // restored) and that only the COMMIT keeps: a rollback killed meanwhile leaves nothing
@@ -125,6 +170,12 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
           res = await batch(refused.map((r) => r.key));
         }
       } catch (e) {
+        if (options.stopNow?.aborted && (wasCancelled(e) || isConnectionLoss(e)))
+          return stopped(
+            wasCancelled(e)
+              ? ' (the batch under way was cancelled: nothing of it was restored)'
+              : ' (the connection was dropped during the batch under way: the server rolls that batch back unless its COMMIT had arrived, and the rerun finds out which)',
+          );
         if ((e as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw e;
         throw new CleanseError(
           'db-locked',
@@ -139,13 +190,18 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       for (const k of r.conflicts) if (conflictKeys.length < 100) conflictKeys.push(k);
       last = r.last;
     }
-    // Rows the run recorded as known without updating them (a review run's keep or invalid): their
-    // decision is withdrawn too, so a later run checks them again.
-    await client.query(
-      `UPDATE ${STATE_SCHEMA}.results SET rolled_back_at = now() WHERE run_id = $1 AND before IS NULL AND after IS NOT NULL AND rolled_back_at IS NULL`,
-      [options.runId],
-    );
-    await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'rolled-back', updated_at = now() WHERE run_id = $1`, [options.runId]);
+    try {
+      // Rows the run recorded as known without updating them (a review run's keep or invalid): their
+      // decision is withdrawn too, so a later run checks them again.
+      await client.query(
+        `UPDATE ${STATE_SCHEMA}.results SET rolled_back_at = now() WHERE run_id = $1 AND before IS NULL AND after IS NOT NULL AND rolled_back_at IS NULL`,
+        [options.runId],
+      );
+      await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'rolled-back', updated_at = now() WHERE run_id = $1`, [options.runId]);
+    } catch (e) {
+      if (options.stopNow?.aborted && (wasCancelled(e) || isConnectionLoss(e))) return stopped('');
+      throw e;
+    }
     if (refusedKeys.length > 0)
       logger.warn('rows whose old values the table refuses (constraint, trigger) were not restored; they count as conflicts', {
         runId: options.runId,
@@ -159,11 +215,20 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
         keys: conflictKeys.slice(0, 20),
       });
     // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).
-    return { runId: options.runId, table: target.qualified, restored, conflicts, conflictKeys, exitCode: conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK };
+    return {
+      runId: options.runId,
+      table: target.qualified,
+      restored,
+      conflicts,
+      conflictKeys,
+      state: 'done',
+      exitCode: conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK,
+    };
   } catch (e) {
     // Each batch commits on its own and restored rows are marked: a rerun goes on from there.
     throw connectionLost(e, db.where, `rerun dq-pg rollback --run ${options.runId} to finish`);
   } finally {
+    stopCut();
     await client.end().catch(() => undefined);
   }
 }

@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { parseString } from '@fast-csv/parse';
-import { createLogger, ExitCode } from '@dq/core';
+import { createLogger, DqError, ExitCode } from '@dq/core';
 import { candidateText, CANDIDATE_FIELDS, restoreCell, rowCheck, rowCheckKey } from '@dq/core/review';
 import type { Logger, RecordResult } from '@dq/core';
 import type pg from 'pg';
 import { STATE_SCHEMA } from '../bookkeeping.js';
-import { connect, dbTarget } from '../db.js';
-import { CleanseError, connectionLost, usageError } from '../errors.js';
+import { cancelStatement, connect, dbTarget, sessionLost, wasCancelled } from '../db.js';
+import { CleanseError, connectionLost, isConnectionLoss, usageError } from '../errors.js';
 import { PageStore } from '../page-store.js';
 import type { PageCounts, PageWrite } from '../page-store.js';
 import type { TargetTable } from '../preflight.js';
@@ -30,6 +30,8 @@ export interface ReviewApplyOptions {
   logger?: Logger;
   /** Stops after the page in flight is written (exit 75; rerun with the same run id). */
   signal?: AbortSignal;
+  /** Cancels the page in flight once aborted (a second signal): nothing of it is written, the apply stops at once (exit 75). */
+  stopNow?: AbortSignal;
 }
 
 /** A decision cell that was not applied: where it is and why. */
@@ -72,7 +74,9 @@ export interface ReviewApplySummary {
    * A different decision for such a row is a bad decision naming that run.
    */
   sameAsApplied: { rows: number; runs: string[] };
+  /** `stopped`: a signal stopped the apply part way; `error` says how far it got (rerun with the same run id to finish). */
   state: 'done' | 'stopped';
+  error?: { code: 'interrupted'; message: string };
   exitCode: number;
 }
 
@@ -140,6 +144,10 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
   const client = await connect(db, 'dq-pg', { writes: true });
   let claim: pg.Client | undefined;
   let runId: string | undefined;
+  // A second signal cuts the statement under way on the writing session (from the first page on).
+  let endCut: (() => void) | undefined;
+  const cut = (): void => void (endCut = cancelStatement(client));
+  const rerun = (id: string): string => `rerun dq-pg review apply --input ${options.input} --run-id ${id} to finish`;
   try {
     const reviewOf = file.runId;
     const { run, target } = await loadReviewedRun(client, reviewOf, `${options.input}: ${REVIEW_COLUMNS.run}`, { write: true });
@@ -239,17 +247,51 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     let prevKey =
       (await client.query<{ last_key: string | null }>(`SELECT last_key FROM ${STATE_SCHEMA}.progress WHERE run_id = $1 AND range_no = 1`, [runId])).rows[0]
         ?.last_key ?? null;
+    const id = runId;
+    // Stopped by a signal: the pages committed are kept (results rows, audit, checkpoint), the
+    // rerun with the same run id applies the rest. `underWay`: what became of the page under way.
+    const stopped = async (underWay: string, record: boolean): Promise<ReviewApplySummary> => {
+      const reason = options.stopNow?.aborted ? options.stopNow.reason : options.signal?.reason;
+      const now = summary.applied + summary.kept + summary.invalid + summary.conflicts + summary.locked;
+      const counts = `${summary.applied} given a candidate, ${summary.kept} kept, ${summary.invalid} invalid, ${summary.conflicts} conflicts, ${summary.locked} locked`;
+      const message =
+        `review run ${id} stopped${reason instanceof Error ? ` ${reason.message}` : ''}: ${now} of the ${todo.length} decided rows of ${options.input} left to apply were applied (${counts})` +
+        `${summary.alreadyApplied > 0 ? `, besides ${summary.alreadyApplied} applied before` : ''}; the other ${todo.length - now} are not yet${underWay}: ${rerun(id)}`;
+      const error = { code: 'interrupted' as const, message };
+      // Recorded as stopped while the session is there (status shows it interrupted otherwise).
+      if (record) await stopRun(client, id, error).catch(() => undefined);
+      return { ...summary, state: 'stopped', error, exitCode: ExitCode.TEMPFAIL };
+    };
+    // The session holding the review run's range row keeps a second apply of the run and a
+    // rollback away; it stays idle, so its end (pg_terminate_backend, a restart) shows only here.
+    const gone = (e: unknown, whose: string): unknown =>
+      e === undefined ? undefined : connectionLost(e, db.where, `${whose} ended; every page committed is kept: ${rerun(id)}`);
+    options.stopNow?.addEventListener('abort', cut, { once: true });
     for (let start = 0; start < sorted.length; start += batchSize) {
-      if (options.signal?.aborted) {
-        const error = { code: 'interrupted', message: `interrupted; rerun dq-pg review apply with --run-id ${runId} to finish` };
-        await stopRun(client, runId, error);
-        return { ...summary, state: 'stopped', exitCode: ExitCode.TEMPFAIL };
+      if (options.signal?.aborted || options.stopNow?.aborted) return await stopped('', true);
+      const lost =
+        gone(sessionLost(claim), `the session holding review run ${id} (its range row)`) ?? gone(sessionLost(client), `the session writing review run ${id}`);
+      if (lost !== undefined) {
+        await stopRun(client, id, { code: 'db-unreachable', message: (lost as Error).message }).catch(() => undefined);
+        throw lost;
       }
       const rows = sorted.slice(start, start + batchSize).map((k) => byKey.get(k) as DecidedRow);
       const last = start + batchSize >= sorted.length;
-      const { page, counts } = await planReviewPage(client, target, run, rows);
+      let res: Awaited<ReturnType<typeof store.commit>>;
       const lastKey = rows.at(-1)?.key ?? prevKey;
-      const res = await store.commit(runId, worker, page, { rangeNo: 1, prevKey, lastKey, done: last, counts });
+      try {
+        const { page, counts } = await planReviewPage(client, target, run, rows);
+        res = await store.commit(runId, worker, page, { rangeNo: 1, prevKey, lastKey, done: last, counts });
+      } catch (e) {
+        if (!options.stopNow?.aborted || !(wasCancelled(e) || isConnectionLoss(e))) throw e;
+        endCut?.();
+        return await stopped(
+          wasCancelled(e)
+            ? ' (the page under way was cancelled: nothing of it was written)'
+            : ' (the connection was dropped during the page under way: the server rolls it back unless its COMMIT had arrived, and the rerun finds out which)',
+          wasCancelled(e),
+        );
+      }
       if (res.taken)
         throw new CleanseError('run-busy', `review run ${runId}: another process applied part of it meanwhile; rerun with --run-id ${runId} once it ended`);
       // The statement's conflicts include the rows another session held locked: those are not changed, only not yet written.
@@ -274,8 +316,20 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     summary.exitCode = summary.badDecisions > 0 || summary.conflicts > 0 || summary.locked > 0 ? ExitCode.MAX_FAILED : ExitCode.OK;
     return summary;
   } catch (e) {
-    throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `every page committed is kept: rerun with --run-id ${runId} to finish`);
+    // Cut by a second signal after the last page (the run then is not marked done yet).
+    if (runId !== undefined && options.stopNow?.aborted && (wasCancelled(e) || isConnectionLoss(e))) {
+      const reason = options.stopNow.reason instanceof Error ? ` ${options.stopNow.reason.message}` : '';
+      throw new DqError(`review run ${runId} stopped${reason}: every page committed is kept: ${rerun(runId)}`, {
+        code: 'interrupted',
+        retriable: true,
+        scope: 'run',
+        cause: e,
+      });
+    }
+    throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `every page committed is kept: ${rerun(runId)}`);
   } finally {
+    options.stopNow?.removeEventListener('abort', cut);
+    endCut?.();
     await claim?.end().catch(() => undefined);
     await client.end().catch(() => undefined);
   }

@@ -16,13 +16,30 @@ export async function reviewCommand(
 ): Promise<number> {
   const err = (text: string): void => io.err(logger.redactor.redact(`dq-pg: ${text}\n`));
   if (cmd.command === 'review-export') {
+    // Export writes nothing to the database and its file only whole: a signal (any of them) cancels
+    // the statement under way and leaves the file as it was (exit 75; the same command writes it).
+    const stop = new AbortController();
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stop.signal.aborted) return;
+      err(`${signal}: stopping the export (${cmd.output} is written whole or not at all)`);
+      stop.abort(new Error(`by ${signal}`));
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
     const summary = await reviewExport({
       db: cmd.db ?? '',
       runId: cmd.runId,
       output: cmd.output,
       logger,
+      signal: stop.signal,
       ...(cmd.classes ? { classes: cmd.classes } : {}),
       ...(cmd.table ? { table: cmd.table } : {}),
+    }).finally(() => {
+      // Once a signal came, the handler stays until the process exits (see the apply's below).
+      if (!stop.signal.aborted) {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
     });
     if (summary.missing > 0) err(`warning: ${summary.missing} review row(s) of run ${summary.runId} are no longer in ${summary.table} and were not exported`);
     if (summary.rows === 0) err(`nothing awaits review in run ${summary.runId}: ${summary.output} has the header only`);
@@ -38,19 +55,29 @@ export async function reviewCommand(
     out({ type: 'summary', ...summary });
     return summary.exitCode;
   }
-  const controller = new AbortController();
+  // Every signal is handled for as long as the apply runs: the first lets the page under way
+  // commit and starts no other, a second cancels that page (the server rolls it back); exit 75
+  // either way, with the summary and a line saying how far it got.
+  const stop = new AbortController();
+  const stopNow = new AbortController();
   const onSignal = (signal: NodeJS.Signals): void => {
-    err(`${signal}: stopping after the page in flight is written`);
-    controller.abort();
+    if (!stop.signal.aborted) {
+      err(`${signal}: stopping after the page in flight is written; a second SIGINT or SIGTERM cancels that page and ends now`);
+      stop.abort(new Error(`by ${signal}`));
+    } else if (!stopNow.signal.aborted) {
+      err(`second ${signal}: cancelling the page in flight (nothing of it is written) and ending now`);
+      stopNow.abort(new Error(`by a second ${signal}`));
+    }
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     const summary = await reviewApply({
       db: cmd.db ?? '',
       input: cmd.input,
       logger,
-      signal: controller.signal,
+      signal: stop.signal,
+      stopNow: stopNow.signal,
       ...(cmd.runId ? { runId: cmd.runId } : {}),
       ...(cmd.batchSize ? { batchSize: cmd.batchSize } : {}),
     });
@@ -68,11 +95,15 @@ export async function reviewCommand(
       );
     if (summary.locked > summary.lockedKeys.length) err(`locked: … and ${summary.locked - summary.lockedKeys.length} more`);
     if (summary.runId === null) err(`nothing to apply: ${cmd.input} has no rows`);
-    if (summary.state === 'stopped') err(`interrupted: rerun dq-pg review apply --input ${cmd.input} --run-id ${summary.runId} to finish`);
+    if (summary.error) err(`${summary.error.code}: ${summary.error.message}`);
     out({ type: 'summary', ...summary });
     return summary.exitCode;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    // Once a signal came, the handler stays until the process exits (it has nothing left to do): a
+    // repeated signal arriving while the process ends would otherwise kill it, 130/143.
+    if (!stop.signal.aborted) {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
   }
 }

@@ -1,11 +1,11 @@
 import { format } from '@fast-csv/format';
-import { createLogger } from '@dq/core';
+import { createLogger, DqError } from '@dq/core';
 import { writeWholeFile, WholeFileError } from '@dq/core/files';
 import { CANDIDATE_FIELDS, REVIEW_COLUMNS as FILE_COLUMNS, reviewHeader, reviewRow, rowCheck } from '@dq/core/review';
 import type { Logger, ResultClass } from '@dq/core';
 import { STATE_SCHEMA } from '../bookkeeping.js';
-import { connect, dbTarget } from '../db.js';
-import { CleanseError, connectionLost, usageError } from '../errors.js';
+import { cancelStatement, connect, dbTarget, wasCancelled } from '../db.js';
+import { CleanseError, connectionLost, isConnectionLoss, usageError } from '../errors.js';
 import { ALSO_AWAITING_SQL, decidedKeysSql, loadReviewedRun } from './stored-run.js';
 
 /** Options of {@link reviewExport} (`dq-pg review export`). */
@@ -20,6 +20,8 @@ export interface ReviewExportOptions {
   /** The CSV file to write (replaced atomically). */
   output: string;
   logger?: Logger;
+  /** Stops the export once aborted (SIGINT, SIGTERM): the statement under way is cancelled, the file is not written (exit 75). */
+  signal?: AbortSignal;
 }
 
 /** What {@link reviewExport} wrote. */
@@ -62,7 +64,23 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
   const db = dbTarget(options.db, logger.redactor);
   if (!options.output) throw usageError('--output', 'required: the CSV file to write, e.g. review.csv');
   const client = await connect(db);
+  // A signal cancels the statement under way; the file is then left as it was.
+  let endCut: (() => void) | undefined;
+  const cut = (): void => void (endCut = cancelStatement(client));
+  options.signal?.addEventListener('abort', cut, { once: true });
+  const stopped = (): DqError => {
+    const reason = options.signal?.reason instanceof Error ? ` ${options.signal.reason.message}` : '';
+    return new DqError(
+      `review export of run ${options.runId} stopped${reason}: ${options.output} was not written (left as it was); run the same command again to write it`,
+      {
+        code: 'interrupted',
+        retriable: true,
+        scope: 'run',
+      },
+    );
+  };
   try {
+    if (options.signal?.aborted) throw stopped();
     const { run, target } = await loadReviewedRun(client, options.runId, '--run', { ...(options.table ? { table: options.table } : {}), write: false });
     const byClass = run.mode === 'address';
     if (!byClass && options.classes)
@@ -97,6 +115,7 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
     // said, not left out — a row left out because some older file lists it would wait for a file
     // that may never come back.
     const also = await client.query<{ n: number; runs: string[] }>(ALSO_AWAITING_SQL, [run.runId, rows.map((r) => r[0] as string)]);
+    if (options.signal?.aborted) throw stopped();
     const widest = rows.reduce<number>((m, r) => Math.max(m, Array.isArray(r[3]) ? r[3].length : 0), 0);
     const fields = CANDIDATE_FIELDS[run.mode === 'address' ? 'address' : 'company'];
     await writeCsv(
@@ -120,6 +139,8 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
           fields,
         ),
       ),
+      options.signal,
+      stopped,
     );
     return {
       runId: run.runId,
@@ -132,8 +153,11 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
       exitCode: 0,
     };
   } catch (e) {
+    if (options.signal?.aborted && (wasCancelled(e) || isConnectionLoss(e))) throw stopped();
     throw connectionLost(e, db.where);
   } finally {
+    options.signal?.removeEventListener('abort', cut);
+    endCut?.();
     await client.end().catch(() => undefined);
   }
 }
@@ -142,7 +166,7 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
  * Writes the file whole (core's writeWholeFile: a temporary name renamed into place, so a reader
  * never sees half a file; a device written in place; a result store's file refused).
  */
-async function writeCsv(path: string, header: string[], rows: string[][]): Promise<void> {
+async function writeCsv(path: string, header: string[], rows: string[][], signal: AbortSignal | undefined, stopped: () => Error): Promise<void> {
   try {
     await writeWholeFile(path, async (handle) => {
       const csv = format({
@@ -161,6 +185,8 @@ async function writeCsv(path: string, header: string[], rows: string[][]): Promi
       for (const row of rows) csv.write(row);
       csv.end();
       await written;
+      // Stopped by a signal meanwhile: the temporary file is removed, the file at `path` stays as it was.
+      if (signal?.aborted) throw stopped();
     });
   } catch (e) {
     if (e instanceof WholeFileError) throw usageError('--output', e.message);
