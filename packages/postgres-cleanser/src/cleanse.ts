@@ -149,13 +149,13 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     const base = { table: target.qualified, conflictKeys };
     const statusColumns = target.status.length > 0 ? Object.fromEntries(target.status.map((c) => [c.field, c.column])) : undefined;
     const platform = answeringPlatform(mode, options.baseUrl, options.realtimeUrl);
-    const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns, platform };
+    const storeOff = options.engine?.store === 'off';
+    const settings = { mode, country: options.country, accept, where: options.where, include: options.include, statusColumns, platform, storeOff };
     // Rows this run corrects are recorded as known; rows an earlier run corrected and that still
     // hold what it wrote reuse its answer: no call, no write (not with --max-age 0). With --store
     // off nothing is kept for later runs, as no answer is stored: no known rows recorded or reused.
     const [scope, scopeBefore] = knownScopes(target, settings);
-    const known: KnownRows | undefined =
-      options.engine?.store === 'off' ? undefined : { scope, scopeBefore, maxAgeMs: options.engine?.maxAgeMs ?? DEFAULT_MAX_AGE_MS };
+    const known: KnownRows | undefined = storeOff ? undefined : { scope, scopeBefore, maxAgeMs: options.engine?.maxAgeMs ?? DEFAULT_MAX_AGE_MS };
     // Said by every run that ends with exit 4 for unavailable rows, the first one too, as a line of
     // its own whose --where a POSIX shell takes as printed (README "Limits and choices").
     const hintUnavailable = (id: string, totals: RunTotals): void => {

@@ -24,6 +24,12 @@ export interface RunSettings {
    * of `--realtime-url` in the company modes). Undefined only for a run made before it was recorded.
    */
   platform?: string | undefined;
+  /**
+   * `--store off`: the run keeps no answer (a choice about where addresses are kept). Recorded so
+   * that `dq-pg status` prints it in the command that resumes the run; not part of what a process
+   * joining the run must match (a run whose store is down may go on with `--store off`).
+   */
+  storeOff?: boolean | undefined;
 }
 
 /** A run as stored in `dq_cleanse.runs`. */
@@ -61,6 +67,7 @@ function describe(target: TargetTable, settings: RunSettings): Record<string, un
     // Last, and only when known, so that the hash of a run made before it was recorded can be
     // told from it ({@link openRun}).
     ...(settings.platform !== undefined ? { platform: settings.platform } : {}),
+    ...(settings.storeOff ? { storeOff: true } : {}),
   };
 }
 
@@ -168,7 +175,7 @@ export async function openRun(client: pg.Client, target: TargetTable, settings: 
   // hashed them in the order of its --map. A run made before the platform was recorded is resumed
   // on any platform, as it was before.
   const differs = [...new Set([...Object.keys(options), ...Object.keys(row.options)])].filter(
-    (k) => !(k === 'platform' && !('platform' in row.options)) && !isDeepStrictEqual(options[k] ?? null, row.options[k] ?? null),
+    (k) => k !== 'storeOff' && !(k === 'platform' && !('platform' in row.options)) && !isDeepStrictEqual(options[k] ?? null, row.options[k] ?? null),
   );
   if (differs.length > 0) {
     const named = (k: string) => (k === 'platform' ? (settings.mode === 'address' ? '--base-url' : '--realtime-url') : (SETTING_FLAGS[k] ?? k));

@@ -122,6 +122,7 @@ function resumeCommand(runId: string, table: string, key: string, options: Recor
   if (typeof options['where'] === 'string') args.push('--where', options['where']);
   if (Array.isArray(options['include'])) args.push('--include', options['include'].join(','));
   if (options['statusColumns']) args.push('--status-columns', pairs(options['statusColumns']));
+  if (options['storeOff'] === true) args.push('--store', 'off');
   args.push('--run-id', runId);
   return args.map(shellWord).join(' ');
 }
