@@ -18,7 +18,7 @@ rejects file with their line number and the reason.
 
 Options:
   --input <file>            file to clean (required); gzip-compressed (.csv.gz) is read as is
-  --output <file>           cleaned file, same format as the input (required)
+  --output <file>           cleaned file, same format as the input (required unless --dry-run)
   --rejects <file>          unparseable rows (CSV: line,code,reason,raw); default
                             <output without extension>.rejects.csv
   --map <field>=<col>,...   request fields from columns; default: columns named like the fields

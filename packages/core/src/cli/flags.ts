@@ -31,7 +31,8 @@ export const ENGINE_FLAGS_USAGE = `  --concurrency <n>         HTTP calls in fli
   --account-db <url>        postgres://… holding what the account shares: the rate budget of
                             every process and machine using this API key, and the result store
   --budget <url|off>        where the rate budget lives instead (a postgres:// URL), or off:
-                            this process's own (default: --account-db's, else this process's)
+                            this process's own (default: --account-db's, else this process's;
+                            dq-pg: its own database, shared by the processes of a run)
   --account <name>          name of the account the shared budget belongs to (default: a
                             digest of the API key and base URL; the key is never stored)
   --max-calls <n>           spending cap: stop (exit 5, resumable) before billable call n+1`;
