@@ -30,6 +30,11 @@ const BENCHMARKS: ReadonlyArray<readonly [string, readonly string[]]> = [
 ];
 
 const only = process.argv.slice(2);
+const unknown = only.filter((name) => !BENCHMARKS.some(([known]) => known === name));
+if (unknown.length > 0) {
+  console.error(`bench: no benchmark named ${unknown.join(', ')}; the benchmarks: ${BENCHMARKS.map(([name]) => name).join(', ')}`);
+  process.exit(2);
+}
 const failed: string[] = [];
 for (const [name, args] of BENCHMARKS) {
   if (only.length > 0 && !only.includes(name)) continue;
