@@ -176,9 +176,15 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       }
       return summary.exitCode;
     } catch (err) {
-      // A run that failed once it was recorded still prints its summary line, with the error.
+      // A run that failed once it was recorded still prints its summary line, with the error, and
+      // writes the --report it was asked for (a step after it may wait for that file): with the
+      // corrections when its database can still be read, else without them.
       const failed = summaryOfFailure(err);
-      if (failed) out({ type: 'summary', ...failed });
+      if (failed) {
+        const printed = { type: 'summary', ...failed };
+        out(printed);
+        if (o.report !== undefined) await reportOfFailedRun(o.report, o.db, printed, engineReport, logger, io);
+      }
       throw err;
     } finally {
       process.off('SIGINT', onSignal);
@@ -186,6 +192,28 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     }
   } catch (err) {
     return report(err, logger, io);
+  }
+}
+
+/** Writes the --report of a run that failed, saying on stderr what it holds or why it could not be written. */
+async function reportOfFailedRun(
+  path: string,
+  db: string | undefined,
+  summary: { type: string; runId?: string | null },
+  engine: RunReport | undefined,
+  logger: Logger,
+  io: CliIo,
+): Promise<void> {
+  const again = summary.runId ? `; dq-pg report --run ${summary.runId} --output ${path} writes it whole once the database answers` : '';
+  try {
+    const { detailsUnread } = await reportAfterCleanse(path, db ?? '', summary, engine, logger, { detailsMayFail: true });
+    io.err(
+      detailsUnread === undefined
+        ? `dq-pg: report of the failed run written to ${path}\n`
+        : logger.redactor.redact(`dq-pg: report of the failed run written to ${path}, without its corrections (the database could not be read)${again}\n`),
+    );
+  } catch (e) {
+    io.err(logger.redactor.redact(`dq-pg: report-unwritable: ${e instanceof Error ? e.message : String(e)}${again}\n`));
   }
 }
 

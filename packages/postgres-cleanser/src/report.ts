@@ -147,15 +147,23 @@ export async function reportAfterCleanse(
   summary: Record<string, unknown>,
   engine: RunReport | undefined,
   logger: Logger,
-): Promise<void> {
+  options: { detailsMayFail?: boolean } = {},
+): Promise<{ detailsUnread?: unknown }> {
   const runId = summary['runId'];
   let details: ReportDetails = {};
+  let detailsUnread: unknown;
   if (typeof runId === 'string') {
-    const client = await connect(dbTarget(db, logger.redactor), 'dq-pg', { queryTimeoutMs: 0 });
     try {
-      details = (await readRunDetails(client, runId)).details;
-    } finally {
-      await client.end().catch(() => undefined);
+      const client = await connect(dbTarget(db, logger.redactor), 'dq-pg', { queryTimeoutMs: 0 });
+      try {
+        details = (await readRunDetails(client, runId)).details;
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    } catch (e) {
+      // A run that failed for its database: the report has its summary, without the corrections.
+      if (!options.detailsMayFail) throw e;
+      detailsUnread = e;
     }
   }
   if (engine?.callsPerSecond) details = { ...details, rate: engine.callsPerSecond };
@@ -171,6 +179,7 @@ export async function reportAfterCleanse(
     },
     (t) => logger.redactor.redact(t),
   );
+  return detailsUnread === undefined ? {} : { detailsUnread };
 }
 
 /**

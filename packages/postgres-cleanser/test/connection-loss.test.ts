@@ -1,4 +1,7 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { createServer, Socket as NetSocket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Server, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,7 +68,8 @@ describe('losing the database connection', () => {
     const runId = `lost-${how}`;
     const args = (url: string) => cleanseArgs(url, env.sandbox, ['--run-id', runId, '--batch-size', '20', '--workers', '2']);
     const calls0 = billable(env.sandbox);
-    const { done } = spawnCli(args(proxy.url(db)));
+    const reportFile = join(await mkdtemp(join(tmpdir(), 'dq-pg-lost-')), 'run.html');
+    const { done } = spawnCli([...args(proxy.url(db)), '--report', reportFile]);
     while ((await resultRows(db, runId)) < 60) await sleep(20);
     proxy.cut(how);
     const lost = await done;
@@ -77,6 +81,13 @@ describe('losing the database connection', () => {
     // The summary line is printed all the same, with the error; the database could not record the stop.
     expect(summaryOf(lost)).toMatchObject({ type: 'summary', runId, state: 'interrupted', exitCode: 75, error: { code: 'db-unreachable' } });
     expect((summaryOf(lost) as { rows: number }).rows).toBeLessThanOrEqual(committed);
+    // The --report asked for is written all the same, with the error, without what the database holds.
+    expect(lost.stderr).toContain(
+      `dq-pg: report of the failed run written to ${reportFile}, without its corrections (the database could not be read); dq-pg report --run ${runId} --output ${reportFile} writes it whole once the database answers`,
+    );
+    const page = await readFile(reportFile, 'utf8');
+    expect(page).toContain('db-unreachable');
+    expect(page).toContain(runId);
 
     const resumed = await runCli(args(db));
     expect(resumed.code).toBe(0);
