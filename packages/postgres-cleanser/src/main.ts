@@ -234,7 +234,7 @@ function statusTable(runs: readonly RunStatus[]): string {
       r.runId,
       r.kind,
       r.table,
-      r.lastError ? `${r.state} (${r.lastError.code})` : r.state,
+      `${r.lastError ? `${r.state} (${r.lastError.code})` : r.state}${r.rollback ? `, rollback ${r.rollback.state}` : ''}`,
       r.rows,
       r.written,
       r.unchanged,
@@ -254,5 +254,7 @@ function statusTable(runs: readonly RunStatus[]): string {
       .join('  ')
       .trimEnd();
   const resume = runs.filter((r) => r.resume).map((r) => `to resume ${r.runId} (${r.state}): ${r.resume} (with --db and the API settings)`);
-  return `${[line(head), ...body.map(line), ...(resume.length ? ['', ...resume] : [])].join('\n')}\n`;
+  const finish = runs.filter((r) => r.rollback?.state === 'unfinished').map((r) => `to finish the rollback of ${r.runId}: ${r.rollback!.finish} (with --db)`);
+  const after = [...resume, ...finish];
+  return `${[line(head), ...body.map(line), ...(after.length ? ['', ...after] : [])].join('\n')}\n`;
 }

@@ -275,10 +275,10 @@ export async function openRunAlone(client: pg.Client, target: TargetTable, setti
 }
 
 /** SQL: whether a live session holds run `<alias>.run_id` (see {@link RUN_LOCK_CLASS}). */
-export function runHeldSql(alias: string): string {
+export function runHeldSql(alias: string, alone = false): string {
   return `EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-            AND l.classid = ${RUN_LOCK_CLASS}::oid AND l.objid::bigint = (hashtext(${alias}.run_id)::bigint & 4294967295))`;
+            AND l.classid = ${RUN_LOCK_CLASS}::oid AND l.objid::bigint = (hashtext(${alias}.run_id)::bigint & 4294967295)${alone ? ` AND l.mode = 'ExclusiveLock'` : ''})`;
 }
 
 /** Marks the run done when its key space is exhausted and every range is done; returns whether it is. */

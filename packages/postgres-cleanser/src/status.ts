@@ -29,6 +29,12 @@ export interface RunStatus extends RunTotals {
   /** Audit rows restored by rollback, and rows rollback left alone because they changed again. */
   restored: number;
   rollbackConflicts: number;
+  /**
+   * A rollback begun but not finished (the run is not `rolled-back` yet): `running` while a
+   * `dq-pg rollback` holds the run, `unfinished` when it stopped part way (a signal, a lost
+   * connection, a lock); `finish` is the command that completes it.
+   */
+  rollback?: { state: 'running' | 'unfinished'; finish: string };
   lastError: { code: string; message: string; requestId?: string } | null;
 }
 
@@ -53,6 +59,7 @@ export async function status(options: { db: string; runId?: string; logger?: Log
 async function readStatus(client: pg.Client, runId: string | undefined): Promise<RunStatus[]> {
   const { rows } = await client.query<Record<string, unknown>>(
     `SELECT r.run_id, r.table_name, r.state, r.created_at, r.updated_at, r.last_error, r.key_column, r.options, ${runHeldSql('r')} AS held,
+            ${runHeldSql('r', true)} AS held_alone,
             COALESCE(to_jsonb(r) ->> 'kind', 'cleanse') AS kind,
             count(p.range_no)::int AS ranges, (count(p.range_no) FILTER (WHERE p.done))::int AS ranges_done,
             COALESCE(sum(p.rows_read), 0)::float8 AS rows, COALESCE(sum(p.written), 0)::float8 AS written,
@@ -77,12 +84,17 @@ async function readStatus(client: pg.Client, runId: string | undefined): Promise
           ? `dq-pg review apply --input <the review file> --run-id ${shellWord(r['run_id'] as string)}`
           : resumeCommand(r['run_id'] as string, r['table_name'] as string, r['key_column'] as string, r['options'] as Record<string, unknown>)
         : undefined;
+    const rollingBack = stored !== 'rolled-back' && ((r['restored'] as number) > 0 || (r['rollback_conflicts'] as number) > 0);
+    const rollback = rollingBack
+      ? { state: r['held_alone'] === true ? ('running' as const) : ('unfinished' as const), finish: `dq-pg rollback --run ${shellWord(r['run_id'] as string)}` }
+      : undefined;
     return {
       runId: r['run_id'] as string,
       kind,
       table: r['table_name'] as string,
       state,
       ...(resume ? { resume } : {}),
+      ...(rollback ? { rollback } : {}),
       createdAt: (r['created_at'] as Date).toISOString(),
       updatedAt: (r['updated_at'] as Date).toISOString(),
       ranges: r['ranges'] as number,

@@ -122,6 +122,11 @@ describe('dq-pg rollback stopped part way', () => {
     const { child, done } = spawnCli(['rollback', '--db', db, '--run', 'undo-term']);
     // The first batch committed: the second is under way.
     await until('the first batch restored', async () => (await marks(db, 'undo-term')).restored >= ROLLBACK_BATCH);
+    // Meanwhile status tells the rollback under way.
+    expect(JSON.parse((await runCli(['status', '--db', db, '--run', 'undo-term', '--json'])).stdout)).toMatchObject({
+      state: 'done',
+      rollback: { state: 'running', finish: 'dq-pg rollback --run undo-term' },
+    });
     child.kill('SIGTERM');
     const stopped = await within(child, done, 30_000);
 
@@ -137,7 +142,15 @@ describe('dq-pg rollback stopped part way', () => {
     );
     expect(await marks(db, 'undo-term')).toEqual({ restored: 2 * ROLLBACK_BATCH, open: audited - 2 * ROLLBACK_BATCH });
     await matchesAudit(db, 'undo-term', original, cleaned);
-    expect(JSON.parse((await runCli(['status', '--db', db, '--run', 'undo-term', '--json'])).stdout)).toMatchObject({ state: 'done' });
+    // Status says the rollback is unfinished, and how to finish it.
+    expect(JSON.parse((await runCli(['status', '--db', db, '--run', 'undo-term', '--json'])).stdout)).toMatchObject({
+      state: 'done',
+      restored: 2 * ROLLBACK_BATCH,
+      rollback: { state: 'unfinished', finish: 'dq-pg rollback --run undo-term' },
+    });
+    const table = (await runCli(['status', '--db', db])).stdout;
+    expect(table).toMatch(/undo-term .* done, rollback unfinished /);
+    expect(table).toContain('to finish the rollback of undo-term: dq-pg rollback --run undo-term (with --db)');
 
     await setPace(db, 0);
     const again = await runCli(['rollback', '--db', db, '--run', 'undo-term']);
@@ -146,10 +159,9 @@ describe('dq-pg rollback stopped part way', () => {
     expect(await rowTexts(db)).toEqual(original);
     // Each row updated once by the rollback: by the stopped one or by the rerun.
     expect(await one(db, `SELECT count(*)::int AS rows, COALESCE(max(n), 0)::int AS most FROM writes`)).toEqual({ rows: audited, most: 1 });
-    expect(JSON.parse((await runCli(['status', '--db', db, '--run', 'undo-term', '--json'])).stdout)).toMatchObject({
-      state: 'rolled-back',
-      restored: audited,
-    });
+    const finished = JSON.parse((await runCli(['status', '--db', db, '--run', 'undo-term', '--json'])).stdout) as Record<string, unknown>;
+    expect(finished).toMatchObject({ state: 'rolled-back', restored: audited });
+    expect(finished['rollback']).toBeUndefined();
   }, 120_000);
 
   it('a second signal cancels the batch under way (waiting for a locked row): exit 75 at once, nothing of that batch restored, and the rerun right after restores the rest', async () => {
