@@ -3,15 +3,19 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /** Runs `body` after importing exitWhenDone in a fresh Node process; its exit code, stderr and how long it ran. */
-function runChild(body: string): Promise<{ code: number | null; stderr: string; ms: number }> {
+function runChild(
+  body: string,
+  onStarted?: (child: ReturnType<typeof spawn>) => void,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string; ms: number }> {
   const started = Date.now();
   const child = spawn(process.execPath, ['--input-type=module', '-e', `import { exitWhenDone } from '@dq/core/cli';\n${body}`], {
     cwd: fileURLToPath(new URL('..', import.meta.url)),
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stderr, ms: Date.now() - started })));
+  child.stdout.once('data', () => onStarted?.(child));
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stderr, ms: Date.now() - started })));
 }
 
 describe('a finished CLI process', () => {
@@ -27,5 +31,21 @@ describe('a finished CLI process', () => {
     expect(run.code).toBe(75);
     expect(run.stderr).toBe('dq-x: exiting with 75: something was still open 0.5 s after the run ended (a connection that did not close)\n');
     expect(run.ms).toBeLessThan(5000);
+  });
+
+  it.each(['SIGINT', 'SIGTERM'] as const)('is not killed by a %s arriving as it exits: its own exit code stands', async (signal) => {
+    // A command that removed its signal handlers once done, printed its summary, and ends; the
+    // signals keep coming every millisecond from then on (a scheduler's timeout at the very end).
+    for (let i = 0; i < 5; i++) {
+      let timer: NodeJS.Timeout | undefined;
+      const run = await runChild(
+        `await new Promise((r) => setTimeout(r, 100));\nprocess.stdout.write('summary\\n');\nexitWhenDone('dq-x', 4, 5000);`,
+        (child) => {
+          timer = setInterval(() => child.kill(signal), 1);
+        },
+      );
+      clearInterval(timer);
+      expect(run).toMatchObject({ code: 4, signal: null });
+    }
   });
 });
