@@ -111,7 +111,7 @@ describe('Retry-After from the platform', () => {
     expect(summary.error.code).toBe('rate-limited');
     expect(summary.byStatus.unavailable).toBe(0);
     expect(stopped.stderr).toMatch(
-      /^dq-csv: rate-limited: the platform kept refusing calls for the account's rate limit \(Gave up after 6 attempts.*HTTP 429.*--account-db postgres:\/\/…\), or lower --rate-limit, then rerun with --resume/m,
+      /^dq-csv: rate-limited: the platform kept refusing calls for the account's rate limit \(Gave up after 6 attempts.*HTTP 429.*the same --account-db postgres:\/\/… for every job\), or lower --rate-limit, then rerun with --resume/m,
     );
     const written = await readCsv(output, { delimiter: ';' });
     const status = written.header.indexOf('dq_status');

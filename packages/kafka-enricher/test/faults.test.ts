@@ -48,6 +48,30 @@ it('dead-letters nothing when the platform answers 503: an outage pauses the par
   expect((await run.exited).code).toBe(0);
 }, 240_000);
 
+it("429s that outlast a call's retries (the account's rate used by something else) pause the partition and repeat the batch, which goes through once the platform takes calls again: nothing dead-lettered", async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const { messages } = dataset(1_000, 0);
+  await produce(kafka.brokers, names.input, messages);
+  // Most calls refused, some of them on every attempt (0.7^6 ≈ 12 %): the engine stops the batches
+  // running (rate-limited) and dq-kafka repeats them.
+  sandbox.setFaults({ batch: { errorRate: 0.7, errorStatuses: [429], retryAfterSeconds: 0 } });
+  run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), sandbox.env());
+  const port = await metricsPort(run);
+  await run.waitForLog(/"msg":"partition paused: records unavailable, retrying the batch".*"code":"rate-limited"/, 90_000);
+  sandbox.setFaults({});
+
+  const inputs = await inputOffsets(kafka.brokers, names.input, 1_000);
+  const { outs } = await readResults(kafka.brokers, names, 1_000, 0);
+  const covered = sourceOffsets(outs, []);
+  expect(inputs.filter((m) => !covered.has(`${m.partition}:${m.offset}`))).toEqual([]);
+  const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  expect(metrics).not.toMatch(/^dq_kafka_dlq_messages_total/m);
+  expect(await metricValue(port, 'dq_kafka_batch_retries_total')).toBeGreaterThan(0);
+
+  run.child.kill('SIGTERM');
+  expect((await run.exited).code).toBe(0);
+}, 240_000);
+
 it('a platform unavailable for longer than --retry-max-ms: exit 75 naming the partition, its offsets and the time waited, nothing committed', async () => {
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
   await produce(kafka.brokers, names.input, dataset(200, 0).messages);

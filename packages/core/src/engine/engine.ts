@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { DqError, errorFromData } from '../errors/index.js';
+import { DqError, errorFromData, LOCAL_CODES } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import type { Logger } from '../log/index.js';
 import { callsSent, createCallCounter, createSharedThrottle, DEFAULT_RATE_LIMITS, MAX_CALLS_REACHED, probeBudget } from '../throttle/index.js';
@@ -399,7 +399,11 @@ class ValidationEngine implements Engine {
             if (store && !stored.has(i) && storable(result)) this.#storeWrite(store, call.key, result);
           }
         } else if (outcome.kind === 'stop') {
-          this.#halt(errorFromData(outcome.error));
+          const error = errorFromData(outcome.error);
+          // The account's rate used up by something else: like an outage, it stops the batches
+          // running now, and a later batch may try again (dq-kafka repeats its batch after a pause).
+          if ((error as { code?: unknown }).code === LOCAL_CODES.rateLimited) this.#interruptRunning(error, 'rate limit: the running batches stop');
+          else this.#halt(error);
         }
       }
       this.#outage.answered(answered.answered, answered.lastAnswerAt, answered.answeredAfterFailure);
@@ -437,13 +441,17 @@ class ValidationEngine implements Engine {
    */
   #decideOutage(): void {
     const error = this.#outage.decide(this.#chunksOut === 0);
-    if (!error) return;
+    if (error) this.#interruptRunning(error, 'platform unreachable: the running batches stop');
+  }
+
+  /** Every batch running now fails with `error` and starts no further call; later batches may try again. */
+  #interruptRunning(error: Error, message: string): void {
     for (const control of this.#running) {
       if (!this.#interrupted.has(control)) this.#interrupted.set(control, error);
       Atomics.compareExchange(control, 0, Control.RUN, Control.STOP);
       Atomics.notify(control, 0);
     }
-    this.#logger.error('platform unreachable: the running batches stop', { error });
+    this.#logger.error(message, { error });
   }
 
   #settle(call: PendingCall, outcome: CallOutcome): void {

@@ -92,7 +92,7 @@ export function stopAdvice(err: unknown, words: ResumeWords): StopAdvice {
       return {
         kind,
         cause: "the platform kept refusing calls for the account's rate limit",
-        advice: `share one rate budget between everything that uses the account (--account-db postgres://…), or lower --rate-limit, then ${resume}${kept}`,
+        advice: `give everything that uses the account one shared rate budget (the same --account-db postgres://… for every job), or lower --rate-limit, then ${resume}${kept}`,
       };
     case 'platform-later':
       return {
