@@ -33,13 +33,21 @@ describe('a finished CLI process', () => {
     expect(run.ms).toBeLessThan(5000);
   });
 
+  it('ends at once on a SIGTERM while something is still open, with its own exit code', async () => {
+    const run = await runChild(`setInterval(() => undefined, 1000);\nexitWhenDone('dq-x', 3, 20000);\nprocess.stdout.write('summary\\n');`, (child) =>
+      child.kill('SIGTERM'),
+    );
+    expect(run).toMatchObject({ code: 3, signal: null, stderr: '' });
+    expect(run.ms).toBeLessThan(10_000);
+  });
+
   it.each(['SIGINT', 'SIGTERM'] as const)('is not killed by a %s arriving as it exits: its own exit code stands', async (signal) => {
-    // A command that removed its signal handlers once done, printed its summary, and ends; the
-    // signals keep coming every millisecond from then on (a scheduler's timeout at the very end).
+    // A command that removed its signal handlers once done and ends; the signals keep coming every
+    // millisecond from its last line on (a scheduler's timeout at the very end).
     for (let i = 0; i < 5; i++) {
       let timer: NodeJS.Timeout | undefined;
       const run = await runChild(
-        `await new Promise((r) => setTimeout(r, 100));\nprocess.stdout.write('summary\\n');\nexitWhenDone('dq-x', 4, 5000);`,
+        `await new Promise((r) => setTimeout(r, 100));\nexitWhenDone('dq-x', 4, 5000);\nprocess.stdout.write('summary\\n');`,
         (child) => {
           timer = setInterval(() => child.kill(signal), 1);
         },

@@ -96,9 +96,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(failure.text);
     return failure.exitCode;
   } finally {
+    clearTimeout(hardBound);
+    // The metrics server closes while the signal handlers are still there: a signal meanwhile
+    // (the consumer is already stopped) must not kill the process before it exits with its code.
+    await server?.close();
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
-    clearTimeout(hardBound);
-    await server?.close();
   }
 }

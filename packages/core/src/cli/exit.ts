@@ -10,14 +10,14 @@ const EXIT_GRACE_MS = 10_000;
 export function exitWhenDone(name: string, code: number, graceMs = EXIT_GRACE_MS): void {
   process.exitCode = code;
   // The work is done and its outcome printed: a SIGINT or SIGTERM now (a scheduler's timeout, a
-  // second Ctrl-C) has nothing left to stop, and must not turn the exit code into 130 or 143.
-  // Node ends a process whose loop drained by tearing down its signal handlers first, which
-  // leaves a window of some milliseconds in which such a signal kills it all the same:
-  // process.exit from `beforeExit` (the loop drained, nothing left to run) has none.
-  const ignore = (): void => undefined;
-  process.on('SIGINT', ignore);
-  process.on('SIGTERM', ignore);
-  process.once('beforeExit', () => process.exit(code));
+  // second Ctrl-C) has nothing left to stop; it ends the process at once, with the command's own
+  // exit code, not 130 or 143. Node ends a process whose loop drained by tearing down its signal
+  // handlers first, which leaves a window of some milliseconds in which such a signal kills it all
+  // the same: process.exit from `beforeExit` (the loop drained, nothing left to run) has none.
+  const now = (): void => process.exit(code);
+  process.on('SIGINT', now);
+  process.on('SIGTERM', now);
+  process.once('beforeExit', now);
   setTimeout(() => {
     process.stderr.write(`${name}: exiting with ${code}: something was still open ${graceMs / 1000} s after the run ended (a connection that did not close)\n`);
     process.exit(code);
