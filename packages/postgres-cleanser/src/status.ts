@@ -78,16 +78,17 @@ async function readStatus(client: pg.Client, runId: string | undefined): Promise
     const stored = r['state'] as string;
     const state = stored === 'running' && r['held'] !== true ? 'interrupted' : stored;
     const kind = r['kind'] as string;
+    // No command to resume a run being rolled back: the rollback is finished first.
     const resume =
-      state === 'interrupted' || state === 'stopped'
+      (state === 'interrupted' || state === 'stopped') && r['held_alone'] !== true && !begunRollback(r)
         ? kind === 'review'
           ? `dq-pg review apply --input <the review file> --run-id ${shellWord(r['run_id'] as string)}`
           : resumeCommand(r['run_id'] as string, r['table_name'] as string, r['key_column'] as string, r['options'] as Record<string, unknown>)
         : undefined;
-    const rollingBack = stored !== 'rolled-back' && ((r['restored'] as number) > 0 || (r['rollback_conflicts'] as number) > 0);
-    const rollback = rollingBack
-      ? { state: r['held_alone'] === true ? ('running' as const) : ('unfinished' as const), finish: `dq-pg rollback --run ${shellWord(r['run_id'] as string)}` }
-      : undefined;
+    // A rollback holds the run alone while it works; one that stopped part way left rows restored
+    // (or left as conflicts) and the run not marked rolled back.
+    const rollbackState = r['held_alone'] === true ? ('running' as const) : begunRollback(r) ? ('unfinished' as const) : undefined;
+    const rollback = rollbackState ? { state: rollbackState, finish: `dq-pg rollback --run ${shellWord(r['run_id'] as string)}` } : undefined;
     return {
       runId: r['run_id'] as string,
       kind,
@@ -114,6 +115,11 @@ async function readStatus(client: pg.Client, runId: string | undefined): Promise
       lastError: (r['last_error'] as RunStatus['lastError']) ?? null,
     };
   });
+}
+
+/** Whether a rollback of the run restored rows (or left some as conflicts) and has not marked it rolled back. */
+function begunRollback(r: Record<string, unknown>): boolean {
+  return r['state'] !== 'rolled-back' && ((r['restored'] as number) > 0 || (r['rollback_conflicts'] as number) > 0);
 }
 
 /** A shell word: as is when plain, else in single quotes. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { status } from '../src/status.js';
 import { cleanseArgs, createCustomers, rowTexts, runCli, spawnCli, startEnv, summaryOf, until, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
 
@@ -122,11 +123,6 @@ describe('dq-pg rollback stopped part way', () => {
     const { child, done } = spawnCli(['rollback', '--db', db, '--run', 'undo-term']);
     // The first batch committed: the second is under way.
     await until('the first batch restored', async () => (await marks(db, 'undo-term')).restored >= ROLLBACK_BATCH);
-    // Meanwhile status tells the rollback under way.
-    expect(JSON.parse((await runCli(['status', '--db', db, '--run', 'undo-term', '--json'])).stdout)).toMatchObject({
-      state: 'done',
-      rollback: { state: 'running', finish: 'dq-pg rollback --run undo-term' },
-    });
     child.kill('SIGTERM');
     const stopped = await within(child, done, 30_000);
 
@@ -151,6 +147,12 @@ describe('dq-pg rollback stopped part way', () => {
     const table = (await runCli(['status', '--db', db])).stdout;
     expect(table).toMatch(/undo-term .* done, rollback unfinished /);
     expect(table).toContain('to finish the rollback of undo-term: dq-pg rollback --run undo-term (with --db)');
+    // A run stopped part way whose rollback is unfinished: the rollback is finished first, no resume is offered.
+    await withClient(db, (c) => c.query(`UPDATE dq_cleanse.runs SET state = 'stopped' WHERE run_id = 'undo-term'`));
+    const [halfway] = await status({ db, runId: 'undo-term' });
+    expect(halfway).toMatchObject({ state: 'stopped', rollback: { state: 'unfinished' } });
+    expect(halfway?.resume).toBeUndefined();
+    await withClient(db, (c) => c.query(`UPDATE dq_cleanse.runs SET state = 'done' WHERE run_id = 'undo-term'`));
 
     await setPace(db, 0);
     const again = await runCli(['rollback', '--db', db, '--run', 'undo-term']);
@@ -184,6 +186,9 @@ describe('dq-pg rollback stopped part way', () => {
       await locker.query('SELECT 1 FROM customers WHERE id = $1 FOR UPDATE', [held]);
       const { child, done } = spawnCli(['rollback', '--db', db, '--run', 'undo-twice']);
       await until('the rollback waits for the locked row', () => waitsForLock(db), 30_000);
+      // Meanwhile status tells the rollback under way (read in this process: the lock wait is short).
+      const [during] = await status({ db, runId: 'undo-twice' });
+      expect(during).toMatchObject({ state: 'done', rollback: { state: 'running', finish: 'dq-pg rollback --run undo-twice' } });
       child.kill('SIGINT');
       await sleep(300);
       // The first signal waits for the batch under way (here: for the lock, up to 5 s).
@@ -314,7 +319,7 @@ describe('dq-pg review apply stopped part way', () => {
     const done1 = summary.invalid;
     expect(done1 % PAGE).toBe(0);
     expect(stopped.stderr).toContain(
-      `dq-pg: interrupted: review run rv-twice stopped by a second SIGINT: ${done1} of the ${decided} decided rows of ${file} left to apply were applied (0 given a candidate, 0 kept, ${done1} invalid, 0 conflicts, 0 locked); the other ${decided - done1} are not yet (the page under way was cancelled: nothing of it was written): rerun dq-pg review apply --input ${file} --run-id rv-twice to finish\n`,
+      `dq-pg: interrupted: review run rv-twice stopped by a second SIGINT: ${done1} of the ${decided} decided rows of ${file} left to apply were applied (0 given a candidate, 0 kept, ${done1} invalid, 0 conflicts); the other ${decided - done1} are not yet (the page under way was cancelled: nothing of it was written): rerun dq-pg review apply --input ${file} --run-id rv-twice to finish\n`,
     );
     // What the summary says is what the database holds: no row of the cancelled page.
     expect(await applied(db, 'rv-twice')).toEqual({ rows: done1, keys: done1, audited: done1 });
