@@ -154,7 +154,8 @@ export async function reportAfterCleanse(
   let detailsUnread: unknown;
   if (typeof runId === 'string') {
     try {
-      const client = await connect(dbTarget(db, logger.redactor), 'dq-pg', { queryTimeoutMs: 0 });
+      // After a failure the database may stall: its statements then get the usual timeout.
+      const client = await connect(dbTarget(db, logger.redactor), 'dq-pg', options.detailsMayFail ? {} : { queryTimeoutMs: 0 });
       try {
         details = (await readRunDetails(client, runId)).details;
       } finally {

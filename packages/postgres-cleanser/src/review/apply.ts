@@ -252,11 +252,12 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     // rerun with the same run id applies the rest. `underWay`: what became of the page under way.
     const stopped = async (underWay: string, record: boolean): Promise<ReviewApplySummary> => {
       const reason = options.stopNow?.aborted ? options.stopNow.reason : options.signal?.reason;
-      const now = summary.applied + summary.kept + summary.invalid + summary.conflicts + summary.locked;
-      const counts = `${summary.applied} given a candidate, ${summary.kept} kept, ${summary.invalid} invalid, ${summary.conflicts} conflicts, ${summary.locked} locked`;
+      // Rows locked by another session were not written: the rerun writes them, like the rows not reached.
+      const now = summary.applied + summary.kept + summary.invalid + summary.conflicts;
+      const counts = `${summary.applied} given a candidate, ${summary.kept} kept, ${summary.invalid} invalid, ${summary.conflicts} conflicts`;
       const message =
         `review run ${id} stopped${reason instanceof Error ? ` ${reason.message}` : ''}: ${now} of the ${todo.length} decided rows of ${options.input} left to apply were applied (${counts})` +
-        `${summary.alreadyApplied > 0 ? `, besides ${summary.alreadyApplied} applied before` : ''}; the other ${todo.length - now} are not yet${underWay}: ${rerun(id)}`;
+        `${summary.alreadyApplied > 0 ? `, besides ${summary.alreadyApplied} applied before` : ''}; the other ${todo.length - now} are not yet${summary.locked > 0 ? ` (${summary.locked} of them locked by another session)` : ''}${underWay}: ${rerun(id)}`;
       const error = { code: 'interrupted' as const, message };
       // Recorded as stopped while the session is there (status shows it interrupted otherwise).
       if (record) await stopRun(client, id, error).catch(() => undefined);
