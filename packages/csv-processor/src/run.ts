@@ -269,7 +269,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
     }
     return {
       outcome: 'stopped',
-      exitCode: options.signal?.aborted && !(err instanceof CsvError) ? ExitCode.TEMPFAIL : exitCodeFor(err),
+      exitCode: interruptedFirst(err, options.signal) ? ExitCode.TEMPFAIL : exitCodeFor(err),
       paths,
       totals,
       failedShare: failedShare(totals),
@@ -277,7 +277,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       error: describeStop(
         err,
         position.records,
-        options.signal?.aborted ? options.signal.reason : undefined,
+        interruptedFirst(err, options.signal) ? options.signal!.reason : undefined,
         reusesAnswers(options.engine?.store, options.engine?.maxAgeMs),
       ),
       ...(report ? { details: details() } : {}),
@@ -367,6 +367,17 @@ async function refuseChangedContent(sampler: InputSampler, stored: InputFingerpr
 
 /** How a stopped dq-csv run continues, for core's stopAdvice; `reuses`: whether its store keeps the answers paid for. */
 const resumeWords = (reuses: boolean) => ({ resume: 'rerun with --resume', ...(reuses ? { kept: 'answers already paid for are not bought again' } : {}) });
+
+/**
+ * Whether a stopped run counts as interrupted (SIGINT/SIGTERM: exit 75, `interrupted`): its signal
+ * fired, unless what ended it meanwhile needs a person or a new cap (the account, key, plan or
+ * quota refused, exit 3; the spending cap reached, exit 5), which a rerun alone would meet again.
+ */
+function interruptedFirst(err: unknown, signal: AbortSignal | undefined): boolean {
+  if (!signal?.aborted || err instanceof CsvError) return false;
+  const code = exitCodeFor(err);
+  return code !== ExitCode.STOP && code !== ExitCode.MAX_CALLS;
+}
 
 /** `interruption`: the reason the run's signal was aborted with (main.ts: `interrupted by SIGTERM`), if it was. */
 function describeStop(err: unknown, records: number, interruption: unknown, reuses: boolean): RunSummary['error'] {

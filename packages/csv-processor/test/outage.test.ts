@@ -162,4 +162,32 @@ describe('dq-csv when the platform goes away or runs out of quota', () => {
       await sandbox.close();
     }
   });
+  it('a SIGTERM that comes as the quota runs out does not hide it: exit 3, quota-exhausted (a rerun alone would meet it again)', async () => {
+    const input = join(dir, 'term-quota.csv');
+    const output = join(dir, 'term-quota.out.csv');
+    await writeFile(input, makeSampleCsv(600, 21));
+    const sandbox = await startSandbox({ port: 0, config: unlimited({}, 100) });
+    const stop = new AbortController();
+    const logger = createLogger({ level: 'error', write: (line) => void (line.includes('run stopped') && stop.abort(new Error('interrupted by SIGTERM'))) });
+    try {
+      const stopped = await processFile({
+        input,
+        output,
+        delimiter: ';',
+        country: 'DE',
+        map: { addressLine: 'strasse', postalCode: 'plz', locality: 'ort', country: 'land' },
+        baseUrl: sandbox.url,
+        apiKey: DEFAULT_API_KEY,
+        batchSize: 50,
+        engine: { store: 'off' },
+        logger,
+        signal: stop.signal,
+      });
+      expect(stop.signal.aborted).toBe(true);
+      expect(stopped.exitCode).toBe(3);
+      expect(stopped.error?.code).toBe('quota-exhausted');
+    } finally {
+      await sandbox.close();
+    }
+  });
 });
