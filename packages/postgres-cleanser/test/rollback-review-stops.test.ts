@@ -334,6 +334,45 @@ describe('dq-pg review apply stopped part way', () => {
     expect(await one(db, `SELECT count(*)::int AS rows, max(n)::int AS most FROM writes`)).toEqual({ rows: decided, most: 1 });
   }, 120_000);
 
+  it('a second SIGINT while the run is being marked done (every page written): exit 75 with the summary, and the rerun marks it done applying nothing again', async () => {
+    const { db, file, decided } = await decidedReview('c-fin');
+    const args = ['review', 'apply', '--db', db, '--input', file, '--run-id', 'rv-fin', '--batch-size', '50'];
+    await slowUpdates(db, 5);
+    const locker = new pg.Client({ connectionString: db });
+    await locker.connect();
+    let stopped: CliResult;
+    try {
+      const { child, done } = spawnCli(args);
+      await until('a page applied', async () => (await applied(db, 'rv-fin')).rows > 0);
+      // Marking the run done waits for this row lock; the pages do not touch the run's row.
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM dq_cleanse.runs WHERE run_id = 'rv-fin' FOR UPDATE`);
+      await until(
+        'every page applied, the run being marked done',
+        async () => (await applied(db, 'rv-fin')).rows === decided && (await waitsForLock(db)),
+        60_000,
+      );
+      child.kill('SIGINT');
+      await sleep(100);
+      child.kill('SIGINT');
+      // The stop is recorded once the lock is gone.
+      await sleep(300);
+      await locker.query('ROLLBACK');
+      stopped = await within(child, done, 30_000);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined);
+      await locker.end();
+    }
+    expect(stopped.signal, stopped.stderr).toBeNull();
+    expect(stopped.code, stopped.stderr).toBe(75);
+    expect(summaryOf(stopped)).toMatchObject({ runId: 'rv-fin', state: 'stopped', exitCode: 75, invalid: decided, error: { code: 'interrupted' } });
+    expect(stopped.stderr).toContain('(every page is written; the run was not yet marked done): rerun dq-pg review apply');
+    const again = await runCli(args);
+    expect(again.code, again.stderr).toBe(0);
+    expect(summaryOf(again)).toMatchObject({ state: 'done', alreadyApplied: decided, invalid: 0 });
+    expect(await one(db, `SELECT count(*)::int AS rows, max(n)::int AS most FROM writes`)).toEqual({ rows: decided, most: 1 });
+  }, 120_000);
+
   it('the session holding the review run terminated (pg_terminate_backend): exit 75 naming the database connection before the next page (it went on without it, exit 0), and the rerun applies the rest exactly once', async () => {
     const { db, file, decided } = await decidedReview('c-claim');
     const PAGE = 10;

@@ -311,7 +311,15 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       }
       prevKey = lastKey;
     }
-    await finishRun(client, runId);
+    try {
+      await finishRun(client, runId);
+    } catch (e) {
+      // Cut by a second signal as the last page's run was being marked done: every page is
+      // written; the rerun marks it done (and the summary says so, like any stop).
+      if (!options.stopNow?.aborted || !wasCancelled(e)) throw e;
+      endCut?.();
+      return await stopped(' (every page is written; the run was not yet marked done)', true);
+    }
     // Done, but rows need a person: a bad decision cell, a row changed since the export, or a row
     // still locked by another session, which a later apply of the file writes (exit 4).
     summary.exitCode = summary.badDecisions > 0 || summary.conflicts > 0 || summary.locked > 0 ? ExitCode.MAX_FAILED : ExitCode.OK;
