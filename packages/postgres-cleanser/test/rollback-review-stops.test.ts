@@ -395,6 +395,8 @@ describe('dq-pg review apply stopped part way', () => {
     const atLoss = await applied(db, 'rv-claim');
     expect(atLoss.rows).toBeLessThan(decided);
     expect(atLoss.rows % PAGE).toBe(0);
+    // Its summary line is printed all the same, counting what the database holds.
+    expect(summaryOf(lost)).toMatchObject({ runId: 'rv-claim', state: 'stopped', exitCode: 75, invalid: atLoss.rows, error: { code: 'db-unreachable' } });
     expect(JSON.parse((await runCli(['status', '--db', db, '--run', 'rv-claim', '--json'])).stdout)).toMatchObject({
       state: 'stopped',
       lastError: { code: 'db-unreachable' },
@@ -438,8 +440,12 @@ describe('dq-pg review export stopped', () => {
     expect(stopped.signal, stopped.stderr).toBeNull();
     expect(stopped.code, stopped.stderr).toBe(75);
     expect(stopped.stderr).not.toMatch(/\n\s+at /);
+    // The two signals may be handled in either order: the line names the first.
+    expect(stopped.stderr).toContain(`dq-pg: interrupted: review export of run c-export stopped by SIG`);
+    expect(stopped.stderr).toMatch(/^dq-pg: SIG(INT|TERM): stopping the export/m);
+    const first = /^dq-pg: (SIGINT|SIGTERM): stopping the export/m.exec(stopped.stderr)?.[1];
     expect(stopped.stderr).toContain(
-      `dq-pg: interrupted: review export of run c-export stopped by SIGINT: ${output} was not written (left as it was); run the same command again to write it\n`,
+      `dq-pg: interrupted: review export of run c-export stopped by ${first}: ${output} was not written (left as it was); run the same command again to write it\n`,
     );
     expect(await readFile(output, 'utf8')).toBe('yesterday\r\n');
     expect(await readdir(folder)).toEqual(['review.csv']);

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { parseString } from '@fast-csv/parse';
-import { createLogger, DqError, ExitCode } from '@dq/core';
+import { createLogger, DqError, ExitCode, exitCodeFor } from '@dq/core';
 import { candidateText, CANDIDATE_FIELDS, restoreCell, rowCheck, rowCheckKey } from '@dq/core/review';
 import type { Logger, RecordResult } from '@dq/core';
 import type pg from 'pg';
@@ -76,7 +76,8 @@ export interface ReviewApplySummary {
   sameAsApplied: { rows: number; runs: string[] };
   /** `stopped`: a signal stopped the apply part way; `error` says how far it got (rerun with the same run id to finish). */
   state: 'done' | 'stopped';
-  error?: { code: 'interrupted'; message: string };
+  /** Why it stopped: `interrupted` (a signal), or the failure that ended it (`db-unreachable`…). */
+  error?: { code: string; message: string };
   exitCode: number;
 }
 
@@ -144,6 +145,8 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
   const client = await connect(db, 'dq-pg', { writes: true });
   let claim: pg.Client | undefined;
   let runId: string | undefined;
+  /** The counts so far, for the summary of an apply that fails part way ({@link summaryOfFailedApply}). */
+  let counted: ReviewApplySummary | undefined;
   // A second signal cuts the statement under way on the writing session (from the first page on).
   let endCut: (() => void) | undefined;
   const cut = (): void => void (endCut = cancelStatement(client));
@@ -219,6 +222,7 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
       state: 'done',
       exitCode: ExitCode.OK,
     };
+    counted = summary;
     if (todo.length > 0) {
       await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'running', updated_at = now() WHERE run_id = $1`, [runId]);
       await client.query(`UPDATE ${STATE_SCHEMA}.progress SET done = false WHERE run_id = $1 AND range_no = 1`, [runId]);
@@ -325,23 +329,44 @@ export async function reviewApply(options: ReviewApplyOptions): Promise<ReviewAp
     summary.exitCode = summary.badDecisions > 0 || summary.conflicts > 0 || summary.locked > 0 ? ExitCode.MAX_FAILED : ExitCode.OK;
     return summary;
   } catch (e) {
-    // Cut by a second signal after the last page (the run then is not marked done yet).
-    if (runId !== undefined && options.stopNow?.aborted && (wasCancelled(e) || isConnectionLoss(e))) {
-      const reason = options.stopNow.reason instanceof Error ? ` ${options.stopNow.reason.message}` : '';
-      throw new DqError(`review run ${runId} stopped${reason}: every page committed is kept: ${rerun(runId)}`, {
-        code: 'interrupted',
-        retriable: true,
-        scope: 'run',
-        cause: e,
+    const failure =
+      // Cut by a second signal after the last page (the run then is not marked done yet).
+      runId !== undefined && options.stopNow?.aborted && (wasCancelled(e) || isConnectionLoss(e))
+        ? new DqError(
+            `review run ${runId} stopped${options.stopNow.reason instanceof Error ? ` ${options.stopNow.reason.message}` : ''}: every page committed is kept: ${rerun(runId)}`,
+            {
+              code: 'interrupted',
+              retriable: true,
+              scope: 'run',
+              cause: e,
+            },
+          )
+        : connectionLost(e, db.where, runId === undefined ? 'retry later' : `every page committed is kept: ${rerun(runId)}`);
+    // The counts so far go with the error: the command prints them as its summary line, like a stop.
+    if (counted && typeof failure === 'object' && failure !== null) {
+      const code = (failure as { code?: unknown }).code;
+      failedApplies.set(failure, {
+        ...counted,
+        state: 'stopped',
+        error: { code: typeof code === 'string' ? code : 'unexpected', message: failure instanceof Error ? failure.message : String(failure) },
+        exitCode: exitCodeFor(failure),
       });
     }
-    throw connectionLost(e, db.where, runId === undefined ? 'retry later' : `every page committed is kept: ${rerun(runId)}`);
+    throw failure;
   } finally {
     options.stopNow?.removeEventListener('abort', cut);
     endCut?.();
     await claim?.end().catch(() => undefined);
     await client.end().catch(() => undefined);
   }
+}
+
+/** Summaries of applies that failed part way, by the error they failed with. */
+const failedApplies = new WeakMap<object, ReviewApplySummary>();
+
+/** The summary (counts so far, `state` `stopped`, the error) of an apply that failed with `e` once it had begun, if it had. */
+export function summaryOfFailedApply(e: unknown): ReviewApplySummary | undefined {
+  return typeof e === 'object' && e !== null ? failedApplies.get(e) : undefined;
 }
 
 /** Holds run `runId`'s range row for this session (another apply of it, or a rollback, waits for it to end). */

@@ -1,7 +1,7 @@
 import type { Logger } from '@dq/core';
 import type { CliCommand } from '../cli-args.js';
 import type { CliIo } from '../main.js';
-import { reviewApply } from './apply.js';
+import { reviewApply, summaryOfFailedApply } from './apply.js';
 import { reviewExport } from './export.js';
 
 /**
@@ -80,6 +80,11 @@ export async function reviewCommand(
       stopNow: stopNow.signal,
       ...(cmd.runId ? { runId: cmd.runId } : {}),
       ...(cmd.batchSize ? { batchSize: cmd.batchSize } : {}),
+    }).catch((e: unknown) => {
+      // An apply that failed part way (its database lost) still prints its summary line.
+      const failed = summaryOfFailedApply(e);
+      if (failed) out({ type: 'summary', ...failed });
+      throw e;
     });
     for (const b of summary.bad) err(`bad-decision: ${cmd.input} line ${b.line} (key ${b.key}): ${b.message}`);
     if (summary.badDecisions > summary.bad.length) err(`bad-decision: … and ${summary.badDecisions - summary.bad.length} more`);
