@@ -124,23 +124,12 @@ describe('dq-csv when the platform goes away or runs out of quota', () => {
     const output = join(dir, 'term-outage.out.csv');
     await writeFile(input, makeSampleCsv(ROWS, 19));
     const sandbox = await startSandbox({ port: 0, config: unlimited({ faults: { batch: { errorRate: 1, errorStatuses: [503] } } }) });
-    const stop = new AbortController();
     // The signal arrives just as the engine finds the outage (the race main.ts meets when a SIGTERM
     // comes while the calls in flight give up): the run ends with the outage's error, stopped.
-    const logger = createLogger({
-      level: 'error',
-      write: (line) => void (line.includes('platform unreachable') && stop.abort(new Error('interrupted by SIGTERM'))),
-    });
+    const { stop, logger } = sigtermWhenLogged('platform unreachable');
     try {
       const options = {
-        input,
-        output,
-        delimiter: ';',
-        country: 'DE',
-        map: { addressLine: 'strasse', postalCode: 'plz', locality: 'ort', country: 'land' },
-        baseUrl: sandbox.url,
-        apiKey: DEFAULT_API_KEY,
-        batchSize: 50,
+        ...inProcessRun(input, output, sandbox.url),
         engine: { store: 'off' as const, concurrency: 12, retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 10 } },
         logger,
       };
@@ -162,27 +151,15 @@ describe('dq-csv when the platform goes away or runs out of quota', () => {
       await sandbox.close();
     }
   });
+
   it('a SIGTERM that comes as the quota runs out does not hide it: exit 3, quota-exhausted (a rerun alone would meet it again)', async () => {
     const input = join(dir, 'term-quota.csv');
     const output = join(dir, 'term-quota.out.csv');
     await writeFile(input, makeSampleCsv(600, 21));
     const sandbox = await startSandbox({ port: 0, config: unlimited({}, 100) });
-    const stop = new AbortController();
-    const logger = createLogger({ level: 'error', write: (line) => void (line.includes('run stopped') && stop.abort(new Error('interrupted by SIGTERM'))) });
+    const { stop, logger } = sigtermWhenLogged('run stopped');
     try {
-      const stopped = await processFile({
-        input,
-        output,
-        delimiter: ';',
-        country: 'DE',
-        map: { addressLine: 'strasse', postalCode: 'plz', locality: 'ort', country: 'land' },
-        baseUrl: sandbox.url,
-        apiKey: DEFAULT_API_KEY,
-        batchSize: 50,
-        engine: { store: 'off' },
-        logger,
-        signal: stop.signal,
-      });
+      const stopped = await processFile({ ...inProcessRun(input, output, sandbox.url), engine: { store: 'off' }, logger, signal: stop.signal });
       expect(stop.signal.aborted).toBe(true);
       expect(stopped.exitCode).toBe(3);
       expect(stopped.error?.code).toBe('quota-exhausted');
@@ -191,3 +168,18 @@ describe('dq-csv when the platform goes away or runs out of quota', () => {
     }
   });
 });
+
+/** A run of the sample CSV in this process (processFile), against the platform at `url`, in batches of 50. */
+function inProcessRun(input: string, output: string, url: string) {
+  return { input, output, delimiter: ';', country: 'DE', map: SAMPLE_FIELDS, baseUrl: url, apiKey: DEFAULT_API_KEY, batchSize: 50 };
+}
+
+/** The sample CSV's --map (SAMPLE_MAP) as processFile takes it. */
+const SAMPLE_FIELDS = { addressLine: 'strasse', postalCode: 'plz', locality: 'ort', country: 'land' };
+
+/** A logger that aborts `stop` as a SIGTERM does (main.ts) the moment a line containing `text` is logged. */
+function sigtermWhenLogged(text: string): { stop: AbortController; logger: ReturnType<typeof createLogger> } {
+  const stop = new AbortController();
+  const logger = createLogger({ level: 'error', write: (line) => void (line.includes(text) && stop.abort(new Error('interrupted by SIGTERM'))) });
+  return { stop, logger };
+}

@@ -121,6 +121,17 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       [options.runId],
     );
     const toRestore = left[0]?.n ?? 0;
+    /** The summary with the counts so far. */
+    const summary = (state: RollbackSummary['state'], exitCode: number, error?: RollbackSummary['error']): RollbackSummary => ({
+      runId: options.runId,
+      table: target.qualified,
+      restored,
+      conflicts,
+      conflictKeys,
+      state,
+      ...(error ? { error } : {}),
+      exitCode,
+    });
     // Stopped by a signal: the batches committed are kept (their audit rows marked), the rest is
     // what the same command does when run again. `underWay`: what became of the batch under way.
     const stopped = (underWay: string): RollbackSummary => {
@@ -129,16 +140,7 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       const message =
         `rollback of run ${options.runId} stopped${reason instanceof Error ? ` ${reason.message}` : ''}: ${restored} of the ${toRestore} audited rows left to restore were restored` +
         `${conflicts > 0 ? `, ${conflicts} left as conflicts (changed since the run)` : ''}, ${untried} not yet${underWay}; the run is not marked rolled back: rerun dq-pg rollback --run ${options.runId} to finish`;
-      return {
-        runId: options.runId,
-        table: target.qualified,
-        restored,
-        conflicts,
-        conflictKeys,
-        state: 'stopped',
-        error: { code: 'interrupted', message },
-        exitCode: ExitCode.TEMPFAIL,
-      };
+      return summary('stopped', ExitCode.TEMPFAIL, { code: 'interrupted', message });
     };
     // A second signal cuts the statement under way: its transaction is rolled back by the server.
     let endCut: (() => void) | undefined;
@@ -215,15 +217,7 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
         keys: conflictKeys.slice(0, 20),
       });
     // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).
-    return {
-      runId: options.runId,
-      table: target.qualified,
-      restored,
-      conflicts,
-      conflictKeys,
-      state: 'done',
-      exitCode: conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK,
-    };
+    return summary('done', conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK);
   } catch (e) {
     // Each batch commits on its own and restored rows are marked: a rerun goes on from there.
     throw connectionLost(e, db.where, `rerun dq-pg rollback --run ${options.runId} to finish`);

@@ -17,29 +17,28 @@ function shellWords(command: string): string[] {
   return words;
 }
 
+/** `dq-pg cleanse` of the customers table with every address column mapped, as run `runId`. */
+const cleanseRun = (runId: string): string[] => [
+  'cleanse',
+  '--table',
+  'customers',
+  '--key',
+  'id',
+  '--map',
+  'street=street,houseNumber=house_number,postalCode=postal_code,locality=city,country=country',
+  '--run-id',
+  runId,
+];
+
+/** The database and the sandbox's API settings, no client-side rate limit. */
+const apiArgs = (db: string): string[] => ['--db', db, '--base-url', env.sandbox.url, '--api-key', API_KEY, '--rate-limit', '0'];
+
 describe('dq-pg status: the resume command it prints', () => {
   it('resumes the run, whatever order the mapping was given in; a real difference is named by its flag', async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 60);
-    const api = ['--db', db, '--base-url', env.sandbox.url, '--api-key', API_KEY, '--rate-limit', '0'];
-    const first = await runCli([
-      'cleanse',
-      '--table',
-      'customers',
-      '--key',
-      'id',
-      '--map',
-      'street=street,houseNumber=house_number,postalCode=postal_code,locality=city,country=country',
-      '--run-id',
-      'mm3',
-      '--max-calls',
-      '1',
-      '--store',
-      'off',
-      '--batch-size',
-      '20',
-      ...api,
-    ]);
+    const api = apiArgs(db);
+    const first = await runCli([...cleanseRun('mm3'), '--max-calls', '1', '--store', 'off', '--batch-size', '20', ...api]);
     expect(first.code, first.stderr).toBe(5);
     const status = await runCli(['status', '--db', db, '--run', 'mm3', '--json']);
     const resume = (JSON.parse(status.stdout) as { resume: string }).resume;
@@ -65,18 +64,8 @@ describe('dq-pg status: the resume command it prints', () => {
   it('a run made with the store is joined by a process with --store off (its store down), and its resume command has no --store off', async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 40);
-    const api = ['--db', db, '--base-url', env.sandbox.url, '--api-key', API_KEY, '--rate-limit', '0'];
-    const run = [
-      'cleanse',
-      '--table',
-      'customers',
-      '--key',
-      'id',
-      '--map',
-      'street=street,houseNumber=house_number,postalCode=postal_code,locality=city,country=country',
-      '--run-id',
-      'ws',
-    ];
+    const api = apiArgs(db);
+    const run = cleanseRun('ws');
     const first = await runCli([...run, '--max-calls', '1', '--batch-size', '20', ...api]);
     expect(first.code, first.stderr).toBe(5);
     const off = await runCli([...run, '--store', 'off', '--max-calls', '1', '--batch-size', '20', ...api]);

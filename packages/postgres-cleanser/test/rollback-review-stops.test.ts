@@ -88,6 +88,24 @@ async function waitsForLock(db: string): Promise<boolean> {
   );
 }
 
+/** A row of the second batch a rollback of `runId` restores (audit rows go in key order as text), and a session of the test's to lock it with. */
+async function lockerOfSecondBatch(db: string, runId: string): Promise<{ locker: pg.Client; held: string }> {
+  const { k } = await one<{ k: string }>(
+    db,
+    `SELECT row_key AS k FROM dq_cleanse.results WHERE run_id = $2 AND before IS NOT NULL ORDER BY row_key OFFSET $1 LIMIT 1`,
+    [ROLLBACK_BATCH + ROLLBACK_BATCH / 2, runId],
+  );
+  const locker = new pg.Client({ connectionString: db });
+  await locker.connect();
+  return { locker, held: k };
+}
+
+/** Holds customer `id` locked in an open transaction of `locker`, as an application's session may. */
+async function holdRow(locker: pg.Client, id: string): Promise<void> {
+  await locker.query('BEGIN');
+  await locker.query('SELECT 1 FROM customers WHERE id = $1 FOR UPDATE', [id]);
+}
+
 /** Waits for `done`, killing the process after `ms` (a stop that never comes fails the test instead of hanging it). */
 async function within(child: { kill(signal: NodeJS.Signals): boolean }, done: Promise<CliResult>, ms: number): Promise<CliResult> {
   const timer = setTimeout(() => child.kill('SIGKILL'), ms);
@@ -169,21 +187,12 @@ describe('dq-pg rollback stopped part way', () => {
   it('a second signal cancels the batch under way (waiting for a locked row): exit 75 at once, nothing of that batch restored, and the rerun right after restores the rest', async () => {
     const { db, original, cleaned, audited } = await cleanedTable('undo-twice', 3000);
     // An application holds a row of the second batch (audit rows go in key order as text).
-    const held = (
-      await one<{ k: string }>(
-        db,
-        `SELECT row_key AS k FROM dq_cleanse.results WHERE run_id = 'undo-twice' AND before IS NOT NULL ORDER BY row_key OFFSET $1 LIMIT 1`,
-        [ROLLBACK_BATCH + ROLLBACK_BATCH / 2],
-      )
-    ).k;
-    const locker = new pg.Client({ connectionString: db });
-    await locker.connect();
+    const { locker, held } = await lockerOfSecondBatch(db, 'undo-twice');
     let stopped: CliResult;
     let afterSecond: number;
     let sessionGone: boolean;
     try {
-      await locker.query('BEGIN');
-      await locker.query('SELECT 1 FROM customers WHERE id = $1 FOR UPDATE', [held]);
+      await holdRow(locker, held);
       const { child, done } = spawnCli(['rollback', '--db', db, '--run', 'undo-twice']);
       await until('the rollback waits for the locked row', () => waitsForLock(db), 30_000);
       // Meanwhile status tells the rollback under way (read in this process: the lock wait is short).
@@ -229,19 +238,10 @@ describe('dq-pg rollback stopped part way', () => {
 
   it('its session terminated by the server (pg_terminate_backend) mid-way: exit 75 naming the database connection, and the rerun restores the rest exactly', async () => {
     const { db, original, cleaned, audited } = await cleanedTable('undo-lost', 3000);
-    const held = (
-      await one<{ k: string }>(
-        db,
-        `SELECT row_key AS k FROM dq_cleanse.results WHERE run_id = 'undo-lost' AND before IS NOT NULL ORDER BY row_key OFFSET $1 LIMIT 1`,
-        [ROLLBACK_BATCH + ROLLBACK_BATCH / 2],
-      )
-    ).k;
-    const locker = new pg.Client({ connectionString: db });
-    await locker.connect();
+    const { locker, held } = await lockerOfSecondBatch(db, 'undo-lost');
     let lost: CliResult;
     try {
-      await locker.query('BEGIN');
-      await locker.query('SELECT 1 FROM customers WHERE id = $1 FOR UPDATE', [held]);
+      await holdRow(locker, held);
       const { child, done } = spawnCli(['rollback', '--db', db, '--run', 'undo-lost']);
       await until('the rollback waits for the locked row', () => waitsForLock(db), 30_000);
       await locker.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'dq-pg'`);
