@@ -10,6 +10,7 @@ import { connect, dbTarget } from './db.js';
 import { CleanseError, connectionLost, usageError } from './errors.js';
 import { rollback } from './rollback.js';
 import { status } from './status.js';
+import { stopSignals } from './stop-signals.js';
 import type { RunStatus } from './status.js';
 import { checkReportPath, reportAfterCleanse, reportOfRun } from './report.js';
 import { WholeFileError } from '@dq/core/files';
@@ -81,36 +82,21 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     }
     if (cmd.command === 'rollback') {
       // Each batch of the rollback is a transaction of its own: the first signal lets the batch
-      // under way commit and starts no other, a second cancels it (the server rolls it back); a
-      // signal after that is still handled. Exit 75 either way, with the summary and one line
-      // saying how far the rollback got; the same command finishes it.
-      const stop = new AbortController();
-      const stopNow = new AbortController();
-      const onSignal = (signal: NodeJS.Signals): void => {
-        if (!stop.signal.aborted) {
-          io.err(
-            `dq-pg: ${signal}: stopping the rollback once the batch under way has committed; a second SIGINT or SIGTERM cancels that batch and ends now\n`,
-          );
-          stop.abort(new Error(`by ${signal}`));
-        } else if (!stopNow.signal.aborted) {
-          io.err(`dq-pg: second ${signal}: cancelling the batch under way (nothing of it is restored) and ending now\n`);
-          stopNow.abort(new Error(`by a second ${signal}`));
-        }
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
+      // under way commit and starts no other, a second cancels it (the server rolls it back). Exit
+      // 75 either way, with the summary and one line saying how far the rollback got; the same
+      // command finishes it.
+      const signals = stopSignals((text) => io.err(`dq-pg: ${text}\n`), {
+        first: 'stopping the rollback once the batch under way has committed; a second SIGINT or SIGTERM cancels that batch and ends now',
+        second: 'cancelling the batch under way (nothing of it is restored) and ending now',
+        reason: 'by',
+      });
       try {
-        const summary = await rollback({ db: cmd.db ?? '', runId: cmd.runId, logger, signal: stop.signal, stopNow: stopNow.signal });
+        const summary = await rollback({ db: cmd.db ?? '', runId: cmd.runId, logger, signal: signals.stop, stopNow: signals.stopNow });
         if (summary.error) io.err(logger.redactor.redact(`dq-pg: ${summary.error.code}: ${summary.error.message}\n`));
         out(summary);
         return summary.exitCode;
       } finally {
-        // Once a signal came, the handler stays until the process exits (it has nothing left to
-        // do): a repeated signal arriving while the process ends would otherwise kill it, 130/143.
-        if (!stop.signal.aborted) {
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
-        }
+        signals.release();
       }
     }
     if (cmd.command === 'review-export' || cmd.command === 'review-apply') {
@@ -125,33 +111,21 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
     logger.redactor.add(o.apiKey);
     if (o.report !== undefined) await checkReportPath(o.report, '--report');
     let engineReport: RunReport | undefined;
-    const stop = new AbortController();
-    const stopNow = new AbortController();
-    // Every signal is handled for as long as the command runs: with a one-time handler a repeated
-    // signal (Ctrl-C pressed again, a supervisor signalling twice) would kill the process with no
-    // summary and an exit code the README's table does not have. The first stops the run after the
-    // pages under way; a second ends it at once (exit 75 either way, the summary printed).
-    const onSignal = (signal: NodeJS.Signals): void => {
-      if (!stop.signal.aborted) {
-        io.err(
-          `dq-pg: ${signal}: stopping: no new page is started, the pages under way are written once their calls end (at most ${STOP_GRACE_MS / 1000} s); a second SIGINT or SIGTERM ends the run now\n`,
-        );
-        stop.abort(new Error(`interrupted by ${signal}`));
-      } else if (!stopNow.signal.aborted) {
-        io.err(`dq-pg: second ${signal}: ending the run now; the pages under way are not written (the answers that arrived are kept in the result store)\n`);
-        stopNow.abort(new Error(`interrupted by a second ${signal}`));
-      }
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    // The first signal stops the run after the pages under way; a second ends it at once (exit 75
+    // either way, the summary printed).
+    const signals = stopSignals((text) => io.err(`dq-pg: ${text}\n`), {
+      first: `stopping: no new page is started, the pages under way are written once their calls end (at most ${STOP_GRACE_MS / 1000} s); a second SIGINT or SIGTERM ends the run now`,
+      second: 'ending the run now; the pages under way are not written (the answers that arrived are kept in the result store)',
+      reason: 'interrupted by',
+    });
     try {
       const summary = await cleanse({
         ...o,
         baseUrl: o.baseUrl,
         apiKey: o.apiKey,
         logger,
-        signal: stop.signal,
-        stopNow: stopNow.signal,
+        signal: signals.stop,
+        stopNow: signals.stopNow,
         onChange: (change) => out({ type: 'change', ...change }),
         onHint: (text) => io.err(logger.redactor.redact(`dq-pg: hint: ${text}\n`)),
         onEngineReport: (r) => void (engineReport = r),
@@ -187,8 +161,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
       }
       throw err;
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      signals.release();
     }
   } catch (err) {
     return report(err, logger, io);

@@ -2,6 +2,7 @@ import type { Logger } from '@dq/core';
 import type { CliCommand } from '../cli-args.js';
 import type { CliIo } from '../main.js';
 import { reviewApply, summaryOfFailedApply } from './apply.js';
+import { stopSignals } from '../stop-signals.js';
 import { reviewExport } from './export.js';
 
 /**
@@ -55,29 +56,20 @@ export async function reviewCommand(
     out({ type: 'summary', ...summary });
     return summary.exitCode;
   }
-  // Every signal is handled for as long as the apply runs: the first lets the page under way
-  // commit and starts no other, a second cancels that page (the server rolls it back); exit 75
-  // either way, with the summary and a line saying how far it got.
-  const stop = new AbortController();
-  const stopNow = new AbortController();
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (!stop.signal.aborted) {
-      err(`${signal}: stopping after the page in flight is written; a second SIGINT or SIGTERM cancels that page and ends now`);
-      stop.abort(new Error(`by ${signal}`));
-    } else if (!stopNow.signal.aborted) {
-      err(`second ${signal}: cancelling the page in flight (nothing of it is written) and ending now`);
-      stopNow.abort(new Error(`by a second ${signal}`));
-    }
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  // The first signal lets the page under way commit and starts no other, a second cancels that
+  // page (the server rolls it back); exit 75 either way, with the summary and a line saying how far it got.
+  const signals = stopSignals(err, {
+    first: 'stopping after the page in flight is written; a second SIGINT or SIGTERM cancels that page and ends now',
+    second: 'cancelling the page in flight (nothing of it is written) and ending now',
+    reason: 'by',
+  });
   try {
     const summary = await reviewApply({
       db: cmd.db ?? '',
       input: cmd.input,
       logger,
-      signal: stop.signal,
-      stopNow: stopNow.signal,
+      signal: signals.stop,
+      stopNow: signals.stopNow,
       ...(cmd.runId ? { runId: cmd.runId } : {}),
       ...(cmd.batchSize ? { batchSize: cmd.batchSize } : {}),
     }).catch((e: unknown) => {
@@ -104,11 +96,6 @@ export async function reviewCommand(
     out({ type: 'summary', ...summary });
     return summary.exitCode;
   } finally {
-    // Once a signal came, the handler stays until the process exits (it has nothing left to do): a
-    // repeated signal arriving while the process ends would otherwise kill it, 130/143.
-    if (!stop.signal.aborted) {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
+    signals.release();
   }
 }
