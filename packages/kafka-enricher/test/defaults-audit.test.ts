@@ -240,10 +240,14 @@ it('without --session-timeout-ms and --threads: a killed member of a group is mi
   const [first, survivor] = [run, second];
   // Each step has a bound of its own, within the test's: a step that stalls fails naming itself,
   // with what the two members logged last.
-  const lastLines = () => [first, survivor].map((m, i) => `member ${i + 1}: ${m.stderr().trim().split('\n').slice(-6).join(' | ')}`).join('\n');
-  // Every message delivered (each member made calls, so its threads started) ...
-  const delivered = await readResults(kafka.brokers, topic, 400, 0, 50_000);
-  expect(delivered.outs.length, `not every message was delivered within 50 s:\n${lastLines()}`).toBeGreaterThanOrEqual(400);
+  const lastLines = () => [first, survivor].map((m, i) => `member ${i + 1}:\n  ${m.stderr().trim().split('\n').slice(-8).join('\n  ')}`).join('\n');
+  // Every message delivered (each member made calls, so its threads started) ... Within 120 s: on a
+  // quiet run it takes seconds, but a member whose consumer crashed at its start (the test broker
+  // sometimes answers a SyncGroup with an error kafkajs does not retry) rejoins under a new member
+  // id, and the test broker holds each rebalance of a non-empty group open for the session timeout
+  // less 1 s (29 s) waiting for members to rejoin; two such in a row have been seen.
+  const delivered = await readResults(kafka.brokers, topic, 400, 0, 120_000);
+  expect(delivered.outs.length, `not every message was delivered within 120 s:\n${lastLines()}`).toBeGreaterThanOrEqual(400);
   // ... and the group settled: the two hold the 4 partitions between them.
   const settled = () => {
     const held = [...holding(first), ...holding(survivor)];
@@ -269,4 +273,4 @@ it('without --session-timeout-ms and --threads: a killed member of a group is mi
   // next heartbeat (every 3 s): 27-33 s, with some slack for a loaded machine.
   expect(missedAfter).toBeGreaterThan(24_000);
   expect(missedAfter).toBeLessThan(45_000);
-}, 260_000);
+}, 330_000);
