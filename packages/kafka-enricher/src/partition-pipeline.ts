@@ -340,7 +340,8 @@ export class PartitionPipeline {
             if (!paused && this.#retrying++ === 0) ctx.flow.pause(this.topic, this.partition, 'retry');
             paused = true;
             ctx.metrics.inc(METRIC.batchRetries);
-            ctx.logger.warn('partition paused: records unavailable, retrying the batch', {
+            ctx.logger.warn('partition paused: retrying the batch', {
+              reason: retryReason(error),
               topic: this.topic,
               partition: this.partition,
               firstOffset: first,
@@ -510,4 +511,16 @@ function deliverable(answered: Answered): Answered {
     r++;
   }
   return answered;
+}
+
+/**
+ * Why a batch is repeated, for its warning: records that came back unavailable one by one
+ * (`records-unavailable`), or the code of what stopped the batch's calls: the platform could not be
+ * reached (`platform-unreachable`), the account's rate was used up by something else
+ * (`rate-limited`).
+ */
+function retryReason(error: unknown): string {
+  if (error instanceof KafkaEnricherError && error.code === 'unavailable') return 'records-unavailable';
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : 'error';
 }

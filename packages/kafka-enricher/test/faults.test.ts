@@ -28,7 +28,7 @@ it('dead-letters nothing when the platform answers 503: an outage pauses the par
   sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
   run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), sandbox.env());
   const port = await metricsPort(run);
-  await run.waitForLog(/partition paused: records unavailable/, 90_000);
+  await run.waitForLog(/partition paused: retrying the batch/, 90_000);
   sandbox.setFaults({ batch: { errorRate: 0.2, errorStatuses: [503] } });
 
   const inputs = await inputOffsets(kafka.brokers, names.input, 3_000);
@@ -57,7 +57,7 @@ it("429s that outlast a call's retries (the account's rate used by something els
   sandbox.setFaults({ batch: { errorRate: 0.7, errorStatuses: [429], retryAfterSeconds: 0 } });
   run = spawnEnricher(cliArgs(kafka.brokers, names, ['--metrics-port', '0']), sandbox.env());
   const port = await metricsPort(run);
-  await run.waitForLog(/"msg":"partition paused: records unavailable, retrying the batch".*"code":"rate-limited"/, 90_000);
+  await run.waitForLog(/"msg":"partition paused: retrying the batch","reason":"rate-limited"/, 90_000);
   sandbox.setFaults({});
 
   const inputs = await inputOffsets(kafka.brokers, names.input, 1_000);
@@ -104,6 +104,8 @@ it('a batch repeated after records came back unavailable counts once in the summ
     const { outs } = await readResults(kafka.brokers, names, N, 0);
     expect(sourceOffsets(outs, []).size).toBe(N);
     expect(await metricValue(port, 'dq_kafka_batch_retries_total')).toBeGreaterThan(0);
+    // The warning names why the batch is repeated: isolated records that came back unavailable.
+    expect(run.stderr()).toMatch(/"msg":"partition paused: retrying the batch","reason":"records-unavailable"/);
   } finally {
     sandbox.setFaults({});
   }
@@ -123,7 +125,7 @@ it('SIGTERM during an outage the engine recognised (every call failing: platform
   sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
   try {
     run = spawnEnricher(cliArgs(kafka.brokers, names, ['--store', 'off']), sandbox.env());
-    await run.waitForLog(/"msg":"partition paused: records unavailable, retrying the batch".*"code":"platform-unreachable"/, 90_000);
+    await run.waitForLog(/"msg":"partition paused: retrying the batch","reason":"platform-unreachable"/, 90_000);
     run.child.kill('SIGTERM');
     const exited = await run.exited;
     expect(exited, run.stderr().slice(-3000)).toEqual({ code: 0, signal: null });

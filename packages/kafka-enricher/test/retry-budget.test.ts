@@ -29,7 +29,7 @@ it('a repeat whose calls hang ends at --retry-max-ms with exit 75, not after the
   // First attempt: 503s, answered at once; every later call is answered only after 60 s.
   sandbox.setFaults({ batch: { errorRate: 1, errorStatuses: [503] } });
   run = spawnEnricher(cliArgs(kafka.brokers, names, ['--retry-max-ms', String(retryMaxMs), '--store', 'off']), sandbox.env());
-  await run.waitForLog(/partition paused: records unavailable/, 60_000);
+  await run.waitForLog(/partition paused: retrying the batch/, 60_000);
   const paused = Date.now();
   sandbox.setFaults({ batch: { latencyMs: 60_000 } });
 
