@@ -79,14 +79,25 @@ export interface FramerOptions {
   readonly reopen?: (offset: number) => AsyncIterable<Buffer>;
 }
 
+/** The first line of a record past maxRecordBytes. */
+interface FirstLine {
+  readonly bytes: Buffer;
+  readonly length: number;
+  readonly next: number;
+}
+
 /** A record past maxRecordBytes being read through. */
 interface Skipped {
-  /** Its first bytes, for the rejects file. */
-  readonly head: Buffer;
+  /** Its first bytes dropped so far, up to {@link OVERSIZED_SAMPLE_BYTES}, for the rejects file. */
+  head: Buffer;
   readonly line: number;
   readonly offset: number;
-  /** Its first line (without terminator) and where the line after it starts, when it spans lines. */
-  readonly first?: { readonly bytes: Buffer; readonly next: number };
+  /**
+   * Its first line, once its end is known, when the record spans lines: the line's length (without
+   * terminator), its bytes (only the first {@link OVERSIZED_SAMPLE_BYTES} when it is itself over
+   * the limit) and where the line after it starts.
+   */
+  first?: FirstLine;
   /** Bytes and LFs dropped so far, and the last byte dropped. */
   bytes: number;
   lf: number;
@@ -189,11 +200,15 @@ export async function* frameRecords(chunks: AsyncIterable<Buffer>, options: Fram
   /** Gives back the record pending[0..end) (end: its LF, or the end of the input). */
   function* complete(end: number): Generator<RawRecord> {
     if (skip) {
-      if ((inQuote || broken) && skip.first && options.reopen) {
-        const { first, line: startLine } = skip;
+      const first = inQuote || broken ? firstLine(end) : undefined;
+      if (first && options.reopen) {
+        // Its first line alone is given back, as too large itself when it is: it costs no later line.
+        const { line: startLine, offset } = skip;
         skip = undefined;
         restart = { offset: first.next, line: startLine + 1 };
-        yield { bytes: first.bytes, line: startLine, endLine: startLine, nextOffset: first.next, unclosedQuote: true };
+        yield first.length > maxRecordBytes
+          ? { bytes: first.bytes, line: startLine, endLine: startLine, nextOffset: first.next, tooLarge: { length: first.length, offset } }
+          : { bytes: first.bytes, line: startLine, endLine: startLine, nextOffset: first.next, unclosedQuote: true };
         return;
       }
       yield* emitTooLarge(end);
@@ -217,27 +232,40 @@ export async function* frameRecords(chunks: AsyncIterable<Buffer>, options: Fram
   /** Drops the scanned bytes of a record that is too large, keeping its first bytes aside. */
   function dropScanned(): void {
     if (!skip) {
-      const firstLf = pending.indexOf(LF);
-      const firstEnd = firstLf > 0 && pending[firstLf - 1] === CR ? firstLf - 1 : firstLf;
-      skip = {
-        head: Buffer.from(pending.subarray(0, OVERSIZED_SAMPLE_BYTES)),
-        line,
-        offset: pendingOffset,
-        ...(firstLf !== -1 && firstLf < scan && firstEnd <= maxRecordBytes
-          ? { first: { bytes: Buffer.from(pending.subarray(0, firstEnd)), next: pendingOffset + firstLf + 1 } }
-          : {}),
-        bytes: 0,
-        lf: 0,
-        lastByte: undefined,
-      };
+      skip = { head: Buffer.alloc(0), line, offset: pendingOffset, bytes: 0, lf: 0, lastByte: undefined };
     }
     if (scan === 0) return;
+    skip.first = firstLine(scan);
+    // However the input was chunked, the sample is the record's first bytes, as many as it keeps.
+    if (skip.head.length < OVERSIZED_SAMPLE_BYTES) {
+      skip.head = Buffer.concat([skip.head, pending.subarray(0, Math.min(scan, OVERSIZED_SAMPLE_BYTES - skip.head.length))]);
+    }
     skip.bytes += scan;
     skip.lf += countLf(pending, 0, scan);
     skip.lastByte = pending[scan - 1];
     pending = pending.subarray(scan);
     pendingOffset += scan;
     scan = 0;
+  }
+
+  /**
+   * The first line of the record being read through, when its LF is among the bytes dropped so far
+   * or in pending[0..upTo), else undefined (the record is one line so far). Call before dropping.
+   */
+  function firstLine(upTo: number): FirstLine | undefined {
+    if (!skip) return undefined;
+    if (skip.first || skip.lf > 0) return skip.first;
+    const lf = pending.indexOf(LF);
+    if (lf === -1 || lf >= upTo) return undefined;
+    const cr = lf > 0 ? pending[lf - 1] === CR : skip.lastByte === CR;
+    const length = skip.bytes + lf - (cr ? 1 : 0);
+    // A line within the limit is all pending (the first drop takes more than the limit of it); of
+    // a longer one, its first bytes: those dropped so far, then the pending ones.
+    const bytes =
+      length <= maxRecordBytes
+        ? Buffer.from(pending.subarray(0, length))
+        : Buffer.concat([skip.head, pending.subarray(0, OVERSIZED_SAMPLE_BYTES)]).subarray(0, Math.min(length, OVERSIZED_SAMPLE_BYTES));
+    return { bytes, length, next: pendingOffset + lf + 1 };
   }
 
   function* emitTooLarge(end: number): Generator<RawRecord> {
@@ -247,8 +275,9 @@ export async function* frameRecords(chunks: AsyncIterable<Buffer>, options: Fram
     const lines = started.lf + countLf(pending, 0, end);
     const cr = end > 0 ? pending[end - 1] === CR : started.lastByte === CR;
     const length = started.bytes + end - (cr ? 1 : 0);
+    const head = Buffer.concat([started.head, pending.subarray(0, Math.max(0, Math.min(end, OVERSIZED_SAMPLE_BYTES - started.head.length)))]);
     const record: RawRecord = {
-      bytes: started.head.subarray(0, length), // not the CR of its terminator
+      bytes: head.subarray(0, length), // not the CR of its terminator
       line: started.line,
       endLine: started.line + lines,
       nextOffset: pendingOffset + next,
