@@ -1,4 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import { Transform } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { pipeline } from 'node:stream';
 import Parser from 'stream-json/Parser.js';
 import StreamArray from 'stream-json/streamers/StreamArray.js';
@@ -28,6 +30,10 @@ export async function openNdjsonSource(options: SourceOptions): Promise<Source> 
     let records = start?.records ?? 0;
     try {
       for await (const record of frames) {
+        // The first record loses the file's byte order mark; when nothing or only a CR is left, the
+        // line is blank and skipped, as the framer skips other blank lines.
+        const bytes = record.nextOffset - record.bytes.length <= 3 ? record.bytes.subarray(bomLength(record.bytes)) : record.bytes;
+        if (!record.tooLarge && bytes.length < record.bytes.length && (bytes.length === 0 || (bytes.length === 1 && bytes[0] === 0x0d))) continue;
         records += 1;
         const position: SourcePosition = { records, offset: record.nextOffset, line: record.line + 1 };
         if (record.tooLarge) {
@@ -41,7 +47,6 @@ export async function openNdjsonSource(options: SourceOptions): Promise<Source> 
           };
           continue;
         }
-        const bytes = record.nextOffset - record.bytes.length <= 3 ? record.bytes.subarray(bomLength(record.bytes)) : record.bytes;
         const raw = () => lossyDecode(bytes, encoding);
         const text = decode(bytes);
         if (text === undefined) {
@@ -93,10 +98,11 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
   // Bytes that are not valid UTF-8 reach the parser escaped, so their element can be rejected
   // (utf8Escaper); other encodings decode every byte.
   const escaper = input.encoding === 'utf8' ? utf8Escaper() : undefined;
+  const guard = escapeLetterGuard();
   const counted = new Transform({
     transform(chunk: Buffer, _enc, done) {
       bytesRead += chunk.length;
-      done(null, escaper ? escaper.push(chunk) : toUtf8(chunk));
+      done(null, escaper ? escaper.push(guard(chunk)) : toUtf8(chunk));
     },
     flush(done) {
       const rest = escaper?.end();
@@ -108,11 +114,17 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
   // any other, not the object's prototype), and numbers as written (lossless-json.ts): it would
   // parseFloat them.
   const assembler = (elements as unknown as { _assembler: Assembler })._assembler;
+  // A value holding escaped bytes that a later value under the same key replaces leaves its object
+  // marked: the element held such bytes all the same (see undecodable).
+  const replaced = new WeakSet<object>();
   const save = (value: unknown): void => {
     if (assembler.done) assembler.current = value;
     else if (Array.isArray(assembler.current)) assembler.current.push(value);
     else {
-      Object.defineProperty(assembler.current, assembler.key!, { value, enumerable: true, writable: true, configurable: true });
+      const object = assembler.current as Record<string, unknown>;
+      const key = assembler.key!;
+      if (escaper && escaper.escaped > 0 && Object.hasOwn(object, key) && undecodable(object[key], replaced)) replaced.add(object);
+      Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
       assembler.key = null;
     }
   };
@@ -149,7 +161,7 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
         records += 1;
         if (records <= skip) continue;
         const position: SourcePosition = { records, offset: bytesRead, line: records + 1 };
-        if (escaper && escaper.escaped > 0 && hasEscapedBytes(value)) {
+        if (escaper && escaper.escaped > 0 && undecodable(value, replaced)) {
           yield {
             kind: 'reject',
             line: records,
@@ -178,7 +190,7 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
       if (err instanceof CsvError) throw err;
       // stream-json says "has expected" when the input ran out, "cannot parse input" at a wrong byte.
       const truncated = /^Parser has expected/.test((err as Error).message);
-      const where = await locateJsonError(input, toUtf8, lookahead((err as Error).message)).catch(() => undefined);
+      const where = await locateJsonError(input, toUtf8).catch(() => undefined);
       const at = where === undefined ? '' : where.atEnd ? ` at its end (${where.place})` : ` at ${where.place}`;
       const what = truncated ? 'the array is not closed: the file is truncated' : (err as Error).message.replace(/^Parser cannot parse input: /, '');
       const before =
@@ -193,6 +205,71 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
   }
 
   return { format: 'json', totalBytes: input.totalBytes, items: items(), close: async () => void elements.destroy() };
+}
+
+/**
+ * A filter of UTF-8 input before {@link utf8Escaper}. The byte after a backslash that begins an
+ * escape is the escape's letter; were it a byte that is not valid UTF-8, the escaper would write it
+ * as `\udcXX`, the backslash before would escape that one's backslash, and the string would read
+ * as the text "udcXX": a valid string made up, where the input is not even valid JSON. An `x` is
+ * put after such a backslash, so the parser fails there as on any other character that is not an
+ * escape letter (`\Ä`). Only input that is not valid UTF-8 is searched.
+ */
+function escapeLetterGuard(): (chunk: Buffer) => Buffer {
+  let run = 0; // backslashes at the end of the input so far
+  return (chunk) => {
+    if (chunk.length === 0) return chunk;
+    const before = run;
+    run = trailingBackslashes(chunk, chunk.length);
+    if (run === chunk.length) run += before;
+    if (isUtf8(chunk) && (before % 2 === 0 || chunk[0]! < 0x80)) return chunk;
+    const parts: Buffer[] = [];
+    let from = 0;
+    if (before % 2 === 1 && chunk[0]! >= 0x80) parts.push(NOT_AN_ESCAPE);
+    for (let b = chunk.indexOf(0x5c); b !== -1 && b + 1 < chunk.length; b = chunk.indexOf(0x5c, b + 1)) {
+      if (chunk[b + 1]! < 0x80) continue;
+      const backslashes = trailingBackslashes(chunk, b + 1);
+      if ((backslashes + (backslashes === b + 1 ? before : 0)) % 2 === 0) continue;
+      parts.push(chunk.subarray(from, b + 1), NOT_AN_ESCAPE);
+      from = b + 1;
+    }
+    if (parts.length === 0) return chunk;
+    parts.push(chunk.subarray(from));
+    return Buffer.concat(parts);
+  };
+}
+
+const NOT_AN_ESCAPE = Buffer.from('x');
+
+/** How many backslashes `bytes` holds just before `end`. */
+function trailingBackslashes(bytes: Buffer, end: number): number {
+  let i = end;
+  while (i > 0 && bytes[i - 1] === 0x5c) i -= 1;
+  return end - i;
+}
+
+/**
+ * Whether an element holds a byte {@link utf8Escaper} escaped: in a string or a key, or in a value
+ * a later one under the same key replaced (its object is in `replaced`). Walks a list, not the call
+ * stack: an element may be nested as deep as the parser reads.
+ */
+function undecodable(value: unknown, replaced: WeakSet<object>): boolean {
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const next = todo.pop();
+    if (typeof next === 'string') {
+      if (hasEscapedBytes(next)) return true;
+    } else if (next !== null && typeof next === 'object' && !(next instanceof JsonNumber)) {
+      if (replaced.has(next)) return true;
+      if (Array.isArray(next)) for (const v of next) todo.push(v);
+      else
+        for (const [key, v] of Object.entries(next)) {
+          if (hasEscapedBytes(key)) return true;
+          todo.push(v);
+        }
+    }
+  }
+  return false;
 }
 
 /** The parts of stream-json's assembler that are replaced above. */
@@ -214,36 +291,50 @@ function utf8Of(encoding: InputEncoding): (chunk: Buffer) => Buffer {
 
 const JSON_SPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 
-/** Refuses a file whose first value is not an array (an object, NDJSON, nothing at all). */
+/**
+ * Refuses a file whose first value is not an array (an object, NDJSON, nothing at all). The stream
+ * may cut the byte order mark or the whitespace before the first value anywhere: the first bytes
+ * wait until they tell whether a byte order mark starts the file, and lines are counted on.
+ */
 async function expectArray(path: string, input: InputBytes): Promise<void> {
   const stream = input.stream();
-  let offset = 0;
+  let offset = 0; // of the chunk's first byte
+  let line = 1;
+  let head: Buffer | undefined = Buffer.alloc(0); // the first bytes, while they may be a cut byte order mark
+  /** Whether `chunk` (from `from` on) opens the array; false when it holds only whitespace. */
+  const opens = (chunk: Buffer, from: number): boolean => {
+    let i = from;
+    while (i < chunk.length && JSON_SPACE.has(chunk[i]!)) i++;
+    line += countLf(chunk.subarray(from, i));
+    if (i === chunk.length) return false;
+    if (chunk[i] === 0x5b /* [ */) return true;
+    const found = chunk[i] === 0x7b ? 'an object ({)' : `"${String.fromCharCode(chunk[i]!)}"`;
+    const hint = chunk[i] === 0x7b ? '; if it holds one object per line, pass --format ndjson (or name it .ndjson)' : '';
+    throw new CsvError(
+      'invalid-json',
+      `${path} is not a JSON array: at byte offset ${offset + i} (line ${line}) it starts with ${found}, a JSON input must be one array of objects [{...}, ...]${hint}`,
+    );
+  };
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      let i = offset === 0 && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
-      while (i < chunk.length && JSON_SPACE.has(chunk[i]!)) i++;
-      if (i < chunk.length) {
-        if (chunk[i] === 0x5b /* [ */) return;
-        const found = chunk[i] === 0x7b ? 'an object ({)' : `"${String.fromCharCode(chunk[i]!)}"`;
-        const hint = chunk[i] === 0x7b ? '; if it holds one object per line, pass --format ndjson (or name it .ndjson)' : '';
-        throw new CsvError(
-          'invalid-json',
-          `${path} is not a JSON array: at byte offset ${offset + i} (line ${lineAt(chunk, i)}) it starts with ${found}, a JSON input must be one array of objects [{...}, ...]${hint}`,
-        );
-      }
+    for await (const read of stream as AsyncIterable<Buffer>) {
+      let chunk = read;
+      if (head) {
+        head = Buffer.concat([head, read]);
+        if (head.length < 3 && UTF8_BOM.subarray(0, head.length).equals(head)) continue;
+        chunk = head;
+        head = undefined;
+        if (opens(chunk, bomLength(chunk))) return;
+      } else if (opens(chunk, 0)) return;
       offset += chunk.length;
     }
+    if (head && opens(head, 0)) return;
   } finally {
     stream.destroy();
   }
   throw new CsvError('invalid-json', `${path} holds no JSON value: a JSON input must be one array of objects [{...}, ...]`);
 }
 
-function lineAt(chunk: Buffer, index: number): number {
-  let line = 1;
-  for (let i = chunk.indexOf(0x0a); i !== -1 && i < index; i = chunk.indexOf(0x0a, i + 1)) line += 1;
-  return line;
-}
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** Where a JSON syntax error is: `place` names the byte offset (and line); `atEnd` for a truncated file. */
 interface JsonErrorPlace {
@@ -252,78 +343,84 @@ interface JsonErrorPlace {
 }
 
 /**
- * Characters stream-json reads past a wrong one before it reports `message`: it decides "expected a
- * value" only once it holds 16 more characters, "escaped characters" 5 more, the rest at once.
- */
-function lookahead(message: string): number {
-  if (message.endsWith('expected a value')) return 17;
-  if (message.endsWith('escaped characters')) return 6;
-  return 1;
-}
-
-/**
  * Finds where stream-json fails on the input (its error names what it expected, not where): the
- * input is parsed again in chunks to find the failing chunk, then once more feeding that chunk a
- * byte at a time, and the offset is taken back by the characters the parser read past the wrong
- * one (`behind`). Runs only after a failure.
+ * input is parsed again in chunks to find the failing chunk, then once more feeding that chunk and
+ * the bytes just before it a byte at a time (see {@link feed}). Runs only after a failure.
  */
-async function locateJsonError(input: InputBytes, toUtf8: (chunk: Buffer) => Buffer, behind: number): Promise<JsonErrorPlace | undefined> {
-  const firstPass = await feed(input, toUtf8, Infinity, behind);
-  const found = firstPass.failedChunk === undefined ? firstPass : await feed(input, toUtf8, firstPass.failedChunk, behind);
-  if (firstPass.failedChunk === undefined && !firstPass.atEnd) return undefined; // the parser alone finds nothing wrong
+async function locateJsonError(input: InputBytes, toUtf8: (chunk: Buffer) => Buffer): Promise<JsonErrorPlace | undefined> {
+  const firstPass = await feed(input, toUtf8, Infinity);
+  const found = firstPass.failedAt === undefined ? firstPass : await feed(input, toUtf8, firstPass.failedAt - HELD_BEFORE);
+  if (firstPass.failedAt === undefined && !firstPass.atEnd) return undefined; // the parser alone finds nothing wrong
   const offset = input.utf16 ? '' : `byte offset ${found.offset}, `;
   // An error found only at the end is within the last 16 bytes: its line is not known exactly.
   return { place: found.atEnd ? `${offset.replace(/, $/, '')}` || 'its last bytes' : `${offset}line ${found.line}`, atEnd: found.atEnd };
 }
 
 interface FeedResult {
-  /** Bytes fed when the parser failed (or all of them). */
+  /** Where the wrong character is (fed one byte at a time), or the bytes fed when the parser failed. */
   readonly offset: number;
   readonly line: number;
   readonly atEnd: boolean;
-  /** Index of the chunk during which the parser failed, when fed chunk by chunk. */
-  readonly failedChunk?: number;
+  /** Offset of the chunk during which the parser failed, when fed chunk by chunk. */
+  readonly failedAt?: number;
 }
 
+/** Bytes before the failing chunk that are fed one at a time too: more than 17 characters take. */
+const HELD_BEFORE = 128;
+
 /**
- * Feeds the input to a fresh parser, chunk `byteWise` one byte at a time, until it fails; a failure
- * there is placed `behind` characters before the byte that made the parser fail.
+ * Feeds the input to a fresh parser until it fails, the bytes from offset `oneByOneFrom` on one at
+ * a time. Fed so, the parser stops at a character it cannot take yet and holds the text from there
+ * on until it can tell (up to 16 more characters for "expected a value", 5 for "escaped
+ * characters"), and that text may begin in an earlier chunk: when it fails, the text it holds
+ * starts at the wrong character. Counting the UTF-16 units the parser was given (decoded as it
+ * decodes them: a character outside the BMP is two, a byte that is not valid UTF-8 one U+FFFD)
+ * places that character on its first byte.
  */
-async function feed(input: InputBytes, toUtf8: (chunk: Buffer) => Buffer, byteWise: number, behind: number): Promise<FeedResult> {
+async function feed(input: InputBytes, toUtf8: (chunk: Buffer) => Buffer, oneByOneFrom: number): Promise<FeedResult> {
   const parser = Parser.make();
+  const held = (): string => (parser as unknown as { _buffer: string })._buffer;
   parser.resume(); // tokens are not needed
   let failed = false;
   parser.on('error', () => (failed = true));
   const write = (bytes: Buffer) => new Promise<void>((resolve) => parser.write(bytes, () => resolve()));
-  const stream = input.stream();
+  const decoder = new StringDecoder('utf8'); // as the parser's
+  let units = 0; // UTF-16 units given to the parser
   let offset = 0;
   let line = 1;
-  let index = 0;
+  const whole = async (bytes: Buffer): Promise<void> => {
+    const utf8 = toUtf8(bytes);
+    units += decoder.write(utf8).length;
+    await write(utf8);
+    offset += bytes.length;
+    line += countLf(bytes);
+  };
+  // Each byte fed alone: where it is, and the units given to the parser before it.
+  const single: { readonly offset: number; readonly line: number; readonly units: number }[] = [];
+  const oneByOne = async (bytes: Buffer): Promise<FeedResult | undefined> => {
+    for (let i = 0; i < bytes.length; i++) {
+      single.push({ offset, line, units });
+      await whole(bytes.subarray(i, i + 1));
+      if (!failed) continue;
+      const start = units - held().length;
+      const at = single.find((b) => b.units === start) ?? single[0]!;
+      return { offset: at.offset, line: at.line, atEnd: false };
+    }
+    return undefined;
+  };
+  const stream = input.stream();
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
-      if (index === byteWise) {
-        // One input byte is one character, except UTF-8 continuation bytes (10xxxxxx).
-        const multiByte = input.encoding === 'utf8';
-        for (let i = 0; i < chunk.length; i++) {
-          await write(toUtf8(chunk.subarray(i, i + 1)));
-          if (!failed) continue;
-          // (a wrong character up to 16 before this chunk's start is placed at its start)
-          let at = i + 1;
-          for (let chars = 0; chars < behind && at > 0;) {
-            at -= 1;
-            if (!multiByte || (chunk[at]! & 0xc0) !== 0x80) chars += 1;
-          }
-          return { offset: offset + at, line: line + countLf(chunk.subarray(0, at)), atEnd: false };
-        }
-        offset += chunk.length;
-        line += countLf(chunk);
+      const start = offset;
+      if (start + chunk.length <= oneByOneFrom) {
+        await whole(chunk);
+        if (failed) return { offset, line, atEnd: false, failedAt: start };
       } else {
-        await write(toUtf8(chunk));
-        if (failed) return { offset, line, atEnd: false, failedChunk: index };
-        offset += chunk.length;
-        line += countLf(chunk);
+        const first = Math.max(0, oneByOneFrom - start);
+        if (first > 0) await whole(chunk.subarray(0, first));
+        const found = await oneByOne(chunk.subarray(first));
+        if (found) return found;
       }
-      index += 1;
     }
   } finally {
     stream.destroy();

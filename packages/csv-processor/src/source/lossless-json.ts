@@ -31,61 +31,107 @@ export function parseJson(text: string): unknown {
   return new Reader(text).value();
 }
 
-/** `JSON.stringify` of a value {@link parseJson} made (no undefined, function or cycle in it). */
-export function stringifyJson(value: unknown): string {
-  if (value instanceof JsonNumber) return value.text;
-  if (Array.isArray(value)) return `[${value.map((v) => stringifyJson(v === undefined ? null : v)).join(',')}]`;
-  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
-    const parts: string[] = [];
-    for (const [key, v] of Object.entries(value)) if (v !== undefined) parts.push(`${JSON.stringify(key)}:${stringifyJson(v)}`);
-    return `{${parts.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
+/** Text written as it is between the values {@link stringifyJson} writes. */
+class Piece {
+  constructor(readonly text: string) {}
 }
+
+const COMMA = new Piece(',');
+
+/**
+ * `JSON.stringify` of a value {@link parseJson} made (no undefined, function or cycle in it). It
+ * keeps a list of what is left to write rather than calling itself, so a value nested as deep as
+ * JSON.parse reads (thousands of levels) is written too, where a recursion would run out of stack.
+ */
+export function stringifyJson(value: unknown): string {
+  let out = '';
+  const todo: unknown[] = [value]; // what is left to write, the next last
+  while (todo.length > 0) {
+    const next = todo.pop();
+    if (next instanceof Piece) out += next.text;
+    else if (next instanceof JsonNumber) out += next.text;
+    else if (Array.isArray(next)) {
+      todo.push(CLOSE_ARRAY);
+      for (let i = next.length - 1; i >= 0; i--) {
+        todo.push(next[i] === undefined ? null : next[i]);
+        if (i > 0) todo.push(COMMA);
+      }
+      out += '[';
+    } else if (next !== null && typeof next === 'object' && !(next instanceof Date)) {
+      const entries = Object.entries(next).filter(([, v]) => v !== undefined);
+      todo.push(CLOSE_OBJECT);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, v] = entries[i]!;
+        todo.push(v, new Piece(`${i > 0 ? ',' : ''}${JSON.stringify(key)}:`));
+      }
+      out += '{';
+    } else out += JSON.stringify(next) ?? 'null';
+  }
+  return out;
+}
+
+const CLOSE_ARRAY = new Piece(']');
+const CLOSE_OBJECT = new Piece('}');
 
 const LITERAL = /true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
-/** Reads text JSON.parse accepted already: no error handling needed. */
+/**
+ * Reads text JSON.parse accepted already: no error handling needed. The objects and arrays being
+ * read are kept on a list, not on the call stack, so it reads as deep a nesting as JSON.parse does.
+ */
 class Reader {
   #at = 0;
   constructor(readonly text: string) {}
 
   value(): unknown {
-    this.#space();
-    const c = this.text[this.#at];
-    if (c === '{') {
-      this.#at += 1;
-      const object: Record<string, unknown> = {};
+    // Open objects and arrays, outermost first, each with the key its next value goes to.
+    const open: { readonly container: Record<string, unknown> | unknown[]; key: string }[] = [];
+    for (;;) {
+      let value: unknown;
       this.#space();
-      if (this.text[this.#at] === '}') return ((this.#at += 1), object);
+      const c = this.text[this.#at];
+      if (c === '{' || c === '[') {
+        this.#at += 1;
+        this.#space();
+        if (this.text[this.#at] === (c === '{' ? '}' : ']')) {
+          this.#at += 1;
+          value = c === '{' ? {} : [];
+        } else {
+          open.push(c === '{' ? { container: {}, key: this.#key() } : { container: [], key: '' });
+          continue;
+        }
+      } else if (c === '"') value = this.#string();
+      else {
+        LITERAL.lastIndex = this.#at;
+        const literal = LITERAL.exec(this.text)![0];
+        this.#at += literal.length;
+        value = literal === 'true' ? true : literal === 'false' ? false : literal === 'null' ? null : jsonNumber(literal);
+      }
+      // The value goes into the innermost open container; each one it closes goes into the next.
       for (;;) {
-        this.#space();
-        const key = this.#string();
-        this.#space();
-        this.#at += 1; // :
-        const value = this.value();
+        const top = open[open.length - 1];
+        if (top === undefined) return value;
+        if (Array.isArray(top.container)) top.container.push(value);
         // The same key twice: the last one wins, as in JSON.parse (defineProperty keeps __proto__ a key).
-        Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+        else Object.defineProperty(top.container, top.key, { value, enumerable: true, writable: true, configurable: true });
         this.#space();
-        if (this.text[this.#at++] === '}') return object;
+        if (this.text[this.#at++] === ',') {
+          if (!Array.isArray(top.container)) top.key = this.#key();
+          break;
+        }
+        open.pop();
+        value = top.container;
       }
     }
-    if (c === '[') {
-      this.#at += 1;
-      const array: unknown[] = [];
-      this.#space();
-      if (this.text[this.#at] === ']') return ((this.#at += 1), array);
-      for (;;) {
-        array.push(this.value());
-        this.#space();
-        if (this.text[this.#at++] === ']') return array;
-      }
-    }
-    if (c === '"') return this.#string();
-    LITERAL.lastIndex = this.#at;
-    const literal = LITERAL.exec(this.text)![0];
-    this.#at += literal.length;
-    return literal === 'true' ? true : literal === 'false' ? false : literal === 'null' ? null : jsonNumber(literal);
+  }
+
+  /** An object's key and its colon. */
+  #key(): string {
+    this.#space();
+    const key = this.#string();
+    this.#space();
+    this.#at += 1; // :
+    return key;
   }
 
   #string(): string {
