@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { mulberry32 } from '@dq/sandbox';
 import { fieldSplitter } from '../src/source/csv-fields.js';
 import { frameRecords, type RawRecord } from '../src/source/framer.js';
 import { openSource, type SourceItem, type SourceOptions } from '../src/source/index.js';
@@ -61,19 +62,7 @@ beforeAll(async () => void ({ dir, cleanup } = await tempDir()));
 afterAll(async () => cleanup());
 
 // ---------------------------------------------------------------------------------------------
-// Seeded randomness
-
-/** mulberry32: a small seeded PRNG, so a failing case can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// Seeded randomness (mulberry32, the sandbox's generator): a failing case replays from its seed.
 
 interface Rand {
   (): number;
@@ -83,7 +72,7 @@ interface Rand {
 }
 
 function rand(seed: number): Rand {
-  const next = prng(seed);
+  const next = mulberry32(seed);
   const r = (() => next()) as Rand;
   r.int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1));
   r.pick = (items) => items[Math.floor(next() * items.length)]!;

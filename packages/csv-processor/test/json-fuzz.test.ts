@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { mulberry32 } from '@dq/sandbox';
 import { openSource } from '../src/source/index.js';
 import { JsonNumber, parseJson, stringifyJson } from '../src/source/lossless-json.js';
 import type { InputFormat, SourceItem, SourcePosition } from '../src/source/types.js';
@@ -65,17 +66,6 @@ function rechunked(stream: Readable, size: () => number): Readable {
 // Random generation (seeded).
 
 type Rng = () => number;
-
-function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const int = (rng: Rng, lo: number, hi: number): number => lo + Math.floor(rng() * (hi - lo + 1));
 const pick = <T>(rng: Rng, items: readonly T[]): T => items[Math.floor(rng() * items.length)]!;

@@ -26,6 +26,7 @@ export type {
   Service,
 } from './config.js';
 export { SandboxError } from './errors.js';
+export { mulberry32 } from './prng.js';
 export type { SandboxErrorCode } from './errors.js';
 export { QUOTA_WARNING_SHARE } from './accounts.js';
 export type { SandboxLogEvent, SandboxLogger } from './accounts.js';
