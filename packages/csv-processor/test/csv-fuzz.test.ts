@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { mulberry32 } from '@dq/sandbox';
+import { seededRandom, type Rand } from '@dq/test-support/random';
 import { fieldSplitter } from '../src/source/csv-fields.js';
 import { frameRecords, type RawRecord } from '../src/source/framer.js';
 import { openSource, type SourceItem, type SourceOptions } from '../src/source/index.js';
@@ -64,21 +64,7 @@ afterAll(async () => cleanup());
 // ---------------------------------------------------------------------------------------------
 // Seeded randomness (mulberry32, the sandbox's generator): a failing case replays from its seed.
 
-interface Rand {
-  (): number;
-  int(lo: number, hi: number): number;
-  pick<T>(items: readonly T[]): T;
-  chance(p: number): boolean;
-}
-
-function rand(seed: number): Rand {
-  const next = mulberry32(seed);
-  const r = (() => next()) as Rand;
-  r.int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1));
-  r.pick = (items) => items[Math.floor(next() * items.length)]!;
-  r.chance = (p) => next() < p;
-  return r;
-}
+const rand = seededRandom;
 
 // ---------------------------------------------------------------------------------------------
 // Writing tables as a spreadsheet does

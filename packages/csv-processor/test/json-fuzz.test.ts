@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { mulberry32 } from '@dq/sandbox';
+import { mulberry32 } from '@dq/test-support/random';
 import { openSource } from '../src/source/index.js';
 import { JsonNumber, parseJson, stringifyJson } from '../src/source/lossless-json.js';
 import type { InputFormat, SourceItem, SourcePosition } from '../src/source/types.js';
