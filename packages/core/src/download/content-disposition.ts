@@ -84,7 +84,7 @@ function decodeExtValue(v: string): string | undefined {
 
 /** The outcome of {@link safeFileName}. */
 export interface SafeFileName {
-  /** A name without directories, control characters or leading dots; never `.` or `..`. */
+  /** A name without directories, control characters or leading dots; never `.`, `..` or a Windows device name. */
   name: string;
   /** Whether `name` differs from what the server sent (callers should warn). */
   changed: boolean;
@@ -99,7 +99,10 @@ const MAX_NAME_BYTES = 200;
  * "exe.jpg", zero-width spaces and joiners, soft hyphens, byte order marks, line and paragraph
  * separators) are replaced with `_`; leading dots and trailing dots/spaces are removed, any
  * remaining `..` is collapsed, and the name is shortened to 200 bytes keeping its extension (and
- * trimmed again, so shortening leaves no trailing dot or space). If nothing usable is left,
+ * trimmed again, so shortening leaves no trailing dot or space). A name Windows reserves for a
+ * device (`CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`, `CONIN$`, `CONOUT$`, in any
+ * case, also with an extension such as `nul.txt` or spaces before it), which Windows would open
+ * instead of creating a file, gets a leading `_` (`_nul.txt`). If nothing usable is left,
  * `fallback` (itself sanitised the same way, and `download` as a last resort) is used.
  * `../../etc/x` becomes `x`.
  */
@@ -115,23 +118,50 @@ export function safeFileName(raw: string | undefined, fallback: string): SafeFil
 const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}<>:"|?*]/gu;
 
 /** Leading dots and spaces (hidden files) and trailing ones (Windows drops them) removed. */
-const trim = (name: string): string =>
-  name
-    .replace(/\.{2,}/g, '.')
-    .replace(/^[.\s]+/, '')
-    .replace(/[.\s]+$/, '');
+const trim = (name: string): string => trimEnd(name.replace(/\.{2,}/g, '.').replace(/^[.\s]+/, ''));
+
+/**
+ * Trailing dots and white space removed, by a scan from the end: the regular expression
+ * `/[.\s]+$/` would try every run of them in the name in turn, so a name of a header's 16 KiB with
+ * many spaces (not at its end) would take seconds, the process doing nothing else meanwhile.
+ */
+function trimEnd(name: string): string {
+  let end = name.length;
+  while (end > 0 && /[.\s]/.test(name[end - 1] ?? '')) end--;
+  return name.slice(0, end);
+}
+
+/**
+ * Device names Windows opens instead of a file, whatever the extension: the part before the first
+ * dot, trailing spaces dropped, compared without case (`nul.txt`, `COM1 .tar.gz`). The superscript
+ * digits ¹²³ count as digits there.
+ */
+const WINDOWS_DEVICE = /^(?:CON|PRN|AUX|NUL|COM[0-9\u00B9\u00B2\u00B3]|LPT[0-9\u00B9\u00B2\u00B3]|CONIN\$|CONOUT\$) *(?:\.|$)/i;
 
 function clean(raw: string): string {
   let name = raw.normalize('NFC');
   name = name.split(/[/\\]/).pop() ?? '';
-  name = trim(name.replace(UNSAFE, '_'));
-  if (Buffer.byteLength(name) > MAX_NAME_BYTES) {
-    const dot = name.lastIndexOf('.');
-    const ext = dot > 0 && name.length - dot <= 16 ? name.slice(dot) : '';
-    const stem = Array.from(name.slice(0, name.length - ext.length));
-    while (Buffer.byteLength(stem.join('') + ext) > MAX_NAME_BYTES) stem.pop();
-    // The cut may end the stem on a space or dot ("report .zip", "report..zip"): trim again.
-    name = trim(stem.join('').replace(/[.\s]+$/, '') + ext);
-  }
+  name = shorten(trim(name.replace(UNSAFE, '_')));
+  // Checked after shortening, which can bring a device name to the front ("CON" + spaces + "x.zip"
+  // becomes "CON.zip"); the `_` is kept by a second shortening, so the name stays no device name.
+  if (WINDOWS_DEVICE.test(name)) name = shorten(`_${name}`);
   return name;
+}
+
+/** Cuts a trimmed name to {@link MAX_NAME_BYTES}, keeping its extension and whole characters. */
+function shorten(name: string): string {
+  if (Buffer.byteLength(name) <= MAX_NAME_BYTES) return name;
+  const dot = name.lastIndexOf('.');
+  const ext = dot > 0 && name.length - dot <= 16 ? name.slice(dot) : '';
+  // Whole characters (code points) from the front while they fit: never half a surrogate pair
+  // or of a UTF-8 sequence.
+  let stem = '';
+  let room = MAX_NAME_BYTES - Buffer.byteLength(ext);
+  for (const ch of name.slice(0, name.length - ext.length)) {
+    room -= Buffer.byteLength(ch);
+    if (room < 0) break;
+    stem += ch;
+  }
+  // The cut may end the stem on a space or dot ("report .zip", "report..zip"): trim again.
+  return trim(trimEnd(stem) + ext);
 }
