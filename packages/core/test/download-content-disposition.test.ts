@@ -67,6 +67,16 @@ describe('safeFileName', () => {
     expect(safeFileName('Größe-€.zip', 'f.zip')).toEqual({ name: 'Größe-€.zip', changed: false });
   });
 
+  it('replaces invisible characters that are not format characters too: two names that differ never look the same', () => {
+    // Hangul fillers, combining grapheme joiner, variation selector, Khmer inherent vowel,
+    // Mongolian free variation selector, a code point reserved as default-ignorable
+    expect(safeFileName('setup\u115F\u1160\u3164\uFFA0.zip', 'f.zip')).toEqual({ name: 'setup____.zip', changed: true });
+    expect(safeFileName('in\u034Fvoice\uFE0F\u17B4\u180B\u2065.pdf', 'f.pdf')).toEqual({ name: 'in_voice____.pdf', changed: true });
+    // combining accents are visible and stay (NFC composes them)
+    expect(safeFileName('Cafe\u0301 menu.pdf', 'f.pdf')).toEqual({ name: 'Café menu.pdf', changed: true });
+    expect(safeFileName('Café menu.pdf', 'f.pdf')).toEqual({ name: 'Café menu.pdf', changed: false });
+  });
+
   it('leaves no trailing space or dot after shortening a long name', () => {
     for (const [raw, ext] of [
       [`${'a'.repeat(195)} ${'b'.repeat(20)}`, ''],

@@ -94,10 +94,11 @@ const MAX_NAME_BYTES = 200;
 
 /**
  * Makes a server-chosen file name safe to create in a target directory: only the part after the
- * last `/` or `\` is kept; control characters, `<>:"|?*`, and invisible format characters
+ * last `/` or `\` is kept; control characters, `<>:"|?*`, and invisible characters
  * (bidirectional overrides and isolates such as U+202E, which shows `\u202Egpj.exe` as
  * "exe.jpg", zero-width spaces and joiners, soft hyphens, byte order marks, line and paragraph
- * separators) are replaced with `_`; leading dots and trailing dots/spaces are removed, any
+ * separators, Hangul fillers, variation selectors: every format character and every character
+ * Unicode says to show as nothing) are replaced with `_`; leading dots and trailing dots/spaces are removed, any
  * remaining `..` is collapsed, and the name is shortened to 200 bytes keeping its extension (and
  * trimmed again, so shortening leaves no trailing dot or space). A name Windows reserves for a
  * device (`CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`, `CONIN$`, `CONOUT$`, in any
@@ -114,8 +115,11 @@ export function safeFileName(raw: string | undefined, fallback: string): SafeFil
 }
 
 // Cc: controls; Cf: format characters (bidi marks, overrides and isolates, zero-width characters,
-// soft hyphen, BOM); Cs: lone surrogates; Zl/Zp: line and paragraph separators.
-const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}<>:"|?*]/gu;
+// soft hyphen, BOM); Cs: lone surrogates; Zl/Zp: line and paragraph separators; and every other
+// character Unicode says to show as nothing (Default_Ignorable_Code_Point: Hangul fillers, the
+// combining grapheme joiner, variation selectors, Khmer inherent vowels, code points reserved as
+// such), with which two names that differ look the same.
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}<>:"|?*]/gu;
 
 /** Leading dots and spaces (hidden files) and trailing ones (Windows drops them) removed. */
 const trim = (name: string): string => trimEnd(name.replace(/\.{2,}/g, '.').replace(/^[.\s]+/, ''));
