@@ -139,6 +139,14 @@ describe('JSON input', () => {
     expect(summarise(all)).toEqual([{ id: 1 }]);
   });
 
+  it('skips a first line that holds only the byte order mark and a CR, in CSV as in NDJSON: the header is the line after it', async () => {
+    const csv = await items('bom-cr.csv', `\uFEFF\r\r\n${HEADER}${row(1)}`);
+    expect(csv.map((i) => i.kind)).toEqual(['row']);
+    expect(csv[0]).toMatchObject({ kind: 'row', line: 3 });
+    const ndjson = await items('bom-cr.ndjson', '\uFEFF\r\r\n{"id":1}\n', { format: 'ndjson' });
+    expect(summarise(ndjson)).toEqual([{ id: 1 }]);
+  });
+
   it('keeps a "__proto__" key as a key, and maps no field from an inherited property', async () => {
     const element = '{"id":1,"__proto__":{"street":"Hauptstraße","plz":"10115"}}';
     const all = await items('proto.json', `[${element}]`, { format: 'json' });

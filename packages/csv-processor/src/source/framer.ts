@@ -14,6 +14,8 @@ const LF = 0x0a;
 const CR = 0x0d;
 const QUOTE = 0x22;
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+/** A first line holding only the byte order mark and a CR (`\uFEFF\r\r\n`): blank, like a CR-only line. */
+const BOM_CR = Buffer.from([0xef, 0xbb, 0xbf, CR]);
 
 /** One raw record as framed from the input. */
 export interface RawRecord {
@@ -305,7 +307,7 @@ export async function* frameRecords(chunks: AsyncIterable<Buffer>, options: Fram
     };
     line += lines + (end < pending.length ? 1 : 0);
     advance(next);
-    const empty = bytes.length === 0 || (bytes.length === 1 && bytes[0] === CR) || (atStart && bytes.equals(BOM));
+    const empty = bytes.length === 0 || (bytes.length === 1 && bytes[0] === CR) || (atStart && (bytes.equals(BOM) || bytes.equals(BOM_CR)));
     if (!empty) yield record;
   }
 

@@ -30,10 +30,8 @@ export async function openNdjsonSource(options: SourceOptions): Promise<Source> 
     let records = start?.records ?? 0;
     try {
       for await (const record of frames) {
-        // The first record loses the file's byte order mark; when nothing or only a CR is left, the
-        // line is blank and skipped, as the framer skips other blank lines.
+        // The first record loses the file's byte order mark (a line of only it is blank: the framer skips it).
         const bytes = record.nextOffset - record.bytes.length <= 3 ? record.bytes.subarray(bomLength(record.bytes)) : record.bytes;
-        if (!record.tooLarge && bytes.length < record.bytes.length && (bytes.length === 0 || (bytes.length === 1 && bytes[0] === 0x0d))) continue;
         records += 1;
         const position: SourcePosition = { records, offset: record.nextOffset, line: record.line + 1 };
         if (record.tooLarge) {
