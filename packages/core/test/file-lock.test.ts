@@ -137,11 +137,12 @@ describe('acquireFileLock', () => {
   it.runIf(process.platform === 'linux')('takes over the lock of a killed process its parent has not reaped (a zombie)', async () => {
     const lock = join(dir, 'zombie.lock');
     // A shell that starts a child and then becomes a `sleep`, which never waits for it: the child,
-    // once it has exited, stays a zombie as long as the sleep runs.
-    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // once it has exited, stays a zombie as long as the sleep runs. The child lives 1 s, so that
+    // it ends after the exec: one that ended before it could be reaped by the shell itself.
+    const parent = spawn('sh', ['-c', 'sleep 1 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
       const zombie = await new Promise<number>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
-      for (let i = 0; i < 100 && !(await readFile(`/proc/${zombie}/stat`, 'latin1')).includes(') Z '); i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 250 && !(await readFile(`/proc/${zombie}/stat`, 'latin1')).includes(') Z '); i++) await new Promise((r) => setTimeout(r, 20));
       expect(await readFile(`/proc/${zombie}/stat`, 'latin1')).toContain(') Z ');
       await writeFile(lock, JSON.stringify({ pid: zombie, host: hostname(), startedAt: new Date().toISOString() }));
       const held = await acquireFileLock(lock);
