@@ -1,6 +1,7 @@
 import { MODE_FIELDS } from '@dq/core/engine';
 import type { EngineRecord, Mode } from '@dq/core';
 import { usageError } from './errors.js';
+import { pointerValueSpan } from './json-members.js';
 import { parsePointer, resolvePointer } from './json-pointer.js';
 import type { JsonPointer } from './json-pointer.js';
 
@@ -54,9 +55,12 @@ export type Extracted = { ok: true; record: EngineRecord } | { ok: false; code: 
 /**
  * Reads every mapped field from a message value (a JSON object). A pointer that refers to nothing,
  * to `null` or to an empty string is a missing field; one that refers to an object, array or
- * boolean has the wrong type. Strings and numbers are taken as they are (the engine trims them).
+ * boolean has the wrong type. Strings are taken as they are (the engine trims them). A number is
+ * taken as JavaScript writes it where that is the number written (`100` for `1e2` or `100.0`), and
+ * otherwise, given the value's `text`, as written there: a double would round
+ * `12345678901234567890` to `12345678901234567000` and `1e400` to `Infinity` (README "Mapping").
  */
-export function extractRecord(value: Readonly<Record<string, unknown>>, map: FieldMap): Extracted {
+export function extractRecord(value: Readonly<Record<string, unknown>>, map: FieldMap, text?: string): Extracted {
   const record: Record<string, string | number> = {};
   for (const mapping of map) {
     const { field, pointer } = mapping;
@@ -72,7 +76,28 @@ export function extractRecord(value: Readonly<Record<string, unknown>>, map: Fie
         message: `mapped field ${field} (${pointer.text}) is ${Array.isArray(found) ? 'an array' : typeof found === 'object' ? 'an object' : `a ${typeof found}`}, not a string or number`,
       };
     }
-    record[field] = found;
+    if (typeof found === 'number' && text !== undefined) {
+      const span = pointerValueSpan(text, pointer.tokens);
+      record[field] = span === undefined ? found : numberText(found, text.slice(span[0], span[1]));
+    } else {
+      record[field] = found;
+    }
   }
   return { ok: true, record };
+}
+
+/** A mapped number's text: as JavaScript writes `value` when that is the number `written`, else `written`. */
+function numberText(value: number, written: string): string {
+  const js = String(value);
+  if (!Number.isFinite(value)) return written;
+  const [a, b] = [decimal(js), decimal(written)];
+  return a.digits === b.digits && (a.digits === '' || (a.exponent === b.exponent && a.negative === b.negative)) ? js : written;
+}
+
+/** A JSON number's decimal value: its sign, its digits without leading or trailing zeros ('' for zero) and the power of ten of the last. */
+function decimal(text: string): { negative: boolean; digits: string; exponent: bigint } {
+  const [, sign, int = '', frac = '', exp = '0'] = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]\+?(-?\d+))?$/.exec(text) ?? [];
+  const significant = `${int}${frac}`.replace(/^0+/, '');
+  const digits = significant.replace(/0+$/, '');
+  return { negative: sign === '-', digits, exponent: BigInt(exp) - BigInt(frac.length) + BigInt(significant.length - digits.length) };
 }

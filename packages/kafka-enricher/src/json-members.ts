@@ -2,7 +2,8 @@
  * Where the values of a JSON object's top-level members are in its text, so one member can be
  * replaced while every other byte stays as the producer wrote it: re-serialising the parsed value
  * would round numbers beyond double precision (`12345678901234567890`), drop trailing zeros
- * (`1.10`), turn numbers out of range into `null` (`1e400`) and lose the spacing.
+ * (`1.10`), turn numbers out of range into `null` (`1e400`) and lose the spacing. The same for the
+ * value a JSON pointer refers to, so a mapped number is read as written.
  *
  * The text must be one that `JSON.parse` read as an object (a leading byte order mark aside): the
  * scanner checks nothing, it only steps over strings (with their escapes) and nested values.
@@ -12,9 +13,47 @@
 /** The `[start, end)` spans of the values of every top-level member of `text` named `name`, in order. */
 export function memberValueSpans(text: string, name: string): Array<[number, number]> {
   const spans: Array<[number, number]> = [];
-  let i = skipSpace(text, text.charCodeAt(0) === BOM ? 1 : 0) + 1; // past '{'
-  i = skipSpace(text, i);
-  if (text.charCodeAt(i) === CLOSE_BRACE) return spans;
+  forEachMember(text, skipSpace(text, text.charCodeAt(0) === BOM ? 1 : 0), (key, start, end) => {
+    if (key === name) spans.push([start, end]);
+  });
+  return spans;
+}
+
+/**
+ * The `[start, end)` span of the value an RFC 6901 pointer's `tokens` refer to (of members with the
+ * same name, the last, as `JSON.parse` reads them), or `undefined` when they refer to nothing.
+ */
+export function pointerValueSpan(text: string, tokens: readonly string[]): [number, number] | undefined {
+  let at = skipSpace(text, text.charCodeAt(0) === BOM ? 1 : 0);
+  for (const token of tokens) {
+    let found: number | undefined;
+    if (text.charCodeAt(at) === OPEN_BRACE) {
+      forEachMember(text, at, (key, start) => {
+        if (key === token) found = start;
+      });
+    } else if (text.charCodeAt(at) === OPEN_BRACKET && /^(0|[1-9]\d*)$/.test(token)) {
+      let left = Number(token);
+      let i = skipSpace(text, at + 1);
+      while (text.charCodeAt(i) !== CLOSE_BRACKET) {
+        if (left-- === 0) {
+          found = i;
+          break;
+        }
+        i = skipSpace(text, valueEnd(text, i));
+        if (text.charCodeAt(i) !== COMMA) break;
+        i = skipSpace(text, i + 1);
+      }
+    }
+    if (found === undefined) return undefined;
+    at = found;
+  }
+  return [at, valueEnd(text, at)];
+}
+
+/** Calls `visit` with the name and value span of each member of the object whose `{` is at `open`, in order. */
+function forEachMember(text: string, open: number, visit: (name: string, start: number, end: number) => void): void {
+  let i = skipSpace(text, open + 1);
+  if (text.charCodeAt(i) === CLOSE_BRACE) return;
   for (;;) {
     const keyEnd = stringEnd(text, i);
     const raw = text.slice(i + 1, keyEnd - 1);
@@ -22,9 +61,9 @@ export function memberValueSpans(text: string, name: string): Array<[number, num
     const key = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
     i = skipSpace(text, skipSpace(text, keyEnd) + 1); // past ':'
     const end = valueEnd(text, i);
-    if (key === name) spans.push([i, end]);
+    visit(key, i, end);
     i = skipSpace(text, end);
-    if (text.charCodeAt(i) !== COMMA) return spans;
+    if (text.charCodeAt(i) !== COMMA) return;
     i = skipSpace(text, i + 1);
   }
 }

@@ -78,7 +78,7 @@ export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
     return { kind: 'reject', message, code: 'not-object', reason: `the value is ${what}, not a JSON object` };
   }
   const value = parsed as Record<string, unknown>;
-  const extracted = extractRecord(value, map);
+  const extracted = extractRecord(value, map, text);
   if (!extracted.ok) return { kind: 'reject', message, code: extracted.code, reason: extracted.message, mapping: extracted.mapping };
   return { kind: 'record', message, value, record: extracted.record, text };
 }
