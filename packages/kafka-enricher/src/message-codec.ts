@@ -129,7 +129,7 @@ function withMember(decoded: Extract<Decoded, { kind: 'record' }>, name: string,
   const { value, text } = decoded;
   if (Object.hasOwn(value, name)) return replaceSpans(text, memberValueSpans(text, name), JSON.stringify(member));
   const close = text.lastIndexOf('}');
-  return `${text.slice(0, close)}${hasMembers(value) ? ',' : ''}${JSON.stringify(name)}:${JSON.stringify(member)}}`;
+  return `${text.slice(0, close)}${hasMembers(value) ? ',' : ''}${JSON.stringify(name)}:${JSON.stringify(member)}${text.slice(close)}`;
 }
 
 /** Whether an object has an own enumerable member, without listing them all. */
@@ -160,8 +160,8 @@ export interface DlqReason {
 /**
  * The dead-letter message: original key, value, headers and timestamp, plus the dq-* headers. When
  * that is larger than `maxBytes`, a send the brokers would refuse on every start (so the partition
- * would never move on), parts of the original are left out until it fits, in this order: the value
- * (which the limit is usually about), then the original headers, then the key; the dq-* headers
+ * would never move on), parts of the original it has are left out until it fits, in this order: the
+ * value (which the limit is usually about), then the original headers, then the key; the dq-* headers
  * stay. `dq-left-out` names what was left out and `dq-error-message` says where to read it (README
  * "Message size").
  */
@@ -194,19 +194,17 @@ export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason
       `${reason.message.slice(0, 700)}; ${what} left out here: read ${left.length === 1 ? 'it' : 'them'} from ${source.topic} partition ${source.partition} offset ${source.offset} while the topic keeps it`;
     return {
       key: parts.includes('key') ? null : message.key,
-      value: EMPTY,
+      value: parts.includes('value') ? EMPTY : message.value,
       headers: parts.includes('headers') ? { ...own } : { ...copied, ...own },
       timestamp,
     };
   };
-  parts.push('value');
-  let reduced = build();
-  if (tooLarge(reduced, maxBytes) && sizes.headers > 0) {
-    parts.push('headers');
-    reduced = build();
-  }
-  if (tooLarge(reduced, maxBytes) && sizes.key > 0) {
-    parts.push('key');
+  // Only parts that hold something are left out: `dq-left-out` names nothing that was not there.
+  let reduced = letter;
+  for (const part of ['value', 'headers', 'key'] as const) {
+    if (!tooLarge(reduced, maxBytes)) break;
+    if (sizes[part] === 0) continue;
+    parts.push(part);
     reduced = build();
   }
   // Only dq's own headers are left: a reason text long enough to break the limit alone is cut.
@@ -250,12 +248,17 @@ function copyHeaders(headers: IHeaders | undefined): IHeaders {
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (value === undefined || OWN_HEADERS.has(name)) continue;
     const values: unknown = value;
-    if (values === null) out[name] = EMPTY;
-    else if (Array.isArray(values)) out[name] = values.map((v: Buffer | string | null) => v ?? EMPTY);
-    else out[name] = value;
+    // kafkajs reads a header named like a member of Object.prototype (`constructor`, `toString`,
+    // `__proto__`) as [that member, its value, ...]: only the header values are sent, or the send
+    // would throw on every start (README "Headers").
+    const copy = values === null ? EMPTY : Array.isArray(values) ? values.filter(isHeaderValue).map((v) => v ?? EMPTY) : value;
+    // Defined, not assigned: a header named `__proto__` would otherwise set the prototype and be lost.
+    Object.defineProperty(out, name, { value: copy, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }
+
+const isHeaderValue = (v: unknown): v is Buffer | string | null => v === null || typeof v === 'string' || Buffer.isBuffer(v);
 
 const EMPTY = Buffer.alloc(0);
 

@@ -84,4 +84,26 @@ describe('dq-kafka and the bytes of a value', () => {
     run.child.kill('SIGTERM');
     expect(await run.exited, run.stderr()).toEqual({ code: 0, signal: null });
   }, 120_000);
+
+  it('passes on headers named like members of Object.prototype (constructor, __proto__, toString) instead of stopping at them on every start', async () => {
+    const [input, output, dlq, group] = [uniqueTopic('in'), uniqueTopic('out'), uniqueTopic('dlq'), uniqueGroup()];
+    // kafkajs reads a header named "constructor" as [Object, value]: sent as it was read, the send threw.
+    const headers = ['constructor=c', '__proto__=p', 'toString=1', 'toString=2'];
+    execFileSync('kcat', ['-P', '-b', kafka.brokers.join(','), '-t', input, '-p', '0', '-k', 'k1', ...headers.flatMap((h) => ['-H', h])], {
+      input: `${JSON.stringify({ id: 1, address })}\n`,
+    });
+    run = spawnEnricher(cliArgs(kafka.brokers, { input, output, dlq, group }), sandbox.env());
+    const outs = await readTopic(kafka.brokers, output, (all) => all.length >= 1, 30_000);
+    expect(
+      outs.map((o) => o.key),
+      run.stderr().slice(-2000),
+    ).toEqual(['k1']);
+    // Read with kcat: kafkajs's own reader would take these names apart again.
+    const read = execFileSync('kcat', ['-C', '-b', kafka.brokers.join(','), '-t', output, '-o', 'beginning', '-c', '1', '-e', '-f', '%h'], {
+      encoding: 'utf8',
+    });
+    expect(read).toBe(headers.join(','));
+    run.child.kill('SIGTERM');
+    expect(await run.exited, run.stderr()).toEqual({ code: 0, signal: null });
+  }, 120_000);
 });
