@@ -169,7 +169,7 @@ export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason
   const own: IHeaders = {};
   own[DLQ_HEADERS.code] = reason.code;
   // Header values are bytes; keep them short enough for any broker's limits.
-  own[DLQ_HEADERS.message] = reason.message.slice(0, 1000);
+  own[DLQ_HEADERS.message] = cutText(reason.message, 1000);
   own[DLQ_HEADERS.topic] = source.topic;
   own[DLQ_HEADERS.partition] = String(source.partition);
   own[DLQ_HEADERS.offset] = source.offset;
@@ -191,7 +191,7 @@ export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason
     const what = left.length === 1 ? `${left[0]!} is` : `${left.slice(0, -1).join(', ')} and ${left[left.length - 1]!} are`;
     own[DLQ_HEADERS.leftOut] = parts.join(',');
     own[DLQ_HEADERS.message] =
-      `${reason.message.slice(0, 700)}; ${what} left out here: read ${left.length === 1 ? 'it' : 'them'} from ${source.topic} partition ${source.partition} offset ${source.offset} while the topic keeps it`;
+      `${cutText(reason.message, 700)}; ${what} left out here: read ${left.length === 1 ? 'it' : 'them'} from ${source.topic} partition ${source.partition} offset ${source.offset} while the topic keeps it`;
     return {
       key: parts.includes('key') ? null : message.key,
       value: parts.includes('value') ? EMPTY : message.value,
@@ -208,7 +208,7 @@ export function dlqMessage(message: KafkaMessage, source: SourcePosition, reason
     reduced = build();
   }
   // Only dq's own headers are left: a reason text long enough to break the limit alone is cut.
-  if (tooLarge(reduced, maxBytes)) reduced.headers![DLQ_HEADERS.message] = String(own[DLQ_HEADERS.message]).slice(0, 200);
+  if (tooLarge(reduced, maxBytes)) reduced.headers![DLQ_HEADERS.message] = cutText(String(own[DLQ_HEADERS.message]), 200);
   return reduced;
 }
 
@@ -261,6 +261,16 @@ function copyHeaders(headers: IHeaders | undefined): IHeaders {
 const isHeaderValue = (v: unknown): v is Buffer | string | null => v === null || typeof v === 'string' || Buffer.isBuffer(v);
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * `text` cut to at most `max` UTF-16 units, never between the two halves of a character outside
+ * the BMP (an emoji cut in two would be sent as U+FFFD).
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+}
 
 /**
  * The input message's timestamp, for its output and dead letter: the event time stays with the
