@@ -439,7 +439,7 @@ function describe(run: ReviewedRun, decision: string | null, candidate: unknown,
 
 /** The file's rows with a decision, the bad decision cells, how many rows had none, and the rows decided the same way already. */
 function readDecisions(
-  records: readonly Record<string, string>[],
+  records: readonly ReviewRecord[],
   run: ReviewedRun,
   target: TargetTable,
   reviewRows: ReadonlyMap<string, ReviewRow>,
@@ -451,10 +451,9 @@ function readDecisions(
   const same: { key: string; runId: string }[] = [];
   const firstLine = new Map<string, number>();
   let skipped = 0;
-  records.forEach((record, i) => {
-    const line = i + 2;
+  records.forEach(({ line, cells: record, overflow }) => {
     const cell = restoreCell(record[REVIEW_COLUMNS.decision] ?? '').trim();
-    if (cell === '') {
+    if (cell === '' && overflow === undefined) {
       skipped += 1;
       return;
     }
@@ -463,6 +462,11 @@ function readDecisions(
     const key = (check === undefined ? undefined : rowCheckKey(check)) ?? restoreCell(record[target.key.column] ?? '');
     const review = reviewRows.get(key);
     const fail = (message: string): void => void bad.push({ line, key, message });
+    if (overflow !== undefined) {
+      return fail(
+        `the row has ${overflow === 1 ? 'a cell' : `${overflow} cells`} in no named column (a decision written a column too far, or a note?): write the decision in column ${REVIEW_COLUMNS.decision}, and give a column of notes a name in line 1`,
+      );
+    }
     if (!review)
       return fail(`no row with ${target.key.column} ${JSON.stringify(key)} awaits review in run ${run.runId}; decide only rows of the exported file`);
     const earlier = firstLine.get(key);
@@ -544,11 +548,15 @@ async function planReviewPage(
       (d.rowCheck !== undefined
         ? rowCheck(held.values, rowCheckKey(d.rowCheck) === undefined ? undefined : d.key) === d.rowCheck
         : d.values.every((v, i) => v === (held.values[i] ?? '')));
-    const before: (string | null)[] = same ? held.values : d.values;
+    // A row changed since the export is a conflict: its guard gets a value the row does not hold
+    // (its first column's NULL as '', any other value as NULL), so the statement writes nothing to
+    // it. Never the values the file shows: they may be what the row holds now (NULLs made empty
+    // text, a value someone changed as the spreadsheet reformatted it) though it is not the row decided.
+    const conflict = (values: readonly (string | null)[]): (string | null)[] => values.map((v, i) => (i > 0 ? v : v === null ? '' : null));
+    const before: (string | null)[] = same ? held.values : held ? conflict(held.values) : d.values;
     let after: (string | null)[] = before;
-    let chosen: Record<string, unknown> | null = null;
-    if (d.decision.kind === 'candidate') {
-      chosen = d.review.candidates[d.decision.n - 1] ?? null;
+    const chosen = d.decision.kind === 'candidate' ? (d.review.candidates[d.decision.n - 1] ?? null) : null;
+    if (d.decision.kind === 'candidate' && same) {
       const result = (run.mode === 'address' ? { status: 'accepted', address: chosen } : { status: 'accepted', company: chosen }) as RecordResult;
       const decided = decideRow(run.mode, { key: d.key, values: before }, target.columns, result);
       if (decided.unfit)
@@ -584,10 +592,18 @@ async function planReviewPage(
   return { page, counts };
 }
 
-/** A review file read: its header, its records, and the cleanse run it belongs to. */
+/** A row of a review file: its cells by column, and its row in the spreadsheet (the header is row 1). */
+interface ReviewRecord {
+  line: number;
+  cells: Record<string, string>;
+  /** Cells that are not empty in no named column (a decision written a column too far, a note). */
+  overflow?: number;
+}
+
+/** A review file read: its header, its records (blank rows left out), and the cleanse run it belongs to. */
 interface ReviewFile {
   headers: string[];
-  records: Record<string, string>[];
+  records: ReviewRecord[];
   /** Null when the file has no rows (an export with nothing to review). */
   runId: string | null;
 }
@@ -614,23 +630,30 @@ async function readReviewFile(path: string): Promise<ReviewFile> {
   const firstLine = text.slice(0, text.search(/\r?\n|$/));
   const count = (d: string): number => firstLine.split(d).length - 1;
   const delimiter = [',', ';', '\t'].reduce((best, d) => (count(d) > count(best) ? d : best), ',');
-  const headers: string[] = [];
-  const records: Record<string, string>[] = [];
+  const rows: string[][] = [];
   await new Promise<void>((resolve, reject) => {
-    // Header cells are neutralised like every other cell of the file (a column named -x is written '-x).
-    parseString(text, { headers: (names) => names.map((name) => restoreCell(name ?? '')), delimiter, ignoreEmpty: true })
-      .on('headers', (h: string[]) => headers.push(...h))
-      .on('data', (r: Record<string, string>) => void records.push(r))
-      .on('error', (e: Error) =>
-        reject(new CleanseError('review-file', `${path} is not a CSV file dq-pg can read (after line ${records.length + 1}: ${e.message})`)),
-      )
+    parseString(text, { delimiter, ignoreEmpty: false })
+      .on('data', (row: string[]) => void rows.push(row))
+      .on('error', (e: Error) => reject(new CleanseError('review-file', `${path} is not a CSV file dq-pg can read (after line ${rows.length}: ${e.message})`)))
       .on('end', () => resolve());
+  });
+  // Header cells are neutralised like every other cell of the file (a column named -x is written '-x).
+  const headers = (rows[0] ?? []).map(restoreCell);
+  const records: ReviewRecord[] = [];
+  rows.slice(1).forEach((row, i) => {
+    // A spreadsheet may leave out the empty cells at a row's end (read as empty) or add empty
+    // ones, and columns without a name. A cell in none of the named columns that is not empty (a
+    // decision written a column too far, a note) makes the row a bad decision (see readDecisions).
+    const cells = Object.fromEntries(headers.map((h, k) => [h, row[k] ?? '']));
+    const overflow = row.filter((cell, k) => (headers[k] ?? '').trim() === '' && cell.trim() !== '').length;
+    // Blank rows are no review rows, but count in the line numbers, which name a row as a spreadsheet does.
+    if (overflow > 0 || row.some((cell) => cell.trim() !== '')) records.push({ line: i + 2, cells, ...(overflow > 0 ? { overflow } : {}) });
   });
   if (!headers.includes(REVIEW_COLUMNS.run)) {
     throw new CleanseError('review-file', `${path} has no ${REVIEW_COLUMNS.run} column; apply a file written by dq-pg review export`);
   }
-  const ids = new Set(records.map((r) => restoreCell(r[REVIEW_COLUMNS.run] ?? '')).filter((id) => id !== ''));
-  if (ids.size === 0 && records.every((r) => Object.values(r).every((cell) => cell.trim() === ''))) return { headers, records, runId: null };
+  const ids = new Set(records.map((r) => restoreCell(r.cells[REVIEW_COLUMNS.run] ?? '')).filter((id) => id !== ''));
+  if (records.length === 0) return { headers, records, runId: null };
   if (ids.size !== 1) {
     throw new CleanseError(
       'review-file',
