@@ -3,6 +3,7 @@ import { open, stat } from 'node:fs/promises';
 import { ExitCode } from '@dq/core';
 import { FORMULA_START, neutraliseCell, restoreCell, REVIEW_COLUMNS, reviewColumnsAt, rowCheck } from '@dq/core/review';
 import { CsvError } from '../errors.js';
+import { fieldSplitter } from '../source/csv-fields.js';
 import { openSource } from '../source/index.js';
 import type { InputEncoding, InputFormat } from '../source/types.js';
 import { openCleanedFile, type CleanedFile, type CleanedRecord } from './cleaned-file.js';
@@ -222,12 +223,28 @@ async function readDecisions(
           `the review file ${path} is not UTF-8 (line ${item.line}): a spreadsheet saves its plain "CSV" format in Windows-1252; pass --encoding windows-1252 (or latin1), or save it as "CSV UTF-8"; nothing was written`,
         );
       }
+      let read: readonly string[] | undefined = item.kind === 'row' ? item.cells : undefined;
       if (item.kind === 'reject') {
-        bad.push({ reviewLine: item.line, decision: '', reason: `the line cannot be read (${item.reason}); fix it in the review file` });
+        // Another width than the header's: a spreadsheet may leave out the empty cells at a row's
+        // end (read as empty) or add some (checked below, with the columns without a name).
+        read = item.code === 'column-count' ? splitRow(item.raw, delimiter, header.length) : undefined;
+        if (read === undefined) {
+          bad.push({ reviewLine: item.line, decision: '', reason: `the line cannot be read (${item.reason}); fix it in the review file` });
+          continue;
+        }
+      }
+      const cells = (read ?? []).map(restoreCell);
+      const text = (cells[at.decision] ?? '').trim();
+      // A cell past the decision in no named column that is not empty: a decision written a column too far, or a note.
+      const stray = cells.findIndex((cell, i) => i > at.decision && (header[i] ?? '').trim() === '' && cell.trim() !== '');
+      if (stray >= 0) {
+        bad.push({
+          reviewLine: item.line,
+          decision: text,
+          reason: `cell ${stray + 1} (${JSON.stringify(cells[stray])}) is in no named column (a decision written a column too far, or a note?): write the decision in column ${REVIEW_COLUMNS.decision}, and give a column of notes a name in line 1`,
+        });
         continue;
       }
-      const cells = item.cells!.map(restoreCell);
-      const text = (cells[at.decision] ?? '').trim();
       if (text === '') {
         onUndecided();
         continue;
@@ -265,8 +282,20 @@ async function readDecisions(
   return { pending, names };
 }
 
+/** The cells of a row of another width than the header's `width`, one that is shorter made as wide with empty cells; undefined when it cannot be split. */
+function splitRow(raw: string, delimiter: string, width: number): string[] | undefined {
+  let cells: string[];
+  try {
+    cells = fieldSplitter(delimiter)(raw);
+  } catch {
+    return undefined;
+  }
+  return cells.length < width ? [...cells, ...Array<string>(width - cells.length).fill('')] : cells;
+}
+
 function parseDecision(text: string): Decision | undefined {
-  if (/^[1-9]\d*$/.test(text)) return { kind: 'candidate', n: Number(text) };
+  // Leading zeros as a cell formatted as text keeps them (02); 0 is no candidate (apply says so).
+  if (/^\d+$/.test(text)) return { kind: 'candidate', n: Number(text) };
   const word = text.toLowerCase();
   if (word === 'keep') return { kind: 'keep' };
   if (word === 'invalid') return { kind: 'invalid' };
