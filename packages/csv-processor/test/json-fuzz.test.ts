@@ -218,12 +218,18 @@ const KEYS = [
   'valueOf',
   'prototype',
   '',
+  // Keys JavaScript lists first, in ascending order ("0" to "4294967294"), and some it does not.
   '1',
   '0',
   '42',
+  '10',
+  '2',
+  '4294967294',
   '01',
   '-1',
   '1.5',
+  '4294967295',
+  '1e3',
   'ключ',
   'a"b',
   'dq',
@@ -259,6 +265,40 @@ function objectAst(rng: Rng, depth: number): Ast & { t: 'obj' } {
   return { t: 'obj', entries };
 }
 
+/** Keys JavaScript lists first (array indices), keys it leaves where they are, and one of each twice. */
+const ORDER_KEYS = ['0', '1', '2', '9', '10', '42', '100', '4294967294', '4294967295', '01', '-1', '1.5', 'b', 'a', 'name', '__proto__'];
+
+/**
+ * An object for the member order: mostly keys such as "2" and "10", objects nested in objects and
+ * arrays. `plain`: only numbers and strings a double and JSON.parse give back as written.
+ */
+function orderAst(rng: Rng, depth: number, plain: boolean): Ast & { t: 'obj' } {
+  const entries: [Ast & { t: 'str' }, Ast][] = [];
+  for (let n = int(rng, 0, 7); n > 0; n--) {
+    let key: Ast & { t: 'str' };
+    if (entries.length > 0 && rng() < 0.1) key = pick(rng, entries)[0];
+    else {
+      const k = pick(rng, ORDER_KEYS);
+      // Now and then written with an escape (\u0031 for "1"): the same key.
+      key =
+        rng() < 0.15
+          ? { t: 'str', text: `"\\u${hex4(rng, k.charCodeAt(0))}${JSON.stringify(k).slice(2)}`, value: k }
+          : { t: 'str', text: JSON.stringify(k), value: k };
+    }
+    const r = rng();
+    let value: Ast;
+    if (depth < 4 && r < 0.25) value = orderAst(rng, depth + 1, plain);
+    else if (depth < 4 && r < 0.35) value = { t: 'arr', items: [orderAst(rng, depth + 1, plain), { t: 'lit', text: 'null' }] };
+    else if (r < 0.7) value = { t: 'num', text: plain ? pick(rng, ['0', '1', '42', '-7', '100']) : numberText(rng) };
+    else if (plain) {
+      const v = pick(rng, ['x', 'Berlin', 'a b', '', '"2":']);
+      value = { t: 'str', text: JSON.stringify(v), value: v };
+    } else value = stringAst(rng);
+    entries.push([key, value]);
+  }
+  return { t: 'obj', entries };
+}
+
 /** Writes `ast` with whitespace `ws()` between its tokens. */
 function write(ast: Ast, ws: () => string): string {
   switch (ast.t) {
@@ -277,8 +317,9 @@ function write(ast: Ast, ws: () => string): string {
 
 /**
  * What a sink writes for `ast` (compact, as stringifyJson writes): numbers exactly as written,
- * strings and keys as JSON.stringify writes their characters, and a key written twice once, with
- * its last value at its first place, in the order JavaScript keeps an object's keys.
+ * strings and keys as JSON.stringify writes their characters, and every object's members in the
+ * order they are written (keys such as "2" and "10" included, which JavaScript would list first),
+ * a key written twice once, with its last value at its first place.
  */
 function expectedText(ast: Ast): string {
   switch (ast.t) {
@@ -290,12 +331,10 @@ function expectedText(ast: Ast): string {
     case 'arr':
       return `[${ast.items.map(expectedText).join(',')}]`;
     case 'obj': {
-      const object: Record<string, string> = {};
-      for (const [k, v] of ast.entries)
-        Object.defineProperty(object, k.value, { value: expectedText(v), enumerable: true, writable: true, configurable: true });
-      return `{${Object.keys(object)
-        .map((k) => `${JSON.stringify(k)}:${object[k]}`)
-        .join(',')}}`;
+      // A Map lists its keys in the order they were first set, whatever they look like.
+      const members = new Map<string, string>();
+      for (const [k, v] of ast.entries) members.set(k.value, expectedText(v));
+      return `{${[...members].map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`;
     }
   }
 }
@@ -404,6 +443,52 @@ describe('lossless JSON (parseJson, stringifyJson)', () => {
         expect(stringifyJson(parseJson(out)), `seed ${seed}, case ${n}: ${text}`).toBe(out);
       }
     }
+  });
+
+  it('writes every object member in the order it is read in, at every depth, keys such as "2" and "10" included; members added after them', () => {
+    for (const seed of seeds(1)) {
+      const rng = mulberry32(seed);
+      for (let n = 0; n < 3000; n++) {
+        // Half of the cases hold only numbers and strings JSON.parse reads as written (its fast path).
+        const ast = orderAst(rng, 0, rng() < 0.5);
+        const text = write(ast, spacer(rng, true));
+        const at = `seed ${seed} (FUZZ_SEED=${seed}), case ${n}: ${text}`;
+        // What the sink does: a copy of the record, the dq members set on it.
+        const record = { ...(parseJson(text) as Record<string, unknown>) };
+        record['dq_status'] = 'valid';
+        record['dq_score'] = 1;
+        const members = expectedText(ast).slice(1, -1);
+        expect(stringifyJson(record), at).toBe(`{${members}${members === '' ? '' : ','}"dq_status":"valid","dq_score":1}`);
+      }
+    }
+  });
+
+  it('keeps members as written: "b", "2", "name", "10", "1" stay in that order, nested ones too; "01", "-1", "1.5", "4294967295" were never moved', () => {
+    const cases = [
+      '{"b":1,"2":0,"name":"x","10":true,"1":null}',
+      '{"id":7,"nested":{"z":{"3":[{"9":1,"x":2,"0":3}],"a":1},"1":"one"},"0":[]}',
+      '{"01":1,"-1":2,"1.5":3,"4294967295":4,"4294967294":5,"4294967293":6}',
+      // The same key twice: its last value at its first place; __proto__ a key like any other.
+      '{"a":1,"1":"first","__proto__":{"2":0,"b":1},"1":"last","0":0}',
+      // A key written with an escape is the same key.
+      '{"x":1,"\\u0031":2,"0":3,"\\u00310":4}',
+    ];
+    const expected = [
+      '{"b":1,"2":0,"name":"x","10":true,"1":null,"dq_status":"valid"}',
+      '{"id":7,"nested":{"z":{"3":[{"9":1,"x":2,"0":3}],"a":1},"1":"one"},"0":[],"dq_status":"valid"}',
+      '{"01":1,"-1":2,"1.5":3,"4294967295":4,"4294967294":5,"4294967293":6,"dq_status":"valid"}',
+      '{"a":1,"1":"last","__proto__":{"2":0,"b":1},"0":0,"dq_status":"valid"}',
+      '{"x":1,"1":2,"0":3,"10":4,"dq_status":"valid"}',
+    ];
+    expect(
+      cases.map((text) => {
+        const record = { ...(parseJson(text) as Record<string, unknown>) };
+        record['dq_status'] = 'valid';
+        return stringifyJson(record);
+      }),
+    ).toEqual(expected);
+    // Written back, it reads back the same.
+    for (const text of expected) expect(stringifyJson(parseJson(text))).toBe(text);
   });
 
   it('keeps a number whose text a double does not give back as its text, and others as numbers', () => {

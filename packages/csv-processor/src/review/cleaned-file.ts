@@ -6,7 +6,7 @@ import { formatCsvLine, type CellValue } from '../sink/csv-format.js';
 import { fieldSplitter, type FieldSplitter } from '../source/csv-fields.js';
 import { bomLength } from '../source/decode.js';
 import { frameRecords, type RawRecord } from '../source/framer.js';
-import { parseJson, stringifyJson } from '../source/lossless-json.js';
+import { jsonKeys, parseJson, stringifyJson } from '../source/lossless-json.js';
 import type { InputFormat } from '../source/types.js';
 
 /** One data record of a cleaned file, with where it lies, so it can be copied or replaced exactly. */
@@ -204,7 +204,7 @@ function openJson(
           const value = object[name];
           return value === undefined || value === null ? '' : typeof value === 'string' ? value : stringifyJson(value);
         },
-        inputNames: () => Object.keys(object).filter((name) => !resultNames.has(name)),
+        inputNames: () => jsonKeys(object).filter((name) => !resultNames.has(name)),
         set: (name, value) => {
           object[name] = value ?? null;
         },
@@ -220,7 +220,7 @@ function openJson(
       if (typeof parsed === 'string') {
         throw new CsvError('input-unreadable', `row 1 (line ${head.value.line}) of ${path} cannot be read: ${parsed}`);
       }
-      (file as { names: readonly string[] }).names = Object.keys(parsed.object);
+      (file as { names: readonly string[] }).names = jsonKeys(parsed.object);
     },
   };
   return file;

@@ -95,6 +95,7 @@ export class Sink {
     if (this.#options.format === 'csv') {
       this.#output.append(formatCsvLine([...(row.cells ?? []), ...values], this.#options.delimiter, this.#options.spreadsheetSafe));
     } else {
+      // The spread keeps the order the input's keys were written in (lossless-json.ts, KEY_ORDER).
       const object: Record<string, unknown> = { ...row.object };
       this.#options.columns.names.forEach((name, i) => {
         object[name] = values[i] ?? null;

@@ -9,7 +9,7 @@ import { fileSize, tooLargeReason } from './csv-source.js';
 import { bomLength, hasEscapedBytes, lossyDecode, recordDecoder, utf8Escaper } from './decode.js';
 import { frameRecords } from './framer.js';
 import { inputBytes, type InputBytes } from './input-bytes.js';
-import { jsonNumber, JsonNumber, parseJson, stringifyJson } from './lossless-json.js';
+import { jsonNumber, JsonNumber, parseJson, setMember, stringifyJson } from './lossless-json.js';
 import type { InputEncoding, Source, SourceItem, SourceOptions, SourcePosition } from './types.js';
 
 /** Opens an NDJSON file: one JSON object per line; other lines are rejected with their number. */
@@ -108,9 +108,9 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
     },
   });
   const elements = StreamArray.make();
-  // The assembler stores each key as an own property (defineProperty: `"__proto__"` is a key like
-  // any other, not the object's prototype), and numbers as written (lossless-json.ts): it would
-  // parseFloat them.
+  // The assembler stores each key as an own property (setMember: `"__proto__"` is a key like any
+  // other, not the object's prototype, and the order keys were written in is kept), and numbers as
+  // written (lossless-json.ts): it would parseFloat them.
   const assembler = (elements as unknown as { _assembler: Assembler })._assembler;
   // A value holding escaped bytes that a later value under the same key replaces leaves its object
   // marked: the element held such bytes all the same (see undecodable).
@@ -122,7 +122,7 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
       const object = assembler.current as Record<string, unknown>;
       const key = assembler.key!;
       if (escaper && escaper.escaped > 0 && Object.hasOwn(object, key) && undecodable(object[key], replaced)) replaced.add(object);
-      Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+      setMember(object, key, value);
       assembler.key = null;
     }
   };

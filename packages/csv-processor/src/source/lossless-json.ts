@@ -3,7 +3,9 @@
  * 12345678901234567890 would come out as 12345678901234567000, and 1.10 as 1.1: input values must
  * come out as they came in (docs/architecture.md, "Input values"). A number whose text a double
  * does not give back is read as a {@link JsonNumber} holding that text, and {@link stringifyJson}
- * writes it back unchanged; every other value is what `JSON.parse` makes of it.
+ * writes it back unchanged; every other value is what `JSON.parse` makes of it. An object's
+ * members are written back in the order they were read in, also when JavaScript would list them in
+ * another (keys that are array indices: see KEY_ORDER).
  */
 
 /** A JSON number whose text a double would not give back (too many digits, 1.0, 1e3, -0). */
@@ -24,11 +26,62 @@ export function jsonNumber(text: string): number | JsonNumber {
 // text without any of these (the common case) is left to JSON.parse alone.
 const MAYBE_LOSSY = /\d{16}|\d[.eE]|-0/;
 
-/** `JSON.parse`, its errors included, with numbers kept as written (see above). */
+// A key of only digits (some written as \u0030-\u0039) may be one JavaScript puts first (see
+// KEY_ORDER); text without one (the common case) is left to JSON.parse alone. Such a key ends in
+// a digit: the cheaper search for that comes first.
+const KEY_ENDS_IN_DIGIT = /\d"\s*:/;
+const MAYBE_INDEX_KEY = /"(?:\d|\\u003\d)+"\s*:/;
+
+/** `JSON.parse`, its errors included, with numbers and key order kept as written (see above). */
 export function parseJson(text: string): unknown {
   const value: unknown = JSON.parse(text);
-  if (!MAYBE_LOSSY.test(text)) return value;
+  if (!MAYBE_LOSSY.test(text) && !(KEY_ENDS_IN_DIGIT.test(text) && MAYBE_INDEX_KEY.test(text))) return value;
   return new Reader(text).value();
+}
+
+/**
+ * The keys of an object in the order they were written. JavaScript lists an object's keys that
+ * are array indices ("0" to "4294967294") first, in ascending order, whatever order they were
+ * written in; members must come out in the order they came in (docs/architecture.md, "Input values").
+ * An object that {@link setMember} gave such a key holds the order its keys were written in under
+ * this symbol: enumerable, so a copy by spread (`{ ...object }`) or `Object.assign` keeps it.
+ * {@link stringifyJson} and {@link jsonKeys} follow it, then list the keys added since.
+ */
+const KEY_ORDER = Symbol('dq-csv JSON key order');
+
+type Ordered = { [KEY_ORDER]?: string[] };
+
+/** Whether JavaScript puts `key` first among an object's keys: an array index, "0" to "4294967294". */
+function isIndexKey(key: string): boolean {
+  const c = key.charCodeAt(0);
+  if (c < 0x30 || c > 0x39) return false; // the common case: one comparison
+  return /^(?:0|[1-9]\d{0,9})$/.test(key) && Number(key) < 4294967295;
+}
+
+/**
+ * Sets a member of an object being read: defined as an own property (`"__proto__"` is a key like
+ * any other, not the object's prototype); the same key twice keeps its first place and takes the
+ * last value, as in JSON.parse. The order of the keys is recorded once one of them is an array
+ * index (see {@link KEY_ORDER}).
+ */
+export function setMember(object: object, key: string, value: unknown): void {
+  const order = (object as Ordered)[KEY_ORDER];
+  if (order !== undefined) {
+    if (!Object.hasOwn(object, key)) order.push(key);
+  } else if (isIndexKey(key) && !Object.hasOwn(object, key)) {
+    // The keys before it hold no array index: JavaScript lists them as written.
+    Object.defineProperty(object, KEY_ORDER, { value: [...Object.keys(object), key], enumerable: true, writable: true, configurable: true });
+  }
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** An object's own keys as written (see {@link KEY_ORDER}), then the ones added since. */
+export function jsonKeys(object: object): string[] {
+  const order = (object as Ordered)[KEY_ORDER];
+  const keys = Object.keys(object);
+  if (order === undefined) return keys;
+  const written = new Set(order.filter((key) => Object.hasOwn(object, key)));
+  return [...written, ...keys.filter((key) => !written.has(key))];
 }
 
 /** Text written as it is between the values {@link stringifyJson} writes. */
@@ -58,7 +111,9 @@ export function stringifyJson(value: unknown): string {
       }
       out += '[';
     } else if (next !== null && typeof next === 'object' && !(next instanceof Date)) {
-      const entries = Object.entries(next).filter(([, v]) => v !== undefined);
+      const entries = (KEY_ORDER in next ? jsonKeys(next).map((key) => [key, (next as Record<string, unknown>)[key]] as const) : Object.entries(next)).filter(
+        ([, v]) => v !== undefined,
+      );
       todo.push(CLOSE_OBJECT);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, v] = entries[i]!;
@@ -112,8 +167,8 @@ class Reader {
         const top = open[open.length - 1];
         if (top === undefined) return value;
         if (Array.isArray(top.container)) top.container.push(value);
-        // The same key twice: the last one wins, as in JSON.parse (defineProperty keeps __proto__ a key).
-        else Object.defineProperty(top.container, top.key, { value, enumerable: true, writable: true, configurable: true });
+        // The same key twice: the last one wins, as in JSON.parse; __proto__ stays a key (setMember).
+        else setMember(top.container, top.key, value);
         this.#space();
         if (this.text[this.#at++] === ',') {
           if (!Array.isArray(top.container)) top.key = this.#key();
