@@ -22,9 +22,10 @@ export function jsonNumber(text: string): number | JsonNumber {
   return JSON.stringify(value) === text ? value : new JsonNumber(text);
 }
 
-// A number a double may not give back has 16 digits in a row, a fraction or exponent, or is -0;
+// A number a double may not give back has 16 digits in a row, a fraction or exponent, or is -0
+// (a minus after a digit is no number's: dates such as "2024-01-02" are not looked at twice);
 // text without any of these (the common case) is left to JSON.parse alone.
-const MAYBE_LOSSY = /\d{16}|\d[.eE]|-0/;
+const MAYBE_LOSSY = /\d{16}|\d[.eE]|(?<!\d)-0/;
 
 // A key of only digits (some written as \u0030-\u0039) may be one JavaScript puts first (see
 // KEY_ORDER); text without one (the common case) is left to JSON.parse alone. Such a key ends in
