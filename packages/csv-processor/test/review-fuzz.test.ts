@@ -5,6 +5,16 @@ import { join } from 'node:path';
 import { formatCsvLine, restoreCell } from '@dq/core/review';
 import { generateDirtyInputs } from '@dq/sandbox';
 import { seededRandom, type Rand } from '@dq/test-support/random';
+import {
+  EXCEL,
+  formatCsv as formatCsvAs,
+  hostileText,
+  parseCsv,
+  randomDecision as randomDecisionOf,
+  randomSave as randomSaveOf,
+  type Expected as ReviewExpected,
+  type Save,
+} from '@dq/test-support/spreadsheet';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readCsv, runCli, unlimited, useSandbox, useTempDir, type CliRun } from './helpers.js';
 
@@ -21,171 +31,24 @@ import { readCsv, runCli, unlimited, useSandbox, useTempDir, type CliRun } from 
 const dir = useTempDir();
 const sandbox = useSandbox(unlimited());
 
-// ---------------------------------------------------------------------------------------------
-// Hostile values
-
-const PIECES = [
-  'a',
-  'Z',
-  '7',
-  '0',
-  ' ',
-  '  ',
-  '"',
-  '""',
-  ',',
-  ';',
-  '\t',
-  '\r',
-  '\n',
-  '\r\n',
-  "'",
-  "''",
-  '=',
-  '+',
-  '-',
-  '@',
-  '=1+2',
-  '-2+3+cmd|x',
-  'ä',
-  'ß',
-  '😀',
-  'e\u0301',
-  '\u00a0',
-  '\u200f',
-  'שלום',
-  '\uFEFF',
-];
-
-/** A value a file may hold: empty, only spaces, leading formula characters or quotes, line breaks, unicode, very long. */
-function hostileValue(r: Rand): string {
-  if (r.chance(0.1)) return '';
-  if (r.chance(0.05)) return ' '.repeat(r.int(1, 3));
-  let value = '';
-  for (let k = r.int(1, 5); k > 0; k--) value += r.pick(PIECES);
-  if (r.chance(0.15)) value = `${r.pick(['=', '+', '-', '@', '\t', '\r', "'", "''"])}${value}`;
-  if (r.chance(0.1)) value += '  ';
-  if (r.chance(0.03)) value = value.repeat(Math.ceil(3000 / value.length));
-  return value;
-}
-
-// ---------------------------------------------------------------------------------------------
-// CSV as a spreadsheet reads and writes it
-
-/** A strict RFC 4180 reader (any of CRLF, LF or CR ends a record outside quotes); blank lines are rows of one empty cell. */
-function parseCsv(text: string, delimiter: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let i = 0;
-  let quoted = false;
-  while (i < text.length) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i += 2;
-      } else if (ch === '"') {
-        quoted = false;
-        i += 1;
-      } else {
-        cell += ch;
-        i += 1;
-      }
-    } else if (ch === '"' && cell === '') {
-      quoted = true;
-      i += 1;
-    } else if (ch === delimiter) {
-      row.push(cell);
-      cell = '';
-      i += 1;
-    } else if (ch === '\r' || ch === '\n') {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = '';
-      i += ch === '\r' && text[i + 1] === '\n' ? 2 : 1;
-    } else {
-      cell += ch;
-      i += 1;
-    }
-  }
-  if (cell !== '' || row.length > 0) {
-    row.push(cell);
-    rows.push(row);
-  }
-  return rows;
-}
-
-/** How a spreadsheet saves the file back. */
-interface Save {
-  bom: boolean;
-  delimiter: ',' | ';';
-  eol: '\r\n' | '\n';
-  quoteAll: boolean;
-  shuffle: boolean;
-  /** Cells of digits only written as numbers (leading zeros gone). */
-  numbers: boolean;
-  /** An empty column after the last one (header and rows). */
-  extraColumn: boolean;
-  /** Blank rows: in the middle and at the end. */
-  blankInMiddle: boolean;
-  blankAtEnd: boolean;
-  /** A row's empty cells at its end left out (as some spreadsheets do past the first rows). */
-  dropTrailing: boolean;
-}
-
+/** A way of saving, not with both an added column and rows without their empty ends (the multi-line rows keep theirs, see below). */
 function randomSave(r: Rand): Save {
-  const save: Save = {
-    bom: r.chance(0.5),
-    delimiter: r.pick([',', ';'] as const),
-    eol: r.pick(['\r\n', '\n'] as const),
-    quoteAll: r.chance(0.5),
-    shuffle: r.chance(0.5),
-    numbers: r.chance(0.5),
-    extraColumn: r.chance(0.3),
-    blankInMiddle: r.chance(0.4),
-    blankAtEnd: r.chance(0.4),
-    dropTrailing: r.chance(0.3),
-  };
-  // Not both: the header would lose the added column and the multi-line rows (see formatCsv) keep it.
+  const save = randomSaveOf(r);
   if (save.dropTrailing) save.extraColumn = false;
   return save;
 }
 
-function formatCsv(rows: readonly (readonly string[])[], save: Save): string {
-  const cell = (v: string) =>
-    save.quoteAll || v.includes('"') || v.includes(save.delimiter) || v.includes('\r') || v.includes('\n') ? `"${v.replaceAll('"', '""')}"` : v;
-  // A blank row is an empty line, also where every other cell is quoted.
-  const line = (row: readonly string[]) => {
-    let cells = [...row];
-    // Not in a row with a line break in a cell: dq-csv's reader takes a multi-line record for one
-    // row only when it has the header's width (else its quote is read as a stray one).
-    if (save.dropTrailing && !row.some((v) => /[\r\n]/.test(v))) while (cells.length > 1 && cells.at(-1) === '') cells = cells.slice(0, -1);
-    return cells.length === 1 && cells[0] === '' ? '' : cells.map(cell).join(save.delimiter);
-  };
-  return `${save.bom ? '\uFEFF' : ''}${rows.map(line).join(save.eol)}${save.eol}`;
-}
+/**
+ * The file as `save` writes it; a row with a line break in a cell keeps its empty cells at the end:
+ * dq-csv's reader takes a multi-line record for one row only when it has the header's width (else
+ * its quote is read as a stray one).
+ */
+const formatCsv = (rows: readonly (readonly string[])[], save: Save): string => formatCsvAs(rows, save, true);
 
-// ---------------------------------------------------------------------------------------------
-// Decisions and what each must come to
-
-type Expected =
-  { kind: 'applied'; n: number } | { kind: 'kept' } | { kind: 'invalid' } | { kind: 'conflict' } | { kind: 'bad'; message: string } | { kind: 'undecided' };
+type Expected = ReviewExpected<'undecided'>;
 
 /** A decision cell as a person (or a spreadsheet) writes it, and what it must come to. */
-function randomDecision(r: Rand, count: number): { cell: string; expected: Expected } {
-  const roll = r();
-  if (roll < 0.2) return { cell: r.pick(['', ' ', '  ']), expected: { kind: 'undecided' } };
-  if (roll < 0.5 && count > 0) {
-    const n = r.int(1, count);
-    return { cell: r.pick([`${n}`, ` ${n} `, `0${n}`, `'${n}`, `${n}\u00a0`]), expected: { kind: 'applied', n } };
-  }
-  if (roll < 0.65) return { cell: r.pick(['keep', 'KEEP', 'Keep ', ' keep', "'keep"]), expected: { kind: 'kept' } };
-  if (roll < 0.75) return { cell: r.pick(['invalid', 'INVALID', 'Invalid ']), expected: { kind: 'invalid' } };
-  const bad = r.pick(['kep', '2.0', '1,5', 'first', '+1', '0', '١', `${count + 1}`, `${count + 10}`, '=1']);
-  return { cell: bad, expected: { kind: 'bad', message: /^\d+$/.test(bad) ? 'does not exist' : 'is not a decision' } };
-}
+const randomDecision = (r: Rand, count: number) => randomDecisionOf(r, count, 'undecided', 'does not exist');
 
 // ---------------------------------------------------------------------------------------------
 // A platform answering hostile names
@@ -200,7 +63,7 @@ async function hostilePlatform(upstream: string, seed: number): Promise<{ url: s
     if (Array.isArray(value)) return value.map(rewrite);
     if (value === null || typeof value !== 'object') return value;
     return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, (k === 'street' || k === 'locality') && typeof v === 'string' && r.chance(0.5) ? hostileValue(r) : rewrite(v)]),
+      Object.entries(value).map(([k, v]) => [k, (k === 'street' || k === 'locality') && typeof v === 'string' && r.chance(0.5) ? hostileText(r) : rewrite(v)]),
     );
   };
   const server: Server = createServer((req, res) => {
@@ -235,7 +98,7 @@ function hostileInput(r: Rand): string {
   const rows = generateDirtyInputs(200, { seed: 5, country: 'DE' }).filter((d) => ['A', 'D', 'E'].includes(d.intendedClass));
   const lines = rows.map((d, i) => {
     const input = d.input as unknown as Record<string, string | undefined>;
-    return INPUT_COLUMNS.map((c) => (c === 'id' ? String(i + 1) : c === 'note' || c === 'memo' ? hostileValue(r) : (input[c] ?? '')));
+    return INPUT_COLUMNS.map((c) => (c === 'id' ? String(i + 1) : c === 'note' || c === 'memo' ? hostileText(r) : (input[c] ?? '')));
   });
   return [INPUT_COLUMNS.join(','), ...lines.map((cells) => formatCsvLine(cells, ',').slice(0, -1))].join('\n') + '\n';
 }
@@ -277,19 +140,6 @@ async function exported(name: string): Promise<{ output: string; file: string; h
 }
 
 /** As a spreadsheet saves it: BOM, CRLF, quotes where needed. */
-const EXCEL: Save = {
-  bom: true,
-  delimiter: ',',
-  eol: '\r\n',
-  quoteAll: false,
-  shuffle: false,
-  numbers: false,
-  extraColumn: false,
-  blankInMiddle: false,
-  blankAtEnd: false,
-  dropTrailing: false,
-};
-
 describe('dq-csv review apply reads what spreadsheets save', () => {
   it('a candidate number with a leading zero (02, as a text cell keeps it) is that candidate', async () => {
     const { output, file, header, rows } = await exported('zero');
@@ -541,9 +391,9 @@ describe('dq-csv review round trip, NDJSON', () => {
       .filter((d) => ['A', 'D', 'E'].includes(d.intendedClass))
       .map((d, i) => ({
         id: i + 1,
-        note: hostileValue(r),
+        note: hostileText(r),
         ...d.input,
-        extra: r.pick([null, 1.5, '1.50', { nested: [hostileValue(r)] }, [1, 'two'], true, hostileValue(r)]),
+        extra: r.pick([null, 1.5, '1.50', { nested: [hostileText(r)] }, [1, 'two'], true, hostileText(r)]),
       }));
     // Numbers as written (1.50, 1e2, a long one), which a decided line keeps as they are.
     const lines = objects.map((o) =>

@@ -3,6 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { candidateText, CANDIDATE_FIELDS, restoreCell, rowCheck } from '@dq/core/review';
 import { seededRandom, type Rand } from '@dq/test-support/random';
+import {
+  EXCEL,
+  formatCsv,
+  hostileText,
+  parseCsv,
+  randomDecision as randomDecisionOf,
+  randomSave,
+  type Expected as ReviewExpected,
+} from '@dq/test-support/spreadsheet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanseArgs, COLUMNS, createCustomers, rowTexts, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
@@ -63,181 +72,16 @@ async function values(db: string): Promise<Map<string, (string | null)[]>> {
   });
 }
 
-// ---------------------------------------------------------------------------------------------
-// Hostile values
-
-const PIECES = [
-  'a',
-  'Z',
-  '7',
-  '0',
-  ' ',
-  '  ',
-  '"',
-  '""',
-  ',',
-  ';',
-  '\t',
-  '\r',
-  '\n',
-  '\r\n',
-  "'",
-  "''",
-  '=',
-  '+',
-  '-',
-  '@',
-  '=1+2',
-  '-2+3+cmd|x',
-  'ä',
-  'ß',
-  '😀',
-  'e\u0301',
-  '\u00a0',
-  '\u200f',
-  'שלום',
-  '\uFEFF',
-];
-
-/** A value a table may hold: NULL, empty, only spaces, leading formula characters or quotes, line breaks, unicode, very long. */
+/** A value a table may hold: NULL, or a hostile text (see @dq/test-support/spreadsheet), at most `maxLength` characters. */
 function hostileValue(r: Rand, maxLength = Infinity): string | null {
   if (r.chance(0.1)) return null;
-  if (r.chance(0.08)) return '';
-  if (r.chance(0.05)) return ' '.repeat(r.int(1, 3));
-  let value = '';
-  for (let k = r.int(1, 5); k > 0; k--) value += r.pick(PIECES);
-  if (r.chance(0.15)) value = `${r.pick(['=', '+', '-', '@', '\t', '\r', "'", "''"])}${value}`;
-  if (r.chance(0.1)) value += '  ';
-  if (r.chance(0.03)) value = value.repeat(Math.ceil(3000 / value.length));
-  return [...value].slice(0, maxLength).join('');
+  return [...hostileText(r)].slice(0, maxLength).join('');
 }
 
-// ---------------------------------------------------------------------------------------------
-// CSV as a spreadsheet reads and writes it
-
-/** A strict RFC 4180 reader (any of CRLF, LF or CR ends a record outside quotes); blank lines are rows of one empty cell. */
-function parseCsv(text: string, delimiter: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let i = 0;
-  let quoted = false;
-  while (i < text.length) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i += 2;
-      } else if (ch === '"') {
-        quoted = false;
-        i += 1;
-      } else {
-        cell += ch;
-        i += 1;
-      }
-    } else if (ch === '"' && cell === '') {
-      quoted = true;
-      i += 1;
-    } else if (ch === delimiter) {
-      row.push(cell);
-      cell = '';
-      i += 1;
-    } else if (ch === '\r' || ch === '\n') {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = '';
-      i += ch === '\r' && text[i + 1] === '\n' ? 2 : 1;
-    } else {
-      cell += ch;
-      i += 1;
-    }
-  }
-  if (cell !== '' || row.length > 0) {
-    row.push(cell);
-    rows.push(row);
-  }
-  return rows;
-}
-
-/** How a spreadsheet saves the file back. */
-interface Save {
-  bom: boolean;
-  delimiter: ',' | ';';
-  eol: '\r\n' | '\n';
-  quoteAll: boolean;
-  shuffle: boolean;
-  /** Cells of digits only written as numbers (leading zeros gone). */
-  numbers: boolean;
-  /** An empty column after the last one (header and rows). */
-  extraColumn: boolean;
-  /** Blank rows: in the middle (a spreadsheet counts them as rows) and at the end. */
-  blankInMiddle: boolean;
-  blankAtEnd: boolean;
-  /** A row's empty cells at its end left out (as some spreadsheets do past the first rows). */
-  dropTrailing: boolean;
-}
-
-function randomSave(r: Rand): Save {
-  return {
-    bom: r.chance(0.5),
-    delimiter: r.pick([',', ';'] as const),
-    eol: r.pick(['\r\n', '\n'] as const),
-    quoteAll: r.chance(0.5),
-    shuffle: r.chance(0.5),
-    numbers: r.chance(0.5),
-    extraColumn: r.chance(0.3),
-    blankInMiddle: r.chance(0.4),
-    blankAtEnd: r.chance(0.4),
-    dropTrailing: r.chance(0.3),
-  };
-}
-
-/** As a spreadsheet saves it: BOM, CRLF, quotes where needed. */
-const EXCEL: Save = {
-  bom: true,
-  delimiter: ',',
-  eol: '\r\n',
-  quoteAll: false,
-  shuffle: false,
-  numbers: false,
-  extraColumn: false,
-  blankInMiddle: false,
-  blankAtEnd: false,
-  dropTrailing: false,
-};
-
-function formatCsv(rows: readonly (readonly string[])[], save: Save): string {
-  const cell = (v: string) =>
-    save.quoteAll || v.includes('"') || v.includes(save.delimiter) || v.includes('\r') || v.includes('\n') ? `"${v.replaceAll('"', '""')}"` : v;
-  // A blank row is an empty line, also where every other cell is quoted.
-  const line = (row: readonly string[]) => {
-    let cells = [...row];
-    if (save.dropTrailing) while (cells.length > 1 && cells.at(-1) === '') cells = cells.slice(0, -1);
-    return cells.length === 1 && cells[0] === '' ? '' : cells.map(cell).join(save.delimiter);
-  };
-  return `${save.bom ? '\uFEFF' : ''}${rows.map(line).join(save.eol)}${save.eol}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Decisions and what each must come to
-
-type Expected =
-  { kind: 'applied'; n: number } | { kind: 'kept' } | { kind: 'invalid' } | { kind: 'conflict' } | { kind: 'bad'; message: string } | { kind: 'skipped' };
+type Expected = ReviewExpected<'skipped'>;
 
 /** A decision cell as a person (or a spreadsheet) writes it, and what it must come to. */
-function randomDecision(r: Rand, count: number): { cell: string; expected: Expected } {
-  const roll = r();
-  if (roll < 0.2) return { cell: r.pick(['', ' ', '  ']), expected: { kind: 'skipped' } };
-  if (roll < 0.5 && count > 0) {
-    const n = r.int(1, count);
-    return { cell: r.pick([`${n}`, ` ${n} `, `0${n}`, `'${n}`, `${n}\u00a0`]), expected: { kind: 'applied', n } };
-  }
-  if (roll < 0.65) return { cell: r.pick(['keep', 'KEEP', 'Keep ', ' keep', "'keep"]), expected: { kind: 'kept' } };
-  if (roll < 0.75) return { cell: r.pick(['invalid', 'INVALID', 'Invalid ']), expected: { kind: 'invalid' } };
-  const bad = r.pick(['kep', '2.0', '1,5', 'first', '+1', '0', '١', `${count + 1}`, `${count + 10}`, '=1']);
-  return { cell: bad, expected: { kind: 'bad', message: /^\d+$/.test(bad) ? 'is not a candidate of this row' : 'is not a decision' } };
-}
+const randomDecision = (r: Rand, count: number) => randomDecisionOf(r, count, 'skipped', 'is not a candidate of this row');
 
 /**
  * The values a row with `before` gets from `candidate`, as a cleanse writes an accepted answer:
