@@ -1,9 +1,8 @@
 import { copyFile, readFile, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { formatCsvLine, restoreCell } from '@dq/core/review';
 import { generateDirtyInputs } from '@dq/sandbox';
+import { rewritingPlatform } from '@dq/test-support/platform';
 import { seededRandom, type Rand } from '@dq/test-support/random';
 import {
   EXCEL,
@@ -66,29 +65,7 @@ async function hostilePlatform(upstream: string, seed: number): Promise<{ url: s
       Object.entries(value).map(([k, v]) => [k, (k === 'street' || k === 'locality') && typeof v === 'string' && r.chance(0.5) ? hostileText(r) : rewrite(v)]),
     );
   };
-  const server: Server = createServer((req, res) => {
-    void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers))
-        if (typeof v === 'string' && !['host', 'connection', 'content-length', 'keep-alive'].includes(k)) headers[k] = v;
-      const answer = await fetch(upstream + (req.url ?? '/'), { method: req.method, headers, ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}) });
-      let body = Buffer.from(await answer.arrayBuffer());
-      if ((answer.headers.get('content-type') ?? '').includes('json') && body.length > 0)
-        body = Buffer.from(JSON.stringify(rewrite(JSON.parse(body.toString('utf8')))));
-      const out: Record<string, string> = {};
-      answer.headers.forEach((v, k) => {
-        if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(k)) out[k] = v;
-      });
-      res.writeHead(answer.status, out).end(body);
-    })().catch((e: unknown) => res.writeHead(502).end(String(e)));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  return rewritingPlatform(upstream, rewrite);
 }
 
 const INPUT_COLUMNS = ['id', 'note', 'street', 'houseNumber', 'postalCode', 'locality', 'country', 'memo'] as const;

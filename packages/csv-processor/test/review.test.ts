@@ -1,11 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseString } from '@fast-csv/parse';
 import { writeToString } from '@fast-csv/format';
 import { FORMULA_START } from '@dq/core/review';
 import { createCompanyService, generateDirtyInputs } from '@dq/sandbox';
+import { rewritingPlatform } from '@dq/test-support/platform';
 import { describe, expect, it } from 'vitest';
 import { readCsv, runCli, unlimited, useSandbox, useTempDir } from './helpers.js';
 
@@ -58,29 +57,7 @@ async function formulaPlatform(upstream: string): Promise<{ url: string; close: 
     if (value === null || typeof value !== 'object') return value;
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, k === 'street' && typeof v === 'string' ? `=${v}` : rewrite(v)]));
   };
-  const server: Server = createServer((req, res) => {
-    void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers))
-        if (typeof v === 'string' && !['host', 'connection', 'content-length', 'keep-alive'].includes(k)) headers[k] = v;
-      const answer = await fetch(upstream + (req.url ?? '/'), { method: req.method, headers, ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}) });
-      let body = Buffer.from(await answer.arrayBuffer());
-      if ((answer.headers.get('content-type') ?? '').includes('json') && body.length > 0)
-        body = Buffer.from(JSON.stringify(rewrite(JSON.parse(body.toString('utf8')))));
-      const out: Record<string, string> = {};
-      answer.headers.forEach((v, k) => {
-        if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(k)) out[k] = v;
-      });
-      res.writeHead(answer.status, out).end(body);
-    })().catch((e: unknown) => res.writeHead(502).end(String(e)));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  return rewritingPlatform(upstream, rewrite);
 }
 
 async function validate(name: string, csv: string, ...more: string[]) {

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createEngine, createLogger, createTransport } from '@dq/core';
 import type { Engine, EngineConfig, Logger, Transport, TransportOptions } from '@dq/core';
 import { generateDirtyInputs, startSandbox } from '@dq/sandbox';
@@ -88,4 +90,35 @@ export function answered(sandbox: Sandbox, endpoint: string, status: string): nu
 /** Requests the sandbox saw on `endpoint`, whatever their outcome. */
 export function requestsTo(sandbox: Sandbox, endpoint: string): number {
   return sandbox.stats().requests[endpoint]?.total ?? 0;
+}
+
+/**
+ * A platform that answers otherwise: `upstream` (the sandbox) behind a proxy, real HTTP both ways,
+ * whose JSON answers pass through `rewrite` (say, to give back street names no sandbox answer has).
+ * Requests and every other answer go through unchanged.
+ */
+export async function rewritingPlatform(upstream: string, rewrite: (value: unknown) => unknown): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    void (async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers))
+        if (typeof v === 'string' && !['host', 'connection', 'content-length', 'keep-alive'].includes(k)) headers[k] = v;
+      const answer = await fetch(upstream + (req.url ?? '/'), { method: req.method, headers, ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}) });
+      let body = Buffer.from(await answer.arrayBuffer());
+      if ((answer.headers.get('content-type') ?? '').includes('json') && body.length > 0)
+        body = Buffer.from(JSON.stringify(rewrite(JSON.parse(body.toString('utf8')))));
+      const out: Record<string, string> = {};
+      answer.headers.forEach((v, k) => {
+        if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(k)) out[k] = v;
+      });
+      res.writeHead(answer.status, out).end(body);
+    })().catch((e: unknown) => res.writeHead(502).end(String(e)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
