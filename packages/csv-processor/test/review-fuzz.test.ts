@@ -11,6 +11,7 @@ import {
   parseCsv,
   randomDecision as randomDecisionOf,
   randomSave as randomSaveOf,
+  saveReview,
   type Expected as ReviewExpected,
   type Save,
 } from '@dq/test-support/spreadsheet';
@@ -257,30 +258,20 @@ async function fuzzCase(seed: number): Promise<void> {
 
   // Saved by a spreadsheet.
   const save = randomSave(r);
-  let body: string[][] = [...rows];
-  if (copy) body.splice(r.int(body.indexOf(duplicated!) + 1, body.length), 0, copy);
-  if (stranger) body.splice(r.int(0, body.length), 0, stranger);
-  if (save.shuffle) body = r.shuffle(body);
-  // A copy listed before its original decides the row; the original is then the duplicate.
-  if (copy && body.indexOf(copy) < body.indexOf(duplicated!)) {
-    const first = expected.get(duplicated!)!.expected;
-    expected.get(copy)!.expected = first.kind === 'conflict' ? first : { kind: 'kept' };
-    expected.get(duplicated!)!.expected = { kind: 'bad', message: 'is decided on review line' };
-  }
-  const decision = col('decision');
-  const reformat = (row: string[]) =>
-    row
-      .map((cell, i) => (save.numbers && i !== decision && /^\d{1,15}$/.test(cell) ? String(Number(cell)) : cell))
-      .concat(row === spill ? [spilled] : save.extraColumn ? [''] : []);
-  const lines: string[][] = [header!.concat(save.extraColumn ? [''] : []), ...body.map(reformat)];
-  const origin: (string[] | undefined)[] = [undefined, ...body];
-  const blankAt = save.blankInMiddle && body.length > 1 ? r.int(2, lines.length - 1) : undefined;
-  if (blankAt !== undefined) {
-    lines.splice(blankAt, 0, ['']);
-    origin.splice(blankAt, 0, undefined);
-  }
-  let saved = formatCsv(lines, save);
-  if (save.blankAtEnd) saved += save.eol;
+  const {
+    text: saved,
+    lines,
+    origin,
+  } = saveReview(r, save, {
+    header: header!,
+    rows,
+    decision: col('decision'),
+    expected,
+    duplicate: copy && { copy, duplicated: duplicated!, message: 'is decided on review line' },
+    stranger,
+    spill: spill && { row: spill, cell: spilled },
+    multiLineWhole: true,
+  });
   await writeFile(file, saved);
   // The line of the review file each row starts on (the header is line 1; a line feed in a cell starts another line).
   const lineOf = new Map<string[], number>();

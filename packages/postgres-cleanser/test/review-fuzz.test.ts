@@ -10,6 +10,7 @@ import {
   parseCsv,
   randomDecision as randomDecisionOf,
   randomSave,
+  saveReview,
   type Expected as ReviewExpected,
 } from '@dq/test-support/spreadsheet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -375,32 +376,18 @@ async function fuzzCase(seed: number, db: string, review: ReviewRow[]): Promise<
 
   // Saved by a spreadsheet.
   const save = randomSave(r);
-  let body: string[][] = [...rows];
-  if (copy) body.splice(r.int(body.indexOf(duplicated!) + 1, body.length), 0, copy);
-  if (stranger) body.splice(r.int(0, body.length), 0, stranger);
-  if (save.shuffle) body = r.shuffle(body);
-  // A copy listed before its original decides the row; the original is then the duplicate.
-  if (copy && body.indexOf(copy) < body.indexOf(duplicated!)) {
-    const first = expected.get(duplicated!)!.expected;
-    expected.get(copy)!.expected = first.kind === 'conflict' ? first : { kind: 'kept' };
-    expected.get(duplicated!)!.expected = { kind: 'bad', message: 'the row was decided already on line' };
-  }
-  const decision = col('decision');
-  const reformat = (row: string[]) =>
-    row
-      .map((cell, i) => (save.numbers && i !== decision && /^\d{1,15}$/.test(cell) ? String(Number(cell)) : cell))
-      .concat(row === spill ? [spilled] : save.extraColumn ? [''] : []);
-  const lines: string[][] = [header!.concat(save.extraColumn ? [''] : []), ...body.map(reformat)];
-  const blankAt = save.blankInMiddle && body.length > 1 ? r.int(2, lines.length - 1) : undefined;
-  if (blankAt !== undefined) lines.splice(blankAt, 0, ['']);
-  let saved = formatCsv(lines, save);
-  if (save.blankAtEnd) saved += save.eol;
+  const { text: saved, origin } = saveReview(r, save, {
+    header: header!,
+    rows,
+    decision: col('decision'),
+    expected,
+    duplicate: copy && { copy, duplicated: duplicated!, message: 'the row was decided already on line' },
+    stranger,
+    spill: spill && { row: spill, cell: spilled },
+  });
   await writeFile(file, saved);
   // The spreadsheet row of each of the file's rows (the header is row 1; a blank row is a row).
-  const rowOf = (row: string[]) => {
-    const at = body.indexOf(row) + 2;
-    return blankAt !== undefined && at >= blankAt + 1 ? at + 1 : at;
-  };
+  const rowOf = (row: string[]) => origin.indexOf(row) + 1;
 
   // Apply.
   const before = await rowTexts(db);

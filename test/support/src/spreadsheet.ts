@@ -181,3 +181,66 @@ export function randomDecision<Empty extends string>(r: Rand, count: number, emp
   const bad = r.pick(['kep', '2.0', '1,5', 'first', '+1', '0', '١', `${count + 1}`, `${count + 10}`, '=1']);
   return { cell: bad, expected: { kind: 'bad', message: /^\d+$/.test(bad) ? outOfRange : 'is not a decision' } };
 }
+
+/** What a review test has made of the exported rows before a person saves the file. */
+export interface EditedReview<Empty extends string> {
+  /** The exported header and rows, decision cells filled in. */
+  readonly header: readonly string[];
+  readonly rows: readonly string[][];
+  /** Column of the decision cells. */
+  readonly decision: number;
+  /** What each row (by identity) must come to; the entry of a row listed twice may change here. */
+  readonly expected: Map<string[], { expected: Expected<Empty> }>;
+  /** A copy of the `duplicated` row with another decision, placed after it unless shuffled before. */
+  readonly duplicate?: { readonly copy: string[]; readonly duplicated: string[]; readonly message: string } | undefined;
+  /** A row of no review, placed anywhere. */
+  readonly stranger?: string[] | undefined;
+  /** A row with one cell more, `cell`, past the last column. */
+  readonly spill?: { readonly row: string[]; readonly cell: string } | undefined;
+  /** As {@link formatCsv}'s `multiLineWhole`. */
+  readonly multiLineWhole?: boolean;
+}
+
+/** A review file as `save` writes it back, and where each row ended up. */
+export interface SavedReview {
+  readonly text: string;
+  /** The rows in the order they were written (the duplicate and the stranger included). */
+  readonly body: readonly string[][];
+  /** The file's rows, header first, as written; `origin[i]` is the row `lines[i]` came from (undefined: the header or a blank row). */
+  readonly lines: readonly string[][];
+  readonly origin: readonly (string[] | undefined)[];
+}
+
+/**
+ * The edited review file saved by a spreadsheet as `save` says: the duplicate and the stranger
+ * placed, rows shuffled, digit-only cells (not the decision) made numbers, an extra empty column, a
+ * blank row in the middle and at the end. When the copy of a row ends up before the row itself, the
+ * copy decides it (keeping it, unless the row had become a conflict) and the row itself is the
+ * duplicate, named with the duplicate's `message`: `expected` is changed so.
+ */
+export function saveReview<Empty extends string>(r: Rand, save: Save, review: EditedReview<Empty>): SavedReview {
+  const { duplicate, stranger, spill, expected } = review;
+  let body: string[][] = [...review.rows];
+  if (duplicate) body.splice(r.int(body.indexOf(duplicate.duplicated) + 1, body.length), 0, duplicate.copy);
+  if (stranger) body.splice(r.int(0, body.length), 0, stranger);
+  if (save.shuffle) body = r.shuffle(body);
+  if (duplicate && body.indexOf(duplicate.copy) < body.indexOf(duplicate.duplicated)) {
+    const first = expected.get(duplicate.duplicated)!.expected;
+    expected.get(duplicate.copy)!.expected = first.kind === 'conflict' ? first : { kind: 'kept' };
+    expected.get(duplicate.duplicated)!.expected = { kind: 'bad', message: duplicate.message };
+  }
+  const reformat = (row: string[]) =>
+    row
+      .map((cell, i) => (save.numbers && i !== review.decision && /^\d{1,15}$/.test(cell) ? String(Number(cell)) : cell))
+      .concat(row === spill?.row ? [spill.cell] : save.extraColumn ? [''] : []);
+  const lines: string[][] = [review.header.concat(save.extraColumn ? [''] : []), ...body.map(reformat)];
+  const origin: (string[] | undefined)[] = [undefined, ...body];
+  if (save.blankInMiddle && body.length > 1) {
+    const at = r.int(2, lines.length - 1);
+    lines.splice(at, 0, ['']);
+    origin.splice(at, 0, undefined);
+  }
+  let text = formatCsv(lines, save, review.multiLineWhole);
+  if (save.blankAtEnd) text += save.eol;
+  return { text, body, lines, origin };
+}
