@@ -10,6 +10,9 @@ export type FaultDecision =
 
 const NONE: FaultDecision = { kind: 'none', latencyMs: 0 };
 
+/** `Retry-After` (seconds) of an injected 429 whose group sets no `retryAfterSeconds`: the rate limiter's shortest. */
+const INJECTED_429_RETRY_AFTER = 1;
+
 /**
  * Per-group fault injection. Each group draws from its own PRNG seeded with (seed, group), so the
  * n-th request of a group gets the same fault for the same seed and settings, whatever the traffic
@@ -48,9 +51,9 @@ export class FaultInjector {
     if (r < spec.resetRate) return { kind: 'reset', latencyMs };
     if (r < spec.resetRate + spec.errorRate) {
       const status = spec.errorStatuses[Math.floor(pick * spec.errorStatuses.length)] ?? 500;
-      return spec.retryAfterSeconds === undefined
-        ? { kind: 'error', status, latencyMs }
-        : { kind: 'error', status, latencyMs, retryAfterSeconds: spec.retryAfterSeconds };
+      // A 429 always carries Retry-After (docs/platform-contract.md 7.1), an injected one too.
+      const retryAfterSeconds = spec.retryAfterSeconds ?? (status === 429 ? INJECTED_429_RETRY_AFTER : undefined);
+      return retryAfterSeconds === undefined ? { kind: 'error', status, latencyMs } : { kind: 'error', status, latencyMs, retryAfterSeconds };
     }
     if (r < spec.resetRate + spec.errorRate + spec.truncateRate) return { kind: 'truncate', latencyMs };
     return { kind: 'none', latencyMs };
