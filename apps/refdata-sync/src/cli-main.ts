@@ -109,6 +109,7 @@ type Values = Partial<Record<keyof typeof OPTIONS, string | boolean>>;
  * version `current` points to and the software packages, not those of older versions it keeps.
  */
 function repair(p: VerifySummary['problems'][number], current: string | undefined): string {
+  if (p.problem === 'not-a-file') return '; then run dq-refdata sync: it downloads this file again and keeps the files that match';
   if (p.problem !== 'missing' && p.problem !== 'size-differs' && p.problem !== 'digest-differs') return '';
   if ((current !== undefined && p.path.startsWith(`${current}/`)) || p.path.startsWith('software/')) {
     return '; run dq-refdata sync: it downloads this file again and keeps the files that match';

@@ -13,7 +13,7 @@ import type { Logger } from '@dq/core';
 import type { DownloadResult } from '@dq/core/download';
 import { installerFor, type SyncConfig } from './config.js';
 import { readCurrent, switchCurrent } from './current-pointer.js';
-import { sha512OfFile, sizeOf } from './fs-sync.js';
+import { checkFoldersInside, describe, NotOursError, sha512OfFile, sizeOf } from './fs-sync.js';
 import { UsageError } from './errors.js';
 import { acquireLock, LOCK_FILE } from './lock.js';
 import { readManifest, upsertFile, writeManifest, type Manifest, type ManifestFile, type ManifestVersion } from './manifest.js';
@@ -96,7 +96,7 @@ export function printableName(name: string): string {
  */
 async function contentMatches(target: string, rel: string, sha512: string | undefined, s: State, signal?: AbortSignal): Promise<boolean> {
   if (sha512 === undefined) return false;
-  const onDisk = await sha512OfFile(join(target, rel), signal);
+  const onDisk = await sha512OfFile(target, rel, signal);
   if (onDisk === undefined) return false;
   if (onDisk === sha512) return true;
   s.warnings.push(
@@ -139,6 +139,7 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
   let lock;
   try {
     await makeTarget(target);
+    await checkLockFile(target);
     lock = await writingTo(join(target, LOCK_FILE), () => acquireLock(target, cfg.lockWaitSeconds, signal));
   } catch (e) {
     const stopped = signal?.aborted && (e as { code?: unknown }).code === 'interrupted';
@@ -151,6 +152,14 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
     s.previous = (await readCurrent(target)) ?? undefined;
     const { version } = await client.fetchVersion({ signal });
     s.version = version;
+    // Where the last sync left current (the manifest), else where current points.
+    const inUse = manifest.current ?? s.previous;
+    if (inUse !== undefined && /^\d{4}-\d{2}-01$/.test(inUse) && version < inUse) {
+      // The server went back (a version withdrawn): its version.txt is what the target follows.
+      s.warnings.push(
+        `version.txt announces ${version}, older than ${inUse} which current pointed to (the server went back a version): ${version} is synced and current points to it once it is complete; ${inUse} stays until --keep removes it`,
+      );
+    }
     let v = manifest.versions[version];
     if (v !== undefined && v.release !== cfg.release && (v.completedAt !== null || manifest.current === version)) {
       // Version directories are named by version alone: another release would replace these files
@@ -210,6 +219,7 @@ type State = SyncSummary & { failures: Failure[] };
 async function syncInstaller(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, v: ManifestVersion, version: string, s: State, signal?: AbortSignal) {
   // The platform's rules: its installer is fetched each time reference data is downloaded, like version.txt.
   const destDir = join(cfg.target, version, 'installer');
+  await checkDownloadDir(cfg.target, `${version}/installer`);
   const r = await writingTo(join(destDir, installerFor(cfg.platform)), () =>
     client.downloadInstaller(installerFor(cfg.platform), { destDir, ...(signal ? { signal } : {}) }),
   );
@@ -241,13 +251,22 @@ async function syncArtifact(
       const known = v.files.find((f) => f.path === rel);
       if (known === undefined || known.sha512 !== sha512 || !known.verified) {
         // On disk and correct but not (or wrongly) recorded, e.g. after the manifest was lost: record it.
-        const size = (await sizeOf(join(cfg.target, rel))) ?? 0;
+        const size = (await sizeOf(cfg.target, rel)) ?? 0;
         upsertFile(v.files, { path: rel, source, size, sha512, fetchedAt: known?.fetchedAt ?? now(), verified: true });
         await writeManifest(cfg.target, manifest);
       }
       return;
     }
     asked = source;
+    // The file goes where its folders are: never through a link to somewhere outside the target.
+    await checkDownloadDir(cfg.target, dirname(rel));
+    if (v.completedAt !== null && v.files.some((f) => f.path === rel)) {
+      // A file of a complete version is replaced in place (the server changed it, or it changed on
+      // disk): until every file matches again the version is a mix, not complete, so verify and
+      // status do not call it complete if this sync stops half-way.
+      v.completedAt = null;
+      await writeManifest(cfg.target, manifest);
+    }
     const r = await writingTo(join(cfg.target, rel), () =>
       client.download(source, {
         destDir: join(cfg.target, dirname(rel)),
@@ -314,6 +333,7 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
     return;
   }
   const destDir = join(cfg.target, 'software', spec.product, spec.platform ?? 'any');
+  await checkDownloadDir(cfg.target, relative(cfg.target, destDir));
   // Packages are named by the server: two of this sync's packages given one name would replace
   // each other on every run, so the second is refused before it replaces the first.
   const others = new Map<string, string>();
@@ -358,12 +378,45 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
 }
 
 /**
+ * Checks the folder `relDir` of the target before a download writes into it: every folder on the
+ * way a real folder (never a link that leads outside the target), and every download part or
+ * sidecar in it a regular file — a link there would be written through, a named pipe block the
+ * write for ever.
+ */
+async function checkDownloadDir(target: string, relDir: string): Promise<void> {
+  await checkFoldersInside(target, relDir, true);
+  const dir = join(target, relDir);
+  const entries = await readdir(dir, { withFileTypes: true }).catch((e: unknown) => {
+    if ((e as { code?: unknown }).code === 'ENOENT') return [];
+    throw e;
+  });
+  for (const e of entries) {
+    if (!PART_FILE.test(e.name) || e.isFile()) continue;
+    const path = join(dir, e.name);
+    throw new NotOursError(path, join(relDir, e.name), await describe(path, e), 'file');
+  }
+}
+
+/**
+ * Refuses a lock file that is not a regular file (a named pipe, a link, a folder put there): the
+ * lock is read to judge its owner, and such a read would block or lead outside the target.
+ */
+async function checkLockFile(target: string): Promise<void> {
+  const path = join(target, LOCK_FILE);
+  const st = await lstat(path).catch(() => undefined);
+  if (st === undefined || st.isFile()) return;
+  throw new NotOursError(path, LOCK_FILE, await describe(path, st), 'file');
+}
+
+/**
  * Creates the target directory; a target that is a file, or lies under one, or a symbolic link to
  * nothing is a usage error.
  */
 async function makeTarget(target: string): Promise<void> {
   try {
-    await writingTo(target, () => mkdir(target, { recursive: true }));
+    await mkdir(target, { recursive: true }).catch((e: unknown) => {
+      throw targetFileError(target, e) ?? e;
+    });
   } catch (e) {
     const code = (e as { code?: unknown }).code;
     if (code !== 'ENOENT' && code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
@@ -396,7 +449,11 @@ async function makeTarget(target: string): Promise<void> {
  */
 async function pruneVersions(target: string, manifest: Manifest, keep: number, s: State): Promise<string[]> {
   const all = Object.keys(manifest.versions).sort().reverse();
-  const complete = all.filter((ver) => manifest.versions[ver]?.completedAt !== null);
+  // The version in use counts first among the kept: after the server went back a version, a newer
+  // one is not kept beside it beyond --keep.
+  const complete = all
+    .filter((ver) => manifest.versions[ver]?.completedAt !== null)
+    .sort((a, b) => (a === manifest.current ? -1 : b === manifest.current ? 1 : 0));
   const unfinishedOld = all.filter((ver) => manifest.versions[ver]?.completedAt === null && manifest.current !== null && ver < manifest.current);
   const removed: string[] = [];
   for (const ver of [...complete.slice(keep), ...unfinishedOld]) {

@@ -5,6 +5,7 @@
  */
 import { formatBytes, NoRoomError } from '@dq/core/download';
 import { InterruptedError, TargetError } from './errors.js';
+import { readError } from './fs-sync.js';
 
 const FULL: Readonly<Record<string, string>> = {
   ENOSPC: 'the file system is full (ENOSPC)',
@@ -52,7 +53,9 @@ export async function writingTo<T>(path: string, step: () => Promise<T>): Promis
     return await step();
   } catch (e) {
     if ((e as { code?: unknown } | null | undefined)?.code === 'aborted') throw new InterruptedError(`while writing ${path}`, e);
-    throw targetFileError(path, e) ?? e;
+    const code = (e as { code?: unknown } | null | undefined)?.code;
+    // A folder where a file goes, or a file where a folder goes: named, for a person to move away.
+    throw targetFileError(path, e) ?? (code === 'EISDIR' || code === 'ENOTDIR' ? readError(path, e) : e);
   }
 }
 

@@ -2,12 +2,12 @@
  * `dq-refdata verify` (re-hash every file the manifest lists and check `current`) and
  * `dq-refdata status` (what the target holds, without reading file contents).
  */
-import { readFile, stat } from 'node:fs/promises';
+import { lstat, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { lockOwnerAlive, type FileLockOwner } from '@dq/core/lock';
 import { readCurrent } from './current-pointer.js';
 import { InterruptedError, UsageError } from './errors.js';
-import { sha512OfFile, sizeOf } from './fs-sync.js';
+import { NotOursError, openInside, sha512OfHandle } from './fs-sync.js';
 import { LOCK_FILE } from './lock.js';
 import { MANIFEST_FILE, readManifest, type ManifestFile } from './manifest.js';
 import { stoppedBy } from './target-fs.js';
@@ -20,7 +20,12 @@ export interface VerifySummary {
   /** Files re-hashed. */
   checked: number;
   bytes: number;
-  problems: Array<{ path: string; problem: 'manifest-missing' | 'missing' | 'size-differs' | 'digest-differs' | 'current-pointer'; detail: string }>;
+  problems: Array<{
+    path: string;
+    /** `not-a-file`: a symbolic link, folder, named pipe or device where the file belongs (not followed, not read). */
+    problem: 'manifest-missing' | 'missing' | 'size-differs' | 'digest-differs' | 'not-a-file' | 'current-pointer';
+    detail: string;
+  }>;
 }
 
 /** Throws a {@link UsageError} (exit 2) when `target` does not exist or is not a directory. */
@@ -44,7 +49,7 @@ async function requireTargetDir(target: string, consequence: string): Promise<vo
  */
 export async function verifyTarget(target: string, signal?: AbortSignal): Promise<VerifySummary> {
   await requireTargetDir(target, 'nothing to verify');
-  if ((await sizeOf(join(target, MANIFEST_FILE))) === undefined) {
+  if ((await lstat(join(target, MANIFEST_FILE)).catch(() => undefined)) === undefined) {
     const detail = `no ${MANIFEST_FILE} in ${target}, so nothing says what its files should hold; run dq-refdata sync on it (files on disk that match the server's checksums are kept, not downloaded again)`;
     return {
       command: 'verify',
@@ -59,24 +64,37 @@ export async function verifyTarget(target: string, signal?: AbortSignal): Promis
   const files: ManifestFile[] = [...Object.values(manifest.versions).flatMap((v) => [...v.files, ...(v.installer ? [v.installer] : [])]), ...manifest.software];
   const out: VerifySummary = { command: 'verify', ok: true, current: await readCurrent(target), checked: 0, bytes: 0, problems: [] };
   for (const f of files) {
-    const abs = join(target, f.path);
-    const size = await sizeOf(abs);
-    if (size === undefined) {
+    let opened;
+    try {
+      opened = await openInside(target, f.path);
+    } catch (e) {
+      // A link is not followed (it may lead outside the target), a pipe or device never read.
+      if (!(e instanceof NotOursError)) throw e;
+      const what = e.rel === f.path ? `${e.found}, not the file dq-refdata placed` : `${e.rel} on its way is ${e.found}, not a folder`;
+      out.problems.push({ path: f.path, problem: 'not-a-file', detail: `${what}; not followed or read: move ${e.rel} away` });
+      continue;
+    }
+    if (opened === undefined) {
       out.problems.push({ path: f.path, problem: 'missing', detail: 'listed in the manifest but not on disk' });
       continue;
     }
-    if (size !== f.size) {
-      out.problems.push({ path: f.path, problem: 'size-differs', detail: `manifest ${f.size} bytes, disk ${size}` });
-      continue;
+    const { fh, size } = opened;
+    let digest: string;
+    try {
+      if (size !== f.size) {
+        out.problems.push({ path: f.path, problem: 'size-differs', detail: `manifest ${f.size} bytes, disk ${size}` });
+        continue;
+      }
+      digest = await sha512OfHandle(fh, join(target, f.path), signal).catch((e: unknown) => {
+        if (signal?.aborted) throw new InterruptedError(`verify interrupted ${stoppedBy(signal, e)}; nothing was changed: run dq-refdata verify again`, e);
+        throw e;
+      });
+    } finally {
+      await fh.close();
     }
-    const digest = await sha512OfFile(abs, signal).catch((e: unknown) => {
-      if (signal?.aborted) throw new InterruptedError(`verify interrupted ${stoppedBy(signal, e)}; nothing was changed: run dq-refdata verify again`, e);
-      throw e;
-    });
     out.checked++;
     out.bytes += size;
-    if (digest === undefined) out.problems.push({ path: f.path, problem: 'missing', detail: 'listed in the manifest but gone from disk while verifying' });
-    else if (digest !== f.sha512) out.problems.push({ path: f.path, problem: 'digest-differs', detail: `manifest ${f.sha512}, disk ${digest}` });
+    if (digest !== f.sha512) out.problems.push({ path: f.path, problem: 'digest-differs', detail: `manifest ${f.sha512}, disk ${digest}` });
   }
   if (manifest.current === null && out.current === undefined) {
     // A sync that never completed a version (a file missing on the server, a full disk) leaves
@@ -90,11 +108,14 @@ export async function verifyTarget(target: string, signal?: AbortSignal): Promis
     out.problems.push({ path: 'current', problem: 'current-pointer', detail: `points to ${out.current ?? 'nothing'}, manifest says ${manifest.current}` });
   } else if (out.current !== undefined && manifest.versions[out.current]?.completedAt == null) {
     // A version the manifest does not list (or lists as unfinished) has nothing to check its files against.
-    const what = manifest.versions[out.current] === undefined ? `which ${MANIFEST_FILE} does not list` : `which ${MANIFEST_FILE} lists as not complete`;
+    const what =
+      manifest.versions[out.current] === undefined
+        ? `which ${MANIFEST_FILE} does not list: none of its files can be checked`
+        : `which ${MANIFEST_FILE} lists as not complete: a sync found files of it that no longer match the server's and has not replaced them all yet`;
     out.problems.push({
       path: 'current',
       problem: 'current-pointer',
-      detail: `points to ${out.current}, ${what}: none of its files can be checked; run dq-refdata sync (files whose content matches the server's checksums are kept, not downloaded again)`,
+      detail: `points to ${out.current}, ${what}; run dq-refdata sync (files whose content matches the server's checksums are kept, not downloaded again)`,
     });
   }
   out.ok = out.problems.length === 0;
@@ -117,7 +138,16 @@ export async function targetStatus(target: string): Promise<StatusSummary> {
   const manifest = await readManifest(target);
   let lockedBy: number | undefined;
   try {
-    const owner = JSON.parse(await readFile(join(target, LOCK_FILE), 'utf8')) as Partial<FileLockOwner>;
+    // Read as sync reads the target: a pipe or link put there is not read (the read would block).
+    const opened = await openInside(target, LOCK_FILE);
+    if (opened === undefined) throw new Error('no lock');
+    let text: string;
+    try {
+      text = opened.size > 64 * 1024 ? '' : await opened.fh.readFile('utf8');
+    } finally {
+      await opened.fh.close();
+    }
+    const owner = JSON.parse(text) as Partial<FileLockOwner>;
     const refreshedAtMs = (await stat(join(target, LOCK_FILE))).mtimeMs;
     // The lock of a process of this host that is gone (killed, or its pid given to another since)
     // names no running sync; the next sync takes it over. Judged as the lock itself judges it.
