@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -33,6 +34,8 @@ afterEach(async () => {
   await server.close();
 });
 
+/** The name of the part file a download of `urlPath` grows in (DownloadClient's own naming). */
+const partName = (urlPath: string) => `.dq-download-${createHash('sha256').update(urlPath).digest('hex').slice(0, 16)}.part`;
 const leftovers = () => readdirSync(dest).filter((f) => f.startsWith('.dq-download-'));
 
 describe('DownloadClient.download', () => {
@@ -357,6 +360,39 @@ describe('DownloadClient.download', () => {
       await b.close();
     }
   }, 20_000);
+
+  it('never writes through a symbolic link under its part file name: the link is removed and the file placed is the download', async () => {
+    mkdirSync(dest, { recursive: true });
+    const outside = join(root, `outside-${seq}`);
+    // A dangling link: writing through it would create the file out of the destination.
+    symlinkSync(join(outside, 'DE_001.zip'), join(dest, partName(ARTIFACT)));
+    mkdirSync(outside);
+    const r = await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+    expect(r.sha512).toBe(sha512(body));
+    expect(readdirSync(outside)).toEqual([]);
+    expect(lstatSync(join(dest, 'DE_001.zip')).isFile()).toBe(true);
+    expect(readFileSync(join(dest, 'DE_001.zip')).equals(body)).toBe(true);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('does not wait for ever on a named pipe under its part or sidecar name: they are removed and the download placed', async () => {
+    mkdirSync(dest, { recursive: true });
+    execFileSync('mkfifo', [join(dest, partName(ARTIFACT)), join(dest, `${partName(ARTIFACT)}.json`)]);
+    const download = client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip', expectedSha512: sha512(body) });
+    const hung = new Promise<string>((resolve) => setTimeout(() => resolve('still waiting after 10 s'), 10_000).unref());
+    expect(await Promise.race([download.then((d) => d.sha512), hung])).toBe(sha512(body));
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('names a folder under its part file name and leaves it', async () => {
+    mkdirSync(join(dest, partName(ARTIFACT)), { recursive: true });
+    const err = (await client.download(ARTIFACT, { destDir: dest, fileName: 'DE_001.zip' }).catch((e: unknown) => e)) as DqError;
+    expect(err).toBeInstanceOf(DqError);
+    expect(err.code).toBe('download-part-not-a-file');
+    expect(err.message).toContain(join(dest, partName(ARTIFACT)));
+    expect(existsSync(join(dest, 'DE_001.zip'))).toBe(false);
+    expect(lstatSync(join(dest, partName(ARTIFACT))).isDirectory()).toBe(true);
+  });
 
   it('sends a 404 exactly once and names the path', async () => {
     const err = await client.download('/download/v1/data/post/DE/release-v3/2026-11-01/DE_009.zip', { destDir: dest }).catch((e: unknown) => e);

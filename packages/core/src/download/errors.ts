@@ -16,6 +16,8 @@ export const DOWNLOAD_CODES = {
   stalled: 'download-stalled',
   /** the destination's file system has less room than the bytes still to come; nothing was written */
   noRoom: 'download-no-room',
+  /** a folder where the download keeps its part file (`.dq-download-<key>.part`) or its sidecar; a person moves it away */
+  partNotAFile: 'download-part-not-a-file',
 } as const;
 
 /**

@@ -4,9 +4,11 @@
  * small sidecar records what the part belongs to, so a later run resumes only the same download.
  */
 import { constants } from 'node:fs';
-import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { DqError } from '../errors/dq-error.js';
 import { hashFile, writeBody } from './block-pipeline.js';
+import { DOWNLOAD_CODES } from './errors.js';
 import type { EarlyBody } from './http.js';
 import type { BlockHasher } from './sha512-hasher.js';
 
@@ -25,6 +27,12 @@ interface PartMeta {
    */
   validator?: string;
 }
+
+/**
+ * Added to every open of a part or its sidecar: never through a symbolic link (which could lead out
+ * of the destination), never waiting on a named pipe.
+ */
+const OWN_FILE = constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 /** Picks the hasher for a file of `total` bytes (undefined: size unknown). */
 export type HasherFactory = (total: number | undefined) => BlockHasher;
@@ -61,6 +69,7 @@ export class PartialFile {
    * step with the file, hashing the existing part once when a previous run left it.
    */
   async resumeOffset(): Promise<{ offset: number; total: number | undefined; validator: string | undefined; begunHere: boolean }> {
+    await this.#clearStrangers();
     const size = await fileSize(this.#part);
     if (size === 0) return { offset: 0, total: undefined, validator: undefined, begunHere: false };
     const meta = await this.#readMeta();
@@ -70,7 +79,7 @@ export class PartialFile {
     }
     if (this.#hashed !== size || this.#hasher === undefined) {
       const hasher = this.#restartHash(meta.total);
-      const fh = await open(this.#part, 'r');
+      const fh = await open(this.#part, constants.O_RDONLY | OWN_FILE);
       try {
         await hashFile(fh, size, hasher);
       } finally {
@@ -98,7 +107,7 @@ export class PartialFile {
    */
   async begin(total: number | undefined, validator: string | undefined): Promise<void> {
     const meta: PartMeta = { urlPath: this.#urlPath, total: total ?? null, expectedSha512: this.#expected, ...(validator === undefined ? {} : { validator }) };
-    await writeFile(this.#meta, JSON.stringify(meta));
+    await writeFile(this.#meta, JSON.stringify(meta), { flag: constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | OWN_FILE });
     this.#restartHash(total);
     this.#hashed = 0;
     this.#begunHere = true;
@@ -114,7 +123,7 @@ export class PartialFile {
     const hasher = this.#hasher ?? this.#restartHash(this.#total);
     const start = this.#hashed;
     // Positional writes (not O_APPEND): blocks in flight may complete out of order.
-    const fh = await open(this.#part, constants.O_WRONLY | constants.O_CREAT);
+    const fh = await open(this.#part, constants.O_WRONLY | constants.O_CREAT | OWN_FILE);
     let outcome;
     try {
       const expected = this.#total === undefined ? undefined : this.#total - start;
@@ -153,6 +162,30 @@ export class PartialFile {
     await syncDir(dirname(target));
   }
 
+  /**
+   * Removes what is under the part's or the sidecar's name and is not a regular file: a symbolic
+   * link (to a file out of the destination, say), a named pipe, a socket or a device was made by no
+   * download, and writing through it would write elsewhere or wait for ever. The link itself is
+   * removed, never what it points to; the download starts that file afresh. A folder there is an
+   * error naming it, for a person to move away.
+   */
+  async #clearStrangers(): Promise<void> {
+    for (const path of [this.#part, this.#meta]) {
+      const st = await lstat(path).catch((e: unknown) => {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw e;
+      });
+      if (st === undefined || st.isFile()) continue;
+      if (st.isDirectory()) {
+        throw new DqError(`${path} is a folder where the download keeps its part file; move it away, then download again`, {
+          code: DOWNLOAD_CODES.partNotAFile,
+          retriable: false,
+        });
+      }
+      await rm(path, { force: true });
+    }
+  }
+
   #restartHash(total: number | undefined): BlockHasher {
     this.#hasher?.dispose();
     this.#total = total;
@@ -162,7 +195,7 @@ export class PartialFile {
 
   async #readMeta(): Promise<PartMeta | undefined> {
     try {
-      const m = JSON.parse(await readFile(this.#meta, 'utf8')) as Partial<PartMeta>;
+      const m = JSON.parse(await readFile(this.#meta, { encoding: 'utf8', flag: constants.O_RDONLY | OWN_FILE })) as Partial<PartMeta>;
       return typeof m.urlPath === 'string' && (typeof m.total === 'number' || m.total === null)
         ? {
             urlPath: m.urlPath,
