@@ -379,22 +379,11 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
 
 /**
  * Checks the folder `relDir` of the target before a download writes into it: every folder on the
- * way a real folder (never a link that leads outside the target), and every download part or
- * sidecar in it a regular file — a link there would be written through, a named pipe block the
- * write for ever.
+ * way a real folder, never a link that leads outside the target. (A link or a named pipe under a
+ * download part's name is the download client's to remove: it never writes through one.)
  */
 async function checkDownloadDir(target: string, relDir: string): Promise<void> {
   await checkFoldersInside(target, relDir, true);
-  const dir = join(target, relDir);
-  const entries = await readdir(dir, { withFileTypes: true }).catch((e: unknown) => {
-    if ((e as { code?: unknown }).code === 'ENOENT') return [];
-    throw e;
-  });
-  for (const e of entries) {
-    if (!PART_FILE.test(e.name) || e.isFile()) continue;
-    const path = join(dir, e.name);
-    throw new NotOursError(path, join(relDir, e.name), await describe(path, e), 'file');
-  }
 }
 
 /**

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import {
   cpSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -160,26 +161,27 @@ describe('dq-refdata and download parts left in the target', () => {
   const urlPath = '/download/v1/data/post/AT/release-v3/2026-11-01/AT_001.zip';
   const partName = `.dq-download-${createHash('sha256').update(urlPath).digest('hex').slice(0, 16)}.part`;
 
-  it('a part that is a link to a file outside the target, or a named pipe: never written through or blocked on (exit 2 naming it); a regular part of another download is discarded and the file placed', async () => {
+  it('a part that is a link to a file outside the target, or a named pipe: removed, never written through or blocked on, and the file placed; a regular part of another download is discarded and the file placed', async () => {
     const target = copyOfSynced();
     rmSync(join(target, AT));
     const part = join(target, dirname(AT), partName);
     const outside = join(dirname(target), 'written-through-the-part');
     symlinkSync(outside, part);
     const s = await run(syncFlags(target));
-    expect(s.code, s.stderr).toBe(2);
-    expect(s.stderr).toContain(`dq-refdata: ${part} is a symbolic link to ${outside} where dq-refdata keeps a file; it is not followed`);
+    expect(s.code, s.stderr).toBe(0);
     expect(existsSync(outside)).toBe(false);
-    expect(existsSync(join(target, AT))).toBe(false);
+    expect(lstatSync(join(target, AT)).isFile()).toBe(true);
+    expect((await run(['verify', '--target', target])).code).toBe(0);
 
-    rmSync(part);
+    rmSync(join(target, AT));
     execFileSync('mkfifo', [part]);
     const p = await run(syncFlags(target));
-    expect(p.code, p.stderr).toBe(2);
-    expect(p.stderr).toContain(`dq-refdata: ${part} is a named pipe (FIFO) where dq-refdata keeps a file`);
+    expect(p.code, p.stderr).toBe(0);
+    expect(lstatSync(join(target, AT)).isFile()).toBe(true);
+    expect(readdirSync(join(target, dirname(AT)))).toEqual(['AT_001.zip']);
 
     // A part of the same name left by another download (its sidecar names another URL), of another size.
-    rmSync(part);
+    rmSync(join(target, AT));
     writeFileSync(part, Buffer.alloc(50_000, 7));
     writeFileSync(`${part}.json`, JSON.stringify({ urlPath: urlPath.replace('2026-11-01', '2026-10-01'), total: 50_000, expectedSha512: null }));
     const r = await run(syncFlags(target));
