@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFlagParsers } from '../src/cli/index.js';
+import { checkEmptyFlags, commandLineRedactor, createFlagParsers } from '../src/cli/index.js';
 
 class UsageProblem extends Error {}
 const flags = createFlagParsers((flag, problem) => new UsageProblem(`${flag}: ${problem}`));
@@ -24,6 +24,35 @@ describe('command-line flag checks', () => {
     expect(flags.url('--base-url', undefined)).toBeUndefined();
     expect(() => flags.url('--base-url', 'ftp://example.com')).toThrow(/--base-url: "ftp:\/\/example.com" is not an http\(s\) URL/);
     expect(() => flags.url('--base-url', 'localhost:8080x y')).toThrow(UsageProblem);
+    // The refused URL is named without its password.
+    expect(() => flags.url('--base-url', 'ftp://etl:s3cret-pw@example.com/x')).toThrow(
+      new UsageProblem('--base-url: "ftp://etl:[redacted]@example.com/x" is not an http(s) URL'),
+    );
+  });
+
+  it('takes numbers written in decimal only: no hexadecimal, binary or padded text', () => {
+    expect(flags.number('--concurrency', '1e3', 1, 4096, true)).toBe(1000);
+    for (const text of ['0x10', '0b11', '0o7', ' 5', '5 ', '1_000', 'Infinity']) {
+      expect(() => flags.number('--concurrency', text, 1, 4096, true), text).toThrow(`--concurrency: "${text}" must be an integer from 1 to 4096`);
+    }
+  });
+
+  it("refuses a flag given an empty value, saying what to write; a command line's secrets and URL passwords are redacted", () => {
+    const usage = '  --rejects <file>   rejected rows\n  --map <field>=<col>,...';
+    expect(() => checkEmptyFlags({ rejects: '', map: ['a=b'] }, usage, (f, p) => new UsageProblem(`${f}: ${p}`))).toThrow(
+      new UsageProblem('--rejects: the value is empty: write --rejects <file>, or leave the flag out'),
+    );
+    expect(() => checkEmptyFlags({ map: ['a=b', ''] }, usage, (f, p) => new UsageProblem(`${f}: ${p}`))).toThrow(/--map <field>=<col>,\.\.\./);
+    expect(() => checkEmptyFlags({ rejects: 'r.csv', resume: true }, usage, (f, p) => new UsageProblem(`${f}: ${p}`))).not.toThrow();
+    const redact = commandLineRedactor(
+      ['--api-key', 'key-123456', '--base-url=http://u:pw-9876@h/'],
+      { DQ_API_KEY: 'env-key-4242' },
+      ['api-key'],
+      ['DQ_API_KEY'],
+    );
+    expect(redact('key-123456 env-key-4242 http://u:pw-9876@h/ postgres://a:b@db/x')).toBe(
+      '[redacted] [redacted] http://u:[redacted]@h/ postgres://a:[redacted]@db/x',
+    );
   });
 
   it('keeps --store as given (resolved by openStore) and reads --max-age as an age, refusing other text', () => {

@@ -1,5 +1,6 @@
 import type { EndpointId } from '../throttle/types.js';
 import { parseAge } from '../store/age.js';
+import { withoutUrlPasswords } from './command-line.js';
 
 /** The engine flags every connector's CLI takes, as `util.parseArgs` options. */
 export const ENGINE_FLAG_OPTIONS = {
@@ -84,6 +85,9 @@ export interface FlagParsers {
   engine(values: EngineFlagValues): EngineFlagSettings;
 }
 
+/** A number as people write it in decimal: `5`, `-1`, `0.05`, `.5`, `1e3`. */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
 /**
  * Flag checks whose failures are built by `fail(flag, problem)`, so each CLI keeps its own error
  * class and exit code while the checks and their messages are written once.
@@ -95,8 +99,9 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
       return value as T;
     },
     number(flag, text, min, max, integer) {
-      const n = Number(text);
-      if (text.trim() === '' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+      // Decimal only: Number() would also take 0x10, 0b11 and text padded with spaces.
+      const n = DECIMAL.test(text) ? Number(text) : NaN;
+      if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
         throw fail(flag, `"${text}" must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
       }
       return n;
@@ -104,12 +109,14 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
     url(flag, text) {
       if (text === undefined) return undefined;
       let protocol: string;
+      // The URL may hold a password: the message shows the URL without it.
+      const refused = () => fail(flag, `"${withoutUrlPasswords(text)}" is not an http(s) URL`);
       try {
         protocol = new URL(text).protocol;
       } catch {
-        throw fail(flag, `"${text}" is not an http(s) URL`);
+        throw refused();
       }
-      if (protocol !== 'http:' && protocol !== 'https:') throw fail(flag, `"${text}" is not an http(s) URL`);
+      if (protocol !== 'http:' && protocol !== 'https:') throw refused();
       return text;
     },
     postgresUrl(flag, text) {

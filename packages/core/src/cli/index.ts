@@ -3,3 +3,5 @@ export type { EngineFlagSettings, FlagParsers } from './flags.js';
 export { parseFlags, cliFailure } from './run-cli.js';
 export type { CliFailure } from './run-cli.js';
 export { exitWhenDone, runCommand } from './exit.js';
+export { checkEmptyFlags, commandLineRedactor, mapEntries, withoutUrlPasswords } from './command-line.js';
+export type { MapEntry } from './command-line.js';
