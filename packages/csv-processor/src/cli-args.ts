@@ -1,4 +1,4 @@
-import { createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
+import { checkEmptyFlags, commandLineRedactor as redactorOf, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
 import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES } from '@dq/core/schemas';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './mapping.js';
@@ -22,6 +22,8 @@ Options:
   --rejects <file>          unparseable rows (CSV: line,code,reason,raw); default
                             <output without extension>.rejects.csv
   --map <field>=<col>,...   request fields from columns; default: columns named like the fields
+                            (quote a name holding a comma or edge spaces: street="Strasse, Nr";
+                            a repeated --map adds its fields)
                             address: street, houseNumber, addressLine, postalCode, locality,
                                      localityLine, country
                             company: company, zip, city, street   tr: trCourt, trType, trNo
@@ -66,40 +68,48 @@ export type CliCommand = { help: true } | { help: false; options: ProcessFileOpt
 
 const FORMATS: readonly InputFormat[] = ['csv', 'json', 'ndjson'];
 
+const OPTIONS = {
+  input: { type: 'string' },
+  output: { type: 'string' },
+  rejects: { type: 'string' },
+  map: { type: 'string', multiple: true },
+  mode: { type: 'string' },
+  country: { type: 'string' },
+  include: { type: 'string' },
+  delimiter: { type: 'string' },
+  encoding: { type: 'string' },
+  format: { type: 'string' },
+  'spreadsheet-safe': { type: 'boolean' },
+  resume: { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
+  report: { type: 'string' },
+  'max-failed': { type: 'string' },
+  'batch-size': { type: 'string' },
+  ...ENGINE_FLAG_OPTIONS,
+  'base-url': { type: 'string' },
+  'realtime-url': { type: 'string' },
+  'api-key': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Flags whose value is a secret, and the variables that stand for them. */
+const SECRET_FLAGS = ['api-key'];
+const SECRET_VARIABLES = ['DQ_API_KEY'];
+
+/** `text` without the secrets of the command line `argv` (flags' and variables' values, URL passwords), for the message of a failure. */
+export function commandLineRedactor(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): (text: string) => string {
+  return redactorOf(argv, env, SECRET_FLAGS, SECRET_VARIABLES);
+}
+
 /**
  * Parses `argv` (without node and script) and the DQ_* variables of `env`. Throws a CsvError with
  * code `usage` naming the flag at fault.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
-  const parsed = parseFlags(
-    argv,
-    {
-      input: { type: 'string' },
-      output: { type: 'string' },
-      rejects: { type: 'string' },
-      map: { type: 'string' },
-      mode: { type: 'string' },
-      country: { type: 'string' },
-      include: { type: 'string' },
-      delimiter: { type: 'string' },
-      encoding: { type: 'string' },
-      format: { type: 'string' },
-      'spreadsheet-safe': { type: 'boolean' },
-      resume: { type: 'boolean' },
-      'dry-run': { type: 'boolean' },
-      report: { type: 'string' },
-      'max-failed': { type: 'string' },
-      'batch-size': { type: 'string' },
-      ...ENGINE_FLAG_OPTIONS,
-      'base-url': { type: 'string' },
-      'realtime-url': { type: 'string' },
-      'api-key': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    usageError,
-  );
+  const parsed = parseFlags(argv, OPTIONS, usageError);
   const { values: v, positionals } = parsed;
   if (v.help || positionals[0] === 'help') return { help: true };
+  checkEmptyFlags(v, USAGE, usageError);
   if (positionals[0] === 'validate' && positionals.length > 1) {
     // `dq-csv validate file.csv`: the file is a flag's value.
     const rest = positionals.slice(1);

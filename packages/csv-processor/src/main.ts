@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { createLogger, ExitCode } from '@dq/core';
 import { cliFailure } from '@dq/core/cli';
 import { WholeFileError } from '@dq/core/files';
-import { parseCli, USAGE } from './cli-args.js';
+import { commandLineRedactor, parseCli, USAGE } from './cli-args.js';
 import { usageError } from './errors.js';
 import { createProgress } from './progress.js';
 import { processFile } from './run.js';
@@ -62,7 +62,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     return summary.exitCode;
   } catch (err) {
-    const failure = cliFailure('dq-csv', err);
+    const failure = cliFailure('dq-csv', err, commandLineRedactor(argv));
     process.stderr.write(failure.text);
     return failure.exitCode;
   }

@@ -1,5 +1,6 @@
 import { type EngineRecord, type Mode } from '@dq/core';
 import { autoMappingHint, mapFlag, MODE_FIELDS, unmappedLookalikes } from '@dq/core/engine';
+import { mapEntries } from '@dq/core/cli';
 import { CsvError, usageError } from './errors.js';
 import { JsonNumber, stringifyJson } from './source/lossless-json.js';
 import type { SourceRow } from './source/types.js';
@@ -8,25 +9,23 @@ import type { SourceRow } from './source/types.js';
 export type FieldMap = Readonly<Record<string, string>>;
 
 /**
- * Parses `--map street=Strasse,houseNumber=Nr,...`. Fields must belong to `mode` (contract 2.1,
- * 4.7); a column name may contain `=` only after the first one.
+ * Parses `--map street=Strasse,houseNumber=Nr,...` ({@link mapEntries}: a name holding a comma or
+ * edge spaces is quoted); several `--map` texts add up, as if written as one. Fields must belong to `mode` (contract 2.1, 4.7); a column name may
+ * contain `=` after the first one. A quoted `""` names a column with an empty name.
  */
-export function parseFieldMap(text: string, mode: Mode): FieldMap {
+export function parseFieldMap(text: string | readonly string[], mode: Mode): FieldMap {
   const allowed: readonly string[] = MODE_FIELDS[mode];
   const map: Record<string, string> = {};
-  for (const part of text.split(',')) {
-    if (part.trim() === '') continue;
-    const eq = part.indexOf('=');
-    const field = (eq === -1 ? part : part.slice(0, eq)).trim();
-    const column = eq === -1 ? '' : part.slice(eq + 1).trim();
-    if (eq === -1 || field === '' || column === '') {
-      throw usageError('--map', `"${part.trim()}" is not <field>=<column>`);
+  const entries = (typeof text === 'string' ? [text] : text).flatMap((t) => mapEntries(t, 'name', (problem) => usageError('--map', problem)));
+  for (const { text: part, field, value, quoted } of entries) {
+    if (value === undefined || field === '' || (value === '' && !quoted)) {
+      throw usageError('--map', `"${part}" is not <field>=<column>, e.g. street=Strasse (quote a column holding a comma: street="Strasse, Nr")`);
     }
     if (!allowed.includes(field)) {
       throw usageError('--map', `"${field}" is not a ${mode} field; use ${allowed.join(', ')}`);
     }
     if (map[field] !== undefined) throw usageError('--map', `field "${field}" is mapped twice`);
-    map[field] = column;
+    map[field] = value;
   }
   if (Object.keys(map).length === 0) throw usageError('--map', 'no field is mapped');
   return map;
@@ -71,7 +70,10 @@ export function recordMapper(map: FieldMap, header: readonly string[] | undefine
     const indexed = entries.map(([field, column]) => {
       const matches = header.flatMap((name, i) => (name === column ? [i] : []));
       if (matches.length !== 1) {
-        const problem = matches.length === 0 ? `is not in the header (${header.join(', ')})${delimiterHint(header)}` : 'appears more than once in the header';
+        const problem =
+          matches.length === 0
+            ? `is not in the header (${header.join(', ')})${spacedHint(header, field, column)}${delimiterHint(header)}`
+            : 'appears more than once in the header';
         throw new CsvError('bad-mapping', `--map ${field}=${column}: column "${column}" ${problem}`);
       }
       return [field, matches[0] as number] as const;
@@ -88,6 +90,17 @@ export function recordMapper(map: FieldMap, header: readonly string[] | undefine
     for (const [field, key] of entries) record[field] = jsonScalar(row.object && Object.hasOwn(row.object, key) ? row.object[key] : undefined);
     return record;
   };
+}
+
+/**
+ * A header column that is `column` but for spaces around it (which `--map` drops unless quoted):
+ * say how to map it.
+ */
+function spacedHint(header: readonly string[], field: string, column: string): string {
+  const spaced = header.find((name) => name !== column && name.trim() === column.trim());
+  return spaced === undefined
+    ? ''
+    : `; the header has ${JSON.stringify(spaced)}, with spaces around it: quote it to map it, ${field}="${spaced.replace(/"/g, '""')}"`;
 }
 
 /**

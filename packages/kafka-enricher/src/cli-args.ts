@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createFlagParsers, parseFlags, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
+import { checkEmptyFlags, commandLineRedactor as redactorOf, createFlagParsers, parseFlags, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
 import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES } from '@dq/core/schemas';
 import type { LogLevel } from '@dq/core';
 import { usageError } from './errors.js';
@@ -28,6 +28,8 @@ Options (each also as an environment variable DQ_KAFKA_<NAME>, e.g. DQ_KAFKA_BRO
   --dlq <topic>             dead-letter topic (required)
   --map <field>=<ptr>,...   request fields from RFC 6901 JSON pointers (required), e.g.
                             street=/address/street,houseNumber=/address/no,postalCode=/address/zip
+                            (quote a pointer holding a comma or edge spaces: street="/a, b";
+                            a repeated --map adds its fields)
                             address: street, houseNumber, addressLine, postalCode, locality,
                                      localityLine, country
                             company: company, zip, city, street   tr: trCourt, trType, trNo
@@ -138,22 +140,31 @@ export function envName(flag: string): string {
   return SHARED_ENV[flag] ?? `DQ_KAFKA_${flag.replace(/-/g, '_').toUpperCase()}`;
 }
 
+/** Flags whose value is a secret, and the variables that stand for them. */
+const SECRET_FLAGS = ['api-key', 'sasl-password'];
+const SECRET_VARIABLES = ['DQ_API_KEY', envName('sasl-password')];
+
+/** `text` without the secrets of the command line `argv` (flags' and variables' values, URL passwords), for the message of a failure. */
+export function commandLineRedactor(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): (text: string) => string {
+  return redactorOf(argv, env, SECRET_FLAGS, SECRET_VARIABLES);
+}
+
+const OPTIONS = {
+  ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }])),
+  map: { type: 'string' as const, multiple: true },
+  ...Object.fromEntries(BOOLEAN_FLAGS.map((f) => [f, { type: 'boolean' as const }])),
+};
+
 /**
  * Parses `argv` (without node and script) and `env`. Throws a KafkaEnricherError `usage` naming
  * the flag at fault.
  */
 export function parseCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): CliCommand {
-  const parsed = parseFlags(
-    argv,
-    {
-      ...Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }])),
-      ...Object.fromEntries(BOOLEAN_FLAGS.map((f) => [f, { type: 'boolean' as const }])),
-    },
-    usageError,
-  );
-  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const parsed = parseFlags(argv, OPTIONS, usageError);
+  const { map: mapFlags, ...values } = parsed.values as Record<string, string | boolean | undefined> & { map?: string[] };
   const positionals = parsed.positionals;
   if (values['help'] || positionals[0] === 'help') return { help: true };
+  checkEmptyFlags({ ...values, map: mapFlags }, USAGE, usageError);
   if (positionals[0] === 'enrich' && positionals.length > 1) {
     throw usageError('command', `unexpected "${positionals.slice(1).join(' ')}" after "enrich": every setting is a flag, e.g. --input <topic>`);
   }
@@ -192,7 +203,12 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     .split(',')
     .map((b) => b.trim())
     .filter(Boolean);
-  for (const b of brokers) if (!/^[^\s:]+:\d{1,5}$/.test(b)) throw usageError('--brokers', `"${b}" is not host:port`);
+  if (brokers.length === 0) throw usageError('--brokers', 'names no broker: give host:port,..., e.g. kafka-1:9092,kafka-2:9092');
+  for (const b of brokers) {
+    const port = /^[^\s:]+:(\d{1,5})$/.exec(b)?.[1];
+    if (port === undefined) throw usageError('--brokers', `"${b}" is not host:port, e.g. kafka-1:9092`);
+    if (Number(port) < 1 || Number(port) > 65_535) throw usageError('--brokers', `"${b}": the port must be from 1 to 65535`);
+  }
   const topics = {
     input: required('input', 'the topic to read'),
     output: required('output', 'the topic for enriched messages'),
@@ -221,7 +237,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     inputTopic: topics.input,
     outputTopic: topics.output,
     dlqTopic: topics.dlq,
-    map: parseFieldMap(required('map', '<field>=<json pointer>,...'), mode),
+    map: parseFieldMap(mapFlags ?? [required('map', '<field>=<json pointer>,...')], mode),
     mode,
     country,
     include,
@@ -271,7 +287,8 @@ function tlsOptions(ca: string | undefined, cert: string | undefined, key: strin
 
 function saslOptions(mechanism: string | undefined, username: string | undefined, password: string | undefined): SaslOptions | undefined {
   if (mechanism === undefined && username === undefined && password === undefined) return undefined;
-  const m = oneOf('--sasl-mechanism', mechanism ?? '', SASL);
+  if (mechanism === undefined) throw usageError('--sasl-mechanism', `required when --sasl-username or --sasl-password is given; choose ${SASL.join(', ')}`);
+  const m = oneOf('--sasl-mechanism', mechanism, SASL);
   if (!username) throw usageError('--sasl-username', `required with --sasl-mechanism (or ${envName('sasl-username')})`);
   if (!password) throw usageError('--sasl-password', `required with --sasl-mechanism: set ${envName('sasl-password')}`);
   return { mechanism: m, username, password };

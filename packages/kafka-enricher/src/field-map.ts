@@ -1,4 +1,5 @@
 import { MODE_FIELDS } from '@dq/core/engine';
+import { mapEntries } from '@dq/core/cli';
 import type { EngineRecord, Mode } from '@dq/core';
 import { usageError } from './errors.js';
 import { pointerValueSpan } from './json-members.js';
@@ -16,32 +17,27 @@ export type FieldMap = readonly FieldMapping[];
 
 /**
  * Parses `--map street=/address/street,houseNumber=/address/no,...`. Field names must be request
- * fields of `mode` (MODE_FIELDS); pointers are RFC 6901 (`~1` for `/`, `~0` for `~`). A pointer
- * containing `,` cannot be written here: no request field needs one.
+ * fields of `mode` (MODE_FIELDS); pointers are RFC 6901 (`~1` for `/`, `~0` for `~`). A pointer to
+ * a member whose name holds a comma or spaces at its ends is quoted ({@link mapEntries}). Several
+ * `--map` texts add up, as if written as one.
  *
  * @throws KafkaEnricherError `usage` naming the entry at fault.
  */
-export function parseFieldMap(text: string, mode: Mode): FieldMap {
+export function parseFieldMap(text: string | readonly string[], mode: Mode): FieldMap {
   const allowed: readonly string[] = MODE_FIELDS[mode];
   const seen = new Set<string>();
-  const entries = text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  if (entries.length === 0) throw usageError('--map', 'at least one <field>=<json pointer> is needed');
-  return entries.map((entry) => {
-    const eq = entry.indexOf('=');
-    if (eq <= 0) throw usageError('--map', `"${entry}" must look like <field>=<json pointer>, e.g. street=/address/street`);
-    const field = entry.slice(0, eq).trim();
-    const pointerText = entry.slice(eq + 1).trim();
+  const entries = (typeof text === 'string' ? [text] : text).flatMap((t) => mapEntries(t, 'pointer', (problem) => usageError('--map', problem)));
+  if (entries.length === 0) throw usageError('--map', 'at least one <field>=<json pointer> is needed, e.g. street=/address/street');
+  return entries.map(({ text: entry, field, value }) => {
+    if (value === undefined || field === '') throw usageError('--map', `"${entry}" must look like <field>=<json pointer>, e.g. street=/address/street`);
     if (!allowed.includes(field)) throw usageError('--map', `"${field}" is not a ${mode} request field; use one of ${allowed.join(', ')}`);
     if (seen.has(field)) throw usageError('--map', `"${field}" is mapped twice`);
     seen.add(field);
-    if (pointerText === '') throw usageError('--map', `"${field}" needs a non-empty JSON pointer`);
+    if (value === '') throw usageError('--map', `"${field}" needs a non-empty JSON pointer, e.g. ${field}=/${field}`);
     try {
-      return { field, pointer: parsePointer(pointerText) };
+      return { field, pointer: parsePointer(value) };
     } catch (err) {
-      throw usageError('--map', (err as Error).message);
+      throw usageError('--map', `${field}: ${(err as Error).message}`);
     }
   });
 }

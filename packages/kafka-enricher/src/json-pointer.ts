@@ -12,12 +12,13 @@ export interface JsonPointer {
  */
 export function parsePointer(text: string): JsonPointer {
   if (text === '') return { text, tokens: [] };
-  if (!text.startsWith('/')) throw new RangeError(`"${text}" is not a JSON pointer: it must start with "/"`);
+  if (!text.startsWith('/')) throw new RangeError(`"${text}" is not a JSON pointer: it must start with "/" (the member ${text} of the value: /${text})`);
   const tokens = text
     .slice(1)
     .split('/')
     .map((raw) => {
-      if (/~[^01]|~$/.test(raw)) throw new RangeError(`"${text}" is not a JSON pointer: "~" must be followed by 0 or 1`);
+      if (/~[^01]|~$/.test(raw))
+        throw new RangeError(`"${text}" is not a JSON pointer: "~" must be followed by 0 or 1 (write ~0 for a "~" in a name, ~1 for a "/")`);
       return raw.replace(/~1/g, '/').replace(/~0/g, '~');
     });
   return { text, tokens };

@@ -1,6 +1,6 @@
 import { createLogger, ExitCode } from '@dq/core';
 import { cliFailure } from '@dq/core/cli';
-import { parseCli, USAGE } from './cli-args.js';
+import { commandLineRedactor, parseCli, USAGE } from './cli-args.js';
 import { createEnricher } from './enricher.js';
 import { Metrics } from './metrics.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './options.js';
@@ -19,7 +19,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     command = parseCli(argv);
   } catch (err) {
-    const failure = cliFailure('dq-kafka', err);
+    const failure = cliFailure('dq-kafka', err, commandLineRedactor(argv));
     process.stderr.write(failure.text);
     return failure.exitCode;
   }
