@@ -7,7 +7,7 @@ import { RESULT_CLASSES } from '@dq/core/schemas';
 import { DEFAULT_MAX_AGE_MS, openStore, StoreError } from '@dq/core/store';
 import type { Engine, Mode, PolicyStatus, RecordResult, ResultClass, RunReport } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
-import { connect, dbTarget, disconnect, sessionLost } from './db.js';
+import { connect, dbTarget, disconnect, keyFromText, sessionLost } from './db.js';
 import { connectionLost, definitionChanged, privilegeLost, relationGone, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
@@ -160,7 +160,7 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
     // its own whose --where a POSIX shell takes as printed (README "Limits and choices").
     const hintUnavailable = (id: string, totals: RunTotals): void => {
       const earlier = totals.unavailable - progress.byStatus.unavailable;
-      const where = `${target.key.quoted} IN (SELECT row_key::${target.key.type} FROM ${STATE_SCHEMA}.results WHERE run_id = '${id.replace(/'/g, "''")}' AND status = 'unavailable')`;
+      const where = `${target.key.quoted} IN (SELECT ${keyFromText('row_key', target.key.type)} FROM ${STATE_SCHEMA}.results WHERE run_id = '${id.replace(/'/g, "''")}' AND status = 'unavailable')`;
       hint(
         `${totals.unavailable} of the ${totals.rows} rows of run ${id} are unavailable (the platform failed for them after retries)${earlier > 0 ? `, ${earlier} of them from an earlier attempt of the run` : ''}; a rerun with --run-id ${id} does not check them again. A new run restricted to them redoes them: the same command with --run-id <new id> --where ${shellQuoted(where)}`,
       );

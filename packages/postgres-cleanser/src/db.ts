@@ -168,8 +168,23 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg', optio
 function sessionSettings(client: pg.Client): string {
   const queryTimeout = Number((client as unknown as { connectionParameters?: { query_timeout?: unknown } }).connectionParameters?.query_timeout);
   const statementTimeout = Number.isFinite(queryTimeout) && queryTimeout > 0 ? Math.floor(queryTimeout) + 1_000 : 0;
-  return `SET default_transaction_isolation = 'read committed'; SET statement_timeout = ${statementTimeout}`;
+  return `SET default_transaction_isolation = 'read committed'; SET statement_timeout = ${statementTimeout}; ${KEY_TEXT_SETTINGS}`;
 }
+
+/**
+ * How values print as text in every dq-pg session, whatever the server, the database, the role or
+ * the URL's `options` set: the key is read as text, stored as text in the bookkeeping (ranges,
+ * checkpoints, results, audit, known rows) and cast back to its type by the resume, the rerun and
+ * the rollback, maybe in another session. Each is pinned to a form that reads back exactly under
+ * any setting and prints the same value alike in every session: `DateStyle` ISO (only the output
+ * style: its field order, which decides how an ambiguous date in `--where` reads, is kept),
+ * `IntervalStyle` postgres, `extra_float_digits` 3 (shortest exact: with 0 or less a float prints
+ * rounded, and two keys print alike), `bytea_output` hex, and `TimeZone` UTC (a `timestamptz`
+ * prints in the session's zone: after a change of the setting the same row's key is another text,
+ * which the next run's known rows and a rollback's audit do not find). So `--where` reads a time
+ * without a zone as UTC (README "Keys").
+ */
+export const KEY_TEXT_SETTINGS = `SET DateStyle = 'ISO'; SET IntervalStyle = 'postgres'; SET extra_float_digits = 3; SET bytea_output = 'hex'; SET TimeZone = 'UTC'`;
 
 /**
  * Throws `db-read-only` when this user's sessions on the server cannot write: the server is a hot
@@ -244,6 +259,16 @@ export async function inTransaction<T>(client: pg.Client, fn: () => Promise<T>):
 /** Quotes an SQL identifier (doubling embedded quotes), whatever characters it holds. */
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
+}
+
+/**
+ * SQL: the key value of its stored text `text` (a `row_key` of the bookkeeping, collation "C"), of
+ * the key's SQL `type`. The text is given the default collation first: cast to a text key column's
+ * type it would keep "C", which a column of another collation (`text COLLATE "de-x-icu"`, a domain
+ * with one) cannot be compared with ("could not determine which collation to use").
+ */
+export function keyFromText(text: string, type: string): string {
+  return `(${text} COLLATE "default")::${type}`;
 }
 
 /**

@@ -65,17 +65,19 @@ export function rollbackSql(target: Pick<TargetTable, 'key' | 'qualified'> & { c
   const { key, qualified, columns } = target;
   const set = columns.map((c, i) => `${c.quoted} = a.before[${i + 1}]::${c.type}`).join(', ');
   const guard = columns.map((c, i) => holdsExactly(`t.${c.quoted}`, `a.after[${i + 1}]`, c.type)).join(' AND ');
+  // `key_text`: the key's text in the default collation, so that it casts to a text key of any
+  // collation (keyFromText in db.ts) while the comparison keeps the column's, and its index.
   return `WITH a AS (
-  SELECT row_key, before, after FROM ${STATE_SCHEMA}.results
+  SELECT row_key, row_key COLLATE "default" AS key_text, before, after FROM ${STATE_SCHEMA}.results
    WHERE run_id = $1 AND ($2::text IS NULL OR row_key > $2) AND before IS NOT NULL AND rollback IS DISTINCT FROM 'restored'
    ORDER BY row_key LIMIT $3),
 upd AS (
   UPDATE ${qualified} AS t SET ${set} FROM a
-   WHERE t.${key.quoted} = a.row_key::${key.type} AND ${guard} AND a.row_key <> ALL ($4::text[])
+   WHERE t.${key.quoted} = a.key_text::${key.type} AND ${guard} AND a.row_key <> ALL ($4::text[])
      AND NOT EXISTS (SELECT 1 FROM ${STATE_SCHEMA}.results o
                       WHERE o.run_id = ANY ($5::text[]) AND o.row_key = a.row_key AND o.before IS NOT NULL
                         AND o.rollback IS DISTINCT FROM 'restored')
-  RETURNING t.${key.quoted}::text AS k),
+  RETURNING t.${key.quoted}::text COLLATE "C" AS k),
 mark AS (
   UPDATE ${STATE_SCHEMA}.results au SET rollback = CASE WHEN upd.k IS NULL THEN 'conflict' ELSE 'restored' END, rolled_back_at = now()
     FROM a LEFT JOIN upd ON upd.k = a.row_key

@@ -4,7 +4,7 @@ import { writeWholeFile, WholeFileError } from '@dq/core/files';
 import { CANDIDATE_FIELDS, REVIEW_COLUMNS as FILE_COLUMNS, reviewHeader, reviewRow, rowCheck } from '@dq/core/review';
 import type { Logger, ResultClass } from '@dq/core';
 import { STATE_SCHEMA } from '../bookkeeping.js';
-import { cancelStatement, connect, dbTarget, wasCancelled } from '../db.js';
+import { cancelStatement, connect, dbTarget, keyFromText, wasCancelled } from '../db.js';
 import { CleanseError, connectionLost, isConnectionLoss, usageError } from '../errors.js';
 import { ALSO_AWAITING_SQL, decidedKeysSql, loadReviewedRun } from './stored-run.js';
 
@@ -97,7 +97,7 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
     }
     const t = 'dq_t';
     const k = `${t}.${target.key.quoted}`;
-    const select = `FROM ${STATE_SCHEMA}.results r JOIN ${target.qualified} AS ${t} ON ${k} = r.row_key::${target.key.type}
+    const select = `FROM ${STATE_SCHEMA}.results r JOIN ${target.qualified} AS ${t} ON ${k} = ${keyFromText('r.row_key', target.key.type)}
       WHERE r.run_id = $1 AND r.status = 'review' AND ($2::text[] IS NULL OR r.result_class = ANY ($2))
         AND r.row_key NOT IN (SELECT dk.row_key FROM (${decidedKeysSql('$1')}) dk)`;
     const params = [run.runId, byClass ? classes : null];
@@ -108,7 +108,7 @@ export async function reviewExport(options: ReviewExportOptions): Promise<Review
     });
     const missing = await client.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM ${STATE_SCHEMA}.results r WHERE r.run_id = $1 AND r.status = 'review' AND ($2::text[] IS NULL OR r.result_class = ANY ($2))
-          AND NOT EXISTS (SELECT 1 FROM ${target.qualified} AS ${t} WHERE ${k} = r.row_key::${target.key.type})`,
+          AND NOT EXISTS (SELECT 1 FROM ${target.qualified} AS ${t} WHERE ${k} = ${keyFromText('r.row_key', target.key.type)})`,
       params,
     );
     // Rows an export of another run still to be applied (an earlier night's, say) lists as well:
