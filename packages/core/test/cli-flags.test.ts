@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkEmptyFlags, commandLineRedactor, createFlagParsers } from '../src/cli/index.js';
+import { checkEmptyFlags, commandLineRedactor, createFlagParsers, parseFlags } from '../src/cli/index.js';
 
 class UsageProblem extends Error {}
 const flags = createFlagParsers((flag, problem) => new UsageProblem(`${flag}: ${problem}`));
@@ -28,6 +28,21 @@ describe('command-line flag checks', () => {
     expect(() => flags.url('--base-url', 'ftp://etl:s3cret-pw@example.com/x')).toThrow(
       new UsageProblem('--base-url: "ftp://etl:[redacted]@example.com/x" is not an http(s) URL'),
     );
+  });
+
+  it('names an unknown flag with the nearest known one, and a value flag followed by another flag', () => {
+    const options = { 'rate-limit': { type: 'string' }, 'batch-size': { type: 'string' }, resume: { type: 'boolean' }, input: { type: 'string' } } as const;
+    const parse = (argv: string[]) => () => parseFlags(argv, options, (f, p) => new UsageProblem(`${f}: ${p}`));
+    expect(parse(['--ratelimit', '5'])).toThrow(new UsageProblem("arguments: unknown flag '--ratelimit'; did you mean --rate-limit?"));
+    expect(parse(['--rate-limt=5'])).toThrow(new UsageProblem("arguments: unknown flag '--rate-limt'; did you mean --rate-limit?"));
+    expect(parse(['--inp', 'a.csv'])).toThrow(/did you mean --input\?/);
+    expect(parse(['--colour', 'red'])).toThrow(new UsageProblem("arguments: unknown flag '--colour'"));
+    expect(parse(['--batch-size', '--resume'])).toThrow(
+      new UsageProblem(
+        "arguments: '--batch-size' is followed by another flag where its value belongs: write --batch-size <value> (a value that starts with a dash as --batch-size=-5)",
+      ),
+    );
+    expect(parse(['--batch-size'])).toThrow(/--batch-size <value>' argument missing/);
   });
 
   it('takes numbers written in decimal only: no hexadecimal, binary or padded text', () => {

@@ -43,7 +43,7 @@ describe('dq-kafka flags a user can get wrong', () => {
     // What held before, kept so.
     ['a broker without a port', ['--brokers', 'kafka'], 'usage: --brokers: "kafka" is not host:port'],
     ['a missing value at the end', ['--brokers', 'b:9092', '--rate-limit'], "Option '--rate-limit <value>' argument missing"],
-    ['an unknown flag', ['--brokers', 'b:9092', '--ratelimit', '5'], "Unknown option '--ratelimit'"],
+    ['an unknown flag', ['--brokers', 'b:9092', '--ratelimit', '5'], "unknown flag '--ratelimit'; did you mean --rate-limit?"],
     ['a positional left over', ['--brokers', 'b:9092', 'orders'], 'usage: command: unexpected "orders" after "enrich"'],
     ['--session-timeout-ms under 6000', ['--brokers', 'b:9092', '--session-timeout-ms', '5999'], 'must be an integer from 6000 to 3600000'],
     ['--max-message-bytes past 2^31', ['--brokers', 'b:9092', '--max-message-bytes', '2147483648'], 'must be an integer from 4096 to 2147483647'],

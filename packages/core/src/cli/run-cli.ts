@@ -17,8 +17,9 @@ type FlagOptions = NonNullable<ParseArgsConfig['options']>;
 export type ParsedFlags<O extends FlagOptions> = ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>>;
 
 /**
- * `parseArgs` (strict, positionals allowed) of `argv`; an unknown flag or a missing value throws
- * `usageError('arguments', <node's message, which names the flag>)`.
+ * `parseArgs` (strict, positionals allowed) of `argv`; an unknown flag (with the nearest known
+ * one), a missing value or a value flag followed by another flag throws `usageError('arguments', …)`
+ * naming the flag.
  */
 export function parseFlags<const O extends FlagOptions>(
   argv: readonly string[],
@@ -28,9 +29,49 @@ export function parseFlags<const O extends FlagOptions>(
   try {
     return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
   } catch (err) {
-    // parseArgs names the flag in its message; it has no finer code than ERR_PARSE_ARGS_*.
-    throw usageError('arguments', (err as Error).message);
+    throw usageError('arguments', flagProblem(err as NodeJS.ErrnoException, Object.keys(options)));
   }
+}
+
+/**
+ * What a person needs to read about a command line `parseArgs` refused: an unknown flag with the
+ * nearest known one, a value flag followed by another flag, else `parseArgs`'s own message (which
+ * names the flag).
+ */
+function flagProblem(err: NodeJS.ErrnoException, known: readonly string[]): string {
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const flag = /^Unknown option '([^']+)'/.exec(err.message)?.[1];
+    if (flag !== undefined) {
+      const near = nearestFlag(flag.replace(/^-+/, '').split('=')[0] ?? '', known);
+      return `unknown flag '${flag}'${near === undefined ? '' : `; did you mean --${near}?`}`;
+    }
+  }
+  const ambiguous = /^Option '([^' ]+)[^']*' argument is ambiguous/.exec(err.message)?.[1];
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && ambiguous !== undefined) {
+    return `'${ambiguous}' is followed by another flag where its value belongs: write ${ambiguous} <value> (a value that starts with a dash as ${ambiguous}=-5)`;
+  }
+  return err.message;
+}
+
+/** The flag of `known` closest to `name` (a typo: at most 2 edits, or a prefix of 3 letters or more), if any. */
+function nearestFlag(name: string, known: readonly string[]): string | undefined {
+  let best: { flag: string; distance: number } | undefined;
+  for (const flag of known) {
+    const distance = name.length >= 3 && (flag.startsWith(name) || name.startsWith(flag)) ? 1 : editDistance(name, flag);
+    if (distance <= 2 && (best === undefined || distance < best.distance)) best = { flag, distance };
+  }
+  return best?.flag;
+}
+
+/** Levenshtein distance of `a` and `b`. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = row;
+  }
+  return previous[b.length]!;
 }
 
 /** What a CLI prints and exits with for the error that ended a command. */
