@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, symlinkSync } from 'node:fs';
 import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +89,26 @@ describe('acquireFileLock', () => {
     await expect(acquireFileLock(lock)).rejects.toThrow(`held by pid ${process.pid}`);
     await held.release();
     expect(await readdir(dir)).not.toContain('a.lock');
+  });
+
+  it('does not wait for ever on a named pipe or a link to a device put under the lock name: refused as held, nothing read', async () => {
+    for (const [name, make] of [
+      ['fifo.lock', (p: string) => spawnSync('mkfifo', [p]).status],
+      ['zero.lock', (p: string) => symlinkSync('/dev/zero', p)],
+    ] as const) {
+      const lock = join(dir, name);
+      make(lock);
+      const started = Date.now();
+      const outcome = await Promise.race([
+        acquireFileLock(lock).then(
+          () => 'taken',
+          (e: unknown) => (e instanceof FileLockHeldError ? 'held' : String(e)),
+        ),
+        new Promise<string>((resolve) => setTimeout(() => resolve('still waiting after 5 s'), 5_000).unref()),
+      ]);
+      expect(outcome, name).toBe('held');
+      expect(Date.now() - started, name).toBeLessThan(2_000);
+    }
   });
 
   it('leaves no temporary file behind when the owner cannot be written (file-size limit: EFBIG)', async () => {

@@ -9,8 +9,8 @@
  * lease of two minutes by default) and gone after that.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readlinkSync } from 'node:fs';
-import { link, open, readFile, rename, rm, stat, utimes } from 'node:fs/promises';
+import { constants, readFileSync, readlinkSync, type Stats } from 'node:fs';
+import { link, open, rename, rm, utimes } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -285,9 +285,26 @@ function ownStart(): { bootId?: string; procStart?: number; pidNs?: string } {
   return { ...(id !== undefined ? { bootId: id } : {}), ...(start !== undefined ? { procStart: start } : {}), ...(ns !== undefined ? { pidNs: ns } : {}) };
 }
 
+/** Most bytes of a lock file read: an owner is a few hundred; anything longer is no lock of ours. */
+const MAX_LOCK_BYTES = 64 * 1024;
+
+/**
+ * The owner written in the lock at `path`; undefined when it cannot be read as one. Only a regular
+ * file is read, never through a symbolic link and never waiting: a named pipe put under the lock's
+ * name would block the read for ever, a link to a device never end.
+ */
 async function readOwner(path: string): Promise<FileLockOwner | undefined> {
   try {
-    const [text, stats] = await Promise.all([readFile(path, 'utf8'), stat(path)]);
+    const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    let text: string;
+    let stats: Stats;
+    try {
+      stats = await fh.stat();
+      if (!stats.isFile() || stats.size > MAX_LOCK_BYTES) return undefined;
+      text = await fh.readFile('utf8');
+    } finally {
+      await fh.close();
+    }
     const o = JSON.parse(text) as Partial<FileLockOwner>;
     if (typeof o.pid !== 'number' || typeof o.host !== 'string') return undefined;
     return {
