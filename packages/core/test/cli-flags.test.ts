@@ -24,6 +24,8 @@ describe('command-line flag checks', () => {
     expect(flags.url('--base-url', undefined)).toBeUndefined();
     expect(() => flags.url('--base-url', 'ftp://example.com')).toThrow(/--base-url: "ftp:\/\/example.com" is not an http\(s\) URL/);
     expect(() => flags.url('--base-url', 'localhost:8080x y')).toThrow(UsageProblem);
+    expect(() => flags.url('--base-url', 'https://api.example.com/?key=1')).toThrow(/--base-url: "https:\/\/api.example.com\/\?key=1" has a query/);
+    expect(() => flags.url('--base-url', 'https://api.example.com/#x')).toThrow(/has a fragment/);
     // The refused URL is named without its password.
     expect(() => flags.url('--base-url', 'ftp://etl:s3cret-pw@example.com/x')).toThrow(
       new UsageProblem('--base-url: "ftp://etl:[redacted]@example.com/x" is not an http(s) URL'),
@@ -68,6 +70,13 @@ describe('command-line flag checks', () => {
     expect(redact('key-123456 env-key-4242 http://u:pw-9876@h/ postgres://a:b@db/x')).toBe(
       '[redacted] [redacted] http://u:[redacted]@h/ postgres://a:[redacted]@db/x',
     );
+  });
+
+  it('takes off in any case for --store and --budget, never as a folder named OFF', () => {
+    expect(flags.engine({ store: 'OFF' })).toEqual({ store: 'off' });
+    expect(flags.engine({ store: ' Off ' })).toEqual({ store: 'off' });
+    expect(flags.engine({ budget: 'OFF' })).toEqual({ budget: 'off' });
+    expect(flags.engine({ store: 'office' })).toEqual({ store: 'office' });
   });
 
   it('keeps --store as given (resolved by openStore) and reads --max-age as an age, refusing other text', () => {

@@ -117,6 +117,13 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
         throw refused();
       }
       if (protocol !== 'http:' && protocol !== 'https:') throw refused();
+      const { search, hash } = new URL(text);
+      // The endpoints' paths are appended to it: a query or fragment would end up in the middle.
+      if (search !== '' || hash !== '')
+        throw fail(
+          flag,
+          `"${withoutUrlPasswords(text)}" has a ${search !== '' ? 'query (?…)' : 'fragment (#…)'}: give the platform's base URL alone, e.g. https://api.example.com`,
+        );
       return text;
     },
     postgresUrl(flag, text) {
@@ -141,7 +148,8 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
       }
       if (values.store !== undefined) {
         if (values.store.trim() === '') throw fail('--store', 'is empty: give a folder, a postgres:// URL, or off');
-        out.store = values.store;
+        // `OFF`, ` off`: the word, not a folder of that name the store would quietly be made in.
+        out.store = values.store.trim().toLowerCase() === 'off' ? 'off' : values.store;
       }
       const age = values['max-age'];
       if (age !== undefined) {
@@ -154,7 +162,7 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
         out.budget = parsers.postgresUrl('--account-db', accountDb);
         if (values.store === undefined) out.store = out.budget;
       }
-      if (values.budget !== undefined) out.budget = values.budget === 'off' ? 'off' : parsers.postgresUrl('--budget', values.budget);
+      if (values.budget !== undefined) out.budget = values.budget.trim().toLowerCase() === 'off' ? 'off' : parsers.postgresUrl('--budget', values.budget);
       if (values.account !== undefined) {
         if (values.account.trim() === '' || values.account.length > 200) throw fail('--account', 'must be a name of 1 to 200 characters');
         out.account = values.account;
