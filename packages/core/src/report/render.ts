@@ -3,10 +3,14 @@ import type { CodeGroup, ReportDetails, ReportExample, ReportPage } from './mode
 /**
  * Renders the run report as one self-contained HTML page: inline CSS and SVG only, no script, no
  * external resource (a Content-Security-Policy forbids any), readable on a phone and printable.
- * Every value from the data is escaped. Numbers that come from the run's JSON summary carry
- * `data-metric="<path in the summary>"` and `data-value` (the exact number).
+ * Every text of the data (keys included) is passed through `redact` first (no API key, no
+ * password), then written by {@link esc} into an attribute or the title, or by {@link val} into
+ * the page: no value can change the markup, the layout around it or what is redacted. Numbers
+ * that come from the run's JSON summary carry `data-metric="<path in the summary>"` and
+ * `data-value` (the exact number).
  */
-export function renderReport(page: ReportPage): string {
+export function renderReport(data: ReportPage, redact: (text: string) => string = (t) => t): string {
+  const page = redactTexts(data, redact) as ReportPage;
   const s = page.summary;
   const d = page.details;
   const sections = [
@@ -33,8 +37,8 @@ export function renderReport(page: ReportPage): string {
 </head>
 <body>
 <header>
-<h1>${esc(page.tool)} <span class="subject">${esc(page.subject)}</span></h1>
-<p class="meta">${page.run ? `run <code>${esc(page.run)}</code> · ` : ''}${outcome ? `outcome <strong data-metric="${s['outcome'] !== undefined ? 'outcome' : 'state'}" data-value="${esc(outcome)}">${esc(outcome)}</strong> · ` : ''}${typeof s['exitCode'] === 'number' ? `exit code ${metric(s, 'exitCode')} · ` : ''}generated ${esc(page.generatedAt)}</p>
+<h1>${val(page.tool)} <span class="subject">${val(page.subject)}</span></h1>
+<p class="meta">${page.run ? `run <code>${val(page.run)}</code> · ` : ''}${outcome ? `outcome <strong data-metric="${s['outcome'] !== undefined ? 'outcome' : 'state'}" data-value="${esc(outcome)}">${val(outcome)}</strong> · ` : ''}${typeof s['exitCode'] === 'number' ? `exit code ${metric(s, 'exitCode')} · ` : ''}generated ${val(page.generatedAt)}</p>
 </header>
 <main>
 ${sections.join('\n')}
@@ -47,7 +51,7 @@ ${sections.join('\n')}
 const CSS = `
 :root{--fg:#1d2430;--muted:#5b6575;--line:#d9dee7;--bg:#fff;--card:#f5f7fa;--accent:#2f6fde;--ok:#2e8b57;--warn:#c98a00;--bad:#c0392b}
 *{box-sizing:border-box}
-body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);overflow-wrap:anywhere}
 header,main{max-width:1040px;margin:0 auto;padding:0 16px}
 header{padding-top:20px}
 h1{font-size:1.5rem;margin:0 0 4px}
@@ -114,8 +118,8 @@ const TOTALS: [path: string, label: string][] = [
 function stopSection(s: Record<string, unknown>): string {
   const e = record(s['error']);
   if (!e) return '';
-  const id = typeof e['requestId'] === 'string' ? ` (request id <code>${esc(e['requestId'])}</code>)` : '';
-  return `<section id="stopped" class="stop"><h2>The run stopped</h2><p><code data-metric="error.code" data-value="${esc(e['code'])}">${esc(e['code'])}</code>: ${esc(e['message'])}${id}</p></section>`;
+  const id = typeof e['requestId'] === 'string' ? ` (request id <code>${val(e['requestId'])}</code>)` : '';
+  return `<section id="stopped" class="stop"><h2>The run stopped</h2><p><code data-metric="error.code" data-value="${esc(e['code'])}">${val(e['code'])}</code>: ${val(e['message'])}${id}</p></section>`;
 }
 
 function totalsSection(s: Record<string, unknown>): string {
@@ -133,16 +137,16 @@ function statusSection(s: Record<string, unknown>, d: ReportDetails): string {
     ? barTable(
         'status',
         Object.entries(byStatus),
-        (k) => STATUS_COLOURS[k] ?? '#2f6fde',
-        (k) => metric(s, `byStatus.${k}`),
+        (k) => colourOf(STATUS_COLOURS, k),
+        (k) => metric(s, 'byStatus', k),
       )
     : '<p class="hint">no statuses</p>';
   const classTable = byClass
     ? barTable(
         'class',
         Object.entries(byClass),
-        (k) => CLASS_COLOURS[k] ?? '#2f6fde',
-        (k, v) => (summaryClasses ? metric(s, `byClass.${k}`) : `<span data-detail="byClass.${esc(k)}" data-value="${v}">${fmt(v)}</span>`),
+        (k) => colourOf(CLASS_COLOURS, k),
+        (k, v) => (summaryClasses ? metric(s, 'byClass', k) : detail(`byClass.${k}`, v)),
       )
     : '<p class="hint">no result classes recorded</p>';
   return `<section id="status"><h2>Results</h2><div class="grid2"><div><h3>By status</h3>${statusTable}</div><div><h3>By result class</h3>${classTable}<p class="hint">A–C: corrected values written · D–E: kept, waiting for review · F: invalid, kept and flagged</p></div></div></section>`;
@@ -150,15 +154,16 @@ function statusSection(s: Record<string, unknown>, d: ReportDetails): string {
 
 function barTable(what: string, rows: [string, unknown][], colour: (k: string) => string, cell: (k: string, v: number) => string): string {
   const numbers = rows.map(([k, v]) => [k, typeof v === 'number' ? v : 0] as const);
-  const max = Math.max(1, ...numbers.map(([, v]) => v));
+  const max = largest(numbers.map(([, v]) => v));
   const body = numbers
-    .map(([k, v]) => `<tr><td>${esc(k)}</td><td class="num">${cell(k, v)}</td><td class="bar">${bar(v / max, colour(k), `${k}: ${fmt(v)}`)}</td></tr>`)
+    .map(([k, v]) => `<tr><td>${val(k)}</td><td class="num">${cell(k, v)}</td><td class="bar">${bar(v / max, colour(k), `${k}: ${fmt(v)}`)}</td></tr>`)
     .join('');
   return `<table><thead><tr><th>${esc(what)}</th><th class="num">count</th><th></th></tr></thead><tbody>${body}</tbody></table>`;
 }
 
+/** A bar of `share` (0–1; what is not a number in that range draws as 0 or 1). */
 function bar(share: number, colour: string, label: string): string {
-  const w = Math.max(0, Math.min(100, share * 100));
+  const w = Number.isNaN(share) ? 0 : Math.max(0, Math.min(100, share * 100));
   return `<svg viewBox="0 0 100 14" preserveAspectRatio="none" role="img" aria-label="${esc(label)}"><rect x="0" y="1" width="100" height="12" fill="#eef1f5"/><rect x="0" y="1" width="${w.toFixed(2)}" height="12" fill="${colour}"/></svg>`;
 }
 
@@ -166,13 +171,13 @@ function correctionsSection(d: ReportDetails): string {
   const c = d.corrections;
   if (!c) return '';
   if (c.fields.length === 0)
-    return `<section id="corrections"><h2>Corrections</h2><p>No value was changed.</p>${c.note ? `<p class="hint">${esc(c.note)}</p>` : ''}</section>`;
-  const max = Math.max(1, ...c.fields.map((f) => f.changed));
+    return `<section id="corrections"><h2>Corrections</h2><p>No value was changed.</p>${c.note ? `<p class="hint">${val(c.note)}</p>` : ''}</section>`;
+  const max = largest(c.fields.map((f) => f.changed));
   const rows = c.fields.map(
     (f) =>
-      `<tr><td>${esc(f.field)}</td><td class="num"><span data-detail="corrections.${esc(f.field)}" data-value="${f.changed}">${fmt(f.changed)}</span></td><td class="bar">${bar(f.changed / max, '#2f6fde', `${f.field}: ${fmt(f.changed)}`)}</td><td class="ex">${examples(f.examples)}</td></tr>`,
+      `<tr><td>${val(f.field)}</td><td class="num">${detail(`corrections.${f.field}`, f.changed)}</td><td class="bar">${bar(f.changed / max, '#2f6fde', `${f.field}: ${fmt(f.changed)}`)}</td><td class="ex">${examples(f.examples)}</td></tr>`,
   );
-  return `<section id="corrections"><h2>Corrections per field</h2><p><span data-detail="corrections.rows" data-value="${c.rows}">${fmt(c.rows)}</span> accepted records had at least one value changed.</p>${c.note ? `<p class="hint">${esc(c.note)}</p>` : ''}<div class="scroll"><table class="stack"><thead><tr><th>field</th><th class="num">changed</th><th></th><th>first examples (before → after)</th></tr></thead><tbody>${rows.join('')}</tbody></table></div></section>`;
+  return `<section id="corrections"><h2>Corrections per field</h2><p>${detail('corrections.rows', c.rows)} accepted records had at least one value changed.</p>${c.note ? `<p class="hint">${val(c.note)}</p>` : ''}<div class="scroll"><table class="stack"><thead><tr><th>field</th><th class="num">changed</th><th></th><th>first examples (before → after)</th></tr></thead><tbody>${rows.join('')}</tbody></table></div></section>`;
 }
 
 function examples(list: readonly ReportExample[]): string {
@@ -180,11 +185,11 @@ function examples(list: readonly ReportExample[]): string {
     .map((e) => {
       const change =
         e.before !== undefined || e.after !== undefined
-          ? `<del>${e.before === null || e.before === undefined ? '(empty)' : esc(e.before)}</del> → <ins>${e.after === null || e.after === undefined ? '(empty)' : esc(e.after)}</ins>`
+          ? `<del>${e.before === null || e.before === undefined ? '(empty)' : val(e.before)}</del> → <ins>${e.after === null || e.after === undefined ? '(empty)' : val(e.after)}</ins>`
           : '';
-      const text = e.text ? ` ${esc(e.text)}` : '';
-      const id = e.requestId ? ` <code>${esc(e.requestId)}</code>` : '';
-      return `<div><span class="hint">${esc(e.where)}:</span> ${change}${text}${id}</div>`;
+      const text = e.text ? ` ${val(e.text)}` : '';
+      const id = e.requestId ? ` <code>${val(e.requestId)}</code>` : '';
+      return `<div><span class="hint">${val(e.where)}:</span> ${change}${text}${id}</div>`;
     })
     .join('');
 }
@@ -195,17 +200,17 @@ function reviewSection(s: Record<string, unknown>, d: ReportDetails): string {
   if (!r && typeof count !== 'number') return '';
   const classes = r
     ? Object.entries(r.byClass)
-        .map(([k, v]) => `class ${esc(k)}: <span data-detail="review.${esc(k)}" data-value="${v}">${fmt(v)}</span>`)
+        .map(([k, v]) => `class ${val(k)}: ${detail(`review.${k}`, v)}`)
         .join(' · ')
     : '';
-  const n = typeof count === 'number' ? metric(s, 'byStatus.review') : fmt(r?.count ?? 0);
-  return `<section id="review"><h2>Review queue</h2><p>${n} records wait for a decision${classes ? ` (${classes})` : ''}: their input is kept, the suggestion stored.</p>${r ? `<p>Export them to decide: <code>${esc(r.command)}</code></p>${r.examples.length ? `<div class="ex">${examples(r.examples)}</div>` : ''}` : ''}</section>`;
+  const n = typeof count === 'number' ? metric(s, 'byStatus', 'review') : fmt(r?.count ?? 0);
+  return `<section id="review"><h2>Review queue</h2><p>${n} records wait for a decision${classes ? ` (${classes})` : ''}: their input is kept, the suggestion stored.</p>${r ? `<p>Export them to decide: <code>${val(r.command)}</code></p>${r.examples.length ? `<div class="ex">${examples(r.examples)}</div>` : ''}` : ''}</section>`;
 }
 
 function groupTable(groups: readonly CodeGroup[]): string {
   const rows = groups.map(
     (g) =>
-      `<tr><td><code>${esc(g.code)}</code></td><td class="num"><span data-detail="code.${esc(g.code)}" data-value="${g.count}">${fmt(g.count)}</span></td><td></td><td class="ex">${examples(g.examples)}${g.requestIds.length ? `<div class="hint">request ids: ${g.requestIds.map((id) => `<code>${esc(id)}</code>`).join(' ')}</div>` : ''}</td></tr>`,
+      `<tr><td><code>${val(g.code)}</code></td><td class="num">${detail(`code.${g.code}`, g.count)}</td><td></td><td class="ex">${examples(g.examples)}${g.requestIds.length ? `<div class="hint">request ids: ${g.requestIds.map((id) => `<code>${val(id)}</code>`).join(' ')}</div>` : ''}</td></tr>`,
   );
   return `<div class="scroll"><table class="stack"><thead><tr><th>code</th><th class="num">records</th><th></th><th>first examples</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
 }
@@ -240,48 +245,75 @@ function costSection(s: Record<string, unknown>, d: ReportDetails): string {
 function rateChart(rate: ReportDetails['rate']): string {
   if (!rate || rate.counts.length === 0)
     return '<p class="hint">No calls-per-second record for this run (it is kept by the process that made the calls: pass --report to the run itself).</p>';
-  const perSecond = rate.counts.map((c) => c / rate.bucketSeconds);
+  const perSecond = rate.counts.map((c) => finiteOrZero(c / rate.bucketSeconds));
   const peak = Math.max(...perSecond);
-  const top = Math.max(peak, rate.limit ?? 0) * 1.1 || 1;
+  const limit = finiteOrZero(rate.limit ?? 0);
+  const top = Math.max(peak, limit) * 1.1 || 1;
   const W = 600;
   const H = 160;
   const w = W / perSecond.length;
+  const height = (v: number) => Math.max(0, Math.min(H, (v / top) * H));
   const bars = perSecond
     .map(
       (v, i) =>
-        `<rect x="${(i * w).toFixed(2)}" y="${(H - (v / top) * H).toFixed(2)}" width="${Math.max(w - 0.5, 0.5).toFixed(2)}" height="${((v / top) * H).toFixed(2)}" fill="#2f6fde"><title>${fmt(round(v))} calls/s</title></rect>`,
+        `<rect x="${(i * w).toFixed(2)}" y="${(H - height(v)).toFixed(2)}" width="${Math.max(w - 0.5, 0.5).toFixed(2)}" height="${height(v).toFixed(2)}" fill="#2f6fde"><title>${fmt(round(v))} calls/s</title></rect>`,
     )
     .join('');
-  const limit = rate.limit
-    ? `<line x1="0" x2="${W}" y1="${(H - (rate.limit / top) * H).toFixed(2)}" y2="${(H - (rate.limit / top) * H).toFixed(2)}" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6 4" vector-effect="non-scaling-stroke"/>`
+  const limitLine = limit
+    ? `<line x1="0" x2="${W}" y1="${(H - height(limit)).toFixed(2)}" y2="${(H - height(limit)).toFixed(2)}" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6 4" vector-effect="non-scaling-stroke"/>`
     : '';
   const total = rate.counts.reduce((a, b) => a + b, 0);
   const seconds = rate.counts.length * rate.bucketSeconds;
-  const start = new Date(rate.startSecond * 1000).toISOString().replace('.000Z', 'Z');
+  const startDate = new Date(rate.startSecond * 1000);
+  const start = Number.isNaN(startDate.getTime()) ? 'an unknown time' : startDate.toISOString().replace('.000Z', 'Z');
   return `<div class="rate"><h3>Calls per second${rate.bucketSeconds > 1 ? ` (averaged over ${rate.bucketSeconds}-second buckets)` : ''}</h3>
-<svg viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" role="img" aria-label="calls per second over the run">${bars}${limit}</svg>
-<div class="legend"><span><span class="sw" style="background:#2f6fde"></span>calls/s (peak <span data-detail="rate.peak" data-value="${round(peak)}">${fmt(round(peak))}</span>, mean ${fmt(round(total / Math.max(1, seconds)))})</span>${rate.limit ? `<span><span class="sw" style="background:#c0392b"></span>client-side limit <span data-detail="rate.limit" data-value="${rate.limit}">${fmt(rate.limit)}</span>/s</span>` : '<span>no client-side limit</span>'}<span>from ${esc(start)} over ${fmt(seconds)} s; <span data-detail="rate.calls" data-value="${total}">${fmt(total)}</span> calls</span></div></div>`;
+<svg viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" role="img" aria-label="calls per second over the run">${bars}${limitLine}</svg>
+<div class="legend"><span><span class="sw" style="background:#2f6fde"></span>calls/s (peak ${detail('rate.peak', round(peak))}, mean ${fmt(round(total / Math.max(1, seconds)))})</span>${rate.limit ? `<span><span class="sw" style="background:#c0392b"></span>client-side limit ${detail('rate.limit', rate.limit)}/s</span>` : '<span>no client-side limit</span>'}<span>from ${esc(start)} over ${fmt(seconds)} s; ${detail('rate.calls', total)} calls</span></div></div>`;
 }
 
 function conflictsSection(s: Record<string, unknown>, d: ReportDetails): string {
   const c = d.conflicts;
   if (!c && typeof s['conflicts'] !== 'number') return '';
   const n = typeof s['conflicts'] === 'number' ? metric(s, 'conflicts') : fmt(c?.count ?? 0);
-  const keys = c && c.keys.length ? `<p class="hint">first keys: ${c.keys.map((k) => `<code>${esc(k)}</code>`).join(' ')}</p>` : '';
-  return `<section id="conflicts"><h2>Conflicts</h2><p>${n} rows changed in the table while the run read them; they were left as they are (nothing was overwritten).</p>${keys}${c ? `<p>See them with <code>${esc(c.command)}</code></p>` : ''}</section>`;
+  const keys = c && c.keys.length ? `<p class="hint">first keys: ${c.keys.map((k) => `<code>${val(k)}</code>`).join(' ')}</p>` : '';
+  return `<section id="conflicts"><h2>Conflicts</h2><p>${n} rows changed in the table while the run read them; they were left as they are (nothing was overwritten).</p>${keys}${c ? `<p>See them with <code>${val(c.command)}</code></p>` : ''}</section>`;
 }
 
 function notesSection(d: ReportDetails): string {
   if (!d.notes || d.notes.length === 0) return '';
-  return `<section id="notes"><h2>Notes</h2>${d.notes.map((n) => `<p>${esc(n)}</p>`).join('')}</section>`;
+  return `<section id="notes"><h2>Notes</h2>${d.notes.map((n) => `<p>${val(n)}</p>`).join('')}</section>`;
 }
 
-/** A summary number with its machine-readable marker. */
-function metric(s: Record<string, unknown>, path: string): string {
-  const value = path.split('.').reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), s);
+/**
+ * A summary number with its machine-readable marker: the value at `keys` (each one an own key,
+ * so a status or class named `__proto__` or holding a dot is looked up as itself), marked with
+ * its path (the keys joined by dots).
+ */
+function metric(s: Record<string, unknown>, ...keys: string[]): string {
+  const value = keys.reduce<unknown>((o, k) => (o && typeof o === 'object' && Object.hasOwn(o, k) ? (o as Record<string, unknown>)[k] : undefined), s);
   if (typeof value !== 'number') return '–';
+  const path = keys.join('.');
   const shown = path === 'failedShare' || path === 'storeHitRate' ? `${round(value * 100)} %` : fmt(value);
   return `<span data-metric="${esc(path)}" data-value="${value}">${shown}</span>`;
+}
+
+/** A number of the details (not of the summary) with its marker; anything else a connector put there is shown as text. */
+function detail(path: string, value: number): string {
+  return `<span data-detail="${esc(path)}" data-value="${esc(value)}">${typeof value === 'number' ? fmt(value) : esc(value)}</span>`;
+}
+
+/** The colour of a status or class; another key (`constructor` too) gets the accent colour. */
+function colourOf(colours: Record<string, string>, key: string): string {
+  return Object.hasOwn(colours, key) ? colours[key]! : '#2f6fde';
+}
+
+/** The scale of a bar chart: its largest number, at least 1 (what is not a finite number does not count). */
+function largest(values: readonly number[]): number {
+  return Math.max(1, ...values.map(finiteOrZero));
+}
+
+function finiteOrZero(v: number): number {
+  return Number.isFinite(v) ? v : 0;
 }
 
 function record(v: unknown): Record<string, unknown> | undefined {
@@ -296,11 +328,51 @@ function round(v: number): number {
   return Math.round(v * 100) / 100;
 }
 
+/** A number as the page shows it: grouped by thousands; one of 21 digits or more as JavaScript writes it (`1e+21`). */
 function fmt(v: number): string {
-  return v.toLocaleString('en');
+  return Math.abs(v) >= 1e21 && Number.isFinite(v) ? String(v) : v.toLocaleString('en');
 }
 
-/** HTML-escapes text for element content and quoted attributes. */
+/**
+ * Characters that are not text in an HTML page: C0 and C1 controls other than tab, line feed,
+ * form feed and carriage return; noncharacters; lone surrogates (which UTF-8 cannot hold).
+ */
+const NOT_TEXT = /[\u0000-\u0008\u000B\u000E-\u001F\u007F-\u009F]|\p{Noncharacter_Code_Point}|\p{Cs}/gu;
+
+/** What stands for a character that is not text: its control picture (␀, ␛, ␡), else U+FFFD. */
+function visible(c: string): string {
+  const code = c.charCodeAt(0);
+  if (code < 0x20) return String.fromCharCode(0x2400 + code);
+  return code === 0x7f ? '\u2421' : '\ufffd';
+}
+
+/**
+ * Text for a quoted attribute or the title: HTML-escaped (`&`, `<`, `>`, `"`, `'`), and every
+ * character that is not text shown by a visible stand-in (a NUL would vanish, a lone surrogate
+ * could not be written), so the page is valid for any value.
+ */
 export function esc(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return String(value)
+    .replace(NOT_TEXT, visible)
+    .replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * A value of the data in the page's text: {@link esc}, in a `<bdi>` of its own, so that
+ * right-to-left text or a bidi override (U+202E) in it is laid out inside the value and never
+ * reorders what the page writes after it (the after of a before → after, a request id).
+ */
+function val(value: unknown): string {
+  return `<bdi>${esc(value)}</bdi>`;
+}
+
+/** `value` with every string in it, object keys included, passed through `redact`. */
+function redactTexts(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map((v: unknown) => redactTexts(v, redact));
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value))
+    Object.defineProperty(out, redact(k), { value: redactTexts(v, redact), enumerable: true, writable: true, configurable: true });
+  return out;
 }
