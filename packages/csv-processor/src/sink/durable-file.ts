@@ -1,5 +1,7 @@
-import { open, type FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { CsvError } from '../errors.js';
+import { fsProblem } from '../run-files.js';
 import { writeError } from './write-error.js';
 
 /**
@@ -13,22 +15,29 @@ export class DurableFile {
   #handle: FileHandle;
   #bytes: number;
   #pending: string[] = [];
+  /** Whether opening it created the file (it was not there before this run). */
+  readonly #created: boolean;
 
-  private constructor(path: string, label: string, handle: FileHandle, bytes: number) {
+  private constructor(path: string, label: string, handle: FileHandle, bytes: number, created: boolean) {
     this.path = path;
     this.label = label;
     this.#handle = handle;
     this.#bytes = bytes;
+    this.#created = created;
   }
 
   /**
-   * Opens `path`. Fresh: created or truncated to empty. Resume (`keepBytes` given): truncated to
-   * the checkpointed length, dropping whatever a killed run wrote after its last checkpoint.
+   * Opens `path` for writing without changing it yet (see {@link start}): created when it is not
+   * there. Resume (`keepBytes` given): the file must be there, at least that long. A file that
+   * cannot be opened is `output-unwritable` naming it, the cause and what to do.
    */
   static async open(path: string, label: string, keepBytes?: number, checkpoint = 'the checkpoint'): Promise<DurableFile> {
     const startOver = `delete ${checkpoint} and rerun without --resume to start over (the answers the run paid for are not bought again unless it ran with --store off)`;
     try {
-      if (keepBytes === undefined) return new DurableFile(path, label, await open(path, 'w'), 0);
+      if (keepBytes === undefined) {
+        const { handle, created } = await openOrCreate(path);
+        return new DurableFile(path, label, handle, 0, created);
+      }
       const handle = await open(path, 'r+').catch((err: unknown) => {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         throw new CsvError('resume-mismatch', `${label} of the interrupted run is gone (its checkpoint counts ${keepBytes} bytes in it): ${startOver}`);
@@ -41,13 +50,23 @@ export class DurableFile {
           `${label} is shorter (${size} bytes) than the checkpoint says (${keepBytes}): it was changed since the run stopped; ${startOver}`,
         );
       }
-      await handle.truncate(keepBytes);
-      return new DurableFile(path, label, handle, keepBytes);
+      return new DurableFile(path, label, handle, keepBytes, false);
     } catch (err) {
       if (err instanceof CsvError) throw err;
-      throw new CsvError('output-unwritable', `cannot open ${path} for writing: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
-        cause: err,
-      });
+      throw new CsvError('output-unwritable', `cannot open ${label} for writing: ${fsProblem(err)}`, { cause: err });
+    }
+  }
+
+  /**
+   * Cuts the file to where this run writes from: empty for a fresh run, the checkpointed length on
+   * resume (dropping whatever a killed run wrote after its last checkpoint). Called once every file
+   * of the run is open, so a run refused on the way leaves the files as they were.
+   */
+  async start(): Promise<void> {
+    try {
+      await this.#handle.truncate(this.#bytes);
+    } catch (err) {
+      throw writeError(this.label, err);
     }
   }
 
@@ -87,5 +106,28 @@ export class DurableFile {
   /** Closes the file; buffered text that was not committed is dropped. */
   async close(): Promise<void> {
     await this.#handle.close();
+  }
+
+  /** Closes the file of a run refused before {@link start}: removed when this run created it, else left as it was. */
+  async discard(): Promise<void> {
+    await this.#handle.close().catch(() => undefined);
+    if (this.#created) await unlink(this.path).catch(() => undefined);
+  }
+}
+
+/** Opens `path` for writing as it is, creating it when it is not there (and saying whether it did). */
+async function openOrCreate(path: string): Promise<{ handle: FileHandle; created: boolean }> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return { handle: await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL), created: true };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    try {
+      return { handle: await open(path, constants.O_WRONLY), created: false };
+    } catch (err) {
+      // Removed between the two opens: try again (a file another process keeps replacing fails in the end).
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 3) throw err;
+    }
   }
 }

@@ -57,7 +57,12 @@ export class Sink {
     this.#rows = options.resume?.rows ?? 0;
   }
 
-  /** Opens (fresh: creates and writes headers; resume: truncates to the checkpoint) both files. */
+  /**
+   * Opens both files (fresh: creates them and writes the headers; resume: truncates them to the
+   * checkpoint). Neither is changed until both are open: a run refused because one of them cannot
+   * be opened leaves the other as it was (an earlier run's output stays whole), and removes a file
+   * it created.
+   */
   static async open(options: SinkOptions): Promise<Sink> {
     const checkpoint = options.checkpointPath ?? 'the checkpoint';
     const output = await DurableFile.open(options.outputPath, `the output ${options.outputPath}`, options.resume?.outputBytes, checkpoint);
@@ -65,17 +70,22 @@ export class Sink {
     try {
       rejects = await DurableFile.open(options.rejectsPath, `the rejects file ${options.rejectsPath}`, options.resume?.rejectsBytes, checkpoint);
     } catch (err) {
-      await output.close().catch(() => undefined);
+      await output.discard();
       throw err;
     }
     const sink = new Sink(options, output, rejects);
-    if (options.opened) {
-      try {
-        await options.opened();
-      } catch (err) {
-        await sink.close();
-        throw err;
-      }
+    try {
+      await options.opened?.();
+    } catch (err) {
+      await Promise.all([output.discard(), rejects.discard()]);
+      throw err;
+    }
+    try {
+      await output.start();
+      await rejects.start();
+    } catch (err) {
+      await sink.close();
+      throw err;
     }
     if (!options.resume) {
       if (options.format === 'csv') {
