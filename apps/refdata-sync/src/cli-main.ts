@@ -5,7 +5,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ExitCode, createLogger, exitCodeFor, type Logger } from '@dq/core';
-import { parseFlags } from '@dq/core/cli';
+import { checkEmptyFlags, parseFlags } from '@dq/core/cli';
 import { readConfigFile, resolveSyncConfig } from './config.js';
 import { UsageError } from './errors.js';
 import { describePhone, parseDuration } from './phone-describe.js';
@@ -71,6 +71,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.stdout(USAGE);
       return ExitCode.OK;
     }
+    checkEmptyFlags(values, USAGE, (flag, problem) => new UsageError(`${flag}: ${problem}`));
     command = positionals[0] ?? '';
     if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'a command is required' : `unexpected argument "${positionals[1]}"`);
     const apiKey = values['api-key'] ?? io.env['DQ_API_KEY'];

@@ -213,6 +213,15 @@ describe('dq-refdata command line', () => {
     expect((await runCli(['sync', '--colour', 'red'])).code).toBe(2);
   });
 
+  it('exits 2 before any request for a flag given an empty value (an unset variable in a script), saying to leave it out', async () => {
+    const before = downloadRequests(sandbox);
+    const r = await runCli(['sync', ...flags(freshTarget()), '--keep', ''], { DQ_API_KEY: DEFAULT_API_KEY });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain('--keep: the value is empty');
+    expect(r.stderr).toContain('or leave the flag out');
+    expect(downloadRequests(sandbox)).toBe(before);
+  });
+
   it('exits 2 before any request for an API key with a line break (a key file written with echo), not showing the key', async () => {
     const before = downloadRequests(sandbox);
     for (const args of [

@@ -1,4 +1,4 @@
-import { createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
+import { checkEmptyFlags, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
 import { MODE_FIELDS } from '@dq/core/engine';
 import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES, RESULT_CLASSES } from '@dq/core/schemas';
 import type { ResultClass } from '@dq/core';
@@ -133,6 +133,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   );
   const { values: v, positionals } = parsed;
   if (v.help || positionals[0] === 'help') return { command: 'help' };
+  checkEmptyFlags(v, USAGE, usageError);
   const envOf = (name: string) => (env[name] === '' ? undefined : env[name]);
   const db = v.db ?? envOf('DQ_DATABASE_URL');
   if (positionals[0] === 'review') return parseReview(positionals.slice(1), v, db);

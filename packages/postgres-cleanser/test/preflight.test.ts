@@ -46,6 +46,12 @@ async function failure(extra: Partial<CleanseOptions>): Promise<CleanseError> {
 }
 
 describe('pre-flight checks', () => {
+  it('refuses a flag given an empty value (an unset variable in a script) before connecting, saying what to write', async () => {
+    const run = await runCli(['cleanse', '--db', env.pg.url, '--table', 'public.customers', '--where', '']);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('--where: the value is empty: write --where <sql>, or leave the flag out');
+  });
+
   it('names a table that does not exist', async () => {
     const e = await failure({ table: 'public.peeple' });
     expect(e.code).toBe('table-not-found');
