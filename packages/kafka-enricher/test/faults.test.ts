@@ -104,8 +104,11 @@ it('a batch repeated after records came back unavailable counts once in the summ
     const { outs } = await readResults(kafka.brokers, names, N, 0);
     expect(sourceOffsets(outs, []).size).toBe(N);
     expect(await metricValue(port, 'dq_kafka_batch_retries_total')).toBeGreaterThan(0);
-    // The warning names why the batch is repeated: isolated records that came back unavailable.
-    expect(run.stderr()).toMatch(/"msg":"partition paused: retrying the batch","reason":"records-unavailable"/);
+    // The warning names why the batch is repeated: isolated records that came back unavailable, or,
+    // when three calls in a row failed all their attempts (in a few % of runs at 60 % failures), an
+    // outage the engine recognised; either way the batch is repeated and nothing is dead-lettered.
+    expect(run.stderr()).toMatch(/"msg":"partition paused: retrying the batch","reason":"(records-unavailable|platform-unreachable)"/);
+    expect(run.stderr()).not.toMatch(/"msg":"partition paused: retrying the batch"(?!,"reason":"(records-unavailable|platform-unreachable)")/);
   } finally {
     sandbox.setFaults({});
   }

@@ -702,7 +702,8 @@ describe('dq-pg and the key column under the session settings', () => {
   // Key types under the default settings, killed and resumed: by default those whose text form a
   // setting or a collation can change, and the refused ones; DQ_KEY_FUZZ_ALL=1 runs every type
   // (about 2.5 s each).
-  const HAZARDS = ['numeric', 'real', 'double', 'textDe', 'textCi', 'date', 'timestamptz', 'bytea', 'interval', 'intArray', 'composite'];
+  // (double, real, interval and bytea are in the targeted cases below.)
+  const HAZARDS = ['numeric', 'textDe', 'textCi', 'date', 'timestamptz', 'intArray', 'composite'];
   it.each(process.env['DQ_KEY_FUZZ_ALL'] === '1' ? Object.keys(KEYS) : HAZARDS)(
     'key type %s: every row once, resume, rerun, rollback',
     async (name) => {
@@ -827,7 +828,7 @@ describe('dq-pg and the key column under the session settings', () => {
   // Seeded fuzz: a random key type, random settings at the start, and random changes before the
   // resume, the rerun and the rollback. A failure names its seed.
   const FUZZ_SEED = Number(process.env['DQ_KEY_FUZZ_SEED'] ?? 20261207);
-  const FUZZ_CASES = Number(process.env['DQ_KEY_FUZZ_CASES'] ?? 3);
+  const FUZZ_CASES = Number(process.env['DQ_KEY_FUZZ_CASES'] ?? 2);
   it.each(Array.from({ length: FUZZ_CASES }, (_, i) => FUZZ_SEED + i))(
     'fuzz seed %i',
     async (seed) => {
