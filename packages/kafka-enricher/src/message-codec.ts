@@ -50,7 +50,9 @@ export const DLQ_HEADERS = {
  * be asked about altered text. It goes to the DLQ unchanged, naming the first bad byte.
  */
 export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
-  if (message.value === null && message.key !== null && message.key.length > 0) return { kind: 'tombstone', message };
+  // A zero-length key is a key (a compacted topic keeps and deletes it like any other); only a
+  // message with no key at all deletes nothing.
+  if (message.value === null && message.key !== null) return { kind: 'tombstone', message };
   if (message.value === null || message.value.length === 0) {
     const what = message.value === null ? 'no value and no key (a tombstone deletes a key: it needs one)' : 'an empty value';
     return { kind: 'reject', message, code: 'empty-value', reason: `the message has ${what}` };

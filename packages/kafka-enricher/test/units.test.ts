@@ -86,6 +86,9 @@ describe('message codec', () => {
   it('dead-letter reasons: no value and no key, an empty value, not JSON, not an object, missing field; a keyed tombstone is passed on', () => {
     expect(decodeMessage(msg(null), map)).toMatchObject({ kind: 'tombstone' });
     expect(tombstoneMessage(msg(null))).toEqual({ key: Buffer.from('k1'), value: null, headers: { trace: Buffer.from('t-1') }, timestamp: '0' });
+    // A zero-length key is a key: compaction deletes the record stored under it.
+    expect(decodeMessage({ ...msg(null), key: Buffer.alloc(0) }, map)).toMatchObject({ kind: 'tombstone' });
+    expect(tombstoneMessage({ ...msg(null), key: Buffer.alloc(0) }).key).toEqual(Buffer.alloc(0));
     expect(decodeMessage({ ...msg(null), key: null }, map)).toMatchObject({
       kind: 'reject',
       code: 'empty-value',
