@@ -63,6 +63,14 @@ describe('the edge-case corpus', () => {
     for (const status of statuses) expect(['accepted', 'review', 'invalid', 'invalid-input']).toContain(status);
   });
 
+  it('a first column name that starts with a byte order mark (an input with two) keeps it in the output', async () => {
+    const { output } = await clean('two-boms', '\uFEFF\uFEFF' + HEADER + '1;Hauptstraße;5;10115;Berlin\r\n');
+    // Read back by the same reader, which drops one byte order mark at the start of a file.
+    expect(output.header.slice(0, 2)).toEqual(['\uFEFFid', 'strasse']);
+    expect((await readFile(join(dir, 'two-boms.out.csv'), 'utf8')).startsWith('"\uFEFFid";strasse;')).toBe(true);
+    expect(output.rows[0]?.[0]).toBe('1');
+  });
+
   it('sends short, long and broken rows to the rejects file with their line and reason', async () => {
     const text =
       HEADER +

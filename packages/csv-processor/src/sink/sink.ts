@@ -1,6 +1,6 @@
 import type { RecordResult } from '@dq/core';
 import type { InputFormat, SourceReject, SourceRow } from '../source/types.js';
-import { formatCsvLine, type CellValue } from './csv-format.js';
+import { formatCsvLine, formatHeaderLine, type CellValue } from './csv-format.js';
 import { stringifyJson } from '../source/lossless-json.js';
 import { DurableFile } from './durable-file.js';
 import type { ResultColumns } from './result-columns.js';
@@ -89,7 +89,7 @@ export class Sink {
     }
     if (!options.resume) {
       if (options.format === 'csv') {
-        output.append(formatCsvLine([...(options.header ?? []), ...options.columns.names], options.delimiter, options.spreadsheetSafe));
+        output.append(formatHeaderLine([...(options.header ?? []), ...options.columns.names], options.delimiter, options.spreadsheetSafe));
       } else if (options.format === 'json') {
         output.append('[');
       }
