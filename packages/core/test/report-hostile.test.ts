@@ -135,6 +135,15 @@ describe('run report with hostile values', () => {
     expect(id[0], 'the request id after a message is written reversed').toBeLessThan(id[1]);
   });
 
+  it('keeps the spaces of a value: a correction that trimmed or joined spaces does not look like no change', async () => {
+    const file = join(dir, 'spaces.html');
+    const page = pageWith('x');
+    page.details.corrections!.fields[0]!.examples = [{ where: 'line 2', before: ' Haupt  str ', after: 'Haupt str' }];
+    await writeReport(file, page);
+    const shown = await ranInPage(await chromium(), file, `[...document.querySelectorAll('del bdi')].map((e) => e.innerText)`);
+    expect(shown).toContain(' Haupt  str ');
+  });
+
   it('shows a NUL, other controls and lone surrogates by a visible stand-in, in a page that is valid UTF-8', async () => {
     const file = join(dir, 'controls.html');
     await writeReport(file, pageWith('a\u0000b\u001bc\u007fd\uD800e\uDFFFf\u0085g'));

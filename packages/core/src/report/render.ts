@@ -74,6 +74,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 td.bar{width:40%;min-width:90px}
 td.bar svg{display:block;width:100%;height:14px}
 .ex{font-size:.9rem}
+bdi{white-space:pre-wrap}
 .ex del{color:var(--bad);text-decoration:line-through}
 .ex ins{color:var(--ok);text-decoration:none}
 .rate svg{display:block;width:100%;height:160px;background:var(--card);border-radius:4px}
@@ -360,7 +361,9 @@ export function esc(value: unknown): string {
 /**
  * A value of the data in the page's text: {@link esc}, in a `<bdi>` of its own, so that
  * right-to-left text or a bidi override (U+202E) in it is laid out inside the value and never
- * reorders what the page writes after it (the after of a before → after, a request id).
+ * reorders what the page writes after it (the after of a before → after, a request id). Its
+ * spaces are kept as they are (`white-space: pre-wrap`): a correction that only trimmed or joined
+ * spaces must not look like no change.
  */
 function val(value: unknown): string {
   return `<bdi>${esc(value)}</bdi>`;
