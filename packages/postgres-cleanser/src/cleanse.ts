@@ -8,7 +8,7 @@ import { DEFAULT_MAX_AGE_MS, openStore, StoreError } from '@dq/core/store';
 import type { Engine, Mode, PolicyStatus, RecordResult, ResultClass, RunReport } from '@dq/core';
 import { ensureSchema, STATE_SCHEMA } from './bookkeeping.js';
 import { connect, dbTarget, disconnect, keyFromText, sessionLost } from './db.js';
-import { connectionLost, definitionChanged, privilegeLost, relationGone, usageError } from './errors.js';
+import { columnGenerated, connectionLost, definitionChanged, privilegeLost, relationGone, usageError } from './errors.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAGES_PER_CLAIM, DEFAULT_WORKERS } from './options.js';
 import type { CleanseOptions, CleanseProgress, CleanseSummary, DryRunSummary } from './options.js';
 import { allInvalidHint } from './mapping-hints.js';
@@ -287,9 +287,16 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       options.table,
       runId === undefined ? 'run again' : `the run keeps what it committed: rerun with --run-id ${runId} to resume with the new definition`,
     );
+    const generated = columnGenerated(
+      changed,
+      options.table,
+      runId === undefined
+        ? 'Take it out of --map or --status-columns.'
+        : `The run keeps what it committed; take the column out of --map or --status-columns and start a new run (a run keeps the columns it began with, so --run-id ${runId} cannot go on).`,
+    );
     const failure = privilegeLost(
       relationGone(
-        changed,
+        generated,
         options.table,
         runId === undefined
           ? 'Check --table and --map.'

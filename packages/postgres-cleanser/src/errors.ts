@@ -166,6 +166,44 @@ export function definitionChanged(e: unknown, table: string, then: string): unkn
 }
 
 /**
+ * A column the command writes (mapped or status column) became a generated column while it worked
+ * (dropped and added again as `GENERATED ALWAYS AS (…) STORED`: SQLSTATE 428C9, "can only be
+ * updated to DEFAULT"): no run can write it any more, and a run keeps the mapping and status
+ * columns it began with. A {@link CleanseError}
+ * (`column-type`, exit 2, as the pre-flight refuses a generated column) quoting PostgreSQL and
+ * saying what to do (`then`); other errors are returned unchanged.
+ */
+export function columnGenerated(e: unknown, table: string, then: string): unknown {
+  if (e instanceof CleanseError || (e as { code?: unknown })?.code !== '428C9') return e;
+  return new CleanseError(
+    'column-type',
+    `${(e as Error).message} (SQLSTATE 428C9): a column of ${table} that dq-pg writes (--map, --status-columns) became a generated column while dq-pg worked on it, and dq-pg cannot write a generated column. ${then}`,
+    { cause: e },
+  );
+}
+
+/** Codes of the pre-flight's refusals of a table as it is now. */
+const TABLE_REFUSALS = new Set(['table-not-found', 'column-not-found', 'column-type', 'key-not-unique', 'key-has-nulls', 'table-unsupported']);
+
+/**
+ * The pre-flight's refusal of the table of a recorded run (`rollback`, `review export`/`apply`,
+ * which take the table, key and columns from the run, not from flags), said as such: the table
+ * changed since run `runId` was made on it, and what to do. The exit code stays the refusal's (2);
+ * other errors are returned unchanged.
+ */
+export function changedSinceRun(e: unknown, runId: string, table: string): unknown {
+  if (!(e instanceof CleanseError) || !TABLE_REFUSALS.has(e.code)) return e;
+  // The refusal's own message names the flag a cleanse gives it (--table, --map <field>, --key).
+  const reason =
+    e.code === 'table-not-found' ? 'it is not in this database any more (dropped or renamed?)' : e.message.replace(/^--[a-z-]+( [A-Za-z]+)?: /, '');
+  return new CleanseError(
+    e.code,
+    `run ${runId} was made on ${table}, which changed since: ${reason}. Give the table back the name, key and columns the run used, then run this command again`,
+    { cause: e },
+  );
+}
+
+/**
  * The database user lost a privilege the command needs while it worked (SQLSTATE 42501: a REVOKE
  * during a run; a row-level security policy refusing a row is the table's refusal of that row, not
  * this): a {@link CleanseError} (`permission-denied`, exit 2) quoting PostgreSQL, naming the grants

@@ -523,13 +523,48 @@ export class PageStore {
       return { taken: false, written: row?.written ?? 0, conflicts: row?.conflicts ?? [], locked: row?.locked ?? [], refused };
     } catch (e) {
       // RANGE_TAKEN: the checkpoint moved; 23505 on the results table: another holder of the range
-      // stored these rows' results. A unique violation of the table being cleaned is not that.
+      // stored these rows' results — if the checkpoint moved, else this process would claim the
+      // range again and find it "taken" for ever. A unique violation of the table being cleaned is
+      // not that. Both 23505 and 21000 (two known rows for one key) also come from a key that no
+      // longer identifies one row.
       const code = (e as { code?: string }).code;
-      if (code === RANGE_TAKEN || (code === '23505' && (e as { schema?: string }).schema === STATE_SCHEMA)) return { taken: true };
+      if (code === '23505' || code === CARDINALITY_VIOLATION) await this.#refuseDuplicateKeys(e, runId, page);
+      if (code === RANGE_TAKEN) return { taken: true };
+      if (code === '23505' && (e as { schema?: string }).schema === STATE_SCHEMA && (await this.#checkpointMoved(runId, checkpoint))) return { taken: true };
       if (code === LOCK_NOT_AVAILABLE) throw lockedOut(e, this.#target, this.#lockWaitMs, runId, page?.keys[0]);
       if (refusedByTable(e)) throw writeRefused(e, this.#target, runId, page?.keys[0], page?.keys.at(-1));
       throw e;
     }
+  }
+
+  /** Whether the range's checkpoint no longer stands where the page was read from (another process wrote it since). */
+  async #checkpointMoved(runId: string, checkpoint: PageCheckpoint): Promise<boolean> {
+    const { rows } = await this.#writer.query<{ stands: boolean }>(
+      `SELECT last_key IS NOT DISTINCT FROM $3 AND NOT done AS stands FROM ${STATE_SCHEMA}.progress WHERE run_id = $1 AND range_no = $2`,
+      [runId, checkpoint.rangeNo, checkpoint.prevKey],
+    );
+    return rows[0]?.stands !== true;
+  }
+
+  /**
+   * Throws `key-not-unique` when a key of `page` is held by more than one row of the table: its
+   * primary key or unique index, checked by the pre-flight, was dropped during the run and rows
+   * with the same key came in. The page write addresses rows by key and cannot tell them apart.
+   */
+  async #refuseDuplicateKeys(e: unknown, runId: string, page: PageWrite | null): Promise<void> {
+    if (page === null || page.keys.length === 0) return;
+    const { key, qualified } = this.#target;
+    const { rows } = await this.#writer.query<{ k: string }>(
+      `SELECT ${key.quoted}::text AS k FROM ${qualified} WHERE ${key.quoted} >= $1::${key.type} AND ${key.quoted} <= $2::${key.type}
+        GROUP BY ${key.quoted} HAVING count(*) > 1 ORDER BY ${key.quoted} LIMIT 5`,
+      [page.keys[0], page.keys.at(-1)],
+    );
+    if (rows.length === 0) return;
+    throw new CleanseError(
+      'key-not-unique',
+      `--key: column "${key.column}" of ${qualified} no longer identifies one row: ${rows.map((r) => JSON.stringify(r.k)).join(', ')} ${rows.length > 1 ? 'are each' : 'is'} the key of more than one row (was its primary key or unique index dropped while dq-pg worked on it?); dq-pg writes a row by its key and cannot tell those rows apart, so nothing of the page from key ${page.keys[0]} was written. Make the key unique again (remove or re-key the duplicate rows, then ALTER TABLE ${qualified} ADD PRIMARY KEY (${key.quoted}), or a unique index), then rerun with --run-id ${runId}: the run keeps what it committed`,
+      { cause: e },
+    );
   }
 
   /**
@@ -708,6 +743,8 @@ export function writeTransaction(lockWaitMs: number): string {
 
 /** SQLSTATE lock_not_available: a lock wait passed `lock_timeout` (or a NOWAIT found the lock held). */
 const LOCK_NOT_AVAILABLE = '55P03';
+/** SQLSTATE cardinality_violation: an `INSERT … ON CONFLICT DO UPDATE` met the same key twice. */
+const CARDINALITY_VIOLATION = '21000';
 /** SQLSTATE deadlock_detected: this transaction was rolled back to end a deadlock. */
 const DEADLOCK_DETECTED = '40P01';
 /** Longest wait of a page write for a row lock another session holds. */

@@ -3,7 +3,7 @@ import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
 import { cancelStatement, connect, dbTarget, holdsExactly, inTransaction, wasCancelled } from './db.js';
-import { CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
+import { changedSinceRun, CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
 import { inspectTable } from './preflight.js';
 import { holdRunAlone } from './runs.js';
 import { lockWaitMs, refusalText, refusedByTable, writeTransaction } from './page-store.js';
@@ -107,6 +107,8 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       mode: run.mode,
       write: true,
       ...(run.status ? { statusColumns: run.status } : {}),
+    }).catch((e: unknown) => {
+      throw changedSinceRun(e, options.runId, run.table_name);
     });
     const target = { ...inspected, columns: run.columns.map((name) => columnNamed(inspected, name)) };
     await refuseIfActive(client, options.runId);

@@ -164,10 +164,13 @@ export async function openRun(client: pg.Client, target: TargetTable, settings: 
       settings.reviewOf ?? null,
     ],
   );
-  const { rows } = await client.query<{ options: Record<string, unknown>; options_hash: string; state: RunRecord['state']; range_rows: number }>(
-    `SELECT options, options_hash, state, range_rows FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`,
-    [runId],
-  );
+  const { rows } = await client.query<{
+    options: Record<string, unknown>;
+    options_hash: string;
+    state: RunRecord['state'];
+    range_rows: number;
+    key_type: string;
+  }>(`SELECT options, options_hash, state, range_rows, key_type FROM ${STATE_SCHEMA}.runs WHERE run_id = $1`, [runId]);
   const row = rows[0];
   if (!row) throw new Error(`run ${runId} vanished right after it was created`);
   // Compared as values, not by hash: jsonb gives the stored mapping's keys back in an order of its
@@ -184,6 +187,15 @@ export async function openRun(client: pg.Client, target: TargetTable, settings: 
       `--run-id ${runId}: that run was made with different ${differs.map(named).join(', ')} (${differs.map((k) => `${k}=${JSON.stringify(row.options[k] ?? null)}`).join('; ')}); use the same settings to resume it, or a new run id`,
     );
   }
+  // The run's key ranges and checkpoints are keys in the order of the type they were cut in: under
+  // a type that orders keys otherwise (bigint → text: '10' < '9') its ranges would overlap and miss
+  // rows. A widening that keeps the order (integer → bigint, varchar(10) → text) goes on.
+  if (row.state !== 'done' && row.state !== 'rolled-back' && keyOrder(row.key_type) !== keyOrder(target.key.type)) {
+    throw new CleanseError(
+      'run-mismatch',
+      `--run-id ${runId}: the key ${target.key.column} of ${target.qualified} was ${row.key_type} when that run began and is ${target.key.type} now, which orders its values otherwise: the run's key ranges and checkpoints no longer fit it. Start a new run (another --run-id): the answers this run bought come from the result store, not bought again (unless --store off)`,
+    );
+  }
   let state = row.state;
   if (state === 'stopped') {
     await client.query(`UPDATE ${STATE_SCHEMA}.runs SET state = 'running', last_error = NULL, updated_at = now() WHERE run_id = $1 AND state = 'stopped'`, [
@@ -192,6 +204,14 @@ export async function openRun(client: pg.Client, target: TargetTable, settings: 
     state = 'running';
   }
   return { runId, state, rangeRows: row.range_rows, created: (inserted.rowCount ?? 0) > 0 };
+}
+
+/** A key type's sort order: types that order every value alike (the integers; text and varchar) map to one name. */
+function keyOrder(type: string): string {
+  const base = type.replace(/\(.*\)$/, '').trim();
+  if (base === 'smallint' || base === 'integer' || base === 'bigint') return 'integer';
+  if (base === 'character varying' || base === 'text') return 'text';
+  return base;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Mode, ResultClass } from '@dq/core';
 import { ensureSchema, schemaExists, STATE_SCHEMA } from '../bookkeeping.js';
-import { CleanseError } from '../errors.js';
+import { changedSinceRun, CleanseError } from '../errors.js';
 import { inspectTable } from '../preflight.js';
 import type { StatusField, TargetTable } from '../preflight.js';
 
@@ -72,6 +72,8 @@ export async function loadReviewedRun(
     mode: run.mode,
     write: options.write,
     ...(run.statusColumns ? { statusColumns: run.statusColumns } : {}),
+  }).catch((e: unknown) => {
+    throw changedSinceRun(e, runId, run.table);
   });
   if (options.table !== undefined) {
     const given = await inspectTable(client, { table: options.table, key: run.key, map: run.mapping, mode: run.mode, write: false }).catch(() => undefined);
