@@ -3,7 +3,8 @@ import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
 import { pgStoreError, STORE_UNREACHABLE, StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
-import { postgresVersionProblem, readOnlySessions } from './pg-version.js';
+import { RECORD_STATUSES, RESULT_CLASSES } from '../schemas/vocabularies.js';
+import { isQueryTimeout, lockHolders, postgresVersionProblem, readOnlySessions } from './pg-version.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
 /** Schema of the shared result store. */
@@ -64,8 +65,8 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     throw e instanceof StoreError ? e : storeSchemaError(location, e, options.initCommand ?? `dq-store init --store ${location}`);
   }
   /**
-   * Why answers cannot be written to this database (a hot standby, or a role whose sessions are
-   * read-only): every lookup fails with it, before a call is bought that the store could not keep
+   * Why answers cannot be written to this database (a hot standby, a role whose sessions are
+   * read-only, or one without INSERT and UPDATE on the table): every lookup fails with it, before a call is bought that the store could not keep
    * (and before a rerun buys the same answers again). Reading it (`info`) still works.
    */
   let readOnly: StoreError | undefined;
@@ -87,11 +88,16 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
    * before the run could end (one per write the answers still arriving queue up).
    */
   let unreachable: StoreError | undefined;
-  const failed = (e: unknown): StoreError => {
-    const error = storeError(location, e);
+  const failed = async (e: unknown): Promise<StoreError> => {
+    // A query that ran out of time may have waited for a lock another session holds on the table:
+    // then the error names that session rather than calling the database unreachable.
+    const holders = isQueryTimeout(e) && 'totalCount' in options.db ? await lockHolders(options.db, `${STORE_SCHEMA}.results`) : undefined;
+    const error = holders === undefined ? storeError(location, e) : lockedError(location, holders, e);
     if (error.code === STORE_UNREACHABLE) unreachable ??= error;
     return error;
   };
+  /** An entry in the future beyond this (ms) was not written by a run: it is neither used nor kept (clocks differ by less). */
+  const future = (): string => new Date(Date.now() + FUTURE_SLACK_MS).toISOString();
 
   const flush = async (batch: Map<string, { json: string; at: string }>): Promise<void> => {
     const keys: string[] = [];
@@ -108,11 +114,11 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
         `INSERT INTO ${STORE_SCHEMA}.results (key, result, checked_at)
          SELECT * FROM unnest($1::text[], $2::json[], $3::timestamptz[])
          ON CONFLICT (key) DO UPDATE SET result = EXCLUDED.result, checked_at = EXCLUDED.checked_at
-          WHERE ${STORE_SCHEMA}.results.checked_at <= EXCLUDED.checked_at`,
-        [keys, values, times],
+          WHERE ${STORE_SCHEMA}.results.checked_at <= EXCLUDED.checked_at OR ${STORE_SCHEMA}.results.checked_at > $4`,
+        [keys, values, times, future()],
       );
     } catch (e) {
-      throw failed(e);
+      throw await failed(e);
     }
   };
 
@@ -128,18 +134,19 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       const byStored = new Map<string, string>();
       for (const key of keys) byStored.set(storeKey(key), key);
       if (unreachable) throw unreachable;
-      let rows: { key: string; result: CachedResult }[];
+      let rows: { key: string; result: unknown }[];
       try {
-        ({ rows } = await db.query<{ key: string; result: CachedResult }>(
-          `SELECT key, result FROM ${STORE_SCHEMA}.results WHERE key = ANY($1::text[]) AND checked_at > $2`,
-          [[...byStored.keys()], new Date(Date.now() - maxAgeMs).toISOString()],
+        ({ rows } = await db.query<{ key: string; result: unknown }>(
+          `SELECT key, result FROM ${STORE_SCHEMA}.results WHERE key = ANY($1::text[]) AND checked_at > $2 AND checked_at <= $3`,
+          [[...byStored.keys()], new Date(Date.now() - maxAgeMs).toISOString(), future()],
         ));
       } catch (e) {
-        throw failed(e);
+        throw await failed(e);
       }
       for (const row of rows) {
         const key = byStored.get(row.key);
-        if (key !== undefined) found.set(key, row.result);
+        // An entry edited into another shape is no answer: its input is bought again, and the entry replaced.
+        if (key !== undefined && isStoredAnswer(row.result)) found.set(key, row.result);
       }
       if (found.size < byStored.size) for (const [stored, key] of byStored) if (!found.has(key)) missed.missed(key, stored);
       return found;
@@ -219,7 +226,9 @@ function serialised(db: PgQueryable): PgQueryable {
  */
 export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
   const seen = await storedVersion(db);
-  if (seen >= STORE_SCHEMA_VERSION) return;
+  // A newer layout may keep answers in a way this version would misread, or overwrite: not used.
+  if (seen > STORE_SCHEMA_VERSION) throw new NewerLayout(seen);
+  if (seen === STORE_SCHEMA_VERSION) return;
   // One connection for the transaction: a pool hands out a client, a client is used as it is.
   const pool = db as Partial<pg.Pool>;
   const connection: PgQueryable & { release?: () => void } = typeof pool.connect === 'function' && 'totalCount' in pool ? await pool.connect() : db;
@@ -263,6 +272,13 @@ export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
 /** Longest wait of a query creating or upgrading the store (a day: as long as it takes). */
 const UPGRADE_TIMEOUT_MS = 86_400_000;
 
+/** The store's layout is newer than this version knows. */
+class NewerLayout extends Error {
+  constructor(readonly seen: number) {
+    super(`${STORE_SCHEMA} has layout version ${seen}, made by a newer version of dq-connectors; this version knows layout ${STORE_SCHEMA_VERSION}`);
+  }
+}
+
 /** A role that does not own the store tried to upgrade its older layout. */
 class UpgradeDenied extends Error {
   readonly code = '42501';
@@ -291,6 +307,12 @@ export function storeSchemaError(location: string, cause: unknown, initCommand: 
     return new StoreError(
       'usage',
       `the result store ${location} cannot be used: ${STORE_SCHEMA}.results there is not a result store (it lacks the column${cause.missing.length > 1 ? 's' : ''} ${cause.missing.join(', ')}: another application's table?) and was left as it is; point --store at another database, or pass --store off`,
+    );
+  }
+  if (cause instanceof NewerLayout) {
+    return new StoreError(
+      'usage',
+      `the result store ${location} cannot be used: ${cause.message}; upgrade dq-connectors here to the version the other runs of this store use, or point --store at another database, or pass --store off`,
     );
   }
   if (!(cause instanceof UpgradeDenied)) return storeError(location, cause);
@@ -332,11 +354,48 @@ async function refuseForeignTable(db: PgQueryable): Promise<void> {
 
 /**
  * The error for a store on a server whose sessions of this user are read-only (a hot standby, or
- * `default_transaction_read_only`), or undefined when it takes writes.
+ * `default_transaction_read_only`), or whose table this user may not write to; undefined when it
+ * takes this user's writes.
  */
 async function readOnlyProblem(db: PgQueryable, location: string): Promise<StoreError | undefined> {
   const readOnly = await readOnlySessions(db);
-  return readOnly && readOnlyError(location, `sessions of the database user ${readOnly.who} are read-only (${readOnly.why})`);
+  if (readOnly) return readOnlyError(location, `sessions of the database user ${readOnly.who} are read-only (${readOnly.why})`);
+  // A role that may read the answers but not write them would buy answers it cannot keep.
+  const { rows } = await db.query<{ writes: boolean; who: string }>(
+    `SELECT has_table_privilege('${STORE_SCHEMA}.results', 'INSERT') AND has_table_privilege('${STORE_SCHEMA}.results', 'UPDATE') AS writes, current_user AS who`,
+  );
+  const row = rows[0];
+  if (row === undefined || row.writes) return undefined;
+  return new StoreError(
+    'store-permission-denied',
+    `the result store ${location} cannot be used: the database user ${row.who} may read ${STORE_SCHEMA}.results but not write to it, so the answers a run buys could not be kept there; GRANT SELECT, INSERT, UPDATE, DELETE ON ${STORE_SCHEMA}.results TO ${row.who} (as its owner), or pass --store off`,
+  );
+}
+
+/** How far in the future (ms) a stored check time may lie and still be taken for a run's: clocks differ by less. */
+const FUTURE_SLACK_MS = 86_400_000;
+
+/** Statuses of the answers the engine stores: a definitive one, never `unavailable`. */
+const STORED_STATUSES: ReadonlySet<unknown> = new Set(RECORD_STATUSES.filter((s) => s !== 'unavailable'));
+
+/**
+ * Whether a stored `result` has the shape of an answer the engine stored (an object with its
+ * status, and a result class if any): one edited by hand into another (JSON null, a string, an
+ * object without a status) is not used, rather than taken for an answer.
+ */
+function isStoredAnswer(value: unknown): value is CachedResult {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const { status, resultClass } = value as { status?: unknown; resultClass?: unknown };
+  return STORED_STATUSES.has(status) && (resultClass === undefined || (RESULT_CLASSES as readonly unknown[]).includes(resultClass));
+}
+
+/** The error of a store query that waited for a lock `holders` keep on the store's table. */
+function lockedError(location: string, holders: string, cause: unknown): StoreError {
+  return new StoreError(
+    STORE_UNREACHABLE,
+    `the result store ${location} cannot be used now: its table ${STORE_SCHEMA}.results is locked by another session, ${holders}, and a query waited for it longer than the query limit; end that transaction (or wait for it), then rerun`,
+    { cause },
+  );
 }
 
 function readOnlyError(location: string, why: string, cause?: unknown): StoreError {

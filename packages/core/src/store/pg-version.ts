@@ -48,3 +48,45 @@ export async function readOnlySessions(db: Queryable): Promise<{ why: string; wh
   if (row?.ro !== 'on') return undefined;
   return { why: row.standby ? 'the server is a hot standby' : 'default_transaction_read_only is on', who: row.who };
 }
+
+/** Lock modes that hold back the reads or writes of the store's and the budget's tables. */
+const BLOCKING_MODES = ['ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock'];
+/** How long the question who holds a lock may take: a server that stopped answering would not say. */
+const LOCK_QUESTION_MS = 1_000;
+
+/**
+ * The other sessions holding `table` locked against this user's queries while a query waits for it
+ * (a `LOCK TABLE`, an `ALTER TABLE` or `TRUNCATE` left open), e.g. `pid 4711 (user etl,
+ * AccessExclusiveLock, transaction open since 2026-12-07T06:00:00.000Z)`; undefined when none does,
+ * or when the server does not answer within a second. A query that ran out of time (the pool's
+ * query limit, see createBoundedPool) asks it, so that the run's last line says what it waited on
+ * rather than that the database cannot be reached (docs/architecture.md, "The result store" and
+ * "The rate budget and the spending cap").
+ */
+export async function lockHolders(db: Queryable, table: string): Promise<string | undefined> {
+  const asked = db
+    .query<{ pid: number; mode: string; who: string | null; since: Date | null }>(
+      `SELECT l.pid, l.mode, a.usename AS who, a.xact_start AS since
+       FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+       WHERE l.relation = to_regclass('${table}') AND l.granted AND l.pid <> pg_backend_pid()
+         AND l.mode IN (${BLOCKING_MODES.map((m) => `'${m}'`).join(', ')})
+         AND EXISTS (SELECT 1 FROM pg_locks w WHERE w.relation = l.relation AND NOT w.granted)
+       ORDER BY l.pid`,
+    )
+    .then(
+      ({ rows }) => rows,
+      () => [],
+    );
+  let timer: NodeJS.Timeout | undefined;
+  const rows = await Promise.race([asked, new Promise<[]>((resolve) => (timer = setTimeout(() => resolve([]), LOCK_QUESTION_MS)))]);
+  clearTimeout(timer);
+  if (rows.length === 0) return undefined;
+  return rows
+    .map((r) => `pid ${r.pid} (${[r.who && `user ${r.who}`, r.mode, r.since && `transaction open since ${r.since.toISOString()}`].filter(Boolean).join(', ')})`)
+    .join(', ');
+}
+
+/** Whether `e` is the pg client giving up on a query that got no answer within its `query_timeout`. */
+export function isQueryTimeout(e: unknown): boolean {
+  return e instanceof Error && (e as { code?: unknown }).code === undefined && e.message === 'Query read timeout';
+}

@@ -80,8 +80,7 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
       .then(({ createPgThrottle }) => createPgThrottle({ ...options, connectionString: url, account: spec.account }))
       .catch((err: unknown) => {
         shared = undefined;
-        // A server too old for the budget's SQL is no outage: a rerun would fail the same way.
-        throw err instanceof DqError && err.code === LOCAL_CODES.budgetDbVersion ? err : budgetError(err);
+        throw openError(err);
       }));
   const count = new BigInt64Array(counter.buffer);
   const take = (endpoint: EndpointId): void => {
@@ -177,7 +176,7 @@ export async function probeBudget(spec: BudgetSpec, endpoint: EndpointId, option
   try {
     throttle = await createPgThrottle({ ...options, connectionString: spec.url, account: spec.account });
   } catch (err) {
-    throw err instanceof DqError && err.code === LOCAL_CODES.budgetDbVersion ? err : budgetError(err);
+    throw openError(err);
   }
   await throttle.close();
 }
@@ -188,6 +187,16 @@ export async function probeBudget(spec: BudgetSpec, endpoint: EndpointId, option
  * is another application's table.
  */
 const CONFIG_SQLSTATES: ReadonlySet<string> = new Set(['3D000', '25006', '42809']);
+
+/**
+ * The stop of a budget that could not be opened. A server too old for the budget's SQL is no
+ * outage (a rerun would fail the same way), and a table another session keeps locked is named as
+ * such (see `createPgThrottle`): both are kept as they are; any other failure is {@link budgetError}'s.
+ */
+function openError(err: unknown): DqError {
+  const kept: ReadonlySet<unknown> = new Set([LOCAL_CODES.budgetDbVersion, LOCAL_CODES.budgetUnreachable]);
+  return err instanceof DqError && kept.has(err.code) ? err : budgetError(err);
+}
 
 function budgetError(err: unknown): DqError {
   const code = (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code;

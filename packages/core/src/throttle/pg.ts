@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { DqError, LOCAL_CODES } from '../errors/index.js';
 import { createBoundedPool } from '../pg-pool.js';
-import { postgresVersionProblem, redactUrl } from '../store/pg-version.js';
+import { isQueryTimeout, lockHolders, postgresVersionProblem, redactUrl } from '../store/pg-version.js';
 import { ENDPOINT_IDS, resolveThrottleOptions } from './limits.js';
 import type { ThrottleOptions } from './limits.js';
 import { unwatchAbort, watchAbort } from '../abort-watch.js';
@@ -118,6 +118,8 @@ const LANES_PER_WAIT = 4;
 const LANE_AHEAD_US = 100_000;
 /** Clock granularity between the platform's arrival stamp and our reading of an attempt's end, µs. */
 const ANSWER_GUARD_US = 1_000;
+/** Longest sleep before a process whose slots are all taken reads the row again, ms. */
+const MAX_FULL_WAIT_MS = 1_000;
 /** Tickets whose send time is remembered for `ended` (more than any process keeps in flight). */
 const TICKET_RING = 1 << 14;
 
@@ -161,19 +163,32 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     await ensureTable(pool, table);
   } catch (err) {
     await owned?.end();
-    throw err;
+    throw (await lockedTable(err, pool, table)) ?? err;
   }
+  /** A later step of opening: on failure the pool made here is ended too, and a wait for a lock is named. */
+  const opening = async (step: () => Promise<unknown>): Promise<void> => {
+    try {
+      await step();
+    } catch (err) {
+      const locked = await lockedTable(err, pool, table);
+      await owned?.end();
+      throw locked ?? err;
+    }
+  };
 
   const recoveryPerUs = o.recoveryPerSecond / 1e6;
   // How long a lane stays taken after its slot, µs: a second paced at 1 - margin (1010 ms at the
   // default 1 %), so an answer may come 10 ms after the slot before it moves anything.
   const laneSpanUs = Math.round(SECOND_US / (1 - o.margin));
   const laneAheadUs = Math.min(horizonUs, LANE_AHEAD_US);
-  // One row per endpoint, made up front, so each reservation is a single UPDATE of a row that exists.
-  await pool.query(`INSERT INTO ${table} (account, endpoint, tat_us) SELECT $1, e, 0 FROM unnest($2::text[]) AS e ON CONFLICT (account, endpoint) DO NOTHING`, [
-    options.account,
-    ENDPOINT_IDS.filter((e) => o.limits[e] > 0),
-  ]);
+  // One row per endpoint, made up front, so each reservation is a single UPDATE of a row that exists;
+  // made again when a reservation finds it gone (deleted by hand: see `pump`).
+  const makeRows = (): Promise<unknown> =>
+    pool.query(`INSERT INTO ${table} (account, endpoint, tat_us) SELECT $1, e, 0 FROM unnest($2::text[]) AS e ON CONFLICT (account, endpoint) DO NOTHING`, [
+      options.account,
+      ENDPOINT_IDS.filter((e) => o.limits[e] > 0),
+    ]);
+  await opening(makeRows);
   // Reserves $3 slots: the GCRA pacing (theoretical arrival time `tat_us`, slowed by the backoff
   // factor) and, for the platform's sliding second, one lane per request of the limit (`lanes`: the
   // earliest time the next request of each lane may go). Each slot takes the lane free soonest; the
@@ -187,14 +202,19 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   // previous request has come, unless it came over a second late, so the move is not too late.
   // $4 pacing interval (µs, before backoff), $5 recovery per µs, $6 cold-start gap (µs), $7 horizon
   // (µs), $8 lanes (the limit), $9 how long a lane stays taken (µs), $10 lane lookahead (µs).
+  // A row edited by hand, or left by a clock that jumped, must not hold the account's runs for
+  // ever: a time further ahead than any process sets one ($11, see `furthestUs`) counts as free.
+  const TAT = `(CASE WHEN t.tat_us > c.now_us + $11::bigint THEN 0 ELSE t.tat_us END)`;
   const reserveSql = `
     WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us),
     l AS MATERIALIZED (
-      SELECT t.seq, c.now_us, greatest(t.tat_us, c.now_us) AS b, t.tat_us < c.now_us - ${IDLE_US} AS idle,
+      SELECT t.seq, c.now_us, greatest(${TAT}, c.now_us) AS b, ${TAT} < c.now_us - ${IDLE_US} AS idle,
         least(1.0, t.factor + $5::float8 * (c.now_us - t.factor_at_us))::float8 AS f,
-        CASE WHEN cardinality(t.lanes) = $8::int THEN t.lanes ELSE array_fill(0::bigint, ARRAY[$8::int]) END AS lanes
+        CASE WHEN cardinality(t.lanes) = $8::int
+          THEN (SELECT array_agg(CASE WHEN x.v > c.now_us + $11::bigint THEN 0 ELSE x.v END ORDER BY x.i) FROM unnest(t.lanes) WITH ORDINALITY AS x(v, i))
+          ELSE array_fill(0::bigint, ARRAY[$8::int]) END AS lanes
       FROM ${table} AS t, c
-      WHERE t.account = $1 AND t.endpoint = $2 AND t.tat_us < c.now_us + $7::bigint
+      WHERE t.account = $1 AND t.endpoint = $2 AND ${TAT} < c.now_us + $7::bigint
       FOR UPDATE OF t),
     p AS (
       SELECT u.v, u.i::int AS i, (row_number() OVER (ORDER BY u.v, u.i) - 1)::int AS k
@@ -214,14 +234,16 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     SELECT (SELECT seq FROM u)::text AS seq, (SELECT tat_us FROM u)::text AS tat, (SELECT f FROM l) AS factor,
       array_agg(s.s::text ORDER BY s.k) AS slots, array_agg(s.i ORDER BY s.k) AS lanes, array_agg(s.v::text ORDER BY s.k) AS prev
     FROM s HAVING count(*) > 0`;
+  // A rate decreased less than the cooldown ($6) ago is not decreased again; a decrease time in the
+  // future (an edited row, a clock that jumped back) is no recent decrease: a 429 still slows the account.
   const backoffSql = `
     WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us)
     INSERT INTO ${table} AS t (account, endpoint, tat_us, factor, factor_at_us)
     SELECT $1, $2, c.now_us + $7::bigint, greatest($4::float8, $3::float8), c.now_us FROM c
     ON CONFLICT (account, endpoint) DO UPDATE SET
-      factor = CASE WHEN (SELECT now_us FROM c) - t.factor_at_us < $6::bigint THEN t.factor
-        ELSE greatest($4::float8, $3::float8 * least(1.0, t.factor + $5::float8 * ((SELECT now_us FROM c) - t.factor_at_us))) END,
-      factor_at_us = CASE WHEN (SELECT now_us FROM c) - t.factor_at_us < $6::bigint THEN t.factor_at_us
+      factor = CASE WHEN (SELECT now_us FROM c) - t.factor_at_us BETWEEN 0 AND $6::bigint - 1 THEN t.factor
+        ELSE greatest($4::float8, $3::float8 * least(1.0, greatest(0.0, t.factor) + $5::float8 * greatest(0, (SELECT now_us FROM c) - t.factor_at_us))) END,
+      factor_at_us = CASE WHEN (SELECT now_us FROM c) - t.factor_at_us BETWEEN 0 AND $6::bigint - 1 THEN t.factor_at_us
         ELSE (SELECT now_us FROM c) END,
       tat_us = greatest(t.tat_us, (SELECT now_us FROM c) + $7::bigint)`;
   // An attempt ended late (see `ended`): the platform counted the request, if at all, before $4 (the
@@ -258,7 +280,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     }
     syncedAt = performance.now();
   }
-  await syncClock();
+  await opening(syncClock);
 
   const queues = new Map<EndpointId, EndpointQueue>();
   /** Local send time (ms) and interval (µs) of recent tickets, by ticket modulo the ring's size. */
@@ -356,6 +378,13 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     }
   }
   const intervalUs = (endpoint: EndpointId): number => 1e6 / (o.limits[endpoint] * (1 - o.margin));
+  /**
+   * Furthest ahead of now (µs) any process sets the endpoint's pacing or a lane: a Retry-After hold,
+   * then a round trip's slots at the floor rate, a lane's second and the margin, and the hold of a
+   * request in flight; with a second to spare.
+   */
+  const furthestUs = (endpoint: EndpointId): number =>
+    Math.round(o.maxHoldMs * 1000 + ((maxBatch + 1) * intervalUs(endpoint)) / o.floor + laneSpanUs + HOLD_MS * 1000 + 2 * SECOND_US);
   /** One lane per request the platform allows in a second. */
   const lanes = (endpoint: EndpointId): number => Math.max(1, Math.floor(o.limits[endpoint]));
 
@@ -391,6 +420,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
         lanes(endpoint),
         laneSpanUs,
         laneAheadUs,
+        furthestUs(endpoint),
       ]);
       const row = res.rows[0];
       if (!row) {
@@ -405,9 +435,12 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
            FROM ${table} WHERE account = $1 AND endpoint = $2`,
           [options.account, endpoint, horizonUs, laneAheadUs, Math.min(q.waiters.length, maxBatch, LANES_PER_WAIT)],
         );
+        // The row is gone (deleted by hand, or the table emptied): made again, the next round trip reserves.
+        if (ahead.rows.length === 0) await makeRows();
         const waitMs = Number(ahead.rows[0]?.wait_us ?? 0) / 1000;
-        // At least a millisecond: the lanes free up at the pace of the limit.
-        await sleep(Math.max(1, Math.ceil(waitMs)));
+        // At least a millisecond: the lanes free up at the pace of the limit. At most a second: the
+        // row is read again then (another process's give-back, or an edit, may free it sooner).
+        await sleep(Math.min(MAX_FULL_WAIT_MS, Math.max(1, Math.ceil(waitMs))));
       } else {
         counters.reserveTrips++;
         q.tat = Number(row.tat);
@@ -464,10 +497,13 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       }
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      const failure = new DqError(
-        `throttle: the Postgres rate store failed${typeof code === 'string' ? ` (${code})` : ''}; check that the database is reachable`,
-        { code: 'throttle-store-failed', retriable: true, cause: err },
-      );
+      const failure =
+        (await lockedTable(err, pool, table)) ??
+        new DqError(`throttle: the Postgres rate store failed${typeof code === 'string' ? ` (${code})` : ''}; check that the database is reachable`, {
+          code: 'throttle-store-failed',
+          retriable: true,
+          cause: err,
+        });
       q.waiters = q.waiters.filter((w) => !batch.includes(w));
       for (const w of batch) w.reject(failure);
     } finally {
@@ -564,6 +600,20 @@ export async function ensureThrottleTable(pool: Pick<pg.Pool, 'query'>, table = 
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table))
     throw new RangeError(`ensureThrottleTable: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
   await ensureTable(pool, table);
+}
+
+/**
+ * The run's stop when `err` is a query of the budget that ran out of time waiting for a lock another
+ * session keeps on the budget's table (a `LOCK TABLE`, an `ALTER TABLE` left open): it names that
+ * session rather than calling the database unreachable. Undefined for any other error.
+ */
+async function lockedTable(err: unknown, pool: Pick<pg.Pool, 'query'>, table: string): Promise<DqError | undefined> {
+  const holders = isQueryTimeout(err) ? await lockHolders(pool, table) : undefined;
+  if (holders === undefined) return undefined;
+  return new DqError(
+    `the shared rate budget's table ${table} is locked by another session, ${holders}, and a query of the budget waited for it longer than the query limit; end that transaction (or wait for it), then rerun`,
+    { code: LOCAL_CODES.budgetUnreachable, retriable: false, scope: 'run', cause: err },
+  );
 }
 
 async function ensureTable(pool: Pick<pg.Pool, 'query'>, table: string): Promise<void> {
