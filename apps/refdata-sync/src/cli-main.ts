@@ -2,10 +2,10 @@
  * The `dq-refdata` command line: parses flags, runs a command, prints one JSON summary line on
  * stdout (messages and warnings go to stderr) and returns the exit code.
  */
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ExitCode, createLogger, exitCodeFor, type Logger } from '@dq/core';
 import { checkEmptyFlags, parseFlags } from '@dq/core/cli';
+import { userCacheDir } from '@dq/core/files';
 import { readConfigFile, resolveSyncConfig } from './config.js';
 import { UsageError } from './errors.js';
 import { describePhone, parseDuration } from './phone-describe.js';
@@ -157,6 +157,17 @@ function isHttpUrl(text: string): boolean {
   }
 }
 
+/** The phone-describe cache in the user's cache folder; a usage error (exit 2) where there is none. */
+function defaultCacheFile(env: Readonly<Record<string, string | undefined>>): string {
+  const cache = userCacheDir(env);
+  if (cache === undefined) {
+    throw new UsageError(
+      'phone-describe has no default cache file: neither XDG_CACHE_HOME nor HOME is set to an absolute path, and this user has no home folder in the user database; set XDG_CACHE_HOME or HOME, or give --cache FILE or --target DIR',
+    );
+  }
+  return join(cache, 'dq-refdata', 'phone-describe.json');
+}
+
 async function phoneDescribe(values: Values, apiKey: string | undefined, io: CliIo, logger: Logger): Promise<number> {
   const realtimeUrl = (values['realtime-url'] as string | undefined) ?? io.env['DQ_REALTIME_URL'];
   if (!realtimeUrl) throw new UsageError('--realtime-url URL (or DQ_REALTIME_URL) is required');
@@ -164,14 +175,10 @@ async function phoneDescribe(values: Values, apiKey: string | undefined, io: Cli
     throw new UsageError(`--realtime-url (or DQ_REALTIME_URL) must be an http(s) URL such as https://api.example.com; got ${JSON.stringify(realtimeUrl)}`);
   }
   if (!apiKey) throw new UsageError('--api-key KEY (or DQ_API_KEY) is required');
-  // Default: the user's cache folder; an empty XDG_CACHE_HOME counts as unset (XDG base directory
-  // spec), as for the result store: never a relative path into the working folder.
+  // Default: the user's cache folder, found as the result store's is (never a relative path into the
+  // working folder).
   const cacheFile =
-    typeof values.cache === 'string'
-      ? values.cache
-      : typeof values.target === 'string'
-        ? join(values.target, 'phone-describe.json')
-        : join(io.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'dq-refdata', 'phone-describe.json');
+    typeof values.cache === 'string' ? values.cache : typeof values.target === 'string' ? join(values.target, 'phone-describe.json') : defaultCacheFile(io.env);
   const maxAgeMs = parseDuration(typeof values['max-age'] === 'string' ? values['max-age'] : '1d');
   const r = await describePhone({ realtimeUrl, apiKey, cacheFile, maxAgeMs, logger, ...(io.signal ? { signal: io.signal } : {}) });
   if (r.warning !== undefined) io.stderr(`dq-refdata: warning: ${r.warning}`);

@@ -278,6 +278,17 @@ describe('dq-refdata command line', () => {
     expect(JSON.parse(cached.stdout)).toMatchObject({ source: 'cache' });
   });
 
+  it('phone-describe: a relative XDG_CACHE_HOME is ignored (the cache goes under HOME, never into the working folder)', async () => {
+    const base = dirname(freshTarget());
+    const home = join(base, 'home');
+    const work = join(base, 'work');
+    mkdirSync(work, { recursive: true });
+    const r = await runCli(['phone-describe', '--realtime-url', sandbox.url], { DQ_API_KEY: DEFAULT_API_KEY, HOME: home, XDG_CACHE_HOME: 'relcache' }, work);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ cacheFile: join(home, '.cache', 'dq-refdata', 'phone-describe.json') });
+    expect(readdirSync(work)).toEqual([]);
+  });
+
   it('phone-describe: a --cache that cannot be written is named with what to do (exit 2), not a bare EEXIST', async () => {
     const file = join(dirname(freshTarget()), 'a-file');
     mkdirSync(dirname(file), { recursive: true });

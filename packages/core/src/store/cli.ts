@@ -2,11 +2,16 @@ import { parseArgs } from 'node:util';
 import { DqError } from '../errors/index.js';
 import { formatAge, parseAge } from './age.js';
 import { lmdbStoreExists, removeDamagedLmdbFile } from './lmdb-store.js';
-import { defaultStoreDir, openStore, refuseMistypedUrl } from './open.js';
+import { withoutRunAdvice } from './errors.js';
+import { defaultStoreDir, openStore, refuseMistypedStore } from './open.js';
 import { redactUrl } from './pg-version.js';
 
-/** The `--help` text of dq-store. */
-export const STORE_USAGE = `Usage: dq-store <info|prune|clear|init> [--store <dir|postgres-url>] [options]
+/**
+ * The `--help` text of dq-store, with the default store of `env` (built when shown: where there is
+ * no default folder, a container under a uid without a home, dq-store still starts and says so).
+ */
+export function storeUsage(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  return `Usage: dq-store <info|prune|clear|init> [--store <dir|postgres-url>] [options]
 
 Shows and trims the result store: the platform's answers kept so that later runs do not buy
 them again. It holds addresses and company names (personal data) as the platform answered them.
@@ -20,13 +25,25 @@ Commands:
 
 Options:
   --store <dir|url>         the store: a folder, or postgres://… (env DQ_STORE); default
-                            ${defaultStoreDir().replace(process.env['HOME'] ?? '\u0000', '~')}
+                            ${shownDefault(env)}
   --json                    one JSON line instead of text
   --help                    this text
 
 Exit codes: 0 done, 1 unexpected error, 2 bad usage or a store that cannot be opened, 75 the
 store's database is unreachable.
 `;
+}
+
+/** The default store folder for --help, the home folder shown as `~`. */
+function shownDefault(env: Readonly<Record<string, string | undefined>>): string {
+  try {
+    const dir = defaultStoreDir(env);
+    const home = env['HOME'];
+    return home && dir.startsWith(`${home}/`) ? `~${dir.slice(home.length)}` : dir;
+  } catch {
+    return 'none here: set XDG_CACHE_HOME or HOME, or give --store';
+  }
+}
 
 /** Runs dq-store with `argv` (without node and script); returns the exit code. */
 export async function runStoreCli(
@@ -44,12 +61,12 @@ export async function runStoreCli(
       options: { store: { type: 'string' }, 'older-than': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     }));
   } catch (e) {
-    io.err(`dq-store: ${(e as Error).message}\n${STORE_USAGE}`);
+    io.err(`dq-store: ${(e as Error).message}\n${storeUsage(env)}`);
     return 2;
   }
   const [command, ...rest] = positionals;
   if (values.help || command === 'help') {
-    io.out(STORE_USAGE);
+    io.out(storeUsage(env));
     return 0;
   }
   const usage = (message: string): number => {
@@ -68,12 +85,19 @@ export async function runStoreCli(
   const spec = values.store ?? (env['DQ_STORE'] || undefined);
   if (spec === 'off') return usage('--store off names no store');
   try {
-    refuseMistypedUrl(spec);
+    refuseMistypedStore(spec);
   } catch (e) {
     return usage((e as Error).message);
   }
   const isUrl = spec !== undefined && /^postgres(ql)?:/i.test(spec);
-  const shown = isUrl ? redactUrl(spec) : (spec ?? defaultStoreDir(env));
+  let shown: string;
+  try {
+    shown = isUrl ? redactUrl(spec) : (spec ?? defaultStoreDir(env));
+  } catch (e) {
+    // No default folder (no home): a one-line error naming what to set, not a stack trace.
+    io.err(`dq-store: ${withoutRunAdvice((e as Error).message)}\n`);
+    return 2;
+  }
   // A folder without a store (nothing stored there yet, or a mistyped path) is reported as such;
   // only `init` (or a run) creates one. A file in the folder's place, or a store this user cannot
   // read, is an error (exit 2), not "nothing stored".
@@ -81,7 +105,7 @@ export async function runStoreCli(
   try {
     exists = isUrl || command === 'init' || (await lmdbStoreExists(shown));
   } catch (e) {
-    io.err(`dq-store: ${(e as Error).message}\n`);
+    io.err(`dq-store: ${withoutRunAdvice((e as Error).message)}\n`);
     return 2;
   }
   if (!exists) {
@@ -125,7 +149,7 @@ export async function runStoreCli(
     return 0;
   } catch (e) {
     const message = e instanceof DqError ? e.message : `the result store ${shown} cannot be used (${(e as Error).message})`;
-    io.err(`dq-store: ${message}\n`);
+    io.err(`dq-store: ${withoutRunAdvice(message)}\n`);
     return e instanceof DqError && e.retriable ? 75 : 2;
   }
 }

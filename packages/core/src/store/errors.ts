@@ -1,3 +1,5 @@
+import { statSync, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
 import { getSystemErrorName } from 'node:util';
 import { defineErrorCodes } from '../errors/error-codes.js';
 import { ExitCode } from '../errors/exit-code.js';
@@ -21,6 +23,17 @@ export class StoreError extends defineErrorCodes('dq-store', {
   'store-io': { exit: ExitCode.UNEXPECTED },
 }) {
   override readonly name = 'StoreError';
+}
+
+/**
+ * What a run can do instead of using a store it cannot: the end of the messages about a folder.
+ * dq-store leaves it out ({@link withoutRunAdvice}): it has no run to make without a store.
+ */
+export const RUN_WITHOUT_STORE = ', or pass --store off (every answer is then bought again)';
+
+/** `message` as dq-store says it: without the advice to run with `--store off`. */
+export function withoutRunAdvice(message: string): string {
+  return message.replaceAll(RUN_WITHOUT_STORE, '');
 }
 
 /** PostgreSQL error classes of a server that cannot serve us now: connection (08), resources (53), operator intervention (57), not in the state for it (55, e.g. a database closed to connections). */
@@ -85,7 +98,7 @@ export function lmdbStoreError(dir: string, cause: unknown): StoreError {
   if (code !== undefined && FS_DENIED.has(code)) {
     return new StoreError(
       'store-permission-denied',
-      `the result store ${dir} cannot be used (${reason}); check the folder and its permissions, or pass --store off`,
+      `the result store ${dir} cannot be used (${reason}): ${deniedWhy(dir, code, cause)}; give --store a folder this user may write${RUN_WITHOUT_STORE}`,
       { cause },
     );
   }
@@ -103,4 +116,35 @@ export function lmdbStoreError(dir: string, cause: unknown): StoreError {
     );
   }
   return new StoreError('store-io', `the result store ${dir} cannot be used (${reason}); check the folder and the disk, or pass --store off`, { cause });
+}
+
+/**
+ * Why the file or folder a store error names (the cause's path, else the store's folder) is denied,
+ * in words: a read-only file system, or which user owns it with which mode, so that a store made by
+ * another user (root, a run under another uid) is told apart from a permission set wrong.
+ */
+function deniedWhy(dir: string, code: string, cause: unknown): string {
+  const path = (cause as { path?: unknown } | undefined)?.path;
+  const named = typeof path === 'string' ? path : dir;
+  if (code === 'EROFS') return `${named} is on a read-only file system`;
+  // The nearest of the path and the folders above it this user can see: a folder this user may
+  // not enter hides everything in it, so it is the one to name, with its owner and mode.
+  for (let at = named; ; at = dirname(at)) {
+    try {
+      return `${thisUser()} may not use ${at} (${ownerAndMode(statSync(at))})`;
+    } catch {
+      if (dirname(at) === at) return `${thisUser()} may not use ${named}`;
+    }
+  }
+}
+
+/** This process's user, as a permission message names it. */
+export function thisUser(): string {
+  const uid = process.getuid?.();
+  return uid === undefined ? 'this user' : `user id ${uid}`;
+}
+
+/** `owned by user id 0, mode 0755`: who may change a file or folder a permission message names. */
+export function ownerAndMode(s: Stats): string {
+  return `owned by user id ${s.uid}, mode ${(s.mode & 0o7777).toString(8).padStart(4, '0')}`;
 }
