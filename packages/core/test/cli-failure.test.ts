@@ -2,11 +2,17 @@ import { readFileSync, rmSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DqError } from '../src/errors/index.js';
 import { cliFailure } from '../src/cli/run-cli.js';
+import { StoreError } from '../src/store/errors.js';
 
 describe('the line a CLI prints for the error that ended it', () => {
   it('is code and message for a foreseen error', () => {
     const f = cliFailure('dq-x', new DqError('--store is empty', { code: 'config-invalid', retriable: false }));
     expect(f).toEqual({ exitCode: 2, text: 'dq-x: config-invalid: --store is empty\n' });
+  });
+
+  it('is code and message for a write the machine refused (exit 1, its own code), not a bug', () => {
+    const f = cliFailure('dq-kafka', new StoreError('store-io', 'the result store /s cannot be used: the disk is full (ENOSPC)'));
+    expect(f).toEqual({ exitCode: 1, text: 'dq-kafka: store-io: the result store /s cannot be used: the disk is full (ENOSPC)\n' });
   });
 
   it('is one line for an unexpected error (a bug), the stack in a file of its own readable by the user only, secrets redacted in both', () => {

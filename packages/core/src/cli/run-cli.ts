@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { exitCodeFor } from '../engine/exit-codes.js';
+import { hasExitCode } from '../errors/error-codes.js';
 import { ExitCode } from '../errors/exit-code.js';
 
 type FlagOptions = NonNullable<ParseArgsConfig['options']>;
@@ -95,7 +96,9 @@ export function cliFailure(tool: string, err: unknown, redact: (text: string) =>
   const exitCode = exitCodeFor(err);
   const e = err as { code?: unknown; message?: unknown; stack?: unknown } | undefined;
   const message = String(e?.message ?? err);
-  if (exitCode !== ExitCode.UNEXPECTED) {
+  // An error with an exit code of its own was foreseen, exit 1 included: a write the machine refused
+  // (a full disk under the store, the output or a download's target) is no bug, and says what to do.
+  if (exitCode !== ExitCode.UNEXPECTED || hasExitCode(err)) {
     return { exitCode, text: redact(`${tool}: ${typeof e?.code === 'string' ? `${e.code}: ` : ''}${message}\n`) };
   }
   const details = detailsFile(tool, redact(String(e?.stack ?? err)));
