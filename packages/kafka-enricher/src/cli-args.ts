@@ -77,8 +77,9 @@ ${ENGINE_FLAGS_USAGE}
   --help                    this text
 
 Exit codes: 0 stopped by SIGTERM/SIGINT after draining, 1 unexpected error, 2 bad usage or
-settings (also --input, --output or --dlq naming a topic that does not exist, and TLS or SASL
-settings the brokers refused: the line names the setting to fix),
+settings (also --input, --output or --dlq naming a topic that does not exist, TLS or SASL
+settings the brokers refused, and a --group whose members read other topics: the line names the
+setting to fix),
 3 key/account/quota stopped the run (nothing unprocessed is committed; fix it, then restart),
 5 the spending cap --max-calls was reached (what was delivered is committed; restart to go on),
 75 Kafka or the platform stayed unavailable, or the drain after SIGTERM/SIGINT did not finish

@@ -4,7 +4,7 @@ import { emptyRunReport } from '@dq/core/engine';
 import { openStore, reusesAnswers } from '@dq/core/store';
 import { resolveRetryOptions, retryDelay, sleep } from '@dq/core/transport';
 import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
-import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { KafkaEnricherError } from './errors.js';
 import { CallWindow, FlowControl } from './flow-control.js';
 import { MapCheck } from './map-check.js';
@@ -15,6 +15,8 @@ import type { EnricherOptions, ResolvedEnricherOptions } from './options.js';
 import { orderPreservingPartitioner } from './output-partitioner.js';
 import { PartitionPipeline } from './partition-pipeline.js';
 import { checkTopics } from './topics.js';
+import { startPosition } from './start-position.js';
+import { settingsDiffer, settingsMetadata } from './group-settings.js';
 import { brokerSpeakingTls, kafkaSettingFailure, tlsExpected } from './kafka-settings.js';
 import type { PipelineContext } from './partition-pipeline.js';
 
@@ -118,11 +120,18 @@ class KafkaEnricher implements Enricher {
   readonly #stopSignal = new Promise<void>((resolve) => (this.#stopRequested = resolve));
   #engine: Engine | undefined;
   #consumer: Consumer | undefined;
+  /** Settles once the current consumer's run() has joined the group (or failed to). */
+  #consumerStarted: Promise<void> = Promise.resolve();
   #producer: Producer | undefined;
   #flow: FlowControl | undefined;
   #calls: CallWindow | undefined;
   readonly #mapCheck: MapCheck;
   readonly #connect: Connect;
+  #kafka: Kafka | undefined;
+  /** Committed with every offset: the settings instances of one group must share (group-settings.ts). */
+  readonly #settings: string;
+  /** The admin clients of settings checks under way: closed at shutdown, so none keeps the process alive. */
+  readonly #checks = new Set<Admin>();
 
   constructor(options: ResolvedEnricherOptions, logger: Logger, metrics: Metrics, onHint: ((text: string) => void) | undefined) {
     this.#o = options;
@@ -130,6 +139,7 @@ class KafkaEnricher implements Enricher {
     this.metrics = metrics;
     this.#mapCheck = new MapCheck(onHint ?? ((text) => logger.warn(`hint: ${text}`)));
     this.#connect = connector(options);
+    this.#settings = settingsMetadata(options);
     logger.redactor.add(options.apiKey);
     if (options.sasl) logger.redactor.add(options.sasl.password);
   }
@@ -174,7 +184,7 @@ class KafkaEnricher implements Enricher {
       this.metrics.useEngineReport(() => engine.report());
       // A shared budget that cannot be used stops the consumer now, not at its first message.
       await engine.ready();
-      const kafka = createKafka(o, this.#logger);
+      const kafka = (this.#kafka = createKafka(o, this.#logger));
       const connect = this.#connect;
       await checkTopics(kafka, o, connect);
       const producer = (this.#producer = kafka.producer({
@@ -215,17 +225,24 @@ class KafkaEnricher implements Enricher {
     }));
     consumer.on(consumer.events.REBALANCING, () => this.#onRebalancing());
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.#onJoin(payload.memberAssignment));
+    // kafkajs's group leader assigns the partitions of its own topics only: given another topic's,
+    // this instance would read nothing, and its topic would stay unread by the group.
+    consumer.on(consumer.events.RECEIVED_UNSUBSCRIBED_TOPICS, ({ payload }) => this.#fail(groupInUse(o, payload.topicsNotSubscribed)));
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       if (!payload.restart) void this.#onCrash(kafka, consumer, payload.error);
     });
+    // Read at every (re)start: --from-latest holds only while the group has committed nothing.
+    const fromBeginning = await startPosition(kafka, o, this.#connect, this.#logger);
     await this.#connect('consumer', () => consumer.connect());
-    await this.#connect('consumer', () => consumer.subscribe({ topic: o.inputTopic, fromBeginning: o.fromBeginning }));
-    await consumer.run({
+    await this.#connect('consumer', () => consumer.subscribe({ topic: o.inputTopic, fromBeginning }));
+    const started = consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 1,
       eachBatch: (payload) => this.#take(payload),
     });
+    this.#consumerStarted = started.catch(() => undefined);
+    await started;
   }
 
   /**
@@ -329,7 +346,7 @@ class KafkaEnricher implements Enricher {
     // the partition's next owner re-reads from the last commit that got through.
     if (this.#rebalancing) return;
     try {
-      await this.#consumer!.commitOffsets([{ topic, partition, offset }]);
+      await this.#consumer!.commitOffsets([{ topic, partition, offset, metadata: this.#settings }]);
       this.metrics.inc(METRIC.commits);
     } catch (err) {
       // At least once: the next commit of the partition covers this one, or its new owner re-reads.
@@ -356,6 +373,41 @@ class KafkaEnricher implements Enricher {
     this.metrics.clear(METRIC.lag);
     this.metrics.set(METRIC.up, {}, 1);
     this.#logger.info('partitions assigned', { group: this.#o.groupId, assignment });
+    void this.#checkSettings(assignment);
+  }
+
+  /**
+   * Warns when partitions just assigned were last committed by a dq-kafka of the group with other
+   * settings (README "One group, one set of settings"): an instance still running with them would
+   * enrich the topic differently per partition. Only a warning: after a deliberate change (a --map
+   * corrected), the next start is one too. A failed look-up is not worth stopping for.
+   */
+  async #checkSettings(assignment: Record<string, number[]>): Promise<void> {
+    const o = this.#o;
+    const assigned = new Set(assignment[o.inputTopic] ?? []);
+    if (this.#kafka === undefined || assigned.size === 0) return;
+    const admin = this.#kafka.admin();
+    this.#checks.add(admin);
+    try {
+      await admin.connect();
+      const [entry] = await admin.fetchOffsets({ groupId: o.groupId, topics: [o.inputTopic] });
+      const partitionsBy = new Map<string, number[]>();
+      for (const p of entry?.partitions ?? []) {
+        const differs = assigned.has(p.partition) ? settingsDiffer(this.#settings, p.metadata) : [];
+        if (differs.length > 0) partitionsBy.set(differs.join(', '), [...(partitionsBy.get(differs.join(', ')) ?? []), p.partition]);
+      }
+      for (const [differs, partitions] of partitionsBy)
+        this.#logger.warn(
+          `partitions last committed by a dq-kafka of this group with other settings: ${differs}; instances of one group must share --mode, --map, --country, --include, --output, --dlq and --dq-field, ` +
+            `or the topic is enriched differently per partition: if an instance with those settings still runs, stop it or give it its own --group (after a deliberate change of settings, nothing needs doing)`,
+          { group: o.groupId, topic: o.inputTopic, partitions },
+        );
+    } catch (err) {
+      this.#logger.debug('the settings of the last commits could not be read', { error: err as Error });
+    } finally {
+      this.#checks.delete(admin);
+      await admin.disconnect().catch(() => undefined);
+    }
   }
 
   #fail(err: unknown): void {
@@ -400,6 +452,10 @@ class KafkaEnricher implements Enricher {
       }
       // Fatal, or the drain ran out of time: queued work goes back to Kafka uncommitted.
       await Promise.all([...pipelines.map((p) => p.cancel()), ...this.#retired.values()]);
+      // kafkajs ignores a stop while its consumer is still joining and then starts fetching, which
+      // would keep the process alive: a failure found during a join (a restart's) waits for it.
+      await this.#consumerStarted;
+      await Promise.all([...this.#checks].map((admin) => admin.disconnect().catch(() => undefined)));
       await this.#consumer?.disconnect().catch((err: unknown) => this.#logger.warn('leaving the consumer group failed', { error: err as Error }));
       await this.#producer?.disconnect().catch((err: unknown) => this.#logger.warn('closing the producer failed', { error: err as Error }));
       await this.#engine?.close();
@@ -502,6 +558,21 @@ function connector(o: ResolvedEnricherOptions): Connect {
       });
     }
   };
+}
+
+/**
+ * The error that ends the run when the group's leader handed out partitions of `topics`, which this
+ * instance does not read (README "One group, one set of settings"): another application, or a
+ * dq-kafka with another --input, runs in the group. Exit 2: the same --group would be refused again.
+ */
+function groupInUse(o: ResolvedEnricherOptions, topics: readonly string[]): KafkaEnricherError {
+  return new KafkaEnricherError(
+    'group-in-use',
+    `--group "${o.groupId}" is in use by consumers that read ${topics.map((t) => `"${t}"`).join(', ')}, not --input "${o.inputTopic}": ` +
+      `the group's leader hands out the partitions of the topics it reads only, so while both run neither topic is read whole; ` +
+      `give dq-kafka a --group of its own, then start again`,
+    { topic: o.inputTopic },
+  );
 }
 
 /** The error that ends the run when the consumer crashed and `restarts` restarts in a row did not bring it back. */

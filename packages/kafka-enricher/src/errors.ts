@@ -22,6 +22,8 @@ const KafkaErrorBase = defineErrorCodes('dq-kafka', {
   'message-too-large': { exit: ExitCode.USAGE },
   /** --input, --output or --dlq names a topic the brokers do not have (README, dq-kafka "Topics") */
   'topic-missing': { exit: ExitCode.USAGE },
+  /** --group is in use by consumers that read other topics: the group's leader assigns only those (README "One group, one set of settings") */
+  'group-in-use': { exit: ExitCode.USAGE },
   /** the metrics server could not listen on --metrics-port */
   'metrics-listen-failed': { exit: ExitCode.USAGE },
 });
