@@ -79,6 +79,24 @@ interface Pending {
   readonly requestId: string;
   /** The row check of the input values at the export; undefined in a file exported without one. */
   readonly rowCheck: string | undefined;
+  /** Every cell of the line, restored: checked for a decision written in another column. */
+  readonly cells: readonly string[];
+}
+
+/** A line of the review file without a decision, for its row: left for later, unless a cell shows a decision written elsewhere. */
+interface Blank {
+  readonly reviewLine: number;
+  readonly row: number;
+  readonly cells: readonly string[];
+}
+
+/** The review file's columns as {@link readDecisions} found them. */
+interface ReviewColumns {
+  /** Header cells, restored. */
+  readonly header: readonly string[];
+  readonly class: number;
+  readonly requestId: number;
+  readonly decision: number;
 }
 
 /** A decided row's new text, and where the old one ends. */
@@ -127,7 +145,16 @@ async function applyTo(options: ReviewApplyOptions): Promise<ReviewApplySummary>
   try {
     const layout = cleanedLayout(file.names, options.output);
     const inputs = file.format === 'csv' ? file.names.slice(0, file.names.indexOf('dq_status')) : undefined;
-    const { pending, names } = await readDecisions(options.input, options.encoding ?? 'utf8', layout, inputs, badDecisions, () => (undecided += 1));
+    const { pending, blanks, names, columns } = await readDecisions(
+      options.input,
+      options.encoding ?? 'utf8',
+      layout,
+      inputs,
+      badDecisions,
+      () => (undecided += 1),
+    );
+    // A cleaned file without result classes (company, tr) exported an empty class column.
+    const classless = !file.names.includes('dq_result_class');
     const safe = file.format === 'csv' && options.spreadsheetSafe === true;
     const evidence = file.format === 'csv' ? new SafeEvidence(file.names) : undefined;
     for await (const record of file.records) {
@@ -139,10 +166,18 @@ async function applyTo(options: ReviewApplyOptions): Promise<ReviewApplySummary>
             file.names.map((name) => view.text(name)),
           );
       }
+      const blank = blanks.get(record.row);
+      if (blank) {
+        blanks.delete(record.row);
+        const misplaced = misplacedDecision(file, layout, record, blank.cells, columns, classless);
+        if (misplaced) badDecisions.push({ reviewLine: blank.reviewLine, row: blank.row, decision: '', reason: misplaced });
+        else undecided += 1;
+      }
       const decided = pending.get(record.row);
       if (!decided) continue;
       pending.delete(record.row);
-      const outcome = decide(file, layout, names, record, decided, safe);
+      const misplaced = misplacedDecision(file, layout, record, decided.cells, columns, classless);
+      const outcome = misplaced ? { bad: misplaced } : decide(file, layout, names, record, decided, safe);
       if ('conflict' in outcome) conflictRows.push(skipped(decided, outcome.conflict));
       else if ('bad' in outcome) badDecisions.push(skipped(decided, outcome.bad));
       else {
@@ -151,6 +186,7 @@ async function applyTo(options: ReviewApplyOptions): Promise<ReviewApplySummary>
       }
     }
     evidence?.check(options.output, options.spreadsheetSafe === true);
+    undecided += blanks.size;
     for (const decided of pending.values()) {
       conflictRows.push(
         skipped(decided, `the cleaned file has no data row ${decided.row}: it is not the file this review was exported from, or rows were removed since`),
@@ -191,14 +227,16 @@ async function readDecisions(
   inputs: readonly string[] | undefined,
   bad: SkippedDecision[],
   onUndecided: () => void,
-): Promise<{ pending: Map<number, Pending>; names: readonly string[] }> {
+): Promise<{ pending: Map<number, Pending>; blanks: Map<number, Blank>; names: readonly string[]; columns: ReviewColumns }> {
   const delimiter = await reviewDelimiter(path);
   const source = await openSource({ path, format: 'csv', delimiter, encoding }).catch((err: unknown) => {
     if (err instanceof CsvError) throw new CsvError('review-file', `the review file ${path}: ${err.message}`, { cause: err });
     throw err;
   });
   const pending = new Map<number, Pending>();
+  const blanks = new Map<number, Blank>();
   let names: string[];
+  let columns: ReviewColumns;
   try {
     const header = (source.header ?? []).map(restoreCell);
     // line, <input columns>, class, request_id, [row_check], candidate_N_… (any number), decision, [columns a person added]
@@ -214,6 +252,7 @@ async function readDecisions(
         `${path} is not a review file of this cleaned file: its header should be ${[LINE_COLUMN, ...(inputs ?? ['<input columns>']), REVIEW_COLUMNS.class, REVIEW_COLUMNS.requestId, REVIEW_COLUMNS.rowCheck, 'candidate_1_…', REVIEW_COLUMNS.decision].join(',')} (write one with dq-csv review export)`,
       );
     }
+    columns = { header, class: at.class, requestId: at.requestId, decision: at.decision };
     const firstLine = new Map<number, number>();
     for await (const item of source.items) {
       if (item.kind === 'reject' && item.code === 'undecodable-bytes') {
@@ -245,12 +284,14 @@ async function readDecisions(
         });
         continue;
       }
-      if (text === '') {
-        onUndecided();
-        continue;
-      }
       const lineText = cells[0] ?? '';
       const row = /^\d+$/.test(lineText) ? Number(lineText) : NaN;
+      if (text === '') {
+        // Checked against its row of the cleaned file (misplacedDecision), once.
+        if (row >= 1 && !blanks.has(row)) blanks.set(row, { reviewLine: item.line, row, cells });
+        else onUndecided();
+        continue;
+      }
       if (!(row >= 1)) {
         bad.push({ reviewLine: item.line, decision: text, reason: `its ${LINE_COLUMN} cell "${lineText}" is not a row number; was it edited?` });
         continue;
@@ -274,12 +315,46 @@ async function readDecisions(
         current: cells.slice(1, 1 + names.length),
         requestId: cells[at.requestId] ?? '',
         rowCheck: at.rowCheck === undefined ? undefined : (cells[at.rowCheck] ?? ''),
+        cells,
       });
     }
   } finally {
     await source.close();
   }
-  return { pending, names };
+  return { pending, blanks, names, columns };
+}
+
+/**
+ * Why a line's cells look like a decision written in the wrong column: a value in a cell the
+ * export left empty because the row has nothing there (the candidate columns past the row's own
+ * candidates, and the class column of a file without classes). Such a decision is named, never
+ * read as undecided, as one written past the last column is (docs in the package README, "Review").
+ * Only against the result the line was exported with: another one (the row validated again) may
+ * have fewer candidates, and is a conflict.
+ */
+function misplacedDecision(
+  file: CleanedFile,
+  layout: CleanedLayout,
+  record: CleanedRecord,
+  cells: readonly string[],
+  columns: ReviewColumns,
+  classless: boolean,
+): string | undefined {
+  const view = file.view(record, layout.resultNames);
+  if (typeof view === 'string' || view.text('dq_request_id') !== (cells[columns.requestId] ?? '')) return undefined;
+  const candidates = parseCandidates(view.text(layout.candidates));
+  if (typeof candidates !== 'object') return undefined;
+  for (let i = columns.class; i < columns.decision; i++) {
+    const name = columns.header[i] ?? '';
+    const n = /^candidate_(\d+)_/.exec(name)?.[1];
+    const unused = i === columns.class ? classless : n !== undefined && Number(n) > candidates.length;
+    const cell = (cells[i] ?? '').trim();
+    if (unused && cell !== '') {
+      const has = candidates.length === 0 ? 'no candidates' : candidates.length === 1 ? 'one candidate' : `candidates 1-${candidates.length}`;
+      return `column ${name} holds ${JSON.stringify(cells[i])}, but row ${record.row} has ${i === columns.class ? 'no class' : has} (a decision written in the wrong column?): write the decision in column ${REVIEW_COLUMNS.decision}`;
+    }
+  }
+  return undefined;
 }
 
 /** The cells of a row of another width than the header's `width`, one that is shorter made as wide with empty cells; undefined when it cannot be split. */
@@ -328,6 +403,11 @@ async function reviewDelimiter(path: string): Promise<string> {
 
 type Outcome = { text: string } | { conflict: string } | { bad: string };
 
+/** Equal, or the same digits but for leading zeros, which a spreadsheet drops (a postcode 01067 saved as 1067). */
+function sameDigits(value: string, shown: string): boolean {
+  return value === shown || (/^\d+$/.test(value) && /^\d+$/.test(shown) && value.replace(/^0+/, '') === shown.replace(/^0+/, ''));
+}
+
 function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string[], record: CleanedRecord, decided: Pending, safe: boolean): Outcome {
   const view = file.view(record, layout.resultNames);
   if (typeof view === 'string') return { conflict: `row ${decided.row} of the cleaned file cannot be read: ${view}` };
@@ -339,7 +419,9 @@ function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string
   const now = names.map((name) => view.text(name));
   const changed = decided.rowCheck === undefined ? now.some((v, i) => v !== decided.current[i]) : rowCheck(now) !== decided.rowCheck;
   if (changed) {
-    const i = now.findIndex((v, k) => v !== decided.current[k]);
+    // The review file's copy may be a spreadsheet's reformatting of the values (01067 saved as
+    // 1067): where the row check tells of the change, a cell that differs only so is not named.
+    const i = now.findIndex((v, k) => (decided.rowCheck === undefined ? v !== decided.current[k] : !sameDigits(v, decided.current[k] ?? '')));
     const which = i >= 0 ? `: ${names[i]} is now ${JSON.stringify(now[i])}, the review file has ${JSON.stringify(decided.current[i])}` : '';
     return {
       conflict: `row ${decided.row} of the cleaned file changed since the export${which || ` (its row_check ${decided.rowCheck} is not that of its values now)`}`,
@@ -363,7 +445,7 @@ function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string
     const candidate = candidates[decision.n - 1];
     if (candidate === undefined) {
       return {
-        bad: `candidate ${decision.n} does not exist: row ${decided.row} has ${candidates.length === 1 ? 'one candidate' : `candidates 1-${candidates.length}`}`,
+        bad: `candidate ${decision.n} does not exist: row ${decided.row} has ${candidates.length === 0 ? 'no candidates (keep or invalid)' : candidates.length === 1 ? 'one candidate' : `candidates 1-${candidates.length}`}`,
       };
     }
     for (const [name, value] of layout.chosenValues(candidate)) put(name, value);
