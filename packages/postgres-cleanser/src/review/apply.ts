@@ -453,15 +453,21 @@ function readDecisions(
   let skipped = 0;
   records.forEach(({ line, cells: record, overflow }) => {
     const cell = restoreCell(record[REVIEW_COLUMNS.decision] ?? '').trim();
-    if (cell === '' && overflow === undefined) {
-      skipped += 1;
-      return;
-    }
     // The key as the row check names it (a spreadsheet may have changed the key column: 00123 saved as 123).
     const check = record[REVIEW_COLUMNS.rowCheck] === undefined ? undefined : restoreCell(record[REVIEW_COLUMNS.rowCheck]!);
     const key = (check === undefined ? undefined : rowCheckKey(check)) ?? restoreCell(record[target.key.column] ?? '');
     const review = reviewRows.get(key);
     const fail = (message: string): void => void bad.push({ line, key, message });
+    if (cell === '' && overflow === undefined) {
+      // An empty decision cell, but something written where the export left a cell empty (a
+      // company row's class, a candidate cell past the row's last hit): a decision in the wrong
+      // column is named, never taken as a row left for later (README, "Review").
+      const misplaced = review === undefined ? undefined : misplacedCell(record, run, review);
+      if (misplaced === undefined) return void (skipped += 1);
+      return fail(
+        `the decision cell is empty, but column ${misplaced.column} holds ${JSON.stringify(misplaced.text)} where the export wrote nothing (a decision written in the wrong column?): write the decision in column ${REVIEW_COLUMNS.decision}, or empty that cell`,
+      );
+    }
     if (overflow !== undefined) {
       return fail(
         `the row has ${overflow === 1 ? 'a cell' : `${overflow} cells`} in no named column (a decision written a column too far, or a note?): write the decision in column ${REVIEW_COLUMNS.decision}, and give a column of notes a name in line 1`,
@@ -499,6 +505,29 @@ function readDecisions(
     decided.push({ line, key, decision, values: target.columns.map((c) => restoreCell(record[c.column] ?? '')), rowCheck: check, review });
   });
   return { decided, bad, skipped, same };
+}
+
+/**
+ * The first cell of a review file's row that the export left empty and that holds text now: the
+ * class or request id the row has none of, or a field of a candidate the row does not have (past
+ * its last one, or one the candidate lacks). Those cells are the platform's answer, which nobody
+ * edits; text there is a decision or a note in the wrong place. The key and mapped columns are not
+ * looked at: a spreadsheet may reformat them, and the row check stands for them.
+ */
+function misplacedCell(record: Readonly<Record<string, string>>, run: ReviewedRun, review: ReviewRow): { column: string; text: string } | undefined {
+  const fields = CANDIDATE_FIELDS[run.mode === 'address' ? 'address' : 'company'];
+  const exported = (column: string): string | undefined => {
+    if (column === REVIEW_COLUMNS.class) return review.resultClass ?? '';
+    if (column === REVIEW_COLUMNS.requestId) return review.requestId ?? '';
+    const m = /^candidate_(\d+)_(.+)$/.exec(column);
+    const f = m ? fields.find((x) => x.suffix === m[2]) : undefined;
+    return f === undefined ? undefined : candidateText(review.candidates[Number(m![1]) - 1], f);
+  };
+  for (const [column, cell] of Object.entries(record)) {
+    const text = restoreCell(cell).trim();
+    if (text !== '' && exported(column) === '') return { column, text };
+  }
+  return undefined;
 }
 
 /**
@@ -564,7 +593,9 @@ async function planReviewPage(
           'value-too-long',
           `line ${d.line}, key ${d.key}: candidate ${d.decision.n} does not fit ${unfitText(decided.unfit)}; nothing of its page was written. Widen the column, then apply again with the same --run-id, or decide this row otherwise`,
         );
-      after = decided.after;
+      // As a cleanse decides an accepted answer: a candidate the row holds already, as its columns
+      // compare (a char(n) column's padding does not count), is no change, so no UPDATE and no audit.
+      if (decided.outcome === 'write') after = decided.after;
     }
     const changes = after.some((v, i) => v !== before[i]);
     const write = !same || changes;
