@@ -551,6 +551,37 @@ describe('dq-csv review: export, decide, apply', () => {
     await expect(readFile(join(dir, 'plain.flagged.csv'))).rejects.toThrow();
   });
 
+  it('--spreadsheet-safe output with negative coordinates (numbers, never behind a quote): apply takes it as the safe file it is', async () => {
+    const negate = (value: unknown): unknown => {
+      if (Array.isArray(value)) return value.map(negate);
+      if (value === null || typeof value !== 'object') return value;
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, (k === 'lat' || k === 'lon') && typeof v === 'number' ? -v : negate(v)]));
+    };
+    const platform = await rewritingPlatform(sandbox.url, negate);
+    const input = join(dir, 'west.csv');
+    const output = join(dir, 'west.out.csv');
+    await writeFile(input, addressCsv(160));
+    try {
+      const done = await runCli(['validate', '--input', input, '--output', output, '--country', 'DE', '--include', 'coordinates-wgs84', '--spreadsheet-safe'], {
+        ...sandbox.env(),
+        DQ_BASE_URL: platform.url,
+      });
+      expect(done.code, done.stderr).toBe(0);
+    } finally {
+      await platform.close();
+    }
+    const cleaned = await readCsv(output);
+    expect(cleaned.rows.some((r) => r[cleaned.header.indexOf('dq_longitude')]!.startsWith('-'))).toBe(true);
+    const review = join(dir, 'west.review.csv');
+    expect((await runCli(['review', 'export', '--input', output, '--output', review])).code).toBe(0);
+    const [header, ...rows] = await parseCsvText(await readFile(review, 'utf8'));
+    rows[0]![header!.indexOf('decision')] = 'keep';
+    await writeFile(review, await writeToString([header!, ...rows], { rowDelimiter: '\r\n', writeBOM: true }));
+    const applied = await runCli(['review', 'apply', '--input', review, '--output', output, '--to', join(dir, 'west.applied.csv'), '--spreadsheet-safe']);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(JSON.parse(applied.stdout)).toMatchObject({ kept: 1, bad: 0 });
+  });
+
   it('refuses to export or apply the output of a run that has not finished (its checkpoint left), exit 2', async () => {
     const input = join(dir, 'unfinished.csv');
     const output = join(dir, 'unfinished.out.csv');

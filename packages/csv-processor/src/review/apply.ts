@@ -9,6 +9,7 @@ import type { InputEncoding, InputFormat } from '../source/types.js';
 import { openCleanedFile, type CleanedFile, type CleanedRecord } from './cleaned-file.js';
 import { holdFinishedOutput, refuseSameFiles, writeAtomically } from './files.js';
 import type { CellValue } from '../sink/csv-format.js';
+import { NUMBER_COLUMNS } from '../sink/result-columns.js';
 import { cleanedLayout, LINE_COLUMN, parseCandidates, type CleanedLayout } from './layout.js';
 
 /** Options of {@link applyReview}. */
@@ -465,6 +466,9 @@ function decide(file: CleanedFile, layout: CleanedLayout, names: readonly string
  * such cell: this is decisive, and ends the reading); a cell that starts with ' and then such a
  * character (or a second ') is what a safe file holds for one.
  */
+/** A number as JavaScript writes one in a CSV cell. */
+const NUMBER = /^-?\d+(\.\d+)?(e[+-]?\d+)?$/;
+
 class SafeEvidence {
   /** The first cell starting with a formula character. */
   #bare: { row: number; column: string; cell: string } | undefined;
@@ -485,6 +489,9 @@ class SafeEvidence {
   row(row: number, cells: readonly string[]): void {
     for (let i = 0; i < cells.length && this.#bare === undefined; i++) {
       const cell = cells[i]!;
+      // A number result column holds numbers as written, also with --spreadsheet-safe: a negative
+      // coordinate there is no formula left bare.
+      if (row > 0 && NUMBER_COLUMNS.has(this.#names[i] ?? '') && NUMBER.test(cell)) continue;
       if (FORMULA_START.test(cell)) this.#bare = { row, column: this.#names[i] ?? String(i + 1), cell };
       else if (this.#neutralised === undefined && cell.startsWith("'") && (FORMULA_START.test(cell.slice(1)) || cell.startsWith("''"))) {
         this.#neutralised = { row, column: this.#names[i] ?? String(i + 1), cell };

@@ -4,6 +4,12 @@ import type { SourceItem } from '../source/types.js';
 import type { CellValue } from './csv-format.js';
 
 /** The result columns appended to every output row, per mode and include options. */
+/**
+ * Result columns whose values are numbers, written as numbers (never neutralised by
+ * --spreadsheet-safe: a spreadsheet reads `-73.98` as a number, not a formula).
+ */
+export const NUMBER_COLUMNS: ReadonlySet<string> = new Set(['dq_latitude', 'dq_longitude', 'dq_coordinate_precision', 'dq_candidates', 'dq_score', 'dq_hits']);
+
 export interface ResultColumns {
   /** Column names, in output order; all start with `dq_`. */
   readonly names: readonly string[];
