@@ -11,13 +11,12 @@ import {
   hostileText,
   parseCsv,
   randomDecision as randomDecisionOf,
-  randomSave as randomSaveOf,
   saveReview,
   type Expected as ReviewExpected,
-  type Save,
 } from '@dq/test-support/spreadsheet';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readCsv, runCli, unlimited, useSandbox, useTempDir, type CliRun } from './helpers.js';
+import { readCsv, runCli, unlimited, useSandbox, useTempDir } from './helpers.js';
+import { noStackTrace, randomSave } from './review-fuzz-support.js';
 
 /*
  * The company-mode review round trip (validate --mode company → review export → a spreadsheet →
@@ -180,17 +179,6 @@ beforeAll(async () => {
     expect(candidates.some((c) => /"zip":"0/.test(c))).toBe(true);
   }
 }, 60_000);
-
-function noStackTrace(run: CliRun): void {
-  expect(run.stderr).not.toMatch(/\n\s+at /);
-}
-
-/** A way of saving, not with both an added column and rows without their empty ends (as the address fuzz). */
-function randomSave(r: Rand): Save {
-  const save = randomSaveOf(r);
-  if (save.dropTrailing) save.extraColumn = false;
-  return save;
-}
 
 /** The cell dq-csv writes for a candidate's value: numbers as written, text neutralised in a --spreadsheet-safe file. */
 function cellOf(value: unknown, safe: boolean): string {

@@ -10,13 +10,13 @@ import {
   hostileText,
   parseCsv,
   randomDecision as randomDecisionOf,
-  randomSave as randomSaveOf,
   saveReview,
   type Expected as ReviewExpected,
   type Save,
 } from '@dq/test-support/spreadsheet';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readCsv, runCli, unlimited, useSandbox, useTempDir, type CliRun } from './helpers.js';
+import { readCsv, runCli, unlimited, useSandbox, useTempDir } from './helpers.js';
+import { noStackTrace, randomSave } from './review-fuzz-support.js';
 
 /*
  * The review round trip (validate → review export → a spreadsheet → review apply) with hostile
@@ -30,13 +30,6 @@ import { readCsv, runCli, unlimited, useSandbox, useTempDir, type CliRun } from 
 
 const dir = useTempDir();
 const sandbox = useSandbox(unlimited());
-
-/** A way of saving, not with both an added column and rows without their empty ends (the multi-line rows keep theirs, see below). */
-function randomSave(r: Rand): Save {
-  const save = randomSaveOf(r);
-  if (save.dropTrailing) save.extraColumn = false;
-  return save;
-}
 
 /**
  * The file as `save` writes it; a row with a line break in a cell keeps its empty cells at the end:
@@ -101,10 +94,6 @@ beforeAll(async () => {
   expect(candidates.some((c) => /"street":"[=+\-@\t\r]/.test(c))).toBe(true);
   expect(candidates.some((c) => /"(street|locality)":"[^"]*\\n/.test(c))).toBe(true);
 }, 60_000);
-
-function noStackTrace(run: CliRun): void {
-  expect(run.stderr).not.toMatch(/\n\s+at /);
-}
 
 /** The cleaned file copied to `name`, its review file exported, read back: header and rows. */
 async function exported(name: string): Promise<{ output: string; file: string; header: string[]; rows: string[][] }> {

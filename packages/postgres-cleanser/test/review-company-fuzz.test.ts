@@ -17,6 +17,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billable, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
+import { expectAppliedAsModelled } from './review-fuzz-support.js';
 
 /*
  * The company-mode review round trip (cleanse → export → a spreadsheet → apply → rollback) with
@@ -306,36 +307,7 @@ async function fuzzCase(seed: number, db: string, review: ReviewRow[]): Promise<
   const context = `${where} (${JSON.stringify(save)}): exit ${applied.code}\n${applied.stderr}`;
   noStackTrace(applied);
   expect(billable(env.sandbox), context).toBe(paid);
-  const outcomes = [...expected.values()];
-  const count = (kind: Expected['kind']) => outcomes.filter((o) => o.expected.kind === kind).length;
-  const summary = summaryOf(applied);
-  expect(
-    {
-      applied: summary['applied'],
-      kept: summary['kept'],
-      invalid: summary['invalid'],
-      conflicts: summary['conflicts'],
-      badDecisions: summary['badDecisions'],
-      skipped: summary['skipped'],
-    },
-    context,
-  ).toEqual({
-    applied: count('applied'),
-    kept: count('kept'),
-    invalid: count('invalid'),
-    conflicts: count('conflict'),
-    badDecisions: count('bad'),
-    skipped: count('skipped'),
-  });
-  expect(applied.code, context).toBe(count('bad') + count('conflict') > 0 ? 4 : 0);
-  for (const [row, { key, expected: e }] of expected) {
-    if (e.kind === 'bad') {
-      const named = applied.stderr.split('\n').find((l) => l.startsWith(`dq-pg: bad-decision: ${file} line ${rowOf(row)} (key ${key}): `));
-      expect(named, `${context}\nthe bad decision of row ${rowOf(row)} (key ${key}) is named`).toBeDefined();
-      expect(named, context).toContain(e.message);
-    }
-    if (e.kind === 'conflict') expect(applied.stderr, context).toContain(`conflict: key ${key} changed`);
-  }
+  expectAppliedAsModelled(applied, expected, file, rowOf, context);
 
   // The model: decided rows hold their values or the chosen hit's exactly, with their status; every other row is as it was, byte for byte.
   const after = await values(db);

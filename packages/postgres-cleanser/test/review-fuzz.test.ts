@@ -16,6 +16,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanseArgs, COLUMNS, createCustomers, rowTexts, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { CliResult, TestEnv } from './support.js';
+import { expectAppliedAsModelled } from './review-fuzz-support.js';
 
 /*
  * The review round trip (export → a spreadsheet → apply → rollback) with hostile values and the
@@ -396,36 +397,7 @@ async function fuzzCase(seed: number, db: string, review: ReviewRow[]): Promise<
   const applied = await runCli(['review', 'apply', '--db', db, '--input', file, '--run-id', runId, '--batch-size', String(r.pick([1, 3, 500]))]);
   const context = `${where} (${JSON.stringify(save)}): exit ${applied.code}\n${applied.stderr}`;
   noStackTrace(applied);
-  const outcomes = [...expected.values()];
-  const count = (kind: Expected['kind']) => outcomes.filter((o) => o.expected.kind === kind).length;
-  const summary = summaryOf(applied);
-  expect(
-    {
-      applied: summary['applied'],
-      kept: summary['kept'],
-      invalid: summary['invalid'],
-      conflicts: summary['conflicts'],
-      badDecisions: summary['badDecisions'],
-      skipped: summary['skipped'],
-    },
-    context,
-  ).toEqual({
-    applied: count('applied'),
-    kept: count('kept'),
-    invalid: count('invalid'),
-    conflicts: count('conflict'),
-    badDecisions: count('bad'),
-    skipped: count('skipped'),
-  });
-  expect(applied.code, context).toBe(count('bad') + count('conflict') > 0 ? 4 : 0);
-  for (const [row, { key, expected: e }] of expected) {
-    if (e.kind === 'bad') {
-      const named = applied.stderr.split('\n').find((l) => l.startsWith(`dq-pg: bad-decision: ${file} line ${rowOf(row)} (key ${key}): `));
-      expect(named, `${context}\nthe bad decision of row ${rowOf(row)} (key ${key}) is named`).toBeDefined();
-      expect(named, context).toContain(e.message);
-    }
-    if (e.kind === 'conflict') expect(applied.stderr, context).toContain(`conflict: key ${key} changed`);
-  }
+  expectAppliedAsModelled(applied, expected, file, rowOf, context);
 
   // The table: decided rows hold their values or the chosen candidate's exactly; every other row is as it was.
   const after = await values(db);
