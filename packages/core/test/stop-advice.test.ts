@@ -104,6 +104,15 @@ describe('stopAdvice: what the operator should do when a run stopped, once for e
     });
   });
 
+  test('a failure with exit 2 (a setting, grant or input the error names) says to fix it before resuming: a rerun as it is would stop again', () => {
+    const refused = new ToolError('usage', 'the store role may not write');
+    expect(stopAdvice(refused, { resume: 'rerun with --resume' })).toEqual({
+      kind: 'failed',
+      cause: 'the run failed',
+      advice: 'fix what the error names, then rerun with --resume',
+    });
+  });
+
   test('without a note of what resuming keeps, the advice has no empty parentheses', () => {
     for (const [, err] of CASES) expect(stopAdvice(err, { resume: 'rerun with --run-id nightly' }).advice).not.toMatch(/\(\)|\s{2}/);
     expect(stopAdvice(run(LOCAL_CODES.maxCallsReached), { resume: 'restart' }).advice).toBe('restart to continue, with a new --max-calls or none');

@@ -15,7 +15,8 @@ import { exitCodeFor } from './exit-codes.js';
  * - `store-db`: the result store's database could not be reached (exit 75);
  * - `rate-limit`: the platform kept refusing calls for the account's rate limit (exit 75);
  * - `platform-later`: the platform could not be reached, or asked to come back later (exit 75);
- * - `failed`: anything else that is no run stop (a fault, a bug): its own message says more.
+ * - `failed`: anything else that is no run stop (a fault, a bug, or a setting, grant or input the
+ *   error names, exit 2, to be fixed before resuming): its own message says more.
  */
 export type StopKind = 'cap' | 'account' | 'proxy' | 'fix-config' | 'platform-url' | 'budget-db' | 'store-db' | 'rate-limit' | 'platform-later' | 'failed';
 
@@ -101,6 +102,7 @@ export function stopAdvice(err: unknown, words: ResumeWords): StopAdvice {
         advice: `${resume} later, once the platform answers again${kept}`,
       };
     case 'failed':
-      return { kind, cause: 'the run failed', advice: resume };
+      // A setting, a grant or an input the error names (exit 2) would stop the rerun again as it is.
+      return { kind, cause: 'the run failed', advice: exitCodeFor(err) === ExitCode.USAGE ? `fix what the error names, then ${resume}` : resume };
   }
 }
