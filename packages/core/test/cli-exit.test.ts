@@ -41,7 +41,7 @@ describe('a finished CLI process', () => {
     expect(run.ms).toBeLessThan(10_000);
   });
 
-  it.each(['SIGINT', 'SIGTERM'] as const)('is not killed by a %s arriving as it exits: its own exit code stands', async (signal) => {
+  it.each(['SIGINT', 'SIGTERM', 'SIGHUP'] as const)('is not killed by a %s arriving as it exits: its own exit code stands', async (signal) => {
     // A command that removed its signal handlers once done and ends; the signals keep coming every
     // millisecond from its last line on (a scheduler's timeout at the very end).
     for (let i = 0; i < 5; i++) {

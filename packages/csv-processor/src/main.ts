@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { createLogger, ExitCode } from '@dq/core';
-import { cliFailure } from '@dq/core/cli';
+import { cliFailure, exitProcess, onStopSignals } from '@dq/core/cli';
 import { WholeFileError } from '@dq/core/files';
 import { commandLineRedactor, parseCli, USAGE } from './cli-args.js';
 import { usageError } from './errors.js';
@@ -18,6 +18,7 @@ import { writeCsvReport } from './report.js';
 export async function main(argv: readonly string[]): Promise<number> {
   // Loaded for review only: its CSV parser and writer are not part of every run's start.
   if (argv[0] === 'review') return (await import('./review/cli.js')).reviewMain(argv.slice(1));
+  let release: (() => void) | undefined;
   try {
     const command = parseCli(argv);
     if (command.help) {
@@ -25,12 +26,20 @@ export async function main(argv: readonly string[]): Promise<number> {
       return ExitCode.OK;
     }
     const controller = new AbortController();
-    const onSignal = (signal: NodeJS.Signals) => {
-      process.stderr.write(`dq-csv: ${signal}: stopping after the batch in flight; rerun with --resume\n`);
-      controller.abort(new Error(`interrupted by ${signal}`));
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    // The first stop signal stops the run after the batch in flight, at a checkpoint. A repeated
+    // one is only said, except a second SIGINT (Ctrl-C pressed again), which ends the process now:
+    // the batch in flight is not written, which --resume handles as after a kill -9.
+    release = onStopSignals((signal) => {
+      if (!controller.signal.aborted) {
+        process.stderr.write(`dq-csv: ${signal}: stopping after the batch in flight; rerun with --resume\n`);
+        controller.abort(new Error(`interrupted by ${signal}`));
+      } else if (signal === 'SIGINT') {
+        process.stderr.write('dq-csv: second SIGINT: ending now, the batch in flight not written; rerun with --resume\n');
+        exitProcess(ExitCode.TEMPFAIL);
+      } else {
+        process.stderr.write(`dq-csv: ${signal} again: already stopping after the batch in flight (a second SIGINT ends it now)\n`);
+      }
+    });
     if (command.options.report) await checkReportFolder(command.options.report);
     const progress = createProgress();
     const logger = createLogger({ level: 'warn' });
@@ -65,6 +74,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     const failure = cliFailure('dq-csv', err, commandLineRedactor(argv));
     process.stderr.write(failure.text);
     return failure.exitCode;
+  } finally {
+    // From here core's exitWhenDone handles the signals (the command's own exit code stands).
+    release?.();
   }
 }
 

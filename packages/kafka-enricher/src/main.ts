@@ -1,5 +1,6 @@
 import { createLogger, ExitCode } from '@dq/core';
-import { cliFailure } from '@dq/core/cli';
+import { cliFailure, exitProcess, onStopSignals } from '@dq/core/cli';
+import type { StopSignal } from '@dq/core/cli';
 import { commandLineRedactor, parseCli, USAGE } from './cli-args.js';
 import { createEnricher } from './enricher.js';
 import { Metrics } from './metrics.js';
@@ -35,11 +36,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   let server: MetricsServer | undefined;
   let hardBound: NodeJS.Timeout | undefined;
   let stopping = false;
-  // Every signal is handled for the whole run: with a one-time handler a repeated SIGTERM (a
-  // supervisor that signals again, a script's own timeout) would kill the process mid-drain, with
-  // no summary and no documented exit code. A repeated SIGTERM leaves the drain to finish; a second
+  // Every stop signal (SIGINT, SIGTERM, SIGHUP: core's onStopSignals) is handled for the whole run:
+  // with a one-time handler a repeated SIGTERM (a supervisor that signals again, a script's own
+  // timeout) would kill the process mid-drain, with no summary and no documented exit code. A
+  // repeated SIGTERM or SIGHUP leaves the drain to finish; a second
   // SIGINT, an operator pressing Ctrl-C again, ends it at once (exit 75, unfinished work uncommitted).
-  const onSignal = (signal: NodeJS.Signals): void => {
+  const onSignal = (signal: StopSignal): void => {
     if (stopping) {
       const now = signal === 'SIGINT';
       logger.warn(
@@ -62,13 +64,12 @@ export async function main(argv: readonly string[]): Promise<number> {
       () => {
         logger.error('shutdown took too long; exiting, uncommitted messages will be re-read', { signal });
         process.stderr.write('dq-kafka: drain-timeout: the shutdown did not finish in time; uncommitted messages are re-read on the next start\n');
-        process.exit(ExitCode.TEMPFAIL);
+        exitProcess(ExitCode.TEMPFAIL);
       },
       (command.options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS) + SHUTDOWN_GRACE_MS,
     );
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  const release = onStopSignals(onSignal);
   try {
     if (command.metricsPort !== undefined) {
       server = await startMetricsServer(metrics, () => enricher.healthy(), command.metricsPort);
@@ -100,7 +101,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     // The metrics server closes while the signal handlers are still there: a signal meanwhile
     // (the consumer is already stopped) must not kill the process before it exits with its code.
     await server?.close();
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
+    release();
   }
 }

@@ -1,5 +1,7 @@
+import { onStopSignals } from '@dq/core/cli';
+
 /**
- * SIGINT and SIGTERM for a dq-pg command that stops in two steps (cleanse, rollback, review
+ * SIGINT, SIGTERM and SIGHUP (core's onStopSignals) for a dq-pg command that stops in two steps (cleanse, rollback, review
  * apply): the first signal asks it to stop once the work under way is written (`stop`), a second
  * to end now, that work not written (`stopNow`). Every signal is handled for as long as the
  * command runs: with a one-time handler a repeated signal (Ctrl-C pressed again, a supervisor
@@ -16,13 +18,13 @@ export interface StopSignals {
 }
 
 /**
- * Starts handling SIGINT and SIGTERM; `say` gets the line each signal prints (`SIGTERM: <first>`,
+ * Starts handling the stop signals; `say` gets the line each signal prints (`SIGTERM: <first>`,
  * `second SIGINT: <second>`), `reason` starts the abort reasons' messages (`interrupted by`, `by`).
  */
 export function stopSignals(say: (text: string) => void, words: { first: string; second: string; reason: string }): StopSignals {
   const stop = new AbortController();
   const stopNow = new AbortController();
-  const onSignal = (signal: NodeJS.Signals): void => {
+  const release = onStopSignals((signal) => {
     if (!stop.signal.aborted) {
       say(`${signal}: ${words.first}`);
       stop.abort(new Error(`${words.reason} ${signal}`));
@@ -30,15 +32,6 @@ export function stopSignals(say: (text: string) => void, words: { first: string;
       say(`second ${signal}: ${words.second}`);
       stopNow.abort(new Error(`${words.reason} a second ${signal}`));
     }
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  return {
-    stop: stop.signal,
-    stopNow: stopNow.signal,
-    release: () => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    },
-  };
+  });
+  return { stop: stop.signal, stopNow: stopNow.signal, release };
 }

@@ -37,7 +37,7 @@ async function within(child: { kill(signal: NodeJS.Signals): boolean }, done: Pr
 }
 
 describe('dq-pg cleanse stopped by SIGINT/SIGTERM while the platform is slow', () => {
-  it.each(['SIGINT', 'SIGTERM'] as const)(
+  it.each(['SIGINT', 'SIGTERM', 'SIGHUP'] as const)(
     'a second %s ends the run at once: exit 75 with the summary line, and the same --run-id resumes it',
     async (signal) => {
       const db = await env.pg.createDatabase();

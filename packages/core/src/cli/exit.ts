@@ -1,3 +1,5 @@
+import { exitProcess, ignoreGoneReaders, onStopSignals } from './stop-signals.js';
+
 /** How long a finished CLI waits for the event loop to drain before it exits all the same. */
 const EXIT_GRACE_MS = 10_000;
 
@@ -9,30 +11,29 @@ const EXIT_GRACE_MS = 10_000;
  */
 export function exitWhenDone(name: string, code: number, graceMs = EXIT_GRACE_MS): void {
   process.exitCode = code;
-  // The work is done and its outcome printed: a SIGINT or SIGTERM now (a scheduler's timeout, a
-  // second Ctrl-C) has nothing left to stop; it ends the process at once, with the command's own
-  // exit code, not 130 or 143. Node ends a process whose loop drained by tearing down its signal
-  // handlers first, which leaves a window of some milliseconds in which such a signal kills it all
-  // the same: process.exit from `beforeExit` (the loop drained, nothing left to run) has none.
-  const now = (): void => process.exit(code);
-  process.on('SIGINT', now);
-  process.on('SIGTERM', now);
+  // The work is done and its outcome printed: a stop signal now (a scheduler's timeout, a second
+  // Ctrl-C, the terminal closed) has nothing left to stop; it ends the process at once, with the
+  // command's own exit code, not 130, 143 or 129. Node ends a process whose loop drained by tearing
+  // down its signal handlers first, which leaves a window of some milliseconds in which such a
+  // signal kills it all the same: exiting from `beforeExit` (the loop drained, nothing left to run)
+  // has none.
+  const now = (): void => exitProcess(code);
+  onStopSignals(now);
   process.once('beforeExit', now);
   setTimeout(() => {
     process.stderr.write(`${name}: exiting with ${code}: something was still open ${graceMs / 1000} s after the run ended (a connection that did not close)\n`);
-    process.exit(code);
+    exitProcess(code);
   }, graceMs).unref();
 }
 
 /**
  * Runs a CLI's `main` and ends the process with its exit code ({@link exitWhenDone}). A reader of
- * stdout that went away (`| head`) costs what was left to print, not the command: the EPIPE of the
- * closed pipe is ignored, so no stack trace is printed and the exit code stays the command's (its
- * files and state are written all the same). Any other error of stdout is thrown as before.
+ * stdout or stderr that went away (`| head`, a terminal that hung up) costs what was left to print,
+ * not the command: no stack trace, and the exit code stays the command's, its files and state
+ * written all the same ({@link ignoreGoneReaders}). Any other error of those streams is thrown.
  */
 export async function runCommand(name: string, main: () => Promise<number>): Promise<void> {
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
-  });
+  ignoreGoneReaders(process.stdout);
+  ignoreGoneReaders(process.stderr);
   exitWhenDone(name, await main());
 }

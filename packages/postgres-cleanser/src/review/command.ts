@@ -1,4 +1,5 @@
 import type { Logger } from '@dq/core';
+import { onStopSignals } from '@dq/core/cli';
 import type { CliCommand } from '../cli-args.js';
 import type { CliIo } from '../main.js';
 import { reviewApply, summaryOfFailedApply } from './apply.js';
@@ -20,13 +21,11 @@ export async function reviewCommand(
     // Export writes nothing to the database and its file only whole: a signal (any of them) cancels
     // the statement under way and leaves the file as it was (exit 75; the same command writes it).
     const stop = new AbortController();
-    const onSignal = (signal: NodeJS.Signals): void => {
+    const release = onStopSignals((signal) => {
       if (stop.signal.aborted) return;
       err(`${signal}: stopping the export (${cmd.output} is written whole or not at all)`);
       stop.abort(new Error(`by ${signal}`));
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    });
     const summary = await reviewExport({
       db: cmd.db ?? '',
       runId: cmd.runId,
@@ -37,10 +36,7 @@ export async function reviewCommand(
       ...(cmd.table ? { table: cmd.table } : {}),
     }).finally(() => {
       // Once a signal came, the handler stays until the process exits (see the apply's below).
-      if (!stop.signal.aborted) {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+      if (!stop.signal.aborted) release();
     });
     if (summary.missing > 0) err(`warning: ${summary.missing} review row(s) of run ${summary.runId} are no longer in ${summary.table} and were not exported`);
     if (summary.rows === 0) err(`nothing awaits review in run ${summary.runId}: ${summary.output} has the header only`);
