@@ -253,8 +253,11 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
     const target = needed + Math.ceil(Math.max(ROOM_MIN, used / 8) / pageSize) * pageSize;
     while (written < target) written += writeSync(fd, ZEROS, 0, Math.min(ZEROS.length, target - written), written);
   };
+  // An entry whose check time lies more than a day ahead of this clock (written while the clock
+  // was set wrong, and later stepped back) is not used: its age cannot be told, and taken as
+  // negative it would be reused until the clock caught up, however far past --max-age that is.
   const fresh = (entry: Entry | true | undefined, now: number): CachedResult | undefined =>
-    typeof entry === 'object' && maxAgeMs > 0 && now - entry.t < maxAgeMs ? entry.r : undefined;
+    typeof entry === 'object' && maxAgeMs > 0 && now - entry.t < maxAgeMs && entry.t - now <= FUTURE_SLACK_MS ? entry.r : undefined;
   let closed: Promise<void> | undefined;
   let queued: Array<[string, Entry]> = [];
   let writing: Promise<void> | undefined;
@@ -342,9 +345,11 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
         : { location: dir, bytes, entries, oldest: new Date(oldest).toISOString(), newest: new Date(newest).toISOString() };
     },
     async prune(olderThanMs) {
-      const cutoff = Date.now() - olderThanMs;
+      const now = Date.now();
+      const cutoff = now - olderThanMs;
       const old: string[] = [];
-      for (const { key, value } of answers()) if (value.t < cutoff) old.push(key);
+      // An entry no run uses (dated more than a day ahead) goes too: it holds personal data to no purpose.
+      for (const { key, value } of answers()) if (value.t < cutoff || value.t - now > FUTURE_SLACK_MS) old.push(key);
       return removeAll(old);
     },
     async clear() {
@@ -364,6 +369,9 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   };
   return store;
 }
+
+/** How far ahead of this machine's clock (ms) a check time may lie and still be taken for a run's (README "The result store"). */
+const FUTURE_SLACK_MS = 86_400_000;
 
 function storeError(dir: string, cause: unknown): StoreError {
   return lmdbStoreError(dir, cause);

@@ -6,6 +6,7 @@ import { MissedKeys, storeKey } from './key.js';
 import { RECORD_STATUSES, RESULT_CLASSES } from '../schemas/vocabularies.js';
 import { isQueryTimeout, lockHolders, postgresVersionProblem, readOnlySessions } from './pg-version.js';
 import type { ResultStore, StoreInfo } from './types.js';
+import { MAX_AGE_MS } from './age.js';
 
 /** Schema of the shared result store. */
 export const STORE_SCHEMA = 'dq_store';
@@ -96,26 +97,30 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     if (error.code === STORE_UNREACHABLE) unreachable ??= error;
     return error;
   };
-  /** An entry in the future beyond this (ms) was not written by a run: it is neither used nor kept (clocks differ by less). */
-  const future = (): string => new Date(Date.now() + FUTURE_SLACK_MS).toISOString();
-
   const flush = async (batch: Map<string, { json: string; at: string }>): Promise<void> => {
     const keys: string[] = [];
     const values: string[] = [];
-    const times: string[] = [];
+    const ages: number[] = [];
+    // Check times go in on the database's clock, the one clock every process and machine sharing
+    // the store reads alike (README "The result store"): an answer checked `age` ms ago by this
+    // process's clock is stored as checked `age` ms before the database's clock. A machine whose
+    // clock is hours or days off then neither hides its answers from the others (stamped in the
+    // future, or long past) nor keeps them in use past anyone's --max-age.
+    const written = Date.now();
     for (const [key, { json, at }] of batch) {
       keys.push(key);
       values.push(json);
-      times.push(at);
+      const checked = Date.parse(at);
+      ages.push(Number.isFinite(checked) ? Math.min(Math.max(0, written - checked), MAX_AGE_MS) : 0);
     }
     if (unreachable) throw unreachable;
     try {
       await db.query(
         `INSERT INTO ${STORE_SCHEMA}.results (key, result, checked_at)
-         SELECT * FROM unnest($1::text[], $2::json[], $3::timestamptz[])
+         SELECT key, result, ${DB_NOW} - age * interval '1 millisecond' FROM unnest($1::text[], $2::json[], $3::float8[]) AS u(key, result, age)
          ON CONFLICT (key) DO UPDATE SET result = EXCLUDED.result, checked_at = EXCLUDED.checked_at
-          WHERE ${STORE_SCHEMA}.results.checked_at <= EXCLUDED.checked_at OR ${STORE_SCHEMA}.results.checked_at > $4`,
-        [keys, values, times, future()],
+          WHERE ${STORE_SCHEMA}.results.checked_at <= EXCLUDED.checked_at OR ${STORE_SCHEMA}.results.checked_at > ${FUTURE}`,
+        [keys, values, ages],
       );
     } catch (e) {
       throw await failed(e);
@@ -137,8 +142,9 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       let rows: { key: string; result: unknown }[];
       try {
         ({ rows } = await db.query<{ key: string; result: unknown }>(
-          `SELECT key, result FROM ${STORE_SCHEMA}.results WHERE key = ANY($1::text[]) AND checked_at > $2 AND checked_at <= $3`,
-          [[...byStored.keys()], new Date(Date.now() - maxAgeMs).toISOString(), future()],
+          `SELECT key, result FROM ${STORE_SCHEMA}.results
+            WHERE key = ANY($1::text[]) AND checked_at > ${DB_NOW} - $2::float8 * interval '1 millisecond' AND checked_at <= ${FUTURE}`,
+          [[...byStored.keys()], maxAgeMs],
         ));
       } catch (e) {
         throw await failed(e);
@@ -182,7 +188,12 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       return info;
     },
     async prune(olderThanMs) {
-      const { rowCount } = await db.query(`DELETE FROM ${STORE_SCHEMA}.results WHERE checked_at < $1`, [new Date(Date.now() - olderThanMs).toISOString()]);
+      // The database's clock, as the check times are written (an entry no run would use, dated
+      // beyond the day of slack in the future, goes too: it holds personal data to no purpose).
+      const { rowCount } = await db.query(
+        `DELETE FROM ${STORE_SCHEMA}.results WHERE checked_at < ${DB_NOW} - $1::float8 * interval '1 millisecond' OR checked_at > ${FUTURE}`,
+        [olderThanMs],
+      );
       return rowCount ?? 0;
     },
     async clear() {
@@ -372,8 +383,19 @@ async function readOnlyProblem(db: PgQueryable, location: string): Promise<Store
   );
 }
 
-/** How far in the future (ms) a stored check time may lie and still be taken for a run's: clocks differ by less. */
-const FUTURE_SLACK_MS = 86_400_000;
+/**
+ * The latest check time (SQL, on the database's clock) an entry may have and still be taken for a
+ * run's: check times are written on the database's clock, so one later than a day ahead of it was
+ * not written by a run (edited by hand, or by a version that wrote its own machine's time): it is
+ * neither used nor kept.
+ */
+const FUTURE = `statement_timestamp() + interval '1 day'`;
+
+/**
+ * The database's time now (SQL): the start of the statement, not of its transaction (a connection
+ * the store shares may have one open).
+ */
+const DB_NOW = 'statement_timestamp()';
 
 /** Statuses of the answers the engine stores: a definitive one, never `unavailable`. */
 const STORED_STATUSES: ReadonlySet<unknown> = new Set(RECORD_STATUSES.filter((s) => s !== 'unavailable'));

@@ -140,7 +140,8 @@ export function createTransport(options: TransportOptions): Transport {
 
     // The first attempt is made here; only a failed one enters the retrier (most calls succeed at once).
     if (signal?.aborted) throw abortedError(signal);
-    const started = Date.now();
+    // Monotonic: the retrier's time budget counts from here, unmoved by a step of the wall clock.
+    const started = performance.now();
     let res: AttemptResult<T>;
     try {
       res = await attemptOnce(policy.maxTotalMs);
@@ -158,7 +159,7 @@ export function createTransport(options: TransportOptions): Transport {
         });
       };
       try {
-        res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, { signal, onRetry, failed: { error, started } });
+        res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, { signal, onRetry, failed: { error, elapsedMs: performance.now() - started } });
       } catch (last) {
         requestUnsent(last, sent > 0);
         throw last;

@@ -28,9 +28,15 @@ export interface RetryRunOptions extends Partial<RetryOptions> {
   signal?: AbortSignal;
   /** Called before each wait (logging, throttle backoff). */
   onRetry?: (event: RetryEvent) => void;
-  /** Clock in ms (default `Date.now`). */
+  /**
+   * Clock in ms for the time budget (default the monotonic clock, `performance.now`: an NTP step
+   * or a clock set by hand during a wait neither ends the retries at once nor prolongs them).
+   */
   now?: () => number;
 }
+
+/** Milliseconds on the monotonic clock: intervals only, unaffected by changes of the wall clock. */
+const monotonicNow = (): number => performance.now();
 
 /**
  * The one retrier of the repo. Runs `attempt` until it succeeds, fails with a non-retriable error
@@ -43,19 +49,32 @@ export function retry<T>(attempt: (info: AttemptInfo) => Promise<T>, options: Re
   return retryResolved(attempt, resolveRetryOptions(rest), { signal, onRetry, now });
 }
 
+/** The first attempt a caller made itself, failing with `error`. */
+export interface FailedFirst {
+  error: unknown;
+  /**
+   * When it started, in ms on the run's `now` clock when one is given, else on the wall clock
+   * (`Date.now()`); with `elapsedMs` it is not needed.
+   */
+  started?: number;
+  /** How long it took, in ms measured on a monotonic clock (`performance.now()`): preferred to `started`. */
+  elapsedMs?: number;
+}
+
 /**
  * {@link retry} with options already checked by `resolveRetryOptions`: the transport resolves its
  * policy once instead of once per request. With `run.failed` the first attempt was already made
- * (at `started`, failing with `error`) by the caller, which keeps a call that succeeds the first
- * time off the retry machinery altogether.
+ * (failing with `error`) by the caller, which keeps a call that succeeds the first time off the
+ * retry machinery altogether.
  */
 export async function retryResolved<T>(
   attempt: (info: AttemptInfo) => Promise<T>,
   policy: Readonly<RetryOptions>,
-  run: Pick<RetryRunOptions, 'signal' | 'onRetry' | 'now'> & { failed?: { error: unknown; started: number } },
+  run: Pick<RetryRunOptions, 'signal' | 'onRetry' | 'now'> & { failed?: FailedFirst },
 ): Promise<T> {
-  const { signal, onRetry, now = Date.now, failed } = run;
-  const started = failed?.started ?? now();
+  const { signal, onRetry, failed } = run;
+  const now = run.now ?? monotonicNow;
+  const started = startOf(failed, run.now !== undefined, policy, now());
   const tryOnce = (n: number): Promise<T> => {
     throwIfAborted(signal);
     return attempt({ attempt: n, remainingMs: Math.max(0, policy.maxTotalMs - (now() - started)) });
@@ -78,7 +97,8 @@ export async function retryResolved<T>(
     // then, and every other request to that endpoint would get the same answer. Stop the run
     // (exit 75, checkpoint kept) instead of holding every caller for that long.
     if (decision.kind === 'retry-after' && decision.ms > policy.maxRetryAfterMs) {
-      throw comeBackLater(error, decision.ms, policy.maxRetryAfterMs, now());
+      // The time to come back is told on the wall clock (a date the user compares with theirs).
+      throw comeBackLater(error, decision.ms, policy.maxRetryAfterMs, Date.now());
     }
     const delayMs = retryDelay(decision, n, policy);
     const elapsed = now() - started;
@@ -93,6 +113,20 @@ export async function retryResolved<T>(
       error = e;
     }
   }
+}
+
+/**
+ * The start of the retry run on the `now` clock (read as `nowMs`): the caller's first attempt, if
+ * any, counted from its monotonic `elapsedMs`, or its `started`. A wall-clock `started` (the clock
+ * of `now` is monotonic) gives the first attempt's length only as the wall clock saw it: a step of
+ * that clock during the attempt is taken as at most the whole time budget, never less than nothing.
+ */
+function startOf(failed: FailedFirst | undefined, ownClock: boolean, policy: Readonly<RetryOptions>, nowMs: number): number {
+  if (failed === undefined) return nowMs;
+  if (failed.elapsedMs !== undefined) return nowMs - Math.max(0, failed.elapsedMs);
+  if (failed.started === undefined) return nowMs;
+  if (ownClock) return failed.started;
+  return nowMs - Math.min(Math.max(0, Date.now() - failed.started), policy.maxTotalMs);
 }
 
 /**
