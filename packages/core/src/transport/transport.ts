@@ -159,7 +159,11 @@ export function createTransport(options: TransportOptions): Transport {
         });
       };
       try {
-        res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, { signal, onRetry, failed: { error, elapsedMs: performance.now() - started } });
+        res = await retryResolved(({ remainingMs }) => attemptOnce(remainingMs), policy, {
+          signal,
+          onRetry,
+          failed: { error, elapsedMs: performance.now() - started },
+        });
       } catch (last) {
         requestUnsent(last, sent > 0);
         throw last;
