@@ -173,6 +173,53 @@ describe('engine: run stop', () => {
   });
 });
 
+describe('engine: draining a batch (the stop that pays nothing twice)', () => {
+  it.each([0, 1])(
+    'lets the calls in flight finish and keeps their answers, starts no further call, then rejects with the reason (threads: %i)',
+    async (threads) => {
+      // Each answer takes 300 ms; the drain comes 50 ms after the first call arrived, while the
+      // first calls are in flight.
+      const drain = new AbortController();
+      let armed = false;
+      let drainedAt = 0;
+      platform = await startScriptedPlatform((req) => {
+        if (!armed) {
+          armed = true;
+          setTimeout(() => {
+            drainedAt = performance.now();
+            drain.abort(new Error('stop after the calls in flight'));
+          }, 50);
+        }
+        return { ...batchAnswer(req, 'A'), delayMs: 300 };
+      });
+      const e = start(platform.url, { threads, concurrency: 4 });
+      const error = await e.process(addresses(40), { drain: drain.signal }).catch((err: unknown) => err);
+      expect((error as Error).message).toBe('stop after the calls in flight');
+      // Not cut: the batch ended once the calls in flight were answered, some 250 ms after the drain.
+      expect(performance.now() - drainedAt).toBeGreaterThanOrEqual(200);
+      const sent = platform.seen.length;
+      expect(sent).toBeGreaterThan(0);
+      expect(sent).toBeLessThanOrEqual(4);
+      await new Promise((r) => setTimeout(r, 400));
+      expect(platform.seen.length).toBe(sent);
+      // Their answers were kept: the whole batch again buys only the others.
+      const again = await e.process(addresses(40));
+      expect(again.filter((r) => r.source === 'cache')).toHaveLength(sent);
+      expect(platform.seen).toHaveLength(40);
+    },
+  );
+
+  it('resolves as usual when every record was answered before the drain', async () => {
+    platform = await startScriptedPlatform((req) => batchAnswer(req, 'A'));
+    const drain = new AbortController();
+    const e = start(platform.url, { threads: 0, concurrency: 4 });
+    const done = await e.process(addresses(3), { drain: drain.signal });
+    drain.abort(new Error('too late'));
+    expect(done.map((r) => r.status)).toEqual(['accepted', 'accepted', 'accepted']);
+    await expect(e.process(addresses(3), { drain: drain.signal })).rejects.toThrow('too late');
+  });
+});
+
 describe('engine: configuration', () => {
   it('refuses a bad configuration naming each option, without echoing the API key', () => {
     const attempt = (): Engine => createEngine({ mode: 'address', baseUrl: 'ftp://x', apiKey: API_KEY, threads: -1, company: { limit: 51 } });

@@ -10,7 +10,7 @@ import { localRefusal, localViolations } from './local-checks.js';
 import { openLogRelay } from './log-relay.js';
 import type { LogRelay } from './log-relay.js';
 import { createMemoryCache } from './memory-cache.js';
-import { Control } from './messages.js';
+import { Control, DRAINING } from './messages.js';
 import type { CallOutcome, TaskResult, WorkerInit } from './messages.js';
 import { mapRecord, requestKey } from './record-mapping.js';
 import { answeringPlatform } from './platform.js';
@@ -148,16 +148,20 @@ class ValidationEngine implements Engine {
     if (this.#closing) throw new DqError('the engine is closed; create a new one', { code: 'engine-closed', retriable: false });
     if (this.#stopped) throw this.#stopped;
     opts.signal?.throwIfAborted();
+    opts.drain?.throwIfAborted();
     this.#report.begin();
-    const control = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+    // [0]: RUN, STOP or ABORT; [1]: DRAINING once the batch drains (messages.ts CallTask.control).
+    const control = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
     const onAbort = (): void => {
       Atomics.compareExchange(control, 0, Control.RUN, Control.ABORT);
       Atomics.notify(control, 0);
     };
+    const onDrain = (): void => void Atomics.store(control, 1, DRAINING);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
+    opts.drain?.addEventListener('abort', onDrain, { once: true });
     this.#running.add(control);
     try {
-      const results = await this.#run(records, control, opts.signal);
+      const results = await this.#run(records, control, opts.signal, opts.drain);
       // The batch's answers are committed to the store before the batch returns: a connector
       // checkpoints (or commits its offsets) only after this, so nothing it counts as done can be
       // ahead of the store, while the store's commits overlap the calls instead of holding them up.
@@ -169,11 +173,12 @@ class ValidationEngine implements Engine {
       // Releases the workers' waits on this word (see worker.ts controlSignal).
       Atomics.notify(control, 0);
       opts.signal?.removeEventListener('abort', onAbort);
+      opts.drain?.removeEventListener('abort', onDrain);
       this.#report.end();
     }
   }
 
-  async #run(records: readonly EngineRecord[], control: Int32Array, signal?: AbortSignal): Promise<RecordResult[]> {
+  async #run(records: readonly EngineRecord[], control: Int32Array, signal?: AbortSignal, drain?: AbortSignal): Promise<RecordResult[]> {
     const results = new Array<RecordResult | undefined>(records.length);
     const groups = new Map<string, Group>();
     records.forEach((record, i) => {
@@ -193,6 +198,8 @@ class ValidationEngine implements Engine {
     while (pending.length > 0) {
       const settled = await this.#resolve(pending, control);
       pending = [];
+      // Draining: a call not started stays so, and the batch is incomplete (see ProcessOptions.drain).
+      let undrained = false;
       for (const { group, source, outcome } of settled) {
         if (outcome.kind === 'result') {
           group.indices.forEach((index, n) => {
@@ -200,14 +207,16 @@ class ValidationEngine implements Engine {
             results[index] = withSource(outcome.result, shared);
           });
         } else if (outcome.kind === 'skipped' && !this.#stopped && Atomics.load(control, 0) === Control.RUN) {
-          // Another batch owned this call and was aborted: this batch still wants the answer.
-          pending.push(group);
+          if (Atomics.load(control, 1) === DRAINING) undrained = true;
+          // Another batch owned this call and was aborted or drained: this batch still wants the answer.
+          else pending.push(group);
         }
       }
       if (this.#stopped) throw this.#stopped;
       const outage = this.#interrupted.get(control);
       if (outage) throw outage;
       if (Atomics.load(control, 0) === Control.ABORT) throw signal?.reason ?? new DqError('aborted', { code: 'aborted', retriable: false });
+      if (undrained) throw drain?.reason ?? new DqError('drained', { code: 'aborted', retriable: false });
     }
     return results as RecordResult[];
   }

@@ -47,12 +47,16 @@ export interface WorkerInit {
 /** Values of `CallTask.control[0]`. */
 export const Control = { RUN: 0, STOP: 1, ABORT: 2 } as const;
 
+/** Value of `CallTask.control[1]` once the batch drains (see ProcessOptions.drain). */
+export const DRAINING = 1;
+
 /** One chunk of distinct requests for a worker to call concurrently. */
 export interface CallTask {
   /**
    * Shared with the engine (backed by a SharedArrayBuffer): the engine sets `[0]` to STOP or ABORT
-   * and the worker starts no further call of this batch; a worker that meets a run-stop error sets
-   * STOP itself so its siblings stop at once.
+   * and the worker starts no further call of this batch and cuts those in flight; a worker that
+   * meets a run-stop error sets STOP itself so its siblings stop at once. `[1]` is set to
+   * {@link DRAINING} when the batch drains: no further call is started, those in flight finish.
    */
   control: Int32Array;
   requests: RequestFields[];

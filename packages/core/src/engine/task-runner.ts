@@ -10,7 +10,7 @@ import { attachSharedThrottle, createBudgetThrottle, MAX_CALLS_REACHED } from '.
 import { failedUnsent } from '../throttle/metered.js';
 import { createTransport } from '../transport/index.js';
 import type { Transport } from '../transport/index.js';
-import { Control } from './messages.js';
+import { Control, DRAINING } from './messages.js';
 import type { CallOutcome, CallTask, TaskResult, WorkerInit } from './messages.js';
 import { errorOutcome, preciseNow } from './outcome.js';
 import { createCaller } from './worker-calls.js';
@@ -49,13 +49,16 @@ function controlSignal(control: Int32Array): AbortSignal {
  */
 async function storeCaughtUp(backlog: Int32Array, limit: number, control: Int32Array): Promise<boolean> {
   for (let n = Atomics.load(backlog, 0); n >= limit; n = Atomics.load(backlog, 0)) {
-    if (Atomics.load(control, 0) !== Control.RUN) return false;
+    if (!starting(control)) return false;
     // Bounded, so that a stop is seen even when the count does not move.
     const wait = waitAsync(backlog, 0, n, 50);
     if (wait.async) await wait.value;
   }
-  return Atomics.load(control, 0) === Control.RUN;
+  return starting(control);
 }
+
+/** Whether calls of the batch may still be started: it is neither stopped, aborted nor draining. */
+const starting = (control: Int32Array): boolean => Atomics.load(control, 0) === Control.RUN && Atomics.load(control, 1) !== DRAINING;
 
 /** Hears the outcome of request `index` of a task as soon as it ends. */
 export type OutcomeListener = (index: number, outcome: CallOutcome) => void;
@@ -144,7 +147,7 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
     let outcome: CallOutcome;
     try {
       const held = backlog !== undefined && Atomics.load(backlog, 0) >= backlogLimit && !(await storeCaughtUp(backlog, backlogLimit, task.control));
-      if (fields === undefined || signal.aborted || held) outcome = { kind: 'skipped' };
+      if (fields === undefined || signal.aborted || held || !starting(task.control)) outcome = { kind: 'skipped' };
       else {
         try {
           const res = await call(fields, String(index), signal);

@@ -149,8 +149,18 @@ export interface PlanOptions {
 
 /** Options of one `process` call. */
 export interface ProcessOptions {
-  /** Aborts the batch: queued calls are not started, `process` rejects with the abort reason. */
+  /**
+   * Aborts the batch: queued calls are not started, the calls in flight are cut (their answers
+   * lost, though the platform may have billed them), `process` rejects with the abort reason.
+   */
   signal?: AbortSignal;
+  /**
+   * Drains the batch, the stop that pays nothing twice: calls not started yet are not started, the
+   * calls in flight (and their retries) finish and their answers go to the cache and the store,
+   * then `process` rejects with the drain's reason, unless every record got its answer meanwhile
+   * (then it resolves as usual). A later `signal` abort still cuts the calls left.
+   */
+  drain?: AbortSignal;
 }
 
 /** The validation engine every connector adapts a source and a sink to. */
