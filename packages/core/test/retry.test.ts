@@ -190,6 +190,20 @@ describe('retry policy', () => {
     expect(calls).toBe(1);
   });
 
+  test('each attempt is given the time left in whole milliseconds (timers such as AbortSignal.timeout take integers only)', async () => {
+    const given: number[] = [];
+    await retry(
+      async ({ remainingMs }) => {
+        given.push(remainingMs);
+        AbortSignal.timeout(remainingMs);
+        if (given.length < 3) throw new TransportError('reset', { code: 'connection-reset', retriable: true });
+      },
+      { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 3, maxTotalMs: 10_000 },
+    );
+    expect(given).toHaveLength(3);
+    for (const ms of given) expect(Number.isInteger(ms)).toBe(true);
+  });
+
   test('a bad retry option is refused with its name', () => {
     expect(() => createTransport({ baseUrl: 'http://127.0.0.1:1', retry: { maxAttempts: 0 } })).toThrow(/retry\.maxAttempts/);
   });

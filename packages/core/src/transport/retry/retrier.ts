@@ -77,7 +77,8 @@ export async function retryResolved<T>(
   const started = startOf(failed, run.now !== undefined, policy, now());
   const tryOnce = (n: number): Promise<T> => {
     throwIfAborted(signal);
-    return attempt({ attempt: n, remainingMs: Math.max(0, policy.maxTotalMs - (now() - started)) });
+    // Whole milliseconds (the monotonic clock has fractions): callers hand it to timers that take integers only.
+    return attempt({ attempt: n, remainingMs: Math.max(0, Math.floor(policy.maxTotalMs - (now() - started))) });
   };
   let error: unknown;
   if (failed !== undefined) error = failed.error;
@@ -103,7 +104,7 @@ export async function retryResolved<T>(
     const delayMs = retryDelay(decision, n, policy);
     const elapsed = now() - started;
     if (n >= policy.maxAttempts || elapsed + delayMs >= policy.maxTotalMs) {
-      throw exhausted(error, n, elapsed, n >= policy.maxAttempts ? 'attempts' : 'time');
+      throw exhausted(error, n, Math.round(elapsed), n >= policy.maxAttempts ? 'attempts' : 'time');
     }
     onRetry?.({ attempt: n, error, decision, delayMs });
     await sleep(delayMs, signal);
