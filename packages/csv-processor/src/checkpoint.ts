@@ -49,6 +49,8 @@ export async function readCheckpoint(path: string): Promise<Checkpoint | undefin
     const checkpoint = JSON.parse(text) as Checkpoint;
     if (checkpoint.version !== 1 || typeof checkpoint.optionsHash !== 'string') throw new Error('unknown checkpoint version');
     if (checkpoint.input !== undefined && !isFingerprint(checkpoint.input)) throw new Error('its input samples are damaged');
+    const { outputTail, rejectsTail } = checkpoint.sink ?? {};
+    if ([outputTail, rejectsTail].some((tail) => tail !== undefined && typeof tail !== 'string')) throw new Error('its output samples are damaged');
     return checkpoint;
   } catch (err) {
     throw new CsvError('resume-mismatch', `the checkpoint ${path} is not readable (${(err as Error).message}); delete it and the output to start over`, {

@@ -16,6 +16,8 @@ export class CsvError extends defineErrorCodes('dq-csv', {
   'path-conflict': { exit: ExitCode.USAGE },
   /** a write to the output, rejects or checkpoint failed mid-run (disk full, file-size limit, I/O): the checkpoint is kept */
   'output-io': { exit: ExitCode.UNEXPECTED },
+  /** the output or rejects file was deleted, renamed, replaced or changed by another process while the run wrote it */
+  'output-changed': { exit: ExitCode.USAGE },
   /** another live run is writing the same output (its lock names the pid): try again later */
   'output-locked': { exit: ExitCode.TEMPFAIL },
   /** the input has no header row (CSV) */

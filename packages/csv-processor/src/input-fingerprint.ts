@@ -64,6 +64,14 @@ export class InputSampler {
     }
   }
 
+  /**
+   * The handle the run reads the input through (its source's `file`): the file the run opened,
+   * also once another file is renamed over its name.
+   */
+  get file(): FileHandle {
+    return this.#handle;
+  }
+
   /** The fingerprint for a checkpoint at byte `offset`. */
   async at(offset: number): Promise<InputFingerprint> {
     return {

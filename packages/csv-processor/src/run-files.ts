@@ -148,8 +148,12 @@ export async function claimRunFiles(paths: RunPaths, storeFiles: readonly string
   if (paths.report !== undefined) await checkWholeFileTarget(paths.report);
   // The output's locks, then the rejects file's: two runs on different outputs may name one --rejects.
   const held: HeldFileLock[] = [];
+  // Every lock is released even when one cannot be (its folder made read-only meanwhile); the
+  // first failure is thrown once all were tried.
   const release = async () => {
-    for (const lock of held.splice(0).reverse()) await lock.release();
+    const failed: unknown[] = [];
+    for (const lock of held.splice(0).reverse()) await lock.release().catch((err: unknown) => failed.push(err));
+    if (failed.length > 0) throw failed[0];
   };
   const written = [
     { path: paths.output, lock: paths.lock, asGiven: paths.asGiven?.output, flag: '--output' },
@@ -227,7 +231,14 @@ export async function lockIdentity(file: string): Promise<HeldFileLock | undefin
     return await acquireFileLock(lock, { about: file });
   } catch (err) {
     if (err instanceof FileLockHeldError) {
-      const other = err.owner?.about !== undefined && err.owner.about !== file ? `as ${err.owner.about}` : 'under another name';
+      // Under this very name: its lock next to the file was removed by hand while it runs.
+      if (err.owner?.about === file) {
+        throw new CsvError(
+          'output-locked',
+          `another dq-csv run is writing ${file} (${ownerOf(err, lock)}), though its lock ${file}.lock was removed; try again when it has finished (its lock is also ${lock})`,
+        );
+      }
+      const other = err.owner?.about !== undefined ? `as ${err.owner.about}` : 'under another name';
       throw new CsvError(
         'output-locked',
         `another dq-csv run is writing ${file} ${other}, a hard link to it: the same file (${ownerOf(err, lock)}); try again when it has finished (its lock is ${lock})`,
@@ -311,6 +322,14 @@ export async function checkpointOfAnotherName(paths: RunPaths): Promise<{ name: 
  */
 export async function statInput(path: string): Promise<Stats> {
   const s = await stat(path).catch((err: unknown) => {
+    // `--input -`, the usual name of standard input, when no file is named `-`.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' && basename(path) === '-') {
+      throw new CsvError(
+        'input-unreadable',
+        `there is no file ${path}: dq-csv does not read standard input (--input -), as it reads the input from where it stopped on --resume; write the stream to a file first and pass that file`,
+        { cause: err },
+      );
+    }
     throw new CsvError('input-unreadable', `cannot read the input ${path}: ${(err as NodeJS.ErrnoException).code}`, { cause: err });
   });
   if (s.isFile()) return s;
@@ -322,14 +341,13 @@ export async function statInput(path: string): Promise<Stats> {
 }
 
 /**
- * Refuses to call a run done whose input was written to while it was read: the file it opened
- * (same device and inode) has another size or modification time than when the run began, so a
- * writer was not finished with it, and records at its end may be cut short or missing. A file
- * replaced by another (renamed over it) was read whole as it was: that is no change of the file read.
+ * Refuses to call a run done whose input was written to while it was read: the file it opened and
+ * read (`now`: its stat through the run's handle, whatever name it has now) has another size or
+ * modification time than when the run began, so a writer was not finished with it, and records at
+ * its end may be cut short or missing. A file renamed over the input's name meanwhile is no change
+ * of the file read: the run read the one it opened, whole.
  */
-export async function refuseChangedWhileRead(path: string, before: Stats, checkpoint: string, reusesAnswers: boolean): Promise<void> {
-  const now = await stat(path).catch(() => undefined);
-  if (now === undefined || now.ino !== before.ino || now.dev !== before.dev) return;
+export async function refuseChangedWhileRead(path: string, before: Stats, now: Stats, checkpoint: string, reusesAnswers: boolean): Promise<void> {
   if (now.size === before.size && now.mtimeMs === before.mtimeMs) return;
   throw new CsvError(
     'input-changed',

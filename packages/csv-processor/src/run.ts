@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import {
   answeringPlatform,
   createEngine,
@@ -21,6 +22,7 @@ import { formatFromPath, type ProcessFileOptions, type RunPaths } from './option
 import { checkpointOfAnotherName, claimRunFiles, refuseChangedWhileRead, resolveRunPaths, statInput, writtenPath, type RunClaim } from './run-files.js';
 import { refuseResultKeys, resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
+import { writeProblem } from './sink/write-error.js';
 import { openSource } from './source/index.js';
 import { countResult, emptyTotals, failedShare, withEngineReport, type RunTotals } from './totals.js';
 import { CsvReportDetails } from './report.js';
@@ -45,6 +47,12 @@ export interface RunSummary {
   readonly details?: ReportDetails;
   /** The rate budget this run used (shared or local) and its billable calls against --max-calls. */
   readonly budget?: BudgetReport;
+  /**
+   * A stopped run: the checkpoint it left for `--resume`. Absent when there is none on disk (the
+   * run stopped before it wrote its first one, or its folder was removed): a rerun starts from
+   * the first row.
+   */
+  readonly checkpoint?: string;
 }
 
 /**
@@ -61,7 +69,13 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
   try {
     return await runFile(options, paths, claim);
   } finally {
-    await claim.release();
+    // A lock left behind (its folder made read-only or removed during the run) does not change
+    // what the run did: the next run takes it over, as its process is gone (README "the lock").
+    await claim
+      .release()
+      .catch((err: unknown) =>
+        options.logger?.warn(`cannot remove this run's lock (${writeProblem(err)}); the next run takes it over, as this process is gone`),
+      );
   }
 }
 
@@ -128,7 +142,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
   let source: Awaited<ReturnType<typeof openSource>>;
   try {
     if (checkpoint?.input) await refuseChangedContent(sampler, checkpoint.input, paths, inputStat);
-    source = await openSource({ path: paths.input, format, encoding: options.encoding, delimiter, start: checkpoint?.position });
+    source = await openSource({ path: paths.input, file: sampler.file, format, encoding: options.encoding, delimiter, start: checkpoint?.position });
   } catch (err) {
     await sampler.close();
     throw err;
@@ -235,7 +249,13 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       position = next; // what a stop reports as checkpointed
       options.progress?.update(totalsNow(), position.offset, source.totalBytes);
     }
-    await refuseChangedWhileRead(paths.input, inputStat, paths.checkpoint, reusesAnswers(options.engine?.store, options.engine?.maxAgeMs));
+    await refuseChangedWhileRead(
+      paths.input,
+      inputStat,
+      await sampler.file.stat(),
+      paths.checkpoint,
+      reusesAnswers(options.engine?.store, options.engine?.maxAgeMs),
+    );
     await sink.finish();
     const totals = totalsNow();
     const done = details();
@@ -267,6 +287,9 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       const { position: at, sink: state } = checkpointed;
       await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, at, state, totals, await sampler.at(at.offset))).catch(() => undefined);
     }
+    // What the stop names is what is on disk: a run stopped before its first checkpoint (a store
+    // or setting refused) has none to resume from or delete.
+    const left = checkpointed !== undefined && (await fileExists(paths.checkpoint));
     return {
       outcome: 'stopped',
       exitCode: interruptedFirst(err, options.signal) ? ExitCode.TEMPFAIL : exitCodeFor(err),
@@ -279,9 +302,11 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
         position.records,
         interruptedFirst(err, options.signal) ? options.signal!.reason : undefined,
         reusesAnswers(options.engine?.store, options.engine?.maxAgeMs),
+        left,
       ),
       ...(report ? { details: details() } : {}),
       ...(engine?.report().budget ? { budget: engine.report().budget } : {}),
+      ...(left ? { checkpoint: paths.checkpoint } : {}),
     };
   } finally {
     await reader?.stop();
@@ -365,8 +390,21 @@ async function refuseChangedContent(sampler: InputSampler, stored: InputFingerpr
   );
 }
 
-/** How a stopped dq-csv run continues, for core's stopAdvice; `reuses`: whether its store keeps the answers paid for. */
-const resumeWords = (reuses: boolean) => ({ resume: 'rerun with --resume', ...(reuses ? { kept: 'answers already paid for are not bought again' } : {}) });
+/**
+ * How a stopped dq-csv run continues, for core's stopAdvice; `reuses`: whether its store keeps the
+ * answers paid for; `resumable`: whether it left a checkpoint (without one a rerun starts from the
+ * first row, `--resume` or not).
+ */
+const resumeWords = (reuses: boolean, resumable: boolean) => ({
+  resume: resumable ? 'rerun with --resume' : 'rerun',
+  ...(reuses ? { kept: 'answers already paid for are not bought again' } : {}),
+});
+
+const fileExists = (path: string): Promise<boolean> =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * Whether a stopped run counts as interrupted (SIGINT/SIGTERM: exit 75, `interrupted`): its signal
@@ -379,10 +417,18 @@ function interruptedFirst(err: unknown, signal: AbortSignal | undefined): boolea
   return code !== ExitCode.STOP && code !== ExitCode.MAX_CALLS;
 }
 
-/** `interruption`: the reason the run's signal was aborted with (main.ts: `interrupted by SIGTERM`), if it was. */
-function describeStop(err: unknown, records: number, interruption: unknown, reuses: boolean): RunSummary['error'] {
-  const RESUME = resumeWords(reuses);
-  const where = records === 0 ? 'no input record is written yet' : `input records 1-${records} are written and checkpointed`;
+/**
+ * `interruption`: the reason the run's signal was aborted with (main.ts: `interrupted by SIGTERM`),
+ * if it was; `resumable`: whether the run left a checkpoint.
+ */
+function describeStop(err: unknown, records: number, interruption: unknown, reuses: boolean, resumable: boolean): RunSummary['error'] {
+  const RESUME = resumeWords(reuses, resumable);
+  const where =
+    records === 0
+      ? 'no input record is written yet'
+      : resumable
+        ? `input records 1-${records} are written and checkpointed`
+        : `input records 1-${records} were written, but their checkpoint is gone`;
   // SIGINT / SIGTERM (main.ts aborts the run with the signal's name): a stop asked for, not a
   // failure. The batch in flight may still end in a failure of its own while the run stops (an
   // outage found by its retries): the message says first what the code says, then that failure.

@@ -33,7 +33,7 @@ export function summaryObject(summary: RunSummary): Record<string, unknown> {
     resumed: summary.resumed,
     ...(summary.outcome === 'dry-run' ? { plan: { ...summary.plan, totals: undefined } } : { output: paths.output, rejectsFile: paths.rejects }),
     ...(summary.budget ? { budget: summary.budget } : {}),
-    ...(summary.outcome === 'stopped' ? { checkpoint: paths.checkpoint } : {}),
+    ...(summary.outcome === 'stopped' && summary.checkpoint !== undefined ? { checkpoint: summary.checkpoint } : {}),
     ...(summary.error ? { error: summary.error } : {}),
   };
 }

@@ -13,7 +13,7 @@ import type { Source, SourceItem, SourceOptions, SourcePosition } from './types.
  */
 export async function openCsvSource(options: SourceOptions): Promise<Source> {
   const delimiter = options.delimiter ?? ',';
-  const input = await inputBytes(options.path, options.encoding ?? 'utf8', await fileSize(options.path));
+  const input = await inputBytes(options.path, options.encoding ?? 'utf8', await sizeOf(options), options.file);
   const { encoding, totalBytes } = input;
   const decode = recordDecoder(encoding);
   const split = fieldSplitter(delimiter);
@@ -164,6 +164,11 @@ function rejectOf(
 ): SourceItem {
   const lines = record.endLine > record.line ? ` (lines ${record.line}-${record.endLine})` : '';
   return { kind: 'reject', line: record.line, code, reason: reason + lines, raw, position };
+}
+
+/** Size of the source's input in bytes: of its open `file`, else of the file at its `path`. */
+export async function sizeOf(options: Pick<SourceOptions, 'path' | 'file'>): Promise<number> {
+  return options.file ? (await options.file.stat()).size : fileSize(options.path);
 }
 
 /** Size of the file at `path` in bytes; a CsvError naming the path when it cannot be read. */

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { open, type FileHandle } from 'node:fs/promises';
+import { PassThrough, Readable, Transform } from 'node:stream';
 import { constants as zlibConstants, createGunzip, gunzipSync } from 'node:zlib';
 import { CsvError } from '../errors.js';
 import type { InputEncoding } from './types.js';
@@ -8,8 +8,9 @@ import type { InputEncoding } from './types.js';
 /** A UTF-16 input, told by its byte order mark. */
 export type Utf16 = 'utf-16le' | 'utf-16be';
 
-/** The first `length` bytes of the file at `path` (fewer when it is shorter). */
-async function readHead(path: string, length: number): Promise<Buffer> {
+/** The first `length` bytes of the file at `path`, or of `file` when given (fewer when it is shorter). */
+async function readHead(path: string, length: number, file?: FileHandle): Promise<Buffer> {
+  if (file) return readAt(file, length, 0);
   let handle;
   try {
     handle = await open(path, 'r');
@@ -61,23 +62,53 @@ export interface InputBytes {
 
 const READ_CHUNK = 256 * 1024; // bytes
 
+/** Up to `length` bytes of `file` from `position` (fewer at its end). */
+async function readAt(file: FileHandle, length: number, position: number): Promise<Buffer> {
+  const bytes = Buffer.allocUnsafe(length); // only the bytes read are handed out
+  const { bytesRead } = await file.read(bytes, 0, length, position);
+  return bytes.subarray(0, bytesRead);
+}
+
+/**
+ * The bytes of `file` from `start` on, read at their offsets: any number of these streams read one
+ * handle, none moving another's place.
+ */
+function readFrom(file: FileHandle, start: number): Readable {
+  let position = start;
+  return new Readable({
+    highWaterMark: READ_CHUNK,
+    read() {
+      readAt(file, READ_CHUNK, position).then(
+        (bytes) => {
+          position += bytes.length;
+          this.push(bytes.length > 0 ? bytes : null);
+        },
+        (err: unknown) => this.destroy(err as Error),
+      );
+    },
+  });
+}
+
 /**
  * Opens the input's bytes. A gzip-compressed file (`.csv.gz`, told by its first bytes, not its
  * name) is read decompressed, its offsets in the decompressed text (README "Compressed input"). A
  * file (or decompressed text) with a UTF-16 byte order mark (LE or BE) is transcoded to UTF-8
  * whatever `encoding` says, character for character (the mark itself is dropped); any other file
- * is read as it is, in `encoding`.
+ * is read as it is, in `encoding`. `file`: the run's open handle of the input, which every read
+ * then goes through, so that a file renamed over `path` meanwhile is never read (README "Input");
+ * without it each stream opens `path`.
  */
-export async function inputBytes(path: string, encoding: InputEncoding, fileSize: number): Promise<InputBytes> {
-  const head = await readHead(path, 64 * 1024);
+export async function inputBytes(path: string, encoding: InputEncoding, fileSize: number, file?: FileHandle): Promise<InputBytes> {
+  const bytes = (start: number): Readable => (file ? readFrom(file, start) : createReadStream(path, { start, highWaterMark: READ_CHUNK }));
+  const head = await readHead(path, 64 * 1024, file);
   const gzip = isGzip(head);
   const utf16 = utf16Of(gzip ? gunzipHead(path, head) : head);
   if (!gzip && !utf16) {
-    return { encoding, totalBytes: fileSize, stream: (start = 0) => createReadStream(path, { start, highWaterMark: READ_CHUNK }) };
+    return { encoding, totalBytes: fileSize, stream: (start = 0) => bytes(start) };
   }
   // The whole text is read from its start on every open, and `start` bytes of it skipped.
-  const text = (): Readable => (gzip ? gunzipped(path) : createReadStream(path, { highWaterMark: READ_CHUNK }));
-  const size = gzip ? await gunzippedSize(path, fileSize) : fileSize;
+  const text = (): Readable => (gzip ? gunzipped(path, bytes(0)) : bytes(0));
+  const size = gzip ? await gunzippedSize(path, fileSize, file) : fileSize;
   if (!utf16) return { encoding, gzip: true, totalBytes: size, stream: (start = 0) => skipping(text(), start) };
   return {
     encoding: 'utf8',
@@ -102,9 +133,8 @@ function gunzipHead(path: string, head: Buffer): Buffer {
   }
 }
 
-/** The file's text, decompressed; damaged or cut-off gzip data fails the stream with a clear error. */
-function gunzipped(path: string): Readable {
-  const file = createReadStream(path, { highWaterMark: READ_CHUNK });
+/** The text of the file at `path` (its bytes `file`), decompressed; damaged or cut-off gzip data fails the stream with a clear error. */
+function gunzipped(path: string, file: Readable): Readable {
   const gunzip = createGunzip({ chunkSize: READ_CHUNK });
   file.on('error', (err) => gunzip.destroy(err));
   const out = new PassThrough({ highWaterMark: READ_CHUNK });
@@ -124,16 +154,16 @@ function gzipDamaged(path: string, cause: unknown): CsvError {
  * The decompressed size of a gzip file, for progress: its trailer's size field (the size modulo
  * 2^32, of the last member), or the compressed size when that is clearly not it.
  */
-async function gunzippedSize(path: string, fileSize: number): Promise<number> {
+async function gunzippedSize(path: string, fileSize: number, file?: FileHandle): Promise<number> {
   if (fileSize < 18) return fileSize;
-  const handle = await open(path, 'r');
+  const handle = file ?? (await open(path, 'r'));
   try {
-    const tail = Buffer.alloc(4);
-    await handle.read(tail, 0, 4, fileSize - 4);
+    const tail = await readAt(handle, 4, fileSize - 4);
+    if (tail.length < 4) return fileSize;
     const size = tail.readUInt32LE(0);
     return size >= fileSize ? size : fileSize;
   } finally {
-    await handle.close();
+    if (!file) await handle.close();
   }
 }
 

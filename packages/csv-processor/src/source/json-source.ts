@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream';
 import Parser from 'stream-json/Parser.js';
 import StreamArray from 'stream-json/streamers/StreamArray.js';
 import { CsvError } from '../errors.js';
-import { fileSize, tooLargeReason } from './csv-source.js';
+import { sizeOf, tooLargeReason } from './csv-source.js';
 import { bomLength, hasEscapedBytes, lossyDecode, recordDecoder, utf8Escaper } from './decode.js';
 import { frameRecords } from './framer.js';
 import { inputBytes, type InputBytes } from './input-bytes.js';
@@ -14,7 +14,7 @@ import type { InputEncoding, Source, SourceItem, SourceOptions, SourcePosition }
 
 /** Opens an NDJSON file: one JSON object per line; other lines are rejected with their number. */
 export async function openNdjsonSource(options: SourceOptions): Promise<Source> {
-  const input = await inputBytes(options.path, options.encoding ?? 'utf8', await fileSize(options.path));
+  const input = await inputBytes(options.path, options.encoding ?? 'utf8', await sizeOf(options), options.file);
   const { encoding, totalBytes } = input;
   const decode = recordDecoder(encoding);
   const start = options.start;
@@ -87,7 +87,7 @@ export async function openNdjsonSource(options: SourceOptions): Promise<Source> 
  * elements cannot be found again after an error.
  */
 export async function openJsonArraySource(options: SourceOptions): Promise<Source> {
-  const input = await inputBytes(options.path, options.encoding ?? 'utf8', await fileSize(options.path));
+  const input = await inputBytes(options.path, options.encoding ?? 'utf8', await sizeOf(options), options.file);
   const toUtf8 = utf8Of(input.encoding);
   await expectArray(options.path, input);
   const skip = options.start?.records ?? 0;

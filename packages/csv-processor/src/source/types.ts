@@ -1,3 +1,5 @@
+import type { FileHandle } from 'node:fs/promises';
+
 /** What a source yields: rows in input order, and rejects for records that cannot be parsed. */
 
 /** Where the reader stands: enough to continue from here after a crash. */
@@ -64,6 +66,12 @@ export interface Source {
 /** Options common to every source. */
 export interface SourceOptions {
   readonly path: string;
+  /**
+   * The input opened by the caller (a run): every read goes through this handle, so the source
+   * reads the file the run opened, also when another is renamed over `path` meanwhile; the caller
+   * closes it. Without it the source opens `path` for each read.
+   */
+  readonly file?: FileHandle;
   readonly format: InputFormat;
   /** Default 'utf8'. */
   readonly encoding?: InputEncoding;
