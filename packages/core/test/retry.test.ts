@@ -196,7 +196,7 @@ describe('retry policy', () => {
       async ({ remainingMs }) => {
         given.push(remainingMs);
         AbortSignal.timeout(remainingMs);
-        if (given.length < 3) throw new TransportError('reset', { code: 'connection-reset', retriable: true });
+        if (given.length < 3) throw new TransportError('reset', { code: 'connection-error', retriable: true });
       },
       { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 3, maxTotalMs: 10_000 },
     );
