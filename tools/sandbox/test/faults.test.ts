@@ -104,6 +104,21 @@ describe('fault injection', () => {
     expect(performance.now() - t0).toBeGreaterThanOrEqual(240);
   });
 
+  it('bills a request received whole whose client gave up during the latency: the platform did the work', async () => {
+    sb = await startSandbox({ config: { accounts: [{ id: 'a', apiKeys: [KEY] }], faults: { batch: { latencyMs: 400 } } } });
+    const gaveUp = new AbortController();
+    const sent = fetch(`${sb.url}/location/v1/validate/batch/sync`, {
+      ...validateInit(),
+      body: JSON.stringify({ ...address, customerAddressId: '1' }),
+      signal: gaveUp.signal,
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    gaveUp.abort();
+    await expect(sent).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 600));
+    expect(sb.stats().billable['a']).toBe(1);
+  });
+
   it('cuts a download short when truncateRate is 1, while Content-Length promises the whole file', async () => {
     sb = await startSandbox({ config: { accounts: [{ id: 'a', apiKeys: [KEY] }], faults: { download: { truncateRate: 1 } } } });
     const url = `${sb.url}/download/v1/software/software-bundle/latest/linux/software-bundle.zip`;

@@ -18,6 +18,8 @@ export interface Exchange {
   truncate: boolean;
   /** Set once a response has been started (or the socket dropped). */
   done: boolean;
+  /** The request's body once read ahead of an injected latency (null: over 1 MiB); see `applyFault`. */
+  body?: Buffer | null;
 }
 
 export type Headers = Record<string, string | number | readonly string[]>;

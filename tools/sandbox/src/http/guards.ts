@@ -18,6 +18,10 @@ export async function applyFault(
   const d = ctx.faults.decide(group);
   if (d.latencyMs > 0) {
     ctx.stats.fault(group, 'delayed');
+    // The latency is the platform's time to work on a request it has received whole: a client that
+    // gives up meanwhile does not take the request back. It is read first, and answered (and billed)
+    // after the latency like any other, though nobody may be left to read the answer.
+    if (ex.req.method === 'POST' || ex.req.method === 'PUT') ex.body = await readBody(ex.req);
     await sleep(d.latencyMs);
   }
   switch (d.kind) {
@@ -30,7 +34,7 @@ export async function applyFault(
     case 'error':
       ctx.stats.fault(group, 'errors');
       // Read the body first so that a keep-alive connection stays usable after the error.
-      await readBody(ex.req);
+      if (ex.body === undefined) await readBody(ex.req);
       answerError(d.status, d.retryAfterSeconds === undefined ? undefined : { 'Retry-After': String(d.retryAfterSeconds) });
       return true;
     case 'truncate':
@@ -51,7 +55,7 @@ export function rateLimited(ctx: SandboxContext, account: Account, endpoint: Rat
 
 /** The request body parsed as JSON; `{ ok: false }` when it is not valid JSON, `null` when too large. */
 export async function readJson(ex: Exchange): Promise<{ ok: true; value: unknown } | { ok: false; message: string } | null> {
-  const buf = await readBody(ex.req);
+  const buf = ex.body !== undefined ? ex.body : await readBody(ex.req);
   if (buf === null) return null;
   try {
     return { ok: true, value: JSON.parse(buf.toString('utf8')) as unknown };
