@@ -79,4 +79,58 @@ describe('the terminal of a run hangs up', () => {
     // the terminal went away were kept.
     expect(sandbox.stats().billable['it']).toBe(ROWS);
   });
+
+  it('dq-csv stopped while calls are in flight: no call is started after the stop, those in flight are answered and kept, a repeated SIGTERM changes nothing, and the resume pays for no row twice; a second SIGINT cuts them at once', async () => {
+    sandbox = await sandboxWith();
+    const rows = 120;
+    const input = join(dir, 'slow.csv');
+    await writeFile(input, `strasse;nr;plz;ort\n${Array.from({ length: rows }, (_, i) => `Ringstr.;${i + 1};10115;Berlin`).join('\n')}\n`);
+    const env = { ...process.env, DQ_BASE_URL: sandbox.url, DQ_API_KEY: TEST_KEY };
+    const billed = (): number => sandbox?.stats().billable['it'] ?? 0;
+
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      sandbox.reset();
+      // Each answer takes 2 s: the calls after the first answer are under way when the signals come.
+      sandbox.setFaults({ batch: { latencyMs: 2_000 } });
+      const output = join(dir, `slow-${signal}.csv`);
+      const args = validateArgs(input, output, 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', '--store', join(dir, `store-${signal}`));
+      const child = spawn(process.execPath, [DQ_CSV, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const ended = new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) =>
+        child.on('close', (code, sig) => resolve({ code, signal: sig, at: Date.now() })),
+      );
+      await until('the first answer', async () => billed() > 0, 30_000);
+      await new Promise((r) => setTimeout(r, 300));
+      child.kill(signal);
+      await new Promise((r) => setTimeout(r, 200));
+      const again = Date.now();
+      child.kill(signal);
+      const end = await ended;
+      expect({ code: end.code, signal: end.signal }, stderr).toEqual({ code: 75, signal: null });
+      expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toMatchObject({ exitCode: 75, error: { code: 'interrupted' } });
+      // The platform finishes (and bills) every call it received, cut by the client or not.
+      await new Promise((r) => setTimeout(r, 2_500));
+      const paid = billed();
+      sandbox.setFaults({});
+      const resumed = await runPlain([...args, '--resume'], env);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect((await readFile(output, 'utf8')).trimEnd().split('\n')).toHaveLength(rows + 1);
+      if (signal === 'SIGTERM') {
+        // Nothing was bought twice: the answers of the calls in flight were kept.
+        expect(billed()).toBe(rows);
+        // The calls in flight were waited for, not cut.
+        expect(end.at - again).toBeGreaterThan(1_000);
+        expect(stderr).toContain('dq-csv: SIGTERM again: already stopping once the calls in flight are answered');
+      } else {
+        expect(stderr).toContain('dq-csv: second SIGINT: cutting the calls in flight now');
+        expect(end.at - again).toBeLessThan(1_500);
+        // The calls cut in flight were billed and are bought again by the resume.
+        expect(paid).toBeGreaterThan(1);
+        expect(billed()).toBeGreaterThan(rows);
+      }
+    }
+  });
 });

@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { createLogger, ExitCode } from '@dq/core';
-import { cliFailure, exitProcess, onStopSignals } from '@dq/core/cli';
+import { cliFailure, onStopSignals } from '@dq/core/cli';
 import { WholeFileError } from '@dq/core/files';
 import { commandLineRedactor, parseCli, USAGE } from './cli-args.js';
 import { usageError } from './errors.js';
@@ -10,6 +10,9 @@ import { createProgress } from './progress.js';
 import { processFile } from './run.js';
 import { failedRecordsLine, summaryObject, summaryTable } from './summary.js';
 import { writeCsvReport } from './report.js';
+
+/** How long a stopped run waits for the calls in flight before it cuts them (README "Resume"). */
+const STOP_GRACE_MS = 10_000;
 
 /**
  * Runs `dq-csv` with `argv` (without node and script) and returns the exit code. Progress, logs
@@ -19,27 +22,36 @@ export async function main(argv: readonly string[]): Promise<number> {
   // Loaded for review only: its CSV parser and writer are not part of every run's start.
   if (argv[0] === 'review') return (await import('./review/cli.js')).reviewMain(argv.slice(1));
   let release: (() => void) | undefined;
+  let cleanup: (() => void) | undefined;
   try {
     const command = parseCli(argv);
     if (command.help) {
       process.stdout.write(USAGE);
       return ExitCode.OK;
     }
-    const controller = new AbortController();
-    // The first stop signal stops the run after the batch in flight, at a checkpoint. A repeated
-    // one is only said, except a second SIGINT (Ctrl-C pressed again), which ends the process now:
-    // the batch in flight is not written, which --resume handles as after a kill -9.
+    // The first stop signal drains the run: no call is started after it, the calls in flight are
+    // answered and their answers kept (the store, the cache), the batches they complete are written
+    // and checkpointed, and the run stops: the resume pays for nothing twice. Calls still going on
+    // STOP_GRACE_MS later (a platform that hangs, retries after timeouts), or when a second SIGINT
+    // comes (Ctrl-C pressed again), are cut: their answers may be bought again. Other repeats are
+    // only said.
+    const stop = new AbortController();
+    const cut = new AbortController();
+    let grace: NodeJS.Timeout | undefined;
     release = onStopSignals((signal) => {
-      if (!controller.signal.aborted) {
-        process.stderr.write(`dq-csv: ${signal}: stopping after the batch in flight; rerun with --resume\n`);
-        controller.abort(new Error(`interrupted by ${signal}`));
-      } else if (signal === 'SIGINT') {
-        process.stderr.write('dq-csv: second SIGINT: ending now, the batch in flight not written; rerun with --resume\n');
-        exitProcess(ExitCode.TEMPFAIL);
+      if (!stop.signal.aborted) {
+        process.stderr.write(`dq-csv: ${signal}: stopping once the calls in flight are answered (at most ${STOP_GRACE_MS / 1000} s); rerun with --resume\n`);
+        const reason = new Error(`interrupted by ${signal}`);
+        stop.abort(reason);
+        grace = setTimeout(() => cut.abort(reason), STOP_GRACE_MS);
+      } else if (signal === 'SIGINT' && !cut.signal.aborted) {
+        process.stderr.write('dq-csv: second SIGINT: cutting the calls in flight now (their answers may be bought again by the resume); rerun with --resume\n');
+        cut.abort(stop.signal.reason);
       } else {
-        process.stderr.write(`dq-csv: ${signal} again: already stopping after the batch in flight (a second SIGINT ends it now)\n`);
+        process.stderr.write(`dq-csv: ${signal} again: already stopping once the calls in flight are answered (a second SIGINT cuts them)\n`);
       }
     });
+    cleanup = () => clearTimeout(grace);
     if (command.options.report) await checkReportFolder(command.options.report);
     const progress = createProgress();
     const logger = createLogger({ level: 'warn' });
@@ -48,7 +60,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       ...command.options,
       progress,
       logger,
-      signal: controller.signal,
+      stop: stop.signal,
+      signal: cut.signal,
       onHint: (text) => process.stderr.write(logger.redactor.redact(`dq-csv: hint: ${text}\n`)),
     });
     progress.done();
@@ -77,6 +90,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   } finally {
     // From here core's exitWhenDone handles the signals (the command's own exit code stands).
     release?.();
+    cleanup?.();
   }
 }
 

@@ -64,7 +64,12 @@ export interface ProcessFileOptions {
   logger?: Logger;
   /** Gets advice about the input the run goes on with (a mapping that leaves out columns that look like fields); default: a warning to `logger`. */
   onHint?: (text: string) => void;
-  /** Aborts the run; the checkpoint stays valid for --resume. */
+  /**
+   * Stops the run once the calls in flight are answered (their answers kept, the batches they
+   * complete written): no call is started after it; the checkpoint stays valid for --resume.
+   */
+  stop?: AbortSignal;
+  /** Aborts the run, cutting the calls in flight (their answers lost); the checkpoint stays valid for --resume. */
   signal?: AbortSignal;
 }
 

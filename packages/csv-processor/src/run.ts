@@ -213,7 +213,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       const items = read.map((item) => refuseResultKeys(item, columns.names));
       const records: EngineRecord[] = [];
       for (const item of items) if (item.kind === 'row') records.push(toRecord(item));
-      const results = records.length > 0 ? engine!.process(records, { signal: options.signal }) : Promise.resolve([]);
+      const results = records.length > 0 ? engine!.process(records, { signal: options.signal, drain: options.stop }) : Promise.resolve([]);
       results.catch(() => undefined); // awaited in order below; not an unhandled rejection meanwhile
       return { items, results };
     });
@@ -292,7 +292,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
     const left = checkpointed !== undefined && (await fileExists(paths.checkpoint));
     return {
       outcome: 'stopped',
-      exitCode: interruptedFirst(err, options.signal) ? ExitCode.TEMPFAIL : exitCodeFor(err),
+      exitCode: interruptedFirst(err, askedStop(options)) ? ExitCode.TEMPFAIL : exitCodeFor(err),
       paths,
       totals,
       failedShare: failedShare(totals),
@@ -300,7 +300,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       error: describeStop(
         err,
         position.records,
-        interruptedFirst(err, options.signal) ? options.signal!.reason : undefined,
+        interruptedFirst(err, askedStop(options)) ? askedStop(options)!.reason : undefined,
         reusesAnswers(options.engine?.store, options.engine?.maxAgeMs),
         left,
       ),
@@ -405,6 +405,9 @@ const fileExists = (path: string): Promise<boolean> =>
     () => true,
     () => false,
   );
+
+/** The signal of the stop asked for (main.ts: a stop signal), if one was: the drain (`stop`) or the cut (`signal`). */
+const askedStop = (o: ProcessFileOptions): AbortSignal | undefined => (o.stop?.aborted ? o.stop : o.signal?.aborted ? o.signal : undefined);
 
 /**
  * Whether a stopped run counts as interrupted (SIGINT/SIGTERM: exit 75, `interrupted`): its signal
