@@ -30,17 +30,17 @@ const POLL_MS = 250;
  */
 export async function acquireLock(dir: string, waitSeconds: number, signal?: AbortSignal): Promise<HeldLock> {
   const path = join(dir, LOCK_FILE);
-  const deadline = Date.now() + waitSeconds * 1000;
+  const deadline = performance.now() + waitSeconds * 1000; // monotonic: a clock step neither ends nor stretches the wait
   for (;;) {
     try {
       const held = await acquireFileLock(path);
       return { tookOver: held.tookOver, release: () => held.release() };
     } catch (e) {
       if (!(e instanceof FileLockHeldError)) throw e;
-      if (Date.now() >= deadline) throw heldError(path, e.owner, waitSeconds);
+      if (performance.now() >= deadline) throw heldError(path, e.owner, waitSeconds);
     }
     try {
-      await delay(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, signal ? { signal } : {});
+      await delay(Math.min(POLL_MS, Math.max(0, Math.ceil(deadline - performance.now()))), undefined, signal ? { signal } : {});
     } catch (e) {
       throw new InterruptedError('while waiting for the lock of another sync', e);
     }

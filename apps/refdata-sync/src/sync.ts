@@ -110,7 +110,7 @@ async function contentMatches(target: string, rel: string, sha512: string | unde
  * failed`) and in `error`, from which the CLI derives the exit code.
  */
 export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ summary: SyncSummary; error?: unknown }> {
-  const started = Date.now();
+  const started = performance.now(); // durations on the monotonic clock
   const logger = deps.logger ?? createSilentLogger();
   const { signal } = deps;
   const { target } = cfg;
@@ -134,7 +134,7 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
   if (planned.length === 0) {
     // Nothing would be fetched: syncing would switch `current` to an empty version and report success.
     const e = new UsageError(`nothing to download: the contract offers none of ${notOffered.join(', ')}; check --products and --countries`);
-    return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: e };
+    return { summary: { ...s, status: 'failed', durationMs: Math.round(performance.now() - started) }, error: e };
   }
   let lock;
   try {
@@ -143,7 +143,7 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
     lock = await writingTo(join(target, LOCK_FILE), () => acquireLock(target, cfg.lockWaitSeconds, signal));
   } catch (e) {
     const stopped = signal?.aborted && (e as { code?: unknown }).code === 'interrupted';
-    return { summary: { ...s, status: 'failed', durationMs: Date.now() - started }, error: stopped ? interrupted(signal, e) : e };
+    return { summary: { ...s, status: 'failed', durationMs: Math.round(performance.now() - started) }, error: stopped ? interrupted(signal, e) : e };
   }
   if (lock.tookOver) s.warnings.push('took over the lock of a sync that is no longer running');
   const client = new DownloadClient({ downloadUrl: cfg.downloadUrl, apiKey: cfg.apiKey, timeoutMs: cfg.timeoutMs, logger });
@@ -208,7 +208,7 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
   if (signal?.aborted && (code === 'aborted' || code === 'interrupted')) error = interrupted(signal, error);
   const changed = s.downloaded.length > 0 || s.removedVersions.length > 0 || s.previous !== s.version || s.installer?.changed === true;
   s.status = error !== undefined ? 'failed' : changed ? 'updated' : 'up-to-date';
-  s.durationMs = Date.now() - started;
+  s.durationMs = Math.round(performance.now() - started);
   const summary = { ...s, failures: s.failures.map(({ source, code, message }) => ({ source, code, message })) };
   return error === undefined ? { summary } : { summary, error };
 }

@@ -44,7 +44,7 @@ export async function planFile(options: ProcessFileOptions & { format: InputForm
   const source = await openSource({ path: paths.input, format: options.format, encoding: options.encoding, delimiter: options.delimiter });
   const totals = emptyTotals();
   totals.runs = 1;
-  const started = Date.now();
+  const started = performance.now(); // monotonic
   const seen = new Set<string>();
   let invalidInput = 0;
   let distinct = 0;
@@ -93,7 +93,7 @@ export async function planFile(options: ProcessFileOptions & { format: InputForm
     await engine?.close();
     await source.close();
   }
-  totals.durationMs = Date.now() - started;
+  totals.durationMs = Math.round(performance.now() - started);
   const endpoint = options.mode === 'address' ? (options.engine?.addressEndpoint ?? 'batch') : 'company';
   const limit = endpoint === 'company' ? options.engine?.rateLimits?.company : (options.engine?.rateLimits?.[endpoint] ?? CONTRACT_LIMITS[endpoint]);
   return {

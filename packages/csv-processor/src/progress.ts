@@ -26,13 +26,13 @@ export function createProgress(options: ProgressOptions = {}): ProgressReporter 
   const stream = options.stream ?? process.stderr;
   const tty = options.tty ?? Boolean(stream.isTTY);
   const intervalMs = options.intervalMs ?? 5_000;
-  const started = Date.now();
-  let last = 0;
+  const started = performance.now(); // monotonic: rates unbent by a step of the wall clock
+  let last = -Infinity; // the first update is shown at once
   let drawn = false;
 
   return {
     update(totals, bytesRead, totalBytes) {
-      const now = Date.now();
+      const now = performance.now();
       const percent = totalBytes > 0 ? Math.min(100, (100 * bytesRead) / totalBytes) : 100;
       const elapsedS = (now - started) / 1000;
       const records = totals.rows + totals.rejects;
@@ -57,7 +57,7 @@ export function createProgress(options: ProgressOptions = {}): ProgressReporter 
             rejects: totals.rejects,
             percent: Number(percent.toFixed(1)),
             apiCalls: totals.apiCalls,
-            elapsedMs: now - started,
+            elapsedMs: Math.round(now - started),
           }) + '\n',
         );
       }

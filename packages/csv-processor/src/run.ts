@@ -80,7 +80,8 @@ export async function processFile(options: ProcessFileOptions): Promise<RunSumma
 }
 
 async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: RunClaim): Promise<RunSummary> {
-  const started = Date.now();
+  // Durations on the monotonic clock: a step of the wall clock during the run does not bend them.
+  const started = performance.now();
   const format = options.format ?? formatFromPath(paths.input);
   const mode = options.mode ?? 'address';
   const delimiter = options.delimiter ?? ',';
@@ -152,7 +153,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
   let reader: BatchReader<RecordResult> | undefined;
   const base = checkpoint?.totals ?? emptyTotals();
   const counted: RunTotals = structuredClone(base);
-  const totalsNow = () => withEngineReport(base, counted, engine?.report(), Date.now() - started);
+  const totalsNow = () => withEngineReport(base, counted, engine?.report(), Math.round(performance.now() - started));
   let position = checkpoint?.position ?? { records: 0, offset: 0, line: 1 };
   /** The position and output state the checkpoint on disk holds: a stop writes it again with the run's final counts. */
   let checkpointed: { position: typeof position; sink: Checkpoint['sink'] } | undefined = checkpoint ? { position, sink: checkpoint.sink } : undefined;

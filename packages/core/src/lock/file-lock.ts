@@ -105,7 +105,7 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
     ...ownStart(),
     leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
   };
-  const deadline = Date.now() + (options.waitMs ?? 0);
+  const deadline = performance.now() + (options.waitMs ?? 0); // monotonic: a clock step neither ends nor stretches the wait
   let tookOver = false;
   for (;;) {
     if (await createWithContent(path, JSON.stringify(me))) {
@@ -135,7 +135,7 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
       await rm(aside, { force: true }).catch(() => undefined);
       continue;
     }
-    if (Date.now() >= deadline) throw new FileLockHeldError(path, owner);
+    if (performance.now() >= deadline) throw new FileLockHeldError(path, owner);
     await delay(POLL_MS);
   }
 }
