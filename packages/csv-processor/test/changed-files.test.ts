@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, chown, copyFile, mkdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
@@ -186,7 +186,9 @@ describe("a run's lock removed by hand mid-run", () => {
 });
 
 describe("an output's folder made read-only mid-run", () => {
-  // As root every folder is writable: the run is started as the user nobody (setpriv), in folders of its own.
+  // As root every folder is writable: the run is started as root without the capabilities that
+  // override file permissions (setpriv), which reaches the repository wherever the clone sits (a
+  // private folder such as /root included), in folders of its own.
   it.runIf(process.getuid?.() === 0 && existsSync('/usr/bin/setpriv'))(
     'stops with exit 1 naming the checkpoint and EACCES, prints its summary (no "bug in dq-csv" over a lock it cannot remove); writable again, --resume finishes every row',
     async () => {
@@ -196,16 +198,22 @@ describe("an output's folder made read-only mid-run", () => {
       const source = join(own, 'in.csv');
       await copyFile(input, source);
       const out = join(own, 'out', 'out.csv');
-      // The test's folders (private to root) let nobody reach its own.
-      for (const path of [dir, folder]) await chmod(path, 0o711);
-      const nobody = 65534; // the uid and gid setpriv runs as below
-      for (const path of [own, join(own, 'out'), source]) await chown(path, nobody, nobody);
-      const asNobody = (...more: string[]) =>
-        spawn('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, CLI, ...sampleArgs(source, out, ...flags('off'), ...more)], {
-          env: { ...process.env, ...sandbox.env(), HOME: own, TMPDIR: own },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-      const run = completed(asNobody());
+      const withoutOverride = (...more: string[]) =>
+        spawn(
+          'setpriv',
+          [
+            '--inh-caps=-dac_override,-dac_read_search',
+            '--bounding-set=-dac_override,-dac_read_search',
+            process.execPath,
+            CLI,
+            ...sampleArgs(source, out, ...flags('off'), ...more),
+          ],
+          {
+            env: { ...process.env, ...sandbox.env(), HOME: own, TMPDIR: own },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
+      const run = completed(withoutOverride());
       await checkpointPast(out, 300, run);
       await chmod(join(own, 'out'), 0o555);
       const stopped = await run;
@@ -220,7 +228,7 @@ describe("an output's folder made read-only mid-run", () => {
       expect(summaryOf(stopped)).toMatchObject({ outcome: 'stopped', exitCode: 1, checkpoint: `${out}.checkpoint.json`, error: { code: 'output-io' } });
 
       await chmod(join(own, 'out'), 0o755);
-      const resumed = await completed(asNobody('--resume'));
+      const resumed = await completed(withoutOverride('--resume'));
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(summaryOf(resumed)).toMatchObject({ outcome: 'done', rows: ROWS });
       expect(await comparable(out)).toEqual(await comparable(straight));
