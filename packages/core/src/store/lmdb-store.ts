@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
-import { chmod, mkdir, open as openFile, rm, stat } from 'node:fs/promises';
+import { chmod, chown, mkdir, open as openFile, rm, stat } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import type { Database } from 'lmdb';
@@ -202,7 +202,14 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
     }
     if (damage === undefined) {
       // Created empty with mode 0600 before LMDB opens them, so they are never readable by others.
-      for (const file of [path, `${path}-lock`]) await (await openFile(file, 'a', 0o600)).close();
+      // Root (`sudo dq-store clear`, a run as root) creating one in the store folder of another
+      // user gives it to that user: a file of root's in it would stop that user's runs (EACCES).
+      const owner = process.getuid?.() === 0 ? await stat(dir) : undefined;
+      for (const file of [path, `${path}-lock`]) {
+        const created = owner !== undefined && owner.uid !== 0 && !(await exists(file));
+        await (await openFile(file, 'a', 0o600)).close();
+        if (created) await chown(file, owner.uid, owner.gid);
+      }
     }
     if (damage !== undefined) {
       throw new StoreError(
@@ -264,22 +271,42 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   const missed = new MissedKeys();
 
   /**
-   * Removes `keys` in one synchronous transaction, with room made for it first like a commit of
-   * answers ({@link makeRoom}): removing copies the pages it changes, so on a full disk the plain
-   * write of the room fails with its errno (`store-io` naming the full disk) before LMDB writes,
-   * whose own error path can crash the process.
+   * Removes the entries `found` (each with the check time it was read with), with room made first
+   * like a commit of answers ({@link makeRoom}): removing copies the pages it changes, so on a full
+   * disk the plain write of the room fails with its errno (`store-io` naming the full disk) before
+   * LMDB writes, whose own error path can crash the process; the transactions committed before it
+   * stay committed.
+   *
+   * Runs may write to the store meanwhile (README "The result store"): an entry a run wrote again
+   * after it was read here (a fresh answer for an old input) is the run's, and is kept. And the
+   * entries go in transactions of {@link REMOVE_CHUNK}: LMDB lets one process write at a time, and
+   * a run waiting to commit its answers waits with its whole event loop, so one transaction for a
+   * store of millions of entries would stall every run using it for seconds.
    */
-  const removeAll = async (keys: readonly string[]): Promise<number> => {
-    if (keys.length === 0) return 0;
+  const removeAll = async (found: ReadonlyArray<{ key: string; t: number }>): Promise<number> => {
+    let removed = 0;
     try {
-      db.transactionSync(() => {
-        makeRoom(keys.length + 1, true);
-        for (const key of keys) db.removeSync(key);
-      });
+      for (let at = 0; at < found.length; at += REMOVE_CHUNK) {
+        // A pause between transactions: LMDB's write lock is not handed to a waiting run in turn,
+        // and without one this loop would take it again before any run woke up.
+        if (at > 0) await new Promise((resolve) => setTimeout(resolve, CHUNK_PAUSE_MS));
+        const chunk = found.slice(at, at + REMOVE_CHUNK);
+        db.transactionSync(() => {
+          makeRoom(chunk.length + 1, true);
+          for (const { key, t } of chunk) {
+            // Read within this write transaction: what is stored now, not what the scan saw.
+            const now = db.get(key);
+            if (typeof now === 'object' && now.t === t) {
+              db.removeSync(key);
+              removed += 1;
+            }
+          }
+        });
+      }
     } catch (e) {
       throw storeError(dir, e);
     }
-    return keys.length;
+    return removed;
   };
   /**
    * Every entry with its key: the answers, not a record of the store's own (a store of an earlier
@@ -347,16 +374,16 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
     async prune(olderThanMs) {
       const now = Date.now();
       const cutoff = now - olderThanMs;
-      const old: string[] = [];
+      const old: Array<{ key: string; t: number }> = [];
       // An entry no run uses (dated more than a day ahead) goes too: it holds personal data to no purpose.
-      for (const { key, value } of answers()) if (value.t < cutoff || value.t - now > FUTURE_SLACK_MS) old.push(key);
+      for (const { key, value } of answers()) if (value.t < cutoff || value.t - now > FUTURE_SLACK_MS) old.push({ key, t: value.t });
       return removeAll(old);
     },
     async clear() {
       // Entry by entry, not by dropping the database: that would drop the record of the shapes
       // (msgpack structures) the answers are encoded with too, and an answer another process that
       // has the store open writes afterwards, in a shape it already knew, could not be read again.
-      return removeAll([...answers()].map((e) => e.key));
+      return removeAll([...answers()].map(({ key, value }) => ({ key, t: value.t })));
     },
     close() {
       closed ??= (async () => {
@@ -369,6 +396,11 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   };
   return store;
 }
+
+/** Most entries `prune` and `clear` remove in one write transaction (about 10 ms of holding LMDB's write lock). */
+const REMOVE_CHUNK = 2_000;
+/** The pause (ms) between those transactions, for the runs waiting to commit. */
+const CHUNK_PAUSE_MS = 5;
 
 /** How far ahead of this machine's clock (ms) a check time may lie and still be taken for a run's (README "The result store"). */
 const FUTURE_SLACK_MS = 86_400_000;

@@ -57,7 +57,8 @@ const LOCK_QUESTION_MS = 1_000;
 /**
  * The other sessions holding `table` locked against this user's queries while a query waits for it
  * (a `LOCK TABLE`, an `ALTER TABLE` or `TRUNCATE` left open), e.g. `pid 4711 (user etl,
- * AccessExclusiveLock, transaction open since 2026-12-07T06:00:00.000Z)`; undefined when none does,
+ * AccessExclusiveLock, transaction open since 2026-12-07T06:00:00.000Z)`, or holding rows of it
+ * that a query on it waits for (`row locks`: a long `DELETE`, one left open); undefined when none does,
  * or when the server does not answer within a second. A query that ran out of time (the pool's
  * query limit, see createBoundedPool) asks it, so that the run's last line says what it waited on
  * rather than that the database cannot be reached (docs/architecture.md, "The result store" and
@@ -66,12 +67,16 @@ const LOCK_QUESTION_MS = 1_000;
 export async function lockHolders(db: Queryable, table: string): Promise<string | undefined> {
   const asked = db
     .query<{ pid: number; mode: string; who: string | null; since: Date | null }>(
-      `SELECT l.pid, l.mode, a.usename AS who, a.xact_start AS since
+      `SELECT l.pid, l.mode, a.usename AS who, a.xact_start AS since, 0 AS rank
        FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
        WHERE l.relation = to_regclass('${table}') AND l.granted AND l.pid <> pg_backend_pid()
          AND l.mode IN (${BLOCKING_MODES.map((m) => `'${m}'`).join(', ')})
          AND EXISTS (SELECT 1 FROM pg_locks w WHERE w.relation = l.relation AND NOT w.granted)
-       ORDER BY l.pid`,
+       UNION ALL
+       SELECT b.pid, 'row locks' AS mode, a.usename AS who, a.xact_start AS since, 1 AS rank
+       FROM pg_locks w CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS b(pid) LEFT JOIN pg_stat_activity a ON a.pid = b.pid
+       WHERE w.relation = to_regclass('${table}') AND w.granted AND b.pid <> pg_backend_pid()
+       ORDER BY pid, rank`,
     )
     .then(
       ({ rows }) => rows,
@@ -80,8 +85,11 @@ export async function lockHolders(db: Queryable, table: string): Promise<string 
   let timer: NodeJS.Timeout | undefined;
   const rows = await Promise.race([asked, new Promise<[]>((resolve) => (timer = setTimeout(() => resolve([]), LOCK_QUESTION_MS)))]);
   clearTimeout(timer);
-  if (rows.length === 0) return undefined;
-  return rows
+  // A session listed for its table lock is not listed again for the rows it holds.
+  const seen = new Set<number>();
+  const holders = rows.filter((r) => !seen.has(r.pid) && seen.add(r.pid));
+  if (holders.length === 0) return undefined;
+  return holders
     .map((r) => `pid ${r.pid} (${[r.who && `user ${r.who}`, r.mode, r.since && `transaction open since ${r.since.toISOString()}`].filter(Boolean).join(', ')})`)
     .join(', ');
 }
