@@ -206,7 +206,9 @@ class KafkaEnricher implements Enricher {
     } catch (err) {
       this.#fail(err);
     }
-    await this.#stopAll(this.#fatal === undefined);
+    // The spending cap stops like a SIGTERM: the calls under way were paid for, and their answers
+    // are delivered (README "Spending cap"); any other failure cancels what is in flight.
+    await this.#stopAll(this.#fatal === undefined || exitCodeFor(this.#fatal) === ExitCode.MAX_CALLS);
     return this.#outcome();
   }
 

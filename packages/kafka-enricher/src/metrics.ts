@@ -24,6 +24,7 @@ export const METRIC = {
   apiCalls: 'dq_kafka_api_calls_total',
   apiRetries: 'dq_kafka_api_retries_total',
   savedByDedup: 'dq_kafka_calls_saved_by_dedup_total',
+  savedByCache: 'dq_kafka_calls_saved_by_cache_total',
   savedByStore: 'dq_kafka_calls_saved_by_store_total',
   storeHitRate: 'dq_kafka_store_hit_rate',
   up: 'dq_kafka_up',
@@ -47,6 +48,7 @@ const HELP: Record<(typeof METRIC)[keyof typeof METRIC], [Family['type'], string
   [METRIC.apiCalls]: ['counter', 'Distinct requests sent to the platform.'],
   [METRIC.apiRetries]: ['counter', 'Repeated HTTP attempts made by the transport (429, 5xx, timeouts).'],
   [METRIC.savedByDedup]: ['counter', 'Records answered by sharing the call of an identical input.'],
+  [METRIC.savedByCache]: ['counter', "Records answered by this process's cache of answers (an input seen in an earlier batch)."],
   [METRIC.savedByStore]: ['counter', 'Records answered from the result store (answers bought earlier).'],
   [METRIC.storeHitRate]: ['gauge', 'Share of the inputs looked up in the result store that it answered.'],
   [METRIC.up]: ['gauge', '1 while the consumer is in its group and consuming, else 0.'],
@@ -138,6 +140,7 @@ export class Metrics {
       this.set(METRIC.apiCalls, {}, r.apiCalls);
       this.set(METRIC.apiRetries, {}, r.retries);
       this.set(METRIC.savedByDedup, {}, r.callsSavedByDedup);
+      this.set(METRIC.savedByCache, {}, r.callsSavedByCache);
       this.set(METRIC.savedByStore, {}, r.callsSavedByStore);
       this.set(METRIC.storeHitRate, {}, r.storeHitRate);
       if (r.budget) {

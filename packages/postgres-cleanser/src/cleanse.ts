@@ -46,8 +46,10 @@ function emptyProgress(): CleanseProgress {
     conflicts: 0,
     apiCalls: 0,
     callsSavedByDedup: 0,
+    callsSavedByCache: 0,
     callsSavedByStore: 0,
     storeHitRate: 0,
+    retries: 0,
     byStatus: zeroByStatus(),
     timings: { readMs: 0, validateMs: 0, writeMs: 0 },
   };
@@ -172,7 +174,14 @@ export async function cleanse(options: CleanseOptions): Promise<CleanseSummary |
       // The calls this process made, also those of a page a stop cut short before it was written
       // (the pages' own counts, which dq-pg status sums, hold only the pages written).
       const saved = r
-        ? { apiCalls: r.apiCalls, callsSavedByDedup: r.callsSavedByDedup, callsSavedByStore: r.callsSavedByStore, storeHitRate: r.storeHitRate }
+        ? {
+            apiCalls: r.apiCalls,
+            callsSavedByDedup: r.callsSavedByDedup,
+            callsSavedByCache: r.callsSavedByCache,
+            callsSavedByStore: r.callsSavedByStore,
+            storeHitRate: r.storeHitRate,
+            retries: r.retries,
+          }
         : {};
       return { ...copy(progress), ...saved, timings: { readMs: Math.round(t.readMs), validateMs: Math.round(t.validateMs), writeMs: Math.round(t.writeMs) } };
     };

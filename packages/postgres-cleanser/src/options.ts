@@ -101,10 +101,14 @@ export interface CleanseProgress {
   apiCalls: number;
   /** Records answered by sharing the call of an identical input (this process). */
   callsSavedByDedup: number;
+  /** Records answered by this process's cache of answers (an input seen on an earlier page). */
+  callsSavedByCache: number;
   /** Records answered from the result store: answers bought by earlier runs or other processes. */
   callsSavedByStore: number;
   /** Share of the inputs looked up in the result store that it answered. */
   storeHitRate: number;
+  /** Attempts beyond the first of the calls this process made (5xx, timeouts, resets retried). */
+  retries: number;
   /** Where the time went, in milliseconds: reading pages, validating them (engine), writing them. */
   timings: { readMs: number; validateMs: number; writeMs: number };
 }

@@ -7,7 +7,7 @@
 import { RetriesExhaustedError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { attachSharedThrottle, createBudgetThrottle, MAX_CALLS_REACHED } from '../throttle/index.js';
-import { failedUnsent } from '../throttle/metered.js';
+import { attemptsMade, failedUnsent } from '../throttle/metered.js';
 import { createTransport } from '../transport/index.js';
 import type { Transport } from '../transport/index.js';
 import { Control, DRAINING } from './messages.js';
@@ -167,12 +167,18 @@ export function createTaskRunner(init: WorkerInit, logger: Logger): TaskRunner {
 
   /** The outcome of a call that threw. */
   const failedCall = (e: unknown, task: CallTask, signal: AbortSignal, answers: Answers): CallOutcome => {
-    if (signal.aborted) return { kind: 'skipped' };
-    if (e instanceof RetriesExhaustedError) unreportedRetries += Math.max(0, e.attempts - 1);
+    const attempts = attemptsMade(e) ?? (e instanceof RetriesExhaustedError ? e.attempts : 1);
+    unreportedRetries += Math.max(0, attempts - 1);
+    // A call the budget refused before any of its attempts went out is not a call made (`apiCalls`).
+    const sent = !failedUnsent(e);
+    if (signal.aborted) {
+      // Cut in flight: it went out, and the platform bills a request it received whole (README "apiCalls").
+      if (sent) ended(answers, preciseNow(), true, false);
+      return { kind: 'skipped' };
+    }
     const outcome = errorOutcome(e);
     const unreachableAt = outcome.kind === 'result' ? outcome.unreachableAt : undefined;
-    // A call the budget refused before any of its attempts went out is not a call made (`apiCalls`).
-    ended(answers, unreachableAt ?? preciseNow(), !failedUnsent(e), outcome.kind === 'result' && unreachableAt === undefined);
+    ended(answers, unreachableAt ?? preciseNow(), sent, outcome.kind === 'result' && unreachableAt === undefined);
     if (unreachableAt !== undefined) answers.unreachable = true;
     // Tell sibling calls and threads at once; the engine also stops every other batch. Not when
     // the spending cap was reached: the calls in flight were paid for and must bring their

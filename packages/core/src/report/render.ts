@@ -107,7 +107,7 @@ const TOTALS: [path: string, label: string][] = [
   ['apiCalls', 'API calls'],
   ['callsSavedByDedup', 'calls saved by dedup'],
   ['callsSavedByCache', 'calls saved by cache'],
-  ['savedByStore', 'calls saved by the result store'],
+  ['callsSavedByStore', 'calls saved by the result store'],
   ['storeHitRate', 'result store hit rate'],
   ['retries', 'retries'],
   ['failedShare', 'failed share'],
@@ -234,7 +234,7 @@ function costSection(s: Record<string, unknown>, d: ReportDetails): string {
   if (typeof s['apiCalls'] === 'number') said.push(`${metric(s, 'apiCalls')} calls made`);
   if (typeof s['callsSavedByDedup'] === 'number') said.push(`${metric(s, 'callsSavedByDedup')} saved by dedup`);
   if (typeof s['callsSavedByCache'] === 'number') said.push(`${metric(s, 'callsSavedByCache')} saved by this run's cache of answers`);
-  if (typeof s['savedByStore'] === 'number') said.push(`${metric(s, 'savedByStore')} saved by the result store`);
+  if (typeof s['callsSavedByStore'] === 'number') said.push(`${metric(s, 'callsSavedByStore')} saved by the result store`);
   if (typeof s['storeHitRate'] === 'number') said.push(`store hit rate ${metric(s, 'storeHitRate')}`);
   if (typeof s['retries'] === 'number') said.push(`${metric(s, 'retries')} retries`);
   parts.push(said.join(' · ') || 'no call counts', '</p>');

@@ -74,8 +74,20 @@ export function failedUnsent(error: unknown): boolean {
  * none that did makes it a call not sent whatever its last error (retries given up on a refused
  * connection).
  */
-export function requestUnsent(error: unknown, anySent: boolean): void {
+export function requestUnsent(error: unknown, anySent: boolean, attempts?: number): void {
   if (typeof error !== 'object' || error === null) return;
   if (anySent) refusedUnsent.delete(error);
   else refusedUnsent.add(error);
+  if (attempts !== undefined) requestAttempts.set(error, attempts);
+}
+
+/** Attempts made by the request that failed with an error (see {@link attemptsMade}). */
+const requestAttempts = new WeakMap<object, number>();
+
+/**
+ * The attempts the request that failed with `error` made, whatever ended it (retries used up, a
+ * non-retriable answer after a retried one, an abort): the run report's `retries` counts them.
+ */
+export function attemptsMade(error: unknown): number | undefined {
+  return typeof error === 'object' && error !== null ? requestAttempts.get(error) : undefined;
 }

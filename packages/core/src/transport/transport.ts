@@ -165,7 +165,7 @@ export function createTransport(options: TransportOptions): Transport {
           failed: { error, elapsedMs: performance.now() - started },
         });
       } catch (last) {
-        requestUnsent(last, sent > 0);
+        requestUnsent(last, sent > 0, attempts);
         throw last;
       }
     }
