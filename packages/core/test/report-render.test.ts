@@ -26,7 +26,7 @@ function page(): ReportPage {
       apiCalls: 5,
       callsSavedByDedup: 1,
       callsSavedByCache: 0,
-      savedByStore: 4,
+      callsSavedByStore: 4,
       storeHitRate: 0.25,
       retries: 0,
       failedShare: 0.125,
@@ -82,12 +82,12 @@ describe('run report page', () => {
     expect(metrics['rows']).toContain('7');
     expect(metrics['byStatus.review']).toContain('2');
     expect(metrics['byClass.F']).toContain('1');
-    expect(metrics['savedByStore']).toContain('4');
+    expect(metrics['callsSavedByStore']).toContain('4');
     expect(metrics['storeHitRate']).toContain('0.25');
     expect(details['corrections.street']).toEqual(['2']);
     expect(details['rate.calls']).toEqual(['5']);
     expect(details['rate.limit']).toEqual(['100']);
-    const without = renderReport({ ...page(), summary: { ...page().summary, savedByStore: undefined, storeHitRate: undefined } });
-    expect(without).not.toContain('data-metric="savedByStore"');
+    const without = renderReport({ ...page(), summary: { ...page().summary, callsSavedByStore: undefined, storeHitRate: undefined } });
+    expect(without).not.toContain('data-metric="callsSavedByStore"');
   });
 });
