@@ -118,10 +118,16 @@ export function failedRecordsLine(summary: RunSummary, maxFailed: number): strin
 
 /** The line of a run that read every record but got no usable answer for any it could ask about (exit 75). */
 function unavailableLine(summary: RunSummary): string {
-  const { rows, byStatus } = summary.totals;
+  const { byStatus } = summary.totals;
+  // The records no answer could help: of a country the platform has no data for, or invalid input.
+  const others = [
+    [byStatus['unsupported-country'] ?? 0, 'of a country the platform has no reference data for'],
+    [byStatus['invalid-input'], 'invalid input'],
+  ].filter(([n]) => (n as number) > 0);
+  const rest = others.length === 0 ? '' : `; the others are ${others.map(([n, what]) => `${n} ${what}`).join(' and ')}`;
   return (
-    `dq-csv: records-unavailable: none of the ${byStatus.unavailable} records the platform was asked about got a usable answer ` +
-    `(${rows} rows in ${summary.paths.output}, marked unavailable, the reasons in the warnings above): ` +
+    `dq-csv: records-unavailable: none of the ${byStatus.unavailable} records the platform could answer got a usable answer${rest} ` +
+    `(marked unavailable in ${summary.paths.output}, the reasons in the warnings above): ` +
     `the platform failed, not the input; rerun the same command later\n`
   );
 }

@@ -4,8 +4,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { makeSampleCsv } from '@dq/sandbox';
+import { zeroByStatus } from '@dq/core/engine';
 import { describe, expect, it } from 'vitest';
 import { billable, completed, runCli, sampleArgs, startCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
+import type { RunSummary } from '../src/run.js';
+import { failedRecordsLine } from '../src/summary.js';
 
 // A run that completes with more failed records than --max-failed allows exits 4: a scheduler's
 // log (stderr) says so in one line, naming the rejects file, not only the JSON summary on stdout.
@@ -71,13 +74,30 @@ describe('a run done with no record answered', () => {
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(
         new RegExp(
-          `^dq-csv: records-unavailable: none of the \\d+ records the platform was asked about got a usable answer \\(10 rows in ${output.replace(/[.]/g, '\\.')}, marked unavailable`,
+          `^dq-csv: records-unavailable: none of the 10 records the platform could answer got a usable answer \\(marked unavailable in ${output.replace(/[.]/g, '\\.')}, `,
         ),
       );
       expect(lines[0]).toContain('rerun the same command later');
     } finally {
       server.close();
     }
+  });
+});
+
+describe('the line of a run with no usable answer', () => {
+  it('counts only the records the platform could answer, and names the others (a country without data, invalid input)', () => {
+    const byStatus = { ...zeroByStatus(), unavailable: 2, 'unsupported-country': 198 };
+    const summary = {
+      outcome: 'done',
+      exitCode: 75,
+      totals: { rows: 200, rejects: 0, byStatus },
+      paths: { output: '/data/out.csv', rejects: '/data/out.rejects.csv' },
+      failedShare: 0.01,
+    } as unknown as RunSummary;
+    expect(failedRecordsLine(summary, 0)).toBe(
+      'dq-csv: records-unavailable: none of the 2 records the platform could answer got a usable answer; the others are 198 of a country the platform has no reference data for ' +
+        '(marked unavailable in /data/out.csv, the reasons in the warnings above): the platform failed, not the input; rerun the same command later\n',
+    );
   });
 });
 
