@@ -144,7 +144,7 @@ describe('dq-csv: the cost figures against what the account is billed', () => {
 
   it('503s, resets and truncations: billableCalls counts every attempt the platform received, apiCalls + retries add up to it', async () => {
     const input = await csv('faults.csv', 400, 1, 5000);
-    sandbox.setFaults({ batch: { errorRate: 0.3, errorStatuses: [503], resetRate: 0.1, truncateRate: 0.1 } });
+    sandbox.setFaults({ batch: { errorRate: 0.2, errorStatuses: [503], resetRate: 0.05, truncateRate: 0.05 } });
     const before = { billed: billed(), ...batchRequests() };
     let exit: Exit;
     try {

@@ -130,7 +130,7 @@ describe('dq-csv cost figures where calls are cut, retried or saved by the store
 
   it('retries counts the attempts of a call retried after a 503 and then answered with a non-retriable error', async () => {
     const input = await csv('fr.csv', 200, 1, 40_000);
-    sandbox.setFaults({ batch: { errorRate: 0.5, errorStatuses: [503] } });
+    sandbox.setFaults({ batch: { errorRate: 0.3, errorStatuses: [503] } });
     const before = batchRequests();
     let exit: Exit;
     try {

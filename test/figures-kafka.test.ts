@@ -92,7 +92,7 @@ describe('dq-kafka: the cost figures against what the account is billed', () => 
   it('503s, resets and truncations: billable calls count every attempt the platform received, apiCalls + retries add up to it', async () => {
     const input = uniqueTopic('in');
     await produce(kafka.brokers, input, messages(400, 1));
-    sandbox.setFaults({ batch: { errorRate: 0.3, errorStatuses: [503], resetRate: 0.1, truncateRate: 0.1 } });
+    sandbox.setFaults({ batch: { errorRate: 0.2, errorStatuses: [503], resetRate: 0.05, truncateRate: 0.05 } });
     const before = { billed: billed(), requests: requests() };
     let result: Awaited<ReturnType<typeof consume>>;
     try {

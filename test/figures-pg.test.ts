@@ -130,7 +130,7 @@ describe('dq-pg: the cost figures against what the account is billed', () => {
 
   it('503s, resets and truncations, on worker threads: billableCalls counts every attempt the platform received', async () => {
     const db = await table(400);
-    sandbox.setFaults({ batch: { errorRate: 0.3, errorStatuses: [503], resetRate: 0.1, truncateRate: 0.1 } });
+    sandbox.setFaults({ batch: { errorRate: 0.2, errorStatuses: [503], resetRate: 0.05, truncateRate: 0.05 } });
     const before = { billed: billed(), ...batchRequests() };
     let exit: Exit;
     try {
