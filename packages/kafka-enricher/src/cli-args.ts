@@ -206,6 +206,12 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     .filter(Boolean);
   if (brokers.length === 0) throw usageError('--brokers', 'names no broker: give host:port,..., e.g. kafka-1:9092,kafka-2:9092');
   for (const b of brokers) {
+    // The Kafka client (kafkajs) splits a broker at its first colon: an IPv6 address cannot be given.
+    if (/^\[|^[^\s\]]*:[^\s\]]*:/.test(b))
+      throw usageError(
+        '--brokers',
+        `"${b}" is an IPv6 address, which the Kafka client dq-kafka uses cannot connect to: give the broker's host name (host:port) or an IPv4 address`,
+      );
     const port = /^[^\s:]+:(\d{1,5})$/.exec(b)?.[1];
     if (port === undefined) throw usageError('--brokers', `"${b}" is not host:port, e.g. kafka-1:9092`);
     if (Number(port) < 1 || Number(port) > 65_535) throw usageError('--brokers', `"${b}": the port must be from 1 to 65535`);

@@ -40,6 +40,12 @@ describe('dq-kafka flags a user can get wrong', () => {
       ['--brokers', 'b:9092', '--sasl-password', SECRET],
       'usage: --sasl-mechanism: required when --sasl-username or --sasl-password is given; choose plain, scram-sha-256, scram-sha-512',
     ],
+    [
+      'an IPv6 broker',
+      ['--brokers', '[::1]:9092'],
+      'usage: --brokers: "[::1]:9092" is an IPv6 address, which the Kafka client dq-kafka uses cannot connect to',
+    ],
+    ['an IPv6 broker without brackets', ['--brokers', 'fd00::5:9092'], 'usage: --brokers: "fd00::5:9092" is an IPv6 address'],
     // What held before, kept so.
     ['a broker without a port', ['--brokers', 'kafka'], 'usage: --brokers: "kafka" is not host:port'],
     ['a missing value at the end', ['--brokers', 'b:9092', '--rate-limit'], "Option '--rate-limit <value>' argument missing"],
