@@ -21,6 +21,8 @@ export interface DryRunPlan {
   readonly calls: number;
   /** Endpoint the calls go to. */
   readonly endpoint: 'batch' | 'validate' | 'company';
+  /** Set when a stop signal ended the dry run before the end of the file: the reason (main.ts). */
+  readonly interrupted?: unknown;
   /** Requests per second that endpoint allows; undefined when the contract does not say. */
   readonly rateLimitPerSecond?: number;
   /** calls ÷ rate limit, in seconds. */
@@ -50,6 +52,7 @@ export async function planFile(options: ProcessFileOptions & { format: InputForm
   let distinct = 0;
   let calls = 0;
   let fromStore = 0;
+  let interrupted: unknown;
   const { store, maxAgeMs, ...engineSettings } = options.engine ?? {};
   let engine: Engine | undefined;
   try {
@@ -86,7 +89,15 @@ export async function planFile(options: ProcessFileOptions & { format: InputForm
       }
       totals.rows += 1;
       batch.push(toRecord(item));
-      if (batch.length >= PLAN_BATCH) await plan();
+      if (batch.length >= PLAN_BATCH) {
+        await plan();
+        // A stop signal ends a dry run at once: it has nothing under way to finish.
+        const asked = options.stop?.aborted ? options.stop : options.signal?.aborted ? options.signal : undefined;
+        if (asked) {
+          interrupted = asked.reason ?? new Error('interrupted');
+          break;
+        }
+      }
     }
     await plan();
   } finally {
@@ -103,6 +114,7 @@ export async function planFile(options: ProcessFileOptions & { format: InputForm
     fromStore,
     calls,
     endpoint,
+    ...(interrupted !== undefined ? { interrupted } : {}),
     ...(limit ? { rateLimitPerSecond: limit, secondsAtRateLimit: Math.ceil(calls / limit) } : {}),
   };
 }

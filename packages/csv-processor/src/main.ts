@@ -40,10 +40,20 @@ export async function main(argv: readonly string[]): Promise<number> {
     let grace: NodeJS.Timeout | undefined;
     release = onStopSignals((signal) => {
       if (!stop.signal.aborted) {
-        process.stderr.write(`dq-csv: ${signal}: stopping once the calls in flight are answered (at most ${STOP_GRACE_MS / 1000} s); rerun with --resume\n`);
+        process.stderr.write(
+          command.options.dryRun
+            ? `dq-csv: ${signal}: stopping the dry run\n`
+            : `dq-csv: ${signal}: stopping once the calls in flight are answered (at most ${STOP_GRACE_MS / 1000} s); rerun with --resume\n`,
+        );
         const reason = new Error(`interrupted by ${signal}`);
         stop.abort(reason);
-        grace = setTimeout(() => cut.abort(reason), STOP_GRACE_MS);
+        grace = setTimeout(() => {
+          // Said like the second SIGINT's cut: these answers may be bought again (README "Signals").
+          process.stderr.write(
+            `dq-csv: ${STOP_GRACE_MS / 1000} s after ${signal}: cutting the calls still in flight (their answers may be bought again by the resume); rerun with --resume\n`,
+          );
+          cut.abort(reason);
+        }, STOP_GRACE_MS);
       } else if (signal === 'SIGINT' && !cut.signal.aborted) {
         process.stderr.write('dq-csv: second SIGINT: cutting the calls in flight now (their answers may be bought again by the resume); rerun with --resume\n');
         cut.abort(stop.signal.reason);
@@ -71,7 +81,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (failed) process.stderr.write(failed);
     const printed = summaryObject(summary);
     process.stdout.write(logger.redactor.redact(JSON.stringify(printed)) + '\n');
-    if (command.options.report && summary.outcome !== 'dry-run') {
+    if (command.options.report && summary.plan === undefined) {
       try {
         await writeCsvReport(command.options.report, summary, (t) => logger.redactor.redact(t), printed);
         process.stderr.write(`dq-csv: report written to ${command.options.report}\n`);

@@ -89,6 +89,19 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
   const inputStat = await statInput(paths.input);
   if (options.dryRun) {
     const plan = await planFile({ ...options, format, mode, delimiter }, paths);
+    if (plan.interrupted !== undefined) {
+      const message = `${messageOf(plan.interrupted)}: the dry run stopped after ${plan.totals.rows + plan.totals.rejects} input records; it wrote and paid nothing: run it again`;
+      return {
+        outcome: 'stopped',
+        exitCode: ExitCode.TEMPFAIL,
+        paths,
+        totals: plan.totals,
+        failedShare: failedShare(plan.totals),
+        resumed: false,
+        plan,
+        error: { code: 'interrupted', message },
+      };
+    }
     return { outcome: 'dry-run', exitCode: ExitCode.OK, paths, totals: plan.totals, failedShare: failedShare(plan.totals), resumed: false, plan };
   }
 

@@ -31,7 +31,10 @@ export function summaryObject(summary: RunSummary): Record<string, unknown> {
     peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
     runs: totals.runs,
     resumed: summary.resumed,
-    ...(summary.outcome === 'dry-run' ? { plan: { ...summary.plan, totals: undefined } } : { output: paths.output, rejectsFile: paths.rejects }),
+    // A dry run (also one a stop signal ended) writes no file: its plan so far instead of paths.
+    ...(summary.plan !== undefined
+      ? { plan: { ...summary.plan, totals: undefined, interrupted: undefined } }
+      : { output: paths.output, rejectsFile: paths.rejects }),
     ...(summary.budget ? { budget: summary.budget } : {}),
     ...(summary.outcome === 'stopped' && summary.checkpoint !== undefined ? { checkpoint: summary.checkpoint } : {}),
     ...(summary.error ? { error: summary.error } : {}),
