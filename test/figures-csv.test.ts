@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -220,5 +220,66 @@ describe('dq-csv: the cost figures against what the account is billed', () => {
     const paid2 = billed() - before.billed - paid1;
     expect(paid1 + paid2).toBe(600);
     expect({ rows: s2.rows, apiCalls: s2.apiCalls, billable: s2.budget.billableCalls }).toEqual({ rows: 600, apiCalls: 600, billable: paid2 });
+  }, 120_000);
+});
+
+describe('dq-csv cost figures where calls are cut, retried or saved by the store', () => {
+  it('a second SIGINT cuts the calls in flight: the platform bills them, and apiCalls counts them', async () => {
+    const input = await csv('cut.csv', 600, 1, 30_000);
+    sandbox.setFaults({ batch: { latencyMs: 1500 } });
+    const before = { billed: billed(), ...batchRequests() };
+    let stopped: Exit;
+    try {
+      stopped = await run(args(input, 'cut.out.csv', 'store-cut', '--concurrency', '40', '--batch-size', '100'), (child) => {
+        const poll = setInterval(() => {
+          if (batchRequests().total - before.total < 40) return;
+          clearInterval(poll);
+          child.kill('SIGINT');
+          setTimeout(() => child.kill('SIGINT'), 100);
+        }, 20);
+        child.once('close', () => clearInterval(poll));
+      });
+    } finally {
+      sandbox.setFaults({});
+    }
+    expect(stopped.code, stopped.stderr.slice(-2000)).toBe(75);
+    const s1 = summary(stopped);
+    const paid1 = (await billedSettled()) - before.billed;
+    expect(paid1).toBeGreaterThanOrEqual(40);
+    expect({
+      apiCalls: s1.apiCalls,
+      billable: s1.budget.billableCalls,
+    }).toEqual({ apiCalls: paid1, billable: paid1 });
+    const resumed = await run(args(input, 'cut.out.csv', 'store-cut', '--resume'));
+    expect(resumed.code, resumed.stderr.slice(-2000)).toBe(0);
+    expect(summary(resumed).apiCalls).toBe(billed() - before.billed);
+  }, 120_000);
+
+  it('retries counts the attempts of a call retried after a 503 and then answered with a non-retriable error', async () => {
+    const input = await csv('fr.csv', 200, 1, 40_000);
+    sandbox.setFaults({ batch: { errorRate: 0.3, errorStatuses: [503] } });
+    const before = batchRequests();
+    let exit: Exit;
+    try {
+      // The sandbox has no reference data for FR: 500 country-not-available, not retried.
+      exit = await run(args(input, 'fr.out.csv', 'store-fr').map((a) => (a === 'DE' ? 'FR' : a)));
+    } finally {
+      sandbox.setFaults({});
+    }
+    const s = summary(exit);
+    const received = batchRequests().total - before.total;
+    expect(s.apiCalls).toBe(200);
+    expect(s.budget.billableCalls).toBe(received);
+    expect(s.apiCalls + s.retries).toBe(received);
+  }, 120_000);
+
+  it('the HTML report shows the calls the result store saved', async () => {
+    const input = await csv('report.csv', 50, 2, 50_000);
+    expect((await run(args(input, 'report1.out.csv', 'store-report'))).code).toBe(0);
+    const again = await run(args(input, 'report2.out.csv', 'store-report', '--report', join(dir, 'report.html')));
+    expect(again.code, again.stderr.slice(-2000)).toBe(0);
+    expect(summary(again).callsSavedByStore).toBeGreaterThan(0);
+    const html = await readFile(join(dir, 'report.html'), 'utf8');
+    expect(html).toContain(`data-metric="callsSavedByStore" data-value="${summary(again).callsSavedByStore}"`);
   }, 120_000);
 });
