@@ -370,8 +370,9 @@ type Outcome = { cells: string[] } | { code: string };
  * What dq-csv makes of any file, broken or not, as its README describes it, computed on the whole
  * text at once: a record runs to the first LF outside a quoted field; one that spans lines but
  * whose quote is never closed, is followed by text after its closing quote, or (within the size
- * limit) does not make one row of the header's width costs only its first line (a reject, too
- * large when that line is); a record over the limit is one `record-too-large` reject; empty
+ * limit) does not split into fields, or splits into another width than the header's while its
+ * first line alone has the header's width (a stray quote), costs only its first line (a reject,
+ * too large when that line is); a record over the limit is one `record-too-large` reject; empty
  * lines are skipped. Undefined when the header row itself cannot be read.
  */
 function referenceRecover(
@@ -419,10 +420,14 @@ function referenceRecover(
     const length = bytes(i, stop);
     const fields = referenceSplit(raw.slice(i === 0 ? bom : 0), delimiter);
     const isRow = header === undefined || fields?.length === header.length;
+    // A record that splits, into another width, is framed again only when its first line alone,
+    // quotes as plain characters, has the header's width (a stray quote); else it is one record.
+    const firstLine = text.slice(i, lfs > 0 ? text.indexOf('\n', i) : stop);
+    const stray = fields === undefined || firstLine.split(delimiter).length === header?.length;
     let outcome: Outcome;
     let endLine = line + lfs;
     let next = end + 1;
-    if (lfs > 0 && (inQuote || broken || (length <= maxRecordBytes && !isRow))) {
+    if (lfs > 0 && (inQuote || broken || (length <= maxRecordBytes && !isRow && stray))) {
       // Its first line alone.
       const lf = text.indexOf('\n', i);
       const firstStop = text[lf - 1] === '\r' ? lf - 1 : lf;

@@ -117,6 +117,28 @@ describe('the edge-case corpus', () => {
     expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([['2', 'broken-quoting']]);
   });
 
+  it('rejects a record whose quoted field holds a line break whole when it has a field too many, and reads no row from its second line', async () => {
+    // Line 3's record spans lines 3-4 and has 6 fields. Read line by line, its second line is a row
+    // of the header's width (id `weg"`, street `2`…): a record the file does not hold, paid for and
+    // written to the output. A stray quote (line 5: its line alone has 5 fields) still costs only its line.
+    const text =
+      HEADER +
+      '1;"Haupt\nstraße";5;10115;Berlin\n' +
+      '2;"Linden\nweg";2;10117;Berlin;extra\n' +
+      '3;Schillerstraße;3;80336;"München\n' +
+      '4;Monitor 24";4;01067;Dresden\n' +
+      '5;Lindenweg;4;01067;Dresden\n';
+    const { summary, output, rejects } = await clean('wide-multiline', text, { maxFailed: 2 });
+    expect(output.rows.map((r) => r[0])).toEqual(['1', '4', '5']);
+    expect(rejects.rows.map((r) => [r[0], r[1]])).toEqual([
+      ['4', 'column-count'],
+      ['6', 'broken-quoting'],
+    ]);
+    expect(rejects.rows[0]?.[2]).toBe('expected 5 fields as in the header, found 6 (lines 4-5)');
+    expect(rejects.rows[0]?.[3]).toBe('2;"Linden\nweg";2;10117;Berlin;extra');
+    expect(summary.totals.rows + summary.totals.rejects).toBe(5);
+  });
+
   it('neutralises cells a spreadsheet would run as formulas when asked to', async () => {
     const text = HEADER + '=1+2;Hauptstraße;5;10115;Berlin\n';
     const { summary } = await clean('formula', text, { spreadsheetSafe: true });

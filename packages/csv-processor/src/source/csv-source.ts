@@ -24,16 +24,25 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
     quotes: true,
     delimiter,
     maxRecordBytes: options.maxRecordBytes,
-    // A multi-line record that does not split into one row of the header's width was framed from
-    // a quote that opens no real field: its lines are framed again one by one.
+    // A multi-line record whose quotes do not split it into fields was framed from a quote that
+    // opens no real field: its lines are framed again one by one. One that splits, but not into the
+    // header's width, is either a real record of another width (a field with line breaks and one
+    // field too many or too few), rejected whole, or the work of a stray quote that swallowed the
+    // lines up to a later one: then its first line alone, that quote taken as a plain character,
+    // has the header's width (a quoted field holding a line break leaves its first line short).
+    // Framed again, a real record's later lines would each be read as a row of their own: a
+    // record the file does not hold, paid for and written to the output.
     isRow: (bytes: Buffer) => {
       const text = decode(bytes);
-      if (text === undefined) return true; // one record, rejected whole as undecodable
+      // The header (read before its width is known) and an undecodable record: one record each.
+      if (fields === undefined || text === undefined) return true;
+      let width: number;
       try {
-        return fields === undefined || split(text).length === fields;
+        width = split(text).length;
       } catch {
         return false;
       }
+      return width === fields || plainWidth(bytes.subarray(0, bytes.indexOf(0x0a)), delimiter) !== fields;
     },
     reopen: (offset: number) => {
       stream.destroy();
@@ -142,6 +151,14 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
       stream.destroy();
     },
   };
+}
+
+/** Fields of one line split at every `delimiter` (an ASCII character), quotes taken as plain characters. */
+function plainWidth(line: Buffer, delimiter: string): number {
+  const d = delimiter.charCodeAt(0);
+  let width = 1;
+  for (const byte of line) if (byte === d) width += 1;
+  return width;
 }
 
 /** Largest record of `options`, in bytes. */
