@@ -29,6 +29,12 @@ describe('parseContentDisposition', () => {
     expect(parseContentDisposition(`attachment; filename*=iso-8859-1''; filename="empty.zip"`)?.filename).toBe('empty.zip');
   });
 
+  it('skips a parameter that is not name=value and reads the file name after it', () => {
+    expect(parseContentDisposition('attachment; foo; filename=x.zip')?.filename).toBe('x.zip');
+    expect(parseContentDisposition('attachment; =bar; size = ; filename="y.zip"')?.filename).toBe('y.zip');
+    expect(parseContentDisposition('attachment; foo')).toEqual({ type: 'attachment', filename: undefined });
+  });
+
   it('returns undefined for a missing or unreadable header and no name for a bare type', () => {
     expect(parseContentDisposition(undefined)).toBeUndefined();
     expect(parseContentDisposition('')).toBeUndefined();

@@ -30,10 +30,16 @@ export function parseContentDisposition(header: string | undefined): ContentDisp
     if (!rest.startsWith(';')) break;
     rest = rest.slice(1).replace(/^\s*/, '');
     const name = TOKEN.exec(rest)?.[0];
-    if (name === undefined) break;
-    rest = rest.slice(name.length).replace(/^\s*/, '');
-    if (!rest.startsWith('=')) break;
-    rest = rest.slice(1).replace(/^\s*/, '');
+    const after = name === undefined ? rest : rest.slice(name.length).replace(/^\s*/, '');
+    if (name === undefined || !after.startsWith('=')) {
+      // A parameter that is not `name=value` (`attachment; foo; filename=x`) is skipped, as
+      // browsers do: the file name after it is still the server's.
+      const next = rest.indexOf(';');
+      if (next < 0) break;
+      rest = rest.slice(next);
+      continue;
+    }
+    rest = after.slice(1).replace(/^\s*/, '');
     let value: string;
     if (rest.startsWith('"')) {
       const q = readQuoted(rest);
