@@ -6,6 +6,7 @@ import type { Sandbox } from '@dq/sandbox';
 import { describe, expect, it } from 'vitest';
 import { validateArgs } from '@dq/test-support/csv';
 import { TEST_KEY, sandboxWith } from '@dq/test-support/platform';
+import { until } from '@dq/test-support/timing';
 import { closeAfterEach, useTempDir } from '@dq/test-support/use';
 
 // README "Signals" and "Exit codes": the first SIGTERM drains a dq-csv run (no call started after
@@ -26,14 +27,6 @@ const exists = (path: string): Promise<boolean> =>
     () => true,
     () => false,
   );
-
-async function until(what: string, done: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 20): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-}
 
 interface Ended {
   code: number | null;
@@ -82,6 +75,15 @@ const billed = (): number => sandbox?.stats().billable['it'] ?? 0;
 const inFlight = (): number => sandbox?.stats().concurrent['batch']?.now ?? 0;
 const envOf = (sb: Sandbox): NodeJS.ProcessEnv => ({ ...process.env, DQ_BASE_URL: sb.url, DQ_API_KEY: TEST_KEY });
 
+/** Clears the faults, resumes the run (exit 0), and checks every row once and `total` calls billed over all the runs. */
+async function resumeToEnd(args: string[], output: string, lines: string[], total = lines.length): Promise<void> {
+  sandbox!.setFaults({});
+  const resumed = await start([...args, '--resume'], envOf(sandbox!)).ended;
+  expect(resumed.code, resumed.stderr).toBe(0);
+  await expectEveryRowOnce(output, lines);
+  expect(billed()).toBe(total);
+}
+
 describe('dq-csv stopped by SIGTERM with calls in flight, then resumed (more cases)', () => {
   it('--store off: the batches the calls in flight complete are written, and the resume buys nothing twice', async () => {
     sandbox = await sandboxWith();
@@ -97,11 +99,7 @@ describe('dq-csv stopped by SIGTERM with calls in flight, then resumed (more cas
     expect(summaryOf(end)).toMatchObject({ exitCode: 75, error: { code: 'interrupted' } });
     expect(await outputRows(output)).toHaveLength(8);
     expect(billed()).toBe(8);
-    sandbox.setFaults({});
-    const resumed = await start([...args, '--resume'], envOf(sandbox)).ended;
-    expect(resumed.code, resumed.stderr).toBe(0);
-    await expectEveryRowOnce(output, lines);
-    expect(billed()).toBe(lines.length);
+    await resumeToEnd(args, output, lines);
   });
 
   it('--threads 2: the calls in flight on both threads are answered and kept; the resume buys nothing twice', async () => {
@@ -116,11 +114,7 @@ describe('dq-csv stopped by SIGTERM with calls in flight, then resumed (more cas
     const end = await run.ended;
     expect({ code: end.code, signal: end.signal }, end.stderr).toEqual({ code: 75, signal: null });
     expect(billed()).toBe(8);
-    sandbox.setFaults({});
-    const resumed = await start([...args, '--resume'], envOf(sandbox)).ended;
-    expect(resumed.code, resumed.stderr).toBe(0);
-    await expectEveryRowOnce(output, lines);
-    expect(billed()).toBe(lines.length);
+    await resumeToEnd(args, output, lines);
   });
 
   it('during a 429 Retry-After wait: the run stops within the grace, exits 75, and the resume buys every row once', async () => {
@@ -136,11 +130,7 @@ describe('dq-csv stopped by SIGTERM with calls in flight, then resumed (more cas
     expect({ code: end.code, signal: end.signal }, end.stderr).toEqual({ code: 75, signal: null });
     expect(end.at - at).toBeLessThan(13_000);
     expect(summaryOf(end)).toMatchObject({ exitCode: 75, error: { code: 'interrupted' } });
-    sandbox.setFaults({});
-    const resumed = await start([...args, '--resume'], envOf(sandbox)).ended;
-    expect(resumed.code, resumed.stderr).toBe(0);
-    await expectEveryRowOnce(output, lines);
-    expect(billed()).toBe(lines.length);
+    await resumeToEnd(args, output, lines);
   });
 
   it('--max-calls reached while its calls are in flight, then SIGTERM: exit 5, the answers kept, the resume buys nothing twice', async () => {
@@ -159,11 +149,7 @@ describe('dq-csv stopped by SIGTERM with calls in flight, then resumed (more cas
     expect({ code: end.code, signal: end.signal }, end.stderr).toEqual({ code: 5, signal: null });
     expect(summaryOf(end)).toMatchObject({ exitCode: 5, error: { code: 'max-calls-reached' } });
     expect(billed()).toBe(8);
-    sandbox.setFaults({});
-    const resumed = await start([...args, '--resume'], envOf(sandbox)).ended;
-    expect(resumed.code, resumed.stderr).toBe(0);
-    await expectEveryRowOnce(output, lines);
-    expect(billed()).toBe(lines.length);
+    await resumeToEnd(args, output, lines);
   });
 
   it('a platform that hangs past the grace: the calls are cut 10 s after SIGTERM, exit 75, and only the cut calls are bought again', async () => {
@@ -184,11 +170,7 @@ describe('dq-csv stopped by SIGTERM with calls in flight, then resumed (more cas
     expect(end.stderr).toContain('dq-csv: 10 s after SIGTERM: cutting the calls still in flight (their answers may be bought again by the resume)');
     // The platform finishes (and bills) the calls it received whole.
     await until('the cut calls billed', () => billed() >= 4, 10_000);
-    sandbox.setFaults({});
-    const resumed = await start([...args, '--resume'], envOf(sandbox)).ended;
-    expect(resumed.code, resumed.stderr).toBe(0);
-    await expectEveryRowOnce(output, lines);
-    expect(billed()).toBe(lines.length + 4);
+    await resumeToEnd(args, output, lines, lines.length + 4);
   });
 
   it('a --dry-run stops at once: exit 75 `interrupted`, its plan so far, no file written, no "--resume" advice', async () => {
@@ -248,10 +230,6 @@ describe('dq-csv stopped by SIGTERM, then resumed', () => {
     expect(summary, end.stderr).toMatchObject({ exitCode: 75 });
     expect(end.stderr).toContain('dq-csv: interrupted: interrupted by SIGTERM; meanwhile the platform could not be reached');
     expect(summary).toMatchObject({ error: { code: 'interrupted' }, byStatus: { unavailable: 0 } });
-    sandbox.setFaults({});
-    const resumed = await start([...args, '--resume'], envOf(sandbox)).ended;
-    expect(resumed.code, resumed.stderr).toBe(0);
-    await expectEveryRowOnce(output, lines);
-    expect(billed()).toBe(lines.length);
+    await resumeToEnd(args, output, lines);
   });
 });

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { validateArgs } from '@dq/test-support/csv';
 import { TEST_KEY, sandboxWith } from '@dq/test-support/platform';
 import { runOnTerminal } from '@dq/test-support/terminal';
+import { until } from '@dq/test-support/timing';
 import { closeAfterEach, useTempDir } from '@dq/test-support/use';
 
 // A run started in an ssh session whose connection drops (or in a terminal window that is closed)
@@ -27,14 +28,6 @@ const exists = (path: string): Promise<boolean> =>
     () => true,
     () => false,
   );
-
-async function until(what: string, done: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function runPlain(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [DQ_CSV, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -61,7 +54,7 @@ describe('the terminal of a run hangs up', () => {
       (await exists(`${output}.checkpoint.json`))
         ? (JSON.parse(await readFile(`${output}.checkpoint.json`, 'utf8')) as { position: { records: number } }).position.records
         : 0;
-    await until('a checkpoint with rows', async () => (await checkpointed()) > 0, 60_000);
+    await until('a checkpoint with rows', async () => (await checkpointed()) > 0, 60_000, 50);
     run.hangUp();
     const end = await run.ended;
     expect(end, run.output()).toEqual({ code: 75, signal: null });
@@ -102,7 +95,7 @@ describe('the terminal of a run hangs up', () => {
       const ended = new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) =>
         child.on('close', (code, sig) => resolve({ code, signal: sig, at: Date.now() })),
       );
-      await until('the first answer', async () => billed() > 0, 30_000);
+      await until('the first answer', async () => billed() > 0, 30_000, 50);
       await new Promise((r) => setTimeout(r, 300));
       child.kill(signal);
       await new Promise((r) => setTimeout(r, 200));

@@ -13,3 +13,15 @@ export async function bestOf<T>(tries: number, attempt: () => Promise<T>, fastEn
   }
   return { results, fast: undefined };
 }
+
+/**
+ * Waits until `done` holds, checking every `stepMs`; throws "timed out waiting for <what>" after
+ * `timeoutMs`, so a test that fails here says what never happened.
+ */
+export async function until(what: string, done: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 20): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
