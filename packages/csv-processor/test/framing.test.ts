@@ -147,6 +147,18 @@ describe('JSON input', () => {
     expect(summarise(ndjson)).toEqual([{ id: 1 }]);
   });
 
+  it('rejects an object with a key written twice, in NDJSON and in an array, naming the key; a string holding ":" is no key', async () => {
+    // JSON keeps only the last value of a key written twice: the first would be lost from the output.
+    const lines = ['{"id":1,"strasse":"Weg","strasse":"Dup"}', '{"id":2,"note":"a\\":b","x":{"a":1}}', '{"id":3,"x":[{"a":1,"a":2}]}'];
+    const ndjson = await items('twice.ndjson', lines.join('\n') + '\n', { format: 'ndjson' });
+    expect(summarise(ndjson)).toEqual(['1 duplicate-key', { id: 2, note: 'a":b', x: { a: 1 } }, '3 duplicate-key']);
+    expect(ndjson[0]!.kind === 'reject' && ndjson[0]!.reason).toContain('the key "strasse" is written twice in one object');
+    expect(ndjson[0]!.kind === 'reject' && ndjson[0]!.raw).toBe(lines[0]);
+    const json = await items('twice.json', `[${lines.join(',')}]`, { format: 'json' });
+    expect(summarise(json)).toEqual(['1 duplicate-key', { id: 2, note: 'a":b', x: { a: 1 } }, '3 duplicate-key']);
+    expect(json[2]!.kind === 'reject' && json[2]!.reason).toContain('array element 3: the key "a" is written twice');
+  });
+
   it('keeps a "__proto__" key as a key, and maps no field from an inherited property', async () => {
     const element = '{"id":1,"__proto__":{"street":"Hauptstraße","plz":"10115"}}';
     const all = await items('proto.json', `[${element}]`, { format: 'json' });

@@ -9,7 +9,7 @@ import { sizeOf, tooLargeReason } from './csv-source.js';
 import { bomLength, hasEscapedBytes, lossyDecode, recordDecoder, utf8Escaper } from './decode.js';
 import { frameRecords } from './framer.js';
 import { inputBytes, type InputBytes } from './input-bytes.js';
-import { jsonNumber, JsonNumber, parseJson, setMember, stringifyJson } from './lossless-json.js';
+import { duplicateKey, jsonNumber, JsonNumber, parseJson, setMember, stringifyJson } from './lossless-json.js';
 import type { InputEncoding, Source, SourceItem, SourceOptions, SourcePosition } from './types.js';
 
 /** Opens an NDJSON file: one JSON object per line; other lines are rejected with their number. */
@@ -69,6 +69,11 @@ export async function openNdjsonSource(options: SourceOptions): Promise<Source> 
           yield { kind: 'reject', line: record.line, code: 'not-an-object', reason: `expected a JSON object, found ${describe(value)}`, raw: raw(), position };
           continue;
         }
+        const twice = duplicateKey(text, value);
+        if (twice !== undefined) {
+          yield { kind: 'reject', line: record.line, code: 'duplicate-key', reason: duplicateReason(twice), raw: raw(), position };
+          continue;
+        }
         yield { kind: 'row', line: record.line, object: value, position };
       }
     } finally {
@@ -115,13 +120,23 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
   // A value holding escaped bytes that a later value under the same key replaces leaves its object
   // marked: the element held such bytes all the same (see undecodable).
   const replaced = new WeakSet<object>();
+  // Objects that got a key a second time, with that key (see duplicateKey): their element is rejected.
+  const twice = new WeakMap<object, string>();
+  /** Objects marked in `twice` whose element was not rejected yet: elements are looked through only while there are some. */
+  let unclaimed = 0;
   const save = (value: unknown): void => {
     if (assembler.done) assembler.current = value;
     else if (Array.isArray(assembler.current)) assembler.current.push(value);
     else {
       const object = assembler.current as Record<string, unknown>;
       const key = assembler.key!;
-      if (escaper && escaper.escaped > 0 && Object.hasOwn(object, key) && undecodable(object[key], replaced)) replaced.add(object);
+      if (Object.hasOwn(object, key)) {
+        if (escaper && escaper.escaped > 0 && undecodable(object[key], replaced)) replaced.add(object);
+        if (!twice.has(object)) {
+          twice.set(object, key);
+          unclaimed += 1;
+        }
+      }
       setMember(object, key, value);
       assembler.key = null;
     }
@@ -176,6 +191,19 @@ export async function openJsonArraySource(options: SourceOptions): Promise<Sourc
             line: records,
             code: 'not-an-object',
             reason: `array element ${records}: expected a JSON object, found ${describe(value)}`,
+            raw: stringifyJson(value),
+            position,
+          };
+          continue;
+        }
+        const key = unclaimed > 0 ? keyWrittenTwice(value, twice) : undefined;
+        if (key !== undefined) {
+          unclaimed -= 1;
+          yield {
+            kind: 'reject',
+            line: records,
+            code: 'duplicate-key',
+            reason: `array element ${records}: ${duplicateReason(key)}`,
             raw: stringifyJson(value),
             position,
           };
@@ -251,6 +279,25 @@ function trailingBackslashes(bytes: Buffer, end: number): number {
  * a later one under the same key replaced (its object is in `replaced`). Walks a list, not the call
  * stack: an element may be nested as deep as the parser reads.
  */
+/** Why a record with `key` twice in one object is rejected, and what to do. */
+function duplicateReason(key: string): string {
+  return `the key ${JSON.stringify(key)} is written twice in one object: JSON keeps only the last of its values, so the record could not come out as it came in; keep one of them and rerun`;
+}
+
+/** A key some object in `value` got twice (marked in `twice` as it was read), or undefined. */
+function keyWrittenTwice(value: object, twice: WeakMap<object, string>): string | undefined {
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const next = todo.pop();
+    if (next === null || typeof next !== 'object' || next instanceof JsonNumber) continue;
+    const key = twice.get(next);
+    if (key !== undefined) return key;
+    if (Array.isArray(next)) for (const v of next) todo.push(v);
+    else for (const v of Object.values(next)) todo.push(v);
+  }
+  return undefined;
+}
+
 function undecodable(value: unknown, replaced: WeakSet<object>): boolean {
   const todo: unknown[] = [value];
   while (todo.length > 0) {

@@ -129,6 +129,43 @@ export function stringifyJson(value: unknown): string {
 const CLOSE_ARRAY = new Piece(']');
 const CLOSE_OBJECT = new Piece('}');
 
+/**
+ * The first key written twice in one object of `text`, or undefined. JSON.parse (and so every
+ * reader of JSON) keeps only the last of its values: such a record cannot come out as it came in.
+ * `value` is {@link parseJson}'s of `text`: a text with no more `"…":` pairs than `value` has keys
+ * (the common case) holds no key twice, and is not read again.
+ */
+export function duplicateKey(text: string, value: unknown): string | undefined {
+  let pairs = 0;
+  KEY_COLON.lastIndex = 0;
+  while (KEY_COLON.test(text)) pairs += 1;
+  if (pairs === 0 || pairs <= keyCount(value)) return undefined;
+  let first: string | undefined;
+  new Reader(text, (key) => (first ??= key)).value();
+  return first;
+}
+
+/** A quote followed by a colon: every key's end, and the text of a string that holds `":`. */
+const KEY_COLON = /"[ \t\n\r]*:/g;
+
+/** The keys of every object in `value`, nested ones included. */
+function keyCount(value: unknown): number {
+  let count = 0;
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const next = todo.pop();
+    if (next === null || typeof next !== 'object' || next instanceof JsonNumber) continue;
+    if (Array.isArray(next)) for (const v of next) todo.push(v);
+    else
+      for (const key in next) {
+        if (!Object.hasOwn(next, key)) continue;
+        count += 1;
+        todo.push((next as Record<string, unknown>)[key]);
+      }
+  }
+  return count;
+}
+
 const LITERAL = /true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
 /**
@@ -137,7 +174,11 @@ const LITERAL = /true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
  */
 class Reader {
   #at = 0;
-  constructor(readonly text: string) {}
+  /** `duplicate` hears each key written a second time in the same object. */
+  constructor(
+    readonly text: string,
+    readonly duplicate?: (key: string) => void,
+  ) {}
 
   value(): unknown {
     // Open objects and arrays, outermost first, each with the key its next value goes to.
@@ -169,7 +210,10 @@ class Reader {
         if (top === undefined) return value;
         if (Array.isArray(top.container)) top.container.push(value);
         // The same key twice: the last one wins, as in JSON.parse; __proto__ stays a key (setMember).
-        else setMember(top.container, top.key, value);
+        else {
+          if (this.duplicate !== undefined && Object.hasOwn(top.container, top.key)) this.duplicate(top.key);
+          setMember(top.container, top.key, value);
+        }
         this.#space();
         if (this.text[this.#at++] === ',') {
           if (!Array.isArray(top.container)) top.key = this.#key();

@@ -21,7 +21,8 @@ export const INPUT_ENCODINGS = ['utf8', 'latin1', 'windows-1252'] as const;
 export type InputEncoding = (typeof INPUT_ENCODINGS)[number];
 
 /** Stable reasons a record goes to the rejects file. */
-export type RejectCode = 'column-count' | 'broken-quoting' | 'undecodable-bytes' | 'invalid-json' | 'not-an-object' | 'record-too-large' | 'result-key-clash';
+export type RejectCode =
+  'column-count' | 'broken-quoting' | 'undecodable-bytes' | 'invalid-json' | 'not-an-object' | 'record-too-large' | 'result-key-clash' | 'duplicate-key';
 
 /** A parsed row: CSV cells aligned with the header, or a JSON object. */
 export interface SourceRow {
