@@ -254,7 +254,14 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
       const next = items[items.length - 1]!.position;
       try {
         const sinkState = await sink.commit();
-        await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, next, sinkState, totalsNow(), await sampler.at(next.offset)));
+        await writeCheckpoint(paths.checkpoint, checkpointOf(optionsHash, identity, next, sinkState, totalsNow(), await sampler.at(next.offset))).catch(
+          async (err: unknown) => {
+            // A folder removed under the run takes the checkpoint's with the files: said as the
+            // files' change (output-changed, exit 2) whichever write came first, not as a failed write.
+            await sink?.verify();
+            throw err;
+          },
+        );
         checkpointed = { position: next, sink: sinkState };
       } catch (err) {
         Object.assign(counted, written);

@@ -140,6 +140,11 @@ export class DurableFile {
     await this.#verify();
   }
 
+  /** Throws `output-changed` when the file was taken away or changed since the last commit (see {@link #verify}). */
+  async verify(): Promise<void> {
+    await this.#verify();
+  }
+
   /**
    * Refuses to go on with a file another process took away or changed while the run writes it
    * (README "Files a run writes, and the lock"): deleted or renamed (a cleanup job, logrotate),

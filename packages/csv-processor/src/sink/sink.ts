@@ -148,6 +148,12 @@ export class Sink {
     return this.state;
   }
 
+  /** Throws `output-changed` when either file was taken away or changed since the last commit. */
+  async verify(): Promise<void> {
+    await this.#rejects.verify();
+    await this.#output.verify();
+  }
+
   /** Lengths and counts as of the last commit. */
   get state(): SinkState {
     return {
