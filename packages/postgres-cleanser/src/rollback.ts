@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { createLogger, ExitCode } from '@dq/core';
 import type { Logger } from '@dq/core';
 import { schemaExists, STATE_SCHEMA } from './bookkeeping.js';
-import { cancelStatement, connect, dbTarget, holdsExactly, inTransaction, wasCancelled } from './db.js';
+import { cancelStatement, connect, dbTarget, holdsExactly, inTransaction, quoteIdent, wasCancelled } from './db.js';
 import { changedSinceRun, CleanseError, connectionLost, isConnectionLoss, usageError } from './errors.js';
 import { inspectTable } from './preflight.js';
 import { holdRunAlone } from './runs.js';
@@ -65,6 +65,10 @@ export function rollbackSql(target: Pick<TargetTable, 'key' | 'qualified'> & { c
   const { key, qualified, columns } = target;
   const set = columns.map((c, i) => `${c.quoted} = a.before[${i + 1}]::${c.type}`).join(', ');
   const guard = columns.map((c, i) => holdsExactly(`t.${c.quoted}`, `a.after[${i + 1}]`, c.type)).join(' AND ');
+  // Per audited column, whether the row now holds exactly its `before` value: RETURNING shows the
+  // row as stored, after the table's BEFORE UPDATE triggers (one that trims or upper-cases stores
+  // another value than the one restored).
+  const exact = columns.map((c, i) => holdsExactly(`t.${c.quoted}`, `a.before[${i + 1}]`, c.type)).join(', ');
   // `key_text`: the key's text in the default collation, so that it casts to a text key of any
   // collation (keyFromText in db.ts) while the comparison keeps the column's, and its index.
   return `WITH a AS (
@@ -77,13 +81,14 @@ upd AS (
      AND NOT EXISTS (SELECT 1 FROM ${STATE_SCHEMA}.results o
                       WHERE o.run_id = ANY ($5::text[]) AND o.row_key = a.row_key AND o.before IS NOT NULL
                         AND o.rollback IS DISTINCT FROM 'restored')
-  RETURNING t.${key.quoted}::text COLLATE "C" AS k),
+  RETURNING t.${key.quoted}::text COLLATE "C" AS k, ARRAY[${exact}]::bool[] AS exact),
 mark AS (
   UPDATE ${STATE_SCHEMA}.results au SET rollback = CASE WHEN upd.k IS NULL THEN 'conflict' ELSE 'restored' END, rolled_back_at = now()
     FROM a LEFT JOIN upd ON upd.k = a.row_key
    WHERE au.run_id = $1 AND au.row_key = a.row_key)
 SELECT (SELECT max(row_key) FROM a) AS last, (SELECT count(*) FROM upd)::int AS restored,
-       ARRAY(SELECT a.row_key FROM a WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = a.row_key) ORDER BY a.row_key) AS conflicts`;
+       ARRAY(SELECT a.row_key FROM a WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.k = a.row_key) ORDER BY a.row_key) AS conflicts,
+       (SELECT COALESCE(json_agg(json_build_object('key', upd.k, 'exact', upd.exact) ORDER BY upd.k), '[]') FROM upd WHERE false = ANY (upd.exact)) AS altered`;
 }
 
 /**
@@ -160,20 +165,42 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       // session holding a row of the batch ends the command with exit 75, nothing of the batch
       // restored) and that only the COMMIT keeps: a rollback killed meanwhile leaves nothing
       // running that would commit by itself later.
-      const batch = (skip: string[]): Promise<pg.QueryResult<{ last: string | null; restored: number; conflicts: string[] }>> =>
-        inWriteTransaction(client, lockWait, () => client.query({ name: 'dq_rollback', text: sql, values: [options.runId, last, batchSize, skip, later] }));
+      // A batch in which the table stored other values than the old ones (a BEFORE UPDATE trigger
+      // that trims, upper-cases, …) is not committed: those rows would not be given back what they
+      // held, while counted as restored. They are left as they are, as conflicts, naming the columns.
+      const batch = (skip: string[]): Promise<pg.QueryResult<BatchRow>> =>
+        inWriteTransaction(client, lockWait, async () => {
+          const out = await client.query<BatchRow>({ name: 'dq_rollback', text: sql, values: [options.runId, last, batchSize, skip, later] });
+          const altered = out.rows[0]?.altered ?? [];
+          if (altered.length > 0) throw new AlteredRestores(altered);
+          return out;
+        });
       let res: Awaited<ReturnType<typeof batch>>;
       try {
-        try {
-          res = await batch([]);
-        } catch (e) {
-          // The table refuses a row's old values (a CHECK constraint added since, a unique value another
-          // row holds now, a trigger): those rows are found one by one and left, as conflicts.
-          if (!refusedByTable(e)) throw e;
-          const refused = await refusedRestores(client, target, options.runId, last, batchSize, lockWait);
-          if (refused.length === 0) throw e;
-          refusedKeys.push(...refused);
-          res = await batch(refused.map((r) => r.key));
+        const skip: string[] = [];
+        let probed = false;
+        for (;;) {
+          try {
+            res = await batch(skip);
+            break;
+          } catch (e) {
+            if (e instanceof AlteredRestores) {
+              const triggers = await updateTriggers(client, target.qualified);
+              for (const row of e.rows) {
+                refusedKeys.push({ key: row.key, reason: alteredReason(target, row.exact, triggers, options.runId) });
+                skip.push(row.key);
+              }
+              continue;
+            }
+            // The table refuses a row's old values (a CHECK constraint added since, a unique value another
+            // row holds now, a trigger): those rows are found one by one and left, as conflicts.
+            if (!refusedByTable(e) || probed) throw e;
+            probed = true;
+            const refused = await refusedRestores(client, target, options.runId, last, batchSize, lockWait);
+            if (refused.length === 0) throw e;
+            refusedKeys.push(...refused);
+            skip.push(...refused.map((r) => r.key));
+          }
         }
       } catch (e) {
         if (options.stopNow?.aborted && (wasCancelled(e) || isConnectionLoss(e)))
@@ -272,6 +299,44 @@ async function refusedRestores(
     await client.query('ROLLBACK').catch(() => undefined);
   }
   return refused;
+}
+
+/** The row {@link rollbackSql} returns. */
+interface BatchRow {
+  last: string | null;
+  restored: number;
+  conflicts: string[];
+  /** Rows restored whose table stored another value than the old one in a column (`exact` per audited column). */
+  altered: { key: string; exact: boolean[] }[];
+}
+
+/** A batch's rows that the table stored other values in than the old ones restored: the batch is not committed. */
+class AlteredRestores extends Error {
+  constructor(readonly rows: { key: string; exact: boolean[] }[]) {
+    super(`${rows.length} rows restored with other values than their old ones`);
+  }
+}
+
+/** The enabled row-level BEFORE UPDATE triggers of `qualified`, by name: what may store another value than the one restored. */
+async function updateTriggers(client: pg.Client, qualified: string): Promise<string[]> {
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT tgname::text AS name FROM pg_trigger
+      WHERE tgrelid = $1::regclass AND NOT tgisinternal AND tgenabled <> 'D' AND (tgtype & 1) <> 0 AND (tgtype & 2) <> 0 AND (tgtype & 16) <> 0
+      ORDER BY tgname`,
+    [qualified],
+  );
+  return rows.map((r) => r.name);
+}
+
+/** Why a row was not restored: the table stored other values than the old ones in `exact`'s false columns, and what to do. */
+function alteredReason(target: { qualified: string; columns: readonly AuditedColumn[] }, exact: boolean[], triggers: string[], runId: string): string {
+  const columns = target.columns.filter((_, i) => exact[i] === false).map((c) => c.column);
+  const by = triggers.length > 0 ? `its BEFORE UPDATE trigger${triggers.length > 1 ? 's' : ''} ${triggers.join(', ')}` : 'a trigger';
+  const disable =
+    triggers.length > 0
+      ? triggers.map((t) => `ALTER TABLE ${target.qualified} DISABLE TRIGGER ${quoteIdent(t)}`).join('; ')
+      : `ALTER TABLE ${target.qualified} DISABLE TRIGGER USER`;
+  return `the table (${by}) stores other values than the row held before the run in column${columns.length > 1 ? 's' : ''} ${columns.join(', ')}, so the row was left as the run wrote it; to restore it exactly, disable the trigger for the rollback (${disable}), rerun dq-pg rollback --run ${runId}, then enable it again`;
 }
 
 /** SQLSTATE lock_not_available: a lock wait passed `lock_timeout`. */

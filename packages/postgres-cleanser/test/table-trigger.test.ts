@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { billable, cleanseArgs, createCustomers, runCli, startEnv, summaryOf, withClient } from './support.js';
+import { billable, cleanseArgs, createCustomers, rowTexts, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -11,7 +11,7 @@ afterAll(async () => {
 });
 
 describe('dq-pg and a table whose trigger rewrites what is stored', () => {
-  it('the audit holds what the row holds, the next run neither writes nor buys again, and rollback restores every row', async () => {
+  it('the audit holds what the row holds, the next run neither writes nor buys again, and rollback restores every row exactly once the trigger is disabled (until then those rows are named, exit 4)', async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 200);
     // The application's own rule: towns are stored in capitals, whatever an UPDATE sends.
@@ -19,6 +19,7 @@ describe('dq-pg and a table whose trigger rewrites what is stored', () => {
       await c.query(`CREATE FUNCTION upper_city() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.city := upper(NEW.city); RETURN NEW; END $$`);
       await c.query(`CREATE TRIGGER upper_city BEFORE UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION upper_city()`);
     });
+    const original = await rowTexts(db);
     const first = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'night-1', '--batch-size', '50']));
     expect(first.code).toBe(0);
     const written = summaryOf(first)['written'] as number;
@@ -42,8 +43,19 @@ describe('dq-pg and a table whose trigger rewrites what is stored', () => {
     expect(summaryOf(second)).toMatchObject({ written: 0, apiCalls: 0 });
     expect(billable(env.sandbox)).toBe(calls);
 
+    // The trigger would upper-case the towns given back ('Konstanz' stored as 'KONSTANZ'): those
+    // rows are left as the run wrote them and named (exit 4), the others restored.
     const undo = await runCli(['rollback', '--db', db, '--run', 'night-1']);
-    expect(undo.code).toBe(0);
-    expect(JSON.parse(undo.stdout)).toMatchObject({ restored: written, conflicts: 0 });
+    expect(undo.code).toBe(4);
+    const undone = JSON.parse(undo.stdout) as { restored: number; conflicts: number };
+    expect(undone.conflicts).toBeGreaterThan(0);
+    expect(undone.restored + undone.conflicts).toBe(written);
+    expect(undo.stderr).toContain('DISABLE TRIGGER \\"upper_city\\"');
+    // With the trigger disabled for it, the rerun gives every row back what it held.
+    await withClient(db, (c) => c.query('ALTER TABLE customers DISABLE TRIGGER upper_city'));
+    const again = await runCli(['rollback', '--db', db, '--run', 'night-1']);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ restored: undone.conflicts, conflicts: 0 });
+    expect(await rowTexts(db)).toEqual(original);
   }, 60_000);
 });
