@@ -91,7 +91,7 @@ export function planPage(
 
 /** Which columns a correction does not fit, and by how much. */
 export function unfitText(unfit: readonly UnfitValue[]): string {
-  return unfit.map((u) => `${u.column} (${u.length} characters, the column holds ${u.maxLength}: ${u.type})`).join(', ');
+  return unfit.map((u) => `${u.column} (${u.length} ${u.unit ?? 'characters'}, the column holds ${u.maxLength}: ${u.type})`).join(', ');
 }
 
 /** The results row's error of a row whose correction does not fit its columns (`value-too-long`). */

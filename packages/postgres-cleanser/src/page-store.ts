@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { RANGE_TAKEN, STATE_SCHEMA } from './bookkeeping.js';
-import type { TargetTable } from './preflight.js';
+import type { StatusColumn, TargetTable } from './preflight.js';
 import { holdsExactly } from './db.js';
 import type { SourceRow } from './row-values.js';
 import { CleanseError, isConnectionLoss } from './errors.js';
@@ -493,7 +493,7 @@ export class PageStore {
     worker: string,
     page: PageWrite | null,
     checkpoint: PageCheckpoint,
-  ): Promise<{ taken: true } | { taken: false; written: number; conflicts: string[]; locked: string[]; refused: Refused[] }> {
+  ): Promise<{ taken: true } | { taken: false; written: number; conflicts: string[]; locked: string[]; refused: Refused[]; skipped: string[] }> {
     try {
       if (page === null || page.keys.length === 0) {
         const moved = await this.#writer.query({
@@ -502,7 +502,7 @@ export class PageStore {
                   WHERE run_id = $1 AND range_no = $2 AND last_key IS NOT DISTINCT FROM $3 AND NOT done`,
           values: [runId, checkpoint.rangeNo, checkpoint.prevKey, checkpoint.lastKey, checkpoint.done, worker],
         });
-        return moved.rowCount === 0 ? { taken: true } : { taken: false, written: 0, conflicts: [], locked: [], refused: [] };
+        return moved.rowCount === 0 ? { taken: true } : { taken: false, written: 0, conflicts: [], locked: [], refused: [], skipped: [] };
       }
       let res: pg.QueryResult<{ written: number; conflicts: string[]; locked: string[] }>;
       let refused: Refused[] = [];
@@ -520,7 +520,10 @@ export class PageStore {
         res = await this.#writePage(pageWriteParams(runId, worker, new Date(), withoutRefused(page, refused), checkpoint, this.#known?.scope), held);
       }
       const row = res.rows[0];
-      return { taken: false, written: row?.written ?? 0, conflicts: row?.conflicts ?? [], locked: row?.locked ?? [], refused };
+      const conflicts = row?.conflicts ?? [];
+      const locked = row?.locked ?? [];
+      const skipped = await this.#skippedByTable(page, conflicts, locked);
+      return { taken: false, written: row?.written ?? 0, conflicts, locked, refused, skipped };
     } catch (e) {
       // RANGE_TAKEN: the checkpoint moved; 23505 on the results table: another holder of the range
       // stored these rows' results — if the checkpoint moved, else this process would claim the
@@ -532,9 +535,39 @@ export class PageStore {
       if (code === RANGE_TAKEN) return { taken: true };
       if (code === '23505' && (e as { schema?: string }).schema === STATE_SCHEMA && (await this.#checkpointMoved(runId, checkpoint))) return { taken: true };
       if (code === LOCK_NOT_AVAILABLE) throw lockedOut(e, this.#target, this.#lockWaitMs, runId, page?.keys[0]);
+      if (code === STRING_TOO_LONG && page !== null)
+        throw statusTooShort(e, this.#target, page, runId) ?? writeRefused(e, this.#target, runId, page.keys[0], page.keys.at(-1));
       if (refusedByTable(e)) throw writeRefused(e, this.#target, runId, page?.keys[0], page?.keys.at(-1));
       throw e;
     }
+  }
+
+  /**
+   * The conflicts of a committed page (not those another session held locked) that still hold
+   * exactly the values read: no one changed them, the table itself left them out of the UPDATE —
+   * a BEFORE UPDATE trigger that returns NULL, or a row-level security policy whose `USING` hides
+   * them from UPDATE while SELECT sees them. Every run finds them so until that changes, so they are
+   * named as such rather than as rows changed by someone else.
+   */
+  async #skippedByTable(page: PageWrite, conflicts: readonly string[], locked: readonly string[]): Promise<string[]> {
+    const held = new Set(locked);
+    const index = new Map(page.keys.map((k, i) => [k, i]));
+    const rows = conflicts.filter((k) => !held.has(k) && index.has(k)).map((k) => index.get(k) as number);
+    if (rows.length === 0) return [];
+    const { key, qualified, columns, status } = this.#target;
+    const olds = [...page.before, ...(page.statusBefore ?? [])];
+    const names = [...columns.map((_, i) => `o${i}`), ...status.map((_, i) => `s${i}`)];
+    const arrays = [`$1::${key.type}[]`, ...names.map((_, i) => `$${i + 2}::text[]`)];
+    const guard = [
+      ...columns.map((c, i) => holdsExactly(`t.${c.quoted}`, `v.o${i}`, c.type)),
+      ...status.map((s, i) => holdsExactly(`t.${s.quoted}`, `v.s${i}`, s.type)),
+    ];
+    const { rows: same } = await this.#writer.query<{ k: string }>(
+      `SELECT v.k::text AS k FROM unnest(${arrays.join(', ')}) AS v(k${names.map((n) => `, ${n}`).join('')})
+         JOIN ${qualified} AS t ON t.${key.quoted} = v.k WHERE ${guard.join(' AND ')} ORDER BY t.${key.quoted}`,
+      [textArrayLiteral(rows.map((i) => page.keys[i] as string)), ...olds.map((old) => textArrayLiteral(rows.map((i) => old[i] ?? null)))],
+    );
+    return same.map((r) => r.k);
   }
 
   /** Whether the range's checkpoint no longer stands where the page was read from (another process wrote it since). */
@@ -714,6 +747,38 @@ function withoutRefused(page: PageWrite, refused: readonly Refused[]): PageWrite
     });
   }
   return { ...page, write, error, after };
+}
+
+/** SQLSTATE string_data_right_truncation: a value longer than its `varchar(n)`/`char(n)` column. */
+const STRING_TOO_LONG = '22001';
+
+/**
+ * The page's statement failed with a value too long for its column, and a status column is too
+ * short for a value of the page (a request id: its length is the platform's, so the pre-flight
+ * checks only the status, class and check time; README "Status columns in the table"): a
+ * `column-type` error naming that column, the row and what to do, instead of PostgreSQL's message,
+ * which names no column. Undefined when no status column is too short for the page.
+ */
+function statusTooShort(e: unknown, target: TargetTable, page: PageWrite, runId: string): CleanseError | undefined {
+  const values: Partial<Record<StatusColumn['field'], readonly (string | null)[]>> = {
+    status: page.status,
+    class: page.resultClass,
+    requestId: page.requestId,
+  };
+  for (const s of target.status) {
+    const max = s.maxLength;
+    const held = values[s.field];
+    if (max === undefined || held === undefined) continue;
+    const i = held.findIndex((v) => v !== null && [...v.replace(/ +$/u, '')].length > max);
+    if (i < 0) continue;
+    const value = held[i] as string;
+    return new CleanseError(
+      'column-type',
+      `--status-columns ${s.field}: column ${s.quoted} of ${target.qualified} is ${s.type}, too short for the ${s.field} of the row with key ${page.keys[i]} (${[...value].length} characters: ${JSON.stringify(value)}); nothing of the page from key ${page.keys[0]} was written. Widen it (ALTER TABLE ${target.qualified} ALTER COLUMN ${s.quoted} TYPE text), then rerun with --run-id ${runId}: the answers bought are in the result store`,
+      { cause: e },
+    );
+  }
+  return undefined;
 }
 
 /**

@@ -25,7 +25,15 @@ export interface MappedColumn {
    * without trailing spaces, so `'2700 '` read and `'2700'` answered are the same value.
    */
   padded?: boolean;
+  /**
+   * Bytes the column holds: a `name` column (also through a domain), which PostgreSQL cuts to 63
+   * bytes without an error. A correction longer than that is not written (see `decideRow`).
+   */
+  maxBytes?: number;
 }
+
+/** Bytes a `name` value holds (NAMEDATALEN - 1); PostgreSQL cuts a longer one without an error. */
+const NAME_BYTES = 63;
 
 /** What a status column of the table holds (`--status-columns`). */
 export type StatusField = 'status' | 'class' | 'requestId' | 'checkedAt';
@@ -52,6 +60,8 @@ export interface StatusColumn {
   quoted: string;
   /** SQL type as `format_type` spells it; the audited old value is cast back to it. */
   type: string;
+  /** Characters a text status column holds (`varchar(n)`, `char(n)`, also through a domain); absent: no limit. */
+  maxLength?: number;
 }
 
 /** A table checked against the catalog: everything the reader and the writer need. */
@@ -102,6 +112,8 @@ interface ColumnRow {
   domain_notnull?: boolean;
   /** The column is `char(n)` (bpchar), also through a domain. */
   padded?: boolean;
+  /** The column is of type `name` (also through a domain): 63 bytes, longer values cut without an error. */
+  is_name?: boolean;
 }
 
 /**
@@ -118,6 +130,7 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
             COALESCE(bt.typcategory, t.typcategory) AS category, a.attnotnull AS notnull, a.attgenerated AS generated,
             t.typnotnull AS domain_notnull, COALESCE(bt.oid, t.oid) = 'pg_catalog.bpchar'::regtype AS padded,
+            COALESCE(bt.oid, t.oid) = 'pg_catalog.name'::regtype AS is_name,
             CASE WHEN COALESCE(bt.oid, t.oid) IN ('pg_catalog.varchar'::regtype, 'pg_catalog.bpchar'::regtype)
                   AND (CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) >= 4
                  THEN (CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) - 4 END AS max_length
@@ -180,6 +193,7 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
       type: row.type,
       ...(typeof row.max_length === 'number' ? { maxLength: row.max_length } : {}),
       ...(row.padded ? { padded: true } : {}),
+      ...(row.is_name === true ? { maxBytes: NAME_BYTES } : {}),
     };
   });
   const seen = new Set<string>();
@@ -229,7 +243,13 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
       );
     }
     seen.add(row.name);
-    return { field: field as StatusField, column: row.name, quoted: quoteIdent(row.name), type: row.type };
+    return {
+      field: field as StatusField,
+      column: row.name,
+      quoted: quoteIdent(row.name),
+      type: row.type,
+      ...(typeof row.max_length === 'number' && row.category === 'S' ? { maxLength: row.max_length } : {}),
+    };
   });
 
   await refuseTableShape(client, oid, qualified, spec.write);

@@ -140,15 +140,22 @@ export async function workRange(ctx: WorkContext, range: ClaimedRange): Promise<
     progress.apiCalls += plan.counts.apiCalls;
     for (const r of page.results) progress.byStatus[r.status] += 1;
     for (const k of res.conflicts) if (ctx.conflictKeys.length < MAX_CONFLICT_KEYS) ctx.conflictKeys.push(k);
-    // The conflicts are rows changed since they were read, and rows another session held locked.
+    // The conflicts are rows changed since they were read, rows another session held locked, and
+    // rows the table left out of the UPDATE though they still hold the values read (`skipped`).
     const locked = new Set(res.locked);
-    const changed = locked.size === 0 ? res.conflicts : res.conflicts.filter((k) => !locked.has(k));
+    const skipped = new Set(res.skipped);
+    const changed = res.conflicts.filter((k) => !locked.has(k) && !skipped.has(k));
     if (changed.length > 0)
       ctx.logger.warn('rows changed by someone else since they were read were not written', {
         runId: ctx.runId,
         keys: changed.slice(0, 20),
         count: changed.length,
       });
+    if (res.skipped.length > 0)
+      ctx.logger.warn(
+        `rows the table left out of the UPDATE though no one changed them (a BEFORE UPDATE trigger of ${ctx.target.qualified} that returns NULL for them, or a row-level security policy whose USING hides them from UPDATE) were not written; they are conflicts on every run until that trigger or policy lets the database user update them`,
+        { runId: ctx.runId, keys: res.skipped.slice(0, 20), count: res.skipped.length },
+      );
     if (res.locked.length > 0)
       ctx.logger.warn('rows locked by another session (an open transaction) were not written; the next run writes them, their answers stored', {
         runId: ctx.runId,

@@ -45,6 +45,8 @@ export interface UnfitValue {
   /** The corrected value's length in characters (trailing spaces not counted, as PostgreSQL drops them). */
   length: number;
   maxLength: number;
+  /** What `length` and `maxLength` count: characters, or bytes for a `name` column. */
+  unit?: 'bytes';
 }
 
 /**
@@ -111,9 +113,16 @@ export function decideRow(mode: Mode, row: SourceRow, columns: readonly MappedCo
   const unfit: UnfitValue[] = [];
   columns.forEach((c, i) => {
     const v = after[i];
-    if (c.maxLength === undefined || v === null || v === undefined || v === (row.values[i] ?? null)) return;
-    const length = storedLength(v);
-    if (length > c.maxLength) unfit.push({ column: c.column, type: c.type, length, maxLength: c.maxLength });
+    if (v === null || v === undefined || v === (row.values[i] ?? null)) return;
+    if (c.maxLength !== undefined) {
+      const length = storedLength(v);
+      if (length > c.maxLength) unfit.push({ column: c.column, type: c.type, length, maxLength: c.maxLength });
+    }
+    // A `name` column cuts a longer value without an error: the correction would be stored cut off.
+    if (c.maxBytes !== undefined) {
+      const length = Buffer.byteLength(v, 'utf8');
+      if (length > c.maxBytes) unfit.push({ column: c.column, type: c.type, length, maxLength: c.maxBytes, unit: 'bytes' });
+    }
   });
   if (unfit.length > 0) return { outcome: 'kept', after: row.values, unfit };
   return { outcome: 'write', after };
