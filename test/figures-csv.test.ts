@@ -92,6 +92,37 @@ const args = (input: string, output: string, store: string, ...more: string[]): 
   );
 
 /** Calls made plus calls saved: every row is one or the other. */
+/**
+ * Runs dq-csv over `input` (outputs and store named after `name`) against answers that take 1.5 s,
+ * sends it `signals` 100 ms apart once 40 calls are out, and checks it stopped with exit 75 having
+ * paid for at least those 40; returns its exit, the figures before it, and what it paid.
+ */
+async function stopInFlight(
+  input: string,
+  name: string,
+  signals: NodeJS.Signals[],
+): Promise<{ stopped: Exit; before: { billed: number; total: number; ok: number }; paid1: number }> {
+  sandbox.setFaults({ batch: { latencyMs: 1500 } });
+  const before = { billed: billed(), ...batchRequests() };
+  let stopped: Exit;
+  try {
+    stopped = await run(args(input, `${name}.out.csv`, `store-${name}`, '--concurrency', '40', '--batch-size', '100'), (child) => {
+      const poll = setInterval(() => {
+        if (batchRequests().total - before.total < 40) return;
+        clearInterval(poll);
+        signals.forEach((signal, i) => setTimeout(() => child.kill(signal), 100 * i));
+      }, 20);
+      child.once('close', () => clearInterval(poll));
+    });
+  } finally {
+    sandbox.setFaults({});
+  }
+  expect(stopped.code, stopped.stderr.slice(-2000)).toBe(75);
+  const paid1 = (await billedSettled()) - before.billed;
+  expect(paid1).toBeGreaterThanOrEqual(40);
+  return { stopped, before, paid1 };
+}
+
 const accounted = (s: Record<string, any>): number => s.apiCalls + s.callsSavedByDedup + s.callsSavedByCache + s.callsSavedByStore;
 
 describe('dq-csv: the cost figures against what the account is billed', () => {
@@ -193,25 +224,8 @@ describe('dq-csv: the cost figures against what the account is billed', () => {
 
   it('SIGTERM with calls in flight: the run waits for their answers and counts them, and its resume buys none again', async () => {
     const input = await csv('term.csv', 600, 1, 20_000);
-    sandbox.setFaults({ batch: { latencyMs: 1500 } });
-    const before = { billed: billed(), ...batchRequests() };
-    let stopped: Exit;
-    try {
-      stopped = await run(args(input, 'term.out.csv', 'store-term', '--concurrency', '40', '--batch-size', '100'), (child) => {
-        const poll = setInterval(() => {
-          if (batchRequests().total - before.total < 40) return;
-          clearInterval(poll);
-          child.kill('SIGTERM');
-        }, 20);
-        child.once('close', () => clearInterval(poll));
-      });
-    } finally {
-      sandbox.setFaults({});
-    }
-    expect(stopped.code, stopped.stderr.slice(-2000)).toBe(75);
+    const { stopped, before, paid1 } = await stopInFlight(input, 'term', ['SIGTERM']);
     const s1 = summary(stopped);
-    const paid1 = (await billedSettled()) - before.billed;
-    expect(paid1).toBeGreaterThanOrEqual(40);
     expect({ apiCalls: s1.apiCalls, billable: s1.budget.billableCalls }).toEqual({ apiCalls: paid1, billable: paid1 });
 
     const resumed = await run(args(input, 'term.out.csv', 'store-term', '--resume'));
@@ -226,26 +240,8 @@ describe('dq-csv: the cost figures against what the account is billed', () => {
 describe('dq-csv cost figures where calls are cut, retried or saved by the store', () => {
   it('a second SIGINT cuts the calls in flight: the platform bills them, and apiCalls counts them', async () => {
     const input = await csv('cut.csv', 600, 1, 30_000);
-    sandbox.setFaults({ batch: { latencyMs: 1500 } });
-    const before = { billed: billed(), ...batchRequests() };
-    let stopped: Exit;
-    try {
-      stopped = await run(args(input, 'cut.out.csv', 'store-cut', '--concurrency', '40', '--batch-size', '100'), (child) => {
-        const poll = setInterval(() => {
-          if (batchRequests().total - before.total < 40) return;
-          clearInterval(poll);
-          child.kill('SIGINT');
-          setTimeout(() => child.kill('SIGINT'), 100);
-        }, 20);
-        child.once('close', () => clearInterval(poll));
-      });
-    } finally {
-      sandbox.setFaults({});
-    }
-    expect(stopped.code, stopped.stderr.slice(-2000)).toBe(75);
+    const { stopped, before, paid1 } = await stopInFlight(input, 'cut', ['SIGINT', 'SIGINT']);
     const s1 = summary(stopped);
-    const paid1 = (await billedSettled()) - before.billed;
-    expect(paid1).toBeGreaterThanOrEqual(40);
     expect({
       apiCalls: s1.apiCalls,
       billable: s1.budget.billableCalls,
