@@ -13,8 +13,10 @@
  * The floor, measured in the same runs: LMDB alone (lmdb-js opened as the store opens it) doing
  * the store's work for as many new answers, with nothing of ours around it: a lookup that misses,
  * then the answer written, 500 to a transaction (one engine batch: the fewest commits a store that
- * commits before a batch returns can make), keys precomputed. The engine's CPU per record without a
- * store ÷ (that + LMDB's alone) is the best ratio any store on LMDB could reach on this machine.
+ * commits before a batch returns can make), keys precomputed; and again 32 to a transaction (the
+ * most the engine lets wait for a commit: a kill loses at most those). The engine's CPU per record
+ * without a store ÷ (that + LMDB's alone) is the best ratio any store on LMDB could reach on this
+ * machine.
  *
  * Run: `node tools/bench/dist/store-overhead.js [records=20000] [runs=5] [pg=1]`
  */
@@ -58,19 +60,24 @@ function records(n: number, run: string): Array<Record<string, string>> {
   }));
 }
 
-/** Answers LMDB alone writes to a transaction (one engine batch). */
+/** Answers LMDB alone writes to a transaction: one engine batch, … */
 const BARE_BATCH = 500;
+/**
+ * … or the most a store that commits each answer before its batch returns can gather: the engine
+ * holds its calls back while `concurrency` answers wait for their commit.
+ */
+const BARE_BATCH_HELD = CONCURRENCY;
 
 /**
  * CPU µs per record of LMDB alone doing the store's work for `n` new answers shaped like `answer`:
- * a lookup that misses, then the write, {@link BARE_BATCH} to a transaction; keys made beforehand.
+ * a lookup that misses, then the write, `perCommit` to a transaction; keys made beforehand.
  */
-function lmdbAlone(db: Database, answer: CachedResult, n: number, run: string): number {
+function lmdbAlone(db: Database, answer: CachedResult, n: number, run: string, perCommit: number): number {
   const keys = Array.from({ length: n }, (_, i) => storeKey(`bare-${run}-${i}`));
   const entries = keys.map((_, i) => ({ t: Date.now(), r: { ...answer, requestId: `bench-bare-${run}-${i}` } }));
   const cpu0 = process.cpuUsage();
-  for (let i = 0; i < n; i += BARE_BATCH) {
-    const end = Math.min(n, i + BARE_BATCH);
+  for (let i = 0; i < n; i += perCommit) {
+    const end = Math.min(n, i + perCommit);
     for (let j = i; j < end; j++) if (db.get(keys[j]!) !== undefined) throw new Error('LMDB alone: a new key was found');
     db.transactionSync(() => {
       for (let j = i; j < end; j++) db.putSync(keys[j]!, entries[j]);
@@ -126,6 +133,8 @@ async function main(): Promise<void> {
     });
     const alone: number[] = [];
     const ceilings: number[] = [];
+    const aloneHeld: number[] = [];
+    const ceilingsHeld: number[] = [];
     for (let run = 0; run < runs; run += 1) {
       const order = run % 2 === 0 ? ['none', 'lmdb', 'pg'] : ['pg', 'lmdb', 'none'];
       for (const side of order) {
@@ -135,13 +144,15 @@ async function main(): Promise<void> {
         sides[side]!.push(measured.rate);
         cpu[side]!.push(measured.cpu);
         if (side === 'none') {
-          alone.push(lmdbAlone(bare, measured.answer, n, String(run)));
+          alone.push(lmdbAlone(bare, measured.answer, n, String(run), BARE_BATCH));
           ceilings.push(measured.cpu / (measured.cpu + alone.at(-1)!));
+          aloneHeld.push(lmdbAlone(bare, measured.answer, n, `${run}-held`, BARE_BATCH_HELD));
+          ceilingsHeld.push(measured.cpu / (measured.cpu + aloneHeld.at(-1)!));
         }
       }
       const shown = (side: string): string => `${side} ${Math.round(sides[side]!.at(-1)!)} rec/s (${cpu[side]!.at(-1)!.toFixed(1)} µs CPU/rec)`;
       console.log(
-        `run ${run + 1}/${runs}: ${shown('none')}, ${shown('lmdb')}${pg ? `, ${shown('pg')}` : ''}, LMDB alone ${alone.at(-1)!.toFixed(1)} µs CPU/rec | load ${loadavg()[0]!.toFixed(1)}`,
+        `run ${run + 1}/${runs}: ${shown('none')}, ${shown('lmdb')}${pg ? `, ${shown('pg')}` : ''}, LMDB alone ${alone.at(-1)!.toFixed(1)} µs CPU/rec (${aloneHeld.at(-1)!.toFixed(1)} at ${BARE_BATCH_HELD} a commit) | load ${loadavg()[0]!.toFixed(1)}`,
       );
     }
     await bare.close();
@@ -173,6 +184,11 @@ async function main(): Promise<void> {
       lmdbAloneSpread: [Number(Math.min(...alone).toFixed(1)), Number(Math.max(...alone).toFixed(1))],
       ceilingRatio: Number(median(ceilings).toFixed(3)),
       ceilingSpread: [Number(Math.min(...ceilings).toFixed(3)), Number(Math.max(...ceilings).toFixed(3))],
+      // The same with LMDB alone committing 32 answers at a time (the most the engine lets wait).
+      lmdbAloneHeldCpuMicrosPerRecord: Number(median(aloneHeld).toFixed(1)),
+      heldCommitSize: BARE_BATCH_HELD,
+      ceilingRatioHeld: Number(median(ceilingsHeld).toFixed(3)),
+      ceilingHeldSpread: [Number(Math.min(...ceilingsHeld).toFixed(3)), Number(Math.max(...ceilingsHeld).toFixed(3))],
       ...(pg ? { pgCpuRatio: Number((median(cpu['none']!) / median(cpu['pg']!)).toFixed(3)) } : {}),
       loadAverageAtStart: loadAtStart,
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
@@ -184,6 +200,7 @@ async function main(): Promise<void> {
         ` | CPU µs/record: none ${result.cpuMicrosPerRecord.none}, LMDB ${result.cpuMicrosPerRecord.lmdb} (ratio ${result.cpuRatio})` +
         (pg ? `, Postgres ${result.cpuMicrosPerRecord.pg} (ratio ${result.pgCpuRatio})` : '') +
         ` | LMDB alone ${result.lmdbAloneCpuMicrosPerRecord} µs CPU/rec: the best ratio a store on LMDB could reach ${result.ceilingRatio} (runs ${result.ceilingSpread.join('–')})` +
+        `; committing ${BARE_BATCH_HELD} at a time ${result.lmdbAloneHeldCpuMicrosPerRecord} µs, best ratio ${result.ceilingRatioHeld} (runs ${result.ceilingHeldSpread.join('–')})` +
         ` | medians of ${runs}, load ${result.loadAverage.join(' ')}`,
     );
     await writeResult('store-overhead', result);
