@@ -367,7 +367,7 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
   const placed = entry(cfg.target, r, source, sha512 !== undefined);
   // The old file goes unless another package's entry names it (the manifest of an earlier version of this tool).
   if (known !== undefined && known.path !== placed.path && !manifest.software.some((f) => f.source !== source && f.path === known.path)) {
-    await rm(join(cfg.target, known.path), { force: true });
+    await removeOldPackage(cfg.target, manifest, known.path, s);
   }
   // A package no longer synced whose file this one replaced is no longer on disk.
   manifest.software = manifest.software.filter((f) => f.source !== source && f.path !== placed.path);
@@ -375,6 +375,32 @@ async function syncSoftware(client: DownloadClient, cfg: SyncConfig, manifest: M
   s.downloaded.push(placed.path);
   if (r.resumedFrom > 0) s.resumed.push(placed.path);
   await writeManifest(cfg.target, manifest);
+}
+
+/**
+ * Removes the file a software package was placed as before the server renamed it. Only a file under
+ * `software/` that no version lists is removed, never through a link on the way: a hand-edited
+ * entry naming a data file (or a link) would otherwise delete what a version holds (README "What a
+ * sync does", step 5); such a file is kept, with a warning.
+ */
+async function removeOldPackage(target: string, manifest: Manifest, rel: string, s: State): Promise<void> {
+  const inVersion = Object.values(manifest.versions).some((v) => v.installer?.path === rel || v.files.some((f) => f.path === rel));
+  const why = !rel.startsWith('software/')
+    ? 'it is not under software/'
+    : inVersion
+      ? 'a version lists it as its own'
+      : await checkFoldersInside(target, rel).then(
+          () => undefined,
+          (e: unknown) => {
+            if (e instanceof NotOursError) return `${e.rel} on its way is ${e.found}`;
+            throw e;
+          },
+        );
+  if (why === undefined) {
+    await writingTo(join(target, rel), () => rm(join(target, rel), { force: true }));
+    return;
+  }
+  s.warnings.push(`the manifest named ${rel} as an earlier file of a software package, but ${why}: it was not removed; check manifest.json (edited by hand?)`);
 }
 
 /**
