@@ -175,6 +175,12 @@ async function phoneDescribe(values: Values, apiKey: string | undefined, io: Cli
     throw new UsageError(`--realtime-url (or DQ_REALTIME_URL) must be an http(s) URL such as https://api.example.com; got ${JSON.stringify(realtimeUrl)}`);
   }
   if (!apiKey) throw new UsageError('--api-key KEY (or DQ_API_KEY) is required');
+  if (typeof values.cache === 'string' && typeof values.target === 'string') {
+    // Either names the cache file (README "phone-describe"): with both, one would be ignored.
+    throw new UsageError(
+      `phone-describe takes --cache FILE or --target DIR, not both (--cache ${values.cache}, --target ${values.target}): give the one that names the cache to use`,
+    );
+  }
   // Default: the user's cache folder, found as the result store's is (never a relative path into the
   // working folder).
   const cacheFile =

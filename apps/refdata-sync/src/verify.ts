@@ -105,7 +105,7 @@ export async function verifyTarget(target: string, signal?: AbortSignal): Promis
       detail: `missing: no version of this target is complete yet, so it holds nothing to use; run dq-refdata sync until it completes one (files whose content matches the server's checksums are kept, not downloaded again)`,
     });
   } else if (manifest.current !== null && out.current !== manifest.current) {
-    out.problems.push({ path: 'current', problem: 'current-pointer', detail: `points to ${out.current ?? 'nothing'}, manifest says ${manifest.current}` });
+    out.problems.push({ path: 'current', problem: 'current-pointer', detail: await pointerDetail(target, out.current, manifest.current) });
   } else if (out.current !== undefined && manifest.versions[out.current]?.completedAt == null) {
     // A version the manifest does not list (or lists as unfinished) has nothing to check its files against.
     const what =
@@ -120,6 +120,21 @@ export async function verifyTarget(target: string, signal?: AbortSignal): Promis
   }
   out.ok = out.problems.length === 0;
   return out;
+}
+
+/**
+ * Why `current` is not the link to `expected` the manifest names, and what to do (README "Target
+ * layout"): a folder or file put where the link belongs is named as such (it is no pointer, sync
+ * leaves it alone), a link pointed elsewhere is put back by the next sync.
+ */
+async function pointerDetail(target: string, points: string | undefined, expected: string): Promise<string> {
+  const link = join(target, 'current');
+  const st = points === undefined ? await lstat(link).catch(() => undefined) : undefined;
+  if (st !== undefined && !st.isSymbolicLink()) {
+    return `${link} is ${st.isDirectory() ? 'a folder' : 'a file'}, not the symbolic link dq-refdata keeps there (the manifest says ${expected} is in use); move it away, then run dq-refdata sync: it points current to ${expected} again (the files placed are kept)`;
+  }
+  const now = points === undefined ? 'is missing' : `points to ${points}`;
+  return `${now}, manifest says ${expected}; run dq-refdata sync: it points current to ${expected} again (to keep another version in use, stop the scheduled sync of this target)`;
 }
 
 /** Outcome of {@link targetStatus}. */
