@@ -83,7 +83,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         const s = await verifyTarget(requireTarget(values.target), io.signal);
         io.stdout(JSON.stringify(s));
         for (const p of s.problems) io.stderr(`dq-refdata: ${p.path}: ${p.problem} (${p.detail})${repair(p, s.current)}`);
-        return s.ok ? ExitCode.OK : ExitCode.UNEXPECTED;
+        if (s.ok) return ExitCode.OK;
+        if (s.syncRunning === undefined) return ExitCode.UNEXPECTED;
+        // Files being placed, pruned or switched by a running sync are not damage (README "verify").
+        io.stderr(
+          `dq-refdata: a sync of this target (pid ${s.syncRunning}) was running while verify read it: what verify found may be its work in progress; run dq-refdata verify again once that sync has ended`,
+        );
+        return ExitCode.TEMPFAIL;
       }
       case 'status':
         io.stdout(JSON.stringify(await targetStatus(requireTarget(values.target))));

@@ -19,6 +19,12 @@ export interface VerifySummary {
   current: string | undefined;
   /** Files re-hashed. */
   checked: number;
+  /**
+   * The pid of a sync of this target that held its lock when verify began or ended, set only when
+   * problems were found: that sync was placing, pruning or switching files meanwhile, so what verify
+   * found may be its work in progress (exit 75: run verify again once it ends).
+   */
+  syncRunning?: number;
   bytes: number;
   problems: Array<{
     path: string;
@@ -60,6 +66,7 @@ export async function verifyTarget(target: string, signal?: AbortSignal): Promis
       problems: [{ path: MANIFEST_FILE, problem: 'manifest-missing', detail }],
     };
   }
+  const before = await runningSync(target);
   const manifest = await readManifest(target);
   const files: ManifestFile[] = [...Object.values(manifest.versions).flatMap((v) => [...v.files, ...(v.installer ? [v.installer] : [])]), ...manifest.software];
   const out: VerifySummary = { command: 'verify', ok: true, current: await readCurrent(target), checked: 0, bytes: 0, problems: [] };
@@ -119,6 +126,10 @@ export async function verifyTarget(target: string, signal?: AbortSignal): Promis
     });
   }
   out.ok = out.problems.length === 0;
+  if (!out.ok) {
+    const running = before ?? (await runningSync(target));
+    if (running !== undefined) out.syncRunning = running;
+  }
   return out;
 }
 
@@ -137,6 +148,30 @@ async function pointerDetail(target: string, points: string | undefined, expecte
   return `${now}, manifest says ${expected}; run dq-refdata sync: it points current to ${expected} again (to keep another version in use, stop the scheduled sync of this target)`;
 }
 
+/** The pid of the sync holding the lock of `target`, or undefined when none does. */
+async function runningSync(target: string): Promise<number | undefined> {
+  try {
+    // Read as sync reads the target: a pipe or link put there is not read (the read would block).
+    const opened = await openInside(target, LOCK_FILE);
+    if (opened === undefined) return undefined;
+    let text: string;
+    try {
+      text = opened.size > 64 * 1024 ? '' : await opened.fh.readFile('utf8');
+    } finally {
+      await opened.fh.close();
+    }
+    const owner = JSON.parse(text) as Partial<FileLockOwner>;
+    const refreshedAtMs = (await stat(join(target, LOCK_FILE))).mtimeMs;
+    // The lock of a process of this host that is gone (killed, or its pid given to another since)
+    // names no running sync; the next sync takes it over. Judged as the lock itself judges it.
+    return typeof owner.pid === 'number' && typeof owner.host === 'string' && lockOwnerAlive({ ...owner, pid: owner.pid, host: owner.host, refreshedAtMs })
+      ? owner.pid
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Outcome of {@link targetStatus}. */
 export interface StatusSummary {
   command: 'status';
@@ -151,28 +186,7 @@ export interface StatusSummary {
 export async function targetStatus(target: string): Promise<StatusSummary> {
   await requireTargetDir(target, 'nothing to describe');
   const manifest = await readManifest(target);
-  let lockedBy: number | undefined;
-  try {
-    // Read as sync reads the target: a pipe or link put there is not read (the read would block).
-    const opened = await openInside(target, LOCK_FILE);
-    if (opened === undefined) throw new Error('no lock');
-    let text: string;
-    try {
-      text = opened.size > 64 * 1024 ? '' : await opened.fh.readFile('utf8');
-    } finally {
-      await opened.fh.close();
-    }
-    const owner = JSON.parse(text) as Partial<FileLockOwner>;
-    const refreshedAtMs = (await stat(join(target, LOCK_FILE))).mtimeMs;
-    // The lock of a process of this host that is gone (killed, or its pid given to another since)
-    // names no running sync; the next sync takes it over. Judged as the lock itself judges it.
-    lockedBy =
-      typeof owner.pid === 'number' && typeof owner.host === 'string' && lockOwnerAlive({ ...owner, pid: owner.pid, host: owner.host, refreshedAtMs })
-        ? owner.pid
-        : undefined;
-  } catch {
-    lockedBy = undefined;
-  }
+  const lockedBy = await runningSync(target);
   return {
     command: 'status',
     current: await readCurrent(target),

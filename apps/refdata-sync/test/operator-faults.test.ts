@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { acquireFileLock } from '@dq/core/lock';
 import type { Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_API_KEY, freshTarget, removeTargets, runCli, sandboxWith, syncFlags } from './helpers.js';
@@ -37,6 +38,28 @@ describe('dq-refdata: operator faults', () => {
     expect(v.stderr).toContain('move it away, then run dq-refdata sync');
     expect(v.stderr).not.toContain('points to nothing');
     expect(readFileSync(join(target, 'current', 'notes.txt'), 'utf8')).toBe('kept\n');
+  });
+
+  it('verify while a sync holds the target (placing, pruning or switching files): what it finds is said to be that work in progress, exit 75; without one, exit 1', async () => {
+    const target = freshTarget();
+    expect((await runCli(syncFlags(target), env())).code).toBe(0);
+    const m = JSON.parse(readFileSync(join(target, 'manifest.json'), 'utf8')) as { versions: Record<string, { files: Array<{ path: string }> }> };
+    const file = Object.values(m.versions)[0]!.files[0]!.path;
+    // As a sync pruning an old version leaves it for an instant: the file gone, the manifest not yet written.
+    renameSync(join(target, file), join(target, `${file}.aside`));
+    const held = await acquireFileLock(join(target, '.dq-refdata.lock'));
+    let during;
+    try {
+      during = await runCli(['verify', '--target', target], env());
+    } finally {
+      await held.release();
+    }
+    expect(during.code, during.stderr).toBe(75);
+    expect(during.stderr).toContain(`a sync of this target (pid ${process.pid}) was running while verify read it`);
+    expect(JSON.parse(during.stdout)).toMatchObject({ ok: false, syncRunning: process.pid });
+    const after = await runCli(['verify', '--target', target], env());
+    expect(after.code).toBe(1);
+    expect(after.stderr).toContain(`${file}: missing`);
   });
 
   it("a hand-edited manifest naming a data file as a software package's earlier file: sync keeps the data file (warning), verify passes", async () => {
