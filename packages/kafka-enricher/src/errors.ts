@@ -20,6 +20,8 @@ const KafkaErrorBase = defineErrorCodes('dq-kafka', {
   'kafka-sasl': { exit: ExitCode.USAGE },
   /** the brokers refused a send as too large: --max-message-bytes is above a topic's max.message.bytes */
   'message-too-large': { exit: ExitCode.USAGE },
+  /** the brokers refused a send for its timestamps (the input's, README "Timestamps"): an output or DLQ topic limits how old or new a timestamp may be */
+  'message-timestamp-refused': { exit: ExitCode.USAGE },
   /** --input, --output or --dlq names a topic the brokers do not have (README, dq-kafka "Topics") */
   'topic-missing': { exit: ExitCode.USAGE },
   /** --group is in use by consumers that read other topics: the group's leader assigns only those (README "One group, one set of settings") */

@@ -67,13 +67,14 @@ export function decodeMessage(message: KafkaMessage, map: FieldMap): Decoded {
     };
   }
   const text = message.value.toString('utf8');
+  // A leading byte order mark is not JSON (RFC 8259 section 8.1 lets a reader ignore it), but
+  // some producers write one: it is read past here and kept in the output, byte for byte.
+  const bom = text.charCodeAt(0) === 0xfeff ? 1 : 0;
   let parsed: unknown;
   try {
-    // A leading byte order mark is not JSON (RFC 8259 section 8.1 lets a reader ignore it), but
-    // some producers write one: it is read past here and kept in the output, byte for byte.
-    parsed = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    parsed = JSON.parse(bom === 1 ? text.slice(1) : text);
   } catch (err) {
-    return { kind: 'reject', message, code: 'not-json', reason: `the value is not JSON: ${(err as Error).message}` };
+    return { kind: 'reject', message, code: 'not-json', reason: `the value is not JSON: ${atByte((err as Error).message, text, bom)}` };
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     const what = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`;
@@ -138,6 +139,17 @@ function withMember(decoded: Extract<Decoded, { kind: 'record' }>, name: string,
 function hasMembers(value: object): boolean {
   for (const key in value) if (Object.hasOwn(value, key)) return true;
   return false;
+}
+
+/**
+ * `JSON.parse`'s error message with the place it names (`at position N`, UTF-16 units of the text it
+ * was given, without a byte order mark) as the byte offset in the value: a Kafka value is bytes,
+ * and the two differ at the first character beyond ASCII, or by the byte order mark (README "DLQ").
+ */
+function atByte(error: string, text: string, bom: number): string {
+  return error.replace(/\bat position (\d+)(?: \(line \d+ column \d+\))?/, (_, position: string) => {
+    return `at byte ${Buffer.byteLength(text.slice(0, bom + Number(position)))}`;
+  });
 }
 
 /** Index where the first malformed UTF-8 sequence starts (called only for invalid input). */

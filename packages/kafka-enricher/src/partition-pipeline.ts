@@ -457,11 +457,22 @@ const REFUSED_AS_TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARG
 
 /**
  * The error that ends the run when the send of a chunk's results (`where`) failed. A send the
- * brokers refused as too large would be refused again on every start, so it says what to change
- * (exit 2); any other failure is Kafka's, the run stops with exit 75 and the chunk is re-read.
+ * brokers refused as too large, or for the input timestamps it carries (README "Timestamps"), would
+ * be refused again on every start, so it says what to change (exit 2); any other failure is Kafka's,
+ * the run stops with exit 75 and the chunk is re-read.
  */
 export function sendFailure(err: unknown, where: string, limit: number, position: { topic: string; partition: number; offset: string }): KafkaEnricherError {
-  const refused = [...causes(err)].map((e) => (e as { type?: unknown }).type).find((t): t is string => typeof t === 'string' && REFUSED_AS_TOO_LARGE.has(t));
+  const types = [...causes(err)].map((e) => (e as { type?: unknown }).type);
+  if (types.includes('INVALID_TIMESTAMP')) {
+    return new KafkaEnricherError(
+      'message-timestamp-refused',
+      `the brokers refused the results of ${where} for their timestamps (INVALID_TIMESTAMP): each carries its input message's timestamp, and the output or DLQ topic ` +
+        `refuses timestamps that far from now (message.timestamp.before.max.ms, message.timestamp.after.max.ms or message.timestamp.difference.max.ms); ` +
+        `remove those limits from the output and DLQ topics (or set their message.timestamp.type=LogAppendTime) and start again (the offsets stay uncommitted and are re-read)`,
+      { cause: err, ...position },
+    );
+  }
+  const refused = types.find((t): t is string => typeof t === 'string' && REFUSED_AS_TOO_LARGE.has(t));
   if (refused !== undefined) {
     return new KafkaEnricherError(
       'message-too-large',

@@ -99,6 +99,21 @@ describe('message codec', () => {
     expect(decodeMessage(msg('[1]'), map)).toMatchObject({ kind: 'reject', code: 'not-object' });
     expect(decodeMessage(msg('{"t":1}'), map)).toMatchObject({ kind: 'reject', code: 'missing-field' });
   });
+  it('a not-json reason names the byte of the value where the JSON breaks, also after a byte order mark and letters beyond ASCII', () => {
+    for (const text of ['{"s":"Straße" "x":1}', '\uFEFF{"s":"Straße" "x":1}', '\uFEFF\n{"s":"Ärger 🏠",\n "x":1,,}']) {
+      const value = Buffer.from(text);
+      const decoded = decodeMessage({ ...msg(null), value }, map);
+      const at = /at byte (\d+)/.exec(decoded.kind === 'reject' ? decoded.reason : '');
+      expect(decoded, JSON.stringify(text)).toMatchObject({
+        kind: 'reject',
+        code: 'not-json',
+        reason: expect.stringMatching(/^the value is not JSON: .* at byte \d+$/),
+      });
+      // The byte named is where a reader of the value's bytes finds the fault: the unexpected `"` or `,`.
+      const fault = text.includes(',,') ? value.indexOf(',,') + 1 : value.indexOf('"x"');
+      expect(Number(at![1]), JSON.stringify(text)).toBe(fault);
+    }
+  });
   it('the enriched message keeps key, headers and value and adds dq with the source position', () => {
     const decoded = decodeMessage(msg('{"s":"Hauptstr","id":3}'), map);
     if (decoded.kind !== 'record') throw new Error('expected a record');
@@ -348,6 +363,16 @@ describe('a send the brokers refuse', () => {
           'set --max-message-bytes to at most the smallest max.message.bytes of the output and DLQ topics and start again (the offsets stay uncommitted and are re-read)',
       );
     }
+  });
+
+  it('for an input timestamp a topic refuses (INVALID_TIMESTAMP): exit 2, naming the topic settings, not 75 (every restart would be refused again)', () => {
+    const e = sendFailure(refusal('INVALID_TIMESTAMP', 32), 'in[3] offsets 100-599', 1_000_000, at);
+    expect(e.code).toBe('message-timestamp-refused');
+    expect(e.exitCode).toBe(2);
+    expect(e.message).toMatch(
+      /^the brokers refused the results of in\[3\] offsets 100-599 for their timestamps \(INVALID_TIMESTAMP\): .*message\.timestamp\.before\.max\.ms/,
+    );
+    expect(e.message).toMatch(/LogAppendTime/);
   });
 
   it('for another reason: exit 75, re-read on restart', () => {
