@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runNode, summaryOf, type CliExit } from '@dq/test-support/cli';
 import { validateArgs } from '@dq/test-support/csv';
 import { useSandbox, useTempDir } from '@dq/test-support/use';
 
@@ -16,35 +17,10 @@ const dir = useTempDir('dq-figures-csv-');
 // No rate limit on the sandbox's side either: the figures, not the pacing, are under test.
 const sandbox = useSandbox({ accounts: [{ id: ACCOUNT, apiKeys: ['dq-sandbox-key'], rateLimits: { batch: 0 } }] });
 
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Exit = CliExit;
 
-function run(args: string[], started?: (child: ChildProcess) => void): Promise<Exit> {
-  const child = spawn(process.execPath, [DQ_CSV, ...args], { env: { ...process.env, ...sandbox.env() }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  started?.(child);
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** The summary line of stdout. */
-function summary(exit: Exit): Record<string, any> {
-  const line = exit.stdout
-    .trim()
-    .split('\n')
-    .reverse()
-    .find((l) => l.includes('"summary"'));
-  if (!line) throw new Error(`no summary; exit ${exit.code}; stderr: ${exit.stderr.slice(-2000)}`);
-  return JSON.parse(line) as Record<string, any>;
-}
+const run = (args: string[], started?: (child: ChildProcess) => void): Promise<Exit> => runNode(DQ_CSV, args, sandbox.env(), started);
+const summary = (exit: Exit): Record<string, any> => summaryOf(exit);
 
 /** What the sandbox billed the account so far. */
 const billed = (): number => sandbox.stats().billable[ACCOUNT] ?? 0;

@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
 import pg from 'pg';
 import { DEFAULT_API_KEY } from '@dq/sandbox';
 import { describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import { startSandboxProcess, type SandboxProcess } from '@dq/test-support/sandb
 import { startKafka, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useTempDir } from '@dq/test-support/use';
 import { cliArgs, killIfRunning, metricsPort, metricValue, produce, readResults, spawnEnricher, waitUntilUp, type Running } from '@dq/test-support/kafka';
+import { runNode, summaryOf, type CliExit } from '@dq/test-support/cli';
 import { validateArgs } from '@dq/test-support/csv';
 
 // One platform account, one rate limit (batch/sync: exactly 100 in any sliding second, nothing
@@ -27,36 +28,10 @@ function csvArgs(input: string, output: string, ...more: string[]): string[] {
   return validateArgs(input, output, 'street=strasse,houseNumber=nr,postalCode=plz,locality=ort', ...more);
 }
 
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** When the process ended, on this process's clock (ms). */
-  endedAt: number;
-}
+type Exit = CliExit;
 
-function run(cli: string, args: string[], env: Record<string, string>): Promise<Exit> {
-  const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr, endedAt: performance.now() }));
-  });
-}
-
-/** The last JSON line of stdout with `"summary"` in it. */
-function summary(exit: Exit): Record<string, any> {
-  const line = exit.stdout
-    .trim()
-    .split('\n')
-    .reverse()
-    .find((l) => l.includes('"summary"'));
-  if (!line) throw new Error(`no summary; exit ${exit.code}; stderr: ${exit.stderr.slice(-2000)}`);
-  return JSON.parse(line) as Record<string, any>;
-}
+const run = (cli: string, args: string[], env: Record<string, string>): Promise<Exit> => runNode(cli, args, env);
+const summary = (exit: Exit): Record<string, any> => summaryOf(exit);
 
 /** `n` distinct addresses (one call each), as CSV lines `street;number;postcode;town`. */
 function addresses(n: number, street: string): string[][] {
