@@ -2,9 +2,10 @@ import { readFileSync } from 'node:fs';
 import { checkEmptyFlags, commandLineRedactor as redactorOf, createFlagParsers, parseFlags, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
 import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES } from '@dq/core/schemas';
 import type { LogLevel } from '@dq/core';
-import { usageError } from './errors.js';
+import { KafkaEnricherError, usageError } from './errors.js';
 import { parseFieldMap } from './field-map.js';
 import { checkDqField } from './options.js';
+import { editDistance } from './topics.js';
 import type { EnricherOptions, SaslOptions } from './options.js';
 
 const flags = createFlagParsers(usageError);
@@ -20,12 +21,13 @@ checked (not JSON, not an object, a mapped field missing, a 400 field error), un
 topic with dq-* headers. An input offset is committed only after its output or DLQ message is
 acknowledged (at least once). Several instances with one --group share the partitions.
 
-Options (each also as an environment variable DQ_KAFKA_<NAME>, e.g. DQ_KAFKA_BROKERS; flags win):
+Options (each also as an environment variable DQ_KAFKA_<NAME>, e.g. DQ_KAFKA_BROKERS; flags win;
+an unknown DQ_KAFKA_* variable is warned about):
   --brokers <list>          bootstrap servers, host:port,... (required)
   --group <id>              consumer group id (required)
   --input <topic>           topic to read (required)
-  --output <topic>          topic for enriched messages (required)
-  --dlq <topic>             dead-letter topic (required)
+  --output <topic>          topic for enriched messages (required), not the input topic
+  --dlq <topic>             dead-letter topic (required), neither the input nor the output topic
   --map <field>=<ptr>,...   request fields from RFC 6901 JSON pointers (required), e.g.
                             street=/address/street,houseNumber=/address/no,postalCode=/address/zip
                             (quote a pointer holding a comma or edge spaces: street="/a, b";
@@ -88,7 +90,18 @@ messages are re-read).
 `;
 
 /** What the CLI runs: help, or an enricher with these options and extras. */
-export type CliCommand = { help: true } | { help: false; options: EnricherOptions; metricsPort: number | undefined; logLevel: LogLevel };
+export type CliCommand =
+  | { help: true }
+  | {
+      help: false;
+      options: EnricherOptions;
+      metricsPort: number | undefined;
+      /** Where the metrics port was set, for a refusal: `--metrics-port`, or DQ_KAFKA_METRICS_PORT. */
+      metricsPortSetting: string;
+      logLevel: LogLevel;
+      /** What the operator should know before the run starts (a DQ_KAFKA_* variable that is no setting). */
+      warnings: string[];
+    };
 
 const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 const SASL: readonly SaslOptions['mechanism'][] = ['plain', 'scram-sha-256', 'scram-sha-512'];
@@ -172,12 +185,86 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   if (positionals[0] !== 'enrich') {
     throw usageError('command', `expected "enrich", got ${positionals.length === 0 ? 'nothing' : `"${positionals.join(' ')}"`}`);
   }
+  const warnings = unknownVariables(env);
+  // Flags whose value came from their DQ_KAFKA_* variable: a refusal names the variable, which is
+  // where the operator has to correct it (a manifest, a unit file), not a flag nowhere on the command line.
+  const fromEnv = new Set<string>();
+  try {
+    return { ...parseSettings(values, mapFlags, env, fromEnv), warnings };
+  } catch (err) {
+    throw namingVariable(err, fromEnv);
+  }
+}
+
+/** `err`, a usage error naming a flag whose value came from its variable, naming the variable instead. */
+function namingVariable(err: unknown, fromEnv: ReadonlySet<string>): unknown {
+  if (!(err instanceof KafkaEnricherError) || err.code !== 'usage') return err;
+  const flag = /^--([a-z-]+): /.exec(err.message)?.[1];
+  if (flag === undefined || !fromEnv.has(flag)) return err;
+  return usageError(envName(flag), err.message.slice(flag.length + 4).replace(/ \(see dq-kafka --help\)$/, ''));
+}
+
+/** The variables dq-kafka reads: DQ_KAFKA_<FLAG> for each flag (the shared ones are DQ_*). */
+const KNOWN_VARIABLES: ReadonlySet<string> = new Set([...STRING_FLAGS, ...BOOLEAN_FLAGS].map(envName).filter((name) => name.startsWith('DQ_KAFKA_')));
+
+/**
+ * Kubernetes gives every container variables for each Service of its namespace, named after the
+ * Service: one named dq-kafka (to scrape its metrics) brings DQ_KAFKA_PORT, DQ_KAFKA_SERVICE_HOST,
+ * DQ_KAFKA_PORT_9464_TCP_ADDR… These are no mistake of the operator's, and are passed over.
+ */
+const SERVICE_LINK = /^DQ_KAFKA_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$/;
+
+/**
+ * A warning for each DQ_KAFKA_* variable that is no setting (a typo such as DQ_KAFKA_MAX_INFLIGHT,
+ * or DQ_KAFKA_API_KEY for DQ_API_KEY): it is ignored and its setting left at the default, where a
+ * mistyped flag is refused. A warning rather than a refusal, as Kafka's own clients do for a
+ * setting they do not know: a deployment's environment carries variables of other tools too. An
+ * empty one counts as not set, as for the known ones; the value is never repeated.
+ */
+function unknownVariables(env: Readonly<Record<string, string | undefined>>): string[] {
+  const warnings: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith('DQ_KAFKA_') || value === undefined || value === '' || KNOWN_VARIABLES.has(name) || SERVICE_LINK.test(name)) continue;
+    const shared = SHARED_ENV[name.slice('DQ_KAFKA_'.length).toLowerCase().replace(/_/g, '-')];
+    const near = shared ?? nearestVariable(name);
+    warnings.push(
+      `${name} is not a setting of dq-kafka${near === undefined ? '' : ` (did you mean ${near}${shared ? ', shared by every dq tool' : ''}?)`}: ` +
+        'it is ignored and its setting left at the default; correct or remove it (the variable of a flag --<name> is DQ_KAFKA_<NAME>)',
+    );
+  }
+  return warnings;
+}
+
+/** The known variable closest to `name` (at most 2 edits, or one name the start of the other), if any. */
+function nearestVariable(name: string): string | undefined {
+  const tail = name.slice('DQ_KAFKA_'.length);
+  let best: { name: string; distance: number } | undefined;
+  for (const known of KNOWN_VARIABLES) {
+    const knownTail = known.slice('DQ_KAFKA_'.length);
+    const prefix = tail.length >= 3 && knownTail.length >= 3 && (knownTail.startsWith(tail) || tail.startsWith(knownTail));
+    const distance = prefix ? 1 : editDistance(tail, knownTail, 2);
+    if (distance <= 2 && (best === undefined || distance < best.distance || (distance === best.distance && known.length > best.name.length)))
+      best = { name: known, distance };
+  }
+  return best?.name;
+}
+
+function parseSettings(
+  values: Record<string, string | boolean | undefined>,
+  mapFlags: string[] | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+  fromEnv: Set<string>,
+): Omit<Extract<CliCommand, { help: false }>, 'warnings'> {
   const str = (flag: (typeof STRING_FLAGS)[number]): string | undefined => {
     const v = values[flag];
     if (typeof v === 'string') return v;
     const e = env[envName(flag)];
-    return e === undefined || e === '' ? undefined : e;
+    if (e === undefined || e === '') return undefined;
+    fromEnv.add(flag);
+    return e;
   };
+  /** How a refusal names the setting: the flag, or the variable its value came from. */
+  const source = (flag: (typeof STRING_FLAGS)[number]): string => (fromEnv.has(flag) ? envName(flag) : `--${flag}`);
   const bool = (flag: (typeof BOOLEAN_FLAGS)[number]): boolean => {
     if (values[flag] === true) return true;
     const e = env[envName(flag)]?.trim().toLowerCase();
@@ -205,23 +292,14 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
     .map((b) => b.trim())
     .filter(Boolean);
   if (brokers.length === 0) throw usageError('--brokers', 'names no broker: give host:port,..., e.g. kafka-1:9092,kafka-2:9092');
-  for (const b of brokers) {
-    // The Kafka client (kafkajs) splits a broker at its first colon: an IPv6 address cannot be given.
-    if (/^\[|^[^\s\]]*:[^\s\]]*:/.test(b))
-      throw usageError(
-        '--brokers',
-        `"${b}" is an IPv6 address, which the Kafka client dq-kafka uses cannot connect to: give the broker's host name (host:port) or an IPv4 address`,
-      );
-    const port = /^[^\s:]+:(\d{1,5})$/.exec(b)?.[1];
-    if (port === undefined) throw usageError('--brokers', `"${b}" is not host:port, e.g. kafka-1:9092`);
-    if (Number(port) < 1 || Number(port) > 65_535) throw usageError('--brokers', `"${b}": the port must be from 1 to 65535`);
-  }
+  for (const b of brokers) checkBroker(b);
   const topics = {
     input: required('input', 'the topic to read'),
     output: required('output', 'the topic for enriched messages'),
     dlq: required('dlq', 'the dead-letter topic'),
   };
-  if (new Set(Object.values(topics)).size < 3) throw usageError('--output', 'input, output and dlq topics must be three different topics');
+  for (const flag of ['input', 'output', 'dlq'] as const) checkTopicName(source(flag), topics[flag], flag === 'input');
+  checkDistinctTopics(topics, source);
   const baseUrl = url('--base-url', str('base-url'));
   if (!baseUrl) throw usageError('--base-url', 'required (or DQ_BASE_URL): the platform host, e.g. a sandbox started with dq-sandbox');
   const apiKey = str('api-key');
@@ -268,7 +346,81 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
   };
   checkDqField(options.map, options.dqField ?? 'dq');
   const metricsPort = opt(str('metrics-port'), (t) => number('--metrics-port', t, 0, 65_535, true));
-  return { help: false, options, metricsPort, logLevel: oneOf('--log-level', str('log-level') ?? 'info', LEVELS) };
+  return { help: false, options, metricsPort, metricsPortSetting: source('metrics-port'), logLevel: oneOf('--log-level', str('log-level') ?? 'info', LEVELS) };
+}
+
+/**
+ * Refuses a --brokers entry that is not host:port with a port from 1 to 65535, saying what it is
+ * where that is clear: a listener URL (PLAINTEXT://host:port, as in the brokers' own settings),
+ * brokers separated by something other than a comma, or an IPv6 address, which kafkajs (it splits
+ * a broker at its first colon) cannot connect to.
+ */
+function checkBroker(b: string): void {
+  const scheme = /^([a-z][a-z0-9_+.-]*):\/\//i.exec(b)?.[1];
+  if (scheme !== undefined)
+    throw usageError(
+      '--brokers',
+      `"${b}" is a listener URL: give host:port without "${scheme}://" (TLS is --ssl, SASL --sasl-mechanism), e.g. ${b.slice(scheme.length + 3).replace(/\/+$/, '')}`,
+    );
+  if (/[;\s|]/.test(b) && b.split(/[;\s|]+/).filter(Boolean).length > 1)
+    throw usageError(
+      '--brokers',
+      `"${b}" holds more than one broker: separate brokers with commas, e.g. ${b
+        .split(/[;\s|]+/)
+        .filter(Boolean)
+        .join(',')}`,
+    );
+  if (/^\[/.test(b) || (/^[0-9a-f:.]+$/i.test(b) && /:.*:/.test(b)))
+    throw usageError(
+      '--brokers',
+      `"${b}" is an IPv6 address, which the Kafka client dq-kafka uses cannot connect to: give the broker's host name (host:port) or an IPv4 address`,
+    );
+  const port = /^[^\s:]+:(\d{1,5})$/.exec(b)?.[1];
+  if (port === undefined) throw usageError('--brokers', `"${b}" is not host:port, e.g. kafka-1:9092`);
+  if (Number(port) < 1 || Number(port) > 65_535) throw usageError('--brokers', `"${b}": the port must be from 1 to 65535`);
+}
+
+/** Kafka's rule for topic names (its `Topic.validate`): these characters, 1 to 249 of them, not "." or "..". */
+const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+
+/**
+ * Refuses a name no Kafka cluster can have (a space, a comma, a slash, more than 249 characters):
+ * it would be reported as a missing topic, whose advice (create it, or --create-topics) cannot be
+ * followed. `input`: a comma there is most likely a list of topics, which dq-kafka does not read.
+ */
+function checkTopicName(setting: string, name: string, input: boolean): void {
+  if (TOPIC_NAME.test(name) && name !== '.' && name !== '..') return;
+  const why =
+    name.length > 249
+      ? `is ${name.length} characters long: a Kafka topic name has at most 249`
+      : `is not a Kafka topic name: one holds only ASCII letters, digits, ".", "_" and "-"${name === '.' || name === '..' ? ' and is not "." or ".."' : ''}`;
+  const list = input && name.includes(',') ? '; dq-kafka reads one input topic: run one dq-kafka per topic, each with a --group of its own' : '';
+  throw usageError(setting, `"${name.length > 80 ? `${name.slice(0, 80)}…` : name}" ${why}${list}`);
+}
+
+/**
+ * Refuses --input, --output and --dlq naming one topic twice. An output that is the input would be
+ * read again, enriched again (the platform asked again, where the result store does not answer) and
+ * written again, without end; a DLQ that is the input would dead-letter its own dead letters without
+ * end; an output that is the DLQ would mix unchecked messages into the checked ones (README "Topics").
+ */
+function checkDistinctTopics(topics: { input: string; output: string; dlq: string }, source: (flag: 'input' | 'output' | 'dlq') => string): void {
+  const { input, output, dlq } = topics;
+  if (output === input)
+    throw usageError(
+      source('output'),
+      `"${output}" is also the ${source('input')} topic: dq-kafka would read its own output, enrich it again and write it again, without end (the topic growing, the platform asked again); give the enriched messages a topic of their own, e.g. ${input}.enriched`,
+    );
+  if (dlq === input)
+    throw usageError(
+      source('dlq'),
+      `"${dlq}" is also the ${source('input')} topic: dq-kafka would read its dead letters again and dead-letter them again, without end; give the dead letters a topic of their own, e.g. ${input}.dlq`,
+    );
+  if (dlq === output)
+    throw usageError(
+      source('dlq'),
+      `"${dlq}" is also the ${source('output')} topic: the dead letters (the unchecked input, without an answer or with an old one) would be mixed into the enriched messages, where a reader of the output would take them for checked; give the dead letters a topic of their own, e.g. ${output === `${input}.dlq` ? `${input}.enriched.dlq` : `${input}.dlq`}`,
+    );
 }
 
 function tlsOptions(ca: string | undefined, cert: string | undefined, key: string | undefined, ssl: boolean, insecure: boolean): EnricherOptions['ssl'] {

@@ -29,6 +29,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return ExitCode.OK;
   }
   const logger = createLogger({ level: command.logLevel, bindings: { app: 'dq-kafka' } });
+  for (const warning of command.warnings) logger.warn(warning);
   const metrics = new Metrics();
   // A hint is for the operator reading the terminal or the job log: a line of its own, like dq-pg's.
   const onHint = (text: string): void => void process.stderr.write(logger.redactor.redact(`dq-kafka: hint: ${text}\n`));
@@ -72,7 +73,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const release = onStopSignals(onSignal);
   try {
     if (command.metricsPort !== undefined) {
-      server = await startMetricsServer(metrics, () => enricher.healthy(), command.metricsPort);
+      server = await startMetricsServer(metrics, () => enricher.healthy(), command.metricsPort, undefined, command.metricsPortSetting);
       logger.info('metrics listening', { port: server.port, paths: ['/metrics', '/healthz'] });
     }
     const outcome = await enricher.run();

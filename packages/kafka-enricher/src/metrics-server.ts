@@ -14,13 +14,15 @@ export interface MetricsServer {
  * Serves `GET /metrics` (Prometheus text format) and `GET /healthz` (200 `{"status":"ok"}` while
  * `healthy()` is true, else 503) on `host:port`; port 0 picks a free one.
  *
- * @throws KafkaEnricherError `metrics-listen-failed` when the port is taken.
+ * @throws KafkaEnricherError `metrics-listen-failed` naming `setting` (the flag, or the variable
+ * the port came from) when the port is taken.
  */
 export async function startMetricsServer(
   metrics: Metrics,
   healthy: () => { ok: boolean; state: string },
   port: number,
   host = '0.0.0.0',
+  setting = '--metrics-port',
 ): Promise<MetricsServer> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -44,7 +46,7 @@ export async function startMetricsServer(
       reject(
         new KafkaEnricherError(
           'metrics-listen-failed',
-          `--metrics-port: cannot listen on ${host}:${port} (${err.code ?? err.message}); pick another port or 0`,
+          `${setting}: cannot listen on ${host}:${port} (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? ': another process listens on that port' : ''}); pick another port or 0`,
           { cause: err },
         ),
       ),

@@ -135,7 +135,7 @@ describe('the dq-kafka process', () => {
       'DQ_REALTIME_URL with a password',
       ['--brokers', '127.0.0.1:1'],
       { ...ENV, DQ_REALTIME_URL: `ftp://etl:${SECRET}@rt.example.com/x` },
-      'dq-kafka: usage: --realtime-url: "ftp://etl:[redacted]@rt.example.com/x" is not an http(s) URL',
+      'dq-kafka: usage: DQ_REALTIME_URL: "ftp://etl:[redacted]@rt.example.com/x" is not an http(s) URL',
     ],
     [
       'a --sasl-password without a mechanism',
