@@ -126,17 +126,26 @@ interface ColumnRow {
 export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<TargetTable> {
   const { oid, schema, table } = await findTable(client, spec.table);
   const qualified = `${quoteIdent(schema)}.${quoteIdent(table)}`;
+  // A column's type through every level of domains (a domain over a domain over char(5), say): its
+  // base type, the declared length of the innermost domain that has one, NOT NULL on any of them.
   const { rows: columns } = await client.query<ColumnRow>(
     `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
-            COALESCE(bt.typcategory, t.typcategory) AS category, a.attnotnull AS notnull, a.attgenerated AS generated,
-            t.typnotnull AS domain_notnull, COALESCE(bt.oid, t.oid) = 'pg_catalog.bpchar'::regtype AS padded,
-            COALESCE(bt.oid, t.oid) = 'pg_catalog.name'::regtype AS is_name,
-            CASE WHEN COALESCE(bt.oid, t.oid) IN ('pg_catalog.varchar'::regtype, 'pg_catalog.bpchar'::regtype)
-                  AND (CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) >= 4
-                 THEN (CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) - 4 END AS max_length
+            d.category, a.attnotnull AS notnull, a.attgenerated AS generated,
+            d.notnull AS domain_notnull, d.base = 'pg_catalog.bpchar'::regtype AS padded,
+            d.base = 'pg_catalog.name'::regtype AS is_name,
+            CASE WHEN d.base IN ('pg_catalog.varchar'::regtype, 'pg_catalog.bpchar'::regtype) AND COALESCE(d.typmod, a.atttypmod) >= 4
+                 THEN COALESCE(d.typmod, a.atttypmod) - 4 END AS max_length
        FROM pg_attribute a
-       JOIN pg_type t ON t.oid = a.atttypid
-       LEFT JOIN pg_type bt ON t.typtype = 'd' AND bt.oid = t.typbasetype
+       CROSS JOIN LATERAL (
+         WITH RECURSIVE chain AS (
+           SELECT ty.oid, ty.typtype, ty.typcategory, ty.typbasetype, ty.typtypmod, ty.typnotnull, 0 AS depth FROM pg_type ty WHERE ty.oid = a.atttypid
+           UNION ALL
+           SELECT b.oid, b.typtype, b.typcategory, b.typbasetype, b.typtypmod, b.typnotnull, c.depth + 1
+             FROM chain c JOIN pg_type b ON c.typtype = 'd' AND b.oid = c.typbasetype)
+         SELECT (SELECT oid FROM chain WHERE typtype <> 'd' LIMIT 1) AS base,
+                (SELECT typcategory FROM chain WHERE typtype <> 'd' LIMIT 1) AS category,
+                (SELECT typtypmod FROM chain WHERE typtype = 'd' AND typtypmod >= 0 ORDER BY depth LIMIT 1) AS typmod,
+                COALESCE((SELECT bool_or(typnotnull) FROM chain WHERE typtype = 'd'), false) AS notnull) d
       WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
       ORDER BY a.attnum`,
     [oid],
@@ -159,9 +168,21 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     [oid, keyRow.name],
   );
   if (unique.rowCount === 0) {
+    // A partitioned table's unique indexes must include its partition key, so "add a unique index"
+    // on another column is no advice there: its partitions are tables of their own.
+    const partitioned = await client.query<{ key: string }>(
+      `SELECT pg_get_partkeydef(p.partrelid) AS key FROM pg_partitioned_table p
+        WHERE p.partrelid = $1 AND (p.partexprs IS NOT NULL OR NOT (p.partattrs::int2[] <@ ARRAY(SELECT attnum FROM pg_attribute WHERE attrelid = $1 AND attname = $2)))`,
+      [oid, keyRow.name],
+    );
+    const partKey = partitioned.rows[0]?.key;
+    const advice =
+      partKey === undefined
+        ? 'Pick a unique column or add a unique index'
+        : `${qualified} is partitioned (${partKey}), and PostgreSQL takes no unique index on it that leaves out the partition key. Clean each partition on its own (--table <partition> --key ${quoteIdent(keyRow.name)}, with a unique index on ${quoteIdent(keyRow.name)} in each partition); a row whose correction belongs in another partition is then refused and named (write-refused), not moved`;
     throw new CleanseError(
       'key-not-unique',
-      `--key: column "${keyRow.name}" of ${qualified} has no primary key or single-column unique index; rows could not be addressed one by one. Pick a unique column or add a unique index`,
+      `--key: column "${keyRow.name}" of ${qualified} has no primary key or single-column unique index; rows could not be addressed one by one. ${advice}`,
     );
   }
   await refuseKeyType(client, oid, keyRow.name, keyRow.type, qualified);
@@ -306,6 +327,7 @@ async function findTable(client: pg.Client, given: string): Promise<{ oid: numbe
   );
   const exact = rows.filter((r) => r.table === parts.table && (parts.schema === undefined || r.schema === parts.schema));
   const pick = exact[0] ?? (rows.length === 1 ? rows[0] : undefined);
+  if (!pick && rows.length === 0) await refuseNonTable(client, given, parts);
   if (!pick) {
     const hint =
       rows.length > 1
@@ -314,6 +336,57 @@ async function findTable(client: pg.Client, given: string): Promise<{ oid: numbe
     throw new CleanseError('table-not-found', `--table: no table "${given}" in this database; ${hint}`);
   }
   return pick;
+}
+
+/** What a relation that is not a table is, for the refusal of it. */
+const RELATION_KINDS: Readonly<Record<string, string>> = {
+  v: 'a view',
+  m: 'a materialized view',
+  f: 'a foreign table',
+  S: 'a sequence',
+  i: 'an index',
+  I: 'an index',
+  c: 'a composite type',
+  t: 'a TOAST table',
+};
+
+/**
+ * `--table` names no table but a relation of another kind (a view, a materialized view, a foreign
+ * table, …), found as {@link findTable} finds a table: refused (`table-unsupported`), saying what it
+ * is and what to clean instead. dq-pg's guarded page writes, key ranges, audit and rollback address
+ * the rows of a table by its unique key index, which a view has none of; a view's rows are those of
+ * the tables it reads, which are named. Nothing of the kind found: returns, the caller says "no table".
+ */
+async function refuseNonTable(client: pg.Client, given: string, parts: { schema?: string; table: string }): Promise<void> {
+  const { rows } = await client.query<{ kind: string; qualified: string; sources: string[] }>(
+    `SELECT c.relkind::text AS kind, format('%I.%I', n.nspname, c.relname) AS qualified,
+            ARRAY(SELECT DISTINCT format('%I.%I', sn.nspname, s.relname)
+                    FROM pg_rewrite r
+                    JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
+                    JOIN pg_class s ON s.oid = d.refobjid AND s.oid <> c.oid AND s.relkind IN ('r', 'p', 'v', 'm', 'f')
+                    JOIN pg_namespace sn ON sn.oid = s.relnamespace
+                   WHERE r.ev_class = c.oid ORDER BY 1) AS sources
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind NOT IN ('r', 'p') AND lower(c.relname) = lower($2)
+        AND (CASE WHEN $1::text IS NULL THEN n.nspname = ANY (current_schemas(false)) ELSE lower(n.nspname) = lower($1) END)
+      ORDER BY c.relname = $2 AND ($1::text IS NULL OR n.nspname = $1) DESC, array_position(current_schemas(false)::text[], n.nspname::text)
+      LIMIT 1`,
+    [parts.schema ?? null, parts.table],
+  );
+  const found = rows[0];
+  if (!found) return;
+  const what = RELATION_KINDS[found.kind] ?? `a relation of kind ${found.kind}`;
+  const from = found.sources.length > 0 ? ` (it reads ${found.sources.join(', ')})` : '';
+  const instead =
+    found.kind === 'v' || found.kind === 'm'
+      ? `give --table the table that stores the values${from}${found.kind === 'm' ? ', then REFRESH MATERIALIZED VIEW ' + found.qualified : ''}`
+      : found.kind === 'f'
+        ? 'clean the table on the server it is stored on'
+        : 'give --table a table';
+  throw new CleanseError(
+    'table-unsupported',
+    `--table: "${given}" is ${found.qualified}, ${what}, not a table; dq-pg cleans the rows of a table in place, addressed by its unique key: ${instead}`,
+  );
 }
 
 /** `a.b`, `"A.x".b`, `a` → parts; quotes allow dots and doubled quotes inside a name. */
@@ -341,6 +414,12 @@ async function primaryKeyColumn(client: pg.Client, oid: number, qualified: strin
 
 function resolveName(names: readonly string[], wanted: string): string | undefined {
   if (names.includes(wanted)) return wanted;
+  // Quoted as SQL quotes it ("Street Name", "say ""hi"""): that name exactly.
+  const quoted = /^"((?:[^"]|"")+)"$/.exec(wanted);
+  if (quoted?.[1] !== undefined) {
+    const name = quoted[1].replace(/""/g, '"');
+    return names.includes(name) ? name : undefined;
+  }
   const folded = names.filter((n) => n.toLowerCase() === wanted.toLowerCase());
   return folded.length === 1 ? folded[0] : undefined;
 }

@@ -241,11 +241,14 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
         rows: refusedKeys.slice(0, 20),
         count: refusedKeys.length,
       });
-    if (conflicts > 0)
+    // The rows the table refused are conflicts too, but named above with their reason, not as changed.
+    const refusedSet = new Set(refusedKeys.map((r) => r.key));
+    const changed = conflicts - refusedSet.size;
+    if (changed > 0)
       logger.warn('rows changed after the run (by hand, or written by a later run) were not restored', {
         runId: options.runId,
-        count: conflicts,
-        keys: conflictKeys.slice(0, 20),
+        count: changed,
+        keys: conflictKeys.filter((k) => !refusedSet.has(k)).slice(0, 20),
       });
     // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).
     return summary('done', conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK);

@@ -123,6 +123,44 @@ describe('dq-pg and what the table does to the values it is given', () => {
     const stored = await withClient(db, (c) => c.query<{ s: string }>(`INSERT INTO t VALUES (1, $1) RETURNING street::text AS s`, [long]));
     expect(stored.rows[0]!.s).toBe(long.slice(0, -1));
   }, 30_000);
+
+  it('domains over domains (over char(n), varchar(n), name): padding is no change, a longer correction is value-too-long, as through one domain', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 60);
+    await withClient(db, async (c) => {
+      await c.query(
+        `CREATE DOMAIN zip_base AS char(6); CREATE DOMAIN zip AS zip_base; CREATE DOMAIN town_base AS varchar(8); CREATE DOMAIN town AS town_base CHECK (VALUE <> '')`,
+      );
+      await c.query(`CREATE DOMAIN street_base AS name; CREATE DOMAIN street_t AS street_base`);
+      await c.query(
+        `ALTER TABLE customers ALTER COLUMN postal_code TYPE zip USING left(postal_code, 6), ALTER COLUMN city TYPE town USING left(NULLIF(city, ''), 8)`,
+      );
+    });
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'nested', '--store', 'off']));
+    expect(run.code, run.stderr).toBe(0);
+    const errors = await withClient(db, async (c) => {
+      const { rows } = await c.query<{ code: string; n: number }>(
+        `SELECT error ->> 'code' AS code, count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'nested' AND error IS NOT NULL GROUP BY 1 ORDER BY 1`,
+      );
+      return Object.fromEntries(rows.map((r) => [r.code, r.n]));
+    });
+    expect(errors['value-too-long'] ?? 0).toBeGreaterThan(0);
+    expect(errors['write-refused']).toBeUndefined();
+    // The rerun finds nothing to change: a char(n) value's padding is no change (was: every padded row written again).
+    const again = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'nested-again', '--store', 'off']));
+    expect(again.code, again.stderr).toBe(0);
+    expect(summaryOf(again)['written']).toBe(0);
+    // A name through two domains is cut at 63 bytes like a name: found by the pre-flight too.
+    await withClient(db, (c) => c.query(`ALTER TABLE customers ALTER COLUMN street TYPE street_t`));
+    const target = await withClient(db, (c) =>
+      inspectTable(c, { table: 'customers', map: { street: 'street', postalCode: 'postal_code', locality: 'city' }, mode: 'address', write: true }),
+    );
+    expect(target.columns.map((m) => [m.column, m.maxLength, m.padded, m.maxBytes])).toEqual([
+      ['street', undefined, undefined, 63],
+      ['postal_code', 6, true, undefined],
+      ['city', 8, undefined, undefined],
+    ]);
+  }, 30_000);
 });
 
 async function resultCount(db: string, runId: string): Promise<number> {

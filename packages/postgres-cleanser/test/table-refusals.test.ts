@@ -191,4 +191,54 @@ describe('dq-pg and rows the table refuses to take', () => {
     const restored = await rowTexts(db);
     for (const [id, text] of original) expect(restored.get(id)).toBe(blocked.includes(id) ? cleaned.get(id) : text);
   }, 60_000);
+
+  it('a mapped column other tables reference: RESTRICT refuses those rows (named, kept), CASCADE follows the corrections and the rollback; a rollback the reference refuses names it, not "changed"', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 40);
+    await withClient(db, async (c) => {
+      await c.query(`ALTER TABLE customers ADD CONSTRAINT customers_id_street UNIQUE (id, street)`);
+      await c.query(
+        `CREATE TABLE orders_r (cid bigint, street text, CONSTRAINT orders_r_fk FOREIGN KEY (cid, street) REFERENCES customers (id, street) ON UPDATE RESTRICT)`,
+      );
+      await c.query(`CREATE TABLE orders_c (cid bigint, street text, FOREIGN KEY (cid, street) REFERENCES customers (id, street) ON UPDATE CASCADE)`);
+      await c.query(`INSERT INTO orders_r SELECT id, street FROM customers WHERE id % 2 = 1 AND street IS NOT NULL`);
+      await c.query(`INSERT INTO orders_c SELECT id, street FROM customers WHERE street IS NOT NULL`);
+    });
+    const original = await rowTexts(db);
+    const orders = async (): Promise<string[]> =>
+      withClient(db, async (c) => (await c.query<{ t: string }>(`SELECT o::text AS t FROM orders_c o ORDER BY cid`)).rows.map((r) => r.t));
+    const originalOrders = await orders();
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'referenced']));
+    expect(run.code, run.stderr).toBe(0);
+    const refused = await refusals(db, 'referenced');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((r) => Number(r.row_key) % 2 === 1 && r.error.message.includes('orders_r_fk'))).toBe(true);
+    expect(summaryOf(run)['notWritten']).toBe(refused.length);
+    const cleaned = await rowTexts(db);
+    for (const r of refused) expect(cleaned.get(r.row_key)).toBe(original.get(r.row_key));
+    // The cascade carried every written street into the orders.
+    const mismatched = await withClient(
+      db,
+      async (c) => (await c.query(`SELECT o.cid FROM orders_c o JOIN customers c ON c.id = o.cid WHERE o.street IS DISTINCT FROM c.street`)).rows,
+    );
+    expect(mismatched).toEqual([]);
+
+    // An order placed since on a corrected street: that row cannot get its old street back.
+    const pinned = await withClient(db, async (c) => {
+      const { rows } = await c.query<{ k: string; street: string }>(
+        `SELECT row_key AS k, after[1] AS street FROM dq_cleanse.results WHERE run_id = 'referenced' AND before[1] IS DISTINCT FROM after[1] AND row_key::bigint % 2 = 0 ORDER BY row_key LIMIT 1`,
+      );
+      const row = rows[0]!;
+      await c.query(`INSERT INTO orders_r VALUES ($1, $2)`, [row.k, row.street]);
+      return row.k;
+    });
+    const undo = await runCli(['rollback', '--db', db, '--run', 'referenced']);
+    expect(undo.code, undo.stderr).toBe(4);
+    expect(JSON.parse(undo.stdout)).toMatchObject({ conflicts: 1, conflictKeys: [pinned] });
+    expect(undo.stderr).toContain('orders_r_fk');
+    expect(undo.stderr).not.toContain('rows changed after the run');
+    const restored = await rowTexts(db);
+    for (const [id, text] of original) expect(restored.get(id)).toBe(id === pinned ? cleaned.get(id) : text);
+    expect((await orders()).filter((o) => !o.startsWith(`(${pinned},`))).toEqual(originalOrders.filter((o) => !o.startsWith(`(${pinned},`)));
+  }, 30_000);
 });

@@ -156,4 +156,108 @@ describe('dq-pg and the shape of the table', () => {
     const denied = await refused(cleanseArgs(url.toString(), env.sandbox, ['--run-id', 'no-city']));
     expect(denied.stderr).toContain('may not UPDATE column "city" of "public"."customers"');
   }, 60_000);
+
+  it('a view or materialized view is refused as what it is, naming the table it reads (was: "no table … in this database")', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 10);
+    await withClient(db, async (c) => {
+      await c.query(`CREATE VIEW customers_v AS SELECT * FROM customers WHERE country IS NOT NULL`);
+      await c.query(`CREATE MATERIALIZED VIEW customers_m AS SELECT * FROM customers`);
+    });
+    const view = await refused(cleanseArgs(db, env.sandbox, ['--run-id', 'view']).map((a) => (a === 'public.customers' ? 'public.customers_v' : a)));
+    expect(view.stderr).toContain('dq-pg: table-unsupported: --table: "public.customers_v" is public.customers_v, a view, not a table');
+    expect(view.stderr).toContain('give --table the table that stores the values (it reads public.customers)');
+    const matview = await refused(cleanseArgs(db, env.sandbox, ['--run-id', 'matview']).map((a) => (a === 'public.customers' ? 'customers_M' : a)));
+    expect(matview.stderr).toContain('"customers_M" is public.customers_m, a materialized view, not a table');
+    expect(matview.stderr).toContain('then REFRESH MATERIALIZED VIEW public.customers_m');
+  }, 30_000);
+
+  it('a table partitioned by a mapped column: the key-not-unique refusal says to clean each partition, where a row whose correction moves it is refused and named', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 30);
+    await withClient(db, async (c) => {
+      // Rows with a town and a street but no postal code: the answer fills it in.
+      await c.query(`UPDATE customers SET postal_code = NULL WHERE city IS NOT NULL AND street IS NOT NULL AND id % 2 = 0`);
+      await c.query(`ALTER TABLE customers RENAME TO source`);
+      await c.query(`CREATE TABLE customers (LIKE source) PARTITION BY LIST ((postal_code IS NULL))`);
+      await c.query(`CREATE TABLE customers_nozip PARTITION OF customers FOR VALUES IN (true)`);
+      await c.query(`CREATE TABLE customers_zip PARTITION OF customers FOR VALUES IN (false)`);
+      await c.query(`CREATE UNIQUE INDEX ON customers_nozip (id)`);
+      await c.query(`INSERT INTO customers SELECT * FROM source`);
+    });
+    const parent = await refused(cleanseArgs(db, env.sandbox, ['--run-id', 'parent']));
+    expect(parent.stderr).toContain('"public"."customers" is partitioned (LIST (((postal_code IS NULL))))');
+    expect(parent.stderr).toContain('Clean each partition on its own (--table <partition> --key "id", with a unique index on "id" in each partition)');
+    expect(parent.stderr).not.toContain('add a unique index');
+
+    const before = await withClient(
+      db,
+      async (c) => (await c.query<{ id: string; t: string }>(`SELECT id::text AS id, c::text AS t FROM customers_nozip c ORDER BY id`)).rows,
+    );
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'nozip']).map((a) => (a === 'public.customers' ? 'public.customers_nozip' : a)));
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain('violates partition constraint');
+    const summary = summaryOf(run);
+    expect(summary['notWritten']).toBeGreaterThan(0);
+    expect(summary['rows']).toBe(before.length);
+    // The refused rows hold exactly what they held.
+    const refusedKeys = new Set(summary['notWrittenKeys'] as string[]);
+    const after = await withClient(
+      db,
+      async (c) => (await c.query<{ id: string; t: string }>(`SELECT id::text AS id, c::text AS t FROM customers c ORDER BY id`)).rows,
+    );
+    for (const row of before) if (refusedKeys.has(row.id)) expect(after.find((r) => r.id === row.id)?.t).toBe(row.t);
+    // Nothing moved, nothing half-written: rows whose correction keeps them here may be written.
+    const moved = await withClient(
+      db,
+      async (c) => (await c.query(`SELECT count(*)::int AS n FROM customers_zip WHERE id % 2 = 0 AND city IS NOT NULL AND street IS NOT NULL`)).rows[0],
+    );
+    expect(moved).toEqual({ n: 0 });
+  }, 30_000);
+
+  it('schema, table, key and columns whose names need quotes: given quoted as SQL writes them, cleaned and rolled back byte-exact', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 20);
+    await withClient(db, async (c) => {
+      await c.query(`CREATE SCHEMA "CRM Data"`);
+      await c.query(`ALTER TABLE customers SET SCHEMA "CRM Data"`);
+      await c.query(`ALTER TABLE "CRM Data".customers RENAME TO "Kunden.Alt"`);
+      await c.query(`ALTER TABLE "CRM Data"."Kunden.Alt" RENAME COLUMN id TO "Kunden ID"`);
+      await c.query(`ALTER TABLE "CRM Data"."Kunden.Alt" RENAME COLUMN street TO "Street Name"`);
+      await c.query(`ALTER TABLE "CRM Data"."Kunden.Alt" RENAME COLUMN postal_code TO "PLZ"`);
+      await c.query(`ALTER TABLE "CRM Data"."Kunden.Alt" RENAME COLUMN city TO "Ort ""alt"""`);
+    });
+    const texts = async (): Promise<string[]> =>
+      withClient(db, async (c) =>
+        (await c.query<{ t: string }>(`SELECT k::text AS t FROM "CRM Data"."Kunden.Alt" k ORDER BY "Kunden ID"`)).rows.map((r) => r.t),
+      );
+    const original = await texts();
+    const map = 'street="Street Name",houseNumber=house_number,postalCode="PLZ",locality="Ort ""alt""",country=country';
+    const args = [
+      'cleanse',
+      '--db',
+      db,
+      '--table',
+      '"CRM Data"."Kunden.Alt"',
+      '--key',
+      '"Kunden ID"',
+      '--map',
+      map,
+      '--base-url',
+      env.sandbox.url,
+      '--rate-limit',
+      '0',
+    ];
+    const run = await runCli([...args, '--run-id', 'quoted']);
+    expect(run.stderr).not.toContain('column-not-found');
+    expect(run.code, run.stderr).toBe(0);
+    expect(summaryOf(run)['written']).toBeGreaterThan(0);
+    expect(await texts()).not.toEqual(original);
+    const undo = await runCli(['rollback', '--db', db, '--run', 'quoted']);
+    expect(undo.code, undo.stderr).toBe(0);
+    expect(await texts()).toEqual(original);
+    // A quoted name matches exactly, not ignoring case.
+    const wrongCase = await refused([...args.map((a) => (a === map ? 'street="street name"' : a)), '--run-id', 'case']);
+    expect(wrongCase.stderr).toContain('dq-pg: column-not-found: --map street: table "CRM Data"."Kunden.Alt" has no column ""street name""');
+  }, 30_000);
 });
