@@ -1,4 +1,4 @@
-import { checkEmptyFlags, createFlagParsers, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
+import { checkEmptyFlags, createFlagParsers, mapEntries, parseFlags, ENGINE_FLAG_OPTIONS, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
 import { MODE_FIELDS } from '@dq/core/engine';
 import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES, RESULT_CLASSES } from '@dq/core/schemas';
 import type { ResultClass } from '@dq/core';
@@ -103,7 +103,8 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
       db: { type: 'string' },
       table: { type: 'string' },
       key: { type: 'string' },
-      map: { type: 'string' },
+      // Repeated, its entries add up (README "The commands"), as dq-csv's and dq-kafka's do.
+      map: { type: 'string', multiple: true },
       where: { type: 'string' },
       mode: { type: 'string' },
       country: { type: 'string' },
@@ -200,7 +201,7 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
 }
 
 /** `review export …` / `review apply …`. */
-function parseReview(rest: readonly string[], v: Record<string, string | boolean | undefined>, db: string | undefined): CliCommand {
+function parseReview(rest: readonly string[], v: Record<string, string | string[] | boolean | undefined>, db: string | undefined): CliCommand {
   const [sub, ...extra] = rest;
   if (extra.length > 0) throw usageError('command', `unexpected "${extra.join(' ')}" after "review ${sub}"`);
   const text = (name: string): string | undefined => (typeof v[name] === 'string' ? (v[name] as string) : undefined);
@@ -230,16 +231,21 @@ function parseReview(rest: readonly string[], v: Record<string, string | boolean
   throw usageError('command', `expected "review export" or "review apply", got ${sub === undefined ? '"review" alone' : `"review ${sub}"`}`);
 }
 
-/** `street=strasse,postalCode=plz` → { street: 'strasse', postalCode: 'plz' }. */
-export function parseMap(text: string, flag = '--map'): Record<string, string> {
+/**
+ * `street=strasse,postalCode=plz` → { street: 'strasse', postalCode: 'plz' }. A column holding a
+ * comma or spaces at its ends is quoted as in CSV (`street="Strasse, Nr"`, core's `mapEntries`), and
+ * comes back in SQL's quotes (`"Strasse, Nr"`); several texts (`--map` given more than once) add
+ * up, as if written as one.
+ */
+export function parseMap(text: string | readonly string[], flag = '--map'): Record<string, string> {
   const map: Record<string, string> = {};
-  for (const pair of text.split(',')) {
-    const eq = pair.indexOf('=');
-    const field = pair.slice(0, eq).trim();
-    const column = pair.slice(eq + 1).trim();
-    if (eq < 0 || field === '' || column === '') throw usageError(flag, `"${pair}" is not field=column`);
+  const entries = (typeof text === 'string' ? [text] : text).flatMap((t) => mapEntries(t, 'name', (problem) => usageError(flag, problem)));
+  for (const { text: pair, field, value, quoted } of entries) {
+    if (value === undefined || field === '' || value === '') throw usageError(flag, `"${pair}" is not field=column`);
     if (map[field] !== undefined) throw usageError(flag, `"${field}" is named twice`);
-    map[field] = column;
+    // A quoted column is that name exactly, as SQL's quotes say (pre-flight matches an unquoted one
+    // ignoring case when only one column fits): kept in SQL's quotes for pre-flight to tell.
+    map[field] = quoted ? `"${value.replace(/"/g, '""')}"` : value;
   }
   return map;
 }

@@ -129,9 +129,10 @@ function shellWord(text: string): string {
 
 /** The `dq-pg cleanse` command with the settings a run was made with (a run only resumes with the same ones). */
 function resumeCommand(runId: string, table: string, key: string, options: Record<string, unknown>): string {
+  // A column holding a comma, a quote at its start or spaces at its ends is quoted as --map reads it.
   const pairs = (o: unknown): string =>
     Object.entries((o ?? {}) as Record<string, string>)
-      .map(([f, c]) => `${f}=${c}`)
+      .map(([f, c]) => `${f}=${/,|^"|^\s|\s$/.test(c) ? `"${c.replace(/"/g, '""')}"` : c}`)
       .join(',');
   const args = ['dq-pg', 'cleanse', '--table', table, '--key', key, '--map', pairs(options['mapping'])];
   if (options['mode'] && options['mode'] !== 'address') args.push('--mode', String(options['mode']));

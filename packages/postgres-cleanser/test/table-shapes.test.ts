@@ -260,4 +260,35 @@ describe('dq-pg and the shape of the table', () => {
     const wrongCase = await refused([...args.map((a) => (a === map ? 'street="street name"' : a)), '--run-id', 'case']);
     expect(wrongCase.stderr).toContain('dq-pg: column-not-found: --map street: table "CRM Data"."Kunden.Alt" has no column ""street name""');
   }, 30_000);
+
+  it("--map given twice adds up, and a column holding a comma is quoted as in CSV (the second --map dropped the first one's fields; the comma split the name)", async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 20);
+    await withClient(db, (c) => c.query(`ALTER TABLE customers RENAME COLUMN street TO "Strasse, Nr"`));
+    const args = [
+      'cleanse',
+      '--db',
+      db,
+      '--table',
+      'customers',
+      '--map',
+      'street="Strasse, Nr",houseNumber=house_number',
+      '--map',
+      'postalCode=postal_code,locality=city,country=country',
+      '--base-url',
+      env.sandbox.url,
+      '--rate-limit',
+      '0',
+      '--run-id',
+      'twice',
+    ];
+    const run = await runCli(args);
+    expect(run.code, run.stderr).toBe(0);
+    const settings = await withClient(
+      db,
+      async (c) => (await c.query<{ o: { mapping: unknown } }>(`SELECT options AS o FROM dq_cleanse.runs WHERE run_id = 'twice'`)).rows[0]?.o,
+    );
+    expect(settings?.mapping).toEqual({ street: 'Strasse, Nr', houseNumber: 'house_number', postalCode: 'postal_code', locality: 'city', country: 'country' });
+    expect(summaryOf(run)['written']).toBeGreaterThan(0);
+  }, 30_000);
 });
