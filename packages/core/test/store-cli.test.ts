@@ -262,7 +262,7 @@ describe('dq-store on a full disk', () => {
       const run = await dqStore([...command, '--store', path], size);
       expect(run.code, run.stderr).toBe(2);
       expect(run.stderr).toBe(
-        `dq-store: the result store ${path} cannot be used: its file reached the file-size limit (EFBIG: ulimit -f, or the largest file of its file system); raise the limit or give --store a folder on another file system, then rerun (or pass --store off)\n`,
+        `dq-store: the result store ${path} cannot be used: its file reached the file-size limit (EFBIG: ulimit -f, or the largest file of its file system); raise the limit or give --store a folder on another file system, then rerun\n`,
       );
     }
     const info = await dqStore(['info', '--store', path, '--json']);

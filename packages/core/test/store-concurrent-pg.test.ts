@@ -144,3 +144,62 @@ describe('dq-store on a Postgres store that runs write to', () => {
     }
   }, 60_000);
 });
+
+describe('dq-store on a Postgres store, given the wrong database or role', () => {
+  /** A login role of its own (roles are the whole server's), with `password`. */
+  async function role(db: string, name: string): Promise<string> {
+    const user = `${name}_${Math.random().toString(36).slice(2, 8)}`;
+    await withClient(db, (c) => c.query(`CREATE ROLE ${user} LOGIN PASSWORD 'pw-${user}'`));
+    const url = new URL(db);
+    url.username = user;
+    url.password = `pw-${user}`;
+    return url.href;
+  }
+  const hasSchema = (db: string) => withClient(db, async (c) => (await c.query(`SELECT 1 FROM pg_namespace WHERE nspname = 'dq_store'`)).rowCount === 1);
+
+  it('info, prune and clear on a database without a store say so and create nothing; init by a role without CREATE names the GRANT', async () => {
+    const db = await server.createDatabase();
+    const plain = await role(db, 'plain');
+    const runs = await Promise.all([
+      dqStore(['info', '--store', db]),
+      dqStore(['prune', '--older-than', '30d', '--store', db, '--json']),
+      dqStore(['clear', '--store', plain]),
+    ]);
+    for (const r of runs) {
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^(no result store in postgres:\/\/|\{"command":"prune","removed":0,"exists":false\})/);
+    }
+    expect(await hasSchema(db)).toBe(false);
+    const init = await dqStore(['init', '--store', plain]);
+    expect(init.code).toBe(2);
+    const [user, name] = [new URL(plain).username, new URL(plain).pathname.slice(1)];
+    expect(init.stderr).toContain(`the database user ${user} may not create schema dq_store in database ${name}; GRANT CREATE ON DATABASE ${name} TO ${user}`);
+    expect(init.stderr).not.toContain('--store off');
+    expect(init.stderr).not.toContain(`pw-${user}`);
+    expect(await hasSchema(db)).toBe(false);
+  });
+
+  it('prune and clear by a role that may only read name the GRANT; a URL asking for TLS of a server without it exits 2, not 75', async () => {
+    const db = await server.createDatabase();
+    await (await openStore(db))!.close();
+    const reader = await role(db, 'reader');
+    const user = new URL(reader).username;
+    await withClient(db, (c) => c.query(`GRANT USAGE ON SCHEMA dq_store TO ${user}; GRANT SELECT ON dq_store.results, dq_store.schema_version TO ${user}`));
+    const [info, prune, clear, tls] = await Promise.all([
+      dqStore(['info', '--store', reader, '--json']),
+      dqStore(['prune', '--older-than', '30d', '--store', reader]),
+      dqStore(['clear', '--store', reader]),
+      dqStore(['info', '--store', `${db}?sslmode=require`, '--json']),
+    ]);
+    expect(info.code, info.stderr).toBe(0);
+    expect(JSON.parse(info.stdout)).toMatchObject({ entries: 0 });
+    for (const r of [prune, clear]) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('GRANT SELECT, INSERT, UPDATE, DELETE ON dq_store.results');
+      expect(r.stderr).not.toContain('--store off');
+    }
+    expect(tls.code).toBe(2);
+    expect(tls.stdout).toBe('');
+    expect(tls.stderr).toContain('the server does not support SSL connections, and the URL asks for them (sslmode)');
+  });
+});

@@ -3,7 +3,7 @@ import { DqError } from '../errors/index.js';
 import { formatAge, parseAge } from './age.js';
 import { lmdbStoreExists, removeDamagedLmdbFile } from './lmdb-store.js';
 import { withoutRunAdvice } from './errors.js';
-import { defaultStoreDir, openStore, refuseMistypedStore } from './open.js';
+import { defaultStoreDir, openStore, pgStoreExists, refuseMistypedStore } from './open.js';
 import { redactUrl } from './pg-version.js';
 
 /**
@@ -84,6 +84,8 @@ export async function runStoreCli(
   }
   const spec = values.store ?? (env['DQ_STORE'] || undefined);
   if (spec === 'off') return usage('--store off names no store');
+  // An empty value (`--store "$DIR"` with DIR unset) names no store: not "nothing stored there".
+  if (spec !== undefined && spec.trim() === '') return usage("--store is empty: give the store's folder or a postgres:// URL");
   try {
     refuseMistypedStore(spec);
   } catch (e) {
@@ -98,15 +100,20 @@ export async function runStoreCli(
     io.err(`dq-store: ${withoutRunAdvice((e as Error).message)}\n`);
     return 2;
   }
-  // A folder without a store (nothing stored there yet, or a mistyped path) is reported as such;
-  // only `init` (or a run) creates one. A file in the folder's place, or a store this user cannot
-  // read, is an error (exit 2), not "nothing stored".
+  const failed = (e: unknown): number => {
+    const message = e instanceof DqError ? e.message : `the result store ${shown} cannot be used (${(e as Error).message})`;
+    io.err(`dq-store: ${withoutRunAdvice(message)}\n`);
+    return e instanceof DqError && e.retriable ? 75 : 2;
+  };
+  // A folder or database without a store (nothing stored there yet, or a mistyped path or
+  // database name) is reported as such; only `init` (or a run) creates one. A file in the folder's
+  // place, a store this user cannot read, or a database that cannot be reached is an error, not
+  // "nothing stored".
   let exists: boolean;
   try {
-    exists = isUrl || command === 'init' || (await lmdbStoreExists(shown));
+    exists = command === 'init' || (isUrl ? await pgStoreExists(spec) : await lmdbStoreExists(shown));
   } catch (e) {
-    io.err(`dq-store: ${withoutRunAdvice((e as Error).message)}\n`);
-    return 2;
+    return failed(e);
   }
   if (!exists) {
     if (values.json)
@@ -148,8 +155,6 @@ export async function runStoreCli(
     }
     return 0;
   } catch (e) {
-    const message = e instanceof DqError ? e.message : `the result store ${shown} cannot be used (${(e as Error).message})`;
-    io.err(`dq-store: ${withoutRunAdvice(message)}\n`);
-    return e instanceof DqError && e.retriable ? 75 : 2;
+    return failed(e);
   }
 }

@@ -31,9 +31,19 @@ export class StoreError extends defineErrorCodes('dq-store', {
  */
 export const RUN_WITHOUT_STORE = ', or pass --store off (every answer is then bought again)';
 
-/** `message` as dq-store says it: without the advice to run with `--store off`. */
+/**
+ * `message` as dq-store says it: without the advice to run with `--store off` in any of its
+ * wordings (dq-store refuses `--store off`: it names no store to show or trim).
+ */
 export function withoutRunAdvice(message: string): string {
-  return message.replaceAll(RUN_WITHOUT_STORE, '');
+  return message
+    .replaceAll(RUN_WITHOUT_STORE, '')
+    .replace(
+      /; --store off runs without it instead, buying again every answer it holds/g,
+      '; check the host and port of the URL, or rerun once the database answers',
+    )
+    .replace(/ \(or pass --store off\)/g, '')
+    .replace(/,? or pass --store off/g, '');
 }
 
 /** PostgreSQL error classes of a server that cannot serve us now: connection (08), resources (53), operator intervention (57), not in the state for it (55, e.g. a database closed to connections). */
@@ -76,6 +86,14 @@ export function pgStoreError(location: string, cause: unknown, schema: string): 
         ? `permission denied: create schema ${schema} once as a role allowed to, or GRANT USAGE ON SCHEMA ${schema} and GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.results to this user`
         : `${reason}: check the user, password and database of the URL`;
     return new StoreError('store-permission-denied', `the result store ${location} cannot be used (${what}); then rerun, or pass --store off`, { cause });
+  }
+  // A URL asking for TLS (sslmode=require) of a server without it: no retry brings it (exit 2, not 75).
+  if (code === undefined && reason === 'The server does not support SSL connections') {
+    return new StoreError(
+      'usage',
+      `the result store ${location} cannot be used: the server does not support SSL connections, and the URL asks for them (sslmode); turn on ssl on the server, or remove sslmode from the URL on a network where unencrypted connections are acceptable`,
+      { cause },
+    );
   }
   // No SQLSTATE (the connection broke or could not be made) or a server that cannot serve now.
   if (code === undefined || CONNECTION_CODES.has(code) || PG_UNAVAILABLE_CLASSES.has(code.slice(0, 2))) {

@@ -33,6 +33,9 @@ const ZEROS = Buffer.alloc(64 * 1024);
 export async function lmdbStoreExists(dir: string): Promise<boolean> {
   const folder = await stat(dir).catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'ENOENT') return undefined;
+    if (e.code === 'ENOTDIR') {
+      throw new StoreError('usage', `the result store ${dir} is not a folder (a part of its path is a file): give --store the store's folder`, { cause: e });
+    }
     throw lmdbStoreError(dir, e);
   });
   if (folder === undefined) return false;
@@ -310,10 +313,11 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   };
   /**
    * Every entry with its key: the answers, not a record of the store's own (a store of an earlier
-   * version holds one whose value is `true`).
+   * version holds one whose value is `true`), nor one of another program's LMDB under the store's
+   * file name (`--store` at the wrong folder): `info` does not count it, `prune` and `clear` leave it.
    */
   const answers = function* () {
-    for (const { key, value } of db.getRange()) if (typeof value === 'object') yield { key, value };
+    for (const { key, value } of db.getRange()) if (isEntry(value)) yield { key, value };
   };
 
   const store: ResultStore = {
@@ -404,6 +408,12 @@ const CHUNK_PAUSE_MS = 5;
 
 /** How far ahead of this machine's clock (ms) a check time may lie and still be taken for a run's (README "The result store"). */
 const FUTURE_SLACK_MS = 86_400_000;
+
+/** Whether a stored value is an entry of the store's (a check time and an answer). */
+function isEntry(value: unknown): value is Entry {
+  const { t, r } = (typeof value === 'object' && value !== null ? value : {}) as Partial<Entry>;
+  return typeof t === 'number' && Number.isFinite(t) && typeof r === 'object' && r !== null;
+}
 
 function storeError(dir: string, cause: unknown): StoreError {
   return lmdbStoreError(dir, cause);

@@ -3,9 +3,9 @@ import { dirname, join, resolve } from 'node:path';
 import { DqError } from '../errors/index.js';
 import { userCacheDir } from '../files/cache-dir.js';
 import { DEFAULT_MAX_AGE_MS } from './age.js';
-import { lmdbStoreError, ownerAndMode, RUN_WITHOUT_STORE, StoreError, thisUser } from './errors.js';
+import { lmdbStoreError, ownerAndMode, pgStoreError, RUN_WITHOUT_STORE, StoreError, thisUser } from './errors.js';
 import { LMDB_FILES, openLmdbStore } from './lmdb-store.js';
-import { openPgStore, type PgQueryable } from './pg-store.js';
+import { openPgStore, STORE_SCHEMA, type PgQueryable } from './pg-store.js';
 import { redactUrl } from './pg-version.js';
 import type { ResultStore } from './types.js';
 
@@ -142,14 +142,8 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
     return openPgStore({ db, owned: false, location, maxAgeMs, ...(initCommand === undefined ? {} : { initCommand }) });
   }
   if (spec !== undefined && isPostgresUrl(spec)) {
-    let bounded: typeof import('../pg-pool.js');
-    try {
-      bounded = await import('../pg-pool.js');
-    } catch (e) {
-      throw new DqError('a Postgres store needs the "pg" package: npm install pg', { code: 'config-invalid', retriable: false, cause: e });
-    }
     // A database that stops answering must not hold the run forever (see createBoundedPool).
-    const { pool, end } = bounded.createBoundedPool(spec, 4);
+    const { pool, end } = (await pgPool()).createBoundedPool(spec, 4);
     return openPgStore({ db: pool, owned: true, location: redactUrl(spec), maxAgeMs, end, initCommand: ownerInit(spec) });
   }
   if (spec !== undefined && spec.trim() === '') {
@@ -159,6 +153,40 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
   await makeStoreFolder(dir, spec === undefined);
   await checkRoomForNewStore(dir);
   return openLmdbStore(dir, maxAgeMs);
+}
+
+/** The bounded pool module (it needs the optional "pg" package). */
+async function pgPool(): Promise<typeof import('../pg-pool.js')> {
+  try {
+    return await import('../pg-pool.js');
+  } catch (e) {
+    throw new DqError('a Postgres store needs the "pg" package: npm install pg', { code: 'config-invalid', retriable: false, cause: e });
+  }
+}
+
+/**
+ * Whether the database of the Postgres URL `url` holds a result store (table `dq_store.results`),
+ * creating nothing: `dq-store info`, `prune` and `clear` on a database without one (a mistyped
+ * database name) say so, as on a folder without one, rather than create the store's schema there
+ * or fail for want of the privilege to. Read from the catalog, which every role may read: a store
+ * this role may not use is found, and opening it names the grant that is missing.
+ *
+ * @throws StoreError when the database cannot be reached or logged into (the message names the URL without its password).
+ */
+export async function pgStoreExists(url: string): Promise<boolean> {
+  const { pool, end } = (await pgPool()).createBoundedPool(url, 1);
+  try {
+    const { rows } = await pool.query<{ found: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                      WHERE n.nspname = $1 AND c.relname = 'results') AS found`,
+      [STORE_SCHEMA],
+    );
+    return rows[0]?.found === true;
+  } catch (e) {
+    throw pgStoreError(redactUrl(url), e, STORE_SCHEMA);
+  } finally {
+    await end().catch(() => undefined);
+  }
 }
 
 /**

@@ -177,10 +177,15 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
       return flushing as Promise<void>;
     },
     async info(): Promise<StoreInfo> {
-      const { rows } = await db.query<{ entries: string; oldest: Date | null; newest: Date | null; bytes: string }>(
-        `SELECT count(*) AS entries, min(checked_at) AS oldest, max(checked_at) AS newest,
-                pg_total_relation_size('${STORE_SCHEMA}.results') AS bytes FROM ${STORE_SCHEMA}.results`,
-      );
+      let rows: { entries: string; oldest: Date | null; newest: Date | null; bytes: string }[];
+      try {
+        ({ rows } = await db.query<{ entries: string; oldest: Date | null; newest: Date | null; bytes: string }>(
+          `SELECT count(*) AS entries, min(checked_at) AS oldest, max(checked_at) AS newest,
+                  pg_total_relation_size('${STORE_SCHEMA}.results') AS bytes FROM ${STORE_SCHEMA}.results`,
+        ));
+      } catch (e) {
+        throw await failed(e);
+      }
       const row = rows[0]!;
       const info: StoreInfo = { location, bytes: Number(row.bytes), entries: Number(row.entries) };
       if (row.oldest) info.oldest = row.oldest.toISOString();
@@ -190,15 +195,25 @@ export async function openPgStore(options: PgStoreOptions): Promise<ResultStore>
     async prune(olderThanMs) {
       // The database's clock, as the check times are written (an entry no run would use, dated
       // beyond the day of slack in the future, goes too: it holds personal data to no purpose).
-      const { rowCount } = await db.query(
-        `DELETE FROM ${STORE_SCHEMA}.results WHERE checked_at < ${DB_NOW} - $1::float8 * interval '1 millisecond' OR checked_at > ${FUTURE}`,
-        [olderThanMs],
-      );
-      return rowCount ?? 0;
+      // Its errors, as a run's, say what to do (the grant a role lacks, the session holding a lock)
+      // and a database that went away is exit 75, not 2.
+      try {
+        const { rowCount } = await db.query(
+          `DELETE FROM ${STORE_SCHEMA}.results WHERE checked_at < ${DB_NOW} - $1::float8 * interval '1 millisecond' OR checked_at > ${FUTURE}`,
+          [olderThanMs],
+        );
+        return rowCount ?? 0;
+      } catch (e) {
+        throw await failed(e);
+      }
     },
     async clear() {
-      const { rowCount } = await db.query(`DELETE FROM ${STORE_SCHEMA}.results`);
-      return rowCount ?? 0;
+      try {
+        const { rowCount } = await db.query(`DELETE FROM ${STORE_SCHEMA}.results`);
+        return rowCount ?? 0;
+      } catch (e) {
+        throw await failed(e);
+      }
     },
     close() {
       closed ??= (async () => {
@@ -255,8 +270,17 @@ export async function ensureStoreSchema(db: PgQueryable): Promise<void> {
       if ((await storedVersion(client)) < STORE_SCHEMA_VERSION) {
         const schema = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = '${STORE_SCHEMA}'`);
         // CREATE SCHEMA IF NOT EXISTS checks the database's CREATE privilege even when the schema exists.
-        if (schema.rowCount === 0) await client.query(`CREATE SCHEMA ${STORE_SCHEMA}`);
-        else await refuseForeignTable(client);
+        if (schema.rowCount === 0) {
+          await client.query(`CREATE SCHEMA ${STORE_SCHEMA}`).catch(async (e: unknown) => {
+            if ((e as { code?: unknown }).code !== '42501') throw e;
+            // Named with the grant that is missing (a role without CREATE on the database).
+            await client.query('ROLLBACK').catch(() => undefined);
+            const { rows } = await client
+              .query<{ user: string; db: string }>('SELECT current_user AS user, current_database() AS db')
+              .catch(() => ({ rows: [] as { user: string; db: string }[] }));
+            throw new CreateDenied(rows[0]?.user ?? '(this user)', rows[0]?.db ?? '(this database)', e);
+          });
+        } else await refuseForeignTable(client);
         await client.query(TABLES);
         // Layout 1 → 2: the answers as json (the value of each entry is kept).
         const column = await client.query<{ type: string }>(
@@ -302,6 +326,18 @@ class UpgradeDenied extends Error {
   }
 }
 
+/** A role without CREATE on the database tried to create the store's schema. */
+class CreateDenied extends Error {
+  readonly code = '42501';
+  constructor(
+    readonly user: string,
+    readonly database: string,
+    override readonly cause: unknown,
+  ) {
+    super(`may not create schema ${STORE_SCHEMA} in database ${database}`);
+  }
+}
+
 async function storedVersion(db: PgQueryable): Promise<number> {
   const { rows } = await db.query<{ versioned: boolean }>(`SELECT to_regclass('${STORE_SCHEMA}.schema_version') IS NOT NULL AS versioned`);
   if (!rows[0]?.versioned) return 0;
@@ -324,6 +360,14 @@ export function storeSchemaError(location: string, cause: unknown, initCommand: 
     return new StoreError(
       'usage',
       `the result store ${location} cannot be used: ${cause.message}; upgrade dq-connectors here to the version the other runs of this store use, or point --store at another database, or pass --store off`,
+    );
+  }
+  if (cause instanceof CreateDenied) {
+    const quoted = (name: string) => (/^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replaceAll('"', '""')}"`);
+    return new StoreError(
+      'store-permission-denied',
+      `the result store ${location} cannot be created: the database user ${cause.user} ${cause.message}; GRANT CREATE ON DATABASE ${quoted(cause.database)} TO ${quoted(cause.user)} (as the database's owner), or have a role that may create schemas there run "${initCommand}" once, then rerun, or pass --store off`,
+      { cause: cause.cause },
     );
   }
   if (!(cause instanceof UpgradeDenied)) return storeError(location, cause);
