@@ -83,7 +83,10 @@ upd AS (
                         AND o.rollback IS DISTINCT FROM 'restored')
   RETURNING t.${key.quoted}::text COLLATE "C" AS k, ARRAY[${exact}]::bool[] AS exact),
 mark AS (
-  UPDATE ${STATE_SCHEMA}.results au SET rollback = CASE WHEN upd.k IS NULL THEN 'conflict' ELSE 'restored' END, rolled_back_at = now()
+  UPDATE ${STATE_SCHEMA}.results au SET rollback = CASE WHEN upd.k IS NULL THEN 'conflict' ELSE 'restored' END,
+         -- A row left as a conflict keeps its answer in use: where it still holds what the run
+         -- wrote, a later run takes that answer instead of buying it again (page-store.ts).
+         rolled_back_at = CASE WHEN upd.k IS NULL THEN au.rolled_back_at ELSE now() END
     FROM a LEFT JOIN upd ON upd.k = a.row_key
    WHERE au.run_id = $1 AND au.row_key = a.row_key)
 SELECT (SELECT max(row_key) FROM a) AS last, (SELECT count(*) FROM upd)::int AS restored,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { cleanseArgs, COLUMNS, createCustomers, rowTexts, runCli, runWithin, spawnCli, startEnv, summaryOf, until, withClient } from './support.js';
+import { billable, cleanseArgs, COLUMNS, createCustomers, rowTexts, runCli, runWithin, spawnCli, startEnv, summaryOf, until, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
 let env: TestEnv;
@@ -98,6 +98,28 @@ describe('dq-pg rollback', () => {
     expect(undoC.code, undoC.stderr).toBe(0);
     expect(JSON.parse(undoC.stdout)).toMatchObject({ conflicts: 0 });
     expect(await rowTexts(db)).toEqual(original);
+  });
+
+  it('rows a rollback could not restore (a later run wrote them too) keep their answers: a new run over them pays nothing (it bought them again)', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 60);
+    await withClient(db, (c) => c.query('ALTER TABLE customers ADD COLUMN dq_status text'));
+    const a = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'A']));
+    expect(a.code, a.stderr).toBe(0);
+    const written = summaryOf(a)['written'] as number;
+    expect(written).toBeGreaterThan(10);
+    // A later run with a status column writes every row, so A's rollback leaves A's rows as conflicts.
+    const b = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'B', '--status-columns', 'status=dq_status']));
+    expect(b.code, b.stderr).toBe(0);
+    const undo = await runCli(['rollback', '--db', db, '--run', 'A']);
+    expect(undo.code, undo.stderr).toBe(4);
+    expect(JSON.parse(undo.stdout)).toMatchObject({ restored: 0, conflicts: written });
+    const held = await rowTexts(db);
+    const calls = billable(env.sandbox);
+    const c = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'C']));
+    expect(c.code, c.stderr).toBe(0);
+    expect(billable(env.sandbox) - calls).toBe(0);
+    expect(await rowTexts(db)).toEqual(held);
   });
 
   it('a row another session holds locked: rollback ends in bounded time with exit 75, a killed rollback commits nothing later, and the rerun restores every row', async () => {
