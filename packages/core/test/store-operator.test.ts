@@ -39,6 +39,13 @@ describe('dq-store given the wrong --store', () => {
     }
   });
 
+  it("an unknown flag is named in one line with the nearest known one, as by the connectors (it printed parseArgs's text and the whole usage)", async () => {
+    const r = await dqStore(['prune', '--older-then', '30d', '--store', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe("dq-store: unknown flag '--older-then'; did you mean --older-than?; see dq-store --help\n");
+  });
+
   it('a --store below a file says that a part of its path is a file, and never advises --store off (which dq-store refuses)', async () => {
     const file = join(dir, 'export.csv');
     await writeFile(file, 'a,b\n');

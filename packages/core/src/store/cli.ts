@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseFlags } from '../cli/run-cli.js';
 import { DqError } from '../errors/index.js';
 import { formatAge, parseAge } from './age.js';
 import { lmdbStoreExists, removeDamagedLmdbFile } from './lmdb-store.js';
@@ -54,14 +54,14 @@ export async function runStoreCli(
   let values: { store?: string; 'older-than'?: string; json?: boolean; help?: boolean };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: { store: { type: 'string' }, 'older-than': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    }));
+    // As the connectors' CLIs read theirs: an unknown flag is named with the nearest known one.
+    ({ values, positionals } = parseFlags(
+      argv,
+      { store: { type: 'string' }, 'older-than': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      (_flag, problem) => new Error(problem),
+    ));
   } catch (e) {
-    io.err(`dq-store: ${(e as Error).message}\n${storeUsage(env)}`);
+    io.err(`dq-store: ${(e as Error).message}; see dq-store --help\n`);
     return 2;
   }
   const [command, ...rest] = positionals;
