@@ -92,6 +92,10 @@ interface EndpointQueue {
   tat: number | undefined;
   /** Slots given back whose pacing could not go back yet: a later slot was still kept. */
   unpaced: number[];
+  /** Lanes of the account's row at the last reservation: more than this process's own limit while a process with a higher one claims it. */
+  accountLanes: number;
+  /** When (performance.now, ms) this process may next ask for a slot under its own, lower limit (see `gate`). */
+  nextOwnMs: number;
 }
 
 /** A waiter woken late takes a fresh slot at most this many times, so a busy process is not starved. */
@@ -118,6 +122,13 @@ const LANES_PER_WAIT = 4;
 const LANE_AHEAD_US = 100_000;
 /** Clock granularity between the platform's arrival stamp and our reading of an attempt's end, µs. */
 const ANSWER_GUARD_US = 1_000;
+/**
+ * A process whose `--rate-limit` is the highest of the account's processes claims the row's lanes
+ * (and pacing) for this long (µs) after each reservation: a process with a lower limit paces the
+ * account's row at the claimed one and itself locally at its own (README, "One rate budget per
+ * account"), so its lower limit caps its own calls, not the account's.
+ */
+const CLAIM_US = 2_000_000;
 /** Longest sleep before a process whose slots are all taken reads the row again, ms. */
 const MAX_FULL_WAIT_MS = 1_000;
 /** Tickets whose send time is remembered for `ended` (more than any process keeps in flight). */
@@ -128,8 +139,10 @@ const TICKET_RING = 1 << 14;
  * account share the contract's per-account limits, with one lane per request of the limit (see the
  * reserve statement). Each round trip is one atomic UPDATE that reserves a slot for every caller
  * waiting in this process (up to `maxBatch`, and as many lanes as are free); the database clock is
- * the common time base, and each caller then sleeps locally until its slot. All processes must use
- * the same limits. Same defaults as `createSharedThrottle`.
+ * the common time base, and each caller then sleeps locally until its slot. Processes may use
+ * different limits: a lower one caps that process's own calls, and the account keeps to the highest
+ * limit a process used in the last {@link CLAIM_US} (README, "One rate budget per account"). Same
+ * defaults as `createSharedThrottle`.
  */
 export async function createPgThrottle(options: PgThrottleOptions): Promise<PgThrottle> {
   const o = resolveThrottleOptions(options);
@@ -205,33 +218,45 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   // A row edited by hand, or left by a clock that jumped, must not hold the account's runs for
   // ever: a time further ahead than any process sets one ($11, see `furthestUs`) counts as free.
   const TAT = `(CASE WHEN t.tat_us > c.now_us + $11::bigint THEN 0 ELSE t.tat_us END)`;
+  const LANE = `CASE WHEN x.v > c.now_us + $11::bigint THEN 0 ELSE x.v END`;
   const reserveSql = `
     WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us),
-    l AS MATERIALIZED (
-      SELECT t.seq, c.now_us, greatest(${TAT}, c.now_us) AS b, ${TAT} < c.now_us - ${IDLE_US} AS idle,
-        least(1.0, t.factor + $5::float8 * (c.now_us - t.factor_at_us))::float8 AS f,
-        CASE WHEN cardinality(t.lanes) = $8::int
-          THEN (SELECT array_agg(CASE WHEN x.v > c.now_us + $11::bigint THEN 0 ELSE x.v END ORDER BY x.i) FROM unnest(t.lanes) WITH ORDINALITY AS x(v, i))
-          ELSE array_fill(0::bigint, ARRAY[$8::int]) END AS lanes
+    r AS MATERIALIZED (
+      SELECT t.seq, t.tat_us, t.factor, t.factor_at_us, t.lanes,
+        CASE WHEN cardinality(t.lanes) > $8::int AND t.gap_us BETWEEN c.now_us - ${CLAIM_US} AND c.now_us
+          THEN cardinality(t.lanes) ELSE $8::int END AS n
       FROM ${table} AS t, c
       WHERE t.account = $1 AND t.endpoint = $2 AND ${TAT} < c.now_us + $7::bigint
       FOR UPDATE OF t),
+    l AS MATERIALIZED (
+      SELECT t.seq, t.n, c.now_us, greatest(${TAT}, c.now_us) AS b, ${TAT} < c.now_us - ${IDLE_US} AS idle,
+        CASE WHEN t.n = $8::int THEN $4::float8 ELSE $12::float8 / t.n END AS iv,
+        least(1.0, t.factor + $5::float8 * (c.now_us - t.factor_at_us))::float8 AS f,
+        CASE WHEN cardinality(t.lanes) = t.n
+          THEN (SELECT array_agg(${LANE} ORDER BY x.i) FROM unnest(t.lanes) WITH ORDINALITY AS x(v, i))
+          WHEN cardinality(t.lanes) > t.n
+          THEN (SELECT array_agg(z.v ORDER BY z.i) FROM (SELECT ${LANE} AS v, x.i FROM unnest(t.lanes) WITH ORDINALITY AS x(v, i) ORDER BY 1 DESC LIMIT t.n) AS z)
+          WHEN cardinality(t.lanes) > 0
+          THEN (SELECT array_agg(${LANE} ORDER BY x.i) FROM unnest(t.lanes) WITH ORDINALITY AS x(v, i)) || array_fill(0::bigint, ARRAY[t.n - cardinality(t.lanes)])
+          ELSE array_fill(0::bigint, ARRAY[t.n]) END AS lanes
+      FROM r AS t, c),
     p AS (
       SELECT u.v, u.i::int AS i, (row_number() OVER (ORDER BY u.v, u.i) - 1)::int AS k
       FROM l, unnest(l.lanes) WITH ORDINALITY AS u(v, i) WHERE u.v < l.now_us + $10::bigint ORDER BY u.v, u.i LIMIT $3::int),
     s AS (
       SELECT p.i, p.k, p.v, greatest(
-          l.b + round(p.k * $4::float8 / l.f)::bigint + CASE WHEN l.idle AND p.k > 0 THEN $6::bigint ELSE 0 END,
-          max(p.v - round(p.k * $4::float8 / l.f)::bigint) OVER (ORDER BY p.k) + round(p.k * $4::float8 / l.f)::bigint) AS s
+          l.b + round(p.k * l.iv / l.f)::bigint + CASE WHEN l.idle AND p.k > 0 THEN $6::bigint ELSE 0 END,
+          max(p.v - round(p.k * l.iv / l.f)::bigint) OVER (ORDER BY p.k) + round(p.k * l.iv / l.f)::bigint) AS s
       FROM p, l),
     u AS (
       UPDATE ${table} AS t SET
         seq = l.seq + (SELECT count(*) FROM s),
-        tat_us = (SELECT max(s.s) FROM s) + round($4::float8 / l.f)::bigint + CASE WHEN l.idle AND (SELECT count(*) FROM s) = 1 THEN $6::bigint ELSE 0 END,
-        lanes = (SELECT array_agg(coalesce(s.s + $9::bigint, x.v) ORDER BY x.i) FROM unnest(l.lanes) WITH ORDINALITY AS x(v, i) LEFT JOIN s ON s.i = x.i)
+        tat_us = (SELECT max(s.s) FROM s) + round(l.iv / l.f)::bigint + CASE WHEN l.idle AND (SELECT count(*) FROM s) = 1 THEN $6::bigint ELSE 0 END,
+        lanes = (SELECT array_agg(coalesce(s.s + $9::bigint, x.v) ORDER BY x.i) FROM unnest(l.lanes) WITH ORDINALITY AS x(v, i) LEFT JOIN s ON s.i = x.i),
+        gap_us = CASE WHEN l.n = $8::int THEN l.now_us ELSE t.gap_us END
       FROM l WHERE t.account = $1 AND t.endpoint = $2 AND EXISTS (SELECT 1 FROM s)
       RETURNING l.seq, t.tat_us)
-    SELECT (SELECT seq FROM u)::text AS seq, (SELECT tat_us FROM u)::text AS tat, (SELECT f FROM l) AS factor,
+    SELECT (SELECT seq FROM u)::text AS seq, (SELECT n FROM l) AS n, (SELECT tat_us FROM u)::text AS tat, (SELECT f FROM l) AS factor,
       array_agg(s.s::text ORDER BY s.k) AS slots, array_agg(s.i ORDER BY s.k) AS lanes, array_agg(s.v::text ORDER BY s.k) AS prev
     FROM s HAVING count(*) > 0`;
   // A rate decreased less than the cooldown ($6) ago is not decreased again; a decrease time in the
@@ -334,7 +359,11 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
 
   const queue = (endpoint: EndpointId): EndpointQueue => {
     let q = queues.get(endpoint);
-    if (!q) queues.set(endpoint, (q = { waiters: [], busy: false, returned: [], sleeping: new Set(), lastUsed: -Infinity, tat: undefined, unpaced: [] }));
+    if (!q)
+      queues.set(
+        endpoint,
+        (q = { waiters: [], busy: false, returned: [], sleeping: new Set(), lastUsed: -Infinity, tat: undefined, unpaced: [], accountLanes: 0, nextOwnMs: 0 }),
+      );
     return q;
   };
   /** Runs `pump`, which `close` waits for. */
@@ -409,7 +438,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     try {
       if (performance.now() - syncedAt > CLOCK_SYNC_MS) await syncClock();
       const base = intervalUs(endpoint);
-      const res = await pool.query<{ seq: string; tat: string; factor: number; slots: string[]; lanes: number[]; prev: string[] }>(reserveSql, [
+      const res = await pool.query<{ seq: string; n: number; tat: string; factor: number; slots: string[]; lanes: number[]; prev: string[] }>(reserveSql, [
         options.account,
         endpoint,
         batch.length,
@@ -421,6 +450,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
         laneSpanUs,
         laneAheadUs,
         furthestUs(endpoint),
+        SECOND_US / (1 - o.margin),
       ]);
       const row = res.rows[0];
       if (!row) {
@@ -444,6 +474,8 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       } else {
         counters.reserveTrips++;
         q.tat = Number(row.tat);
+        // The account's lanes, claimed by a process with a higher limit: this one paces itself at its own (see `gate`).
+        q.accountLanes = Number(row.n);
         // Fewer lanes free than callers waiting: the others wait for the next round trip.
         if (row.slots.length < batch.length) q.waiters.unshift(...batch.splice(row.slots.length));
         const toleranceUs = (o.burst - 1) * (base / row.factor);
@@ -512,35 +544,46 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
     void pump(endpoint);
   }
 
+  const enqueue = (endpoint: EndpointId, q: EndpointQueue, signal: AbortSignal | undefined): Promise<number> =>
+    new Promise<number>((resolve, reject) => {
+      // A caller aborted while queued leaves at once (it has no slot yet); one aborted later gives its slot back.
+      const watcher = {
+        onCallerAbort(reason: unknown) {
+          const at = q.waiters.indexOf(w);
+          if (at < 0) return;
+          q.waiters.splice(at, 1);
+          reject(reason);
+        },
+      };
+      const settled = (): void => {
+        if (signal) unwatchAbort(signal, watcher);
+      };
+      const w: Waiter = {
+        resolve: (ticket) => (settled(), resolve(ticket)),
+        reject: (err) => (settled(), reject(err)),
+        signal,
+        stale: 0,
+      };
+      if (signal) watchAbort(signal, watcher);
+      q.waiters.push(w);
+      void pump(endpoint);
+    });
+
   return {
     acquire(endpoint, signal) {
       if (!ENDPOINT_IDS.includes(endpoint)) return Promise.reject(new RangeError(`throttle: unknown endpoint ${JSON.stringify(endpoint)}`));
       if (signal?.aborted) return Promise.reject(signal.reason);
       if (o.limits[endpoint] <= 0) return Promise.resolve();
-      return new Promise<number>((resolve, reject) => {
-        const q = queue(endpoint);
-        // A caller aborted while queued leaves at once (it has no slot yet); one aborted later gives its slot back.
-        const watcher = {
-          onCallerAbort(reason: unknown) {
-            const at = q.waiters.indexOf(w);
-            if (at < 0) return;
-            q.waiters.splice(at, 1);
-            reject(reason);
-          },
-        };
-        const settled = (): void => {
-          if (signal) unwatchAbort(signal, watcher);
-        };
-        const w: Waiter = {
-          resolve: (ticket) => (settled(), resolve(ticket)),
-          reject: (err) => (settled(), reject(err)),
-          signal,
-          stale: 0,
-        };
-        if (signal) watchAbort(signal, watcher);
-        q.waiters.push(w);
-        void pump(endpoint);
-      });
+      const q = queue(endpoint);
+      if (lanes(endpoint) < q.accountLanes) {
+        // A process with a higher limit claims the account's row (see CLAIM_US): this one keeps to its own
+        // limit by asking for slots no faster than it, and takes them at the account's pace.
+        const now = performance.now();
+        const at = Math.max(now, q.nextOwnMs);
+        q.nextOwnMs = at + intervalUs(endpoint) / 1000;
+        return sleep(Math.ceil(at - now), signal).then(() => enqueue(endpoint, q, signal));
+      }
+      return enqueue(endpoint, q, signal);
     },
     ended(endpoint, ticket) {
       if (typeof ticket !== 'number') return;
