@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import { createLogger, ExitCode } from '@dq/core';
 import { cliFailure, onStopSignals } from '@dq/core/cli';
 import { WholeFileError } from '@dq/core/files';
@@ -8,6 +8,7 @@ import { commandLineRedactor, parseCli, USAGE } from './cli-args.js';
 import { usageError } from './errors.js';
 import { createProgress } from './progress.js';
 import { processFile } from './run.js';
+import { physicalPath } from './run-files.js';
 import { failedRecordsLine, summaryObject, summaryTable } from './summary.js';
 import { writeCsvReport } from './report.js';
 
@@ -106,12 +107,11 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 /** A report in a folder that does not exist, or cannot be written, is refused before the run pays for anything. */
 async function checkReportFolder(path: string): Promise<void> {
-  const folder = dirname(resolve(path));
-  const ok = await stat(folder).then(
-    (s) => s.isDirectory(),
-    () => false,
-  );
-  if (!ok) throw usageError('--report', `the folder ${folder} does not exist; create it or write the report elsewhere`);
+  // The folder the file system writes it in: `link/../report.html` is next to the link's target.
+  const folder = dirname(await physicalPath(path, 'the report'));
+  const found = await stat(folder).catch(() => undefined);
+  if (!found) throw usageError('--report', `the folder ${folder} does not exist; create it or write the report elsewhere`);
+  if (!found.isDirectory()) throw usageError('--report', `${folder} is a file, not a folder; write the report elsewhere`);
   await access(folder, constants.W_OK).catch((err: unknown) => {
     throw usageError('--report', `the folder ${folder} cannot be written (${(err as NodeJS.ErrnoException).code}); write the report elsewhere`);
   });

@@ -1,7 +1,7 @@
 import type { Stats } from 'node:fs';
 import { lstat, mkdir, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { checkWholeFileTarget } from '@dq/core/files';
 import { acquireFileLock, FileLockHeldError, type HeldFileLock } from '@dq/core/lock';
 import { CsvError } from './errors.js';
@@ -37,6 +37,47 @@ export async function writtenPath(path: string): Promise<string> {
 }
 
 /**
+ * `path` made absolute the way the file system reads it, where `path.resolve` only spells it out:
+ * - a `..` leads up from the folder the path before it leads to, so `link/../out.csv` (`link` a
+ *   symlink to `data/in`) names `data/out.csv`, as for the shell, `cp` or the next step of a
+ *   pipeline, not `./out.csv`; a `..` after a folder that does not exist (or is no folder) names
+ *   no file, and is refused;
+ * - a path ending in `/` (or `/.`) names a folder: refused unless there is one (the caller then
+ *   refuses the folder as such), where `path.resolve` would drop the slash and a file be written.
+ * Otherwise it is `path.resolve`'s. `label` names the file in the message ("the output", ...).
+ */
+export async function physicalPath(path: string, label: string): Promise<string> {
+  const absolute = isAbsolute(path) ? path : `${process.cwd()}${sep}${path}`;
+  const refused = (problem: string, todo: string, cause?: unknown) =>
+    new CsvError(label === 'the input' ? 'input-unreadable' : 'output-unwritable', `${label} ${path} ${problem}; ${todo}`, { cause });
+  const parts = absolute.split(sep);
+  const name = parts[parts.length - 1];
+  if ((name === '' || name === '.') && parts.length > 1 && !(await stat(absolute).catch(() => undefined))) {
+    const folder = resolve(absolute);
+    const example = label === 'the report' ? 'report.html' : label === 'the rejects file' ? 'rejects.csv' : 'out.csv';
+    throw refused(
+      `ends in "${name === '' ? sep : `${sep}.`}", so it names a folder, and there is no folder ${folder}`,
+      label === 'the input' ? 'name the input file' : `name a file, e.g. ${join(folder, example)} (its folder must exist)`,
+    );
+  }
+  const last = parts.lastIndexOf('..');
+  if (last === -1) return resolve(absolute);
+  let real: string;
+  try {
+    real = await realpath(parts.slice(0, last + 1).join(sep));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const problem = code === 'ENOENT' ? 'does not exist' : code === 'ENOTDIR' ? 'is not a folder' : `cannot be used (${code ?? (err as Error).message})`;
+    throw refused(
+      `goes through the folder ${parts.slice(0, last).join(sep)}, which ${problem}: a path cannot lead up (..) out of it`,
+      label === 'the input' ? 'check the path' : 'create it first or choose another path',
+      err,
+    );
+  }
+  return resolve(real, ...parts.slice(last + 1));
+}
+
+/**
  * The paths of a run, derived from the file the output path leads to rather than from its
  * spelling: `--output link.csv` (a symlink to out.csv), `--output linked-folder/out.csv` and
  * `--output out.csv` all write out.csv, so all three take `out.csv.lock`, find
@@ -45,7 +86,12 @@ export async function writtenPath(path: string): Promise<string> {
  * rejects file that run wrote).
  */
 export async function resolveRunPaths(options: Pick<ProcessFileOptions, 'input' | 'output' | 'rejects' | 'report'>): Promise<RunPaths> {
-  const given = runPaths(options);
+  const given = runPaths({
+    input: await physicalPath(options.input, 'the input'),
+    output: await physicalPath(options.output, 'the output'),
+    ...(options.rejects !== undefined ? { rejects: await physicalPath(options.rejects, 'the rejects file') } : {}),
+    ...(options.report !== undefined ? { report: await physicalPath(options.report, 'the report') } : {}),
+  });
   const output = await writtenPath(given.output);
   let rejects = await writtenPath(options.rejects !== undefined ? given.rejects : rejectsNextTo(output));
   let checkpoint = `${output}.checkpoint.json`;

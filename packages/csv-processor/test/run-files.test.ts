@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { link, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { DEFAULT_API_KEY, startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSampleCsv } from '@dq/sandbox';
-import { checkpointPast, checkpointRecords, completed, readCsv, runCli, runCliWithFileSizeLimit, startCli, summaryOf, tempDir } from './helpers.js';
+import { checkpointPast, checkpointRecords, CLI, completed, readCsv, runCli, runCliWithFileSizeLimit, startCli, summaryOf, tempDir } from './helpers.js';
 
 let sandbox: Sandbox;
 let slow: Sandbox;
@@ -61,6 +61,24 @@ describe('files a run would write over', () => {
     ['--report is the input', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--report', input]],
     ['--report is --output', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--report', join(f, 'out.csv')]],
     ['--report is --rejects', async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--report', join(f, 'out.rejects.csv')]],
+    // `..` after a symlinked folder leads up from its target, as for the kernel (and the shell, and
+    // the report's own write): elsewhere/lnk/.. is the case folder, not elsewhere.
+    [
+      '--output is the input named through a symlinked folder and ..',
+      async (f: string, input: string) => (
+        await mkdir(join(f, 'elsewhere')),
+        await symlink(join(f, 'sub'), join(f, 'elsewhere', 'lnk')),
+        ['--input', input, '--output', `${f}/elsewhere/lnk/../in.csv`]
+      ),
+    ],
+    [
+      '--report is --output named through a symlinked folder and ..',
+      async (f: string, input: string) => (
+        await mkdir(join(f, 'elsewhere')),
+        await symlink(join(f, 'sub'), join(f, 'elsewhere', 'lnk')),
+        ['--input', input, '--output', join(f, 'out.csv'), '--report', `${f}/elsewhere/lnk/../out.csv`]
+      ),
+    ],
     [
       '--rejects is the checkpoint',
       async (f: string, input: string) => ['--input', input, '--output', join(f, 'out.csv'), '--rejects', join(f, 'out.csv.checkpoint.json')],
@@ -111,6 +129,50 @@ describe('files a run would write over', () => {
     expect(run.stderr).toContain('does not exist');
     expect(run.stderr).not.toContain('--resume');
     expect(await readdir(folder)).toEqual(['in.csv']);
+  });
+
+  it.each(['--output', '--rejects', '--report'])(
+    'refuses with exit 2 a %s ending in / that names no folder, instead of writing a file of that name',
+    async (flag) => {
+      const { folder, input } = await caseDir(`slash${flag}`);
+      const args = ['--input', input, '--output', join(folder, 'out.csv')];
+      if (flag === '--output') args[3] = `${folder}/not-there/`;
+      else args.push(flag, `${folder}/not-there/`);
+      const run = await runCli(['validate', ...args, ...MAP, '--store', 'off'], env());
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toContain(`ends in "/", so it names a folder, and there is no folder ${join(folder, 'not-there')}`);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(await readdir(folder)).toEqual(['in.csv']); // no file `not-there`, no rejects file beside it
+    },
+  );
+
+  it('refuses with exit 2 a --report under a file, saying it is a file, not that it does not exist', async () => {
+    const { folder, input } = await caseDir('report-under-file');
+    const run = await runCli(['validate', '--input', input, '--output', join(folder, 'out.csv'), '--report', join(input, 'r.html'), ...MAP], env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`${input} is a file, not a folder`);
+    expect(await readdir(folder)).toEqual(['in.csv']);
+  });
+
+  it('writes an --output through a symlinked folder and .. where the file system puts it, and refuses a .. out of a missing folder', async () => {
+    const { folder, input } = await caseDir('dot-dot');
+    await mkdir(join(folder, 'data', 'deep'), { recursive: true });
+    await symlink(join(folder, 'data', 'deep'), join(folder, 'lnk'));
+    // Run in the case folder, the output named relative to it as a script would.
+    const runIn = (args: string[]) =>
+      completed(spawn(process.execPath, [CLI, 'validate', ...args, ...MAP, '--store', 'off'], { cwd: folder, env: { ...process.env, ...env() } }));
+    const run = await runIn(['--input', input, '--output', 'lnk/../out.csv']);
+    expect(run.code, run.stderr).toBe(0);
+    // Where `cat lnk/../out.csv` reads it: data/out.csv, next to the link's target.
+    expect(summaryOf(run)['output']).toBe(join(folder, 'data', 'out.csv'));
+    expect((await readCsv(join(folder, 'data', 'out.csv'), { delimiter: ';' })).rows).toHaveLength(200);
+    expect(await readdir(folder)).not.toContain('out.csv');
+
+    const missing = await runIn(['--input', input, '--output', 'not-there/../out2.csv']);
+    expect(missing.code, missing.stderr).toBe(2);
+    expect(missing.stderr).toContain(`the folder ${join(folder, 'not-there')}, which does not exist`);
+    expect(missing.stderr).not.toMatch(/\n\s+at /);
+    expect(await readdir(folder)).not.toContain('out2.csv');
   });
 
   it("refuses with exit 2 an --output, --rejects or --report that is the result store's file, and the stored answers stay", async () => {
