@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { makeSampleCsv } from '@dq/sandbox';
@@ -92,6 +92,43 @@ describe('dq-csv on a gzip-compressed input', () => {
     expect(run.stderr).toContain(`the input ${input} is gzip-compressed but ends in the middle of its compressed data (cut off?); fetch or compress it again`);
     expect(run.stderr).not.toMatch(/\n\s+at /);
   }, 60_000);
+
+  // The first bytes of each (what the files' tools write), then bytes as compressed data has them:
+  // read as text, such a file has NULs in its first line, as UTF-16 has.
+  const start: Record<string, number[]> = {
+    zip: [0x50, 0x4b, 0x03, 0x04, 0x14, 0x00, 0x00, 0x00, 0x08, 0x00],
+    xls: [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, 0x00, 0x00],
+    bzip2: [...Buffer.from('BZh91AY&SY'), 0x00, 0x00],
+    xz: [0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 0x00, 0x04],
+    zstd: [0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x00],
+  };
+  it.each([
+    ['customers.csv.zip', 'zip', 'is a zip archive (an Excel .xlsx workbook is one too)'],
+    ['customers.xlsx', 'zip', 'is a zip archive (an Excel .xlsx workbook is one too)'],
+    ['customers.xls', 'xls', 'is an Excel 97-2003 workbook (.xls)'],
+    ['customers.csv.bz2', 'bzip2', 'is bzip2-compressed'],
+    ['customers.csv.xz', 'xz', 'is xz-compressed'],
+    ['customers.csv.zst', 'zstd', 'is zstd-compressed'],
+    ['customers.csv.gz', 'bzip2', 'is bzip2-compressed'], // named .gz, but compressed with another tool
+    ['customers.csv.gz', 'gzip of zip', 'is gzip-compressed, and what it holds is a zip archive'],
+  ])(
+    'refuses %s (%s) with exit 2 saying what it is, not that it looks like UTF-16',
+    async (name, kind, said) => {
+      const body = Buffer.concat([Buffer.from(start[kind.replace('gzip of ', '')]!), Buffer.from('\x00\x01,;\n\x7f\x00\n', 'latin1')]);
+      const folder = join(dir, `container-${name}-${kind}`.replace(/\W+/g, '-'));
+      await mkdir(folder);
+      const input = join(folder, name);
+      await writeFile(input, kind.startsWith('gzip of') ? gzipSync(body) : body);
+      const run = await runCli(sampleArgs(input, join(folder, 'out.csv'), '--store', 'off'), sandboxEnv(sandbox));
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toContain(`the input ${input} ${said}`);
+      expect(run.stderr).toContain('not CSV, JSON or NDJSON text');
+      expect(run.stderr).not.toContain('UTF-16');
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(await readdir(folder)).toEqual([name]);
+    },
+    30_000,
+  );
 
   it('refuses an --output named .gz: the output is plain text', async () => {
     const run = await runCli(sampleArgs(join(dir, 'customers.csv'), join(dir, 'out.csv.gz')), sandboxEnv(sandbox));

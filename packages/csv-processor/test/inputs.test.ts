@@ -1,5 +1,6 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 
 import { openSource, type SourceItem } from '../src/source/index.js';
 import { describe, expect, it } from 'vitest';
@@ -155,6 +156,86 @@ describe('a Windows-1252 input', () => {
     const written =
       format === 'csv' ? (await readCsv(output, { delimiter: ';' })).rows[0]?.[4] : (JSON.parse(await readFile(output, 'utf8')) as { note: string }).note;
     expect(written).toBe('€ „a“ – Šß\u0081');
+  });
+});
+
+describe('a UTF-8 input read with --encoding latin1 or windows-1252', () => {
+  const utf8 = 'id;strasse;plz;ort\n1;Hauptstraße 5;10115;Berlin\n2;Schillerstraße 3;80336;München\n';
+  const args = (input: string, output: string, encoding: string) => [
+    'validate',
+    '--input',
+    input,
+    '--output',
+    output,
+    '--encoding',
+    encoding,
+    '--delimiter',
+    ';',
+    '--country',
+    'DE',
+    '--map',
+    'addressLine=strasse,postalCode=plz,locality=ort',
+    '--store',
+    'off',
+  ];
+  const billed = () => Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
+
+  it.each([
+    ['latin1', 'plain', Buffer.from(utf8), 'line 2 holds "Hauptstraße", which read as latin1 would be "HauptstraÃ\\u009fe"'],
+    ['windows-1252', 'plain', Buffer.from(utf8), 'line 2 holds "Hauptstraße", which read as windows-1252 would be "HauptstraÃŸe"'],
+    ['windows-1252', 'with a byte order mark', Buffer.from('\uFEFFid;strasse;plz;ort\n1;Hauptstrasse 5;10115;Berlin\n'), 'starts with a UTF-8 byte order mark'],
+    ['latin1', 'gzip-compressed', gzipSync(Buffer.from(utf8)), 'line 2 holds "Hauptstraße"'],
+  ])('(%s, %s) is refused with exit 2 before anything is paid for or written: its ü would be sent and written as Ã¼', async (encoding, name, bytes, said) => {
+    const { folder, input } = await inputFile(`utf8-as-${encoding}-${name}.csv${name === 'gzip-compressed' ? '.gz' : ''}`, bytes);
+    const before = billed();
+    const run = await runCli(args(input, join(folder, 'out.csv'), encoding), env());
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(said);
+    expect(run.stderr).toContain('leave out --encoding');
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(billed()).toBe(before);
+    expect(await readdir(folder)).toEqual([basename(input)]);
+  });
+
+  it('still reads a Latin-1 file whose only bytes beyond ASCII happen to be valid UTF-8 of another script (ß before a no-break space)', async () => {
+    // DF A0 is valid UTF-8 (U+07E0, an NKo letter), but no Western text: the file is taken as Latin-1.
+    const bytes = Buffer.from('id;strasse;plz;ort\n1;Hauptstraße\u00a05;10115;Berlin\n', 'latin1');
+    const { folder, input } = await inputFile('latin1-nbsp.csv', bytes);
+    const output = join(folder, 'out.csv');
+    const run = await runCli(args(input, output, 'latin1'), env());
+    expect(run.code, run.stderr).toBe(0);
+    expect((await readCsv(output, { delimiter: ';' })).rows[0]?.[1]).toBe('Hauptstraße\u00a05');
+  });
+});
+
+describe('a CSV file whose lines end in a carriage return alone (classic Mac OS)', () => {
+  it.each([
+    ['small', 3],
+    ['over the record limit', 40_000],
+  ])('(%s) is refused with exit 2 saying so, not as a header too long for the --delimiter', async (name, rows) => {
+    const lines = ['strasse;plz;ort', ...Array.from({ length: rows }, (_, i) => `Hauptstraße ${i};10115;Berlin`)];
+    const { folder, input } = await inputFile(`cr-${name}.csv`, lines.join('\r') + '\r');
+    const run = await runCli(
+      [
+        'validate',
+        '--input',
+        input,
+        '--output',
+        join(folder, 'out.csv'),
+        '--delimiter',
+        ';',
+        '--country',
+        'DE',
+        '--map',
+        'addressLine=strasse,postalCode=plz,locality=ort',
+      ],
+      env(),
+    );
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain("the file's lines end in a CR alone");
+    expect(run.stderr).toContain('LF or CRLF');
+    expect(run.stderr).not.toContain('--delimiter?');
+    expect(await readdir(folder)).toEqual([basename(input)]);
   });
 });
 

@@ -60,6 +60,17 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
     throw new CsvError('input-empty', `${options.path} is empty: a header row naming the columns is needed`);
   }
   const headerRecord = first.value;
+  // A header record running on past a CR outside quotes: the file's lines end in CR alone.
+  const crLines = !headerRecord.bytes.includes(0) && bareCr(headerRecord.bytes.subarray(bomLength(headerRecord.bytes)), delimiter);
+  const crLineEnds = () =>
+    new CsvError(
+      'input-unreadable',
+      `the header row of ${options.path} runs on past a carriage return (CR) outside quotes: the file's lines end in a CR alone (as classic Mac OS and Excel's "CSV (Macintosh)" write them), where dq-csv reads lines ending in LF or CRLF; save the file with those (Windows or Unix line ends) and run again (a CR inside a column name needs the name quoted)`,
+    );
+  if (headerRecord.tooLarge && crLines) {
+    stream.destroy();
+    throw crLineEnds();
+  }
   if (headerRecord.tooLarge) {
     stream.destroy();
     throw new CsvError(
@@ -84,6 +95,7 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
     header = split(headerText);
   } catch (err) {
     stream.destroy();
+    if (crLines) throw crLineEnds();
     throw new CsvError('input-empty', `the header row of ${options.path} cannot be parsed: ${(err as Error).message}`, { cause: err });
   }
 
@@ -151,6 +163,31 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
       stream.destroy();
     },
   };
+}
+
+/**
+ * Whether `bytes` (a record, without its line terminator) holds a CR outside quoted fields that is
+ * not its last byte: where a file whose lines end in CR alone has its line ends. Quotes as the
+ * framer and the field splitter take them: a `"` opens a field only as its first byte.
+ */
+function bareCr(bytes: Buffer, delimiter: string): boolean {
+  const d = delimiter.charCodeAt(0);
+  let inQuote = false;
+  let fieldStart = true;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (inQuote) {
+      if (b === 0x22) {
+        if (bytes[i + 1] === 0x22) i++;
+        else inQuote = false;
+      }
+      continue;
+    }
+    if (b === 0x22 && fieldStart) inQuote = true;
+    else if (b === 0x0d && i + 1 < bytes.length) return true;
+    fieldStart = b === d;
+  }
+  return false;
 }
 
 /** Fields of one line split at every `delimiter` (an ASCII character), quotes taken as plain characters. */

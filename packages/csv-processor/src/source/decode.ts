@@ -39,6 +39,67 @@ export function bomLength(bytes: Buffer): number {
   return bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
 }
 
+/** What {@link utf8Evidence} found: the line and the word of the first character beyond ASCII. */
+export interface Utf8Evidence {
+  readonly line: number;
+  readonly word: Buffer;
+}
+
+/**
+ * Whether `sample`, the start of an input to be read as Latin-1 or Windows-1252, is UTF-8 instead:
+ * it starts with a UTF-8 byte order mark (and is valid UTF-8), or it is valid UTF-8 throughout (a
+ * sequence cut off by its end aside) and holds at least one letter, mark or sign of Western text
+ * beyond ASCII (U+00A0-U+024F, combining accents, Latin Extended Additional, general punctuation,
+ * €, ™), as `ü` is the two bytes C3 BC, and no C1 control character. Read in a single-byte
+ * encoding every such character would come out as two or three (`Ã¼`): sent to the platform and
+ * written so. Text really in Latin-1 or Windows-1252 is not valid UTF-8 as soon as one accented
+ * letter is followed by a plain one (`ü` then `n` is FC 6E), and a rare run of bytes that is
+ * (`ß` before a no-break space, DF A0) decodes to a character of another script: a sample holding
+ * only such runs is not taken for UTF-8.
+ */
+export function utf8Evidence(sample: Buffer): Utf8Evidence | undefined {
+  const text = sample.subarray(0, incompleteTail(sample));
+  const bom = bomLength(text) > 0;
+  const first = bom ? 0 : text.findIndex((b) => b >= 0x80);
+  if (first === -1 || !isUtf8(text)) return undefined;
+  if (!bom) {
+    let western = false;
+    for (const c of text.toString('utf8')) {
+      const code = c.codePointAt(0)!;
+      if (code >= 0x80 && code <= 0x9f) return undefined;
+      western ||= isWestern(code);
+    }
+    if (!western) return undefined;
+  }
+  const isBreak = (b: number) => b === 0x0a || b === 0x0d || b === 0x20 || b === 0x22 || b === 0x2c || b === 0x3b || b === 0x09 || b === 0x7c;
+  let from = first;
+  while (from > 0 && !isBreak(text[from - 1]!) && first - from < 40) from--;
+  let to = first;
+  while (to < text.length && !isBreak(text[to]!) && to - first < 40) to++;
+  // Not cut inside a character.
+  while (to < text.length && (text[to]! & 0xc0) === 0x80) to++;
+  let line = 1;
+  for (let i = text.indexOf(0x0a); i !== -1 && i < first; i = text.indexOf(0x0a, i + 1)) line++;
+  return { line, word: text.subarray(from, to) };
+}
+
+/**
+ * A letter, mark or sign of Western text beyond ASCII: Latin-1 Supplement and Latin Extended-A/B,
+ * combining accents (text in decomposed form), Latin Extended Additional, general punctuation, €, ™.
+ * (A C1 control, U+0080-U+009F, is never in text: it is what Windows-1252's Â before one of
+ * € ‚ ƒ „ … † ‡ ˆ ‰ Š ‹ Œ Ž ‘ ’ “ ” • – — ˜ ™ š › œ ž Ÿ decodes to as UTF-8.)
+ */
+function isWestern(code: number): boolean {
+  return (
+    (code >= 0xa0 && code <= 0x24f) ||
+    (code >= 0x300 && code <= 0x36f) ||
+    (code >= 0x1e00 && code <= 0x1eff) ||
+    (code >= 0x2010 && code <= 0x205e) ||
+    code === 0x20ac ||
+    code === 0x2122
+  );
+}
+
 /**
  * A stream filter for UTF-8 text fed to the JSON array parser, which would silently decode a byte
  * that is not valid UTF-8 as U+FFFD. Each such byte is written instead as the JSON escape of a lone

@@ -3,6 +3,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { PassThrough, Readable, Transform } from 'node:stream';
 import { constants as zlibConstants, createGunzip, gunzipSync } from 'node:zlib';
 import { CsvError } from '../errors.js';
+import { bomLength, recordDecoder, utf8Evidence } from './decode.js';
 import type { InputEncoding } from './types.js';
 
 /** A UTF-16 input, told by its byte order mark. */
@@ -102,27 +103,75 @@ export async function inputBytes(path: string, encoding: InputEncoding, fileSize
   const bytes = (start: number): Readable => (file ? readFrom(file, start) : createReadStream(path, { start, highWaterMark: READ_CHUNK }));
   const head = await readHead(path, 64 * 1024, file);
   const gzip = isGzip(head);
-  const utf16 = utf16Of(gzip ? gunzipHead(path, head) : head);
+  const text = gzip ? gunzipHead(path, head) : head;
+  refuseOtherContainer(path, text, gzip);
+  const utf16 = utf16Of(text);
+  if (!utf16 && encoding !== 'utf8') refuseUtf8(path, encoding, text);
   if (!gzip && !utf16) {
     return { encoding, totalBytes: fileSize, stream: (start = 0) => bytes(start) };
   }
   // The whole text is read from its start on every open, and `start` bytes of it skipped.
-  const text = (): Readable => (gzip ? gunzipped(path, bytes(0)) : bytes(0));
+  const whole = (): Readable => (gzip ? gunzipped(path, bytes(0)) : bytes(0));
   const size = gzip ? await gunzippedSize(path, fileSize, file) : fileSize;
-  if (!utf16) return { encoding, gzip: true, totalBytes: size, stream: (start = 0) => skipping(text(), start) };
+  if (!utf16) return { encoding, gzip: true, totalBytes: size, stream: (start = 0) => skipping(whole(), start) };
   return {
     encoding: 'utf8',
     utf16,
     ...(gzip ? { gzip: true } : {}),
     totalBytes: Math.round(size / 2), // exact for ASCII text
     stream: (start = 0) => {
-      const source = text();
+      const source = whole();
       const transcode = utf16ToUtf8(path, utf16, start);
       source.on('error', (err) => transcode.destroy(err));
       return source.pipe(transcode);
     },
   };
 }
+
+/** Files that are not text, told by their first bytes: what the input is when it starts so, and what to do. */
+const NOT_TEXT: readonly { magic: Buffer; what: string; todo: string }[] = [
+  { magic: Buffer.from('PK\x03\x04', 'latin1'), what: 'a zip archive (an Excel .xlsx workbook is one too)', todo: 'unzip it, or save the sheet as CSV' },
+  { magic: Buffer.from('PK\x05\x06', 'latin1'), what: 'an empty zip archive', todo: 'unzip it, or save the sheet as CSV' },
+  { magic: Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]), what: 'an Excel 97-2003 workbook (.xls)', todo: 'save the sheet as CSV' },
+  { magic: Buffer.from('BZh', 'latin1'), what: 'bzip2-compressed', todo: 'decompress it (bunzip2), or compress it with gzip' },
+  { magic: Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]), what: 'xz-compressed', todo: 'decompress it (unxz), or compress it with gzip' },
+  { magic: Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), what: 'zstd-compressed', todo: 'decompress it (unzstd), or compress it with gzip' },
+  { magic: Buffer.from([0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c]), what: 'a 7-Zip archive', todo: 'extract it' },
+];
+
+/**
+ * Refuses an input (`head`: its first bytes, decompressed when it is gzip) that is an archive, a
+ * workbook or compressed otherwise than with gzip: read as text it would fail as if it were text
+ * in another encoding (its bytes hold NULs, as UTF-16 does), and that advice does not help.
+ */
+function refuseOtherContainer(path: string, head: Buffer, gzip: boolean): void {
+  // `BZh` is also how a text could start: bzip2's block size digit and block magic must follow.
+  const found = NOT_TEXT.find(
+    ({ magic }) => head.subarray(0, magic.length).equals(magic) && (magic.length > 3 || /^BZh[1-9]1AY&SY/.test(head.subarray(0, 10).toString('latin1'))),
+  );
+  if (!found) return;
+  throw new CsvError(
+    'input-unreadable',
+    `the input ${path} is ${gzip ? 'gzip-compressed, and what it holds is ' : ''}${found.what}, not CSV, JSON or NDJSON text: dq-csv reads text, plain or gzip-compressed; ${found.todo} and pass the file it gives`,
+  );
+}
+
+/**
+ * Refuses an input read as Latin-1 or Windows-1252 whose start (`sample`, decompressed) is UTF-8
+ * ({@link utf8Evidence}): every ü would be paid for and written as Ã¼. Nothing is read further.
+ */
+function refuseUtf8(path: string, encoding: InputEncoding, sample: Buffer): void {
+  const found = utf8Evidence(sample);
+  if (!found) return;
+  const what =
+    bomLength(sample) > 0
+      ? 'starts with a UTF-8 byte order mark'
+      : `is UTF-8, not ${encoding}: line ${found.line} holds "${found.word.toString('utf8')}", which read as ${encoding} would be "${shown(recordDecoder(encoding)(found.word) ?? '')}" (sent to the platform and written so)`;
+  throw new CsvError('input-unreadable', `the input ${path} ${what}; leave out --encoding (UTF-8 is the default); nothing was written or paid for`);
+}
+
+/** `text` for a message: control characters (Latin-1's 0x80-0x9F are C1 controls) as `\u009f`. */
+const shown = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** The decompressed start of a gzip file whose first bytes are `head` (as much as they give). */
 function gunzipHead(path: string, head: Buffer): Buffer {
