@@ -2,7 +2,7 @@ import { checkEmptyFlags, commandLineRedactor as redactorOf, createFlagParsers, 
 import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES } from '@dq/core/schemas';
 import { usageError } from './errors.js';
 import { parseFieldMap } from './mapping.js';
-import type { ProcessFileOptions } from './options.js';
+import { formatFromPath, type ProcessFileOptions } from './options.js';
 import { INPUT_ENCODINGS, type InputFormat } from './source/types.js';
 
 const flags = createFlagParsers(usageError);
@@ -33,7 +33,8 @@ Options:
   --include <list>          ${ADDRESS_INCLUDE_VALUES.join(', ')}
   --delimiter <char>        CSV delimiter, default ','; '\\t' for tab
   --encoding <enc>          utf8 (default) | latin1 | windows-1252; a file with a UTF-16 byte order
-                            mark is read as UTF-16; the output is always UTF-8
+                            mark is read as UTF-16; the output is always UTF-8; a UTF-8 file
+                            given latin1 or windows-1252 is refused (it would be sent as Ã¼)
   --format <fmt>            csv | json | ndjson; default from the input's extension
   --spreadsheet-safe        prefix ' to every cell starting with = + - @ tab CR or ' (output and
                             rejects), for files opened in a spreadsheet; default: values as read
@@ -130,6 +131,16 @@ export function parseCli(argv: readonly string[], env: Readonly<Record<string, s
         `"${path}" names a gzip file, but dq-csv writes plain text (cut back to its checkpoint on --resume): name it without .gz and compress it after the run`,
       );
     }
+  }
+  // The output is in the input's format: a name saying otherwise (a CSV written to out.json, read
+  // by the next step as JSON) is refused. NDJSON named .json is left alone: many tools name it so.
+  const format = v.format === undefined ? formatFromPath(v.input) : oneOf('--format', v.format, FORMATS);
+  const named = v.output === undefined ? undefined : /\.(csv|tsv|json|ndjson|jsonl)$/i.exec(v.output)?.[1]?.toLowerCase();
+  if (named !== undefined && (named === 'csv' || named === 'tsv') !== (format === 'csv')) {
+    throw usageError(
+      '--output',
+      `"${v.output}" names a .${named} file, but the output is written in the input's format, ${format} (dq-csv does not convert): name it .${format}`,
+    );
   }
   if (v.report !== undefined && v['dry-run']) throw usageError('--report', 'a dry run calls nothing and has no report to write; drop --report or --dry-run');
 

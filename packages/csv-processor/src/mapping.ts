@@ -33,7 +33,8 @@ export function parseFieldMap(text: string | readonly string[], mode: Mode): Fie
 
 /**
  * Without `--map`: for CSV each field of `mode` whose name equals a header column
- * (case-insensitive); for JSON (no header) each field from the key of the same name. Columns
+ * (case and edge spaces aside; two such columns for one field are refused, as which one holds it is
+ * not known); for JSON (no header) each field from the key of the same name. Columns
  * under a name that commonly holds a field (strasse, plz, ort, zip, city, …) are never mapped
  * unasked: with none named like a field the error shows the `--map` they suggest, and with some
  * fields left out `onHint` gets one line saying which columns look like them.
@@ -41,9 +42,24 @@ export function parseFieldMap(text: string | readonly string[], mode: Mode): Fie
 export function inferFieldMap(mode: Mode, columns: readonly string[] | undefined, onHint?: (text: string) => void): FieldMap {
   if (columns === undefined) return Object.fromEntries(MODE_FIELDS[mode].map((f) => [f, f]));
   const map: Record<string, string> = {};
+  const named = (field: string) => columns.filter((c) => c.trim().toLowerCase() === field.toLowerCase());
   for (const field of MODE_FIELDS[mode]) {
-    const column = columns.find((c) => c.trim().toLowerCase() === field.toLowerCase());
-    if (column !== undefined) map[field] = column;
+    const matches = named(field);
+    if (matches.length > 1) {
+      // `Locality` and `locality`, or a column named twice: which one holds the field is not known.
+      const how =
+        new Set(matches).size === matches.length
+          ? `say which one it is, with every field (a --map replaces the columns found by name): --map ${MODE_FIELDS[mode]
+              .filter((f) => f === field || named(f).length === 1)
+              .map((f) => `${f}=${f === field ? '<column>' : mapName(named(f)[0]!)}`)
+              .join(',')}, the column named exactly as in the header (${matches.map(mapName).join(' or ')})`
+          : 'a column whose name is in the header twice cannot be mapped: rename one of the two';
+      throw usageError(
+        '--map',
+        `the header has ${matches.length} columns named like the field ${field} (${matches.map((c) => JSON.stringify(c)).join(', ')}), case and edge spaces aside; ${how}`,
+      );
+    }
+    if (matches.length === 1) map[field] = matches[0]!;
   }
   const mapped = Object.entries(map).map(([field, column]) => ({ field, column }));
   const lookalikes = unmappedLookalikes(mode, columns, mapped);
@@ -58,6 +74,11 @@ export function inferFieldMap(mode: Mode, columns: readonly string[] | undefined
     onHint(autoMappingHint(mode, 'the header', mapped, lookalikes));
   }
   return map;
+}
+
+/** A column name as `--map` takes it: quoted (quotes doubled) when it holds a comma or a quote, or spaces at its ends. */
+function mapName(name: string): string {
+  return name === '' || name !== name.trim() || name.includes(',') || name.startsWith('"') ? `"${name.replace(/"/g, '""')}"` : name;
 }
 
 /**

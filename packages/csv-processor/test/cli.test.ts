@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, summaryOf, tempDir } from './helpers.js';
@@ -121,6 +121,42 @@ describe('the dq-csv command line', () => {
       'dq-csv: hint: no --map given, so only columns named like address fields were mapped (street=street,country=country); the header also has house_no (houseNumber), zip (postalCode), city (locality), which were not. To use them: --map street=street,houseNumber=house_no,postalCode=zip,locality=city,country=country',
     );
     expect(run.stderr.match(/hint:/g)).toHaveLength(1);
+  });
+
+  it.each([
+    [
+      'two that differ in case',
+      'street;postalCode;Locality;locality',
+      'the header has 2 columns named like the field locality ("Locality", "locality"), case and edge spaces aside; say which one it is, with every field (a --map replaces the columns found by name): --map street=street,postalCode=postalCode,locality=<column>, the column named exactly as in the header (Locality or locality)',
+    ],
+    ['one with spaces around it', 'street;postalCode; locality;locality', '(" locality" or locality)'],
+    ['the same name twice', 'street;postalCode;locality;locality', 'a column whose name is in the header twice cannot be mapped: rename one of the two'],
+  ])('without --map, refuses a header with two columns for one field (%s) instead of taking the first one unsaid', async (_, header, said) => {
+    const two = join(dir, 'two-localities.csv');
+    await writeFile(two, `${header}\nHauptstraße 5;10115;Berlin;Mitte\n`);
+    const run = await runCli(['validate', '--input', two, '--output', join(dir, 'o.csv'), '--delimiter', ';', '--country', 'DE'], {
+      DQ_BASE_URL: 'http://127.0.0.1:9',
+      DQ_API_KEY: 'k',
+    });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(said);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it.each([
+    ['a CSV input', 'in.csv', 'o.json', "names a .json file, but the output is written in the input's format, csv (dq-csv does not convert): name it .csv"],
+    ['a CSV input', 'in.csv', 'o.ndjson', 'name it .csv'],
+    ['an NDJSON input', 'in.ndjson', 'o.csv', "the output is written in the input's format, ndjson (dq-csv does not convert): name it .ndjson"],
+  ])("refuses with exit 2, for %s, an --output named for another format (%s to %s) instead of writing that file in the input's", async (_, name, out, said) => {
+    const input = join(dir, `format-${name}`);
+    await writeFile(input, name.endsWith('.csv') ? 'street;postalCode;locality\nHauptstraße 5;10115;Berlin\n' : '{"street":"Hauptstraße 5"}\n');
+    const run = await runCli(['validate', '--input', input, '--output', join(dir, out), '--delimiter', ';'], {
+      DQ_BASE_URL: 'http://127.0.0.1:9',
+      DQ_API_KEY: 'k',
+    });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(said);
+    expect(await stat(join(dir, out)).catch(() => undefined)).toBeUndefined();
   });
 
   it('estimates a run with --dry-run without calling anything', async () => {
