@@ -159,25 +159,27 @@ describe('a Windows-1252 input', () => {
   });
 });
 
+/** A run over a `;` file of strasse, plz and ort read in `encoding`, without a result store. */
+const args = (input: string, output: string, encoding: string) => [
+  'validate',
+  '--input',
+  input,
+  '--output',
+  output,
+  '--encoding',
+  encoding,
+  '--delimiter',
+  ';',
+  '--country',
+  'DE',
+  '--map',
+  'addressLine=strasse,postalCode=plz,locality=ort',
+  '--store',
+  'off',
+];
+
 describe('a UTF-8 input read with --encoding latin1 or windows-1252', () => {
   const utf8 = 'id;strasse;plz;ort\n1;Hauptstraße 5;10115;Berlin\n2;Schillerstraße 3;80336;München\n';
-  const args = (input: string, output: string, encoding: string) => [
-    'validate',
-    '--input',
-    input,
-    '--output',
-    output,
-    '--encoding',
-    encoding,
-    '--delimiter',
-    ';',
-    '--country',
-    'DE',
-    '--map',
-    'addressLine=strasse,postalCode=plz,locality=ort',
-    '--store',
-    'off',
-  ];
   const billed = () => Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
 
   it.each([
@@ -215,22 +217,7 @@ describe('a CSV file whose lines end in a carriage return alone (classic Mac OS)
   ])('(%s) is refused with exit 2 saying so, not as a header too long for the --delimiter', async (name, rows) => {
     const lines = ['strasse;plz;ort', ...Array.from({ length: rows }, (_, i) => `Hauptstraße ${i};10115;Berlin`)];
     const { folder, input } = await inputFile(`cr-${name}.csv`, lines.join('\r') + '\r');
-    const run = await runCli(
-      [
-        'validate',
-        '--input',
-        input,
-        '--output',
-        join(folder, 'out.csv'),
-        '--delimiter',
-        ';',
-        '--country',
-        'DE',
-        '--map',
-        'addressLine=strasse,postalCode=plz,locality=ort',
-      ],
-      env(),
-    );
+    const run = await runCli(args(input, join(folder, 'out.csv'), 'utf8'), env());
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toContain("the file's lines end in a CR alone");
     expect(run.stderr).toContain('LF or CRLF');

@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { CLI } from '@dq/test-support/kafka';
+import { bareCli as cli } from './exit.js';
 import { parseCli } from '../src/cli-args.js';
 import { parseFieldMap } from '../src/field-map.js';
 import { KafkaEnricherError } from '../src/errors.js';
@@ -108,19 +107,6 @@ describe('dq-kafka --map', () => {
     expect(parseFieldMap(' street = /s ,locality=/', 'address').map((m) => m.pointer.tokens)).toEqual([['s'], ['']]);
   });
 });
-
-/** The CLI's exit code and output for `args`, `env` added to a bare environment. */
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('the dq-kafka process', () => {
   it.concurrent.each<[string, string[], Record<string, string>, string]>([

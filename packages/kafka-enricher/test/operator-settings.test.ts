@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { CLI } from '@dq/test-support/kafka';
+import { bareCli as cli } from './exit.js';
 import { parseCli } from '../src/cli-args.js';
 import { KafkaEnricherError } from '../src/errors.js';
 
@@ -198,19 +197,6 @@ describe('--brokers written as elsewhere', () => {
     expect(cmd.options.brokers).toEqual(['k1:9092', 'k2:9092', 'k1:9092']);
   });
 });
-
-/** The CLI's exit code and output for `args`, `env` added to a bare environment. */
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('the dq-kafka process', () => {
   // Port 1: nothing listens there, so a run that got past its settings would end with 75, not 2.
