@@ -92,7 +92,7 @@ describe('dq-store given the wrong --store', () => {
       '-e',
       `import { open } from 'lmdb';
        const db = open({ path: ${JSON.stringify(join(other, 'results.mdb'))} });
-       console.log([...db.getKeys()].length);
+       process.stdout.write(String([...db.getKeys()].length));
        await db.close();`,
     ]);
     expect(kept.stdout.trim()).toBe('6');
