@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { checkEmptyFlags, commandLineRedactor as redactorOf, createFlagParsers, parseFlags, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
+import { checkEmptyFlags, commandLineRedactor as redactorOf, createFlagParsers, nearestNames, parseFlags, ENGINE_FLAGS_USAGE } from '@dq/core/cli';
 import { ADDRESS_INCLUDE_VALUES, isCountryCode, MODES } from '@dq/core/schemas';
 import type { LogLevel } from '@dq/core';
 import { KafkaEnricherError, usageError } from './errors.js';
 import { parseFieldMap } from './field-map.js';
 import { checkDqField } from './options.js';
-import { editDistance } from './topics.js';
 import type { EnricherOptions, SaslOptions } from './options.js';
 
 const flags = createFlagParsers(usageError);
@@ -235,18 +234,12 @@ function unknownVariables(env: Readonly<Record<string, string | undefined>>): st
   return warnings;
 }
 
-/** The known variable closest to `name` (at most 2 edits, or one name the start of the other), if any. */
+/** The known variable closest to `name` (at most 2 edits, or one name the start of the other; the longer of two as near), if any. */
 function nearestVariable(name: string): string | undefined {
-  const tail = name.slice('DQ_KAFKA_'.length);
-  let best: { name: string; distance: number } | undefined;
-  for (const known of KNOWN_VARIABLES) {
-    const knownTail = known.slice('DQ_KAFKA_'.length);
-    const prefix = tail.length >= 3 && knownTail.length >= 3 && (knownTail.startsWith(tail) || tail.startsWith(knownTail));
-    const distance = prefix ? 1 : editDistance(tail, knownTail, 2);
-    if (distance <= 2 && (best === undefined || distance < best.distance || (distance === best.distance && known.length > best.name.length)))
-      best = { name: known, distance };
-  }
-  return best?.name;
+  const prefix = 'DQ_KAFKA_';
+  const known = [...KNOWN_VARIABLES].sort((a, b) => b.length - a.length).map((v) => v.slice(prefix.length));
+  const [near] = nearestNames(name.slice(prefix.length), known);
+  return near === undefined ? undefined : prefix + near;
 }
 
 function parseSettings(

@@ -1,4 +1,5 @@
 import type { Kafka } from 'kafkajs';
+import { nearestNames } from '@dq/core/cli';
 import { KafkaEnricherError } from './errors.js';
 import type { ResolvedEnricherOptions } from './options.js';
 
@@ -92,24 +93,6 @@ function missing(topics: Array<[string, string]>, existing: Set<string>, advice:
 
 /** Up to three existing topics (internal `__` ones left out) at most {@link NEAR_EDITS} edits from `topic`, nearest first. */
 export function nearest(topic: string, existing: Iterable<string>): string[] {
-  return [...existing]
-    .filter((t) => !t.startsWith('__'))
-    .map((t) => ({ t, d: editDistance(topic, t, NEAR_EDITS) }))
-    .filter(({ d }) => d <= NEAR_EDITS)
-    .sort((a, b) => a.d - b.d || a.t.localeCompare(b.t))
-    .slice(0, 3)
-    .map(({ t }) => t);
-}
-
-/** Levenshtein distance of `a` and `b`, or `max + 1` once it is known to exceed `max`. */
-export function editDistance(a: string, b: string, max: number): number {
-  if (Math.abs(a.length - b.length) > max) return max + 1;
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    if (Math.min(...row) > max) return max + 1;
-    previous = row;
-  }
-  return previous[b.length]!;
+  const candidates = [...existing].filter((t) => !t.startsWith('__')).sort((a, b) => a.localeCompare(b));
+  return nearestNames(topic, candidates, { maxEdits: NEAR_EDITS, prefixes: false }).slice(0, 3);
 }

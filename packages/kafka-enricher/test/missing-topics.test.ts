@@ -4,7 +4,8 @@ import type { Running } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
 import { errorLines, exitWithin } from './exit.js';
 import { createTopics, listTopics } from './topics.js';
-import { editDistance, nearest } from '../src/topics.js';
+import { editDistance } from '@dq/core/cli';
+import { nearest } from '../src/topics.js';
 
 // A typo in a topic name, on brokers that create topics on first use (the mock cluster does):
 // dq-kafka must refuse it at start (exit 2, one line naming the topic and the nearest existing

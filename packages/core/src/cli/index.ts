@@ -7,3 +7,5 @@ export { exitProcess, onStopSignals, STOP_SIGNALS } from './stop-signals.js';
 export type { StopSignal } from './stop-signals.js';
 export { checkEmptyFlags, commandLineRedactor, mapEntries, withoutUrlPasswords } from './command-line.js';
 export type { MapEntry } from './command-line.js';
+export { editDistance, nearestNames } from './nearest.js';
+export type { NearestOptions } from './nearest.js';

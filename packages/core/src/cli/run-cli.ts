@@ -12,6 +12,7 @@ import type { ParseArgsConfig } from 'node:util';
 import { exitCodeFor } from '../engine/exit-codes.js';
 import { hasExitCode } from '../errors/error-codes.js';
 import { ExitCode } from '../errors/exit-code.js';
+import { nearestNames } from './nearest.js';
 
 type FlagOptions = NonNullable<ParseArgsConfig['options']>;
 /** What {@link parseFlags} returns for `options`. */
@@ -43,7 +44,7 @@ function flagProblem(err: NodeJS.ErrnoException, known: readonly string[]): stri
   if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
     const flag = /^Unknown option '([^']+)'/.exec(err.message)?.[1];
     if (flag !== undefined) {
-      const near = nearestFlag(flag.replace(/^-+/, '').split('=')[0] ?? '', known);
+      const [near] = nearestNames(flag.replace(/^-+/, '').split('=')[0] ?? '', known);
       return `unknown flag '${flag}'${near === undefined ? '' : `; did you mean --${near}?`}`;
     }
   }
@@ -52,27 +53,6 @@ function flagProblem(err: NodeJS.ErrnoException, known: readonly string[]): stri
     return `'${ambiguous}' is followed by another flag where its value belongs: write ${ambiguous} <value> (a value that starts with a dash as ${ambiguous}=-5)`;
   }
   return err.message;
-}
-
-/** The flag of `known` closest to `name` (a typo: at most 2 edits, or a prefix of 3 letters or more), if any. */
-function nearestFlag(name: string, known: readonly string[]): string | undefined {
-  let best: { flag: string; distance: number } | undefined;
-  for (const flag of known) {
-    const distance = name.length >= 3 && (flag.startsWith(name) || name.startsWith(flag)) ? 1 : editDistance(name, flag);
-    if (distance <= 2 && (best === undefined || distance < best.distance)) best = { flag, distance };
-  }
-  return best?.flag;
-}
-
-/** Levenshtein distance of `a` and `b`. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    previous = row;
-  }
-  return previous[b.length]!;
 }
 
 /** What a CLI prints and exits with for the error that ended a command. */
