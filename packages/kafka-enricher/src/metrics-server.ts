@@ -12,7 +12,9 @@ export interface MetricsServer {
 
 /**
  * Serves `GET /metrics` (Prometheus text format) and `GET /healthz` (200 `{"status":"ok"}` while
- * `healthy()` is true, else 503) on `host:port`; port 0 picks a free one.
+ * `healthy()` is true, else 503) on `host:port`; port 0 picks a free one. Without a `host`, on
+ * every address of the machine, IPv6 and IPv4 (Node's unspecified address: `::`, dual-stack, or
+ * `0.0.0.0` where the machine has no IPv6), so a scraper on an IPv6-only cluster network reaches it.
  *
  * @throws KafkaEnricherError `metrics-listen-failed` naming `setting` (the flag, or the variable
  * the port came from) when the port is taken.
@@ -21,7 +23,7 @@ export async function startMetricsServer(
   metrics: Metrics,
   healthy: () => { ok: boolean; state: string },
   port: number,
-  host = '0.0.0.0',
+  host: string | undefined = undefined,
   setting = '--metrics-port',
 ): Promise<MetricsServer> {
   const server = createServer((req, res) => {
@@ -46,7 +48,7 @@ export async function startMetricsServer(
       reject(
         new KafkaEnricherError(
           'metrics-listen-failed',
-          `${setting}: cannot listen on ${host}:${port} (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? ': another process listens on that port' : ''}); pick another port or 0`,
+          `${setting}: cannot listen on ${host === undefined ? 'port ' : `${host}:`}${port} (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? ': another process listens on that port' : ''}); pick another port or 0`,
           { cause: err },
         ),
       ),

@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliArgs, uniqueGroup, uniqueTopic } from '@dq/test-support/kafka';
 import { useKafka, useSandbox } from '@dq/test-support/use';
@@ -8,6 +9,9 @@ const kafka = useKafka();
 const sandbox = useSandbox();
 let run: Running | undefined;
 afterAll(() => killIfRunning(run));
+
+/** Whether this machine has the IPv6 loopback address (a container may have IPv6 off). */
+const hasIpv6Loopback = (): boolean => Object.values(networkInterfaces()).some((addresses) => addresses?.some((a) => a.address === '::1'));
 
 describe('dq-kafka enrich', () => {
   it('puts each of 10,000 input offsets in the output or the DLQ, dead-letters exactly the 5 % bad ones, keeps key order and exits 0 on SIGTERM with everything committed', async () => {
@@ -65,6 +69,8 @@ describe('dq-kafka enrich', () => {
     expect(metrics).toContain('# TYPE nodejs_gc_duration_seconds histogram');
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
+    // On IPv6 too (a scraper on an IPv6-only cluster network), where the machine has it.
+    if (hasIpv6Loopback()) expect((await fetch(`http://[::1]:${port}/healthz`)).status).toBe(200);
 
     run.child.kill('SIGTERM');
     const exit = await run.exited;
