@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { RANGE_TAKEN, STATE_SCHEMA } from './bookkeeping.js';
 import type { StatusColumn, TargetTable } from './preflight.js';
-import { holdsExactly } from './db.js';
+import { holdsExactly, quoteIdent } from './db.js';
 import type { SourceRow } from './row-values.js';
 import { CleanseError, isConnectionLoss } from './errors.js';
 
@@ -420,6 +420,8 @@ export class PageStore {
   readonly #lockWaitMs: number;
   readonly #readSql = new Map<string, string>();
   readonly #known: KnownRows | undefined;
+  /** The partitioned table `#target` is a partition of, once a row was refused for leaving it ({@link partitionOf}). */
+  #partition: Promise<PartitionOf | null> | undefined;
 
   /**
    * @param writer connection for {@link commit}; default `reader`.
@@ -644,13 +646,39 @@ export class PageStore {
         } catch (e) {
           if (isConnectionLoss(e)) throw e;
           await q('ROLLBACK TO SAVEPOINT dq_probe');
-          if (refusedByTable(e)) refused.push({ key: page.keys[i] as string, index: i, reason: refusalText(e) });
+          if (refusedByTable(e)) refused.push({ key: page.keys[i] as string, index: i, reason: (await this.#leavesPartition(e, page, i)) ?? refusalText(e) });
         }
       }
     } finally {
       await q('ROLLBACK').catch(() => undefined);
     }
     return refused;
+  }
+
+  /**
+   * Why row `i` of `page` was refused when its correction would move it out of the partition
+   * `#target` is (the corrected value of a partition key column belongs in another partition):
+   * PostgreSQL moves a row only between the partitions under the table the UPDATE names (its
+   * manual, "Table Partitioning"), so an UPDATE of a partition fails with "violates partition
+   * constraint". Names the partition key's columns and the statement that moves the row through the
+   * partitioned table; undefined for another refusal.
+   */
+  async #leavesPartition(e: unknown, page: PageWrite, i: number): Promise<string | undefined> {
+    const { code, message } = e as { code?: string; message?: string };
+    if (code !== CHECK_VIOLATION || !message?.endsWith('violates partition constraint')) return undefined;
+    this.#partition ??= partitionOf(this.#writer, this.#target.qualified);
+    const part = await this.#partition;
+    if (!part) return undefined;
+    const { key, qualified, columns } = this.#target;
+    const moved = columns
+      .map((c, n) => ({ c, value: page.after[n]?.[i] ?? null, before: page.before[n]?.[i] ?? null }))
+      .filter(({ c, value, before }) => value !== null && value !== before && part.columns.includes(c.column));
+    const set = moved.map(({ c, value }) => `${c.quoted} = ${this.#writer.escapeLiteral(value as string)}`).join(', ');
+    const names = moved.length > 0 ? moved.map(({ c }) => c.column).join(', ') : part.columns.join(', ');
+    return (
+      `its corrected ${names} belongs in another partition of ${part.root} (PARTITION BY ${part.key}): ${qualified} takes only rows where ${part.bound}, and PostgreSQL moves a row to another partition only in an UPDATE of the partitioned table, not of the partition (${message}, SQLSTATE ${code})` +
+      `; to correct it, move it through ${part.root} (${set ? `UPDATE ${part.root} SET ${set} WHERE ${key.quoted} = ${this.#writer.escapeLiteral(page.keys[i] as string)}` : `an UPDATE of ${names}`}) and clean the partition it lands in`
+    );
   }
 
   /**
@@ -671,6 +699,46 @@ export class PageStore {
     }
   }
 }
+
+/** The partitioned table a table is a partition of: its root, the root's partition key, the partition's bound, the key columns of every level. */
+interface PartitionOf {
+  /** Quoted `"schema"."table"` of the topmost partitioned table. */
+  root: string;
+  /** Its partition key as `pg_get_partkeydef` prints it, e.g. `LIST (country)`. */
+  key: string;
+  /** The partition's constraint (its bounds and its ancestors'), as `pg_get_partition_constraintdef` prints it. */
+  bound: string;
+  /** Columns of the partition keys above the partition (by name: a partition has its parent's column names). */
+  columns: string[];
+}
+
+/**
+ * The partitioned table `qualified` is a partition of, or null for a table that is none. The
+ * columns of the partition keys: plain key columns, and columns an expression key names.
+ */
+async function partitionOf(client: pg.Client, qualified: string): Promise<PartitionOf | null> {
+  const { rows } = await client.query<{ schema: string; table: string; key: string; bound: string; columns: string[]; exprs: string[]; names: string[] }>(
+    `SELECT n.nspname AS schema, r.relname AS table, pg_get_partkeydef(r.oid) AS key,
+            pg_get_partition_constraintdef($1::regclass) AS bound,
+            ARRAY(SELECT a.attname::text FROM pg_partition_ancestors($1::regclass) anc JOIN pg_partitioned_table p ON p.partrelid = anc.relid
+                    JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = ANY (p.partattrs::int2[])) AS columns,
+            ARRAY(SELECT pg_get_expr(p.partexprs, p.partrelid) FROM pg_partition_ancestors($1::regclass) anc
+                    JOIN pg_partitioned_table p ON p.partrelid = anc.relid WHERE p.partexprs IS NOT NULL) AS exprs,
+            ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped) AS names
+       FROM pg_class c JOIN pg_class r ON r.oid = pg_partition_root(c.oid) JOIN pg_namespace n ON n.oid = r.relnamespace
+      WHERE c.oid = $1::regclass AND c.relispartition`,
+    [qualified],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  // The identifiers of the expression keys (as PostgreSQL prints them: quoted where they need it).
+  const identifiers = new Set(row.exprs.flatMap((x) => [...x.matchAll(/"((?:[^"]|"")+)"|([a-z_][a-z0-9_$]*)/g)].map((m) => m[1]?.replace(/""/g, '"') ?? m[2])));
+  const columns = row.names.filter((name) => row.columns.includes(name) || identifiers.has(name));
+  return { root: `${quoteIdent(row.schema)}.${quoteIdent(row.table)}`, key: row.key, bound: row.bound, columns };
+}
+
+/** SQLSTATE check_violation: a CHECK constraint, or a row outside its partition's bounds. */
+const CHECK_VIOLATION = '23514';
 
 /** A row of a page the table refused to take its new values: its key, its index in the page and why. */
 export interface Refused {

@@ -203,7 +203,7 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     if (row.category !== 'S') {
       throw new CleanseError(
         'column-type',
-        `--map ${field}: column "${row.name}" of ${qualified} is ${row.type}, not a text type (text, varchar, char); map a text column`,
+        `--map ${field}: column "${row.name}" of ${qualified} is ${row.type}, not a text type (text, varchar, char)${row.category === 'N' && field === 'postalCode' ? numericPostalCode(row.name, qualified) : '; map a text column'}`,
       );
     }
     if (row.generated !== '') throw new CleanseError('column-type', `--map ${field}: column "${row.name}" of ${qualified} is generated and cannot be written`);
@@ -288,6 +288,16 @@ export async function inspectTable(client: pg.Client, spec: TableSpec): Promise<
     }
   }
   return { schema, table, qualified, key, columns: mapped, status, columnNames: names };
+}
+
+/**
+ * What the refusal of a number column mapped as the postal code adds: a number keeps no leading
+ * zeros, so the codes that have them are already cut, and how to make the column text again (or
+ * map another).
+ */
+function numericPostalCode(column: string, qualified: string): string {
+  const quoted = quoteIdent(column);
+  return `: a number keeps no leading zeros, so postal codes such as 01067 (Dresden) are already stored without them (1067). Make it text, padded to the length of the country's postal codes (5 in Germany): ALTER TABLE ${qualified} ALTER COLUMN ${quoted} TYPE text USING lpad(${quoted}::bigint::text, 5, '0'), or map a text column`;
 }
 
 /**

@@ -33,6 +33,11 @@ export interface RollbackSummary {
   /** Keys of those rows (first 100). */
   conflictKeys: string[];
   /**
+   * Of the conflicts, rows whose old values the table refuses now (a constraint, a trigger raising
+   * or storing other values): not changed since the run; each is named on stderr with its reason.
+   */
+  refused: number;
+  /**
    * `done`: every audited row was restored or left as a conflict, and the run is marked rolled
    * back; `stopped`: a signal stopped the rollback part way (`error` says how far it got), the
    * batches before it are kept, and the same command finishes it.
@@ -127,12 +132,31 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     let conflicts = 0;
     const conflictKeys: string[] = [];
     const refusedKeys: { key: string; reason: string }[] = [];
+    const refusedSet = new Set<string>();
     const lockWait = lockWaitMs(client);
     const { rows: left } = await client.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM ${STATE_SCHEMA}.results WHERE run_id = $1 AND before IS NOT NULL AND rollback IS DISTINCT FROM 'restored'`,
       [options.runId],
     );
     const toRestore = left[0]?.n ?? 0;
+    /** The conflicts that are rows changed since the run: the others are rows the table refused. */
+    const changed = (): number => conflicts - refusedKeys.length;
+    // The rows left as they are, on stderr: those the table refuses with their reason, then those
+    // changed since the run. Only rows of committed batches: their audit rows are marked `conflict`.
+    const reportLeft = (): void => {
+      if (refusedKeys.length > 0)
+        logger.warn('rows whose old values the table refuses (constraint, trigger) were not restored; they count as conflicts', {
+          runId: options.runId,
+          rows: refusedKeys.slice(0, 20),
+          count: refusedKeys.length,
+        });
+      if (changed() > 0)
+        logger.warn('rows changed after the run (by hand, or written by a later run) were not restored', {
+          runId: options.runId,
+          count: changed(),
+          keys: conflictKeys.filter((k) => !refusedSet.has(k)).slice(0, 20),
+        });
+    };
     /** The summary with the counts so far. */
     const summary = (state: RollbackSummary['state'], exitCode: number, error?: RollbackSummary['error']): RollbackSummary => ({
       runId: options.runId,
@@ -140,6 +164,7 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       restored,
       conflicts,
       conflictKeys,
+      refused: refusedKeys.length,
       state,
       ...(error ? { error } : {}),
       exitCode,
@@ -149,9 +174,15 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
     const stopped = (underWay: string): RollbackSummary => {
       const untried = Math.max(0, toRestore - restored - conflicts);
       const reason = options.stopNow?.aborted ? options.stopNow.reason : options.signal?.reason;
+      // The conflicts as the complete rollback reports them: changed since the run, or refused by the table.
+      const kinds = [
+        ...(changed() > 0 ? [`${changed()} changed since the run`] : []),
+        ...(refusedKeys.length > 0 ? [`${refusedKeys.length} whose old values the table refuses, named above`] : []),
+      ];
       const message =
         `rollback of run ${options.runId} stopped${reason instanceof Error ? ` ${reason.message}` : ''}: ${restored} of the ${toRestore} audited rows left to restore were restored` +
-        `${conflicts > 0 ? `, ${conflicts} left as conflicts (changed since the run)` : ''}, ${untried} not yet${underWay}; the run is not marked rolled back: rerun dq-pg rollback --run ${options.runId} to finish`;
+        `${conflicts > 0 ? `, ${conflicts} left as conflicts (${kinds.join(', ')})` : ''}, ${untried} not yet${underWay}; the run is not marked rolled back: rerun dq-pg rollback --run ${options.runId} to finish`;
+      reportLeft();
       return summary('stopped', ExitCode.TEMPFAIL, { code: 'interrupted', message });
     };
     // A second signal cuts the statement under way: its transaction is rolled back by the server.
@@ -179,6 +210,9 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
           return out;
         });
       let res: Awaited<ReturnType<typeof batch>>;
+      // The rows of this batch the table refuses: counted once the batch has committed (a batch
+      // cancelled by a second signal marks none of its rows).
+      const batchRefused: { key: string; reason: string }[] = [];
       try {
         const skip: string[] = [];
         let probed = false;
@@ -190,7 +224,7 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
             if (e instanceof AlteredRestores) {
               const triggers = await updateTriggers(client, target.qualified);
               for (const row of e.rows) {
-                refusedKeys.push({ key: row.key, reason: alteredReason(target, row.exact, triggers, options.runId) });
+                batchRefused.push({ key: row.key, reason: alteredReason(target, row.exact, triggers, options.runId) });
                 skip.push(row.key);
               }
               continue;
@@ -201,7 +235,7 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
             probed = true;
             const refused = await refusedRestores(client, target, options.runId, last, batchSize, lockWait);
             if (refused.length === 0) throw e;
-            refusedKeys.push(...refused);
+            batchRefused.push(...refused);
             skip.push(...refused.map((r) => r.key));
           }
         }
@@ -223,6 +257,11 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       if (!r || r.last === null) break;
       restored += r.restored;
       conflicts += r.conflicts.length;
+      for (const row of batchRefused) {
+        if (refusedSet.has(row.key)) continue;
+        refusedSet.add(row.key);
+        refusedKeys.push(row);
+      }
       for (const k of r.conflicts) if (conflictKeys.length < 100) conflictKeys.push(k);
       last = r.last;
     }
@@ -238,21 +277,8 @@ export async function rollback(options: RollbackOptions): Promise<RollbackSummar
       if (options.stopNow?.aborted && (wasCancelled(e) || isConnectionLoss(e))) return stopped('');
       throw e;
     }
-    if (refusedKeys.length > 0)
-      logger.warn('rows whose old values the table refuses (constraint, trigger) were not restored; they count as conflicts', {
-        runId: options.runId,
-        rows: refusedKeys.slice(0, 20),
-        count: refusedKeys.length,
-      });
-    // The rows the table refused are conflicts too, but named above with their reason, not as changed.
-    const refusedSet = new Set(refusedKeys.map((r) => r.key));
-    const changed = conflicts - refusedSet.size;
-    if (changed > 0)
-      logger.warn('rows changed after the run (by hand, or written by a later run) were not restored', {
-        runId: options.runId,
-        count: changed,
-        keys: conflictKeys.filter((k) => !refusedSet.has(k)).slice(0, 20),
-      });
+    // The rows the table refused are conflicts too, but named with their reason, not as changed.
+    reportLeft();
     // Done, but not everything: rows changed since the run need a person (exit 4, as for failed records).
     return summary('done', conflicts > 0 ? ExitCode.MAX_FAILED : ExitCode.OK);
   } catch (e) {

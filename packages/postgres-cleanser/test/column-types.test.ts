@@ -54,6 +54,32 @@ describe('dq-pg and what the table does to the values it is given', () => {
     expect(await rowTexts(db)).toEqual(original);
   }, 30_000);
 
+  it('a postal code column of a number type: exit 2 saying its leading zeros are lost already and the ALTER that makes it text, which then cleans', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 20);
+    await withClient(db, async (c) => {
+      await c.query(`UPDATE customers SET street = 'Theaterplatz', house_number = '2', postal_code = '01067', city = 'Dresden', country = 'DE' WHERE id = 1`);
+      await c.query(`ALTER TABLE customers ALTER COLUMN postal_code TYPE integer USING NULLIF(regexp_replace(postal_code, '\\D', '', 'g'), '')::integer`);
+    });
+    const stored = await rowTexts(db);
+    expect(stored.get('1')).toContain(',1067,');
+    const calls = billable(env.sandbox);
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'numeric-zip']));
+    expect(run.code, run.stderr).toBe(2);
+    const alter = `ALTER TABLE "public"."customers" ALTER COLUMN "postal_code" TYPE text USING lpad("postal_code"::bigint::text, 5, '0')`;
+    expect(run.stderr).toBe(
+      `dq-pg: column-type: --map postalCode: column "postal_code" of "public"."customers" is integer, not a text type (text, varchar, char): a number keeps no leading zeros, so postal codes such as 01067 (Dresden) are already stored without them (1067). Make it text, padded to the length of the country's postal codes (5 in Germany): ${alter}, or map a text column\n`,
+    );
+    expect(billable(env.sandbox)).toBe(calls);
+    expect(await rowTexts(db)).toEqual(stored);
+    // The ALTER it names gives Dresden its 0 back, and the run then cleans the table.
+    await withClient(db, (c) => c.query(alter));
+    expect((await rowTexts(db)).get('1')).toContain(',01067,');
+    const again = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'numeric-zip']));
+    expect(again.code, again.stderr).toBe(0);
+    expect(summaryOf(again)).toMatchObject({ state: 'done', rows: 20 });
+  }, 60_000);
+
   it("a request-id status column too short for the platform's ids: exit 2 naming the column and the ALTER, and the rerun after it writes every row without new calls", async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 40);

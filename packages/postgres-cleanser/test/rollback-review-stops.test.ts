@@ -184,6 +184,74 @@ describe('dq-pg rollback stopped part way', () => {
     expect(finished['rollback']).toBeUndefined();
   }, 120_000);
 
+  it('rows the table refuses to take back are counted as refused, not as changed since the run, exactly as the complete rollback counts them', async () => {
+    const { db, audited } = await cleanedTable('undo-refused', 3000);
+    // Rows of the first batch edited by hand since the run (changed), then a rule their old long streets break (refused).
+    const edited = await withClient(db, async (c) => {
+      const { rows } = await c.query<{ k: string }>(
+        `SELECT row_key AS k FROM dq_cleanse.results WHERE run_id = 'undo-refused' AND before IS NOT NULL AND length(before[1]) <= 15
+          ORDER BY row_key LIMIT 5`,
+      );
+      await c.query(`UPDATE customers SET city = 'Edited by hand' WHERE id = ANY ($1::bigint[])`, [rows.map((r) => r.k)]);
+      await c.query(`ALTER TABLE customers ADD CONSTRAINT short_street CHECK (length(street) <= 15) NOT VALID`);
+      return rows.map((r) => r.k);
+    });
+    const blocked = await one<{ n: number }>(
+      db,
+      `SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'undo-refused' AND before IS NOT NULL AND length(before[1]) > 15`,
+    );
+    expect(blocked.n).toBeGreaterThan(0);
+    await slowUpdates(db, 2);
+    const { child, done } = spawnCli(['rollback', '--db', db, '--run', 'undo-refused']);
+    await until('the first batch committed', async () => (await one<{ n: number }>(db, `SELECT count(rollback)::int AS n FROM dq_cleanse.results`)).n > 0);
+    child.kill('SIGTERM');
+    const stopped = await within(child, done, 30_000);
+    expect(stopped.code, stopped.stderr).toBe(75);
+
+    // What the audit says of the rows the stopped rollback went through.
+    const seen = await one<{ restored: number; refused: number; changed: number; untried: number }>(
+      db,
+      `SELECT count(*) FILTER (WHERE rollback = 'restored')::int AS restored,
+              count(*) FILTER (WHERE rollback = 'conflict' AND length(before[1]) > 15)::int AS refused,
+              count(*) FILTER (WHERE rollback = 'conflict' AND row_key = ANY ($2::text[]))::int AS changed,
+              count(*) FILTER (WHERE rollback IS NULL)::int AS untried
+         FROM dq_cleanse.results WHERE run_id = $1 AND before IS NOT NULL`,
+      ['undo-refused', edited],
+    );
+    expect(seen.refused).toBeGreaterThan(0);
+    expect(seen.changed).toBe(edited.length);
+    expect(seen.restored + seen.refused + seen.changed + seen.untried).toBe(audited);
+    expect(await one(db, `SELECT count(*)::int AS n FROM dq_cleanse.results WHERE run_id = 'undo-refused' AND rollback = 'conflict'`)).toEqual({
+      n: seen.refused + seen.changed,
+    });
+    expect(stopped.stderr).toContain(
+      `dq-pg: interrupted: rollback of run undo-refused stopped by SIGTERM: ${seen.restored} of the ${audited} audited rows left to restore were restored, ${seen.refused + seen.changed} left as conflicts (${seen.changed} changed since the run, ${seen.refused} whose old values the table refuses, named above), ${seen.untried} not yet; the run is not marked rolled back: rerun dq-pg rollback --run undo-refused to finish\n`,
+    );
+    // The refused rows named with their constraint, as the complete rollback names them.
+    expect(stopped.stderr).toMatch(new RegExp(`rows whose old values the table refuses .*"count":${seen.refused}\\b`));
+    expect(stopped.stderr).toContain('short_street');
+    expect(stopped.stderr).toMatch(new RegExp(`rows changed after the run .*"count":${seen.changed}\\b`));
+    expect(JSON.parse(stopped.stdout)).toMatchObject({
+      state: 'stopped',
+      restored: seen.restored,
+      conflicts: seen.refused + seen.changed,
+      refused: seen.refused,
+    });
+
+    // The complete rollback counts the same rows the same way: every refused and changed row again, the rest restored.
+    await setPace(db, 0);
+    const again = await runCli(['rollback', '--db', db, '--run', 'undo-refused']);
+    expect(again.code, again.stderr).toBe(4);
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      state: 'done',
+      restored: audited - seen.restored - blocked.n - edited.length,
+      conflicts: blocked.n + edited.length,
+      refused: blocked.n,
+    });
+    expect(again.stderr).toMatch(new RegExp(`rows whose old values the table refuses .*"count":${blocked.n}\\b`));
+    expect(again.stderr).toMatch(new RegExp(`rows changed after the run .*"count":${edited.length}\\b`));
+  }, 120_000);
+
   it('a second signal cancels the batch under way (waiting for a locked row): exit 75 at once, nothing of that batch restored, and the rerun right after restores the rest', async () => {
     const { db, original, cleaned, audited } = await cleanedTable('undo-twice', 3000);
     // An application holds a row of the second batch (audit rows go in key order as text).

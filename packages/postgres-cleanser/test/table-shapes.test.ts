@@ -215,6 +215,63 @@ describe('dq-pg and the shape of the table', () => {
     expect(moved).toEqual({ n: 0 });
   }, 30_000);
 
+  it('a partition cleaned on its own, partitioned by the postal code: a row whose correction belongs in another partition keeps its values, named with the key column and the UPDATE that moves it', async () => {
+    const db = await env.pg.createDatabase();
+    await createCustomers(db, 40);
+    await withClient(db, async (c) => {
+      // Rows with a town and a street but no postal code: the answer fills it in.
+      await c.query(`UPDATE customers SET postal_code = NULL WHERE city IS NOT NULL AND street IS NOT NULL AND id % 2 = 0`);
+      await c.query(`ALTER TABLE customers RENAME TO source`);
+      await c.query(`CREATE TABLE customers (LIKE source) PARTITION BY LIST (postal_code)`);
+      await c.query(`CREATE TABLE customers_nozip PARTITION OF customers FOR VALUES IN (NULL)`);
+      await c.query(`CREATE TABLE customers_zip PARTITION OF customers DEFAULT`);
+      await c.query(`CREATE UNIQUE INDEX ON customers_nozip (id)`);
+      await c.query(`INSERT INTO customers SELECT * FROM source`);
+    });
+    const before = await rowTexts(db);
+    const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'nozip']).map((a) => (a === 'public.customers' ? 'public.customers_nozip' : a)));
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    const summary = summaryOf(run);
+    const refusedKeys = summary['notWrittenKeys'] as string[];
+    expect(refusedKeys.length).toBeGreaterThan(0);
+    const results = await withClient(db, async (c) => {
+      const { rows } = await c.query<{ row_key: string; outcome: string; code: string; message: string }>(
+        `SELECT row_key, outcome, error ->> 'code' AS code, error ->> 'message' AS message FROM dq_cleanse.results
+          WHERE run_id = 'nozip' AND row_key = ANY ($1::text[]) ORDER BY row_key::bigint`,
+        [refusedKeys],
+      );
+      return rows;
+    });
+    expect(results.map((r) => r.row_key).sort()).toEqual([...refusedKeys].sort());
+    const move =
+      /; to correct it, move it through "public"\."customers" \((UPDATE "public"\."customers" SET "postal_code" = '([^']+)' WHERE "id" = '(\d+)')\) and clean the partition it lands in; the row was not written$/;
+    for (const r of results) {
+      expect(r).toMatchObject({ outcome: 'kept', code: 'write-refused' });
+      const m = move.exec(r.message);
+      expect(m, r.message).not.toBeNull();
+      expect(m?.[3]).toBe(r.row_key);
+      expect(r.message).toBe(
+        `the table refused this row's corrected values: its corrected postal_code belongs in another partition of "public"."customers" (PARTITION BY LIST (postal_code)): "public"."customers_nozip" takes only rows where (postal_code IS NULL), and PostgreSQL moves a row to another partition only in an UPDATE of the partitioned table, not of the partition (new row for relation "customers_nozip" violates partition constraint, SQLSTATE 23514)${m?.[0]}`,
+      );
+      expect(run.stderr).toContain(`"key":"${r.row_key}","reason":"its corrected postal_code belongs in another partition of \\"public\\".\\"customers\\"`);
+    }
+    // Nothing moved, nothing half-written: the refused rows hold exactly what they held, in their partition.
+    const after = await rowTexts(db);
+    for (const key of refusedKeys) expect(after.get(key)).toBe(before.get(key));
+    const inNozip = await withClient(db, async (c) => (await c.query<{ id: string }>(`SELECT id::text AS id FROM customers_nozip`)).rows.map((r) => r.id));
+    for (const key of refusedKeys) expect(inNozip).toContain(key);
+    // The statement it names moves the row, which then holds its corrected postal code in the other partition.
+    const [first] = results;
+    const m = move.exec(first!.message)!;
+    await withClient(db, (c) => c.query(m[1]!));
+    const moved = await withClient(
+      db,
+      async (c) => (await c.query(`SELECT tableoid::regclass::text AS part, postal_code FROM customers WHERE id = $1`, [first!.row_key])).rows,
+    );
+    expect(moved).toEqual([{ part: 'customers_zip', postal_code: m[2] }]);
+  }, 30_000);
+
   it('schema, table, key and columns whose names need quotes: given quoted as SQL writes them, cleaned and rolled back byte-exact', async () => {
     const db = await env.pg.createDatabase();
     await createCustomers(db, 20);
