@@ -2,8 +2,8 @@ import { parseFlags } from '../cli/run-cli.js';
 import { DqError } from '../errors/index.js';
 import { formatAge, parseAge } from './age.js';
 import { lmdbStoreExists, removeDamagedLmdbFile } from './lmdb-store.js';
-import { withoutRunAdvice } from './errors.js';
-import { defaultStoreDir, openStore, pgStoreExists, refuseMistypedStore } from './open.js';
+import { isAccessDenied, storeAccessError, StoreError, withoutRunAdvice } from './errors.js';
+import { checkLmdbStoreWritable, defaultStoreDir, openStore, pgStoreExists, readStoreInfo, refuseMistypedStore } from './open.js';
 import { redactUrl } from './pg-version.js';
 
 /**
@@ -17,7 +17,8 @@ Shows and trims the result store: the platform's answers kept so that later runs
 them again. It holds addresses and company names (personal data) as the platform answered them.
 
 Commands:
-  info                      location, size, entries, oldest and newest check
+  info                      location, size, entries, oldest and newest check (read access
+                            to the store is enough)
   prune --older-than <age>  removes entries checked longer ago than <age> (30d, 12h, 3600)
   clear                     removes every entry
   init                      creates the store, or upgrades an older Postgres store's layout (run it
@@ -26,11 +27,13 @@ Commands:
 Options:
   --store <dir|url>         the store: a folder, or postgres://… (env DQ_STORE); default
                             ${shownDefault(env)}
-  --json                    one JSON line instead of text
+  --json                    one JSON line on stdout instead of text (a failure: nothing on
+                            stdout, its line on stderr, and the exit code)
   --help                    this text
 
-Exit codes: 0 done, 1 unexpected error, 2 bad usage or a store that cannot be opened, 75 the
-store's database is unreachable.
+Exit codes: 0 done, 1 unexpected error, 2 bad usage or a store that cannot be opened (prune and
+clear need write access), 75 the store's database is unreachable, or info could not read a store
+that runs kept writing to (without write access to its lock file).
 `;
 }
 
@@ -101,6 +104,10 @@ export async function runStoreCli(
     return 2;
   }
   const failed = (e: unknown): number => {
+    // An embedded store this user may not read (info) or write (prune, clear): the advice is about
+    // this store, the access the command needs, and whom to ask (not another folder to give --store).
+    if (!isUrl && command !== 'init' && e instanceof StoreError && e.code === 'store-permission-denied' && isAccessDenied(e.cause))
+      e = storeAccessError(shown, e.cause, command, command === 'info' ? 'read' : 'write');
     const message = e instanceof DqError ? e.message : `the result store ${shown} cannot be used (${(e as Error).message})`;
     io.err(`dq-store: ${withoutRunAdvice(message)}\n`);
     return e instanceof DqError && e.retriable ? 75 : 2;
@@ -122,6 +129,18 @@ export async function runStoreCli(
     return 0;
   }
   try {
+    if (command === 'info') {
+      // Read access is all it needs: an embedded store is read without creating or changing anything.
+      const info = await readStoreInfo(spec, { env });
+      if (values.json) io.out(`${JSON.stringify(info)}\n`);
+      else {
+        io.out(`store    ${info.location}\nsize     ${(info.bytes / 1024 / 1024).toFixed(1)} MiB\nentries  ${info.entries.toLocaleString('en')}\n`);
+        io.out(info.entries === 0 ? 'oldest   -\nnewest   -\n' : `oldest   ${info.oldest}\nnewest   ${info.newest}\n`);
+      }
+      return 0;
+    }
+    // prune and clear write: a user who may only read the store is told so before anything is opened.
+    if (!isUrl && command !== 'init') await checkLmdbStoreWritable(shown, command);
     // A damaged data file holds no entry that can be read: clear removes it, and the store starts afresh.
     const damage = !isUrl && command === 'clear' ? await removeDamagedLmdbFile(shown) : undefined;
     if (damage !== undefined) {
@@ -135,13 +154,6 @@ export async function runStoreCli(
         // Opening the store created it, or upgraded its layout.
         if (values.json) io.out(`${JSON.stringify({ command, store: store.location })}\n`);
         else io.out(`store ${store.location} is ready\n`);
-      } else if (command === 'info') {
-        const info = await store.info();
-        if (values.json) io.out(`${JSON.stringify(info)}\n`);
-        else {
-          io.out(`store    ${info.location}\nsize     ${(info.bytes / 1024 / 1024).toFixed(1)} MiB\nentries  ${info.entries.toLocaleString('en')}\n`);
-          io.out(info.entries === 0 ? 'oldest   -\nnewest   -\n' : `oldest   ${info.oldest}\nnewest   ${info.newest}\n`);
-        }
       } else {
         const removed = command === 'prune' ? await store.prune(olderThan!) : await store.clear();
         if (values.json) io.out(`${JSON.stringify({ command, removed, ...(olderThan === undefined ? {} : { olderThan: formatAge(olderThan) }) })}\n`);

@@ -141,7 +141,7 @@ export function lmdbStoreError(dir: string, cause: unknown): StoreError {
  * in words: a read-only file system, or which user owns it with which mode, so that a store made by
  * another user (root, a run under another uid) is told apart from a permission set wrong.
  */
-function deniedWhy(dir: string, code: string, cause: unknown): string {
+function deniedWhy(dir: string, code: string, cause: unknown, verb = 'use'): string {
   const path = (cause as { path?: unknown } | undefined)?.path;
   const named = typeof path === 'string' ? path : dir;
   if (code === 'EROFS') return `${named} is on a read-only file system`;
@@ -149,11 +149,36 @@ function deniedWhy(dir: string, code: string, cause: unknown): string {
   // not enter hides everything in it, so it is the one to name, with its owner and mode.
   for (let at = named; ; at = dirname(at)) {
     try {
-      return `${thisUser()} may not use ${at} (${ownerAndMode(statSync(at))})`;
+      return `${thisUser()} may not ${verb} ${at} (${ownerAndMode(statSync(at))})`;
     } catch {
-      if (dirname(at) === at) return `${thisUser()} may not use ${named}`;
+      if (dirname(at) === at) return `${thisUser()} may not ${verb} ${named}`;
     }
   }
+}
+
+/** Whether `cause` is a file system refusal a person fixes (permissions, a read-only file system). */
+export function isAccessDenied(cause: unknown): boolean {
+  const code = errnoName(cause);
+  return code !== undefined && FS_DENIED.has(code);
+}
+
+/**
+ * The error of dq-store `command` on the embedded store in `dir` when this user may not `access`
+ * it (`cause`: the refusal, naming the file or folder): `info` needs read access to the folder and
+ * its data file only; `prune` and `clear` need write access to the folder's files (and the folder,
+ * for a lock file to create). Names what refused, its owner and mode (or the read-only file
+ * system), and what to do instead of `--store` at another folder (these commands are about this one).
+ */
+export function storeAccessError(dir: string, cause: unknown, command: string, access: 'read' | 'write'): StoreError {
+  const code = errnoName(cause) ?? 'EACCES';
+  const why = deniedWhy(dir, code, cause, access);
+  const what =
+    access === 'read'
+      ? `dq-store ${command} needs read access to the store's folder and its results.mdb: run it as their owner, or have the owner give this user read access (a group of both, and chmod g+rX)`
+      : code === 'EROFS'
+        ? `dq-store ${command} needs write access: run it where the store is mounted read-write (dq-store info needs read access only)`
+        : `dq-store ${command} needs write access to the store's folder and its files: run it as their owner, or have the owner give this user write access (dq-store info needs read access only)`;
+  return new StoreError('store-permission-denied', `the result store ${dir} cannot be used (${code}): ${why}; ${what}`, { cause });
 }
 
 /** This process's user, as a permission message names it. */

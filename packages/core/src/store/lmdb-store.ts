@@ -1,11 +1,12 @@
-import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
-import { chmod, chown, mkdir, open as openFile, rm, stat } from 'node:fs/promises';
-import { endianness } from 'node:os';
+import { spawn } from 'node:child_process';
+import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
+import { access, chmod, chown, mkdir, mkdtemp, open as openFile, rm, stat, symlink } from 'node:fs/promises';
+import { endianness, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Database } from 'lmdb';
+import type { Database, Key } from 'lmdb';
 import { DqError } from '../errors/index.js';
 import type { CachedResult } from '../engine/types.js';
-import { lmdbStoreError, StoreError } from './errors.js';
+import { lmdbStoreError, STORE_UNREACHABLE, StoreError } from './errors.js';
 import { MissedKeys, storeKey } from './key.js';
 import type { ResultStore, StoreInfo } from './types.js';
 
@@ -400,6 +401,317 @@ export async function openLmdbStore(dir: string, maxAgeMs: number): Promise<Resu
   };
   return store;
 }
+
+/**
+ * What `dq-store info` shows of the embedded store in `dir` (its data file there: see
+ * {@link lmdbStoreExists}), read with read access only: a data steward's user, a store folder of a
+ * service account that its group may read, a read-only mount. It writes and creates nothing: LMDB
+ * opens the data file read-only, and uses the lock file only where this user may write it.
+ *
+ * A reader that may not write the lock file (or on a read-only mount) is not in LMDB's table of
+ * readers, so a run writing to the store meanwhile may reuse the pages of the snapshot it reads: the
+ * LMDB documentation holds a reader without the lock safe on a read-only file system only, and such
+ * a read can fail, return garbage, or end the process on an assertion of LMDB's (SIGABRT). That read
+ * runs in a child process ({@link LMDB_INFO_CHILD}), chunk by chunk ({@link scanLmdbInfo}); a chunk
+ * is taken only when it was read from an intact snapshot, and a child that fails or crashes is
+ * started again from the last chunk taken.
+ *
+ * @throws StoreError `usage` for a `results.mdb` of another program, `store-io` for a damaged one,
+ * `store-permission-denied` for one this user may not read, {@link STORE_UNREACHABLE} (exit 75) when
+ * runs wrote to it too often throughout the read for it to be read without the lock.
+ */
+export async function readLmdbStoreInfo(dir: string): Promise<StoreInfo> {
+  const path = join(dir, DATA_FILE);
+  // Read (never changed) before LMDB maps the file: a damaged one would crash the process.
+  const damage = await lmdbFileDamage(path).catch((e: unknown) => {
+    throw storeError(dir, e);
+  });
+  if (damage !== undefined) {
+    if (!(await exists(`${path}-lock`))) {
+      throw new StoreError(
+        'usage',
+        `${path} is not a result store's file (${damage}, and no ${DATA_FILE}-lock beside it: no store was ever opened there): give --store the store's folder`,
+      );
+    }
+    throw new StoreError(
+      'store-io',
+      `the result store ${dir} is damaged (${path}: ${damage}); its answers cannot be read: run dq-store clear --store ${dir} to start it afresh (answers are bought again as needed)`,
+    );
+  }
+  let bytes: number;
+  try {
+    bytes = (await stat(path)).size;
+  } catch (e) {
+    throw storeError(dir, e);
+  }
+  // A data file a store's first open left empty (LMDB had not laid it out): nothing stored in it.
+  if (bytes === 0) return { location: dir, bytes, entries: 0 };
+  let entries = 0;
+  let oldest = Infinity;
+  let newest = -Infinity;
+  const add = (chunk: InfoFigures) => {
+    entries += chunk.entries;
+    oldest = Math.min(oldest, chunk.low ?? Infinity);
+    newest = Math.max(newest, chunk.high ?? -Infinity);
+  };
+  try {
+    const lock = await lockState(dir);
+    if (lock === 'usable') await scanLmdbInfo(path, { checkSnapshots: false }, (chunk) => add(chunk));
+    else if (lock === 'missing') await throughPrivateLink(path, (link) => scanInChild(dir, link, add));
+    else await scanInChild(dir, path, add);
+  } catch (e) {
+    throw e instanceof StoreError ? e : storeError(dir, e);
+  }
+  return entries === 0
+    ? { location: dir, bytes, entries }
+    : { location: dir, bytes, entries, oldest: new Date(oldest).toISOString(), newest: new Date(newest).toISOString() };
+}
+
+/**
+ * How LMDB, opening the store in `dir` read-only, would use its lock file: `usable`, this user may
+ * write it (LMDB counts this reader in it); `denied`, it may not (or a read-only mount: LMDB goes
+ * without it); `missing`, none there (a store copied or restored without it; LMDB would create it).
+ */
+async function lockState(dir: string): Promise<'usable' | 'denied' | 'missing'> {
+  try {
+    await access(join(dir, `${DATA_FILE}-lock`), constants.R_OK | constants.W_OK);
+    return 'usable';
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'denied';
+  }
+}
+
+/**
+ * Runs `read` with a path to the data file `path` in a private folder of its own, a symbolic link:
+ * LMDB makes the lock file it misses there, not in the store's folder (where one made by root, say,
+ * would lock the store's owner out of it). Where no such folder can be made (no writable temporary
+ * folder), `read` gets `path` itself.
+ */
+async function throughPrivateLink<T>(path: string, read: (path: string) => Promise<T>): Promise<T> {
+  let folder: string | undefined;
+  try {
+    folder = await mkdtemp(join(tmpdir(), 'dq-store-info-'));
+    await symlink(path, join(folder, DATA_FILE));
+  } catch {
+    if (folder !== undefined) await rm(folder, { recursive: true, force: true });
+    return read(path);
+  }
+  try {
+    return await read(join(folder, DATA_FILE));
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+/** The figures of some entries: how many, and their oldest and newest check times (ms). */
+interface InfoFigures {
+  entries: number;
+  low?: number;
+  high?: number;
+}
+
+/**
+ * Reads the entries of the LMDB at `path`, opened read-only, {@link INFO_CHUNK} at a time, each
+ * chunk in a read transaction of its own, starting after the key `after` (from the first key
+ * without it), and calls `onChunk` with the figures read so far whenever the last key read can be
+ * started after again (`after` then: a string or a number), and once at the end (`done`).
+ *
+ * `checkSnapshots`, for a reader not in LMDB's table of readers: LMDB reuses a page freed by
+ * transaction N only in transaction N + 2 or later, so a chunk read while the store's last
+ * transaction id rose by at most one since its read transaction began comes from an intact
+ * snapshot; one read while it rose by more is read again, four times smaller, whatever it returned
+ * or threw. Each entry is then counted once, as one of the snapshots during the read held it.
+ *
+ * @throws StoreError {@link STORE_UNREACHABLE} after {@link INFO_RETRIES} such reads of one chunk in a row.
+ */
+export async function scanLmdbInfo(
+  path: string,
+  options: { after?: Key; checkSnapshots: boolean },
+  onChunk: (figures: InfoFigures & { after?: Key; done: boolean }) => void,
+): Promise<void> {
+  const { open } = await import('lmdb');
+  // readOnly: the data file opened O_RDONLY, no write transaction, and the lock file used only
+  // where this user may write it (lmdb-js's LMDB goes without it on EACCES and EROFS).
+  const db = open<unknown, Key>({ path, readOnly: true, compression: false, sharedStructuresKey: Symbol.for('structures') });
+  const env = (db as unknown as { env: { info(): { lastTxnId: number } } }).env;
+  try {
+    let after = options.after;
+    let pending: InfoFigures = { entries: 0 };
+    let chunk = INFO_CHUNK;
+    let retries = 0;
+    for (;;) {
+      // A read transaction begun now (not one lmdb-js kept from before): its snapshot is at least `before`.
+      db.resetReadTxn();
+      const before = env.info().lastTxnId;
+      const txn = db.useReadTransaction();
+      const read: InfoFigures = { entries: 0 };
+      let count = 0;
+      let last: Key | undefined;
+      let failure: unknown;
+      try {
+        const range = after === undefined ? { limit: chunk, transaction: txn } : { start: after, exclusiveStart: true, limit: chunk, transaction: txn };
+        for (const { key, value } of db.getRange(range)) {
+          count += 1;
+          last = key;
+          if (!isEntry(value)) continue;
+          read.entries += 1;
+          read.low = Math.min(read.low ?? Infinity, value.t);
+          read.high = Math.max(read.high ?? -Infinity, value.t);
+        }
+      } catch (e) {
+        failure = e;
+      } finally {
+        txn.done();
+      }
+      if (options.checkSnapshots && env.info().lastTxnId > before + 1) {
+        // A writer may have reused pages of this snapshot: what it read is not trusted.
+        if (++retries > INFO_RETRIES) {
+          throw new StoreError(STORE_UNREACHABLE, `runs wrote to it throughout ${INFO_RETRIES} reads in a row`);
+        }
+        chunk = Math.max(1, Math.floor(chunk / 4));
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        continue;
+      }
+      if (failure !== undefined) throw failure;
+      retries = 0;
+      pending = {
+        entries: pending.entries + read.entries,
+        ...(read.low === undefined && pending.low === undefined ? {} : { low: Math.min(pending.low ?? Infinity, read.low ?? Infinity) }),
+        ...(read.high === undefined && pending.high === undefined ? {} : { high: Math.max(pending.high ?? -Infinity, read.high ?? -Infinity) }),
+      };
+      const done = count < chunk;
+      if (!done) after = last;
+      if (done || typeof last === 'string' || typeof last === 'number') {
+        onChunk({ ...pending, ...(done ? {} : { after: last }), done });
+        pending = { entries: 0 };
+      }
+      if (done) return;
+      chunk = Math.min(INFO_CHUNK, chunk * 4);
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * The child process's script: `node --input-type=module -e LMDB_INFO_CHILD <url of this module>
+ * <data file> [<JSON key to start after>]`. It prints a JSON line per chunk taken (see
+ * {@link scanLmdbInfo}), or `{"error": …}` for an error read from an intact snapshot.
+ */
+const LMDB_INFO_CHILD = `const [url, path, after] = process.argv.slice(1);
+const { scanLmdbInfo } = await import(url);
+try {
+  await scanLmdbInfo(path, { ...(after === undefined ? {} : { after: JSON.parse(after) }), checkSnapshots: true }, (chunk) => process.stdout.write(JSON.stringify(chunk) + '\\n'));
+} catch (e) {
+  process.stdout.write(JSON.stringify({ error: { message: String(e?.message ?? e), code: e?.code, unreachable: e?.code === ${JSON.stringify(STORE_UNREACHABLE)} } }) + '\\n');
+  process.exitCode = 1;
+}`;
+
+/**
+ * Reads the LMDB at `path` (the store in `dir`) in child processes (see {@link readLmdbStoreInfo}),
+ * adding each chunk taken with `add`; a child that crashes or stops without a word is started
+ * again after the last chunk taken, until {@link INFO_CHILD_RUNS} in a row took none.
+ */
+async function scanInChild(dir: string, path: string, add: (figures: InfoFigures) => void): Promise<void> {
+  let after: Key | undefined;
+  let idle = 0;
+  for (;;) {
+    let progress = false;
+    let done = false;
+    let error: { message: string; code?: unknown; unreachable?: boolean } | undefined;
+    const txnBefore = await lastTxnId(path);
+    const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve, reject) => {
+      const args = ['--input-type=module', '-e', LMDB_INFO_CHILD, import.meta.url, path, ...(after === undefined ? [] : [JSON.stringify(after)])];
+      const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let stderr = '';
+      // A child stuck in a snapshot a writer overwrote (a loop in the pages it reads) is ended.
+      let timer = setTimeout(() => child.kill('SIGKILL'), INFO_CHILD_SILENCE_MS);
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        for (let at = out.indexOf('\n'); at >= 0; at = out.indexOf('\n')) {
+          const text = out.slice(0, at);
+          out = out.slice(at + 1);
+          let line: InfoFigures & { after?: Key; done?: boolean; error?: typeof error };
+          try {
+            line = JSON.parse(text) as typeof line;
+          } catch {
+            continue; // not one of its lines (something a module printed)
+          }
+          if (line.error) {
+            error = line.error;
+            continue;
+          }
+          add(line);
+          progress = true;
+          if (line.done) done = true;
+          else after = line.after;
+          clearTimeout(timer);
+          timer = setTimeout(() => child.kill('SIGKILL'), INFO_CHILD_SILENCE_MS);
+        }
+      });
+      child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+      child.on('error', reject);
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve({ code, signal, stderr });
+      });
+    });
+    if (done) return;
+    // An error read from an intact snapshot (not one a writer overwrote) is the store's.
+    if (error !== undefined && !error.unreachable) throw storeError(dir, Object.assign(new Error(error.message), { code: error.code }));
+    const last = ended.stderr.trim().split('\n').pop();
+    const how = error?.message ?? `its reader ended ${ended.signal === null ? `with exit ${ended.code}` : `on ${ended.signal}`}${last ? `: ${last}` : ''}`;
+    // A reader that crashed while no run wrote to the store read what is in the file: damage inside the tree.
+    if (txnBefore !== undefined && txnBefore === (await lastTxnId(path))) {
+      throw new StoreError(
+        'store-io',
+        `the result store ${dir} is damaged inside (${how}, and no run wrote to it meanwhile); its answers cannot be read: run dq-store clear --store ${dir} to start it afresh, or delete its folder with no run using it (answers are bought again as needed)`,
+      );
+    }
+    idle = progress ? 0 : idle + 1;
+    if (idle >= INFO_CHILD_RUNS) {
+      throw new StoreError(
+        STORE_UNREACHABLE,
+        `the result store ${dir} cannot be read now (${how}; ${INFO_CHILD_RUNS} times in a row): runs wrote to it throughout the read, and this user may not write its lock file ${DATA_FILE}-lock, which lets a reader read alongside them; rerun, or run dq-store info as a user who may write that file`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/**
+ * The id of the last transaction committed to the LMDB data file at `path`, from its two header
+ * pages (see {@link META}); undefined when they cannot be read.
+ */
+async function lastTxnId(path: string): Promise<bigint | undefined> {
+  try {
+    const handle = await openFile(path, 'r');
+    try {
+      const le = endianness() === 'LE';
+      const b = Buffer.alloc(META.end);
+      await handle.read(b, 0, META.end, 0);
+      const pageSize = le ? b.readUInt32LE(META.pageSize) : b.readUInt32BE(META.pageSize);
+      const first = le ? b.readBigUInt64LE(META.txnId) : b.readBigUInt64BE(META.txnId);
+      await handle.read(b, 0, META.end, pageSize);
+      const second = le ? b.readBigUInt64LE(META.txnId) : b.readBigUInt64BE(META.txnId);
+      return first > second ? first : second;
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** Entries {@link scanLmdbInfo} reads in one read transaction (about a millisecond). */
+const INFO_CHUNK = 1_000;
+/** How often in a row it reads a chunk again that runs wrote through, before giving up. */
+const INFO_RETRIES = 50;
+/** Child processes in a row that took no chunk (crashed, or gave up), before giving up (exit 75). */
+const INFO_CHILD_RUNS = 10;
+/** How long a child reading the store may go without taking a chunk before it is ended. */
+const INFO_CHILD_SILENCE_MS = 30_000;
 
 /** Most entries `prune` and `clear` remove in one write transaction (about 10 ms of holding LMDB's write lock). */
 const REMOVE_CHUNK = 2_000;

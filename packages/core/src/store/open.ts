@@ -1,13 +1,14 @@
-import { lstat, mkdir, open, readlink, rm, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, lstat, mkdir, open, readlink, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { DqError } from '../errors/index.js';
 import { userCacheDir } from '../files/cache-dir.js';
 import { DEFAULT_MAX_AGE_MS } from './age.js';
-import { lmdbStoreError, ownerAndMode, pgStoreError, RUN_WITHOUT_STORE, StoreError, thisUser } from './errors.js';
-import { LMDB_FILES, openLmdbStore } from './lmdb-store.js';
+import { isAccessDenied, lmdbStoreError, ownerAndMode, pgStoreError, RUN_WITHOUT_STORE, storeAccessError, StoreError, thisUser } from './errors.js';
+import { LMDB_FILES, openLmdbStore, readLmdbStoreInfo } from './lmdb-store.js';
 import { openPgStore, STORE_SCHEMA, type PgQueryable } from './pg-store.js';
 import { redactUrl } from './pg-version.js';
-import type { ResultStore } from './types.js';
+import type { ResultStore, StoreInfo } from './types.js';
 
 /** Options of {@link openStore}. */
 export interface OpenStoreOptions {
@@ -153,6 +154,51 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
   await makeStoreFolder(dir, spec === undefined);
   await checkRoomForNewStore(dir);
   return openLmdbStore(dir, maxAgeMs);
+}
+
+/**
+ * What `dq-store info` shows of the store the `--store` setting names (not `off`), with read access
+ * only: an embedded store is read without creating or changing anything in its folder (see
+ * {@link readLmdbStoreInfo}); a Postgres store is opened as {@link openStore} opens it (a role
+ * that may only read `dq_store.results` may read it).
+ *
+ * @throws StoreError as {@link openStore}, and `store-permission-denied` for an embedded store this user may not read.
+ */
+export async function readStoreInfo(spec: string | undefined, options: OpenStoreOptions = {}): Promise<StoreInfo> {
+  refuseMistypedStore(spec);
+  if (spec === undefined ? options.defaultDb !== undefined : isPostgresUrl(spec)) {
+    const store = (await openStore(spec, options))!;
+    try {
+      return await store.info();
+    } finally {
+      await store.close();
+    }
+  }
+  const dir = embeddedStoreDir(spec, options.env);
+  if (dir === undefined) throw new DqError('--store names no store: give a folder or a postgres:// URL', { code: 'config-invalid', retriable: false });
+  return readLmdbStoreInfo(dir);
+}
+
+/**
+ * Refuses dq-store `command` (`prune`, `clear`) on the embedded store in `dir`, before anything is
+ * opened, when this user may not write it: its data file, and its lock file (or the folder, where
+ * LMDB is to create that): a `store-permission-denied` error naming the file or folder, its owner
+ * and mode (or the read-only file system) and that the command needs write access.
+ */
+export async function checkLmdbStoreWritable(dir: string, command: string): Promise<void> {
+  const [data, lock] = LMDB_FILES.map((file) => join(dir, file)) as [string, string];
+  for (const path of [data, lock]) {
+    try {
+      await access(path, constants.W_OK);
+    } catch (e) {
+      if (isAccessDenied(e)) throw storeAccessError(dir, e, command, 'write');
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || path === data) continue;
+      // No lock file yet: LMDB creates one in the folder.
+      await access(dir, constants.W_OK).catch((e2: unknown) => {
+        if (isAccessDenied(e2)) throw storeAccessError(dir, e2, command, 'write');
+      });
+    }
+  }
 }
 
 /** The bounded pool module (it needs the optional "pg" package). */
