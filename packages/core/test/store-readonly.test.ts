@@ -189,7 +189,7 @@ describe.runIf(isRoot)('dq-store by a user who may only read the store', () => {
         const batch = Array.from({ length: 40 }, async (_, j) =>
           run.set(`k-${1 + ((round * 997 + j * 7919) % (count - 1))}`, answer(`again-${round}-${j}`, at)),
         );
-        batch.push(run.set(`new-${round}`, answer(`new-${round}`, at)));
+        batch.push(Promise.resolve(run.set(`new-${round}`, answer(`new-${round}`, at))));
         await Promise.all(batch);
         latest = at;
         stored += 1;
