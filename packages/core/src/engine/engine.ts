@@ -3,7 +3,8 @@ import { DqError, errorFromData, LOCAL_CODES } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import type { Logger } from '../log/index.js';
 import { callsSent, createCallCounter, createSharedThrottle, DEFAULT_RATE_LIMITS, MAX_CALLS_REACHED, probeBudget } from '../throttle/index.js';
-import type { CallCounter } from '../throttle/index.js';
+import { checkSharedKey, keyIdOf } from '../throttle/index.js';
+import type { BudgetSpec, CallCounter } from '../throttle/index.js';
 import { resolveEngineConfig } from './config.js';
 import type { EngineConfig, ResolvedEngineConfig } from './config.js';
 import { localRefusal, localViolations } from './local-checks.js';
@@ -95,6 +96,10 @@ class ValidationEngine implements Engine {
   #storeFailure: unknown;
   /** The check of {@link ready}, made once. */
   #ready: Promise<void> | undefined;
+  /** Where the rate budget lives, and the API key's digest it records. */
+  readonly #budget: BudgetSpec;
+  /** The check that the API key is not in use under another account of the shared budget, made once (see `checkSharedKey`). */
+  #keyCheck: Promise<void> | undefined;
 
   constructor(cfg: ResolvedEngineConfig, cache: ResultCache, store: ResultStore | undefined, logger: Logger) {
     this.#cfg = cfg;
@@ -115,6 +120,7 @@ class ValidationEngine implements Engine {
       .slice(0, 16);
     const throttle = createSharedThrottle({ limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs });
     this.#calls = createCallCounter(cfg.maxCalls);
+    this.#budget = { url: cfg.budget, account: cfg.account, keyId: keyIdOf(cfg.apiKey) };
     if (cfg.budget !== undefined) {
       // The budget database's password must not reach a log line (pg errors may quote the URL).
       const password = passwordOf(cfg.budget);
@@ -134,7 +140,7 @@ class ValidationEngine implements Engine {
       policy: cfg.policy,
       concurrency: cfg.threads === 0 ? cfg.concurrency : Math.ceil(cfg.concurrency / cfg.threads),
       throttle: throttle.buffer,
-      budget: { url: cfg.budget, account: cfg.account },
+      budget: this.#budget,
       budgetOptions: { limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs },
       calls: this.#calls,
       ...(store ? { storeBacklog: this.#storeBacklog.buffer as SharedArrayBuffer, storeBacklogLimit: cfg.concurrency } : {}),
@@ -281,6 +287,7 @@ class ValidationEngine implements Engine {
       }
     }
 
+    if (own.length > 0) void this.#checkKey();
     const failures: unknown[] = [];
     const size = this.#pool.chunkSize(own.length);
     const tasks: Promise<void>[] = [];
@@ -511,8 +518,16 @@ class ValidationEngine implements Engine {
   ready(): Promise<void> {
     const cfg = this.#cfg;
     const endpoint = cfg.mode === 'address' ? cfg.addressEndpoint : 'company';
-    this.#ready ??= probeBudget({ url: cfg.budget, account: cfg.account }, endpoint, { limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs });
+    this.#ready ??= probeBudget(this.#budget, endpoint, { limits: cfg.rateLimits, maxHoldMs: cfg.retry?.maxRetryAfterMs }).then(() => this.#checkKey());
     return this.#ready;
+  }
+
+  /** Warns once, when the run's first calls start (or at `ready`), if the API key is in use under another account of the shared budget. */
+  #checkKey(): Promise<void> {
+    const cfg = this.#cfg;
+    const endpoint = cfg.mode === 'address' ? cfg.addressEndpoint : 'company';
+    this.#keyCheck ??= checkSharedKey(this.#budget, endpoint, { limits: cfg.rateLimits }, (message, fields) => this.#logger.warn(message, fields));
+    return this.#keyCheck;
   }
 
   report(): RunReport {
@@ -529,6 +544,8 @@ class ValidationEngine implements Engine {
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      // Never rejects; bounded like the budget's own queries.
+      await this.#keyCheck;
       try {
         await this.#pool.close();
       } finally {

@@ -29,6 +29,15 @@ export function accountOf(apiKey: string, baseUrl: string): string {
 }
 
 /**
+ * A digest of the API key alone, to tell that processes under different accounts of a shared
+ * budget use the same key (see {@link checkSharedKey}): 16 hex digits of the SHA-256 of a fixed
+ * label and the key, so neither the key nor an account's digest can be read from it.
+ */
+export function keyIdOf(apiKey: string): string {
+  return createHash('sha256').update(`dq-connectors api key\n${apiKey}`).digest('hex').slice(0, 16);
+}
+
+/**
  * A count of billable calls shared by every thread holding `buffer` (an engine and its workers),
  * and the most that may be sent (`max`, 0 = no cap). A call is counted when it is about to be sent,
  * after the rate budget let it go, so the cap stops the run before call `max + 1`.
@@ -56,6 +65,8 @@ export interface BudgetSpec {
   url?: string;
   /** Account the shared budget belongs to (see {@link accountOf}). */
   account: string;
+  /** The API key's digest ({@link keyIdOf}): the budget records that the key is in use under `account`. */
+  keyId?: string;
 }
 
 /** A throttle that may own connections: `close` releases them. */
@@ -77,7 +88,7 @@ export function createBudgetThrottle(local: Throttle, spec: BudgetSpec, counter:
   const open = (): Promise<PgThrottle> =>
     // pg is an optional peer dependency of core: loaded only when a shared budget is asked for.
     (shared ??= import('./pg.js')
-      .then(({ createPgThrottle }) => createPgThrottle({ ...options, connectionString: url, account: spec.account }))
+      .then(({ createPgThrottle }) => createPgThrottle({ ...options, connectionString: url, account: spec.account, keyId: spec.keyId }))
       .catch((err: unknown) => {
         shared = undefined;
         throw openError(err);
@@ -179,6 +190,37 @@ export async function probeBudget(spec: BudgetSpec, endpoint: EndpointId, option
     throw openError(err);
   }
   await throttle.close();
+}
+
+/**
+ * Warns, through `warn`, when the API key of `spec` is in use now under another account of the
+ * same shared budget (README, "One rate budget per account"): a process given `--account` and
+ * one not, or the same key through two base URLs, pace two rows, each at the whole limit, and the
+ * platform answers the excess with 429s. Which row this process uses does not change, and the
+ * run goes on. Nothing to check without a shared budget, a key digest, or a limit for `endpoint`;
+ * a database where the check cannot be made (see `otherAccountsOfKey`) gives no warning.
+ */
+export async function checkSharedKey(
+  spec: BudgetSpec,
+  endpoint: EndpointId,
+  options: ThrottleOptions,
+  warn: (message: string, fields: Record<string, unknown>) => void,
+): Promise<void> {
+  if (spec.url === undefined || spec.keyId === undefined || options.limits?.[endpoint] === 0) return;
+  let others: string[];
+  try {
+    const { otherAccountsOfKey } = await import('./pg.js');
+    others = await otherAccountsOfKey(spec.url, spec.account, spec.keyId);
+  } catch {
+    return;
+  }
+  const other = others[0];
+  if (other === undefined) return;
+  const also = others.length > 1 ? ` (and ${others.slice(1).join(', ')})` : '';
+  warn(
+    `the API key of this run is in use right now under another account of the shared rate budget, ${other}${also}, while this run uses ${spec.account}: each account's budget allows the whole rate limit, so together they may send up to twice it and meet 429s; give every process using this key the same --account (or none, on the same base URL)`,
+    { code: 'budget-key-shared', account: spec.account, otherAccounts: others },
+  );
 }
 
 /**

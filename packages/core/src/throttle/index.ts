@@ -8,8 +8,10 @@ export {
   BILLABLE_ENDPOINTS,
   BUDGET_UNREACHABLE,
   callsSent,
+  checkSharedKey,
   createBudgetThrottle,
   createCallCounter,
+  keyIdOf,
   MAX_CALLS_REACHED,
   probeBudget,
 } from './budget.js';

@@ -27,6 +27,11 @@ export interface PgThrottleOptions extends ThrottleOptions {
    * (see `ended`), before any process has reserved that slot.
    */
   horizonMs?: number;
+  /**
+   * A digest of the API key (`keyIdOf`): while this throttle reserves, it records every
+   * {@link KEY_REFRESH_MS} that the key is in use under `account` (see {@link otherAccountsOfKey}).
+   */
+  keyId?: string;
 }
 
 /** A {@link Throttle} whose budget is shared by every process using the same table and account. */
@@ -133,6 +138,15 @@ const CLAIM_US = 2_000_000;
 const MAX_FULL_WAIT_MS = 1_000;
 /** Tickets whose send time is remembered for `ended` (more than any process keeps in flight). */
 const TICKET_RING = 1 << 14;
+/** How often a throttle that reserves records that its API key is in use under its account, ms (see `keyId`). */
+const KEY_REFRESH_MS = 2_000;
+/**
+ * A key's record younger than this (µs) is of a process using the key now (see
+ * {@link otherAccountsOfKey}): a process that reserves refreshes it every {@link KEY_REFRESH_MS},
+ * so this leaves room for a pause of several seconds between its calls (a slow answer, the next
+ * input batch), while a run that ended more than 10 s ago no longer counts.
+ */
+const KEY_ACTIVE_US = 10 * SECOND_US;
 
 /**
  * A GCRA limiter whose theoretical arrival time lives in Postgres, so several processes of one
@@ -307,6 +321,20 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
   }
   await opening(syncClock);
 
+  /** When the key's record was last written (performance.now, ms); undefined: never (no key, or the record cannot be written). */
+  let keySeenMs: number | undefined = options.keyId === undefined ? undefined : -Infinity;
+  /** Records, at most every KEY_REFRESH_MS and never in a reservation's round trip, that the key is in use under the account. */
+  const refreshKey = (): void => {
+    if (keySeenMs === undefined || performance.now() - keySeenMs < KEY_REFRESH_MS) return;
+    keySeenMs = performance.now();
+    const p = touchKey(pool, table, options.account, options.keyId!, false).catch(() => {
+      // A table this user may not create or write: the budget works as before, without the record.
+      keySeenMs = undefined;
+    });
+    pending.add(p);
+    void p.finally(() => pending.delete(p));
+  };
+
   const queues = new Map<EndpointId, EndpointQueue>();
   /** Local send time (ms) and interval (µs) of recent tickets, by ticket modulo the ring's size. */
   const sent = { ticket: new Float64Array(TICKET_RING).fill(-1), slotMs: new Float64Array(TICKET_RING), lane: new Int32Array(TICKET_RING) };
@@ -473,6 +501,7 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
         await sleep(Math.min(MAX_FULL_WAIT_MS, Math.max(1, Math.ceil(waitMs))));
       } else {
         counters.reserveTrips++;
+        refreshKey();
         q.tat = Number(row.tat);
         // The account's lanes, claimed by a process with a higher limit: this one paces itself at its own (see `gate`).
         q.accountLanes = Number(row.n);
@@ -643,6 +672,67 @@ export async function ensureThrottleTable(pool: Pick<pg.Pool, 'query'>, table = 
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table))
     throw new RangeError(`ensureThrottleTable: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
   await ensureTable(pool, table);
+}
+
+/** The table recording which API key (a digest) is in use under which account of the budget's table `table`. */
+const keyTableOf = (table: string): string => `${table.slice(0, 58)}_keys`;
+
+/**
+ * Records that the API key of digest `keyId` is in use under `account` now, in the table beside
+ * the budget's ({@link keyTableOf}, created if missing); with `others`, also returns the other
+ * accounts of that table under which the key was in use in the last {@link KEY_ACTIVE_US}, most
+ * recent first. One round trip (two more the first time, to create the table). Rejects when the
+ * table cannot be created or written (a user without CREATE, or without a grant on it).
+ */
+async function touchKey(pool: Pick<pg.Pool, 'query'>, table: string, account: string, keyId: string, others: boolean): Promise<string[]> {
+  const keys = keyTableOf(table);
+  const touch = `WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us),
+    me AS (INSERT INTO ${keys} AS k (key_id, account, seen_us) SELECT $1, $2, c.now_us FROM c
+      ON CONFLICT (key_id, account) DO UPDATE SET seen_us = excluded.seen_us)`;
+  const sql = others
+    ? `${touch} SELECT k.account FROM ${keys} AS k, c WHERE k.key_id = $1 AND k.account <> $2
+        AND k.seen_us BETWEEN c.now_us - ${KEY_ACTIVE_US} AND c.now_us + ${KEY_ACTIVE_US} ORDER BY k.seen_us DESC, k.account`
+    : `${touch} SELECT 1`;
+  const run = async (): Promise<string[]> => (await pool.query<{ account: string }>(sql, [keyId, account])).rows.map((r) => r.account);
+  try {
+    return await run();
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== '42P01') throw err;
+  }
+  try {
+    // A separate table: the budget's own is never altered for it, and a user who may not create
+    // this one uses the budget as before.
+    await pool.query(`CREATE TABLE IF NOT EXISTS ${keys} (
+      key_id text NOT NULL,
+      account text NOT NULL,
+      seen_us bigint NOT NULL,
+      PRIMARY KEY (key_id, account))`);
+  } catch (err) {
+    // Two processes creating the table at once: the loser sees a duplicate; the table exists either way.
+    const code = (err as { code?: unknown }).code;
+    if (code !== '23505' && code !== '42P07') throw err;
+  }
+  return run();
+}
+
+/**
+ * The other accounts of the budget's table under which the API key of digest `keyId` is in use
+ * now (README, "One rate budget per account"): each account's row allows the whole limit, so
+ * processes of one key under two accounts may together send up to twice it. Records this
+ * process's own use too. Never rejects: a database where the record cannot be kept (no CREATE,
+ * no grant on its table) or that does not answer gives `[]` (the budget itself reports the latter).
+ */
+export async function otherAccountsOfKey(connectionString: string, account: string, keyId: string, table = 'dq_throttle'): Promise<string[]> {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table))
+    throw new RangeError(`otherAccountsOfKey: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
+  const { pool, end } = createBoundedPool(connectionString, 1);
+  try {
+    return await touchKey(pool, table, account, keyId, true);
+  } catch {
+    return [];
+  } finally {
+    await end();
+  }
 }
 
 /**
