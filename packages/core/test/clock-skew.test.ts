@@ -1,10 +1,11 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { usePostgres, withClient } from '@dq/test-support/pg';
+import { runCommand, type CommandExit } from '@dq/test-support/cli';
 import { useSandbox } from '@dq/test-support/use';
 
 // Machines whose clocks disagree, sharing one result store (README "The result store"): each run
@@ -58,28 +59,10 @@ beforeAll(async () => {
 afterAll(async () => base && rm(base, { recursive: true, force: true }));
 beforeEach(() => sandbox.reset());
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs `args` with node under a wall clock `offset` off (libfaketime's `-f` syntax: `+2d`, `-5h`, `+0`). */
-function at(offset: string, args: string[], env: Record<string, string> = {}): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('faketime', ['-f', offset, process.execPath, ...args], {
-      env: { ...process.env, ...sandbox.env(), DQ_STORE: '', FAKETIME_DONT_FAKE_MONOTONIC: '1', ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+function at(offset: string, args: string[], env: Record<string, string> = {}): Promise<CommandExit> {
+  return runCommand(['faketime', '-f', offset, process.execPath, ...args], {
+    env: { ...sandbox.env(), DQ_STORE: '', FAKETIME_DONT_FAKE_MONOTONIC: '1', ...env },
   });
 }
 
@@ -94,7 +77,7 @@ async function run(offset: string, store: string, maxAgeMs?: number): Promise<{ 
   return { paid: billable() - before, sources };
 }
 
-const dqStore = async (offset: string, args: string[]): Promise<Ran> => at(offset, [DQ_STORE, ...args]);
+const dqStore = async (offset: string, args: string[]): Promise<CommandExit> => at(offset, [DQ_STORE, ...args]);
 const fromStore = Array<string>(ROWS).fill('store');
 
 describe('a Postgres store shared by machines whose clocks disagree', () => {

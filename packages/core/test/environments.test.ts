@@ -1,10 +1,11 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmod, chown, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '@dq/core/store';
+import { runCommand, type CommandExit } from '@dq/test-support/cli';
 import { useSandbox } from '@dq/test-support/use';
 
 // Where the result store's defaults write, in the environments runs really have: a scheduler's task
@@ -69,28 +70,11 @@ beforeAll(async () => {
 afterAll(async () => rm(base, { recursive: true, force: true }));
 beforeEach(() => sandbox.reset());
 
-interface Ran {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
+type Ran = CommandExit;
 
 /** Runs `command` with only PATH, the sandbox's URL and key, and `env` set (no HOME unless given), in `cwd`. */
 function run(command: string[], env: Record<string, string>, cwd = base): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command[0]!, command.slice(1), { cwd, env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...sandbox.env(), ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+  return runCommand(command, { cwd, bareEnv: true, env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...sandbox.env(), ...env }, timeoutMs: 20_000 });
 }
 
 const connector = (env: Record<string, string>, prefix: string[] = [], cwd?: string) => run([...prefix, process.execPath, script], env, cwd);

@@ -1,10 +1,11 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmod, chown, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type ResultStore } from '@dq/core/store';
+import { runCommand, type CommandExit } from '@dq/test-support/cli';
 
 // dq-store by a user who may only read the embedded store (README "The result store"): a data
 // steward checking its size and age, a store folder of a service account that its group may read,
@@ -39,29 +40,11 @@ beforeAll(async () => {
 });
 afterAll(async () => rm(base, { recursive: true, force: true }));
 
-interface Ran {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
+type Ran = CommandExit;
 
 /** Runs dq-store with `args` after `prefix` (default: as the reader). */
 function dqStore(args: string[], prefix: string[] = reader.prefix): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const command = [...prefix, process.execPath, BIN, ...args];
-    const child = spawn(command[0]!, command.slice(1), { cwd: base, env: { ...process.env, DQ_STORE: '' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+  return runCommand([...prefix, process.execPath, BIN, ...args], { cwd: base, env: { DQ_STORE: '' } });
 }
 
 const answer = (requestId: string, checkedAt: string) => ({ status: 'accepted' as const, resultClass: 'A' as const, requestId, checkedAt });

@@ -43,3 +43,38 @@ export function summaryOf(exit: Pick<CliExit, 'code' | 'stdout' | 'stderr'>, mar
   if (!line) throw new Error(`no summary; exit ${exit.code}; stderr: ${exit.stderr.slice(-2000)}`);
   return JSON.parse(line) as Record<string, any>;
 }
+
+/** How a command ended: its exit code (null when a signal ended it), the signal, and its output. */
+export interface CommandExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `command` (a program and its arguments) in `cwd`, with `env` added to this process's
+ * environment, or with `env` alone when `bareEnv` is set; killed (SIGKILL) after `timeoutMs`.
+ */
+export function runCommand(
+  command: readonly string[],
+  options: { env?: Record<string, string | undefined>; bareEnv?: boolean; cwd?: string; timeoutMs?: number } = {},
+): Promise<CommandExit> {
+  return new Promise((resolve, reject) => {
+    const env = options.bareEnv ? { ...options.env } : { ...process.env, ...options.env };
+    const child = spawn(command[0]!, command.slice(1), { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 30_000);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
