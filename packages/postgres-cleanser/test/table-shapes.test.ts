@@ -26,6 +26,26 @@ async function refused(args: string[]): Promise<CliResult> {
   return run;
 }
 
+/**
+ * A database whose table `customers` (`rows` rows) is partitioned `by`, into `customers_nozip`
+ * (`nozip`, with a unique index on the key) and `customers_zip` (`zip`); every second row with a
+ * town and a street has no postal code (the answer fills it in).
+ */
+async function partitionedCustomers(rows: number, by: string, nozip: string, zip: string): Promise<string> {
+  const db = await env.pg.createDatabase();
+  await createCustomers(db, rows);
+  await withClient(db, async (c) => {
+    await c.query(`UPDATE customers SET postal_code = NULL WHERE city IS NOT NULL AND street IS NOT NULL AND id % 2 = 0`);
+    await c.query(`ALTER TABLE customers RENAME TO source`);
+    await c.query(`CREATE TABLE customers (LIKE source) PARTITION BY ${by}`);
+    await c.query(`CREATE TABLE customers_nozip PARTITION OF customers ${nozip}`);
+    await c.query(`CREATE TABLE customers_zip PARTITION OF customers ${zip}`);
+    await c.query(`CREATE UNIQUE INDEX ON customers_nozip (id)`);
+    await c.query(`INSERT INTO customers SELECT * FROM source`);
+  });
+  return db;
+}
+
 describe('dq-pg and the shape of the table', () => {
   it('a table with inheritance children is refused naming them; a child alone and a partitioned table are cleaned', async () => {
     const db = await env.pg.createDatabase();
@@ -173,18 +193,7 @@ describe('dq-pg and the shape of the table', () => {
   }, 30_000);
 
   it('a table partitioned by a mapped column: the key-not-unique refusal says to clean each partition, where a row whose correction moves it is refused and named', async () => {
-    const db = await env.pg.createDatabase();
-    await createCustomers(db, 30);
-    await withClient(db, async (c) => {
-      // Rows with a town and a street but no postal code: the answer fills it in.
-      await c.query(`UPDATE customers SET postal_code = NULL WHERE city IS NOT NULL AND street IS NOT NULL AND id % 2 = 0`);
-      await c.query(`ALTER TABLE customers RENAME TO source`);
-      await c.query(`CREATE TABLE customers (LIKE source) PARTITION BY LIST ((postal_code IS NULL))`);
-      await c.query(`CREATE TABLE customers_nozip PARTITION OF customers FOR VALUES IN (true)`);
-      await c.query(`CREATE TABLE customers_zip PARTITION OF customers FOR VALUES IN (false)`);
-      await c.query(`CREATE UNIQUE INDEX ON customers_nozip (id)`);
-      await c.query(`INSERT INTO customers SELECT * FROM source`);
-    });
+    const db = await partitionedCustomers(30, 'LIST ((postal_code IS NULL))', 'FOR VALUES IN (true)', 'FOR VALUES IN (false)');
     const parent = await refused(cleanseArgs(db, env.sandbox, ['--run-id', 'parent']));
     expect(parent.stderr).toContain('"public"."customers" is partitioned (LIST (((postal_code IS NULL))))');
     expect(parent.stderr).toContain('Clean each partition on its own (--table <partition> --key "id", with a unique index on "id" in each partition)');
@@ -216,18 +225,7 @@ describe('dq-pg and the shape of the table', () => {
   }, 30_000);
 
   it('a partition cleaned on its own, partitioned by the postal code: a row whose correction belongs in another partition keeps its values, named with the key column and the UPDATE that moves it', async () => {
-    const db = await env.pg.createDatabase();
-    await createCustomers(db, 40);
-    await withClient(db, async (c) => {
-      // Rows with a town and a street but no postal code: the answer fills it in.
-      await c.query(`UPDATE customers SET postal_code = NULL WHERE city IS NOT NULL AND street IS NOT NULL AND id % 2 = 0`);
-      await c.query(`ALTER TABLE customers RENAME TO source`);
-      await c.query(`CREATE TABLE customers (LIKE source) PARTITION BY LIST (postal_code)`);
-      await c.query(`CREATE TABLE customers_nozip PARTITION OF customers FOR VALUES IN (NULL)`);
-      await c.query(`CREATE TABLE customers_zip PARTITION OF customers DEFAULT`);
-      await c.query(`CREATE UNIQUE INDEX ON customers_nozip (id)`);
-      await c.query(`INSERT INTO customers SELECT * FROM source`);
-    });
+    const db = await partitionedCustomers(40, 'LIST (postal_code)', 'FOR VALUES IN (NULL)', 'DEFAULT');
     const before = await rowTexts(db);
     const run = await runCli(cleanseArgs(db, env.sandbox, ['--run-id', 'nozip']).map((a) => (a === 'public.customers' ? 'public.customers_nozip' : a)));
     expect(run.code, run.stderr).toBe(0);
