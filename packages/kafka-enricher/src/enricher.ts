@@ -17,7 +17,7 @@ import { PartitionPipeline } from './partition-pipeline.js';
 import { checkTopics } from './topics.js';
 import { startPosition } from './start-position.js';
 import { settingsDiffer, settingsMetadata } from './group-settings.js';
-import { brokerSpeakingTls, kafkaSettingFailure, tlsExpected } from './kafka-settings.js';
+import { brokerSpeakingTls, causes, kafkaSettingFailure, tlsExpected } from './kafka-settings.js';
 import type { PipelineContext } from './partition-pipeline.js';
 
 /** Consumer restarts after crashes kafkajs does not recover from, before the run ends (exit 75). */
@@ -109,6 +109,10 @@ class KafkaEnricher implements Enricher {
   /** Consumer restarts since the last successful join. */
   #restarts = 0;
   #fatal: unknown;
+  /** Set when the group refused the consumer during a stop: it has left the group, nothing more is committed. */
+  #left = false;
+  /** Delivered offsets a stop could not commit (a rebalance, the consumer gone), by partition: the highest of each. */
+  readonly #uncommitted = new Map<string, { topic: string; partition: number; offset: string }>();
   /** Messages still in flight when a graceful drain ran out of time (undefined: it did not). */
   #undrained: number | undefined;
   #shutdown: Promise<void> | undefined;
@@ -255,6 +259,7 @@ class KafkaEnricher implements Enricher {
    */
   async #onCrash(kafka: Kafka, crashed: Consumer, error: Error): Promise<void> {
     const live = (): boolean => this.#state === 'starting' || this.#state === 'running';
+    if (crashed === this.#consumer && this.#state === 'draining' && refusedByGroup(error, this.#o)) return this.#leftDuringStop(error);
     if (crashed !== this.#consumer || !live()) return void this.#fail(kafkaFailure(error, this.#o.brokers, this.#restarts));
     // Refused TLS or SASL settings are refused again by every restart.
     const setting = kafkaSettingFailure(error, this.#o);
@@ -345,15 +350,43 @@ class KafkaEnricher implements Enricher {
 
   async #commit(topic: string, partition: number, offset: string): Promise<void> {
     // A commit sent into a rebalance is refused anyway (and upsets the mock cluster's group state);
-    // the partition's next owner re-reads from the last commit that got through.
-    if (this.#rebalancing) return;
+    // the partition's next owner re-reads from the last commit that got through. So does a commit
+    // after the consumer left the group during a stop.
+    if (this.#rebalancing || this.#left) return this.#notCommitted(topic, partition, offset);
     try {
       await this.#consumer!.commitOffsets([{ topic, partition, offset, metadata: this.#settings }]);
       this.metrics.inc(METRIC.commits);
+      const skipped = this.#uncommitted.get(`${topic}\u0000${partition}`);
+      if (skipped !== undefined && BigInt(skipped.offset) <= BigInt(offset)) this.#uncommitted.delete(`${topic}\u0000${partition}`);
     } catch (err) {
       // At least once: the next commit of the partition covers this one, or its new owner re-reads.
       this.#logger.warn('offset commit failed; the messages may be delivered again', { topic, partition, offset, error: err as Error });
+      this.#notCommitted(topic, partition, offset);
     }
+  }
+
+  /** Notes, during a stop, a delivered offset left uncommitted, for the stop's last log line. */
+  #notCommitted(topic: string, partition: number, offset: string): void {
+    if (this.#state !== 'draining') return;
+    const key = `${topic}\u0000${partition}`;
+    const known = this.#uncommitted.get(key);
+    if (known === undefined || BigInt(known.offset) < BigInt(offset)) this.#uncommitted.set(key, { topic, partition, offset });
+  }
+
+  /**
+   * The group refused the consumer during a graceful stop (its rejoin, typically, in a rebalance
+   * that members stopping together start): kafkajs gave it up and it has left the group, which the
+   * stop was about to do. That loses nothing: the drain still delivers what is answered, and what it
+   * cannot commit now is read again by the partitions' next owner. Not a failure of the run (the exit
+   * code stays the drain's), unlike brokers that cannot be reached (exit 75, see refusedByGroup).
+   */
+  #leftDuringStop(error: Error): void {
+    this.#left = true;
+    this.#joined = false;
+    this.#logger.warn(
+      "the group refused the consumer during the stop (a rebalance): it has left the group; the drain goes on, and what it delivers from now on is not committed but read again by the partitions' next owner",
+      { group: this.#o.groupId, error },
+    );
   }
 
   /** A rebalance began: every pipeline hands its queued work back; nothing is committed until the rejoin. */
@@ -496,6 +529,16 @@ class KafkaEnricher implements Enricher {
       return { exitCode: ExitCode.TEMPFAIL, reason: 'drain-timeout', error: { code: 'drain-timeout', message }, report };
     }
     if (err === undefined) {
+      if (this.#uncommitted.size > 0) {
+        // Delivered, not lost: the partition's next owner reads them again from its last commit.
+        this.#logger.warn(
+          "delivered during the stop but not committed (a rebalance, or the commit refused): the partitions' next owner reads these messages again",
+          {
+            group: this.#o.groupId,
+            uncommitted: [...this.#uncommitted.values()].map(({ topic, partition, offset }) => ({ topic, partition, deliveredBelow: offset })),
+          },
+        );
+      }
       this.#logger.info('stopped', {
         records: report.records,
         apiCalls: report.apiCalls,
@@ -575,6 +618,24 @@ function groupInUse(o: ResolvedEnricherOptions, topics: readonly string[]): Kafk
       `give dq-kafka a --group of its own, then start again`,
     { topic: o.inputTopic },
   );
+}
+
+/**
+ * Answers of the group coordinator that end a member's place in the group, its assignment or its
+ * generation (a rebalance under way, the member or its generation no longer known). INVALID_REQUEST
+ * is librdkafka's mock cluster's answer to a follower's SyncGroup that comes after the leader's,
+ * where a broker returns the member's assignment (Kafka's group coordinator, group Stable).
+ */
+const LEFT_THE_GROUP = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'FENCED_INSTANCE_ID', 'INVALID_REQUEST']);
+
+/**
+ * Whether the consumer's crash `error` is the group coordinator refusing the member (one of
+ * {@link LEFT_THE_GROUP}), as a rebalance does, rather than brokers that could not be reached, a
+ * coordinator that is not available, or refused TLS or SASL settings.
+ */
+export function refusedByGroup(error: unknown, o: Pick<ResolvedEnricherOptions, 'ssl' | 'sasl'>): boolean {
+  if (kafkaSettingFailure(error, o) !== undefined) return false;
+  return [...causes(error)].some((e) => e.name === 'KafkaJSProtocolError' && LEFT_THE_GROUP.has(String((e as { type?: unknown }).type)));
 }
 
 /** The error that ends the run when the consumer crashed and `restarts` restarts in a row did not bring it back. */

@@ -21,8 +21,12 @@ import {
   readTopic,
   sourceOffsets,
   spawnEnricher,
+  waitUntilUp,
 } from '@dq/test-support/kafka';
 import type { Running } from '@dq/test-support/kafka';
+import { KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
+import { exitWithin } from './exit.js';
+import { refusedByGroup } from '../src/enricher.js';
 
 const QUOTA_KEY = 'dq-small-quota-key';
 let kafka: TestKafka;
@@ -230,6 +234,123 @@ it('a second SIGINT (Ctrl-C pressed again) ends a drain that waits for a slow pl
   const audit = await commitAudit(kafka.brokers, names, 600, 6_000);
   expect(audit).toEqual({ missing: [], delivered: 0, committed: 0 });
 }, 120_000);
+
+it('two members stopped at the same moment while their group rebalances both exit 0 (one of them refused by the group as it leaves): nothing lost, nothing bought twice beyond what was in flight', async () => {
+  const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
+  const N = 400;
+  const { messages, bad } = dataset(N, 20);
+  const store = await mkdtemp(join(tmpdir(), 'dq-kafka-stop-'));
+  const billable = (): number => Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
+  const paidBefore = billable();
+  const env = { DQ_BASE_URL: sandbox.url, DQ_API_KEY: DEFAULT_API_KEY };
+  const args = cliArgs(kafka.brokers, names, ['--metrics-port', '0', '--store', store, '--batch-size', '20']);
+  const rebalances = (r: Running): number => r.stderr().split('"msg":"rebalancing: queued work handed back"').length - 1;
+  const assignments = (r: Running): number => r.stderr().split('"msg":"partitions assigned"').length - 1;
+  const until = async (what: string, done: () => boolean, ms = 30_000): Promise<void> => {
+    for (const end = Date.now() + ms; !done(); await new Promise((r) => setTimeout(r, 20)))
+      if (Date.now() > end) throw new Error(`${what} within ${ms} ms; logs:\n${[a, b, c].map((r) => (r ? tail(r).slice(-1500) : '')).join('\n---\n')}`);
+  };
+  let a: Running | undefined;
+  let b: Running | undefined;
+  let c: Running | undefined;
+  // The end of a member's log, without kafkajs's debug lines (B logs at debug level).
+  const tail = (r: Running): string =>
+    r
+      .stderr()
+      .split('\n')
+      .filter((l) => !l.startsWith('{"level":"debug"'))
+      .join('\n')
+      .slice(-3000);
+  try {
+    await produce(kafka.brokers, names.input, messages.slice(0, 100));
+    a = spawnEnricher(args, env);
+    runs.push(a);
+    const portA = await metricsPort(a);
+    await waitUntilUp(a, portA);
+    // B (debug log: its JoinGroup requests are seen) joins; A rejoins with it.
+    b = spawnEnricher([...args, '--log-level', 'debug'], env);
+    runs.push(b);
+    await waitUntilUp(b, await metricsPort(b));
+    await until('A did not rejoin with B', () => assignments(a!) >= 2);
+
+    // A third instance C joins (a rolling restart's new instance): A and B both rejoin. C, then B,
+    // are paused (SIGSTOP: a loaded machine) once their JoinGroup is sent, so the group's leader
+    // (A, the oldest member) syncs first and B's SyncGroup comes after it, as happened in CI.
+    const [rebalancesA, rebalancesB, logB] = [rebalances(a), rebalances(b), b.stderr().length];
+    c = spawnEnricher(args, env);
+    runs.push(c);
+    await until('A did not see the rebalance C started', () => rebalances(a!) > rebalancesA);
+    c.child.kill('SIGSTOP');
+    await until('B did not see the rebalance C started', () => rebalances(b!) > rebalancesB);
+    await until('B sent no JoinGroup', () => b!.stderr().slice(logB).includes('"msg":"Request JoinGroup'));
+    b.child.kill('SIGSTOP');
+    // The leader's sync ends the rebalance (about 5 s after C's join); then A takes new messages,
+    // whose calls the platform answers slowly, so A's drain lasts past B's SyncGroup.
+    const assignedA = assignments(a);
+    await until('A was not assigned partitions again', () => assignments(a!) > assignedA);
+    sandbox.setFaults({ batch: { latencyMs: 2_000 }, validate: { latencyMs: 2_000 } });
+    await produce(kafka.brokers, names.input, messages.slice(100));
+    let inFlight = 0;
+    for (let i = 0; i < 300 && (inFlight = await metricValue(portA, 'dq_kafka_in_flight_messages')) === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(inFlight, tail(a)).toBeGreaterThan(0);
+
+    // Stopped at the same moment (B sees its SIGTERM as it wakes up).
+    a.child.kill('SIGTERM');
+    b.child.kill('SIGTERM');
+    b.child.kill('SIGCONT');
+    const [exitA, exitB] = await Promise.all([exitWithin(a, 40_000), exitWithin(b, 40_000)]);
+    expect(exitA, `A exited ${exitA}:\n${tail(a)}`).toBe(0);
+    expect(exitB, `B exited ${exitB}:\n${tail(b)}`).toBe(0);
+    // What made B exit 75: the mock cluster refuses a SyncGroup that comes after the leader's (a
+    // broker answers it with the assignment), and kafkajs gives up the consumer as it leaves.
+    if (!kafka.external) expect(b.stderr(), tail(b)).toMatch(/"msg":"the group refused the consumer during the stop \(a rebalance\)/);
+    sandbox.setFaults({});
+
+    // C, the member that gets their partitions, reads again what they did not commit.
+    c.child.kill('SIGCONT');
+    const { outs, dead } = await readResults(kafka.brokers, names, N - bad.size, bad.size, 90_000);
+    c.child.kill('SIGTERM');
+    expect(await exitWithin(c, 40_000), tail(c)).toBe(0);
+
+    // Every message where it belongs: the good ones in the output, the bad ones in the DLQ.
+    const inputs = await inputOffsets(kafka.brokers, names.input, N);
+    const seq = (m: { headers: Record<string, string> }): number => Number(m.headers['x-seq']);
+    const outSources = sourceOffsets(outs, []);
+    const dlqSources = sourceOffsets([], dead);
+    const misplaced = inputs.filter((m) => {
+      const at = `${m.partition}:${m.offset}`;
+      return bad.has(seq(m)) ? !dlqSources.has(at) || outSources.has(at) : !outSources.has(at) || dlqSources.has(at);
+    });
+    expect(misplaced.map((m) => `${m.partition}:${m.offset} (x-seq ${seq(m)})`)).toEqual([]);
+    // Answers bought during the drain but not delivered came from the store: at most the calls
+    // under way at the stop were bought again.
+    expect(billable() - paidBefore).toBeLessThanOrEqual(N + inFlight);
+  } finally {
+    sandbox.setFaults({});
+    for (const r of [b, c]) if (r && r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGCONT');
+    await rm(store, { recursive: true, force: true });
+  }
+}, 240_000);
+
+it('a consumer crash during a stop counts as the group refusing the member only for answers that end its place in the group, not for brokers out of reach', () => {
+  const answer = (type: string, retriable = false): Error => new KafkaJSProtocolError({ type, code: 0, retriable, message: type } as unknown as Error);
+  // How kafkajs crashes after a refused rejoin: its retrier gives the answer up wrapped.
+  const givenUp = (e: Error): Error => Object.assign(new KafkaJSNonRetriableError(e), { cause: e });
+  const settings = { ssl: undefined, sasl: undefined };
+  expect(refusedByGroup(givenUp(answer('REBALANCE_IN_PROGRESS')), settings)).toBe(true);
+  expect(refusedByGroup(givenUp(answer('ILLEGAL_GENERATION')), settings)).toBe(true);
+  expect(refusedByGroup(answer('UNKNOWN_MEMBER_ID'), settings)).toBe(true);
+  // The mock cluster's answer to a SyncGroup that comes after the leader's.
+  expect(refusedByGroup(givenUp(answer('INVALID_REQUEST')), settings)).toBe(true);
+  expect(refusedByGroup(givenUp(answer('GROUP_COORDINATOR_NOT_AVAILABLE', true)), settings)).toBe(false);
+  expect(refusedByGroup(givenUp(answer('GROUP_AUTHORIZATION_FAILED')), settings)).toBe(false);
+  expect(
+    refusedByGroup(
+      new KafkaJSNumberOfRetriesExceeded(new KafkaJSConnectionError('connect ECONNREFUSED 127.0.0.1:9092'), { retryCount: 5, retryTime: 1000 }),
+      settings,
+    ),
+  ).toBe(false);
+});
 
 it('exits 3 on an exhausted quota without committing offsets it did not deliver', async () => {
   const names = { input: uniqueTopic('in'), output: uniqueTopic('out'), dlq: uniqueTopic('dlq'), group: uniqueGroup() };
