@@ -230,7 +230,7 @@ describe('the dq-kafka process', () => {
         msg: expect.stringContaining('DQ_KAFKA_MAX_INFLIGHT is not a setting of dq-kafka (did you mean DQ_KAFKA_MAX_IN_FLIGHT?)'),
       });
       expect(rest.join('\n')).toBe(
-        `dq-kafka: metrics-listen-failed: DQ_KAFKA_METRICS_PORT: cannot listen on 0.0.0.0:${port} (EADDRINUSE: another process listens on that port); pick another port or 0`,
+        `dq-kafka: metrics-listen-failed: DQ_KAFKA_METRICS_PORT: cannot listen on port ${port} (EADDRINUSE: another process listens on that port); pick another port or 0`,
       );
       expect(run.stdout).toBe('');
     } finally {
