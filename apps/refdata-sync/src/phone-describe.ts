@@ -8,6 +8,7 @@ import type { Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { PhoneClient, createTransport, isRunStop } from '@dq/core';
 import { PhoneDescribeSchema } from '@dq/core/schemas';
+import { ageProblem, parseAge } from '@dq/core/store';
 import type { Logger, PhoneDescribe, RetryOptions } from '@dq/core';
 import { z } from 'zod';
 import { TargetError, UsageError } from './errors.js';
@@ -45,13 +46,11 @@ type CacheFile = z.infer<typeof cacheSchema>;
 /** How far a cache's fetch time may lie ahead of this machine's clock and still count as fresh. */
 const MAX_CLOCK_SKEW_MS = 60_000;
 
-const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `500ms`, `30s`, `15m`, `12h`, `1d`, or a bare number of seconds → ms. */
+/** `--max-age`: `30s`, `15m`, `12h`, `1d` (or `0`) → ms, read as every connector reads its `--max-age`. */
 export function parseDuration(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim());
-  if (m === null) throw new UsageError(`--max-age must look like 30s, 15m, 12h or 1d; got "${text}"`);
-  return Number(m[1]) * (UNITS[m[2] ?? 's'] ?? 1000);
+  const ms = parseAge(text);
+  if (ms === undefined) throw new UsageError(`--max-age: ${ageProblem(text)}`);
+  return ms;
 }
 
 /** What a phone-describe cache looks like, whatever description it holds (also one an older version wrote). */

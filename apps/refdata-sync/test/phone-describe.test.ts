@@ -140,7 +140,10 @@ describe('phone-describe cache', () => {
   it('reads --max-age in s, m, h and d', () => {
     expect(parseDuration('1d')).toBe(DAY);
     expect(parseDuration('12h')).toBe(DAY / 2);
-    expect(parseDuration('90')).toBe(90_000);
+    expect(parseDuration('90s')).toBe(90_000);
+    expect(parseDuration('0')).toBe(0);
+    // A number without a unit is not taken for seconds: `--max-age 1` meant as a day would fetch on every run.
+    expect(() => parseDuration('90')).toThrow('--max-age: "90" has no unit: write 90d for days, or 90h, 90m or 90s');
     expect(() => parseDuration('soon')).toThrow(/--max-age/);
   });
 });

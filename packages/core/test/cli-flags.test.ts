@@ -83,6 +83,8 @@ describe('command-line flag checks', () => {
     expect(flags.engine({ store: 'postgres://etl@db/crm', 'max-age': '12h' })).toEqual({ store: 'postgres://etl@db/crm', maxAgeMs: 12 * 3_600_000 });
     expect(flags.engine({ store: 'off', 'max-age': '0' })).toEqual({ store: 'off', maxAgeMs: 0 });
     expect(() => flags.engine({ 'max-age': 'a month' })).toThrow(/--max-age: "a month" is not an age/);
+    // 30 meant as days would buy nearly every answer again: a number other than 0 needs its unit.
+    expect(() => flags.engine({ 'max-age': '30' })).toThrow('--max-age: "30" has no unit: write 30d for days, or 30h, 30m or 30s (0 = never reuse)');
     expect(() => flags.engine({ store: ' ' })).toThrow(/--store: is empty/);
   });
 

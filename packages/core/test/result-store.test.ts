@@ -8,7 +8,7 @@ import { open as openLmdb } from 'lmdb';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, createSilentLogger } from '@dq/core';
-import { openPgStore, openStore, parseAge, storeKey } from '@dq/core/store';
+import { ageProblem, openPgStore, openStore, parseAge, storeKey } from '@dq/core/store';
 import type { Engine, EngineConfig } from '@dq/core';
 import type { ResultStore } from '@dq/core/store';
 import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
@@ -336,7 +336,12 @@ describe('ages', () => {
     expect(parseAge('30d')).toBe(30 * 86_400_000);
     expect(parseAge('12h')).toBe(12 * 3_600_000);
     expect(parseAge('90m')).toBe(90 * 60_000);
-    expect(parseAge('3600')).toBe(3_600_000);
+    expect(parseAge('3600s')).toBe(3_600_000);
+    // A number without a unit is refused but for 0: `--older-than 30` meant as days would remove
+    // every answer older than 30 seconds.
+    expect(parseAge('3600')).toBeUndefined();
+    expect(parseAge('30')).toBeUndefined();
+    expect(ageProblem('30')).toBe('"30" has no unit: write 30d for days, or 30h, 30m or 30s');
     expect(parseAge('0')).toBe(0);
     expect(parseAge('soon')).toBeUndefined();
     expect(parseAge('-1d')).toBeUndefined();

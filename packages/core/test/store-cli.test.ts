@@ -47,6 +47,12 @@ describe('dq-store', () => {
     expect(Date.now() - Date.parse(shown.oldest)).toBeGreaterThan(39 * 86_400_000);
     expect(Date.now() - Date.parse(shown.newest)).toBeLessThan(86_400_000);
 
+    // "30" meant as days would remove every entry older than 30 seconds: a number needs its unit.
+    const bare = await dqStore(['prune', '--older-than', '30', '--store', store]);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('--older-than: "30" has no unit: write 30d for days, or 30h, 30m or 30s');
+    expect(JSON.parse((await dqStore(['info', '--store', store, '--json'])).stdout)).toMatchObject({ entries: 3 });
+
     const pruned = await dqStore(['prune', '--older-than', '30d', '--store', store]);
     expect(pruned.code, pruned.stderr).toBe(0);
     expect(pruned.stdout).toContain('removed 1 entry');

@@ -158,7 +158,7 @@ describe('dq-csv with the result store', () => {
       const plan = await runCli([...args(input, join(dir, 'age.5.csv'), store), '--dry-run'], env);
       expect(summaryOf(plan).plan).toMatchObject({ calls: 0, fromStore: all });
       await new Promise((r) => setTimeout(r, 2_100));
-      expect(await run('age.6.csv', '--max-age', '2')).toBe(all);
+      expect(await run('age.6.csv', '--max-age', '2s')).toBe(all);
       expect(await run('age.7.csv', '--max-age', '1h')).toBe(0); // the fresh answers were stored
     } finally {
       await sandbox.close();

@@ -1,5 +1,5 @@
 import type { EndpointId } from '../throttle/types.js';
-import { parseAge } from '../store/age.js';
+import { ageProblem, parseAge } from '../store/age.js';
 import { withoutUrlPasswords } from './command-line.js';
 
 /** The engine flags every connector's CLI takes, as `util.parseArgs` options. */
@@ -26,7 +26,7 @@ export const ENGINE_FLAGS_USAGE = `  --concurrency <n>         HTTP calls in fli
                             folder (default ~/.cache/dq-connectors/store; dq-pg: its own
                             database), postgres://… (one store for every process and machine),
                             or off. It holds addresses and company names: see the README
-  --max-age <age>           reuse stored answers younger than this, e.g. 30d, 12h, 3600 (s);
+  --max-age <age>           reuse stored answers younger than this, e.g. 30d, 12h, 90m, 45s;
                             default 30d; 0 = call everything (fresh answers are still stored)
 
   --account-db <url>        postgres://… holding what the account shares: the rate budget of
@@ -154,7 +154,7 @@ export function createFlagParsers(fail: (flag: string, problem: string) => Error
       const age = values['max-age'];
       if (age !== undefined) {
         const ms = parseAge(age);
-        if (ms === undefined) throw fail('--max-age', `"${age}" is not an age: use e.g. 30d, 12h, 90m or seconds, at most 36500d (0 = never reuse)`);
+        if (ms === undefined) throw fail('--max-age', `${ageProblem(age)} (0 = never reuse)`);
         out.maxAgeMs = ms;
       }
       const accountDb = values['account-db'];

@@ -1,5 +1,5 @@
-/** Units of an age: seconds (no unit), `s`, `m`, `h`, `d`. */
-const UNIT_MS: Record<string, number> = { '': 1000, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** Units of an age: `s`, `m`, `h`, `d` (a number without a unit is taken only when it is 0). */
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** The default `--max-age`: answers are reused for 30 days. */
 export const DEFAULT_MAX_AGE_MS = 30 * UNIT_MS['d']!;
@@ -12,14 +12,29 @@ export const DEFAULT_MAX_AGE_MS = 30 * UNIT_MS['d']!;
 export const MAX_AGE_MS = 36_500 * UNIT_MS['d']!;
 
 /**
- * Milliseconds of an age such as `30d`, `12h`, `90m`, `45s` or `3600` (seconds), at most
- * {@link MAX_AGE_MS}; undefined when `text` is not one (the caller names the flag in its error).
+ * Milliseconds of an age such as `30d`, `12h`, `90m` or `45s`, at most {@link MAX_AGE_MS}, or `0`;
+ * undefined when `text` is not one ({@link ageProblem} says why, for the caller's error).
+ *
+ * A number without a unit is refused unless it is 0: `--older-than 30` meant as days would remove
+ * every answer older than 30 seconds, and `--max-age 30` would buy nearly every answer again.
  */
 export function parseAge(text: string): number | undefined {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$/i.exec(text);
   if (!match) return undefined;
-  const ms = Number(match[1]) * UNIT_MS[match[2]!.toLowerCase()]!;
+  const n = Number(match[1]);
+  if (match[2] === '') return n === 0 ? 0 : undefined;
+  const ms = n * UNIT_MS[match[2]!.toLowerCase()]!;
   return Number.isFinite(ms) && ms <= MAX_AGE_MS ? Math.round(ms) : undefined;
+}
+
+/**
+ * Why `text` is not an age {@link parseAge} takes, for an error that names the flag before it:
+ * a number without a unit gets the units to choose from, anything else the accepted forms.
+ */
+export function ageProblem(text: string): string {
+  const bare = /^\s*(\d+(?:\.\d+)?)\s*$/.exec(text);
+  if (bare) return `"${text}" has no unit: write ${bare[1]}d for days, or ${bare[1]}h, ${bare[1]}m or ${bare[1]}s`;
+  return `"${text}" is not an age: use e.g. 30d, 12h, 90m or 45s, at most 36500d`;
 }
 
 /** A short text for an age in milliseconds, e.g. `30d`, `12h`, `90s`. */

@@ -1,6 +1,6 @@
 import { parseFlags } from '../cli/run-cli.js';
 import { DqError } from '../errors/index.js';
-import { formatAge, parseAge } from './age.js';
+import { ageProblem, formatAge, parseAge } from './age.js';
 import { lmdbStoreExists, removeDamagedLmdbFile } from './lmdb-store.js';
 import { isAccessDenied, storeAccessError, StoreError, withoutRunAdvice } from './errors.js';
 import { checkLmdbStoreWritable, defaultStoreDir, openStore, pgStoreExists, readStoreInfo, refuseMistypedStore } from './open.js';
@@ -19,7 +19,7 @@ them again. It holds addresses and company names (personal data) as the platform
 Commands:
   info                      location, size, entries, oldest and newest check (read access
                             to the store is enough)
-  prune --older-than <age>  removes entries checked longer ago than <age> (30d, 12h, 3600)
+  prune --older-than <age>  removes entries checked longer ago than <age> (30d, 12h, 90m, 45s)
   clear                     removes every entry
   init                      creates the store, or upgrades an older Postgres store's layout (run it
                             as the role that is to own schema dq_store)
@@ -83,7 +83,7 @@ export async function runStoreCli(
   if (command === 'prune') {
     if (values['older-than'] === undefined) return usage('prune needs --older-than <age>, e.g. 30d');
     olderThan = parseAge(values['older-than']);
-    if (olderThan === undefined) return usage(`--older-than: "${values['older-than']}" is not an age: use e.g. 30d, 12h, 90m or seconds, at most 36500d`);
+    if (olderThan === undefined) return usage(`--older-than: ${ageProblem(values['older-than'])}`);
   }
   const spec = values.store ?? (env['DQ_STORE'] || undefined);
   if (spec === 'off') return usage('--store off names no store');

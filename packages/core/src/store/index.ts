@@ -4,7 +4,7 @@ export type { OpenStoreOptions } from './open.js';
 export { openLmdbStore } from './lmdb-store.js';
 export { openPgStore, ensureStoreSchema, storeSchemaError, STORE_SCHEMA } from './pg-store.js';
 export type { PgStoreOptions, PgQueryable } from './pg-store.js';
-export { parseAge, formatAge, DEFAULT_MAX_AGE_MS } from './age.js';
+export { parseAge, ageProblem, formatAge, DEFAULT_MAX_AGE_MS } from './age.js';
 export { storeKey } from './key.js';
 export { StoreError, STORE_UNREACHABLE } from './errors.js';
 export { postgresVersionProblem, MIN_POSTGRES_MAJOR, readOnlySessions, redactUrl } from './pg-version.js';
