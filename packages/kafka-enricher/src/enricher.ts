@@ -5,6 +5,7 @@ import { openStore, reusesAnswers } from '@dq/core/store';
 import { resolveRetryOptions, retryDelay, sleep } from '@dq/core/transport';
 import type { Engine, Logger, RetryOptions, RunReport } from '@dq/core';
 import type { Admin, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import { errorCodes } from 'kafkajs/src/protocol/error.js';
 import { KafkaEnricherError } from './errors.js';
 import { CallWindow, FlowControl } from './flow-control.js';
 import { MapCheck } from './map-check.js';
@@ -628,14 +629,32 @@ function groupInUse(o: ResolvedEnricherOptions, topics: readonly string[]): Kafk
  */
 const LEFT_THE_GROUP = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'FENCED_INSTANCE_ID', 'INVALID_REQUEST']);
 
+/** The {@link LEFT_THE_GROUP} answer each of kafkajs's messages stands for (kafkajs's own table of answers). */
+const LEFT_THE_GROUP_BY_MESSAGE = new Map(errorCodes.filter((e) => LEFT_THE_GROUP.has(e.type)).map((e) => [e.message, e.type]));
+
 /**
  * Whether the consumer's crash `error` is the group coordinator refusing the member (one of
  * {@link LEFT_THE_GROUP}), as a rebalance does, rather than brokers that could not be reached, a
- * coordinator that is not available, or refused TLS or SASL settings.
+ * coordinator that is not available, or refused TLS or SASL settings. The answer is looked for
+ * through kafkajs's wrappers: the errors its retrier gives up with (KafkaJSNumberOfRetriesExceeded,
+ * KafkaJSNonRetriableError, one inside the other when two retriers gave up) keep the error they
+ * gave up on as `cause`.
  */
 export function refusedByGroup(error: unknown, o: Pick<ResolvedEnricherOptions, 'ssl' | 'sasl'>): boolean {
   if (kafkaSettingFailure(error, o) !== undefined) return false;
-  return [...causes(error)].some((e) => e.name === 'KafkaJSProtocolError' && LEFT_THE_GROUP.has(String((e as { type?: unknown }).type)));
+  return [...causes(error)].some((e) => LEFT_THE_GROUP.has(groupAnswer(e) ?? ''));
+}
+
+/**
+ * The answer of the group coordinator `e` carries: a KafkaJSProtocolError's type or, for the
+ * KafkaJSError kafkajs retries a refused rejoin as (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION,
+ * UNKNOWN_MEMBER_ID), which keeps the answer's message only, the answer of that message; that
+ * wrapper is what a rejoin refused until kafkajs's retries ran out ends the consumer with.
+ */
+function groupAnswer(e: Error): string | undefined {
+  if (e.name === 'KafkaJSProtocolError') return String((e as { type?: unknown }).type);
+  if (e.name === 'KafkaJSError' && e.cause === undefined) return LEFT_THE_GROUP_BY_MESSAGE.get(e.message);
+  return undefined;
 }
 
 /** The error that ends the run when the consumer crashed and `restarts` restarts in a row did not bring it back. */
