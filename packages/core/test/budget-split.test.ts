@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@dq/core';
 import type { Engine, EngineConfig } from '@dq/core';
+import { keyIdOf } from '@dq/core/throttle';
 import { ensureThrottleTable } from '@dq/core/throttle-pg';
 import { runNode } from '@dq/test-support/cli';
 import { sampleArgs } from '@dq/test-support/csv';
@@ -76,6 +77,8 @@ async function together(db: string, first: [string, string | undefined], second:
   const b = start(db, ...second);
   const answered = await b.engine.process(addresses(3, 1000));
   expect(answered.map((r) => r.status)).toEqual(['accepted', 'accepted', 'accepted']);
+  // The key's records while both work (each run removes its own when it ends).
+  const records = await withClient(db, async (c) => (await c.query<{ t: string }>(`SELECT t::text AS t FROM dq_throttle_keys AS t`)).rows.map((r) => r.t));
   let firstDone = false;
   void running.then(() => (firstDone = true));
   await Promise.resolve();
@@ -84,7 +87,7 @@ async function together(db: string, first: [string, string | undefined], second:
   await running;
   await b.engine.close();
   await a.engine.close();
-  return { a, b };
+  return { a, b, records };
 }
 
 /** The scripted platform, answering every address with class A after `delayMs`. */
@@ -96,7 +99,7 @@ describe('one API key under two accounts of a shared budget', () => {
   it('the process started second, without --account while another uses the key under --account prod, warns once naming prod and what to do, and keeps its own row', async () => {
     await slowPlatform();
     const db = await server.createDatabase();
-    const { a, b } = await together(db, [KEY, 'prod'], [KEY, undefined]);
+    const { a, b, records } = await together(db, [KEY, 'prod'], [KEY, undefined]);
     const warnings = b.warnings();
     expect(warnings).toHaveLength(1);
     expect(warnings[0]!.msg).toContain('prod');
@@ -111,9 +114,7 @@ describe('one API key under two accounts of a shared budget', () => {
     const rows = await withClient(db, async (c) => (await c.query<{ account: string }>(`SELECT DISTINCT account FROM dq_throttle WHERE seq > 0`)).rows);
     expect(rows.map((r) => r.account).sort()).toEqual([own, 'prod'].sort());
     // The key's record holds a digest: neither the key nor a text containing it.
-    const dump = await withClient(db, async (c) =>
-      (await c.query<{ t: string }>(`SELECT t::text AS t FROM dq_throttle_keys AS t`)).rows.map((r) => r.t).join('\n'),
-    );
+    const dump = records.join('\n');
     expect(dump).toContain('prod');
     expect(dump).not.toContain(KEY);
   }, 60_000);
@@ -154,6 +155,8 @@ describe('one API key under two accounts of a shared budget', () => {
     const password = randomBytes(8).toString('hex');
     await withClient(db, async (c) => {
       await ensureThrottleTable(c);
+      // The budget's table alone, as a database the budget was used on before the key table existed.
+      await c.query(`DROP TABLE dq_throttle_keys`);
       await c.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
       await c.query(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
       await c.query(`GRANT SELECT, INSERT, UPDATE ON dq_throttle TO ${role}`);
@@ -180,6 +183,84 @@ describe('one API key under two accounts of a shared budget', () => {
     const present = await withClient(db, async (c) => (await c.query<{ t: string | null }>(`SELECT to_regclass('dq_throttle_keys')::text AS t`)).rows[0]?.t);
     expect(present).toBeNull();
   }, 60_000);
+});
+
+/** The accounts of `db`'s key records, sorted. */
+async function keyAccounts(db: string): Promise<string[]> {
+  return withClient(db, async (c) => (await c.query<{ account: string }>(`SELECT account FROM dq_throttle_keys ORDER BY account`)).rows.map((r) => r.account));
+}
+
+describe("the key's records", () => {
+  it('two runs under two accounts with one key, started at the same moment: one of them warns', async () => {
+    await slowPlatform(1);
+    const db = await server.createDatabase();
+    await withClient(db, (c) => ensureThrottleTable(c));
+    const a = start(db, KEY, 'prod');
+    const b = start(db, KEY, 'staging');
+    // A session writing both runs' records, uncommitted, holds the two checks until it ends: they
+    // then go on together, as two runs starting within the same millisecond do.
+    await withClient(db, async (c) => {
+      await c.query('BEGIN');
+      await c.query(`INSERT INTO dq_throttle_keys VALUES ($1, 'prod', 0), ($1, 'staging', 0)`, [keyIdOf(KEY)]);
+      const ready = Promise.all([a.engine.ready(), b.engine.ready()]);
+      // Both checks wait for a lock (with the fix, the second waits for the first's).
+      const waiting = `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' HAVING count(*) >= 2`;
+      expect(await found(db, waiting, new URL(db).pathname.slice(1), 10_000)).toBe(true);
+      await c.query('ROLLBACK');
+      await ready;
+    });
+    const warnings = [...a.warnings(), ...b.warnings()];
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.msg).toMatch(/another account of the shared rate budget, (prod|staging), while this run uses (staging|prod)/);
+    expect(await keyAccounts(db)).toEqual(['prod', 'staging']);
+  }, 20_000);
+
+  it('a run removes records no process wrote for a day, waiting on no other session, and its own when it ends', async () => {
+    await slowPlatform(1);
+    const db = await server.createDatabase();
+    const day = 24 * 3600 * 1_000_000;
+    await withClient(db, async (c) => {
+      await ensureThrottleTable(c);
+      const now = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`;
+      await c.query(`INSERT INTO dq_throttle_keys VALUES ('00aa', 'old', ${now} - 2 * ${day}), ('00bb', 'held', ${now} - 2 * ${day}),
+        ('00cc', 'ahead', ${now} + 2 * ${day}), ('00dd', 'recent', ${now} - ${day / 2})`);
+    });
+    const a = start(db, KEY, 'prod');
+    await withClient(db, async (holder) => {
+      // Another session holds one stale record: the run does not wait for it, and leaves it.
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM dq_throttle_keys WHERE account = 'held' FOR UPDATE`);
+      const began = Date.now();
+      await a.engine.ready();
+      expect(Date.now() - began).toBeLessThan(5_000);
+      expect(await keyAccounts(db)).toEqual(['held', 'prod', 'recent']);
+      expect((await a.engine.process(addresses(3))).map((r) => r.status)).toEqual(['accepted', 'accepted', 'accepted']);
+      await a.engine.close();
+      await holder.query('ROLLBACK');
+    });
+    // The run ended: its record is gone, the others' are as they were.
+    expect(await keyAccounts(db)).toEqual(['held', 'recent']);
+    expect(a.lines).toEqual([]);
+  }, 20_000);
+
+  it("a run that ends while another process of its key and account still works leaves that process's record", async () => {
+    await slowPlatform();
+    const db = await server.createDatabase();
+    const a = start(db, KEY, 'prod');
+    const running = a.engine.process(addresses(30));
+    await keyInUse(db, 'prod');
+    // Another process: its calls are made in a worker thread, with a budget of its own.
+    const b = start(db, KEY, 'prod', { threads: 1 });
+    expect((await b.engine.process(addresses(3, 1000))).map((r) => r.status)).toEqual(['accepted', 'accepted', 'accepted']);
+    await b.engine.close();
+    let firstDone = false;
+    void running.then(() => (firstDone = true));
+    await Promise.resolve();
+    expect(firstDone).toBe(false);
+    expect(await keyAccounts(db)).toEqual(['prod']);
+    await running;
+    await a.engine.close();
+  }, 20_000);
 });
 
 // The warning as a user sees it: two dq-csv processes with the same key, one given --account, on

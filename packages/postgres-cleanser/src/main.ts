@@ -69,7 +69,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo, env: 
           if (e instanceof ForeignThrottleTable) throw new CleanseError('usage', e.message, { cause: e });
           if ((e as { code?: unknown }).code !== '42501') throw e;
           throw new DqError(
-            `the database user may not create or upgrade the shared rate budget's table dq_throttle (only its owner may): run "dq-pg init" once as the owner of dq_throttle`,
+            `the database user may not create or upgrade the shared rate budget's tables dq_throttle and dq_throttle_keys (only their owner may): run "dq-pg init" once as the owner of dq_throttle`,
             { code: 'budget-permission-denied', retriable: false, scope: 'run', cause: e },
           );
         });

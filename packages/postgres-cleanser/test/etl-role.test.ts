@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keyIdOf } from '@dq/core/throttle';
+import { otherAccountsOfKey } from '@dq/core/throttle-pg';
 import { cleanseArgs, createCustomers, createEtlRole, rowTexts, runCli, startEnv, summaryOf, withClient } from './support.js';
 import type { TestEnv } from './support.js';
 
@@ -25,6 +27,17 @@ afterAll(async () => {
 });
 
 describe('dq-pg as an ETL role that does not own dq_cleanse', () => {
+  it("init made the budget's key table too: the ETL role, which may not create tables, has its key checked (one key under two accounts is found)", async () => {
+    await withClient(owner, (c) => c.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC'));
+    await expect(withClient(etl, (c) => c.query('CREATE TABLE probe (x int)'))).rejects.toMatchObject({ code: '42501' });
+    const keyId = keyIdOf('etl-role-key');
+    // What a run of the role records as its first calls start, and what a second run under another account finds.
+    expect(await otherAccountsOfKey(etl, 'prod', keyId)).toEqual([]);
+    expect(await otherAccountsOfKey(etl, 'staging', keyId)).toEqual(['prod']);
+    const rows = await withClient(owner, async (c) => (await c.query<{ account: string }>('SELECT account FROM dq_throttle_keys ORDER BY account')).rows);
+    expect(rows.map((r) => r.account)).toEqual(['prod', 'staging']);
+  });
+
   it('runs cleanse, status and rollback with the documented grants', async () => {
     const original = await rowTexts(owner);
     const run = await runCli(cleanseArgs(etl, env.sandbox, ['--run-id', 'etl-run', '--batch-size', '20']));

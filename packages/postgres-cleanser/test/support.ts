@@ -161,6 +161,8 @@ export async function grantEtl(ownerUrl: string, name: string, tables: readonly 
     // cleaned only with --rate-limit 0 (as these tests do) and no `init` since has none to grant yet.
     const budget = await c.query<{ present: boolean }>(`SELECT to_regclass('dq_throttle') IS NOT NULL AS present`);
     if (budget.rows[0]?.present) await c.query(`GRANT SELECT, INSERT, UPDATE ON dq_throttle TO ${name}`);
+    const keys = await c.query<{ present: boolean }>(`SELECT to_regclass('dq_throttle_keys') IS NOT NULL AS present`);
+    if (keys.rows[0]?.present) await c.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON dq_throttle_keys TO ${name}`);
     for (const table of tables) await c.query(`GRANT SELECT, UPDATE ON ${table} TO ${name}`);
     await c.query(`GRANT USAGE ON SCHEMA dq_store TO ${name}`);
     await c.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA dq_store TO ${name}`);

@@ -245,7 +245,7 @@ function budgetError(err: unknown): DqError {
   if (code === '42501') {
     // Not a failure a retry cures: the database user lacks a grant.
     return new DqError(
-      "the database user may not use the shared rate budget's table dq_throttle: create it once as its owner (dq-pg init does), then GRANT SELECT, INSERT, UPDATE ON dq_throttle TO the user; or run with --budget off to use a budget of this process only",
+      "the database user may not use the shared rate budget's table dq_throttle: create it once as its owner (dq-pg init does), then GRANT SELECT, INSERT, UPDATE ON dq_throttle TO the user (and SELECT, INSERT, UPDATE, DELETE ON dq_throttle_keys, for the check that its API key is not in use under another account); or run with --budget off to use a budget of this process only",
       { code: LOCAL_CODES.budgetPermissionDenied, retriable: false, scope: 'run', cause: err },
     );
   }

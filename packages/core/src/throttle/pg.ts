@@ -323,11 +323,30 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
 
   /** When the key's record was last written (performance.now, ms); undefined: never (no key, or the record cannot be written). */
   let keySeenMs: number | undefined = options.keyId === undefined ? undefined : -Infinity;
+  /** This thread's use of the key's record (see {@link KeyUse}), which `close` may remove. */
+  const keyUse = options.keyId === undefined ? undefined : keyUseOf(options.connectionString, table, options.keyId, options.account);
+  if (keyUse) keyUse.open++;
+  let closed = false;
+  /**
+   * Removes the key's record when no throttle of this thread uses it any more, this thread wrote
+   * it last, and no other process wrote it in the last {@link KEY_ACTIVE_US}: a process that wrote
+   * it since still uses the key, and one that wrote it before is counted by that window no longer.
+   */
+  const forgetKey = async (): Promise<void> => {
+    if (!keyUse || --keyUse.open > 0 || keyUse.seen === undefined || keySeenMs === undefined) return;
+    if (performance.now() - keyUse.othersAtMs <= KEY_ACTIVE_US / 1000) return;
+    const seen = keyUse.seen;
+    keyUse.seen = undefined;
+    await pool
+      .query(`DELETE FROM ${keyTableOf(table)} WHERE key_id = $1 AND account = $2 AND seen_us = $3::bigint`, [options.keyId, options.account, seen])
+      // A record left behind is removed by a later run after a day (see otherAccountsOfKey).
+      .catch(() => undefined);
+  };
   /** Records, at most every KEY_REFRESH_MS and never in a reservation's round trip, that the key is in use under the account. */
   const refreshKey = (): void => {
     if (keySeenMs === undefined || performance.now() - keySeenMs < KEY_REFRESH_MS) return;
     keySeenMs = performance.now();
-    const p = touchKey(pool, table, options.account, options.keyId!, false).catch(() => {
+    const p = withKeyTable(pool, table, () => touchKey(pool, table, options.account, options.keyId!, keyUse!, false)).catch(() => {
       // A table this user may not create or write: the budget works as before, without the record.
       keySeenMs = undefined;
     });
@@ -657,6 +676,10 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
       inFlight.clear();
       // Give-backs started by the waits `pending` holds join it: wait until none is left.
       while (pending.size > 0) await Promise.all(pending);
+      if (!closed) {
+        closed = true;
+        await forgetKey();
+      }
       await owned?.end();
     },
     stats: () => ({ ...counters, sendDelayMs: sendDelayMs.all(), lateByMs: lateByMs.all() }),
@@ -665,44 +688,62 @@ export async function createPgThrottle(options: PgThrottleOptions): Promise<PgTh
 
 /**
  * Creates the shared budget's table (default `dq_throttle`) if it is missing or lacks a column of
- * this version; sends no DDL when it is there, so a role with only SELECT, INSERT, UPDATE on it can
- * use it. `dq-pg init` calls it as the database owner.
+ * this version, and the table beside it recording which API key is in use under which account
+ * (`dq_throttle_keys`, see {@link otherAccountsOfKey}) if it is missing; sends no DDL when they are
+ * there, so a role with only SELECT, INSERT, UPDATE on them (and DELETE on the latter) can use
+ * them. `dq-pg init` calls it as the database owner.
  */
 export async function ensureThrottleTable(pool: Pick<pg.Pool, 'query'>, table = 'dq_throttle'): Promise<void> {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table))
     throw new RangeError(`ensureThrottleTable: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
   await ensureTable(pool, table);
+  const keys = await pool.query<{ present: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS present`, [keyTableOf(table)]);
+  if (!keys.rows[0]?.present) await createKeyTable(pool, table);
 }
 
-/** The table recording which API key (a digest) is in use under which account of the budget's table `table`. */
-const keyTableOf = (table: string): string => `${table.slice(0, 58)}_keys`;
+/** The table beside the budget's `table` recording which API key (a digest) is in use under which account. */
+function keyTableOf(table: string): string {
+  return `${table.slice(0, 58)}_keys`;
+}
 
 /**
- * Records that the API key of digest `keyId` is in use under `account` now, in the table beside
- * the budget's ({@link keyTableOf}, created if missing); with `others`, also returns the other
- * accounts of that table under which the key was in use in the last {@link KEY_ACTIVE_US}, most
- * recent first. One round trip (two more the first time, to create the table). Rejects when the
- * table cannot be created or written (a user without CREATE, or without a grant on it).
+ * What this thread knows of the record of one key under one account (one row of {@link keyTableOf},
+ * shared by every process of that key and account): the `seen_us` it wrote last, when it last
+ * found a write of another process there, and how many of its throttles use it. A thread removes
+ * the row only when it wrote it last and no other process wrote it for {@link KEY_ACTIVE_US}
+ * (see `forgetKey`): a record another process keeps is never removed.
  */
-async function touchKey(pool: Pick<pg.Pool, 'query'>, table: string, account: string, keyId: string, others: boolean): Promise<string[]> {
-  const keys = keyTableOf(table);
-  const touch = `WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us),
-    me AS (INSERT INTO ${keys} AS k (key_id, account, seen_us) SELECT $1, $2, c.now_us FROM c
-      ON CONFLICT (key_id, account) DO UPDATE SET seen_us = excluded.seen_us)`;
-  const sql = others
-    ? `${touch} SELECT k.account FROM ${keys} AS k, c WHERE k.key_id = $1 AND k.account <> $2
-        AND k.seen_us BETWEEN c.now_us - ${KEY_ACTIVE_US} AND c.now_us + ${KEY_ACTIVE_US} ORDER BY k.seen_us DESC, k.account`
-    : `${touch} SELECT 1`;
-  const run = async (): Promise<string[]> => (await pool.query<{ account: string }>(sql, [keyId, account])).rows.map((r) => r.account);
+interface KeyUse {
+  seen: string | undefined;
+  othersAtMs: number;
+  open: number;
+}
+const keyUses = new Map<string, KeyUse>();
+/** The {@link KeyUse} of a key and account in the budget's table `table` of the database at `url` (a given pool's: ''). */
+const keyUseOf = (url: string | undefined, table: string, keyId: string, account: string): KeyUse => {
+  const id = JSON.stringify([url ?? '', table, keyId, account]);
+  let use = keyUses.get(id);
+  if (!use) keyUses.set(id, (use = { seen: undefined, othersAtMs: -Infinity, open: 0 }));
+  return use;
+};
+
+/** Runs `step`; when the key table is missing, creates it and runs `step` again. Rejects when it cannot be created. */
+async function withKeyTable<T>(db: Pick<pg.Pool, 'query'>, table: string, step: () => Promise<T>): Promise<T> {
   try {
-    return await run();
+    return await step();
   } catch (err) {
     if ((err as { code?: unknown }).code !== '42P01') throw err;
   }
+  await createKeyTable(db, table);
+  return step();
+}
+
+/** Creates the key table beside the budget's ({@link keyTableOf}) if it is missing. */
+async function createKeyTable(db: Pick<pg.Pool, 'query'>, table: string): Promise<void> {
   try {
     // A separate table: the budget's own is never altered for it, and a user who may not create
     // this one uses the budget as before.
-    await pool.query(`CREATE TABLE IF NOT EXISTS ${keys} (
+    await db.query(`CREATE TABLE IF NOT EXISTS ${keyTableOf(table)} (
       key_id text NOT NULL,
       account text NOT NULL,
       seen_us bigint NOT NULL,
@@ -712,22 +753,92 @@ async function touchKey(pool: Pick<pg.Pool, 'query'>, table: string, account: st
     const code = (err as { code?: unknown }).code;
     if (code !== '23505' && code !== '42P07') throw err;
   }
-  return run();
 }
+
+/**
+ * Records that the API key of digest `keyId` is in use under `account` now, in the table beside
+ * the budget's ({@link keyTableOf}); with `others`, also returns the other accounts of that table
+ * under which the key was in use in the last {@link KEY_ACTIVE_US}, most recent first. One round
+ * trip; two when another process of this key and account wrote the row since this thread did (it
+ * is then not this thread's to remove, see {@link KeyUse}). Rejects when the table is missing or
+ * cannot be written (a user without a grant on it).
+ */
+async function touchKey(db: Pick<pg.Pool, 'query'>, table: string, account: string, keyId: string, use: KeyUse, others: boolean): Promise<string[]> {
+  const keys = keyTableOf(table);
+  // Without $4, the row is written only when this thread wrote it last, or no process did in the
+  // last KEY_ACTIVE_US: otherwise nothing comes back, and it is written again with $4.
+  const sql = `WITH c AS MATERIALIZED (SELECT ${NOW_US} AS now_us),
+    me AS (INSERT INTO ${keys} AS k (key_id, account, seen_us) SELECT $1, $2, c.now_us FROM c
+      ON CONFLICT (key_id, account) DO UPDATE SET seen_us = excluded.seen_us
+      WHERE $4::boolean OR k.seen_us = $3::bigint
+        OR k.seen_us NOT BETWEEN excluded.seen_us - ${KEY_ACTIVE_US} AND excluded.seen_us + ${KEY_ACTIVE_US}
+      RETURNING k.seen_us)
+    SELECT (SELECT seen_us::text FROM me) AS seen, ${
+      others
+        ? `ARRAY(SELECT k.account FROM ${keys} AS k, c WHERE k.key_id = $1 AND k.account <> $2
+            AND k.seen_us BETWEEN c.now_us - ${KEY_ACTIVE_US} AND c.now_us + ${KEY_ACTIVE_US} ORDER BY k.seen_us DESC, k.account)`
+        : `'{}'::text[]`
+    } AS others`;
+  const run = async (force: boolean) => (await db.query<{ seen: string | null; others: string[] }>(sql, [keyId, account, use.seen ?? null, force])).rows[0]!;
+  const first = await run(false);
+  let seen = first.seen;
+  if (seen === null) {
+    use.othersAtMs = performance.now();
+    seen = (await run(true)).seen;
+  }
+  use.seen = seen ?? undefined;
+  return first.others;
+}
+
+/** Key records not written for this long (µs) are removed by the next run's check (see {@link otherAccountsOfKey}). */
+const KEY_STALE_US = 24 * 3600 * SECOND_US;
 
 /**
  * The other accounts of the budget's table under which the API key of digest `keyId` is in use
  * now (README, "One rate budget per account"): each account's row allows the whole limit, so
  * processes of one key under two accounts may together send up to twice it. Records this
- * process's own use too. Never rejects: a database where the record cannot be kept (no CREATE,
- * no grant on its table) or that does not answer gives `[]` (the budget itself reports the latter).
+ * process's own use too. Checks of one key run one after the other (a transaction-scoped advisory
+ * lock on the key), each seeing what the ones before it recorded: of two processes starting at the
+ * same moment, the second finds the first. Then removes, without waiting on any other session,
+ * key records not written for a day. Never rejects: a database where the record cannot be kept (no
+ * CREATE, no grant on its table) or that does not answer gives `[]` (the budget itself reports the latter).
  */
 export async function otherAccountsOfKey(connectionString: string, account: string, keyId: string, table = 'dq_throttle'): Promise<string[]> {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table))
     throw new RangeError(`otherAccountsOfKey: table must be a lower-case SQL identifier; got ${JSON.stringify(table)}`);
+  const keys = keyTableOf(table);
   const { pool, end } = createBoundedPool(connectionString, 1);
   try {
-    return await touchKey(pool, table, account, keyId, true);
+    const client = await pool.connect();
+    let others: string[];
+    let broken: unknown;
+    try {
+      others = await withKeyTable(client, table, async () => {
+        // READ COMMITTED whatever the role's default: the touch, a statement after the lock, then sees
+        // every check that held the lock before.
+        await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+        try {
+          await client.query(`SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, [keys, keyId]);
+          const found = await touchKey(client, table, account, keyId, keyUseOf(connectionString, table, keyId, account), true);
+          await client.query('COMMIT');
+          return found;
+        } catch (err) {
+          await client.query('ROLLBACK').catch((e: unknown) => void (broken = e));
+          throw err;
+        }
+      });
+    } finally {
+      client.release(broken as Error | undefined);
+    }
+    // Records no process wrote for a day: rows another session has locked are left for a later run,
+    // and a user without DELETE on the table keeps them.
+    await pool
+      .query(
+        `DELETE FROM ${keys} WHERE (key_id, account) IN (SELECT key_id, account FROM ${keys}
+          WHERE seen_us NOT BETWEEN ${NOW_US} - ${KEY_STALE_US} AND ${NOW_US} + ${KEY_STALE_US} LIMIT 1000 FOR UPDATE SKIP LOCKED)`,
+      )
+      .catch(() => undefined);
+    return others;
   } catch {
     return [];
   } finally {
