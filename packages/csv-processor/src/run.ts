@@ -23,7 +23,7 @@ import { checkpointOfAnotherName, claimRunFiles, refuseChangedWhileRead, resolve
 import { refuseResultKeys, resultColumns } from './sink/result-columns.js';
 import { Sink } from './sink/sink.js';
 import { writeProblem } from './sink/write-error.js';
-import { openSource } from './source/index.js';
+import { asciiBefore, openSource } from './source/index.js';
 import { countResult, emptyTotals, failedShare, withEngineReport, type RunTotals } from './totals.js';
 import { CsvReportDetails } from './report.js';
 import type { ReportDetails } from '@dq/core/report';
@@ -134,7 +134,19 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
     );
   }
   const differing = checkpoint && checkpoint.optionsHash !== optionsHash ? await differingFromCheckpoint(checkpoint.options, identity) : [];
-  if (checkpoint && differing.length > 0) {
+  // Another --encoding alone reads the same records when the input is plain ASCII up to the
+  // checkpoint (a run stopped where UTF-8 first shows in a file read as Latin-1, README
+  // "Encodings"): allowed once that part of the input is read below and found so.
+  const encodingOnly = differing.length === 1 && differing[0] === 'encoding';
+  const flag = (name: string) => (name === 'platform' ? (mode === 'address' ? '--base-url' : '--realtime-url') : (OPTION_FLAG[name] ?? name));
+  const mismatch = () => {
+    const differ = differing.map(flag).join(', ');
+    return new CsvError(
+      'resume-mismatch',
+      `cannot resume: ${differ} ${differing.length === 1 ? 'is' : 'are'} not as in the interrupted run; rerun with its options, or delete ${paths.checkpoint} to start over`,
+    );
+  };
+  if (checkpoint && differing.length > 0 && !encodingOnly) {
     // The same options over a changed input: its offsets no longer point at the same records.
     if (differing.every((name) => name === 'inputSize' || name === 'inputMtimeMs')) {
       const was = checkpoint.options as { inputSize?: number; inputMtimeMs?: number };
@@ -143,12 +155,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
         `the input ${paths.input} was changed since the interrupted run (${was.inputSize} bytes, modified ${new Date(was.inputMtimeMs ?? 0).toISOString()}; now ${inputStat.size} bytes, modified ${inputStat.mtime.toISOString()}): resuming would mix its two versions; delete ${paths.checkpoint} and rerun without --resume to clean it from the start (answers already paid for are not bought again unless the run had --store off)`,
       );
     }
-    const flag = (name: string) => (name === 'platform' ? (mode === 'address' ? '--base-url' : '--realtime-url') : (OPTION_FLAG[name] ?? name));
-    const differ = differing.map(flag).join(', ');
-    throw new CsvError(
-      'resume-mismatch',
-      `cannot resume: ${differ} ${differing.length === 1 ? 'is' : 'are'} not as in the interrupted run; rerun with its options, or delete ${paths.checkpoint} to start over`,
-    );
+    throw mismatch();
   }
 
   // Samples of the input's content for the checkpoints, read from the file this run reads.
@@ -156,6 +163,7 @@ async function runFile(options: ProcessFileOptions, paths: RunPaths, claim?: Run
   let source: Awaited<ReturnType<typeof openSource>>;
   try {
     if (checkpoint?.input) await refuseChangedContent(sampler, checkpoint.input, paths, inputStat);
+    if (checkpoint && encodingOnly && !(await asciiBefore(paths.input, checkpoint.position.offset, inputStat.size, sampler.file))) throw mismatch();
     source = await openSource({ path: paths.input, file: sampler.file, format, encoding: options.encoding, delimiter, start: checkpoint?.position });
   } catch (err) {
     await sampler.close();

@@ -1,10 +1,11 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
 import { openSource, type SourceItem } from '../src/source/index.js';
 import { describe, expect, it } from 'vitest';
-import { readCsv, runCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
+import { checkpointRecords, readCsv, runCli, summaryOf, unlimited, useSandbox, useTempDir } from './helpers.js';
 import { validateArgs } from '@dq/test-support/csv';
 
 const dir = useTempDir();
@@ -207,6 +208,92 @@ describe('a UTF-8 input read with --encoding latin1 or windows-1252', () => {
     const run = await runCli(args(input, output, 'latin1'), env());
     expect(run.code, run.stderr).toBe(0);
     expect((await readCsv(output, { delimiter: ';' })).rows[0]?.[1]).toBe('Hauptstraße\u00a05');
+  });
+});
+
+describe('an input read with --encoding latin1 or windows-1252 that is plain ASCII for its first 64 KiB', () => {
+  const billed = () => Object.values(sandbox.stats().billable).reduce((a, b) => a + b, 0);
+  // 60 rows of plain ASCII (122 KiB; notes that gzip cannot shrink much, so that its first 64 KiB
+  // hold less than them), then the first letters beyond ASCII on line 62.
+  const PLAIN = 60;
+  const padding = 'x'.repeat(100);
+  const plain = Array.from({ length: PLAIN }, (_, i) => `${i + 1};Hauptstrasse ${i + 1};10115;Berlin;${randomBytes(1536).toString('base64')}`);
+  const later = [
+    ['321', 'Schillerstraße 3', '80336', 'München'],
+    ['322', 'Königsallee 1', '40212', 'Düsseldorf'],
+    ['323', 'Lindenweg 2', '10115', 'Berlin'],
+  ];
+  const text = (rows: string[][]) => ['id;strasse;plz;ort;note', ...plain, ...rows.map((r) => [...r, padding].join(';'))].join('\n') + '\n';
+
+  it.each([
+    ['latin1', 'csv', (s: string) => Buffer.from(s), 'line 62 holds "Schillerstraße", which read as latin1 would be "SchillerstraÃ\\u009fe"'],
+    [
+      'windows-1252',
+      'csv.gz',
+      (s: string) => gzipSync(Buffer.from(s)),
+      'line 62 holds "Schillerstraße", which read as windows-1252 would be "SchillerstraÃŸe"',
+    ],
+  ])(
+    '(%s, .%s) whose first letters beyond ASCII are UTF-8 stops before paying for their record (exit 2), and the rerun it advises ends the file without paying twice',
+    async (encoding, ext, bytes, said) => {
+      const { folder, input } = await inputFile(`utf8-later-${encoding}.${ext}`, bytes(text(later)));
+      expect((await stat(input)).size).toBeGreaterThan(70 * 1024);
+      const output = join(folder, 'out.csv');
+      const before = billed();
+      const run = await runCli(args(input, output, encoding), env());
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toContain(said);
+      expect(run.stderr).toContain(`input records 1-${PLAIN} are written and checkpointed`);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      // The plain rows are written and paid for once; the UTF-8 record was never sent.
+      expect(billed() - before).toBe(PLAIN);
+      const stopped = await readCsv(output, { delimiter: ';' });
+      expect(stopped.rows.map((r) => r[0])).toEqual(plain.map((_, i) => String(i + 1)));
+
+      // The advice, run as it is written: the command with its --encoding replaced.
+      const advice = /rerun with (--encoding utf8 --resume) in place of (--encoding \S+) \(the other options as they are\)/.exec(run.stderr);
+      expect(advice, run.stderr).not.toBeNull();
+      const again = args(input, output, encoding).join('\0').replace(advice![2]!.replace(' ', '\0'), advice![1]!.replaceAll(' ', '\0')).split('\0');
+      const resumed = await runCli(again, env());
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(summaryOf(resumed).resumed).toBe(true);
+      expect(billed() - before).toBe(PLAIN + later.length);
+      const out = await readCsv(output, { delimiter: ';' });
+      expect(out.rows.map((r) => r.slice(0, 4))).toEqual([...plain.map((l) => l.split(';').slice(0, 4)), ...later]);
+      expect(await readFile(output, 'utf8')).not.toContain('Ã');
+    },
+  );
+
+  it('(latin1, NDJSON) stops as CSV does: the plain records are handed out, then the read ends naming the UTF-8 line', async () => {
+    const lines = [...plain.map((l) => JSON.stringify({ line: l })), JSON.stringify({ street: 'Schillerstraße 3', locality: 'München' })];
+    const { input } = await inputFile('utf8-later.ndjson', lines.join('\n') + '\n');
+    const read: SourceItem[] = [];
+    const reading = (async () => {
+      for await (const item of (await openSource({ path: input, format: 'ndjson', encoding: 'latin1' })).items) read.push(item);
+    })();
+    await expect(reading).rejects.toThrow(`line ${PLAIN + 1} holds "Schillerstraße", which read as latin1 would be`);
+    expect(read.map((i) => (i.kind === 'row' ? i.object?.line : i))).toEqual(plain);
+  });
+
+  it('(latin1) that is really Latin-1 is read as told past 64 KiB: its letters come out as they are', async () => {
+    const { folder, input } = await inputFile('latin-later.csv', Buffer.from(text(later), 'latin1'));
+    const output = join(folder, 'out.csv');
+    const run = await runCli(args(input, output, 'latin1'), env());
+    expect(run.code, run.stderr).toBe(0);
+    expect((await readCsv(output, { delimiter: ';' })).rows.slice(PLAIN).map((r) => r.slice(0, 4))).toEqual(later);
+  });
+
+  it('refuses a resume with another --encoding when the input is not plain ASCII up to the checkpoint', async () => {
+    const latin = 'id;strasse;plz;ort\n1;Schillerstraße 3;80336;München\n2;Lindenweg 2;10115;Berlin\n3;Am Markt 1;10115;Berlin\n';
+    const { folder, input } = await inputFile('latin-resume.csv', Buffer.from(latin, 'latin1'));
+    const output = join(folder, 'out.csv');
+    const capped = await runCli([...args(input, output, 'latin1'), '--max-calls', '2', '--batch-size', '1'], env());
+    expect(capped.code, capped.stderr).toBe(5);
+    expect(await checkpointRecords(output)).toBeGreaterThan(0);
+    const resumed = await runCli([...args(input, output, 'utf8'), '--resume'], env());
+    expect(resumed.code, resumed.stderr).toBe(2);
+    expect(resumed.stderr).toContain('cannot resume: --encoding is not as in the interrupted run');
+    expect((await readCsv(output, { delimiter: ';' })).rows[0]?.slice(1, 4)).toEqual(['Schillerstraße 3', '80336', 'München']);
   });
 });
 

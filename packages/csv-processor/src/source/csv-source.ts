@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import { CsvError } from '../errors.js';
 import { fieldSplitter } from './csv-fields.js';
 import { bomLength, lossyDecode, recordDecoder } from './decode.js';
-import { inputBytes } from './input-bytes.js';
+import { inputBytes, laterUtf8Refusal } from './input-bytes.js';
 import { DEFAULT_MAX_RECORD_BYTES, frameRecords, type FramerOptions, type RawRecord } from './framer.js';
 import type { Source, SourceItem, SourceOptions, SourcePosition } from './types.js';
 
@@ -17,6 +17,12 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
   const { encoding, totalBytes } = input;
   const decode = recordDecoder(encoding);
   const split = fieldSplitter(delimiter);
+  // Latin-1 or Windows-1252 over a plain ASCII start: UTF-8 further on stops the read before its record.
+  const utf8Watch = input.utf8Watch?.();
+  const refuseUtf8 = (record: RawRecord): void => {
+    const found = utf8Watch?.(record.bytes, record.tooLarge !== undefined);
+    if (found) throw laterUtf8Refusal(options.path, encoding, found, record.line + found.line - 1);
+  };
 
   let stream: Readable = input.stream();
   let fields: number | undefined; // the header's, once read
@@ -78,6 +84,12 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
       `the header row of ${options.path} is ${headerRecord.tooLarge.length} bytes long, over the limit of ${maxRecordBytes(options)} bytes: is the input really CSV, with this --delimiter?`,
     );
   }
+  try {
+    refuseUtf8(headerRecord);
+  } catch (err) {
+    stream.destroy();
+    throw err;
+  }
   if (headerRecord.bytes.includes(0)) {
     stream.destroy();
     throw new CsvError(
@@ -113,6 +125,7 @@ export async function openCsvSource(options: SourceOptions): Promise<Source> {
   async function* items(): AsyncGenerator<SourceItem> {
     try {
       for await (const record of frames) {
+        refuseUtf8(record);
         records += 1;
         const position: SourcePosition = { records, offset: record.nextOffset, line: record.endLine + 1 };
         if (record.tooLarge) {

@@ -1,4 +1,4 @@
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import type { InputEncoding } from './types.js';
 
 /** Decodes one record's bytes; `undefined` when the bytes are not valid in the encoding. */
@@ -81,6 +81,31 @@ export function utf8Evidence(sample: Buffer): Utf8Evidence | undefined {
   let line = 1;
   for (let i = text.indexOf(0x0a); i !== -1 && i < first; i = text.indexOf(0x0a, i + 1)) line++;
   return { line, word: text.subarray(from, to) };
+}
+
+/** Looks at the records of an input read as Latin-1 or Windows-1252, in order: see {@link laterUtf8Watch}. */
+export type Utf8Watch = (record: Buffer, cut?: boolean) => Utf8Evidence | undefined;
+
+/**
+ * For an input read as Latin-1 or Windows-1252 whose start (`sample`, the bytes {@link utf8Evidence}
+ * looked at) is plain ASCII, a watch of its records that finds UTF-8 where it first shows, after
+ * the sample: the first record holding bytes beyond ASCII is UTF-8 when it is valid UTF-8 holding
+ * Western text and no C1 control, as the sample would have been. Every record before it is plain
+ * ASCII, the same in either encoding. That first record decides: once it is seen (UTF-8 or not)
+ * the watch looks at nothing more, and before it each record costs one ASCII test.
+ * `undefined` when the sample holds bytes beyond ASCII: it decided already.
+ */
+export function laterUtf8Watch(sample: Buffer): Utf8Watch | undefined {
+  if (!isAscii(sample.subarray(0, incompleteTail(sample)))) return undefined;
+  let watching = true;
+  // `cut`: the record's first bytes only (a record too large to keep), maybe cut inside a character.
+  return (record, cut = false) => {
+    if (!watching) return undefined;
+    const bytes = cut ? record.subarray(0, incompleteTail(record)) : record;
+    if (isAscii(bytes)) return undefined;
+    watching = false;
+    return isUtf8(bytes) ? utf8Evidence(bytes) : undefined;
+  };
 }
 
 /**

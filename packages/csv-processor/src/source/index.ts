@@ -3,6 +3,7 @@ import type { Source, SourceItem, SourceOptions } from './types.js';
 
 export type * from './types.js';
 export { frameRecords } from './framer.js';
+export { asciiBefore } from './input-bytes.js';
 export type { RawRecord, FramerOptions } from './framer.js';
 
 /**

@@ -1,9 +1,10 @@
+import { isAscii } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { PassThrough, Readable, Transform } from 'node:stream';
 import { constants as zlibConstants, createGunzip, gunzipSync } from 'node:zlib';
 import { CsvError } from '../errors.js';
-import { bomLength, recordDecoder, utf8Evidence } from './decode.js';
+import { bomLength, laterUtf8Watch, recordDecoder, utf8Evidence, type Utf8Evidence, type Utf8Watch } from './decode.js';
 import type { InputEncoding } from './types.js';
 
 /** A UTF-16 input, told by its byte order mark. */
@@ -59,6 +60,12 @@ export interface InputBytes {
   stream(start?: number): Readable;
   /** Input size for progress: the file's, or an estimate of its text (UTF-16: its UTF-8; gzip: decompressed). */
   readonly totalBytes: number;
+  /**
+   * Set when the input is read as Latin-1 or Windows-1252 and its first 64 KiB are plain ASCII: a
+   * watch for one read of its records, in order, that finds UTF-8 further on ({@link laterUtf8Watch};
+   * the source refuses it with {@link laterUtf8Refusal}).
+   */
+  readonly utf8Watch?: () => Utf8Watch;
 }
 
 const READ_CHUNK = 256 * 1024; // bytes
@@ -107,13 +114,15 @@ export async function inputBytes(path: string, encoding: InputEncoding, fileSize
   refuseOtherContainer(path, text, gzip);
   const utf16 = utf16Of(text);
   if (!utf16 && encoding !== 'utf8') refuseUtf8(path, encoding, text);
+  const watched = !utf16 && encoding !== 'utf8' && laterUtf8Watch(text) !== undefined;
+  const utf8Watch = watched ? { utf8Watch: () => laterUtf8Watch(text)! } : {};
   if (!gzip && !utf16) {
-    return { encoding, totalBytes: fileSize, stream: (start = 0) => bytes(start) };
+    return { encoding, totalBytes: fileSize, stream: (start = 0) => bytes(start), ...utf8Watch };
   }
   // The whole text is read from its start on every open, and `start` bytes of it skipped.
   const whole = (): Readable => (gzip ? gunzipped(path, bytes(0)) : bytes(0));
   const size = gzip ? await gunzippedSize(path, fileSize, file) : fileSize;
-  if (!utf16) return { encoding, gzip: true, totalBytes: size, stream: (start = 0) => skipping(whole(), start) };
+  if (!utf16) return { encoding, gzip: true, totalBytes: size, stream: (start = 0) => skipping(whole(), start), ...utf8Watch };
   return {
     encoding: 'utf8',
     utf16,
@@ -163,11 +172,46 @@ function refuseOtherContainer(path: string, head: Buffer, gzip: boolean): void {
 function refuseUtf8(path: string, encoding: InputEncoding, sample: Buffer): void {
   const found = utf8Evidence(sample);
   if (!found) return;
-  const what =
-    bomLength(sample) > 0
-      ? 'starts with a UTF-8 byte order mark'
-      : `is UTF-8, not ${encoding}: line ${found.line} holds "${found.word.toString('utf8')}", which read as ${encoding} would be "${shown(recordDecoder(encoding)(found.word) ?? '')}" (sent to the platform and written so)`;
+  const what = bomLength(sample) > 0 ? 'starts with a UTF-8 byte order mark' : isUtf8Text(encoding, found, found.line);
   throw new CsvError('input-unreadable', `the input ${path} ${what}; leave out --encoding (UTF-8 is the default); nothing was written or paid for`);
+}
+
+/**
+ * The refusal of an input read as Latin-1 or Windows-1252 whose first bytes beyond ASCII, at `line`
+ * after a plain ASCII start, are UTF-8 ({@link laterUtf8Watch}). The records before it are the
+ * same in UTF-8: the run writes and checkpoints them, and a resume in UTF-8 goes on from this one
+ * (a resume may change the encoding over a plain ASCII start, see {@link asciiBefore}).
+ */
+export function laterUtf8Refusal(path: string, encoding: InputEncoding, found: Utf8Evidence, line: number): CsvError {
+  return new CsvError(
+    'input-unreadable',
+    `the input ${path} ${isUtf8Text(encoding, found, line)}; the lines before it are plain ASCII, the same in UTF-8: rerun with --encoding utf8 --resume in place of --encoding ${encoding} (the other options as they are) to go on from line ${line}, without writing or paying for those lines again`,
+  );
+}
+
+/** What a UTF-8 input read as `encoding` is, told by a word of it found at `line`. */
+const isUtf8Text = (encoding: InputEncoding, found: Utf8Evidence, line: number): string =>
+  `is UTF-8, not ${encoding}: line ${line} holds "${found.word.toString('utf8')}", which read as ${encoding} would be "${shown(recordDecoder(encoding)(found.word) ?? '')}" (sent to the platform and written so)`;
+
+/**
+ * Whether the input's text (decompressed; UTF-16 transcoded) is plain ASCII before `offset`, where
+ * Latin-1, Windows-1252 and UTF-8 read the same records: a resume may change `--encoding` then.
+ */
+export async function asciiBefore(path: string, offset: number, fileSize: number, file?: FileHandle): Promise<boolean> {
+  if (offset === 0) return true;
+  const stream = (await inputBytes(path, 'utf8', fileSize, file)).stream(0);
+  let seen = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      const part = chunk.subarray(0, offset - seen);
+      if (!isAscii(part)) return false;
+      seen += part.length;
+      if (seen >= offset) return true;
+    }
+    return false; // shorter than the checkpoint says
+  } finally {
+    stream.destroy();
+  }
 }
 
 /** `text` for a message: control characters (Latin-1's 0x80-0x9F are C1 controls) as `\u009f`. */

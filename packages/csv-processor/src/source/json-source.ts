@@ -8,7 +8,7 @@ import { CsvError } from '../errors.js';
 import { sizeOf, tooLargeReason } from './csv-source.js';
 import { bomLength, hasEscapedBytes, lossyDecode, recordDecoder, utf8Escaper } from './decode.js';
 import { frameRecords } from './framer.js';
-import { inputBytes, type InputBytes } from './input-bytes.js';
+import { inputBytes, laterUtf8Refusal, type InputBytes } from './input-bytes.js';
 import { duplicateKey, jsonNumber, JsonNumber, parseJson, setMember, stringifyJson } from './lossless-json.js';
 import type { InputEncoding, Source, SourceItem, SourceOptions, SourcePosition } from './types.js';
 
@@ -17,6 +17,8 @@ export async function openNdjsonSource(options: SourceOptions): Promise<Source> 
   const input = await inputBytes(options.path, options.encoding ?? 'utf8', await sizeOf(options), options.file);
   const { encoding, totalBytes } = input;
   const decode = recordDecoder(encoding);
+  // Latin-1 or Windows-1252 over a plain ASCII start: UTF-8 further on stops the read before its record.
+  const utf8Watch = input.utf8Watch?.();
   const start = options.start;
   const stream = input.stream(start?.offset ?? 0);
   const frames = frameRecords(stream, {
@@ -32,6 +34,8 @@ export async function openNdjsonSource(options: SourceOptions): Promise<Source> 
       for await (const record of frames) {
         // The first record loses the file's byte order mark (a line of only it is blank: the framer skips it).
         const bytes = record.nextOffset - record.bytes.length <= 3 ? record.bytes.subarray(bomLength(record.bytes)) : record.bytes;
+        const found = utf8Watch?.(bytes, record.tooLarge !== undefined);
+        if (found) throw laterUtf8Refusal(options.path, encoding, found, record.line + found.line - 1);
         records += 1;
         const position: SourcePosition = { records, offset: record.nextOffset, line: record.line + 1 };
         if (record.tooLarge) {
