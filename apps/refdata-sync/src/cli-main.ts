@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { ExitCode, createLogger, exitCodeFor, type Logger } from '@dq/core';
 import { checkEmptyFlags, parseFlags } from '@dq/core/cli';
 import { userCacheDir } from '@dq/core/files';
-import { readConfigFile, resolveSyncConfig } from './config.js';
+import { readConfigFile, refuseUnexpandedHome, resolveSyncConfig } from './config.js';
 import { UsageError } from './errors.js';
 import { describePhone, parseDuration } from './phone-describe.js';
 import { runSync } from './sync.js';
@@ -126,12 +126,28 @@ function repair(p: VerifySummary['problems'][number], current: string | undefine
 
 function requireTarget(target: string | boolean | undefined): string {
   if (typeof target !== 'string' || target === '') throw new UsageError('--target DIR is required');
+  refuseUnexpandedHome('--target', target);
   return target;
 }
 
 async function sync(values: Values, apiKey: string | undefined, io: CliIo, logger: Logger): Promise<number> {
   const raw: Record<string, unknown> = typeof values.config === 'string' ? await readConfigFile(values.config) : {};
-  if (raw['downloadUrl'] === undefined && io.env['DQ_DOWNLOAD_URL']) raw['downloadUrl'] = io.env['DQ_DOWNLOAD_URL'];
+  // The variables stand in for the flags, so they win over the file, both alike (README "dq-refdata");
+  // a file saying otherwise is named, never silently overridden.
+  const stands = [
+    ['downloadUrl', 'DQ_DOWNLOAD_URL', values['download-url'], io.env['DQ_DOWNLOAD_URL']],
+    ['apiKey', 'DQ_API_KEY', values['api-key'], io.env['DQ_API_KEY']],
+  ] as const;
+  for (const [key, variable, flag, fromEnv] of stands) {
+    if (flag !== undefined || !fromEnv) continue;
+    if (raw[key] !== undefined && raw[key] !== fromEnv) {
+      const shown = key === 'apiKey' ? 'another API key' : JSON.stringify(raw[key]);
+      io.stderr(
+        `dq-refdata: warning: ${variable} is used, not "${key}" of ${String(values.config)} (${shown}): the variable stands in for the flag, which wins over the file; unset ${variable} to use the file's`,
+      );
+    }
+    raw[key] = fromEnv;
+  }
   if (apiKey !== undefined) raw['apiKey'] = apiKey;
   for (const [k, v] of Object.entries(values)) {
     if (k === 'config' || k === 'api-key' || k === 'help' || k === 'max-age' || k === 'realtime-url' || k === 'cache') continue;
@@ -187,6 +203,8 @@ async function phoneDescribe(values: Values, apiKey: string | undefined, io: Cli
       `phone-describe takes --cache FILE or --target DIR, not both (--cache ${values.cache}, --target ${values.target}): give the one that names the cache to use`,
     );
   }
+  if (typeof values.cache === 'string') refuseUnexpandedHome('--cache', values.cache);
+  if (typeof values.target === 'string') refuseUnexpandedHome('--target', values.target);
   // Default: the user's cache folder, found as the result store's is (never a relative path into the
   // working folder).
   const cacheFile =

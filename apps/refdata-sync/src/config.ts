@@ -59,6 +59,39 @@ const list = z.union([
   z.array(z.string()),
 ]);
 
+/**
+ * A number as JSON writes it or a flag spells it (`2`, `"2"`, `"0.5"`). Never a boolean, null, a
+ * list or hex, which a bare coercion takes as a number: `"keep": true` would be 1 and remove every
+ * other version.
+ */
+function numeric(example: string) {
+  const problem = `must be a number such as ${example}`;
+  return z.union(
+    [
+      z.number(),
+      z
+        .string()
+        .trim()
+        .regex(/^\d+(\.\d+)?$/, problem)
+        .transform(Number),
+    ],
+    { error: problem },
+  );
+}
+
+/**
+ * Refuses a path that starts with `~`: only a shell expands it, and a config file, a scheduler's
+ * task or a systemd unit pass it as it is, which would make a folder named `~` under the working
+ * folder (where a reader of the data does not look, and which `rm -rf ~` would mistake for the home
+ * folder).
+ */
+export function refuseUnexpandedHome(setting: string, path: string): void {
+  if (!path.startsWith('~')) return;
+  throw new UsageError(
+    `${setting} ${path}: the "~" was not expanded (no shell read it, so it would name a folder "~" under the working folder): give the full path, such as /home/<user>/… or $HOME/… in a shell`,
+  );
+}
+
 /** The config file's shape; flags use the same names in kebab-case. */
 export const syncConfigSchema = z.strictObject({
   downloadUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://download.example.com' }),
@@ -70,9 +103,9 @@ export const syncConfigSchema = z.strictObject({
   platform: z.enum(Object.keys(PLATFORM_INSTALLER) as [string, ...string[]]),
   levels: list.pipe(z.array(z.string().regex(/^\d{3}$/, 'must be three digits, e.g. 001'))).default(['001']),
   software: list.default([]),
-  keep: z.coerce.number().int().min(1).default(2),
-  lockWait: z.coerce.number().min(0).default(0),
-  timeoutMs: z.coerce.number().int().positive().default(30_000),
+  keep: numeric('2').pipe(z.number().int().min(1)).default(2),
+  lockWait: numeric('60').pipe(z.number().min(0)).default(0),
+  timeoutMs: numeric('30000').pipe(z.number().int().positive()).default(30_000),
 });
 
 /** The installer file name of a platform. */
@@ -119,6 +152,7 @@ export function resolveSyncConfig(raw: Record<string, unknown>): SyncConfig {
     throw new UsageError(`invalid sync configuration: ${fields.join('; ')}`);
   }
   const c = parsed.data;
+  refuseUnexpandedHome('--target (or "target" in the config file)', c.target);
   const software = c.software.map(parseSoftware);
   // A country the contract knows for no product (a typo such as "de") is an error, not "not offered":
   // post takes every country, WORLD and the INT_ regions, so its rules decide.
@@ -156,7 +190,8 @@ export async function readConfigFile(path: string): Promise<Record<string, unkno
     throw new UsageError(`cannot read config file ${path}: ${(cause as NodeJS.ErrnoException).code ?? String(cause)}`);
   }
   try {
-    const value: unknown = JSON.parse(text);
+    // A byte order mark, as Windows editors write at the start of UTF-8, is no part of the JSON.
+    const value: unknown = JSON.parse(text.replace(/^\uFEFF/, ''));
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
     return value as Record<string, unknown>;
   } catch (cause) {

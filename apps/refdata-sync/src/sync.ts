@@ -8,7 +8,7 @@ import { lstat, mkdir, readdir, readlink, rm, rmdir, stat } from 'node:fs/promis
 import { dirname, join, relative, resolve } from 'node:path';
 import { DqError, PlatformError, createSilentLogger } from '@dq/core';
 import { DownloadClient } from '@dq/core/download';
-import { dataPath, softwarePath, validateDataPath } from '@dq/core/schemas';
+import { dataPath, installerPath, softwarePath, validateDataPath } from '@dq/core/schemas';
 import type { Logger } from '@dq/core';
 import type { DownloadResult } from '@dq/core/download';
 import { installerFor, type SyncConfig } from './config.js';
@@ -219,10 +219,28 @@ type State = SyncSummary & { failures: Failure[] };
 async function syncInstaller(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, v: ManifestVersion, version: string, s: State, signal?: AbortSignal) {
   // The platform's rules: its installer is fetched each time reference data is downloaded, like version.txt.
   const destDir = join(cfg.target, version, 'installer');
+  const name = installerFor(cfg.platform);
   await checkDownloadDir(cfg.target, `${version}/installer`);
-  const r = await writingTo(join(destDir, installerFor(cfg.platform)), () =>
-    client.downloadInstaller(installerFor(cfg.platform), { destDir, ...(signal ? { signal } : {}) }),
-  );
+  let r: DownloadResult;
+  try {
+    r = await writingTo(join(destDir, name), () => client.downloadInstaller(name, { destDir, ...(signal ? { signal } : {}) }));
+  } catch (e) {
+    if (!(e instanceof PlatformError && e.status === 404)) throw e;
+    // Like a subscribed artifact the server lacks: named with the setting to check, and the data
+    // files are still fetched; the version stays incomplete (README "Exit codes").
+    const source = installerPath(name);
+    const asked = source.ok ? source.value : name;
+    const message = `the installer ${name} of version ${version} (--platform ${cfg.platform}) is not on the download server (HTTP 404 for ${asked}): check --platform against the installers the download server offers (report it if it persists); the data files are still fetched, but current is not switched to a version until its installer is placed [request id ${e.requestId ?? 'none'}]`;
+    const notOnServer = new PlatformError(message, {
+      code: e.code,
+      retriable: false,
+      status: 404,
+      ...(e.requestId ? { requestId: e.requestId } : {}),
+      cause: e,
+    });
+    s.failures.push({ source: asked, code: e.code, message, cause: notOnServer });
+    return;
+  }
   const changed = v.installer?.sha512 !== r.sha512;
   v.installer = entry(cfg.target, r, `/download/v1/data/post/${r.fileName}`, false);
   s.installer = { path: v.installer.path, changed };

@@ -3,7 +3,7 @@ import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFile
 import { basename, dirname, join } from 'node:path';
 import { startSandbox, type Sandbox } from '@dq/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI_BIN, DEFAULT_API_KEY, downloadRequests, freshTarget, runCli, sandboxWith, removeTargets } from './helpers.js';
+import { CLI_BIN, DEFAULT_API_KEY, downloadRequests, freshTarget, runCli, sandboxWith, removeTargets, syncFlags } from './helpers.js';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -407,5 +407,70 @@ describe('dq-refdata command line', () => {
       'invalid sync configuration: the API key is missing: set DQ_API_KEY (or give --api-key); products: required (give "products" in the config file, or --products)',
     );
     expect(existsSync(target)).toBe(false);
+  });
+
+  describe('config file and environment', () => {
+    const fileConfig = (target: string, extra: Record<string, unknown>) => {
+      const config = join(dirname(target), `refdata-${basename(target)}.json`);
+      mkdirSync(dirname(config), { recursive: true });
+      const body = { target, products: 'post', countries: 'DE', release: 'release-v3', platform: 'linux_x64', ...extra };
+      writeFileSync(config, JSON.stringify(body));
+      return config;
+    };
+
+    it('a count that is no number in the config file ("keep": true, [3], "0x2") is refused naming it (exit 2), not taken as 1 (which removes every other version)', async () => {
+      const before = downloadRequests(sandbox);
+      for (const keep of [true, [3], '0x2']) {
+        const target = freshTarget();
+        const r = await runCli(['sync', '--config', fileConfig(target, { keep })], { DQ_API_KEY: DEFAULT_API_KEY, DQ_DOWNLOAD_URL: sandbox.url });
+        expect(r.code, `${JSON.stringify(keep)}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain('keep: must be a number such as 2');
+        expect(existsSync(target)).toBe(false);
+      }
+      expect(downloadRequests(sandbox)).toBe(before);
+    });
+
+    it('a target or cache starting with "~" (no shell expanded it) is refused naming it (exit 2): no folder "~" made in the working folder', async () => {
+      const work = dirname(freshTarget());
+      mkdirSync(work, { recursive: true });
+      const env = { DQ_API_KEY: DEFAULT_API_KEY, DQ_DOWNLOAD_URL: sandbox.url };
+      const runs = [
+        await runCli(['sync', '--config', fileConfig(join(work, 'x'), { target: '~/refdata' })], env, work),
+        await runCli([...syncFlags('~/refdata')], env, work),
+        await runCli(['verify', '--target', '~/refdata'], env, work),
+        await runCli(['phone-describe', '--realtime-url', sandbox.url, '--cache', '~/describe.json'], env, work),
+      ];
+      for (const r of runs) {
+        expect(r.code, r.stderr).toBe(2);
+        expect(r.stderr).toMatch(/~\/(refdata|describe\.json): the "~" was not expanded .*give the full path/);
+      }
+      expect(readdirSync(work).filter((f) => !f.endsWith('.json'))).toEqual([]);
+    });
+
+    it('a config file written with a byte order mark (a Windows editor) is read', async () => {
+      const target = freshTarget();
+      const config = fileConfig(target, {});
+      writeFileSync(config, `\uFEFF${readFileSync(config, 'utf8')}`);
+      const r = await runCli(['sync', '--config', config], { DQ_API_KEY: DEFAULT_API_KEY, DQ_DOWNLOAD_URL: sandbox.url });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'updated', downloaded: ['2026-11-01/post/DE/DE_001.zip'] });
+    });
+
+    it('DQ_DOWNLOAD_URL and DQ_API_KEY stand in for the flags: both win over a config file that says otherwise, with a warning naming it (never the key)', async () => {
+      const other = await sandboxWith({}, 12);
+      try {
+        const target = freshTarget();
+        const config = fileConfig(target, { downloadUrl: other.url, apiKey: 'a-key-from-the-file' });
+        const r = await runCli(['sync', '--config', config], { DQ_API_KEY: DEFAULT_API_KEY, DQ_DOWNLOAD_URL: sandbox.url });
+        expect(r.code, r.stderr).toBe(0);
+        expect(downloadRequests(other)).toBe(0);
+        expect(r.stderr).toContain(`warning: DQ_DOWNLOAD_URL is used, not "downloadUrl" of ${config} ("${other.url}")`);
+        expect(r.stderr).toContain(`warning: DQ_API_KEY is used, not "apiKey" of ${config} (another API key)`);
+        expect(r.stdout + r.stderr).not.toContain('a-key-from-the-file');
+        expect(r.stdout + r.stderr).not.toContain(DEFAULT_API_KEY);
+      } finally {
+        await other.close();
+      }
+    });
   });
 });

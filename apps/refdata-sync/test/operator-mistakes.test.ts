@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
@@ -77,6 +77,28 @@ async function targetWithHugeFile(): Promise<{ target: string; huge: string }> {
   for (const f of manifest.versions['2026-11-01']?.files ?? []) if (f.path.endsWith('DE_001.zip')) f.size = 4 * 1024 ** 3;
   writeFileSync(manifestPath, JSON.stringify(manifest));
   return { target, huge };
+}
+
+/**
+ * The sandbox behind a proxy on a free port: `intercept` answers the requests it wants to (returns
+ * true), the others go to the sandbox.
+ */
+async function proxied(intercept: (req: IncomingMessage, res: ServerResponse) => boolean): Promise<{ proxy: Server; url: string }> {
+  const proxy = createServer((req, res) => {
+    if (intercept(req, res)) return;
+    const headers: Record<string, string> = {};
+    if (req.headers.authorization) headers['authorization'] = req.headers.authorization;
+    if (req.headers.range) headers['range'] = req.headers.range;
+    void fetch(`${sandbox.url}${req.url ?? '/'}`, { headers }).then(async (up) => {
+      const out: Record<string, string> = {};
+      up.headers.forEach((v, k) => {
+        if (k !== 'content-encoding' && k !== 'transfer-encoding') out[k] = v;
+      });
+      res.writeHead(up.status, out).end(Buffer.from(await up.arrayBuffer()));
+    });
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  return { proxy, url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` };
 }
 
 describe('dq-refdata and operator mistakes', () => {
@@ -163,26 +185,13 @@ describe('dq-refdata and operator mistakes', () => {
 
   it('a .sha512 that is no checksum (an error page of a proxy): that file fails naming what to do, the other files are still placed', async () => {
     // The sandbox behind a proxy that answers one checksum request with an HTML page.
-    const proxy = createServer((req, res) => {
-      if (req.url?.endsWith('/AT_001.zip.sha512')) {
-        res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Service temporarily unavailable</body></html>\n');
-        return;
-      }
-      const headers: Record<string, string> = {};
-      if (req.headers.authorization) headers['authorization'] = req.headers.authorization;
-      if (req.headers.range) headers['range'] = req.headers.range;
-      void fetch(`${sandbox.url}${req.url ?? '/'}`, { headers }).then(async (up) => {
-        const out: Record<string, string> = {};
-        up.headers.forEach((v, k) => {
-          if (k !== 'content-encoding' && k !== 'transfer-encoding') out[k] = v;
-        });
-        res.writeHead(up.status, out).end(Buffer.from(await up.arrayBuffer()));
-      });
+    const { proxy, url } = await proxied((req, res) => {
+      if (!req.url?.endsWith('/AT_001.zip.sha512')) return false;
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Service temporarily unavailable</body></html>\n');
+      return true;
     });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     try {
       const target = freshTarget();
-      const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
       const args = [
         'sync',
         '--download-url',
@@ -213,6 +222,34 @@ describe('dq-refdata and operator mistakes', () => {
     } finally {
       proxy.close();
     }
+  });
+
+  it("the platform's installer not on the download server (404): exit 1 naming it and --platform, the data files still placed; current switched by the next sync once it is there, nothing fetched again", async () => {
+    const { proxy, url } = await proxied((req, res) => {
+      if (!req.url?.endsWith('/setupRefdata_linux_x64.sh')) return false;
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"not found"}');
+      return true;
+    });
+    const target = freshTarget();
+    try {
+      const r = await runCli([...syncFlags(target), '--download-url', url], env());
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toContain(
+        'dq-refdata: the installer setupRefdata_linux_x64.sh of version 2026-11-01 (--platform linux_x64) is not on the download server (HTTP 404 for /download/v1/data/post/setupRefdata_linux_x64.sh): check --platform',
+      );
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        status: 'failed',
+        exitCode: 1,
+        downloaded: ['2026-11-01/post/DE/DE_001.zip', '2026-11-01/post/AT/AT_001.zip'],
+      });
+      expect(readdirSync(target)).not.toContain('current');
+    } finally {
+      proxy.close();
+    }
+    const again = await runCli(syncFlags(target), env());
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ status: 'updated', downloaded: [], alreadyVerified: 2 });
+    expect(readlinkSync(join(target, 'current'))).toBe('2026-11-01');
   });
 
   it('a hand-edited manifest.json naming a version or file outside the target: refused naming the entry, nothing outside removed', async () => {
