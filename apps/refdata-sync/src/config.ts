@@ -153,7 +153,8 @@ export function resolveSyncConfig(raw: Record<string, unknown>): SyncConfig {
   }
   const c = parsed.data;
   refuseUnexpandedHome('--target (or "target" in the config file)', c.target);
-  const software = c.software.map(parseSoftware);
+  // A package named twice (`uws:linux,uws:linux`) is one package: it is fetched once.
+  const software = [...new Set(c.software)].map(parseSoftware);
   // A country the contract knows for no product (a typo such as "de") is an error, not "not offered":
   // post takes every country, WORLD and the INT_ regions, so its rules decide.
   const countryViolations = c.countries.flatMap((country) =>

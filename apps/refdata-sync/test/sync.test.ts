@@ -205,6 +205,17 @@ describe('dq-refdata sync against the sandbox', () => {
     expect(summary.warnings.join(' ')).toMatch(/took over the lock/);
   });
 
+  it('downloads a package named twice in --software once', async () => {
+    sandbox = await sandboxWith();
+    const once = await runSync(syncConfig(sandbox.url, freshTarget(), { products: 'post', countries: 'DE', levels: '001', software: 'uws:linux' }));
+    expect(once.error).toBeUndefined();
+    const single = downloadRequests(sandbox);
+    const twice = await runSync(syncConfig(sandbox.url, freshTarget(), { products: 'post', countries: 'DE', levels: '001', software: 'uws:linux, uws:linux' }));
+    expect(twice.error).toBeUndefined();
+    expect(downloadRequests(sandbox) - single).toBe(single);
+    expect(twice.summary.downloaded.filter((p) => p.startsWith('software/'))).toEqual(once.summary.downloaded.filter((p) => p.startsWith('software/')));
+  });
+
   it('neutralises a hostile Content-Disposition name: the package stays inside the target', async () => {
     sandbox = await sandboxWith({ contentDispositionOverride: 'attachment; filename="../../etc/x"' });
     const target = freshTarget();
