@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync, mkdirSync, symlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { unzipSync } from 'fflate';
@@ -214,6 +214,18 @@ describe('dq-refdata sync against the sandbox', () => {
     expect(twice.error).toBeUndefined();
     expect(downloadRequests(sandbox) - single).toBe(single);
     expect(twice.summary.downloaded.filter((p) => p.startsWith('software/'))).toEqual(once.summary.downloaded.filter((p) => p.startsWith('software/')));
+  });
+
+  it('removes the new current link a sync killed mid-switch left behind, and nothing else of that name', async () => {
+    sandbox = await sandboxWith();
+    const target = freshTarget();
+    mkdirSync(join(target, '2026-10-01'), { recursive: true });
+    symlinkSync('2026-10-01', join(target, '.current.0a1b2c3d'));
+    writeFileSync(join(target, '.current.notes'), 'kept');
+    const { error } = await runSync(syncConfig(sandbox.url, target, { products: 'post', countries: 'DE', levels: '001' }));
+    expect(error).toBeUndefined();
+    expect(readdirSync(target).filter((n) => n.startsWith('.current.'))).toEqual(['.current.notes']);
+    expect(readlinkSync(join(target, 'current'))).toBe('2026-11-01');
   });
 
   it('neutralises a hostile Content-Disposition name: the package stays inside the target', async () => {
