@@ -107,6 +107,8 @@ export function sessionLost(client: pg.Client): unknown {
 
 /** Servers (by URL) whose version this process has checked already: one query per server, not per connection. */
 const versionChecked = new Set<string>();
+/** URLs this process found to reach a session of its own (see {@link refuseTransactionPooling}): checked once per URL. */
+const poolerChecked = new Set<string>();
 
 /**
  * Opens one connection (application name `dq-pg`); connection failures become CleanseErrors. A
@@ -140,6 +142,10 @@ export async function connect(target: DbTarget, applicationName = 'dq-pg', optio
       const tooOld = await postgresVersionProblem(client, 'dq-pg', target.where);
       if (tooOld !== undefined) throw new CleanseError('db-version', `${tooOld}; upgrade the server`);
       versionChecked.add(target.url);
+    }
+    if (!poolerChecked.has(target.url)) {
+      await refuseTransactionPooling(client, target, applicationName);
+      poolerChecked.add(target.url);
     }
     if (options.writes) await refuseReadOnly(client, target);
     await client.query(sessionSettings(client));
@@ -185,6 +191,97 @@ function sessionSettings(client: pg.Client): string {
  * without a zone as UTC (README "Keys").
  */
 export const KEY_TEXT_SETTINGS = `SET DateStyle = 'ISO'; SET IntervalStyle = 'postgres'; SET extra_float_digits = 3; SET bytea_output = 'hex'; SET TimeZone = 'UTC'`;
+
+/** The server process of `client`'s session now. */
+async function backendPid(client: pg.Client): Promise<number> {
+  return (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid ?? -1;
+}
+
+/** Whether each of two connections met one server process only, and not the other's. */
+function ownSessions(seen: { mine: Set<number>; other: Set<number> }): boolean {
+  return seen.mine.size === 1 && seen.other.size <= 1 && ![...seen.mine].some((p) => seen.other.has(p));
+}
+
+/** Longest wait of the pooler check's second connection for a server session (see {@link refuseTransactionPooling}). */
+const POOLER_PROBE_MS = 5_000;
+
+/**
+ * Throws `db-pooler` (exit 2) when `client` reaches PostgreSQL through a connection pooler in
+ * transaction or statement mode (PgBouncer `pool_mode = transaction`, the default of many managed
+ * poolers): between two transactions such a pooler hands the server session to other clients and
+ * gives this one any other. dq-pg needs a session of its own for as long as a connection lasts: a
+ * process holds its run's lock (a session-level advisory lock) from start to end, a rollback
+ * holds it alone, and its settings and prepared statements live in the session (README, dq-pg
+ * section, "Connection poolers"). Through such a pooler two processes could each believe they
+ * hold a run, or a rollback run beside a cleanse: refused before any work.
+ *
+ * A direct connection (or a proxy passing the protocol through) is told at once: the process id
+ * the server gave at login is the session's `pg_backend_pid()`; a pooler answers the login itself
+ * with an id of its own. Then a second connection, in turns with this one, keeps a transaction
+ * open while the other runs a statement: with a session of its own each connection meets one
+ * server process only, another than the other's; a pooler that hands sessions around shows a
+ * connection two of them, or both connections the same one. A second connection that gets no
+ * server session within {@link POOLER_PROBE_MS} means the pooler keeps this one's session bound
+ * to it (session pooling with every server connection in use): no refusal.
+ */
+async function refuseTransactionPooling(client: pg.Client, target: DbTarget, applicationName: string): Promise<void> {
+  const first = await backendPid(client);
+  if ((client as unknown as { processID?: unknown }).processID === first) return;
+  const other = new pg.Client({
+    connectionString: target.url,
+    application_name: applicationName,
+    query_timeout: POOLER_PROBE_MS,
+    connectionTimeoutMillis: DB_CONNECT_TIMEOUT_MS,
+  });
+  other.on('error', () => undefined);
+  const seen: { mine: Set<number>; other: Set<number>; refused?: string } = { mine: new Set([first]), other: new Set() };
+  // The connection asked last: a timeout of the second one's is an answer, of this one's a loss.
+  let asked = client;
+  const ask = async (c: pg.Client, sql: string): Promise<number> => {
+    asked = c;
+    await c.query(sql);
+    return backendPid(c);
+  };
+  try {
+    await other.connect();
+    // Turns: one connection inside a transaction (its server session held), the other outside.
+    // It ends at the first proof: with one server connection, the connection outside would wait for ever on the one inside.
+    for (const [held, free, heldSeen, freeSeen] of [
+      [other, client, seen.other, seen.mine],
+      [client, other, seen.mine, seen.other],
+    ] as const) {
+      heldSeen.add(await ask(held, 'BEGIN'));
+      if (!ownSessions(seen)) break;
+      freeSeen.add(await ask(free, 'SELECT 1'));
+      await ask(held, 'COMMIT');
+      if (!ownSessions(seen)) break;
+      freeSeen.add(await ask(free, 'SELECT 1'));
+    }
+  } catch (e) {
+    const message = e instanceof Error ? e.message : '';
+    // PgBouncer in statement mode refuses the transaction itself.
+    if (/statement pooling mode/i.test(message)) seen.refused = message;
+    // The second connection got no server session in time: the pooler keeps this one's bound to it.
+    else if (asked === other && /^(Query read timeout|timeout expired)/.test(message)) return;
+    else throw e;
+  } finally {
+    await endOrDrop(
+      () => other.end(),
+      () => (other as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy(),
+    );
+  }
+  if (seen.refused === undefined && ownSessions(seen)) return;
+  throw new CleanseError(
+    'db-pooler',
+    `the database ${target.where} (--db) is reached through a connection pooler in transaction or statement mode (PgBouncer pool_mode = transaction, the default of many managed poolers): ${
+      seen.refused !== undefined
+        ? `it refused a transaction (${seen.refused})`
+        : seen.mine.size > 1
+          ? `one dq-pg connection ran its transactions in ${seen.mine.size} server sessions`
+          : 'two dq-pg connections ran in one server session'
+    }, and dq-pg needs a session of its own for as long as it works (its run's lock, its settings; README "Connection poolers"); connect --db directly to PostgreSQL (its own port, usually 5432) or through a pool in session mode (PgBouncer pool_mode = session); the result store and the shared rate budget may stay behind the pooler`,
+  );
+}
 
 /**
  * Throws `db-read-only` when this user's sessions on the server cannot write: the server is a hot

@@ -54,6 +54,8 @@ export class CleanseError extends defineErrorCodes('dq-pg', {
   'db-version': { exit: ExitCode.USAGE },
   /** a server setting ended a session dq-pg needs (idle_in_transaction_session_timeout shorter than a key range takes) */
   'db-setting': { exit: ExitCode.USAGE },
+  /** --db goes through a connection pooler in transaction or statement mode, which does not keep the session dq-pg needs: connect directly or through session pooling */
+  'db-pooler': { exit: ExitCode.USAGE },
 }) {
   override readonly name = 'CleanseError';
 }
