@@ -19,19 +19,19 @@ export default base;
 /**
  * Test files run one at a time by default: the tests that measure a rate or a speed must not share
  * two cores with another file. Projects whose tests wait on servers, timeouts and child processes
- * more than they compute, and measure no rate against a reference, run two files at once instead
- * (their CI time is about halved). A file of such a project that does measure one runs after the
- * others, alone ({@link twoAtOnceThenTimed}).
+ * more than they compute, and measure no rate against a reference, run two or three files at once
+ * instead (their CI time is about halved). A file of such a project that does measure one runs
+ * after the others, alone ({@link atOnceThenTimed}).
  */
 export const filesAtOnce = (files: number) => ({ fileParallelism: true, maxWorkers: files }) as const;
 export const twoFilesAtOnce = filesAtOnce(2);
 
 /**
- * The two groups of a project whose files run two at once, except `timed` (files that measure a
+ * The two groups of a project whose files run `atOnce` at a time (default two), except `timed` (files that measure a
  * rate, a pacing, a delay or peak memory): those run after the others, one at a time. `include`
  * replaces the shared pattern for the first group; `setupFiles` are added to the shared ones in both.
  */
-export function twoAtOnceThenTimed(name: string, timed: string[], extra: { include?: string[]; setupFiles?: string[] } = {}) {
+export function atOnceThenTimed(name: string, timed: string[], extra: { include?: string[]; setupFiles?: string[]; atOnce?: number } = {}) {
   const setupFiles = extra.setupFiles ?? [];
   return defineConfig({
     test: {
@@ -42,7 +42,7 @@ export function twoAtOnceThenTimed(name: string, timed: string[], extra: { inclu
             name,
             ...(extra.include ? { include: extra.include } : {}),
             exclude: [...configDefaults.exclude, ...timed],
-            ...twoFilesAtOnce,
+            ...filesAtOnce(extra.atOnce ?? 2),
             sequence: { groupOrder: 0 },
             setupFiles,
           },

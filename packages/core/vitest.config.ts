@@ -1,10 +1,10 @@
 import { mergeConfig } from 'vitest/config';
-import base, { twoAtOnceThenTimed } from '../../vitest.config.base.ts';
+import base, { atOnceThenTimed } from '../../vitest.config.base.ts';
 
 /**
  * Files that measure a rate, a pacing or a delay against a bound of a few hundred milliseconds or
  * less: run after the others, one at a time. The others (servers that answer late, child
- * processes, stores) run two at once.
+ * processes, stores) run three at once (measured: 149 s against ~180 s two at once, every test passing).
  */
 const timed = [
   'test/throttle.test.ts',
@@ -16,4 +16,4 @@ const timed = [
   'test/download-budget.test.ts',
 ];
 
-export default mergeConfig(base, twoAtOnceThenTimed('@dq/core', timed));
+export default mergeConfig(base, atOnceThenTimed('@dq/core', timed, { atOnce: 3 }));
