@@ -216,6 +216,18 @@ export async function runSync(cfg: SyncConfig, deps: SyncDeps = {}): Promise<{ s
 type Failure = SyncSummary['failures'][number] & { cause?: unknown };
 type State = SyncSummary & { failures: Failure[] };
 
+/** The failure of a file the download server answered 404 for, with `message` saying what to check. */
+function notOnServer(source: string, message: string, e: PlatformError): Failure {
+  const cause = new PlatformError(message, {
+    code: e.code,
+    retriable: false,
+    status: 404,
+    ...(e.requestId ? { requestId: e.requestId } : {}),
+    cause: e,
+  });
+  return { source, code: e.code, message, cause };
+}
+
 async function syncInstaller(client: DownloadClient, cfg: SyncConfig, manifest: Manifest, v: ManifestVersion, version: string, s: State, signal?: AbortSignal) {
   // The platform's rules: its installer is fetched each time reference data is downloaded, like version.txt.
   const destDir = join(cfg.target, version, 'installer');
@@ -231,14 +243,7 @@ async function syncInstaller(client: DownloadClient, cfg: SyncConfig, manifest: 
     const source = installerPath(name);
     const asked = source.ok ? source.value : name;
     const message = `the installer ${name} of version ${version} (--platform ${cfg.platform}) is not on the download server (HTTP 404 for ${asked}): check --platform against the installers the download server offers (report it if it persists); the data files are still fetched, but current is not switched to a version until its installer is placed [request id ${e.requestId ?? 'none'}]`;
-    const notOnServer = new PlatformError(message, {
-      code: e.code,
-      retriable: false,
-      status: 404,
-      ...(e.requestId ? { requestId: e.requestId } : {}),
-      cause: e,
-    });
-    s.failures.push({ source: asked, code: e.code, message, cause: notOnServer });
+    s.failures.push(notOnServer(asked, message, e));
     return;
   }
   const changed = v.installer?.sha512 !== r.sha512;
@@ -314,14 +319,7 @@ async function syncArtifact(
       // version.txt came from the same host, so it is the subscription, not the base URL (the
       // transport's advice for a 404).
       const message = `${a.product}/${a.country}/${a.artifact} of version ${version} is not on the download server (HTTP 404 for ${asked}): check --products, --countries and --levels against what the platform offers; the version stays incomplete and current is not switched [request id ${e.requestId ?? 'none'}]`;
-      const notOnServer = new PlatformError(message, {
-        code: e.code,
-        retriable: false,
-        status: 404,
-        ...(e.requestId ? { requestId: e.requestId } : {}),
-        cause: e,
-      });
-      s.failures.push({ source, code: e.code, message, cause: notOnServer });
+      s.failures.push(notOnServer(source, message, e));
       return;
     }
     throw e;

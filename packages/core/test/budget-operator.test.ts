@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPgThrottle } from '@dq/core/throttle-pg';
-import type { PgThrottle } from '@dq/core/throttle-pg';
+import { busiestSecond, saturate } from './throttle-grants.js';
 import { startPostgres, type TestPostgres } from '@dq/test-support/pg';
 
 // The shared rate budget (README, "One rate budget per account") as operators get it wrong: the
@@ -13,30 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-
-/** Keeps `callers` acquiring batch slots from `t` until `until` (Date.now), noting when each was granted. */
-async function saturate(t: PgThrottle, until: number, times: number[], callers = 8): Promise<void> {
-  await Promise.all(
-    Array.from({ length: callers }, async () => {
-      while (Date.now() < until) {
-        const ticket = await t.acquire('batch');
-        times.push(Date.now());
-        t.ended?.('batch', ticket as number);
-      }
-    }),
-  );
-}
-
-/** Most grants in any one second. */
-function busiestSecond(times: number[]): number {
-  const all = [...times].sort((x, y) => x - y);
-  let most = 0;
-  for (let i = 0, j = 0; i < all.length; i++) {
-    while (all[i]! - all[j]! >= 1000) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
-}
 
 describe('processes of one account with different --rate-limit values', () => {
   it('a process given a lower --rate-limit caps its own calls, not the account: the other keeps the rest of the limit, and no second holds more than the highest', async () => {

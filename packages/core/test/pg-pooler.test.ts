@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '@dq/core/store';
 import type { ResultStore } from '@dq/core/store';
 import { createPgThrottle } from '@dq/core/throttle-pg';
-import type { PgThrottle } from '@dq/core/throttle-pg';
+import { busiestSecond, saturate } from './throttle-grants.js';
 import { startPostgres, withClient, type TestPostgres } from '@dq/test-support/pg';
 import { pgbouncerBinary, startPgBouncer, type TestPgBouncer } from '@dq/test-support/pgbouncer';
 
@@ -28,30 +28,6 @@ afterAll(async () => {
   await bouncer?.stop();
   await server?.stop();
 });
-
-/** Keeps `callers` acquiring batch slots from `t` until `until` (Date.now), noting when each was granted. */
-async function saturate(t: PgThrottle, until: number, times: number[], callers = 8): Promise<void> {
-  await Promise.all(
-    Array.from({ length: callers }, async () => {
-      while (Date.now() < until) {
-        const ticket = await t.acquire('batch');
-        times.push(Date.now());
-        t.ended?.('batch', ticket as number);
-      }
-    }),
-  );
-}
-
-/** Most grants in any one second. */
-function busiestSecond(times: number[]): number {
-  const all = [...times].sort((x, y) => x - y);
-  let most = 0;
-  for (let i = 0, j = 0; i < all.length; i++) {
-    while (all[i]! - all[j]! >= 1000) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
-}
 
 describe.skipIf(!installed)('through PgBouncer in transaction pooling mode', () => {
   it('the result store: processes opening it together on a fresh database make it once, and each reads what the others wrote', async () => {
